@@ -1,0 +1,75 @@
+/**
+ * Errors that go on the wire as JSON-RPC errors, and the one place that turns anything thrown into one.
+ * Internal failures (a bug, a closed pipe) are not ProtocolErrors: they become -32603 with a generic message.
+ */
+import {
+  IllegalTransitionError,
+  InvalidCursorError,
+  TaskLimitError,
+  TaskNotFoundError,
+} from '../tasks/errors.js';
+
+export const ErrorCode = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603,
+  /** Implementation-defined server error: the upstream server is gone or never answered. */
+  UpstreamUnavailable: -32000,
+  /** Implementation-defined server error: a configured limit refused the request. */
+  LimitExceeded: -32001,
+} as const;
+
+export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export interface JsonRpcErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+export class ProtocolError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+    this.name = 'ProtocolError';
+  }
+
+  toJson(): JsonRpcErrorObject {
+    return this.data === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, data: this.data };
+  }
+}
+
+export const invalidParams = (message: string): ProtocolError =>
+  new ProtocolError(ErrorCode.InvalidParams, message);
+
+export const methodNotFound = (message: string): ProtocolError =>
+  new ProtocolError(ErrorCode.MethodNotFound, message);
+
+/** The one mapping from anything thrown while serving a request to the JSON-RPC error sent for it. */
+export function toJsonRpcError(error: unknown): JsonRpcErrorObject {
+  if (error instanceof ProtocolError) return error.toJson();
+  if (error instanceof TaskNotFoundError) {
+    return { code: ErrorCode.InvalidParams, message: `Task not found or expired: ${error.taskId}` };
+  }
+  if (error instanceof IllegalTransitionError && error.to === 'cancelled') {
+    return {
+      code: ErrorCode.InvalidParams,
+      message: `Cannot cancel task: already in terminal status '${error.from}'`,
+    };
+  }
+  if (error instanceof InvalidCursorError) {
+    return {
+      code: ErrorCode.InvalidParams,
+      message: 'Invalid cursor: pass back a nextCursor exactly as received',
+    };
+  }
+  if (error instanceof TaskLimitError) return { code: ErrorCode.LimitExceeded, message: error.limit };
+  return { code: ErrorCode.InternalError, message: 'Internal error in taskgate' };
+}

@@ -1,0 +1,118 @@
+/**
+ * The JSON-RPC 2.0 envelope as taskgate sees it. Only the envelope is checked on the hot path; the params of
+ * the few methods taskgate interprets are checked by their own schemas where they are handled.
+ */
+import { ErrorCode, ProtocolError, type JsonRpcErrorObject } from './errors.js';
+
+export type RequestId = string | number;
+export type JsonObject = Record<string, unknown>;
+
+export interface Request {
+  jsonrpc: '2.0';
+  id: RequestId;
+  method: string;
+  params?: JsonObject;
+}
+export interface Notification {
+  jsonrpc: '2.0';
+  method: string;
+  params?: JsonObject;
+}
+export interface SuccessResponse {
+  jsonrpc: '2.0';
+  id: RequestId;
+  result: JsonObject;
+}
+export interface ErrorResponse {
+  jsonrpc: '2.0';
+  id: RequestId | null;
+  error: JsonRpcErrorObject;
+}
+export type Response = SuccessResponse | ErrorResponse;
+
+export type Message =
+  | { kind: 'request'; msg: Request }
+  | { kind: 'notification'; msg: Notification }
+  | { kind: 'response'; msg: Response };
+
+export const RELATED_TASK_META = 'io.modelcontextprotocol/related-task';
+export const IMMEDIATE_RESPONSE_META = 'io.modelcontextprotocol/model-immediate-response';
+
+const isObject = (value: unknown): value is JsonObject =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const isId = (value: unknown): value is RequestId =>
+  typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
+
+/** The id of a message that failed classification, when it has a usable one (to address the error reply). */
+export function salvageId(value: unknown): RequestId | null {
+  return isObject(value) && isId(value.id) ? value.id : null;
+}
+
+/**
+ * Classifies a parsed JSON value as a JSON-RPC message, or throws a ProtocolError (-32600/-32602) that
+ * says what is wrong. Batches are not part of MCP 2025-11-25 and are refused like any other non-object.
+ */
+export function classify(value: unknown): Message {
+  if (!isObject(value)) throw invalid('a JSON-RPC message must be a JSON object');
+  if (value.jsonrpc !== '2.0') throw invalid('"jsonrpc" must be exactly "2.0"');
+  const hasId = 'id' in value;
+  if (hasId && !isId(value.id) && !(value.id === null && ('error' in value || 'result' in value))) {
+    throw invalid('"id" must be a string or a number');
+  }
+  if (typeof value.method === 'string') {
+    if ('params' in value && value.params !== undefined && !isObject(value.params)) {
+      throw new ProtocolError(
+        Array.isArray(value.params) ? ErrorCode.InvalidParams : ErrorCode.InvalidRequest,
+        `"params" of ${value.method} must be an object`,
+      );
+    }
+    return hasId
+      ? { kind: 'request', msg: value as unknown as Request }
+      : { kind: 'notification', msg: value as unknown as Notification };
+  }
+  if ('method' in value) throw invalid('"method" must be a string');
+  if (hasId && isObject(value.result) && !('error' in value)) {
+    return { kind: 'response', msg: value as unknown as SuccessResponse };
+  }
+  if (hasId && isObject(value.error) && !('result' in value)) {
+    const error = value.error;
+    if (typeof error.code === 'number' && typeof error.message === 'string') {
+      return { kind: 'response', msg: value as unknown as ErrorResponse };
+    }
+  }
+  throw invalid(
+    hasId ? 'a message with an "id" needs a "method", a "result" or an "error"' : 'missing "method"',
+  );
+}
+
+function invalid(message: string): ProtocolError {
+  return new ProtocolError(ErrorCode.InvalidRequest, `Invalid request: ${message}`);
+}
+
+export const errorResponse = (id: RequestId | null, error: JsonRpcErrorObject): ErrorResponse => ({
+  jsonrpc: '2.0',
+  id,
+  error,
+});
+
+export const successResponse = (id: RequestId, result: JsonObject): SuccessResponse => ({
+  jsonrpc: '2.0',
+  id,
+  result,
+});
+
+/** Map key for a request id: 1 and "1" are different ids. */
+export const idKey = (id: RequestId): string | number => (typeof id === 'number' ? id : `s:${id}`);
+
+export function metaOf(params: JsonObject | undefined): JsonObject | undefined {
+  const meta = params?._meta;
+  return isObject(meta) ? meta : undefined;
+}
+
+/** Copy of params with `_meta[key] = value` (params and _meta are shallow-copied, never mutated). */
+export function withMeta(params: JsonObject | undefined, key: string, value: unknown): JsonObject {
+  return { ...params, _meta: { ...metaOf(params), [key]: value } };
+}
+
+export { isObject };

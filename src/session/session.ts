@@ -1,0 +1,508 @@
+/**
+ * One client connection paired with one upstream connection. Messages are routed by their envelope; only
+ * initialize, tools/list, tools/call, tasks/*, progress, cancellation and the upstream's requests made
+ * during a task are looked into. Everything else goes through as the exact text it arrived as.
+ */
+import type { Logger } from 'pino';
+import type { Policy } from '../config/policy.js';
+import type { Config } from '../config/schema.js';
+import { ErrorCode, ProtocolError, methodNotFound, toJsonRpcError } from '../protocol/errors.js';
+import {
+  RELATED_TASK_META,
+  classify,
+  errorResponse,
+  idKey,
+  isObject,
+  metaOf,
+  salvageId,
+  successResponse,
+  withMeta,
+  type JsonObject,
+  type Notification,
+  type Request,
+  type RequestId,
+  type Response,
+} from '../protocol/messages.js';
+import { Augmenter, type AugmentHost, type UpstreamCall } from '../tasks/augment.js';
+import type { TaskStore } from '../tasks/store.js';
+import type { Channel } from '../transport/channel.js';
+import { PendingRequests } from './pending.js';
+
+/** A request forwarded to the upstream, or one of taskgate's own. */
+type UpstreamPending =
+  | { kind: 'client'; clientId: RequestId; method: string; onResult?: (result: JsonObject) => JsonObject }
+  | { kind: 'own'; settle(answer: { response: Response; bytes: number } | undefined): void };
+
+/** A request from the upstream forwarded to the client. */
+interface ClientPending {
+  upstreamId: RequestId;
+  taskId?: string;
+}
+
+export interface SessionOptions {
+  id: string;
+  identity?: string;
+  config: Config;
+  policy: Policy;
+  store: TaskStore;
+  logger: Logger;
+}
+
+export interface UpstreamState {
+  /** True once the upstream has answered initialize. */
+  initialized: boolean;
+  /** Why the upstream went away, once it has. */
+  goneReason?: string;
+}
+
+export interface SessionEvents {
+  upstreamGone(state: UpstreamState): void;
+  /** The session is over: the client went away or close() was called; the upstream channel is closed. */
+  closed(): Promise<void> | void;
+}
+
+const TASK_INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage']);
+
+export class Session {
+  private readonly toUpstream = new PendingRequests<UpstreamPending>();
+  private readonly toClient = new PendingRequests<ClientPending>();
+  /** Wire ids of plain tools/call requests in flight upstream, to know when an upstream request is unambiguous. */
+  private readonly plainToolCalls = new Set<string | number>();
+  /** Requests taskgate answers itself that may block (tasks/result), by client id, for cancellation. */
+  private readonly localRequests = new Map<string | number, AbortController>();
+  private readonly augmenter: Augmenter;
+  /** Decided by the upstream's initialize answer: serve tasks ourselves, or let a task-capable upstream do it. */
+  private augmenting = true;
+  private closing: Promise<void> | undefined;
+  readonly upstreamState: UpstreamState = { initialized: false };
+
+  constructor(
+    private readonly client: Channel,
+    private readonly upstream: Channel,
+    private readonly options: SessionOptions,
+    private readonly events: SessionEvents,
+  ) {
+    const host: AugmentHost = {
+      callUpstream: (method, params) => this.callUpstream(method, params),
+      cancelUpstream: (wireId, reason) => this.cancelOwnCall(wireId, reason),
+      notifyClient: (method, params) => this.client.send({ jsonrpc: '2.0', method, params }),
+    };
+    this.augmenter = new Augmenter(
+      options.store,
+      options.policy,
+      options.config,
+      host,
+      { sessionId: options.id, ...(options.identity === undefined ? {} : { identity: options.identity }) },
+      options.logger,
+    );
+  }
+
+  start(): void {
+    this.client.start({
+      message: (value, raw) => this.fromClient(value, raw),
+      malformed: (error, id) => this.client.send(errorResponse(id, error.toJson())),
+      closed: ({ reason }) => {
+        this.options.logger.info(`client went away (${reason})`);
+        void this.close();
+      },
+    });
+    this.upstream.start({
+      message: (value, raw) => this.fromUpstream(value, raw),
+      malformed: (error, id) => this.upstreamMalformed(error, id),
+      closed: ({ reason }) => this.upstreamClosed(reason),
+    });
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      for (const controller of this.localRequests.values()) controller.abort();
+      this.augmenter.close();
+      await this.upstream.close();
+      await this.client.close();
+      await this.events.closed();
+    })();
+    return this.closing;
+  }
+
+  // ── client → upstream ────────────────────────────────────────────────────────────────────────────
+
+  private fromClient(value: unknown, raw: string): void {
+    let message;
+    try {
+      message = classify(value);
+    } catch (error) {
+      this.client.send(errorResponse(salvageId(value), toJsonRpcError(error)));
+      return;
+    }
+    switch (message.kind) {
+      case 'request':
+        return this.clientRequest(message.msg, raw);
+      case 'notification':
+        return this.clientNotification(message.msg, raw);
+      case 'response':
+        return this.clientResponse(message.msg, raw);
+    }
+  }
+
+  private clientRequest(request: Request, raw: string): void {
+    const params = request.params;
+    switch (request.method) {
+      case 'initialize':
+        return this.forwardRequest(request, raw, (result) => this.rewriteInitialize(result));
+      case 'tools/list':
+        return this.augmenting
+          ? this.forwardRequest(request, raw, (result) => this.rewriteToolsList(result))
+          : this.forwardRequest(request, raw);
+      case 'tools/call':
+        if (!this.augmenting) return this.forwardRequest(request, raw);
+        if (params?.task !== undefined)
+          return this.answerLocally(request, () => this.augmenter.createTask(params));
+        return this.plainToolCall(request, raw);
+      case 'tasks/get':
+        if (!this.augmenting) return this.forwardRequest(request, raw);
+        return this.answerLocally(request, () => this.augmenter.getTask(params));
+      case 'tasks/list':
+        if (!this.augmenting) return this.forwardRequest(request, raw);
+        return this.answerLocally(request, () => this.augmenter.listTasks(params));
+      case 'tasks/cancel':
+        if (!this.augmenting) return this.forwardRequest(request, raw);
+        return this.answerLocally(request, () => this.augmenter.cancelTask(params));
+      case 'tasks/result':
+        if (!this.augmenting) return this.forwardRequest(request, raw);
+        return this.answerTaskResult(request);
+      default:
+        // A legacy upstream must process any request normally and ignore task metadata it never
+        // advertised; some SDK servers fail on it instead, so it is taken off.
+        if (this.augmenting && params?.task !== undefined) {
+          const { task: _, ...rest } = params;
+          return this.forwardRequest({ ...request, params: rest });
+        }
+        return this.forwardRequest(request, raw);
+    }
+  }
+
+  private plainToolCall(request: Request, raw: string): void {
+    const name = request.params?.name;
+    if (typeof name === 'string' && this.options.policy.forTool(name).taskSupport === 'required') {
+      this.client.send(
+        errorResponse(
+          request.id,
+          methodNotFound(
+            `Tool "${name}" must be called as a task (its taskSupport is "required"): add a "task" field to the tools/call params`,
+          ).toJson(),
+        ),
+      );
+      return;
+    }
+    this.forwardRequest(request, raw);
+  }
+
+  private forwardRequest(
+    request: Request,
+    raw?: string,
+    onResult?: (result: JsonObject) => JsonObject,
+  ): void {
+    if (this.upstreamState.goneReason !== undefined) {
+      this.client.send(
+        errorResponse(request.id, {
+          code: ErrorCode.UpstreamUnavailable,
+          message: `Upstream server unavailable: ${this.upstreamState.goneReason}`,
+        }),
+      );
+      return;
+    }
+    const entry: UpstreamPending = { kind: 'client', clientId: request.id, method: request.method };
+    if (onResult) entry.onResult = onResult;
+    const wireId = this.toUpstream.forward(request.id, entry);
+    if (request.method === 'tools/call') this.plainToolCalls.add(idKey(wireId));
+    if (wireId === request.id && raw !== undefined) this.upstream.sendRaw(raw);
+    else this.upstream.send({ ...request, id: wireId });
+  }
+
+  private answerLocally(request: Request, handler: () => Promise<JsonObject>): void {
+    handler().then(
+      (result) => this.client.send(successResponse(request.id, result)),
+      (error: unknown) => this.replyError(request.id, error),
+    );
+  }
+
+  private answerTaskResult(request: Request): void {
+    const controller = new AbortController();
+    const key = idKey(request.id);
+    this.localRequests.set(key, controller);
+    this.augmenter
+      .taskResult(request.params, controller.signal)
+      .then(
+        (outcome) => {
+          if (controller.signal.aborted) return;
+          this.client.send(
+            'error' in outcome
+              ? errorResponse(request.id, outcome.error)
+              : successResponse(request.id, outcome.result),
+          );
+        },
+        (error: unknown) => {
+          // A cancelled request gets no answer (MCP cancellation).
+          if (!controller.signal.aborted) this.replyError(request.id, error);
+        },
+      )
+      .finally(() => {
+        if (this.localRequests.get(key) === controller) this.localRequests.delete(key);
+      });
+  }
+
+  private replyError(id: RequestId, error: unknown): void {
+    if (!(error instanceof ProtocolError)) this.options.logger.debug({ err: error }, 'request refused');
+    this.client.send(errorResponse(id, toJsonRpcError(error)));
+  }
+
+  private clientNotification(notification: Notification, raw: string): void {
+    if (notification.method === 'notifications/cancelled') {
+      const requestId = notification.params?.requestId;
+      if (typeof requestId === 'string' || typeof requestId === 'number') {
+        const local = this.localRequests.get(idKey(requestId));
+        if (local) {
+          local.abort();
+          return;
+        }
+        const wireId = this.findForwarded(requestId);
+        if (wireId === undefined) return; // already answered, or never ours to forward
+        this.toUpstream.take(wireId);
+        this.plainToolCalls.delete(idKey(wireId));
+        if (wireId !== requestId) {
+          this.upstream.send({ ...notification, params: { ...notification.params, requestId: wireId } });
+          return;
+        }
+      }
+    }
+    this.upstream.sendRaw(raw);
+  }
+
+  private clientResponse(response: Response, raw: string): void {
+    const entry = response.id === null ? undefined : this.toClient.take(response.id);
+    if (!entry) {
+      this.options.logger.debug(
+        { id: response.id },
+        'dropping a client response that answers no pending request',
+      );
+      return;
+    }
+    if (entry.taskId !== undefined) void this.augmenter.inputAnswered(entry.taskId);
+    if (entry.upstreamId === response.id) this.upstream.sendRaw(raw);
+    else this.upstream.send({ ...response, id: entry.upstreamId });
+  }
+
+  // ── upstream → client ────────────────────────────────────────────────────────────────────────────
+
+  private fromUpstream(value: unknown, raw: string): void {
+    let message;
+    try {
+      message = classify(value);
+    } catch (error) {
+      this.options.logger.warn({ err: error }, 'dropping an invalid message from the upstream server');
+      const id = salvageId(value);
+      if (id !== null && isObject(value) && value.method === undefined) {
+        this.upstreamResponse(
+          errorResponse(id, badUpstreamAnswer('an invalid JSON-RPC response')),
+          undefined,
+        );
+      }
+      return;
+    }
+    switch (message.kind) {
+      case 'response':
+        return this.upstreamResponse(message.msg, raw);
+      case 'request':
+        return this.upstreamRequest(message.msg, raw);
+      case 'notification':
+        return this.upstreamNotification(message.msg, raw);
+    }
+  }
+
+  private upstreamResponse(response: Response, raw: string | undefined): void {
+    const entry = response.id === null ? undefined : this.toUpstream.take(response.id);
+    if (!entry) {
+      this.options.logger.debug(
+        { id: response.id },
+        'dropping an upstream response that answers no pending request',
+      );
+      return;
+    }
+    if (entry.kind === 'own') {
+      entry.settle({ response, bytes: raw?.length ?? 0 });
+      return;
+    }
+    this.plainToolCalls.delete(idKey(response.id as RequestId));
+    if ('result' in response && entry.onResult) {
+      this.client.send(successResponse(entry.clientId, entry.onResult(response.result)));
+    } else if (entry.clientId === response.id && raw !== undefined) {
+      this.client.sendRaw(raw);
+    } else {
+      this.client.send({ ...response, id: entry.clientId });
+    }
+  }
+
+  private upstreamRequest(request: Request, raw: string): void {
+    const taskId =
+      this.augmenting && TASK_INPUT_METHODS.has(request.method) && this.plainToolCalls.size === 0
+        ? this.augmenter.soleRunningTask()
+        : undefined;
+    const entry: ClientPending = { upstreamId: request.id };
+    if (taskId === undefined) {
+      const wireId = this.toClient.forward(request.id, entry);
+      if (wireId === request.id) this.client.sendRaw(raw);
+      else this.client.send({ ...request, id: wireId });
+      return;
+    }
+    entry.taskId = taskId;
+    const wireId = this.toClient.forward(request.id, entry);
+    this.client.send({
+      ...request,
+      id: wireId,
+      params: withMeta(request.params, RELATED_TASK_META, { taskId }),
+    });
+    void this.augmenter.inputRequested(taskId);
+  }
+
+  private upstreamNotification(notification: Notification, raw: string): void {
+    if (this.augmenting && notification.method === 'notifications/progress') {
+      const token = notification.params?.progressToken;
+      const taskId =
+        typeof token === 'string' || typeof token === 'number'
+          ? this.augmenter.taskForProgressToken(token)
+          : undefined;
+      if (taskId !== undefined && metaOf(notification.params)?.[RELATED_TASK_META] === undefined) {
+        this.client.send({
+          ...notification,
+          params: withMeta(notification.params, RELATED_TASK_META, { taskId }),
+        });
+        return;
+      }
+    }
+    if (notification.method === 'notifications/cancelled') {
+      const requestId = notification.params?.requestId;
+      if (typeof requestId === 'string' || typeof requestId === 'number') {
+        const wireId = this.findRelayed(requestId);
+        if (wireId !== undefined) {
+          this.toClient.take(wireId);
+          if (wireId !== requestId) {
+            this.client.send({ ...notification, params: { ...notification.params, requestId: wireId } });
+            return;
+          }
+        }
+      }
+    }
+    this.client.sendRaw(raw);
+  }
+
+  private upstreamMalformed(error: ProtocolError, id: RequestId | null): void {
+    this.options.logger.warn(`upstream server sent an unusable message: ${error.message}`);
+    if (id !== null && this.toUpstream.get(id) !== undefined) {
+      this.upstreamResponse(errorResponse(id, badUpstreamAnswer(error.message)), undefined);
+    }
+  }
+
+  private upstreamClosed(reason: string): void {
+    this.upstreamState.goneReason = reason;
+    for (const entry of this.toUpstream.drain()) {
+      const error = {
+        code: ErrorCode.UpstreamUnavailable,
+        message: `Upstream server unavailable: ${reason}`,
+      };
+      if (entry.kind === 'own') entry.settle({ response: errorResponse(null, error), bytes: 0 });
+      else
+        this.client.send(
+          errorResponse(entry.clientId, {
+            ...error,
+            message: `${error.message} before answering ${entry.method}`,
+          }),
+        );
+    }
+    this.plainToolCalls.clear();
+    this.events.upstreamGone(this.upstreamState);
+  }
+
+  // ── taskgate's own upstream calls (augment) ─────────────────────────────────────────────────────
+
+  private callUpstream(method: string, params: JsonObject): UpstreamCall {
+    let settle!: (answer: { response: Response; bytes: number } | undefined) => void;
+    const done = new Promise<{ response: Response; bytes: number } | undefined>(
+      (resolve) => (settle = resolve),
+    );
+    if (this.upstreamState.goneReason !== undefined) {
+      const error = {
+        code: ErrorCode.UpstreamUnavailable,
+        message: `Upstream server unavailable: ${this.upstreamState.goneReason}`,
+      };
+      settle({ response: errorResponse(null, error), bytes: 0 });
+      return { wireId: '', done };
+    }
+    const wireId = this.toUpstream.own({ kind: 'own', settle });
+    this.upstream.send({ jsonrpc: '2.0', id: wireId, method, params });
+    return { wireId, done };
+  }
+
+  private cancelOwnCall(wireId: RequestId, reason: string): void {
+    const entry = this.toUpstream.take(wireId);
+    if (entry?.kind !== 'own') return;
+    entry.settle(undefined);
+    if (this.upstreamState.goneReason === undefined) {
+      this.upstream.send({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: wireId, reason },
+      });
+    }
+  }
+
+  // ── rewrites ─────────────────────────────────────────────────────────────────────────────────────
+
+  private rewriteInitialize(result: JsonObject): JsonObject {
+    this.upstreamState.initialized = true;
+    const capabilities = isObject(result.capabilities) ? result.capabilities : {};
+    const upstreamTasks = isObject(capabilities.tasks) ? capabilities.tasks : undefined;
+    const nativeToolTasks =
+      isObject(upstreamTasks?.requests) && isObject(upstreamTasks.requests.tools)
+        ? isObject(upstreamTasks.requests.tools.call)
+        : false;
+    this.augmenting = !nativeToolTasks;
+    this.options.logger.info(
+      this.augmenting
+        ? 'upstream server has no tasks for tools/call: taskgate serves them'
+        : 'upstream server implements tasks: passing them through',
+    );
+    if (!this.augmenting) return result;
+    return { ...result, capabilities: { ...capabilities, tasks: this.augmenter.capabilities() } };
+  }
+
+  private rewriteToolsList(result: JsonObject): JsonObject {
+    if (!Array.isArray(result.tools)) return result;
+    const tools = result.tools.map((tool: unknown) => {
+      if (!isObject(tool) || typeof tool.name !== 'string') return tool;
+      const execution = isObject(tool.execution) ? tool.execution : {};
+      return {
+        ...tool,
+        execution: { ...execution, taskSupport: this.options.policy.forTool(tool.name).taskSupport },
+      };
+    });
+    return { ...result, tools };
+  }
+
+  // ── id lookups for cancellation (rare: linear scans are fine) ────────────────────────────────────
+
+  private findForwarded(clientId: RequestId): RequestId | undefined {
+    const direct = this.toUpstream.get(clientId);
+    if (direct?.kind === 'client' && direct.clientId === clientId) return clientId;
+    return this.toUpstream.findId((entry) => entry.kind === 'client' && entry.clientId === clientId);
+  }
+
+  private findRelayed(upstreamId: RequestId): RequestId | undefined {
+    const direct = this.toClient.get(upstreamId);
+    if (direct?.upstreamId === upstreamId) return upstreamId;
+    return this.toClient.findId((entry) => entry.upstreamId === upstreamId);
+  }
+}
+
+function badUpstreamAnswer(what: string): { code: number; message: string } {
+  return { code: ErrorCode.InternalError, message: `The upstream server answered with ${what}` };
+}

@@ -1,0 +1,48 @@
+/**
+ * taskgate on stdio: the client spawned us, we spawn the upstream server. Resolves with the exit code
+ * once the client has gone away (0), or once the upstream failed before it ever answered (1).
+ */
+import type { Config } from './config/schema.js';
+import { Policy } from './config/policy.js';
+import { createLogger } from './observability/logger.js';
+import { Session } from './session/session.js';
+import { MemoryTaskStore } from './tasks/memory-store.js';
+import { LineChannel } from './transport/line-channel.js';
+import { spawnStdioUpstream } from './transport/stdio-upstream.js';
+
+export async function startStdioProxy(config: Config): Promise<number> {
+  const logger = createLogger(config.logLevel);
+  if (!config.upstream) throw new Error('no upstream server configured');
+  const upstream = await spawnStdioUpstream(config.upstream, config.maxMessageBytes, logger);
+  logger.info({ pid: upstream.pid, command: config.upstream.command }, 'upstream server started');
+  const store = new MemoryTaskStore({
+    maxTasks: config.tasks.maxTasks,
+    maxResultBytes: config.tasks.maxResultBytes,
+  });
+  // eslint-disable-next-line no-restricted-properties -- stdout is the client's channel in stdio mode
+  const client = new LineChannel(process.stdin, process.stdout, config.maxMessageBytes, 'the client');
+
+  return new Promise<number>((resolve) => {
+    let exitCode = 0;
+    const session = new Session(
+      client,
+      upstream.channel,
+      { id: 'stdio', config, policy: new Policy(config), store, logger },
+      {
+        upstreamGone: (state) => {
+          if (state.initialized) return;
+          logger.error('the upstream server stopped before it answered initialize; exiting');
+          exitCode = 1;
+          void session.close();
+        },
+        closed: async () => {
+          await upstream.stop();
+          await store.close();
+          resolve(exitCode);
+        },
+      },
+    );
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void session.close());
+    session.start();
+  });
+}

@@ -1,0 +1,33 @@
+/**
+ * Opaque `tasks/list` cursors: a position signed with a secret and bound to the owner who was given it,
+ * so a cursor cannot be forged, altered, or replayed by another owner.
+ */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { InvalidCursorError } from './errors.js';
+
+export class CursorCodec {
+  constructor(private readonly secret: Buffer = randomBytes(32)) {}
+
+  encode(owner: string, position: number): string {
+    return `${position.toString(36)}.${this.mac(owner, position).toString('base64url')}`;
+  }
+
+  /** The position encoded in the cursor; InvalidCursorError if it is not one this codec issued to owner. */
+  decode(owner: string, cursor: string): number {
+    const [positionText, macText, ...rest] = cursor.split('.');
+    if (positionText === undefined || macText === undefined || rest.length > 0)
+      throw new InvalidCursorError();
+    const position = Number.parseInt(positionText, 36);
+    if (!Number.isSafeInteger(position) || position < 0 || position.toString(36) !== positionText) {
+      throw new InvalidCursorError();
+    }
+    const given = Buffer.from(macText, 'base64url');
+    const expected = this.mac(owner, position);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new InvalidCursorError();
+    return position;
+  }
+
+  private mac(owner: string, position: number): Buffer {
+    return createHmac('sha256', this.secret).update(`${owner}\0${position}`).digest().subarray(0, 16);
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * The default store: one process, bounded. Live tasks sit in a plain map and are never evicted; terminal
+ * tasks sit in an LRU bounded by count and by the bytes of their outcomes.
+ */
+import { LRUCache } from 'lru-cache';
+import { CursorCodec } from './cursor.js';
+import { TaskLimitError, TaskNotFoundError } from './errors.js';
+import { isTerminal, transition, type TaskRecord, type TransitionChange } from './state.js';
+import type { NewTask, TaskPage, TaskStore, TransitionListener } from './store.js';
+import { newTaskId } from './task-id.js';
+
+export interface MemoryStoreOptions {
+  maxTasks: number;
+  maxResultBytes: number;
+  /** How often expired terminal tasks are swept out (they are also dropped lazily when read). */
+  sweepIntervalMs?: number;
+  now?: () => number;
+}
+
+/** How long a task that ended after its ttl stays readable, at most. */
+export const LATE_RESULT_GRACE_MS = 60_000;
+
+interface Waiter {
+  resolve(record: TaskRecord): void;
+  reject(error: unknown): void;
+}
+
+export class MemoryTaskStore implements TaskStore {
+  private readonly live = new Map<string, TaskRecord>();
+  private readonly terminal: LRUCache<string, TaskRecord>;
+  /** owner → (taskId → position), in creation order, for tasks/list. */
+  private readonly byOwner = new Map<string, Map<string, number>>();
+  private readonly waiters = new Map<string, Set<Waiter>>();
+  private readonly listeners = new Set<TransitionListener>();
+  private readonly cursors = new CursorCodec();
+  private readonly now: () => number;
+  private readonly sweeper: NodeJS.Timeout;
+  private nextPosition = 1;
+  evictions = 0;
+
+  constructor(private readonly options: MemoryStoreOptions) {
+    this.now = options.now ?? Date.now;
+    this.terminal = new LRUCache<string, TaskRecord>({
+      max: options.maxTasks,
+      maxSize: options.maxResultBytes,
+      sizeCalculation: (record) => Math.max(1, record.outcomeBytes),
+      dispose: (record, taskId, reason) => {
+        if (reason === 'evict') {
+          this.evictions++;
+          this.forget(record.owner, taskId);
+        }
+      },
+    });
+    this.sweeper = setInterval(() => this.sweep(), options.sweepIntervalMs ?? 5_000);
+    this.sweeper.unref();
+  }
+
+  get size(): { live: number; terminal: number; bytes: number } {
+    return { live: this.live.size, terminal: this.terminal.size, bytes: this.terminal.calculatedSize };
+  }
+
+  async create(task: NewTask): Promise<TaskRecord> {
+    if (this.live.size + this.terminal.size >= this.options.maxTasks) {
+      if (this.terminal.size === 0) {
+        throw new TaskLimitError(
+          `Too many live tasks: all ${this.options.maxTasks} task slots are working (max-tasks); retry later or call without a task`,
+        );
+      }
+      this.terminal.pop();
+    }
+    const now = this.now();
+    const record: TaskRecord = {
+      taskId: newTaskId(),
+      status: 'working',
+      createdAt: now,
+      lastUpdatedAt: now,
+      ttl: task.ttl,
+      pollInterval: task.pollInterval,
+      owner: task.owner,
+      sessionId: task.sessionId,
+      toolName: task.toolName,
+      outcomeBytes: 0,
+      ...(task.identity === undefined ? {} : { identity: task.identity }),
+    };
+    this.live.set(record.taskId, record);
+    let owned = this.byOwner.get(task.owner);
+    if (!owned) this.byOwner.set(task.owner, (owned = new Map()));
+    owned.set(record.taskId, this.nextPosition++);
+    return record;
+  }
+
+  async get(taskId: string): Promise<TaskRecord> {
+    return this.read(taskId);
+  }
+
+  async update(taskId: string, change: TransitionChange): Promise<TaskRecord> {
+    const next = transition(this.read(taskId), change, this.now());
+    if (next.outcomeBytes > this.options.maxResultBytes) {
+      throw new TaskLimitError(
+        `The result (${next.outcomeBytes} bytes) is larger than the budget for held results (max-result-bytes: ${this.options.maxResultBytes})`,
+      );
+    }
+    if (isTerminal(next.status)) {
+      this.live.delete(taskId);
+      this.terminal.set(taskId, next);
+    } else {
+      this.live.set(taskId, next);
+    }
+    for (const listener of this.listeners) listener(next);
+    if (isTerminal(next.status)) this.wake(taskId, next);
+    return next;
+  }
+
+  async list(owner: string, cursor: string | undefined, limit: number): Promise<TaskPage> {
+    const after = cursor === undefined ? 0 : this.cursors.decode(owner, cursor);
+    const tasks: TaskRecord[] = [];
+    let lastPosition = 0;
+    let more = false;
+    for (const [taskId, position] of this.byOwner.get(owner) ?? []) {
+      if (position <= after) continue;
+      const record = this.peek(taskId);
+      if (!record) continue;
+      if (tasks.length === limit) {
+        more = true;
+        break;
+      }
+      tasks.push(record);
+      lastPosition = position;
+    }
+    return more ? { tasks, nextCursor: this.cursors.encode(owner, lastPosition) } : { tasks };
+  }
+
+  waitForTerminal(taskId: string, signal?: AbortSignal): Promise<TaskRecord> {
+    return new Promise((resolve, reject) => {
+      const record = this.read(taskId);
+      if (isTerminal(record.status)) return resolve(record);
+      signal?.throwIfAborted();
+      let waiting = this.waiters.get(taskId);
+      if (!waiting) this.waiters.set(taskId, (waiting = new Set()));
+      const onAbort = (): void => {
+        waiting.delete(waiter);
+        reject(signal?.reason);
+      };
+      const waiter: Waiter = {
+        resolve: (done) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(done);
+        },
+        reject: (error) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      };
+      waiting.add(waiter);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  onTransition(listener: TransitionListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+  }
+
+  /** The task if it exists and has not expired; expired tasks are deleted on the way. */
+  private peek(taskId: string): TaskRecord | undefined {
+    const live = this.live.get(taskId);
+    if (live) return live;
+    const done = this.terminal.get(taskId);
+    if (done && this.expired(done)) {
+      this.terminal.delete(taskId);
+      this.forget(done.owner, taskId);
+      return undefined;
+    }
+    return done;
+  }
+
+  private read(taskId: string): TaskRecord {
+    const record = this.peek(taskId);
+    if (!record) throw new TaskNotFoundError(taskId);
+    return record;
+  }
+
+  private expired(record: TaskRecord): boolean {
+    const expiresAt = Math.max(
+      record.createdAt + record.ttl,
+      record.lastUpdatedAt + Math.min(record.ttl, LATE_RESULT_GRACE_MS),
+    );
+    return this.now() >= expiresAt;
+  }
+
+  private sweep(): void {
+    const expired = [...this.terminal.entries()].filter(([, record]) => this.expired(record));
+    for (const [taskId, record] of expired) {
+      this.terminal.delete(taskId);
+      this.forget(record.owner, taskId);
+    }
+  }
+
+  private forget(owner: string, taskId: string): void {
+    const owned = this.byOwner.get(owner);
+    owned?.delete(taskId);
+    if (owned?.size === 0) this.byOwner.delete(owner);
+    const waiting = this.waiters.get(taskId);
+    if (waiting) {
+      this.waiters.delete(taskId);
+      for (const waiter of waiting) waiter.reject(new TaskNotFoundError(taskId));
+    }
+  }
+
+  private wake(taskId: string, record: TaskRecord): void {
+    const waiting = this.waiters.get(taskId);
+    if (!waiting) return;
+    this.waiters.delete(taskId);
+    for (const waiter of waiting) waiter.resolve(record);
+  }
+}

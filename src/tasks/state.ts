@@ -1,0 +1,104 @@
+/**
+ * The task lifecycle of MCP 2025-11-25, written once. Every status change in every store goes through
+ * `transition`, which refuses anything the spec does not allow; terminal tasks never change again.
+ *
+ * ```mermaid
+ * stateDiagram-v2
+ *     [*] --> working
+ *     working --> input_required
+ *     working --> completed
+ *     working --> failed
+ *     working --> cancelled
+ *     input_required --> working
+ *     input_required --> completed
+ *     input_required --> failed
+ *     input_required --> cancelled
+ *     completed --> [*]
+ *     failed --> [*]
+ *     cancelled --> [*]
+ * ```
+ */
+import { IllegalTransitionError } from './errors.js';
+
+export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
+export type TerminalStatus = Extract<TaskStatus, 'completed' | 'failed' | 'cancelled'>;
+
+export const ALLOWED_TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
+  working: ['input_required', 'completed', 'failed', 'cancelled'],
+  input_required: ['working', 'completed', 'failed', 'cancelled'],
+  completed: [],
+  failed: [],
+  cancelled: [],
+};
+
+export const isTerminal = (status: TaskStatus): status is TerminalStatus =>
+  ALLOWED_TRANSITIONS[status].length === 0;
+
+export const canTransition = (from: TaskStatus, to: TaskStatus): boolean =>
+  ALLOWED_TRANSITIONS[from].includes(to);
+
+/** What the underlying request returned: exactly one of a result or a JSON-RPC error. */
+export type TaskOutcome =
+  { result: Record<string, unknown> } | { error: { code: number; message: string; data?: unknown } };
+
+export interface TaskRecord {
+  taskId: string;
+  status: TaskStatus;
+  statusMessage?: string;
+  /** Epoch milliseconds; rendered as ISO 8601 on the wire. */
+  createdAt: number;
+  lastUpdatedAt: number;
+  /** Actual ttl in ms, counted from creation. */
+  ttl: number;
+  pollInterval: number;
+  /** Who may list the task (an identity, or the creating session when there is none). */
+  owner: string;
+  /** Set when the task is bound to an authenticated identity: only that identity may touch it. */
+  identity?: string;
+  /** The session whose connection receives this task's notifications. */
+  sessionId: string;
+  toolName: string;
+  outcome?: TaskOutcome;
+  /** Size in bytes of the serialized outcome, for the store's byte budget. */
+  outcomeBytes: number;
+}
+
+export interface TransitionChange {
+  status: TaskStatus;
+  statusMessage?: string;
+  outcome?: TaskOutcome;
+  outcomeBytes?: number;
+}
+
+/** The one guarded state change: returns the new record, or throws IllegalTransitionError. */
+export function transition(record: TaskRecord, change: TransitionChange, now: number): TaskRecord {
+  if (!canTransition(record.status, change.status)) {
+    throw new IllegalTransitionError(record.taskId, record.status, change.status);
+  }
+  const next: TaskRecord = {
+    ...record,
+    status: change.status,
+    lastUpdatedAt: Math.max(now, record.lastUpdatedAt),
+  };
+  if (change.statusMessage === undefined) delete next.statusMessage;
+  else next.statusMessage = change.statusMessage;
+  if (change.outcome !== undefined) {
+    next.outcome = change.outcome;
+    next.outcomeBytes = change.outcomeBytes ?? 0;
+  }
+  return next;
+}
+
+/** The Task object of the spec, as sent in CreateTaskResult, tasks/get, tasks/list, tasks/cancel and status notifications. */
+export function toWireTask(record: TaskRecord): Record<string, unknown> {
+  const task: Record<string, unknown> = {
+    taskId: record.taskId,
+    status: record.status,
+    createdAt: new Date(record.createdAt).toISOString(),
+    lastUpdatedAt: new Date(record.lastUpdatedAt).toISOString(),
+    ttl: record.ttl,
+    pollInterval: record.pollInterval,
+  };
+  if (record.statusMessage !== undefined) task.statusMessage = record.statusMessage;
+  return task;
+}

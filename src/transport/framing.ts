@@ -1,0 +1,95 @@
+/**
+ * Newline-delimited JSON framing for stdio, with a size limit.
+ *
+ * Unlike the SDK's ReadBuffer this neither re-concatenates its buffer on every chunk nor validates
+ * messages: chunks are kept as a list until a newline arrives, and a line over the limit is not kept at
+ * all (only its first and last bytes, enough to find the request id for an error reply).
+ */
+const NEWLINE = 0x0a;
+const KEEP_OF_OVERSIZED = 4096;
+
+export interface FrameSink {
+  line(text: string): void;
+  oversized(byteLength: number, head: string, tail: string): void;
+}
+
+export class LineFramer {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private oversizedHead: Buffer | undefined;
+  private oversizedTail: Buffer = Buffer.alloc(0);
+
+  constructor(
+    private readonly maxMessageBytes: number,
+    private readonly sink: FrameSink,
+  ) {}
+
+  push(chunk: Buffer): void {
+    let start = 0;
+    for (let nl = chunk.indexOf(NEWLINE); nl !== -1; nl = chunk.indexOf(NEWLINE, start)) {
+      this.append(chunk.subarray(start, nl));
+      this.flushLine();
+      start = nl + 1;
+    }
+    if (start < chunk.length) this.append(chunk.subarray(start));
+  }
+
+  private append(piece: Buffer): void {
+    if (piece.length === 0) return;
+    this.pendingBytes += piece.length;
+    if (this.oversizedHead === undefined && this.pendingBytes <= this.maxMessageBytes) {
+      this.pending.push(piece);
+      return;
+    }
+    if (this.oversizedHead === undefined) {
+      this.oversizedHead = Buffer.concat(this.pending).subarray(0, KEEP_OF_OVERSIZED);
+      this.pending = [];
+    }
+    const tail = Buffer.concat([this.oversizedTail, piece]);
+    this.oversizedTail = Buffer.from(tail.subarray(Math.max(0, tail.length - KEEP_OF_OVERSIZED)));
+  }
+
+  private flushLine(): void {
+    const bytes = this.pendingBytes;
+    if (this.oversizedHead !== undefined) {
+      const head = this.oversizedHead.toString('utf8');
+      const tail = this.oversizedTail.toString('utf8');
+      this.reset();
+      this.sink.oversized(bytes, head, tail);
+      return;
+    }
+    const text =
+      this.pending.length === 1
+        ? this.pending[0]!.toString('utf8')
+        : Buffer.concat(this.pending).toString('utf8');
+    this.reset();
+    // Tolerate CRLF and blank keep-alive lines.
+    const line = text.endsWith('\r') ? text.slice(0, -1) : text;
+    if (line.trim().length > 0) this.sink.line(line);
+  }
+
+  private reset(): void {
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.oversizedHead = undefined;
+    this.oversizedTail = Buffer.alloc(0);
+  }
+}
+
+const ID_VALUE = String.raw`(-?\d+(?:\.\d+)?|"(?:[^"\\]|\\.)*")`;
+const ID_AT_START = new RegExp(String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*${ID_VALUE}`);
+const ID_AT_END = new RegExp(String.raw`,\s*"id"\s*:\s*${ID_VALUE}\s*\}\s*$`);
+
+/**
+ * Best-effort id of a message too large to parse, from its first and last bytes. Only an "id" that is
+ * plainly the first or the last top-level member is trusted; anything else yields null.
+ */
+export function idOfOversized(head: string, tail: string): string | number | null {
+  const match = ID_AT_START.exec(head) ?? ID_AT_END.exec(tail);
+  if (!match?.[1]) return null;
+  try {
+    return JSON.parse(match[1]) as string | number;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * A Channel over a pair of byte streams carrying newline-delimited JSON (the MCP stdio transport), used
+ * both for taskgate's own stdin/stdout and for the pipes of an upstream child process.
+ */
+import type { Readable, Writable } from 'node:stream';
+import { ErrorCode, ProtocolError } from '../protocol/errors.js';
+import type { Channel, ChannelHandlers } from './channel.js';
+import { LineFramer, idOfOversized } from './framing.js';
+
+export class LineChannel implements Channel {
+  private handlers: ChannelHandlers | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly input: Readable,
+    private readonly output: Writable,
+    private readonly maxMessageBytes: number,
+    private readonly label: string,
+    /** False when the owner reports the closure itself, with a better reason (a child's exit status). */
+    private readonly closeOnEnd = true,
+  ) {}
+
+  start(handlers: ChannelHandlers): void {
+    this.handlers = handlers;
+    const framer = new LineFramer(this.maxMessageBytes, {
+      line: (text) => this.onLine(text),
+      oversized: (bytes, head, tail) =>
+        handlers.malformed(
+          new ProtocolError(
+            ErrorCode.InvalidRequest,
+            `Message of ${bytes} bytes from ${this.label} exceeds the limit of ${this.maxMessageBytes} bytes (max-message-bytes); it was dropped`,
+          ),
+          idOfOversized(head, tail),
+        ),
+    });
+    this.input.on('data', (chunk: Buffer) => framer.push(chunk));
+    if (this.closeOnEnd) this.input.on('end', () => this.markClosed(`${this.label} closed its output`));
+    this.input.on('error', (error) => this.markClosed(`${this.label} read failed: ${error.message}`));
+    this.output.on('error', (error) => this.markClosed(`${this.label} write failed: ${error.message}`));
+  }
+
+  sendRaw(text: string): void {
+    if (this.closed) return;
+    this.output.write(text + '\n');
+  }
+
+  send(message: object): void {
+    this.sendRaw(JSON.stringify(message));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.output.end();
+  }
+
+  /** Lets the owner report a closure it learned of first (the child exited). */
+  markClosed(reason: string): void {
+    if (this.closed && this.handlers === undefined) return;
+    this.closed = true;
+    const handlers = this.handlers;
+    this.handlers = undefined;
+    handlers?.closed({ reason });
+  }
+
+  private onLine(text: string): void {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      this.handlers?.malformed(
+        new ProtocolError(
+          ErrorCode.ParseError,
+          `Parse error: ${this.label} sent a line that is not valid JSON`,
+        ),
+        null,
+      );
+      return;
+    }
+    this.handlers?.message(value, text);
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * The upstream MCP server as a child process on stdio. Its stderr is taskgate's stderr; its exit is
+ * reported through the channel's `closed` with the exit code or signal.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import type { Logger } from 'pino';
+import { LineChannel } from './line-channel.js';
+
+export interface UpstreamCommand {
+  command: string;
+  args: string[];
+  env?: Record<string, string> | undefined;
+  cwd?: string | undefined;
+}
+
+export interface StdioUpstream {
+  channel: LineChannel;
+  pid: number | undefined;
+  /** Ends the child: closes its stdin, then SIGTERM, then SIGKILL, each after a grace period. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+export class UpstreamStartError extends Error {
+  constructor(command: string, cause: Error) {
+    super(`Cannot start the upstream server "${command}": ${cause.message}`);
+    this.name = 'UpstreamStartError';
+  }
+}
+
+export async function spawnStdioUpstream(
+  upstream: UpstreamCommand,
+  maxMessageBytes: number,
+  logger: Logger,
+): Promise<StdioUpstream> {
+  const child = spawn(upstream.command, upstream.args, {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    env: { ...process.env, ...upstream.env },
+    ...(upstream.cwd === undefined ? {} : { cwd: upstream.cwd }),
+  });
+  try {
+    await once(child, 'spawn');
+  } catch (error) {
+    throw new UpstreamStartError(upstream.command, error as Error);
+  }
+  const channel = new LineChannel(child.stdout, child.stdin, maxMessageBytes, 'the upstream server', false);
+  let exited = false;
+  child.on('close', (code, signal) => {
+    exited = true;
+    const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+    logger.warn({ pid: child.pid, code, signal }, `upstream server ${how}`);
+    channel.markClosed(`the upstream server ${how}`);
+  });
+  // A child that dies while we write to it must not take taskgate down with EPIPE.
+  child.stdin.on('error', () => undefined);
+
+  const stop = async (graceMs = 2_000): Promise<void> => {
+    if (exited) return;
+    const closed = once(child, 'close');
+    child.stdin.end();
+    for (const signal of [undefined, 'SIGTERM', 'SIGKILL'] as const) {
+      if (signal) child.kill(signal);
+      const timer = new Promise((resolve) => setTimeout(resolve, graceMs).unref());
+      if ((await Promise.race([closed.then(() => 'closed'), timer])) === 'closed') return;
+    }
+  };
+  return { channel, pid: child.pid, stop };
+}

@@ -1,0 +1,148 @@
+/**
+ * Starts real processes for integration tests: an SDK Client → built taskgate (dist/cli.js) over stdio →
+ * a fixture server, or the client straight to the fixture for comparison.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import { CheckedTransport } from './checked-transport.js';
+import { Inbox } from './inbox.js';
+
+const root = (path: string): string => fileURLToPath(new URL(`../../${path}`, import.meta.url));
+
+export const TASKGATE = root('dist/cli.js');
+export const FIXTURES = {
+  legacy: root('test/fixtures/legacy-server.js'),
+  native: root('test/fixtures/native-server.js'),
+  example: root('examples/legacy-server.js'),
+} as const;
+export type FixtureName = keyof typeof FIXTURES;
+
+export const TASK_AWARE: ClientCapabilities = {
+  tasks: { list: {}, cancel: {}, requests: {} },
+  elicitation: { form: {} },
+  sampling: {},
+  roots: {},
+};
+
+export interface Connection {
+  client: Client;
+  transport: CheckedTransport;
+  /** What taskgate (and the server behind it) wrote to stderr. */
+  stderr: () => string;
+  pid: number | null;
+  close(): Promise<void>;
+}
+
+export interface ConnectOptions {
+  /** Flags for taskgate; ignored with `direct`. */
+  flags?: string[];
+  /** Connect the client straight to the server, without taskgate (the baseline to compare with). */
+  direct?: boolean;
+  capabilities?: ClientCapabilities;
+  env?: Record<string, string>;
+  /** The upstream command, when it is not a fixture. */
+  upstream?: string[];
+}
+
+export async function connect(server: FixtureName, options: ConnectOptions = {}): Promise<Connection> {
+  const upstream = options.upstream ?? [process.execPath, FIXTURES[server]];
+  const [command, ...args] = options.direct
+    ? upstream
+    : [process.execPath, TASKGATE, ...(options.flags ?? []), '--', ...upstream];
+  const inner = new StdioClientTransport({
+    command: command!,
+    args,
+    stderr: 'pipe',
+    env: { ...(process.env as Record<string, string>), ...options.env },
+  });
+  let stderr = '';
+  inner.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const transport = new CheckedTransport(inner);
+  const client = new Client(
+    { name: 'taskgate-test', version: '1.0.0' },
+    { capabilities: options.capabilities ?? TASK_AWARE },
+  );
+  await client.connect(transport);
+  return {
+    client,
+    transport,
+    stderr: () => stderr,
+    pid: inner.pid,
+    close: () => client.close(),
+  };
+}
+
+/**
+ * taskgate on raw pipes, for what an SDK client would never send: bad JSON, bad envelopes, huge lines.
+ */
+export class RawPeer {
+  readonly messages = new Inbox<Record<string, unknown>>();
+  readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
+  private buffered = '';
+  stderr = '';
+
+  private constructor(readonly child: ChildProcessWithoutNullStreams) {
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      this.buffered += chunk;
+      let newline;
+      while ((newline = this.buffered.indexOf('\n')) !== -1) {
+        const line = this.buffered.slice(0, newline);
+        this.buffered = this.buffered.slice(newline + 1);
+        this.messages.push(JSON.parse(line) as Record<string, unknown>);
+      }
+    });
+    child.stderr.on('data', (chunk: Buffer) => (this.stderr += chunk.toString()));
+    child.stdin.on('error', () => undefined);
+    this.exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  }
+
+  static start(args: string[], env: Record<string, string> = {}): RawPeer {
+    return new RawPeer(
+      spawn(process.execPath, [TASKGATE, ...args], { stdio: 'pipe', env: { ...process.env, ...env } }),
+    );
+  }
+
+  /** Starts taskgate in front of a fixture and completes the initialize handshake. */
+  static async initialized(server: FixtureName = 'legacy', flags: string[] = []): Promise<RawPeer> {
+    const peer = RawPeer.start([...flags, '--', process.execPath, FIXTURES[server]]);
+    peer.send({
+      jsonrpc: '2.0',
+      id: 'init',
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: TASK_AWARE,
+        clientInfo: { name: 'raw', version: '1' },
+      },
+    });
+    await peer.response('init');
+    peer.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    return peer;
+  }
+
+  send(message: unknown): void {
+    this.write(typeof message === 'string' ? message : JSON.stringify(message));
+  }
+
+  write(line: string): void {
+    this.child.stdin.write(line + '\n');
+  }
+
+  response(id: string | number | null, timeoutMs?: number): Promise<Record<string, unknown>> {
+    return this.messages.waitFor(
+      (message) => message.id === id && ('result' in message || 'error' in message),
+      `the response to ${JSON.stringify(id)}`,
+      timeoutMs,
+    );
+  }
+
+  async stop(): Promise<void> {
+    this.child.stdin.end();
+    if (this.child.exitCode === null && this.child.signalCode === null) await this.exited;
+  }
+}
