@@ -28,9 +28,8 @@ async function main(): Promise<number> {
 }
 
 main().then(
-  (code) => {
-    process.exitCode = code;
-  },
+  // Exit explicitly: an open stdin (the client never closed it) would otherwise keep the process alive.
+  (code) => process.exit(code),
   (error: unknown) => {
     if (error instanceof UsageError) process.stderr.write(`taskgate: ${error.message}\n\n${HELP}`);
     else if (error instanceof ConfigError || error instanceof UpstreamStartError) {

@@ -13,6 +13,7 @@ import { spawnStdioUpstream } from './transport/stdio-upstream.js';
 export async function startStdioProxy(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
   if (!config.upstream) throw new Error('no upstream server configured');
+  const { command, args } = config.upstream;
   const upstream = await spawnStdioUpstream(config.upstream, config.maxMessageBytes, logger);
   logger.info({ pid: upstream.pid, command: config.upstream.command }, 'upstream server started');
   const store = new MemoryTaskStore({
@@ -31,7 +32,9 @@ export async function startStdioProxy(config: Config): Promise<number> {
       {
         upstreamGone: (state) => {
           if (state.initialized) return;
-          logger.error('the upstream server stopped before it answered initialize; exiting');
+          logger.error(
+            `the upstream server "${[command, ...args].join(' ')}" stopped before it answered initialize (${state.goneReason}); exiting`,
+          );
           exitCode = 1;
           void session.close();
         },

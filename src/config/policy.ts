@@ -11,6 +11,8 @@ export interface ToolPolicy {
   immediateResponse?: string;
 }
 
+export const MIN_TTL_MS = 1_000;
+
 export function globToRegExp(glob: string): RegExp {
   const source = glob
     .replace(/[.+^${}()|[\]\\]/g, '\\$&')
@@ -36,9 +38,12 @@ export class Policy {
     return policy;
   }
 
-  /** The actual ttl for a requested one: the tool's default when absent, never above its maximum. */
+  /**
+   * The actual ttl for a requested one: the tool's default when absent, never above its maximum, and
+   * never so short that the task is gone before anyone could read it.
+   */
   ttlFor(policy: ToolPolicy, requested: number | undefined): number {
-    return Math.min(requested ?? policy.defaultTtl, policy.maxTtl);
+    return Math.max(MIN_TTL_MS, Math.min(requested ?? policy.defaultTtl, policy.maxTtl));
   }
 
   private resolve(name: string): ToolPolicy {
