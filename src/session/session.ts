@@ -23,6 +23,7 @@ import {
   type RequestId,
   type Response,
 } from '../protocol/messages.js';
+import { idOfResultFrame, parseFrame } from '../protocol/frames.js';
 import { Augmenter, type AugmentHost, type UpstreamCall } from '../tasks/augment.js';
 import type { TaskStore } from '../tasks/store.js';
 import type { Channel } from '../transport/channel.js';
@@ -60,6 +61,9 @@ export interface SessionEvents {
   /** The session is over: the client went away or close() was called; the upstream channel is closed. */
   closed(): Promise<void> | void;
 }
+
+/** Below this size parsing costs less than it saves to skip it. */
+const SNIFF_MIN_BYTES = 16 * 1024;
 
 const TASK_INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage']);
 
@@ -99,7 +103,7 @@ export class Session {
 
   start(): void {
     this.client.start({
-      message: (value, raw) => this.fromClient(value, raw),
+      message: (raw) => this.fromClient(raw),
       malformed: (error, id) => this.client.send(errorResponse(id, error.toJson())),
       closed: ({ reason }) => {
         this.options.logger.info(`client went away (${reason})`);
@@ -107,7 +111,7 @@ export class Session {
       },
     });
     this.upstream.start({
-      message: (value, raw) => this.fromUpstream(value, raw),
+      message: (raw) => this.fromUpstream(raw),
       malformed: (error, id) => this.upstreamMalformed(error, id),
       closed: ({ reason }) => this.upstreamClosed(reason),
     });
@@ -126,9 +130,11 @@ export class Session {
 
   // ── client → upstream ────────────────────────────────────────────────────────────────────────────
 
-  private fromClient(value: unknown, raw: string): void {
+  private fromClient(raw: Buffer): void {
+    let value: unknown;
     let message;
     try {
+      value = parseFrame(raw, 'the client');
       message = classify(value);
     } catch (error) {
       this.client.send(errorResponse(salvageId(value), toJsonRpcError(error)));
@@ -144,7 +150,7 @@ export class Session {
     }
   }
 
-  private clientRequest(request: Request, raw: string): void {
+  private clientRequest(request: Request, raw: Buffer): void {
     const params = request.params;
     switch (request.method) {
       case 'initialize':
@@ -181,7 +187,7 @@ export class Session {
     }
   }
 
-  private plainToolCall(request: Request, raw: string): void {
+  private plainToolCall(request: Request, raw: Buffer): void {
     const name = request.params?.name;
     if (typeof name === 'string' && this.options.policy.forTool(name).taskSupport === 'required') {
       this.client.send(
@@ -199,7 +205,7 @@ export class Session {
 
   private forwardRequest(
     request: Request,
-    raw?: string,
+    raw?: Buffer,
     onResult?: (result: JsonObject) => JsonObject,
   ): void {
     if (this.upstreamState.goneReason !== undefined) {
@@ -256,7 +262,7 @@ export class Session {
     this.client.send(errorResponse(id, toJsonRpcError(error)));
   }
 
-  private clientNotification(notification: Notification, raw: string): void {
+  private clientNotification(notification: Notification, raw: Buffer): void {
     if (notification.method === 'notifications/cancelled') {
       const requestId = notification.params?.requestId;
       if (typeof requestId === 'string' || typeof requestId === 'number') {
@@ -278,7 +284,7 @@ export class Session {
     this.upstream.sendRaw(raw);
   }
 
-  private clientResponse(response: Response, raw: string): void {
+  private clientResponse(response: Response, raw: Buffer): void {
     const entry = response.id === null ? undefined : this.toClient.take(response.id);
     if (!entry) {
       this.options.logger.debug(
@@ -294,9 +300,12 @@ export class Session {
 
   // ── upstream → client ────────────────────────────────────────────────────────────────────────────
 
-  private fromUpstream(value: unknown, raw: string): void {
+  private fromUpstream(raw: Buffer): void {
+    if (raw.length >= SNIFF_MIN_BYTES && this.forwardResultUnparsed(raw)) return;
+    let value: unknown;
     let message;
     try {
+      value = parseFrame(raw, 'the upstream server');
       message = classify(value);
     } catch (error) {
       this.options.logger.warn({ err: error }, 'dropping an invalid message from the upstream server');
@@ -319,7 +328,22 @@ export class Session {
     }
   }
 
-  private upstreamResponse(response: Response, raw: string | undefined): void {
+  /**
+   * The fast path for large results: when the bytes show a plain success response to a forwarded request
+   * that needs no rewriting, they go to the client as they are, never decoded or parsed.
+   */
+  private forwardResultUnparsed(raw: Buffer): boolean {
+    const id = idOfResultFrame(raw);
+    if (id === null) return false;
+    const entry = this.toUpstream.get(id);
+    if (entry?.kind !== 'client' || entry.onResult !== undefined || entry.clientId !== id) return false;
+    this.toUpstream.take(id);
+    this.plainToolCalls.delete(idKey(id));
+    this.client.sendRaw(raw);
+    return true;
+  }
+
+  private upstreamResponse(response: Response, raw: Buffer | undefined): void {
     const entry = response.id === null ? undefined : this.toUpstream.take(response.id);
     if (!entry) {
       this.options.logger.debug(
@@ -342,7 +366,7 @@ export class Session {
     }
   }
 
-  private upstreamRequest(request: Request, raw: string): void {
+  private upstreamRequest(request: Request, raw: Buffer): void {
     const taskId =
       this.augmenting && TASK_INPUT_METHODS.has(request.method) && this.plainToolCalls.size === 0
         ? this.augmenter.soleRunningTask()
@@ -364,7 +388,7 @@ export class Session {
     void this.augmenter.inputRequested(taskId);
   }
 
-  private upstreamNotification(notification: Notification, raw: string): void {
+  private upstreamNotification(notification: Notification, raw: Buffer): void {
     if (this.augmenting && notification.method === 'notifications/progress') {
       const token = notification.params?.progressToken;
       const taskId =

@@ -7,9 +7,9 @@ export interface CloseInfo {
 }
 
 export interface ChannelHandlers {
-  /** One parsed JSON value and the exact text it came from (forwarded as-is when nothing changes). */
-  message(value: unknown, raw: string): void;
-  /** A frame that could not become a message: bad JSON, or over the size limit. */
+  /** The exact bytes of one message, not yet parsed (forwarded as they are when nothing changes). */
+  message(raw: Buffer): void;
+  /** A frame that could not become a message: over the size limit. */
   malformed(error: ProtocolError, id: RequestId | null): void;
   closed(info: CloseInfo): void;
 }
@@ -17,8 +17,8 @@ export interface ChannelHandlers {
 /** One side of a proxied connection, speaking JSON-RPC messages. */
 export interface Channel {
   start(handlers: ChannelHandlers): void;
-  /** Sends text that is already one serialized JSON-RPC message. */
-  sendRaw(text: string): void;
+  /** Sends the bytes of one serialized JSON-RPC message, as they are. */
+  sendRaw(raw: Buffer | string): void;
   send(message: object): void;
   close(): Promise<void>;
 }

@@ -6,10 +6,13 @@
  * all (only its first and last bytes, enough to find the request id for an error reply).
  */
 const NEWLINE = 0x0a;
+const CARRIAGE_RETURN = 0x0d;
+const WHITESPACE = new Set([0x20, 0x09, 0x0d]);
 const KEEP_OF_OVERSIZED = 4096;
 
 export interface FrameSink {
-  line(text: string): void;
+  /** One line's bytes, without its newline (and without a trailing CR). */
+  line(bytes: Buffer): void;
   oversized(byteLength: number, head: string, tail: string): void;
 }
 
@@ -58,14 +61,11 @@ export class LineFramer {
       this.sink.oversized(bytes, head, tail);
       return;
     }
-    const text =
-      this.pending.length === 1
-        ? this.pending[0]!.toString('utf8')
-        : Buffer.concat(this.pending).toString('utf8');
+    let line = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, bytes);
     this.reset();
-    // Tolerate CRLF and blank keep-alive lines.
-    const line = text.endsWith('\r') ? text.slice(0, -1) : text;
-    if (line.trim().length > 0) this.sink.line(line);
+    // Tolerate CRLF, and skip blank keep-alive lines.
+    if (line.at(-1) === CARRIAGE_RETURN) line = line.subarray(0, -1);
+    if (line.some((byte) => !WHITESPACE.has(byte))) this.sink.line(line);
   }
 
   private reset(): void {
@@ -73,23 +73,5 @@ export class LineFramer {
     this.pendingBytes = 0;
     this.oversizedHead = undefined;
     this.oversizedTail = Buffer.alloc(0);
-  }
-}
-
-const ID_VALUE = String.raw`(-?\d+(?:\.\d+)?|"(?:[^"\\]|\\.)*")`;
-const ID_AT_START = new RegExp(String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*${ID_VALUE}`);
-const ID_AT_END = new RegExp(String.raw`,\s*"id"\s*:\s*${ID_VALUE}\s*\}\s*$`);
-
-/**
- * Best-effort id of a message too large to parse, from its first and last bytes. Only an "id" that is
- * plainly the first or the last top-level member is trusted; anything else yields null.
- */
-export function idOfOversized(head: string, tail: string): string | number | null {
-  const match = ID_AT_START.exec(head) ?? ID_AT_END.exec(tail);
-  if (!match?.[1]) return null;
-  try {
-    return JSON.parse(match[1]) as string | number;
-  } catch {
-    return null;
   }
 }

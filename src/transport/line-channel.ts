@@ -5,7 +5,8 @@
 import type { Readable, Writable } from 'node:stream';
 import { ErrorCode, ProtocolError } from '../protocol/errors.js';
 import type { Channel, ChannelHandlers } from './channel.js';
-import { LineFramer, idOfOversized } from './framing.js';
+import { idOfOversized } from '../protocol/frames.js';
+import { LineFramer } from './framing.js';
 
 export class LineChannel implements Channel {
   private handlers: ChannelHandlers | undefined;
@@ -23,7 +24,7 @@ export class LineChannel implements Channel {
   start(handlers: ChannelHandlers): void {
     this.handlers = handlers;
     const framer = new LineFramer(this.maxMessageBytes, {
-      line: (text) => this.onLine(text),
+      line: (bytes) => this.handlers?.message(bytes),
       oversized: (bytes, head, tail) =>
         handlers.malformed(
           new ProtocolError(
@@ -39,9 +40,17 @@ export class LineChannel implements Channel {
     this.output.on('error', (error) => this.markClosed(`${this.label} write failed: ${error.message}`));
   }
 
-  sendRaw(text: string): void {
+  sendRaw(raw: Buffer | string): void {
     if (this.closed) return;
-    this.output.write(text + '\n');
+    if (typeof raw === 'string') {
+      this.output.write(raw + '\n');
+      return;
+    }
+    // Two writes, one system call: the message is not copied just to append its newline.
+    this.output.cork();
+    this.output.write(raw);
+    this.output.write('\n');
+    this.output.uncork();
   }
 
   send(message: object): void {
@@ -60,22 +69,5 @@ export class LineChannel implements Channel {
     const handlers = this.handlers;
     this.handlers = undefined;
     handlers?.closed({ reason });
-  }
-
-  private onLine(text: string): void {
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      this.handlers?.malformed(
-        new ProtocolError(
-          ErrorCode.ParseError,
-          `Parse error: ${this.label} sent a line that is not valid JSON`,
-        ),
-        null,
-      );
-      return;
-    }
-    this.handlers?.message(value, text);
   }
 }
