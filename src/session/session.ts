@@ -75,8 +75,12 @@ export class Session {
   /** Requests taskgate answers itself that may block (tasks/result), by client id, for cancellation. */
   private readonly localRequests = new Map<string | number, AbortController>();
   private readonly augmenter: Augmenter;
-  /** Decided by the upstream's initialize answer: serve tasks ourselves, or let a task-capable upstream do it. */
-  private augmenting = true;
+  /** The upstream's own `capabilities.tasks`, once initialize has told; undefined when it has none. */
+  private upstreamTasks: JsonObject | undefined;
+  /** Tools the upstream runs as tasks itself (taskSupport optional or required in its tools/list). */
+  private readonly nativeTaskTools = new Set<string>();
+  /** Tools the upstream's tools/list has shown, native or not. */
+  private readonly listedTools = new Set<string>();
   private closing: Promise<void> | undefined;
   readonly upstreamState: UpstreamState = { initialized: false };
 
@@ -156,30 +160,21 @@ export class Session {
       case 'initialize':
         return this.forwardRequest(request, raw, (result) => this.rewriteInitialize(result));
       case 'tools/list':
-        return this.augmenting
-          ? this.forwardRequest(request, raw, (result) => this.rewriteToolsList(result))
-          : this.forwardRequest(request, raw);
+        return this.forwardRequest(request, raw, (result) => this.rewriteToolsList(result));
       case 'tools/call':
-        if (!this.augmenting) return this.forwardRequest(request, raw);
-        if (params?.task !== undefined)
-          return this.answerLocally(request, () => this.augmenter.createTask(params));
-        return this.plainToolCall(request, raw);
+        return this.toolCall(request, raw);
       case 'tasks/get':
-        if (!this.augmenting) return this.forwardRequest(request, raw);
-        return this.answerLocally(request, () => this.augmenter.getTask(params));
-      case 'tasks/list':
-        if (!this.augmenting) return this.forwardRequest(request, raw);
-        return this.answerLocally(request, () => this.augmenter.listTasks(params));
+        return this.taskRequest(request, raw, () => this.augmenter.getTask(params));
       case 'tasks/cancel':
-        if (!this.augmenting) return this.forwardRequest(request, raw);
-        return this.answerLocally(request, () => this.augmenter.cancelTask(params));
+        return this.taskRequest(request, raw, () => this.augmenter.cancelTask(params));
       case 'tasks/result':
-        if (!this.augmenting) return this.forwardRequest(request, raw);
-        return this.answerTaskResult(request);
+        return this.taskRequest(request, raw);
+      case 'tasks/list':
+        return this.answerLocally(request, () => this.augmenter.listTasks(params, this.upstreamLists));
       default:
-        // A legacy upstream must process any request normally and ignore task metadata it never
-        // advertised; some SDK servers fail on it instead, so it is taken off.
-        if (this.augmenting && params?.task !== undefined) {
+        // A receiver must process a request normally and ignore task metadata for a request type it never
+        // advertised tasks for; some SDK servers fail on it instead, so it is taken off.
+        if (params?.task !== undefined && !this.upstreamTakesTask(request.method)) {
           const { task: _, ...rest } = params;
           return this.forwardRequest({ ...request, params: rest });
         }
@@ -187,9 +182,14 @@ export class Session {
     }
   }
 
-  private plainToolCall(request: Request, raw: Buffer): void {
-    const name = request.params?.name;
-    if (typeof name === 'string' && this.options.policy.forTool(name).taskSupport === 'required') {
+  /** A tool the upstream runs as a task itself is left to it; any other is served here (augment). */
+  private toolCall(request: Request, raw: Buffer): void {
+    const params = request.params;
+    const name = typeof params?.name === 'string' ? params.name : undefined;
+    if (name !== undefined && this.isNativeTaskTool(name)) return this.forwardRequest(request, raw);
+    if (params?.task !== undefined)
+      return this.answerLocally(request, () => this.augmenter.createTask(params));
+    if (name !== undefined && this.options.policy.forTool(name).taskSupport === 'required') {
       this.client.send(
         errorResponse(
           request.id,
@@ -201,6 +201,19 @@ export class Session {
       return;
     }
     this.forwardRequest(request, raw);
+  }
+
+  /**
+   * tasks/get, tasks/result, tasks/cancel: served here for taskgate's own tasks, forwarded for the
+   * upstream's (an id this store does not know, when the upstream has tasks of its own).
+   */
+  private taskRequest(request: Request, raw: Buffer, serve?: () => Promise<JsonObject>): void {
+    const local = (): void => (serve ? this.answerLocally(request, serve) : this.answerTaskResult(request));
+    if (this.upstreamTasks === undefined) return local();
+    this.augmenter.knows(request.params).then(
+      (known) => (known ? local() : this.forwardRequest(request, raw)),
+      (error: unknown) => this.replyError(request.id, error),
+    );
   }
 
   private forwardRequest(
@@ -367,8 +380,9 @@ export class Session {
   }
 
   private upstreamRequest(request: Request, raw: Buffer): void {
+    const alreadyTagged = metaOf(request.params)?.[RELATED_TASK_META] !== undefined;
     const taskId =
-      this.augmenting && TASK_INPUT_METHODS.has(request.method) && this.plainToolCalls.size === 0
+      !alreadyTagged && TASK_INPUT_METHODS.has(request.method) && this.plainToolCalls.size === 0
         ? this.augmenter.soleRunningTask()
         : undefined;
     const entry: ClientPending = { upstreamId: request.id };
@@ -389,7 +403,7 @@ export class Session {
   }
 
   private upstreamNotification(notification: Notification, raw: Buffer): void {
-    if (this.augmenting && notification.method === 'notifications/progress') {
+    if (notification.method === 'notifications/progress') {
       const token = notification.params?.progressToken;
       const taskId =
         typeof token === 'string' || typeof token === 'number'
@@ -484,32 +498,59 @@ export class Session {
   private rewriteInitialize(result: JsonObject): JsonObject {
     this.upstreamState.initialized = true;
     const capabilities = isObject(result.capabilities) ? result.capabilities : {};
-    const upstreamTasks = isObject(capabilities.tasks) ? capabilities.tasks : undefined;
-    const nativeToolTasks =
-      isObject(upstreamTasks?.requests) && isObject(upstreamTasks.requests.tools)
-        ? isObject(upstreamTasks.requests.tools.call)
-        : false;
-    this.augmenting = !nativeToolTasks;
+    this.upstreamTasks = isObject(capabilities.tasks) ? capabilities.tasks : undefined;
     this.options.logger.info(
-      this.augmenting
-        ? 'upstream server has no tasks for tools/call: taskgate serves them'
-        : 'upstream server implements tasks: passing them through',
+      this.upstreamTakesTask('tools/call')
+        ? 'upstream server has tasks of its own: its task tools pass through, taskgate serves the rest'
+        : 'upstream server has no tasks for tools/call: taskgate serves them',
     );
-    if (!this.augmenting) return result;
-    return { ...result, capabilities: { ...capabilities, tasks: this.augmenter.capabilities() } };
+    return {
+      ...result,
+      capabilities: { ...capabilities, tasks: this.augmenter.capabilities(this.upstreamTasks) },
+    };
   }
 
+  /** Marks each tool with taskSupport: the upstream's own where it runs the tool as a task, else policy's. */
   private rewriteToolsList(result: JsonObject): JsonObject {
     if (!Array.isArray(result.tools)) return result;
+    const nativeTasks = this.upstreamTakesTask('tools/call');
     const tools = result.tools.map((tool: unknown) => {
       if (!isObject(tool) || typeof tool.name !== 'string') return tool;
       const execution = isObject(tool.execution) ? tool.execution : {};
+      this.listedTools.add(tool.name);
+      if (nativeTasks && (execution.taskSupport === 'optional' || execution.taskSupport === 'required')) {
+        this.nativeTaskTools.add(tool.name);
+        return tool;
+      }
+      this.nativeTaskTools.delete(tool.name);
       return {
         ...tool,
         execution: { ...execution, taskSupport: this.options.policy.forTool(tool.name).taskSupport },
       };
     });
     return { ...result, tools };
+  }
+
+  /**
+   * Whether the upstream runs this tool as a task itself. A tool its tools/list has not shown yet is
+   * given the benefit of the doubt when the upstream has tasks for tools/call at all.
+   */
+  private isNativeTaskTool(name: string): boolean {
+    if (!this.upstreamTakesTask('tools/call')) return false;
+    return this.nativeTaskTools.has(name) || !this.listedTools.has(name);
+  }
+
+  /** Whether the upstream declared tasks for this request type (`tasks.requests.<a>.<b>` for "a/b"). */
+  private upstreamTakesTask(method: string): boolean {
+    const [category, action] = method.split('/');
+    const requests = this.upstreamTasks?.requests;
+    const byCategory = isObject(requests) && category !== undefined ? requests[category] : undefined;
+    return isObject(byCategory) && action !== undefined && isObject(byCategory[action]);
+  }
+
+  /** The upstream serves tasks/list for its own tasks. */
+  private get upstreamLists(): boolean {
+    return isObject(this.upstreamTasks?.list);
   }
 
   // ── id lookups for cancellation (rare: linear scans are fine) ────────────────────────────────────

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { Policy } from '../config/policy.js';
 import type { Config } from '../config/schema.js';
-import { ErrorCode, methodNotFound, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { ErrorCode, ProtocolError, methodNotFound, type JsonRpcErrorObject } from '../protocol/errors.js';
 import {
   IMMEDIATE_RESPONSE_META,
   RELATED_TASK_META,
@@ -16,7 +16,7 @@ import {
   type RequestId,
   type Response,
 } from '../protocol/messages.js';
-import { IllegalTransitionError, TaskLimitError, TaskNotFoundError } from './errors.js';
+import { IllegalTransitionError, InvalidCursorError, TaskLimitError, TaskNotFoundError } from './errors.js';
 import { ListTasksParams, TaskAugmentedCallParams, TaskIdParams, parseParams } from './params.js';
 import { toWireTask, type TaskOutcome, type TaskRecord, type TransitionChange } from './state.js';
 import type { TaskStore } from './store.js';
@@ -46,6 +46,9 @@ interface RunningCall {
   openInputRequests: number;
 }
 
+const OWN_CURSOR = 'own.';
+const UPSTREAM_CURSOR = 'up.';
+
 export const CANCELLED_BY_REQUEST = 'The task was cancelled by request.';
 
 export class Augmenter {
@@ -68,15 +71,38 @@ export class Augmenter {
     });
   }
 
-  get listAdvertised(): boolean {
+  /** Whether taskgate may list its own tasks: only where they are bound to an identity, unless told. */
+  private get listsOwnTasks(): boolean {
     return this.requester.identity !== undefined || this.config.tasks.exposeList;
   }
 
-  /** The `capabilities.tasks` taskgate advertises to the client for an upstream without tasks. */
-  capabilities(): JsonObject {
-    const tasks: JsonObject = { cancel: {}, requests: { tools: { call: {} } } };
-    if (this.listAdvertised) tasks.list = {};
+  /**
+   * The `capabilities.tasks` the client sees: the upstream's own, plus tasks for tools/call and cancel
+   * served here. `list` is offered when either side may list; then both sides' tasks are listed, since a
+   * task the client can get must also be listable.
+   */
+  capabilities(upstreamTasks: JsonObject | undefined): JsonObject {
+    const requests = isObject(upstreamTasks?.requests) ? upstreamTasks.requests : {};
+    const tools = isObject(requests.tools) ? requests.tools : {};
+    const tasks: JsonObject = {
+      ...upstreamTasks,
+      cancel: {},
+      requests: { ...requests, tools: { ...tools, call: {} } },
+    };
+    if (this.listsOwnTasks || isObject(upstreamTasks?.list)) tasks.list = {};
+    else delete tasks.list;
     return tasks;
+  }
+
+  /** Whether the task named in params is one of taskgate's own that this requester may see. */
+  async knows(params: JsonObject | undefined): Promise<boolean> {
+    try {
+      await this.visibleTask(params, 'tasks');
+      return true;
+    } catch (error) {
+      if (error instanceof TaskNotFoundError) return false;
+      throw error;
+    }
   }
 
   /** The task-augmented tools/call: creates the task, starts the plain call upstream, returns CreateTaskResult. */
@@ -123,17 +149,42 @@ export class Augmenter {
     return { result: { ...outcome.result, _meta: { ...meta, [RELATED_TASK_META]: { taskId } } } };
   }
 
-  async listTasks(params: JsonObject | undefined): Promise<JsonObject> {
-    if (!this.listAdvertised) {
+  /**
+   * tasks/list over both sides: taskgate's own tasks first, then the upstream's, behind one cursor. A
+   * cursor is either one of the store's (prefixed "own.") or the upstream's own cursor (prefixed "up."),
+   * which the upstream validates itself.
+   */
+  async listTasks(params: JsonObject | undefined, upstreamLists: boolean): Promise<JsonObject> {
+    if (!this.listsOwnTasks && !upstreamLists) {
       throw methodNotFound(
         'tasks/list is not available: tasks here are not bound to an identity, so listing them is off (see the exposeList setting)',
       );
     }
     const { cursor } = parseParams(ListTasksParams, params, 'tasks/list');
-    const page = await this.store.list(this.owner, cursor, this.config.tasks.listPageSize);
+    if (cursor?.startsWith(UPSTREAM_CURSOR)) return this.listUpstream(cursor.slice(UPSTREAM_CURSOR.length));
+    if (cursor !== undefined && !cursor.startsWith(OWN_CURSOR)) throw new InvalidCursorError();
+    const page = await this.store.list(
+      this.owner,
+      cursor?.slice(OWN_CURSOR.length),
+      this.config.tasks.listPageSize,
+    );
     const result: JsonObject = { tasks: page.tasks.map(toWireTask) };
-    if (page.nextCursor !== undefined) result.nextCursor = page.nextCursor;
+    if (page.nextCursor !== undefined) result.nextCursor = OWN_CURSOR + page.nextCursor;
+    else if (upstreamLists) result.nextCursor = UPSTREAM_CURSOR;
     return result;
+  }
+
+  private async listUpstream(cursor: string): Promise<JsonObject> {
+    const answer = await this.host.callUpstream('tasks/list', cursor === '' ? {} : { cursor }).done;
+    if (!answer) throw new ProtocolError(ErrorCode.InternalError, 'tasks/list was cancelled');
+    if ('error' in answer.response)
+      throw new ProtocolError(
+        answer.response.error.code,
+        answer.response.error.message,
+        answer.response.error.data,
+      );
+    const { nextCursor, ...rest } = answer.response.result;
+    return typeof nextCursor === 'string' ? { ...rest, nextCursor: UPSTREAM_CURSOR + nextCursor } : rest;
   }
 
   async cancelTask(params: JsonObject | undefined): Promise<JsonObject> {
@@ -267,11 +318,15 @@ export function outcomeChange(outcome: TaskOutcome, bytes: number): TransitionCh
   return { status: 'completed', outcome, outcomeBytes: bytes };
 }
 
+/**
+ * The spec leaves open what tasks/result answers for a task cancelled before it produced anything; this
+ * is what the SDK's native tasks answer (-32603), so clients see the same from taskgate.
+ */
 function cancelledOutcome(record: TaskRecord): TaskOutcome {
   return {
     error: {
-      code: ErrorCode.InvalidRequest,
-      message: `Task ${record.taskId} was cancelled before it produced a result`,
+      code: ErrorCode.InternalError,
+      message: `Task ${record.taskId} was cancelled: it has no result`,
     },
   };
 }

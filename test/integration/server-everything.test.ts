@@ -1,0 +1,82 @@
+/**
+ * A real server written by others behind taskgate: @modelcontextprotocol/server-everything has tasks of
+ * its own for some tools (simulate-research-query is task-required) and none for the rest, so taskgate
+ * passes its task tools through and serves tasks for the others.
+ */
+import { fileURLToPath } from 'node:url';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { connect, type Connection } from '../helpers/taskgate.js';
+
+const EVERYTHING = fileURLToPath(
+  new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url),
+);
+const RELATED = 'io.modelcontextprotocol/related-task';
+
+let connection: Connection | undefined;
+afterEach(async () => {
+  expect(connection?.transport.violations ?? []).toEqual([]);
+  await connection?.close();
+});
+
+const open = async (): Promise<Connection> =>
+  (connection = await connect('legacy', { upstream: [process.execPath, EVERYTHING, 'stdio'] }));
+
+describe('server-everything behind taskgate', () => {
+  it('keeps the server’s own task tools and offers tasks for the others', async () => {
+    const c = await open();
+    expect(c.client.getServerCapabilities()?.tasks?.requests?.tools?.call).toEqual({});
+    const { tools } = await c.client.listTools();
+    const support = Object.fromEntries(tools.map((tool) => [tool.name, tool.execution?.taskSupport]));
+    expect(support['simulate-research-query']).toBe('required');
+    expect(support['trigger-long-running-operation']).toBe('optional');
+    expect(support.echo).toBe('optional');
+  });
+
+  it('runs its long-running operation as a task, with progress tagged with the task', async () => {
+    const c = await open();
+    await c.client.listTools();
+    const { task } = await c.client.request(
+      {
+        method: 'tools/call',
+        params: {
+          name: 'trigger-long-running-operation',
+          arguments: { duration: 1.5, steps: 3 },
+          task: { ttl: 60_000 },
+          _meta: { progressToken: 'long-op' },
+        },
+      },
+      CreateTaskResultSchema,
+    );
+    expect(task.status).toBe('working');
+    const result = await c.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(JSON.stringify(result.content)).toMatch(/Long running operation completed/i);
+    const progress = c.transport.received.items.filter(
+      (m) => 'method' in m && m.method === 'notifications/progress',
+    );
+    expect(progress).toHaveLength(3);
+    for (const message of progress) {
+      expect('params' in message && message.params?._meta?.[RELATED]).toEqual({ taskId: task.taskId });
+    }
+    expect((await c.client.experimental.tasks.getTask(task.taskId)).status).toBe('completed');
+  });
+
+  it('passes its task-required tool through: the server’s own task, polled and fetched through taskgate', async () => {
+    const c = await open();
+    await c.client.listTools();
+    const { task } = await c.client.request(
+      {
+        method: 'tools/call',
+        params: { name: 'simulate-research-query', arguments: { topic: 'tasks' }, task: { ttl: 60_000 } },
+      },
+      CreateTaskResultSchema,
+    );
+    // server-everything sets its own ttl: proof the task is the server's, not taskgate's.
+    expect(task.ttl).toBe(300_000);
+    expect((await c.client.experimental.tasks.getTask(task.taskId)).taskId).toBe(task.taskId);
+    const result = await c.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema, {
+      timeout: 20_000,
+    });
+    expect(JSON.stringify(result.content)).toMatch(/tasks/);
+  });
+});
