@@ -9,6 +9,8 @@ export interface ToolPolicy {
   maxTtl: number;
   pollInterval: number;
   immediateResponse?: string;
+  timeout?: number;
+  unwrap: boolean;
 }
 
 export const MIN_TTL_MS = 1_000;
@@ -39,11 +41,11 @@ export class Policy {
   }
 
   /**
-   * The actual ttl for a requested one: the tool's default when absent, never above its maximum, and
-   * never so short that the task is gone before anyone could read it.
+   * The actual ttl for a requested one: the tool's default when absent, never so short that the task is
+   * gone before anyone could read it, and never above the configured maximum.
    */
   ttlFor(policy: ToolPolicy, requested: number | undefined): number {
-    return Math.max(MIN_TTL_MS, Math.min(requested ?? policy.defaultTtl, policy.maxTtl));
+    return Math.min(policy.maxTtl, Math.max(MIN_TTL_MS, requested ?? policy.defaultTtl));
   }
 
   private resolve(name: string): ToolPolicy {
@@ -55,8 +57,10 @@ export class Policy {
       defaultTtl: Math.min(rule?.ttl ?? tasks.defaultTtl, maxTtl),
       maxTtl,
       pollInterval: rule?.pollInterval ?? tasks.pollInterval,
+      unwrap: rule?.unwrap ?? false,
     };
     if (rule?.immediateResponse !== undefined) policy.immediateResponse = rule.immediateResponse;
+    if (rule?.timeout !== undefined) policy.timeout = rule.timeout;
     return policy;
   }
 }

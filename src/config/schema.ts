@@ -6,10 +6,17 @@ import { z } from 'zod';
 
 const MS_PER_DAY = 86_400_000;
 const MIB = 1024 * 1024;
+/** Node's timers overflow at 2^31 ms: any setting that arms a timer stays below. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const milliseconds = (max: number) => z.number().int().positive().max(max);
 
-export const TASK_SUPPORT_VALUES = ['required', 'optional', 'forbidden'] as const;
+/**
+ * `passthrough` leaves the tool exactly as the upstream lists it: taskgate neither marks it nor runs it
+ * as a task (a task-augmented call of it is refused like a `forbidden` one unless the upstream runs it
+ * as a task itself).
+ */
+export const TASK_SUPPORT_VALUES = ['required', 'optional', 'forbidden', 'passthrough'] as const;
 export type TaskSupport = (typeof TASK_SUPPORT_VALUES)[number];
 
 export const ToolRuleSchema = z
@@ -21,6 +28,10 @@ export const ToolRuleSchema = z
     maxTtl: milliseconds(30 * MS_PER_DAY).optional(),
     pollInterval: milliseconds(MS_PER_DAY).optional(),
     immediateResponse: z.string().optional(),
+    /** A task of this tool running longer fails with a statusMessage that says so; its call is cancelled. */
+    timeout: milliseconds(MAX_TIMER_MS).optional(),
+    /** For clients without tasks: run the tool upstream as a task even where the upstream only offers it. */
+    unwrap: z.boolean().optional(),
   })
   .strict();
 export type ToolRule = z.infer<typeof ToolRuleSchema>;
@@ -66,6 +77,23 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    /** How taskgate drives an upstream task for a client that has no tasks of its own. */
+    unwrap: z
+      .object({
+        /** The upstream's pollInterval is honoured, but never below this... */
+        minPollInterval: milliseconds(MS_PER_DAY).default(50),
+        /** ...nor above this. */
+        maxPollInterval: milliseconds(MS_PER_DAY).default(5_000),
+        /** Progress sent to a client that gave a progressToken while its unwrapped call runs; 0 is off. */
+        keepAliveInterval: z.number().int().nonnegative().max(MS_PER_DAY).default(15_000),
+      })
+      .strict()
+      .prefault({}),
+    /**
+     * Declare client-side tasks (task-augmented sampling and elicitation) to the upstream on behalf of a
+     * client that lacks them, and serve those tasks here.
+     */
+    clientTasks: z.boolean().default(true),
     tools: z.array(ToolRuleSchema).default([]),
   })
   .strict();

@@ -13,7 +13,7 @@ export function parseFrame(raw: Buffer, from: string): unknown {
   }
 }
 
-const ID_VALUE = String.raw`(-?\d+(?:\.\d+)?|"(?:[^"\\]|\\.)*")`;
+const ID_VALUE = String.raw`(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|"(?:[^"\\]|\\.)*")`;
 const ID_AT_START = new RegExp(String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*${ID_VALUE}`);
 /**
  * A top-level "id" as the last member. In valid JSON a `"id": value }` that ends the text can only be a

@@ -57,9 +57,9 @@ export function classify(value: unknown): Message {
   if (!isObject(value)) throw invalid('a JSON-RPC message must be a JSON object');
   if (value.jsonrpc !== '2.0') throw invalid('"jsonrpc" must be exactly "2.0"');
   const hasId = 'id' in value;
-  if (hasId && !isId(value.id) && !(value.id === null && ('error' in value || 'result' in value))) {
-    throw invalid('"id" must be a string or a number');
-  }
+  // A null id is only for an error response to a request whose id could not be read.
+  const nullIdError = value.id === null && 'error' in value && !('method' in value) && !('result' in value);
+  if (hasId && !isId(value.id) && !nullIdError) throw invalid('"id" must be a string or a number');
   if (typeof value.method === 'string') {
     if ('params' in value && value.params !== undefined && !isObject(value.params)) {
       throw new ProtocolError(

@@ -523,10 +523,8 @@ export class Session {
         return tool;
       }
       this.nativeTaskTools.delete(tool.name);
-      return {
-        ...tool,
-        execution: { ...execution, taskSupport: this.options.policy.forTool(tool.name).taskSupport },
-      };
+      const { taskSupport } = this.options.policy.forTool(tool.name);
+      return taskSupport === 'passthrough' ? tool : { ...tool, execution: { ...execution, taskSupport } };
     });
     return { ...result, tools };
   }

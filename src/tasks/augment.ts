@@ -109,9 +109,9 @@ export class Augmenter {
   async createTask(params: JsonObject | undefined): Promise<JsonObject> {
     const call = parseParams(TaskAugmentedCallParams, params, 'tools/call');
     const policy = this.policy.forTool(call.name);
-    if (policy.taskSupport === 'forbidden') {
+    if (policy.taskSupport === 'forbidden' || policy.taskSupport === 'passthrough') {
       throw methodNotFound(
-        `Tool "${call.name}" cannot be called as a task (its taskSupport is "forbidden"); call it without "task"`,
+        `Tool "${call.name}" cannot be called as a task (its taskSupport is "${policy.taskSupport === 'forbidden' ? 'forbidden' : 'left to the server, which has no tasks'}"); call it without "task"`,
       );
     }
     const record = await this.store.create({
@@ -123,7 +123,7 @@ export class Augmenter {
       ...(this.requester.identity === undefined ? {} : { identity: this.requester.identity }),
     });
     const { task: _, ...plainParams } = call;
-    this.start(record, plainParams);
+    this.start(record, plainParams, policy.timeout);
     const result: JsonObject = { task: toWireTask(record) };
     if (policy.immediateResponse !== undefined) {
       result._meta = { [IMMEDIATE_RESPONSE_META]: policy.immediateResponse };
@@ -244,21 +244,41 @@ export class Augmenter {
     return record;
   }
 
-  private start(record: TaskRecord, params: JsonObject): void {
+  private start(record: TaskRecord, params: JsonObject, timeoutMs: number | undefined): void {
     const call = this.host.callUpstream('tools/call', params);
     const token = isObject(params._meta) ? params._meta.progressToken : undefined;
     const tokenKey = typeof token === 'string' || typeof token === 'number' ? idKey(token) : undefined;
     this.running.set(record.taskId, { wireId: call.wireId, openInputRequests: 0 });
     if (tokenKey !== undefined) this.byProgressToken.set(tokenKey, record.taskId);
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => void this.timeOut(record.taskId, call.wireId, timeoutMs), timeoutMs).unref();
     void call.done
       .then((answer) => this.finish(record.taskId, answer))
       .catch((error: unknown) =>
         this.logger.error({ err: error, taskId: record.taskId }, 'task bookkeeping failed'),
       )
       .finally(() => {
+        clearTimeout(timer);
         this.running.delete(record.taskId);
         if (tokenKey !== undefined) this.byProgressToken.delete(tokenKey);
       });
+  }
+
+  private async timeOut(taskId: string, wireId: RequestId, timeoutMs: number): Promise<void> {
+    const message = `Task exceeded its timeout of ${timeoutMs} ms; the tool call was cancelled`;
+    try {
+      await this.store.update(taskId, {
+        status: 'failed',
+        statusMessage: message,
+        outcome: { error: { code: ErrorCode.InternalError, message } },
+      });
+    } catch (error) {
+      if (!(error instanceof IllegalTransitionError || error instanceof TaskNotFoundError)) throw error;
+      return;
+    }
+    this.host.cancelUpstream(wireId, message);
   }
 
   private async finish(

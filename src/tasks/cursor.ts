@@ -23,7 +23,11 @@ export class CursorCodec {
     }
     const given = Buffer.from(macText, 'base64url');
     const expected = this.mac(owner, position);
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new InvalidCursorError();
+    // The decoder skips stray characters and padding: only the canonical spelling of the MAC is accepted.
+    const canonical = given.toString('base64url') === macText;
+    if (!canonical || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      throw new InvalidCursorError();
+    }
     return position;
   }
 

@@ -106,7 +106,14 @@ export class MemoryTaskStore implements TaskStore {
     } else {
       this.live.set(taskId, next);
     }
-    for (const listener of this.listeners) listener(next);
+    for (const listener of this.listeners) {
+      try {
+        listener(next);
+      } catch (error) {
+        // The change is made: a failing listener must not keep it from the waiters.
+        process.emitWarning(error as Error);
+      }
+    }
     if (isTerminal(next.status)) this.wake(taskId, next);
     return next;
   }

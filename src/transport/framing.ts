@@ -40,16 +40,17 @@ export class LineFramer {
   private append(piece: Buffer): void {
     if (piece.length === 0) return;
     this.pendingBytes += piece.length;
-    if (this.oversizedHead === undefined && this.pendingBytes <= this.maxMessageBytes) {
+    if (this.oversizedHead !== undefined) {
+      this.oversizedTail = lastBytes([this.oversizedTail, piece], KEEP_OF_OVERSIZED);
+    } else if (this.pendingBytes <= this.maxMessageBytes) {
       this.pending.push(piece);
-      return;
-    }
-    if (this.oversizedHead === undefined) {
-      this.oversizedHead = Buffer.concat(this.pending).subarray(0, KEEP_OF_OVERSIZED);
+    } else {
+      // Over the limit: keep copies of the first and last bytes seen, and let go of the rest.
+      const seen = [...this.pending, piece];
+      this.oversizedHead = Buffer.concat(seen, Math.min(this.pendingBytes, KEEP_OF_OVERSIZED));
+      this.oversizedTail = lastBytes(seen, KEEP_OF_OVERSIZED);
       this.pending = [];
     }
-    const tail = Buffer.concat([this.oversizedTail, piece]);
-    this.oversizedTail = Buffer.from(tail.subarray(Math.max(0, tail.length - KEEP_OF_OVERSIZED)));
   }
 
   private flushLine(): void {
@@ -74,4 +75,16 @@ export class LineFramer {
     this.oversizedHead = undefined;
     this.oversizedTail = Buffer.alloc(0);
   }
+}
+
+/** A copy of the last `count` bytes of the pieces, joined. */
+function lastBytes(pieces: Buffer[], count: number): Buffer {
+  const picked: Buffer[] = [];
+  let total = 0;
+  for (let i = pieces.length - 1; i >= 0 && total < count; i--) {
+    const piece = pieces[i]!;
+    picked.unshift(piece.subarray(Math.max(0, piece.length - (count - total))));
+    total += picked[0]!.length;
+  }
+  return Buffer.concat(picked, total);
 }

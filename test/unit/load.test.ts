@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, resolveConfig } from '../../src/config/load.js';
+import type { ConfigInput } from '../../src/config/schema.js';
+
+const problemsOf = (input: unknown): string[] => {
+  try {
+    resolveConfig(input as ConfigInput);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as ConfigError).problems;
+  }
+  throw new Error('expected resolveConfig to refuse the input');
+};
+
+describe('resolveConfig', () => {
+  it('fills every default', () => {
+    expect(resolveConfig({})).toEqual({
+      logLevel: 'info',
+      maxMessageBytes: 32 * 1024 * 1024,
+      tasks: {
+        defaultTtl: 3_600_000,
+        maxTtl: 86_400_000,
+        pollInterval: 1_000,
+        maxTasks: 10_000,
+        maxResultBytes: 256 * 1024 * 1024,
+        statusNotifications: true,
+        exposeList: false,
+        listPageSize: 100,
+      },
+      unwrap: { minPollInterval: 50, maxPollInterval: 5_000, keepAliveInterval: 15_000 },
+      clientTasks: true,
+      tools: [],
+    });
+  });
+
+  it('keeps given values and fills the rest', () => {
+    const config = resolveConfig({
+      tasks: { maxTasks: 5 },
+      tools: [{ match: 'x' }],
+      upstream: { command: 'node' },
+    });
+    expect(config.tasks).toMatchObject({ maxTasks: 5, defaultTtl: 3_600_000 });
+    expect(config.tools).toEqual([{ match: 'x' }]);
+    expect(config.upstream).toEqual({ command: 'node', args: [] });
+  });
+
+  it('refuses a negative ttl, naming its path', () => {
+    const problems = problemsOf({ tasks: { defaultTtl: -1 } });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^tasks\.defaultTtl: /);
+  });
+
+  it('lists every problem, each with its path', () => {
+    const problems = problemsOf({
+      logLevel: 'loud',
+      maxMessageBytes: 10,
+      tasks: { defaultTtl: -1, maxTtl: 1.5, pollInterval: 0 },
+      tools: [{ match: 'ok' }, { match: '', taskSupport: 'sometimes' }],
+    });
+    const paths = problems.map((problem) => problem.slice(0, problem.indexOf(':')));
+    expect(paths.sort()).toEqual(
+      [
+        'logLevel',
+        'maxMessageBytes',
+        'tasks.defaultTtl',
+        'tasks.maxTtl',
+        'tasks.pollInterval',
+        'tools[1].match',
+        'tools[1].taskSupport',
+      ].sort(),
+    );
+  });
+
+  it('puts every problem in the error message', () => {
+    let error: unknown;
+    try {
+      resolveConfig({ tasks: { maxTasks: 0 }, logLevel: 'loud' } as unknown as ConfigInput);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const { message, problems } = error as ConfigError;
+    expect(problems).toHaveLength(2);
+    for (const problem of problems) expect(message).toContain(problem);
+  });
+
+  it('refuses unknown keys, at the root and inside tasks and tools', () => {
+    const problems = problemsOf({ extra: 1, tasks: { ttl: 5 }, tools: [{ match: 'x', mode: 'y' }] });
+    expect(problems).toHaveLength(3);
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^\(root\): .*extra/),
+        expect.stringMatching(/^tasks: .*ttl/),
+        expect.stringMatching(/^tools\[0\]: .*mode/),
+      ]),
+    );
+  });
+
+  it('refuses an upstream without a command', () => {
+    expect(problemsOf({ upstream: { command: '' } })).toEqual([
+      expect.stringMatching(/^upstream\.command: /),
+    ]);
+  });
+});

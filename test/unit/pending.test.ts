@@ -1,0 +1,141 @@
+import { describe, expect, it } from 'vitest';
+import type { RequestId } from '../../src/protocol/messages.js';
+import { PendingRequests } from '../../src/session/pending.js';
+
+interface Entry {
+  name: string;
+}
+const entry = (name: string): Entry => ({ name });
+
+/** The prefix of taskgate's own ids, learned from one of them ("taskgate-<hex>-<counter>"). */
+function ownPrefix(pending: PendingRequests<Entry>): string {
+  const sample = pending.own(entry('sample'));
+  pending.take(sample);
+  expect(sample).toMatch(/^taskgate-[0-9a-f]{8}-[0-9a-z]+$/);
+  return String(sample).replace(/[0-9a-z]+$/, '');
+}
+
+describe('PendingRequests', () => {
+  it.each<RequestId>([1, 0, -3, 2.5, 'abc', '', 'taskgate-x'])('forwards a free id %j unchanged', (id) => {
+    const pending = new PendingRequests<Entry>();
+    const a = entry('a');
+    const wireId = pending.forward(id, a);
+    expect(wireId).toBe(id);
+    expect(pending.get(id)).toBe(a);
+  });
+
+  it('gives a fresh id to a forwarded request whose id is taken, and keeps the first one', () => {
+    const pending = new PendingRequests<Entry>();
+    const [first, second] = [entry('first'), entry('second')];
+    pending.forward(7, first);
+    const wireId = pending.forward(7, second);
+    expect(wireId).not.toBe(7);
+    expect(typeof wireId).toBe('string');
+    expect(pending.get(7)).toBe(first);
+    expect(pending.get(wireId)).toBe(second);
+    expect(pending.size).toBe(2);
+  });
+
+  it('treats 1 and "1" as different ids', () => {
+    const pending = new PendingRequests<Entry>();
+    const [number, string] = [entry('number'), entry('string')];
+    expect(pending.forward(1, number)).toBe(1);
+    expect(pending.forward('1', string)).toBe('1');
+    expect(pending.get(1)).toBe(number);
+    expect(pending.get('1')).toBe(string);
+    expect(pending.take(1)).toBe(number);
+    expect(pending.get('1')).toBe(string);
+    expect(pending.get(1)).toBeUndefined();
+  });
+
+  it('does not confuse a string id with the internal key of another', () => {
+    const pending = new PendingRequests<Entry>();
+    const [plain, prefixed] = [entry('plain'), entry('prefixed')];
+    expect(pending.forward('x', plain)).toBe('x');
+    expect(pending.forward('s:x', prefixed)).toBe('s:x');
+    expect(pending.get('x')).toBe(plain);
+    expect(pending.get('s:x')).toBe(prefixed);
+  });
+
+  it('mints distinct string ids for its own requests', () => {
+    const pending = new PendingRequests<Entry>();
+    const ids = Array.from({ length: 1_000 }, (_, i) => pending.own(entry(`own-${i}`)));
+    for (const id of ids) expect(typeof id).toBe('string');
+    expect(new Set(ids).size).toBe(1_000);
+    expect(pending.size).toBe(1_000);
+    expect(pending.get(ids[500]!)).toEqual(entry('own-500'));
+  });
+
+  it('uses a different prefix in each instance', () => {
+    const a = new PendingRequests<Entry>().own(entry('a'));
+    const b = new PendingRequests<Entry>().own(entry('b'));
+    expect(a).not.toBe(b);
+  });
+
+  it('never mints an id that a peer has taken first, even one guessed on purpose', () => {
+    const pending = new PendingRequests<Entry>();
+    const prefix = ownPrefix(pending);
+    const guesses = Array.from({ length: 20 }, (_, i) => `${prefix}${i.toString(36)}`);
+    for (const guess of guesses) expect(pending.forward(guess, entry(`peer ${guess}`))).toBe(guess);
+    const ours = Array.from({ length: 20 }, () => pending.own(entry('ours')));
+    for (const id of ours) expect(guesses).not.toContain(id);
+    for (const guess of guesses) expect(pending.get(guess)).toEqual(entry(`peer ${guess}`));
+    expect(pending.size).toBe(40);
+  });
+
+  it('gives a fresh id to a forwarded request that reuses one of our pending ids', () => {
+    const pending = new PendingRequests<Entry>();
+    const mine = entry('mine');
+    const ours = pending.own(mine);
+    const theirs = entry('theirs');
+    const wireId = pending.forward(ours, theirs);
+    expect(wireId).not.toBe(ours);
+    expect(pending.get(ours)).toBe(mine);
+    expect(pending.get(wireId)).toBe(theirs);
+  });
+
+  it('get leaves the entry, take removes it and frees the id', () => {
+    const pending = new PendingRequests<Entry>();
+    const [a, b] = [entry('a'), entry('b')];
+    pending.forward('req', a);
+    expect(pending.get('req')).toBe(a);
+    expect(pending.get('req')).toBe(a);
+    expect(pending.take('req')).toBe(a);
+    expect(pending.take('req')).toBeUndefined();
+    expect(pending.get('req')).toBeUndefined();
+    expect(pending.size).toBe(0);
+    expect(pending.forward('req', b)).toBe('req');
+  });
+
+  it('take and get of an unknown id return undefined', () => {
+    const pending = new PendingRequests<Entry>();
+    pending.forward(1, entry('a'));
+    expect(pending.get(2)).toBeUndefined();
+    expect(pending.take('2')).toBeUndefined();
+    expect(pending.size).toBe(1);
+  });
+
+  it('findId returns the wire id of the first match, with its type', () => {
+    const pending = new PendingRequests<Entry>();
+    pending.forward(5, entry('five'));
+    pending.forward('5', entry('string five'));
+    const taken = pending.forward(5, entry('again'));
+    expect(pending.findId((e) => e.name === 'five')).toBe(5);
+    expect(pending.findId((e) => e.name === 'string five')).toBe('5');
+    expect(pending.findId((e) => e.name === 'again')).toBe(taken);
+    expect(pending.findId((e) => e.name.startsWith('string') || e.name === 'five')).toBe(5);
+    expect(pending.findId(() => false)).toBeUndefined();
+  });
+
+  it('drain returns every pending entry and leaves none', () => {
+    const pending = new PendingRequests<Entry>();
+    const entries = [entry('a'), entry('b'), entry('c')];
+    pending.forward(1, entries[0]!);
+    pending.forward('1', entries[1]!);
+    pending.own(entries[2]!);
+    expect(pending.drain()).toEqual(entries);
+    expect(pending.size).toBe(0);
+    expect(pending.get(1)).toBeUndefined();
+    expect(pending.drain()).toEqual([]);
+  });
+});
