@@ -24,6 +24,7 @@ import {
   type Response,
 } from '../protocol/messages.js';
 import { idOfResultFrame, parseFrame } from '../protocol/frames.js';
+import { Unwrapper, withoutRelatedTask } from '../tasks/unwrap.js';
 import { Augmenter, type AugmentHost, type UpstreamCall } from '../tasks/augment.js';
 import type { TaskStore } from '../tasks/store.js';
 import type { Channel } from '../transport/channel.js';
@@ -65,6 +66,20 @@ export interface SessionEvents {
 /** Below this size parsing costs less than it saves to skip it. */
 const SNIFF_MIN_BYTES = 16 * 1024;
 
+/** The client capability a server-to-client request needs. */
+const CAPABILITY_FOR: Record<string, string | undefined> = {
+  'elicitation/create': 'elicitation',
+  'sampling/createMessage': 'sampling',
+  'roots/list': 'roots',
+};
+
+function withoutTaskSupport(tool: JsonObject, execution: JsonObject): JsonObject {
+  if (!('taskSupport' in execution)) return tool;
+  const { taskSupport: _, ...rest } = execution;
+  const { execution: __, ...bare } = tool;
+  return Object.keys(rest).length > 0 ? { ...bare, execution: rest } : bare;
+}
+
 const TASK_INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage']);
 
 export class Session {
@@ -79,8 +94,13 @@ export class Session {
   private upstreamTasks: JsonObject | undefined;
   /** Tools the upstream runs as tasks itself (taskSupport optional or required in its tools/list). */
   private readonly nativeTaskTools = new Set<string>();
+  /** Of those, the ones it requires to be called as tasks. */
+  private readonly nativeRequiredTools = new Set<string>();
   /** Tools the upstream's tools/list has shown, native or not. */
   private readonly listedTools = new Set<string>();
+  /** The client's capabilities, from its initialize request. */
+  private clientCapabilities: JsonObject = {};
+  private readonly unwrapper: Unwrapper;
   private closing: Promise<void> | undefined;
   readonly upstreamState: UpstreamState = { initialized: false };
 
@@ -95,6 +115,19 @@ export class Session {
       cancelUpstream: (wireId, reason) => this.cancelOwnCall(wireId, reason),
       notifyClient: (method, params) => this.client.send({ jsonrpc: '2.0', method, params }),
     };
+    this.unwrapper = new Unwrapper(
+      {
+        callUpstream: (method, params, timeoutMs) => this.callUpstream(method, params, timeoutMs),
+        cancelUpstream: (wireId, reason) => this.cancelOwnCall(wireId, reason),
+        notifyClient: (method, params) => this.client.send({ jsonrpc: '2.0', method, params }),
+        answerClient: (id, outcome) =>
+          this.client.send(
+            'error' in outcome ? errorResponse(id, outcome.error) : successResponse(id, outcome.result),
+          ),
+      },
+      options.config,
+      options.logger,
+    );
     this.augmenter = new Augmenter(
       options.store,
       options.policy,
@@ -124,6 +157,7 @@ export class Session {
   close(): Promise<void> {
     this.closing ??= (async () => {
       for (const controller of this.localRequests.values()) controller.abort();
+      this.unwrapper.abandonAll();
       this.augmenter.close();
       await this.upstream.close();
       await this.client.close();
@@ -158,6 +192,7 @@ export class Session {
     const params = request.params;
     switch (request.method) {
       case 'initialize':
+        this.clientCapabilities = isObject(params?.capabilities) ? params.capabilities : {};
         return this.forwardRequest(request, raw, (result) => this.rewriteInitialize(result));
       case 'tools/list':
         return this.forwardRequest(request, raw, (result) => this.rewriteToolsList(result));
@@ -186,10 +221,17 @@ export class Session {
   private toolCall(request: Request, raw: Buffer): void {
     const params = request.params;
     const name = typeof params?.name === 'string' ? params.name : undefined;
+    if (name !== undefined && !this.clientHasTasks && params?.task === undefined && this.shouldUnwrap(name)) {
+      const policy = this.options.policy.forTool(name);
+      return this.unwrapper.start(request, this.options.policy.ttlFor(policy, undefined));
+    }
     if (name !== undefined && this.isNativeTaskTool(name)) return this.forwardRequest(request, raw);
-    if (params?.task !== undefined)
+    if (params?.task !== undefined) {
       return this.answerLocally(request, () => this.augmenter.createTask(params));
-    if (name !== undefined && this.options.policy.forTool(name).taskSupport === 'required') {
+    }
+    // A client without tasks could never satisfy "required": it gets the plain call.
+    const required = name !== undefined && this.options.policy.forTool(name).taskSupport === 'required';
+    if (required && this.clientHasTasks) {
       this.client.send(
         errorResponse(
           request.id,
@@ -284,6 +326,7 @@ export class Session {
           local.abort();
           return;
         }
+        if (this.unwrapper.cancel(requestId)) return;
         const wireId = this.findForwarded(requestId);
         if (wireId === undefined) return; // already answered, or never ours to forward
         this.toUpstream.take(wireId);
@@ -380,7 +423,11 @@ export class Session {
   }
 
   private upstreamRequest(request: Request, raw: Buffer): void {
-    const alreadyTagged = metaOf(request.params)?.[RELATED_TASK_META] !== undefined;
+    const tag = metaOf(request.params)?.[RELATED_TASK_META];
+    if (isObject(tag) && typeof tag.taskId === 'string' && this.unwrapper.follows(tag.taskId)) {
+      return this.relayForUnwrappedTask(request);
+    }
+    const alreadyTagged = tag !== undefined;
     const taskId =
       !alreadyTagged && TASK_INPUT_METHODS.has(request.method) && this.plainToolCalls.size === 0
         ? this.augmenter.soleRunningTask()
@@ -402,9 +449,39 @@ export class Session {
     void this.augmenter.inputRequested(taskId);
   }
 
+  /**
+   * A request the upstream makes for a task taskgate follows for a client without tasks: the client gets
+   * it as an ordinary request, if it declared the capability to answer it.
+   */
+  private relayForUnwrappedTask(request: Request): void {
+    const needed = CAPABILITY_FOR[request.method];
+    if (needed !== undefined && !isObject(this.clientCapabilities[needed])) {
+      this.upstream.send(
+        errorResponse(request.id, {
+          code: ErrorCode.MethodNotFound,
+          message: `The client cannot answer ${request.method}: it did not declare the "${needed}" capability`,
+        }),
+      );
+      return;
+    }
+    const wireId = this.toClient.forward(request.id, { upstreamId: request.id });
+    const params = withoutRelatedTask(request.params);
+    this.client.send(params === undefined ? { ...request, id: wireId } : { ...request, id: wireId, params });
+  }
+
   private upstreamNotification(notification: Notification, raw: Buffer): void {
+    if (notification.method === 'notifications/tasks/status') {
+      const taskId = notification.params?.taskId;
+      // A client without tasks never saw the task taskgate follows for it.
+      if (typeof taskId === 'string' && this.unwrapper.follows(taskId)) {
+        return this.unwrapper.statusAnnounced(notification.params);
+      }
+    }
     if (notification.method === 'notifications/progress') {
       const token = notification.params?.progressToken;
+      if (typeof token === 'string' || typeof token === 'number') {
+        this.unwrapper.progressSeen(token, notification.params?.progress);
+      }
       const taskId =
         typeof token === 'string' || typeof token === 'number'
           ? this.augmenter.taskForProgressToken(token)
@@ -462,7 +539,7 @@ export class Session {
 
   // ── taskgate's own upstream calls (augment) ─────────────────────────────────────────────────────
 
-  private callUpstream(method: string, params: JsonObject): UpstreamCall {
+  private callUpstream(method: string, params: JsonObject, timeoutMs?: number): UpstreamCall {
     let settle!: (answer: { response: Response; bytes: number } | undefined) => void;
     const done = new Promise<{ response: Response; bytes: number } | undefined>(
       (resolve) => (settle = resolve),
@@ -475,7 +552,29 @@ export class Session {
       settle({ response: errorResponse(null, error), bytes: 0 });
       return { wireId: '', done };
     }
-    const wireId = this.toUpstream.own({ kind: 'own', settle });
+    let timer: NodeJS.Timeout | undefined;
+    const wireId = this.toUpstream.own({
+      kind: 'own',
+      settle: (answer) => {
+        clearTimeout(timer);
+        settle(answer);
+      },
+    });
+    if (timeoutMs !== undefined) {
+      timer = setTimeout(() => {
+        if (this.toUpstream.take(wireId) === undefined) return;
+        const message = `The upstream server did not answer ${method} within ${timeoutMs} ms`;
+        this.upstream.send({
+          jsonrpc: '2.0',
+          method: 'notifications/cancelled',
+          params: { requestId: wireId, reason: message },
+        });
+        settle({
+          response: errorResponse(wireId, { code: ErrorCode.UpstreamUnavailable, message }),
+          bytes: 0,
+        });
+      }, timeoutMs).unref();
+    }
     this.upstream.send({ jsonrpc: '2.0', id: wireId, method, params });
     return { wireId, done };
   }
@@ -518,11 +617,14 @@ export class Session {
       if (!isObject(tool) || typeof tool.name !== 'string') return tool;
       const execution = isObject(tool.execution) ? tool.execution : {};
       this.listedTools.add(tool.name);
-      if (nativeTasks && (execution.taskSupport === 'optional' || execution.taskSupport === 'required')) {
-        this.nativeTaskTools.add(tool.name);
-        return tool;
-      }
-      this.nativeTaskTools.delete(tool.name);
+      const native =
+        nativeTasks && (execution.taskSupport === 'optional' || execution.taskSupport === 'required');
+      if (native) this.nativeTaskTools.add(tool.name);
+      else this.nativeTaskTools.delete(tool.name);
+      if (native && execution.taskSupport === 'required') this.nativeRequiredTools.add(tool.name);
+      else this.nativeRequiredTools.delete(tool.name);
+      if (!this.clientHasTasks) return withoutTaskSupport(tool, execution);
+      if (native) return tool;
       const { taskSupport } = this.options.policy.forTool(tool.name);
       return taskSupport === 'passthrough' ? tool : { ...tool, execution: { ...execution, taskSupport } };
     });
@@ -536,6 +638,17 @@ export class Session {
   private isNativeTaskTool(name: string): boolean {
     if (!this.upstreamTakesTask('tools/call')) return false;
     return this.nativeTaskTools.has(name) || !this.listedTools.has(name);
+  }
+
+  /** A client that declared no tasks capability cannot make task-augmented requests. */
+  private get clientHasTasks(): boolean {
+    return isObject(this.clientCapabilities.tasks);
+  }
+
+  /** For a client without tasks: the upstream requires a task for this tool, or policy asks to use one. */
+  private shouldUnwrap(name: string): boolean {
+    if (this.nativeRequiredTools.has(name)) return true;
+    return this.nativeTaskTools.has(name) && this.options.policy.forTool(name).unwrap;
   }
 
   /** Whether the upstream declared tasks for this request type (`tasks.requests.<a>.<b>` for "a/b"). */

@@ -18,6 +18,7 @@ export const FIXTURES = {
   legacy: root('test/fixtures/legacy-server.js'),
   native: root('test/fixtures/native-server.js'),
   example: root('examples/legacy-server.js'),
+  plainAnswer: root('test/fixtures/plain-answer-server.js'),
 } as const;
 export type FixtureName = keyof typeof FIXTURES;
 

@@ -1,0 +1,230 @@
+/**
+ * Unwrap: a client without tasks calls a tool that the upstream runs as a task. taskgate sends the call
+ * upstream task-augmented, follows the task (polling tasks/get at the upstream's pollInterval, waking at
+ * once on its status notifications), fetches tasks/result, and answers the client's plain call with
+ * exactly that result or error. While tasks/result is open, the upstream's side-channel requests reach
+ * the client as ordinary requests (routed by the session).
+ */
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
+import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import {
+  RELATED_TASK_META,
+  idKey,
+  isObject,
+  type JsonObject,
+  type Request,
+  type RequestId,
+} from '../protocol/messages.js';
+import type { UpstreamCall } from './augment.js';
+import { isTerminal, type TaskStatus } from './state.js';
+
+export interface UnwrapHost {
+  callUpstream(method: string, params: JsonObject, timeoutMs?: number): UpstreamCall;
+  cancelUpstream(wireId: RequestId, reason: string): void;
+  notifyClient(method: string, params: JsonObject): void;
+  answerClient(id: RequestId, outcome: { result: JsonObject } | { error: JsonRpcErrorObject }): void;
+}
+
+interface Run {
+  request: Request;
+  taskId?: string;
+  cancelled: boolean;
+  /** The open tasks/result call, once made. */
+  resultCall?: UpstreamCall;
+  /** Resolves the current wait between polls early (a status notification, a cancellation). */
+  wake?: () => void;
+  /** A status the upstream announced, used instead of the next poll. */
+  announced?: TaskStatus;
+  progressToken?: string | number;
+  lastProgress: number;
+  keepAlive?: NodeJS.Timeout;
+}
+
+/** How long one tasks/get may take before the client's call fails instead of hanging. */
+const POLL_REQUEST_TIMEOUT_MS = 30_000;
+
+export class Unwrapper {
+  private readonly byClientId = new Map<string | number, Run>();
+  private readonly byTaskId = new Map<string, Run>();
+
+  constructor(
+    private readonly host: UnwrapHost,
+    private readonly config: Config,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Whether an upstream task is one this unwrapper follows for a client. */
+  follows(taskId: string): boolean {
+    return this.byTaskId.has(taskId);
+  }
+
+  start(request: Request, ttl: number): void {
+    const token = isObject(request.params?._meta) ? request.params._meta.progressToken : undefined;
+    const run: Run = { request, cancelled: false, lastProgress: 0 };
+    if (typeof token === 'string' || typeof token === 'number') run.progressToken = token;
+    this.byClientId.set(idKey(request.id), run);
+    this.armKeepAlive(run);
+    void this.follow(run, ttl)
+      .catch((error: unknown) => {
+        this.logger.error({ err: error }, 'unwrapping a task failed');
+        this.finish(run, { error: { code: ErrorCode.InternalError, message: 'Internal error in taskgate' } });
+      })
+      .finally(() => this.forget(run));
+  }
+
+  /** The client cancelled its call: cancel the upstream task. True when the call was one of ours. */
+  cancel(clientId: RequestId): boolean {
+    const run = this.byClientId.get(idKey(clientId));
+    if (!run) return false;
+    this.abandon(run, 'the client cancelled its call');
+    return true;
+  }
+
+  /** The upstream announced a task's status (notifications/tasks/status). */
+  statusAnnounced(params: JsonObject | undefined): void {
+    const run = typeof params?.taskId === 'string' ? this.byTaskId.get(params.taskId) : undefined;
+    if (!run || typeof params?.status !== 'string') return;
+    run.announced = params.status as TaskStatus;
+    run.wake?.();
+  }
+
+  /** Progress the upstream sent for a call being unwrapped, so keep-alives never go backwards. */
+  progressSeen(token: string | number, progress: unknown): void {
+    if (typeof progress !== 'number' || this.byClientId.size === 0) return;
+    for (const run of this.byClientId.values()) {
+      if (run.progressToken === token) run.lastProgress = Math.max(run.lastProgress, progress);
+    }
+  }
+
+  /** The client is gone: no upstream task it started is left running. */
+  abandonAll(): void {
+    for (const run of [...this.byClientId.values()]) this.abandon(run, 'the client went away');
+  }
+
+  private async follow(run: Run, ttl: number): Promise<void> {
+    const params = { ...run.request.params, task: { ttl } };
+    const created = await this.host.callUpstream('tools/call', params).done;
+    if (!created) return;
+    if ('error' in created.response) return this.finish(run, { error: created.response.error });
+    const task = created.response.result.task;
+    // Some servers answer a task-augmented call with the plain result: that is the answer.
+    if (!isObject(task) || typeof task.taskId !== 'string') {
+      return this.finish(run, { result: created.response.result });
+    }
+    run.taskId = task.taskId;
+    if (run.cancelled) return this.cancelUpstreamTask(run, 'the client cancelled its call');
+    this.byTaskId.set(task.taskId, run);
+    let status = task.status as TaskStatus;
+    let pollInterval = typeof task.pollInterval === 'number' ? task.pollInterval : undefined;
+
+    while (!isTerminal(status) && status !== 'input_required') {
+      await this.pause(run, pollInterval);
+      if (run.cancelled) return;
+      if (run.announced !== undefined) {
+        status = run.announced;
+        delete run.announced;
+        continue;
+      }
+      const polled = await this.host.callUpstream(
+        'tasks/get',
+        { taskId: task.taskId },
+        POLL_REQUEST_TIMEOUT_MS,
+      ).done;
+      if (!polled || run.cancelled) return;
+      if ('error' in polled.response) {
+        const { code, message } = polled.response.error;
+        return this.finish(run, {
+          error: {
+            code: code === ErrorCode.InvalidParams ? ErrorCode.UpstreamUnavailable : code,
+            message:
+              code === ErrorCode.InvalidParams
+                ? `The upstream task ${task.taskId} vanished before it finished (expired?): ${message}`
+                : `Following the upstream task ${task.taskId} failed: ${message}`,
+          },
+        });
+      }
+      status = polled.response.result.status as TaskStatus;
+      if (typeof polled.response.result.pollInterval === 'number')
+        pollInterval = polled.response.result.pollInterval;
+    }
+
+    run.resultCall = this.host.callUpstream('tasks/result', { taskId: task.taskId });
+    const answer = await run.resultCall.done;
+    if (!answer || run.cancelled) return;
+    this.finish(
+      run,
+      'error' in answer.response
+        ? { error: answer.response.error }
+        : { result: withoutTaskTag(answer.response.result) },
+    );
+  }
+
+  private pause(run: Run, pollInterval: number | undefined): Promise<void> {
+    const { minPollInterval, maxPollInterval } = this.config.unwrap;
+    const delay = Math.min(maxPollInterval, Math.max(minPollInterval, pollInterval ?? minPollInterval));
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => run.wake?.(), delay);
+      run.wake = () => {
+        clearTimeout(timer);
+        delete run.wake;
+        resolve();
+      };
+      if (run.announced !== undefined || run.cancelled) run.wake();
+    });
+  }
+
+  private armKeepAlive(run: Run): void {
+    const every = this.config.unwrap.keepAliveInterval;
+    if (every === 0 || run.progressToken === undefined) return;
+    const token = run.progressToken;
+    run.keepAlive = setInterval(() => {
+      // Progress must only increase; a small step above the last value keeps the client's timeout reset.
+      run.lastProgress += 0.001;
+      this.host.notifyClient('notifications/progress', {
+        progressToken: token,
+        progress: run.lastProgress,
+        message: 'taskgate: the upstream task is still running',
+      });
+    }, every).unref();
+  }
+
+  private abandon(run: Run, reason: string): void {
+    if (run.cancelled) return;
+    run.cancelled = true;
+    run.wake?.();
+    if (run.resultCall) this.host.cancelUpstream(run.resultCall.wireId, reason);
+    if (run.taskId !== undefined) this.cancelUpstreamTask(run, reason);
+    this.forget(run);
+  }
+
+  private cancelUpstreamTask(run: Run, reason: string): void {
+    if (run.taskId === undefined) return;
+    this.logger.debug({ taskId: run.taskId }, `cancelling the upstream task: ${reason}`);
+    void this.host.callUpstream('tasks/cancel', { taskId: run.taskId }, POLL_REQUEST_TIMEOUT_MS).done;
+  }
+
+  private finish(run: Run, outcome: { result: JsonObject } | { error: JsonRpcErrorObject }): void {
+    if (run.cancelled || !this.byClientId.has(idKey(run.request.id))) return;
+    this.forget(run);
+    this.host.answerClient(run.request.id, outcome);
+  }
+
+  private forget(run: Run): void {
+    clearInterval(run.keepAlive);
+    if (this.byClientId.get(idKey(run.request.id)) === run) this.byClientId.delete(idKey(run.request.id));
+    if (run.taskId !== undefined && this.byTaskId.get(run.taskId) === run) this.byTaskId.delete(run.taskId);
+  }
+}
+
+/** The result as the plain call would have returned it: without the task tag tasks/result adds. */
+function withoutTaskTag(result: JsonObject): JsonObject {
+  if (!isObject(result._meta) || !(RELATED_TASK_META in result._meta)) return result;
+  const { [RELATED_TASK_META]: _, ...meta } = result._meta;
+  const { _meta: __, ...rest } = result;
+  return Object.keys(meta).length > 0 ? { ...rest, _meta: meta } : rest;
+}
+
+export function withoutRelatedTask(params: JsonObject | undefined): JsonObject | undefined {
+  return params === undefined ? undefined : withoutTaskTag(params);
+}

@@ -1,0 +1,161 @@
+/**
+ * Unwrap: a client without tasks uses tools that the upstream runs only as tasks. taskgate follows the
+ * upstream task and answers the plain call with exactly its result or error.
+ */
+import { fileURLToPath } from 'node:url';
+import {
+  CallToolResultSchema,
+  ElicitRequestSchema,
+  McpError,
+  type ClientCapabilities,
+  type ElicitRequest,
+} from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FIXTURES, connect, type Connection, type ConnectOptions } from '../helpers/taskgate.js';
+
+const EVERYTHING = fileURLToPath(
+  new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url),
+);
+const RELATED = 'io.modelcontextprotocol/related-task';
+const LEGACY_CLIENT: ClientCapabilities = { elicitation: { form: {} }, sampling: {} };
+
+let connection: Connection | undefined;
+afterEach(async () => {
+  expect(connection?.transport.violations ?? []).toEqual([]);
+  await connection?.close();
+  connection = undefined;
+});
+
+const legacyClient = async (
+  server: 'native' | 'legacy' | 'everything',
+  options: ConnectOptions = {},
+): Promise<Connection> =>
+  (connection = await connect(server === 'everything' ? 'legacy' : server, {
+    capabilities: LEGACY_CLIENT,
+    ...(server === 'everything' ? { upstream: [process.execPath, EVERYTHING, 'stdio'] } : {}),
+    ...options,
+  }));
+
+const text = (result: Record<string, unknown>): string =>
+  (result.content as { type: string; text: string }[]).map((item) => item.text).join('\n');
+
+describe('unwrap against server-everything', () => {
+  it('shows its task-required tool as a normal tool and answers a plain call with the final report', async () => {
+    const c = await legacyClient('everything');
+    const { tools } = await c.client.listTools();
+    const research = tools.find((tool) => tool.name === 'simulate-research-query');
+    expect(research).toBeDefined();
+    expect(research?.execution?.taskSupport).toBeUndefined();
+    const result = await c.client.callTool(
+      { name: 'simulate-research-query', arguments: { topic: 'otters' } },
+      undefined,
+      {
+        timeout: 30_000,
+      },
+    );
+    expect(result.isError).toBeFalsy();
+    expect(text(result)).toMatch(/otters/);
+    expect(result._meta?.[RELATED]).toBeUndefined();
+  });
+
+  it('relays the clarification it asks for as an ordinary elicitation, and the report reflects the answer', async () => {
+    const c = await legacyClient('everything');
+    const asked: ElicitRequest[] = [];
+    c.client.setRequestHandler(ElicitRequestSchema, (request) => {
+      asked.push(request);
+      return { action: 'accept', content: { interpretation: 'snake' } };
+    });
+    await c.client.listTools();
+    const result = await c.client.callTool(
+      { name: 'simulate-research-query', arguments: { topic: 'python', ambiguous: true } },
+      undefined,
+      { timeout: 30_000 },
+    );
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!.params._meta?.[RELATED]).toBeUndefined();
+    expect(JSON.stringify(asked[0]!.params)).toContain('"const":"snake"');
+    expect(text(result)).toContain('Research Report: python (snake)');
+  });
+});
+
+describe('unwrap against the native fixture', () => {
+  it('runs a task-required tool for a plain call', async () => {
+    const c = await legacyClient('native');
+    await c.client.listTools();
+    const result = await c.client.callTool(
+      { name: 'sleep-required', arguments: { ms: 200 } },
+      CallToolResultSchema,
+    );
+    expect(text(result)).toBe('slept 200 ms');
+    expect(result._meta?.[RELATED]).toBeUndefined();
+  });
+
+  it('returns the exact JSON-RPC error of the upstream task', async () => {
+    const c = await legacyClient('native', { flags: ['--tool-task-support', 'throw=optional'] });
+    await c.client.listTools();
+    const error = await c.client.callTool({ name: 'sleep-required', arguments: { ms: 'not a number' } }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(McpError);
+    expect((error as McpError).code).toBe(-32602);
+  });
+
+  it('cancels the upstream task when the client cancels its call', async () => {
+    const c = await legacyClient('native');
+    await c.client.listTools();
+    const controller = new AbortController();
+    const call = c.client.callTool(
+      { name: 'sleep-required', arguments: { ms: 30_000, label: 'unwrapped' } },
+      undefined,
+      {
+        signal: controller.signal,
+      },
+    );
+    // Whether the upstream task exists yet or is still being created, it must end up cancelled.
+    controller.abort('changed my mind');
+    await expect(call).rejects.toThrow();
+    const deadline = Date.now() + 10_000;
+    let cancelled: string[] = [];
+    while (!cancelled.includes('unwrapped') && Date.now() < deadline) {
+      const seen = await c.client.callTool({ name: 'cancelled-calls', arguments: {} });
+      cancelled = JSON.parse(text(seen)) as string[];
+      if (!cancelled.includes('unwrapped')) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(cancelled).toContain('unwrapped');
+  });
+
+  it('copes with a server that answers a task-augmented call with the plain result', async () => {
+    const c = (connection = await connect('legacy', {
+      capabilities: LEGACY_CLIENT,
+      upstream: [process.execPath, FIXTURES.plainAnswer],
+    }));
+    await c.client.listTools();
+    const result = await c.client.callTool({ name: 'report', arguments: { topic: 'tides' } });
+    expect(text(result)).toBe('plain report on tides');
+  });
+
+  it.each([
+    ['tasks-get-fails', /Following the upstream task .* failed: task store unavailable/],
+    ['tasks-expire', /vanished before it finished/],
+  ])('ends the call with a clear error when polling fails (%s)', async (misbehave, expected) => {
+    const c = await legacyClient('native', { env: { FIXTURE_MISBEHAVE: misbehave } });
+    await c.client.listTools();
+    const error = await c.client.callTool({ name: 'sleep-required', arguments: { ms: 5_000 } }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(McpError);
+    expect((error as McpError).message).toMatch(expected);
+  });
+});
+
+describe('a client without tasks in front of a legacy server', () => {
+  it('gets plain calls even for tools that policy marks required', async () => {
+    const c = await legacyClient('legacy', { flags: ['--tool-task-support', 'echo=required'] });
+    const { tools } = await c.client.listTools();
+    expect(tools.find((tool) => tool.name === 'echo')?.execution?.taskSupport).toBeUndefined();
+    const result = await c.client.callTool({ name: 'echo', arguments: { text: 'plain' } });
+    expect(text(result)).toBe('plain');
+  });
+});
