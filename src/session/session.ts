@@ -6,7 +6,13 @@
 import type { Logger } from 'pino';
 import type { Policy } from '../config/policy.js';
 import type { Config } from '../config/schema.js';
-import { ErrorCode, ProtocolError, methodNotFound, toJsonRpcError } from '../protocol/errors.js';
+import {
+  ErrorCode,
+  ProtocolError,
+  methodNotFound,
+  toJsonRpcError,
+  type JsonRpcErrorObject,
+} from '../protocol/errors.js';
 import {
   RELATED_TASK_META,
   classify,
@@ -24,21 +30,26 @@ import {
   type Response,
 } from '../protocol/messages.js';
 import { idOfResultFrame, parseFrame } from '../protocol/frames.js';
+import { ClientTasks } from '../tasks/client-tasks.js';
 import { Unwrapper, withoutRelatedTask } from '../tasks/unwrap.js';
-import { Augmenter, type AugmentHost, type UpstreamCall } from '../tasks/augment.js';
+import { Augmenter, type AugmentHost } from '../tasks/augment.js';
 import type { TaskStore } from '../tasks/store.js';
 import type { Channel } from '../transport/channel.js';
+import { dropCall, placeCall, type OwnCall, type OwnPending } from './own-calls.js';
 import { PendingRequests } from './pending.js';
 
 /** A request forwarded to the upstream, or one of taskgate's own. */
 type UpstreamPending =
   | { kind: 'client'; clientId: RequestId; method: string; onResult?: (result: JsonObject) => JsonObject }
-  | { kind: 'own'; settle(answer: { response: Response; bytes: number } | undefined): void };
+  | OwnPending;
 
-/** A request from the upstream forwarded to the client. */
-interface ClientPending {
-  upstreamId: RequestId;
-  taskId?: string;
+/** A request from the upstream forwarded to the client, or one of taskgate's own. */
+type ClientPending = { kind: 'upstream'; upstreamId: RequestId; taskId?: string } | OwnPending;
+
+/** A peer that sends requests taskgate answers itself, and those of them still blocking (tasks/result). */
+interface Side {
+  channel: Channel;
+  blocking: Map<string | number, AbortController>;
 }
 
 export interface SessionOptions {
@@ -87,8 +98,8 @@ export class Session {
   private readonly toClient = new PendingRequests<ClientPending>();
   /** Wire ids of plain tools/call requests in flight upstream, to know when an upstream request is unambiguous. */
   private readonly plainToolCalls = new Set<string | number>();
-  /** Requests taskgate answers itself that may block (tasks/result), by client id, for cancellation. */
-  private readonly localRequests = new Map<string | number, AbortController>();
+  private readonly fromClientSide: Side;
+  private readonly fromUpstreamSide: Side;
   private readonly augmenter: Augmenter;
   /** The upstream's own `capabilities.tasks`, once initialize has told; undefined when it has none. */
   private upstreamTasks: JsonObject | undefined;
@@ -101,6 +112,7 @@ export class Session {
   /** The client's capabilities, from its initialize request. */
   private clientCapabilities: JsonObject = {};
   private readonly unwrapper: Unwrapper;
+  private readonly clientTasks: ClientTasks;
   private closing: Promise<void> | undefined;
   readonly upstreamState: UpstreamState = { initialized: false };
 
@@ -110,6 +122,8 @@ export class Session {
     private readonly options: SessionOptions,
     private readonly events: SessionEvents,
   ) {
+    this.fromClientSide = { channel: client, blocking: new Map() };
+    this.fromUpstreamSide = { channel: upstream, blocking: new Map() };
     const host: AugmentHost = {
       callUpstream: (method, params) => this.callUpstream(method, params),
       cancelUpstream: (wireId, reason) => this.cancelOwnCall(wireId, reason),
@@ -126,6 +140,19 @@ export class Session {
           ),
       },
       options.config,
+      options.logger,
+    );
+    this.clientTasks = new ClientTasks(
+      options.store,
+      options.policy,
+      options.config,
+      {
+        callClient: (method, params) =>
+          placeCall(this.toClient, (m) => this.client.send(m), 'client', method, params),
+        cancelClient: (wireId, reason) => dropCall(this.toClient, (m) => this.client.send(m), wireId, reason),
+        notifyUpstream: (method, params) => this.upstream.send({ jsonrpc: '2.0', method, params }),
+      },
+      options.id,
       options.logger,
     );
     this.augmenter = new Augmenter(
@@ -156,9 +183,12 @@ export class Session {
 
   close(): Promise<void> {
     this.closing ??= (async () => {
-      for (const controller of this.localRequests.values()) controller.abort();
+      for (const side of [this.fromClientSide, this.fromUpstreamSide]) {
+        for (const controller of side.blocking.values()) controller.abort();
+      }
       this.unwrapper.abandonAll();
       this.augmenter.close();
+      this.clientTasks.close();
       await this.upstream.close();
       await this.client.close();
       await this.events.closed();
@@ -192,8 +222,7 @@ export class Session {
     const params = request.params;
     switch (request.method) {
       case 'initialize':
-        this.clientCapabilities = isObject(params?.capabilities) ? params.capabilities : {};
-        return this.forwardRequest(request, raw, (result) => this.rewriteInitialize(result));
+        return this.initialize(request, raw);
       case 'tools/list':
         return this.forwardRequest(request, raw, (result) => this.rewriteToolsList(result));
       case 'tools/call':
@@ -215,6 +244,25 @@ export class Session {
         }
         return this.forwardRequest(request, raw);
     }
+  }
+
+  /**
+   * Notes what the client can do and, unless told not to, declares client-side tasks to the upstream on
+   * behalf of a client that lacks them.
+   */
+  private initialize(request: Request, raw: Buffer): void {
+    const capabilities = isObject(request.params?.capabilities) ? request.params.capabilities : {};
+    this.clientCapabilities = capabilities;
+    const declared = this.options.config.clientTasks
+      ? this.clientTasks.declareFor(capabilities)
+      : capabilities;
+    const onResult = (result: JsonObject): JsonObject => this.rewriteInitialize(result);
+    if (declared === capabilities) return this.forwardRequest(request, raw, onResult);
+    this.forwardRequest(
+      { ...request, params: { ...request.params, capabilities: declared } },
+      undefined,
+      onResult,
+    );
   }
 
   /** A tool the upstream runs as a task itself is left to it; any other is served here (augment). */
@@ -250,11 +298,14 @@ export class Session {
    * upstream's (an id this store does not know, when the upstream has tasks of its own).
    */
   private taskRequest(request: Request, raw: Buffer, serve?: () => Promise<JsonObject>): void {
-    const local = (): void => (serve ? this.answerLocally(request, serve) : this.answerTaskResult(request));
+    const local = (): void =>
+      serve
+        ? this.answerLocally(request, serve)
+        : this.answerBlocking(request, (signal) => this.augmenter.taskResult(request.params, signal));
     if (this.upstreamTasks === undefined) return local();
     this.augmenter.knows(request.params).then(
       (known) => (known ? local() : this.forwardRequest(request, raw)),
-      (error: unknown) => this.replyError(request.id, error),
+      (error: unknown) => this.replyError(this.fromClientSide, request.id, error),
     );
   }
 
@@ -280,23 +331,32 @@ export class Session {
     else this.upstream.send({ ...request, id: wireId });
   }
 
-  private answerLocally(request: Request, handler: () => Promise<JsonObject>): void {
+  /** Answers a request taskgate serves itself, to the peer that sent it. */
+  private answerLocally(
+    request: Request,
+    handler: () => Promise<JsonObject>,
+    from: Side = this.fromClientSide,
+  ): void {
     handler().then(
-      (result) => this.client.send(successResponse(request.id, result)),
-      (error: unknown) => this.replyError(request.id, error),
+      (result) => from.channel.send(successResponse(request.id, result)),
+      (error: unknown) => this.replyError(from, request.id, error),
     );
   }
 
-  private answerTaskResult(request: Request): void {
+  /** Like answerLocally, for a request that may block (tasks/result) and so may be cancelled meanwhile. */
+  private answerBlocking(
+    request: Request,
+    handler: (signal: AbortSignal) => Promise<{ result: JsonObject } | { error: JsonRpcErrorObject }>,
+    from: Side = this.fromClientSide,
+  ): void {
     const controller = new AbortController();
     const key = idKey(request.id);
-    this.localRequests.set(key, controller);
-    this.augmenter
-      .taskResult(request.params, controller.signal)
+    from.blocking.set(key, controller);
+    handler(controller.signal)
       .then(
         (outcome) => {
           if (controller.signal.aborted) return;
-          this.client.send(
+          from.channel.send(
             'error' in outcome
               ? errorResponse(request.id, outcome.error)
               : successResponse(request.id, outcome.result),
@@ -304,24 +364,24 @@ export class Session {
         },
         (error: unknown) => {
           // A cancelled request gets no answer (MCP cancellation).
-          if (!controller.signal.aborted) this.replyError(request.id, error);
+          if (!controller.signal.aborted) this.replyError(from, request.id, error);
         },
       )
       .finally(() => {
-        if (this.localRequests.get(key) === controller) this.localRequests.delete(key);
+        if (from.blocking.get(key) === controller) from.blocking.delete(key);
       });
   }
 
-  private replyError(id: RequestId, error: unknown): void {
+  private replyError(from: Side, id: RequestId, error: unknown): void {
     if (!(error instanceof ProtocolError)) this.options.logger.debug({ err: error }, 'request refused');
-    this.client.send(errorResponse(id, toJsonRpcError(error)));
+    from.channel.send(errorResponse(id, toJsonRpcError(error)));
   }
 
   private clientNotification(notification: Notification, raw: Buffer): void {
     if (notification.method === 'notifications/cancelled') {
       const requestId = notification.params?.requestId;
       if (typeof requestId === 'string' || typeof requestId === 'number') {
-        const local = this.localRequests.get(idKey(requestId));
+        const local = this.fromClientSide.blocking.get(idKey(requestId));
         if (local) {
           local.abort();
           return;
@@ -349,6 +409,7 @@ export class Session {
       );
       return;
     }
+    if (entry.kind === 'own') return entry.settle({ response, bytes: raw.length });
     if (entry.taskId !== undefined) void this.augmenter.inputAnswered(entry.taskId);
     if (entry.upstreamId === response.id) this.upstream.sendRaw(raw);
     else this.upstream.send({ ...response, id: entry.upstreamId });
@@ -423,7 +484,23 @@ export class Session {
   }
 
   private upstreamRequest(request: Request, raw: Buffer): void {
-    const tag = metaOf(request.params)?.[RELATED_TASK_META];
+    const params = request.params;
+    if (params?.task !== undefined && this.clientTasks.serves(request.method)) {
+      return this.answerLocally(
+        request,
+        () => this.clientTasks.create(request.method, params),
+        this.fromUpstreamSide,
+      );
+    }
+    switch (request.method) {
+      case 'tasks/get':
+        return this.upstreamTaskRequest(request, raw, () => this.clientTasks.get(params));
+      case 'tasks/cancel':
+        return this.upstreamTaskRequest(request, raw, () => this.clientTasks.cancel(params));
+      case 'tasks/result':
+        return this.upstreamTaskRequest(request, raw);
+    }
+    const tag = metaOf(params)?.[RELATED_TASK_META];
     if (isObject(tag) && typeof tag.taskId === 'string' && this.unwrapper.follows(tag.taskId)) {
       return this.relayForUnwrappedTask(request);
     }
@@ -432,21 +509,33 @@ export class Session {
       !alreadyTagged && TASK_INPUT_METHODS.has(request.method) && this.plainToolCalls.size === 0
         ? this.augmenter.soleRunningTask()
         : undefined;
-    const entry: ClientPending = { upstreamId: request.id };
-    if (taskId === undefined) {
-      const wireId = this.toClient.forward(request.id, entry);
-      if (wireId === request.id) this.client.sendRaw(raw);
-      else this.client.send({ ...request, id: wireId });
-      return;
-    }
-    entry.taskId = taskId;
-    const wireId = this.toClient.forward(request.id, entry);
+    if (taskId === undefined) return this.relayToClient(request, raw);
+    const wireId = this.toClient.forward(request.id, { kind: 'upstream', upstreamId: request.id, taskId });
     this.client.send({
       ...request,
       id: wireId,
       params: withMeta(request.params, RELATED_TASK_META, { taskId }),
     });
     void this.augmenter.inputRequested(taskId);
+  }
+
+  /** The upstream's tasks/get|result|cancel: served here for client-side tasks taskgate holds, else the client's. */
+  private upstreamTaskRequest(request: Request, raw: Buffer, serve?: () => Promise<JsonObject>): void {
+    const from = this.fromUpstreamSide;
+    this.clientTasks.knows(request.params).then(
+      (known) => {
+        if (!known) return this.relayToClient(request, raw);
+        if (serve) return this.answerLocally(request, serve, from);
+        this.answerBlocking(request, (signal) => this.clientTasks.result(request.params, signal), from);
+      },
+      (error: unknown) => this.replyError(from, request.id, error),
+    );
+  }
+
+  private relayToClient(request: Request, raw: Buffer): void {
+    const wireId = this.toClient.forward(request.id, { kind: 'upstream', upstreamId: request.id });
+    if (wireId === request.id) this.client.sendRaw(raw);
+    else this.client.send({ ...request, id: wireId });
   }
 
   /**
@@ -464,7 +553,7 @@ export class Session {
       );
       return;
     }
-    const wireId = this.toClient.forward(request.id, { upstreamId: request.id });
+    const wireId = this.toClient.forward(request.id, { kind: 'upstream', upstreamId: request.id });
     const params = withoutRelatedTask(request.params);
     this.client.send(params === undefined ? { ...request, id: wireId } : { ...request, id: wireId, params });
   }
@@ -497,6 +586,8 @@ export class Session {
     if (notification.method === 'notifications/cancelled') {
       const requestId = notification.params?.requestId;
       if (typeof requestId === 'string' || typeof requestId === 'number') {
+        const blocking = this.fromUpstreamSide.blocking.get(idKey(requestId));
+        if (blocking) return blocking.abort();
         const wireId = this.findRelayed(requestId);
         if (wireId !== undefined) {
           this.toClient.take(wireId);
@@ -539,57 +630,27 @@ export class Session {
 
   // ── taskgate's own upstream calls (augment) ─────────────────────────────────────────────────────
 
-  private callUpstream(method: string, params: JsonObject, timeoutMs?: number): UpstreamCall {
-    let settle!: (answer: { response: Response; bytes: number } | undefined) => void;
-    const done = new Promise<{ response: Response; bytes: number } | undefined>(
-      (resolve) => (settle = resolve),
-    );
+  private callUpstream(method: string, params: JsonObject, timeoutMs?: number): OwnCall {
     if (this.upstreamState.goneReason !== undefined) {
       const error = {
         code: ErrorCode.UpstreamUnavailable,
         message: `Upstream server unavailable: ${this.upstreamState.goneReason}`,
       };
-      settle({ response: errorResponse(null, error), bytes: 0 });
-      return { wireId: '', done };
+      return { wireId: '', done: Promise.resolve({ response: errorResponse(null, error), bytes: 0 }) };
     }
-    let timer: NodeJS.Timeout | undefined;
-    const wireId = this.toUpstream.own({
-      kind: 'own',
-      settle: (answer) => {
-        clearTimeout(timer);
-        settle(answer);
-      },
-    });
-    if (timeoutMs !== undefined) {
-      timer = setTimeout(() => {
-        if (this.toUpstream.take(wireId) === undefined) return;
-        const message = `The upstream server did not answer ${method} within ${timeoutMs} ms`;
-        this.upstream.send({
-          jsonrpc: '2.0',
-          method: 'notifications/cancelled',
-          params: { requestId: wireId, reason: message },
-        });
-        settle({
-          response: errorResponse(wireId, { code: ErrorCode.UpstreamUnavailable, message }),
-          bytes: 0,
-        });
-      }, timeoutMs).unref();
-    }
-    this.upstream.send({ jsonrpc: '2.0', id: wireId, method, params });
-    return { wireId, done };
+    return placeCall(
+      this.toUpstream,
+      (m) => this.upstream.send(m),
+      'upstream server',
+      method,
+      params,
+      timeoutMs,
+    );
   }
 
   private cancelOwnCall(wireId: RequestId, reason: string): void {
-    const entry = this.toUpstream.take(wireId);
-    if (entry?.kind !== 'own') return;
-    entry.settle(undefined);
-    if (this.upstreamState.goneReason === undefined) {
-      this.upstream.send({
-        jsonrpc: '2.0',
-        method: 'notifications/cancelled',
-        params: { requestId: wireId, reason },
-      });
-    }
+    const gone = this.upstreamState.goneReason !== undefined;
+    dropCall(this.toUpstream, gone ? undefined : (m) => this.upstream.send(m), wireId, reason);
   }
 
   // ── rewrites ─────────────────────────────────────────────────────────────────────────────────────
@@ -674,8 +735,8 @@ export class Session {
 
   private findRelayed(upstreamId: RequestId): RequestId | undefined {
     const direct = this.toClient.get(upstreamId);
-    if (direct?.upstreamId === upstreamId) return upstreamId;
-    return this.toClient.findId((entry) => entry.upstreamId === upstreamId);
+    if (direct?.kind === 'upstream' && direct.upstreamId === upstreamId) return upstreamId;
+    return this.toClient.findId((entry) => entry.kind === 'upstream' && entry.upstreamId === upstreamId);
   }
 }
 

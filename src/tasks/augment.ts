@@ -9,35 +9,24 @@ import type { Config } from '../config/schema.js';
 import { ErrorCode, ProtocolError, methodNotFound, type JsonRpcErrorObject } from '../protocol/errors.js';
 import {
   IMMEDIATE_RESPONSE_META,
-  RELATED_TASK_META,
   idKey,
   isObject,
   type JsonObject,
   type RequestId,
-  type Response,
 } from '../protocol/messages.js';
-import { IllegalTransitionError, InvalidCursorError, TaskLimitError, TaskNotFoundError } from './errors.js';
-import { ListTasksParams, TaskAugmentedCallParams, TaskIdParams, parseParams } from './params.js';
-import { toWireTask, type TaskOutcome, type TaskRecord, type TransitionChange } from './state.js';
+import type { OwnCall } from '../session/own-calls.js';
+import { InvalidCursorError } from './errors.js';
+import { ListTasksParams, TaskAugmentedCallParams, parseParams } from './params.js';
+import { toWireTask, type TaskRecord } from './state.js';
 import type { TaskStore } from './store.js';
-
-export interface UpstreamCall {
-  wireId: RequestId;
-  /** The upstream's answer, or undefined when the call was cancelled and no answer will come. */
-  done: Promise<{ response: Response; bytes: number } | undefined>;
-}
+import { TaskService } from './task-service.js';
 
 /** What augment needs from the session it serves. */
 export interface AugmentHost {
-  callUpstream(method: string, params: JsonObject): UpstreamCall;
+  callUpstream(method: string, params: JsonObject): OwnCall;
   /** Sends notifications/cancelled for one of taskgate's own upstream calls and stops waiting for it. */
   cancelUpstream(wireId: RequestId, reason: string): void;
   notifyClient(method: string, params: JsonObject): void;
-}
-
-export interface Requester {
-  sessionId: string;
-  identity?: string;
 }
 
 interface RunningCall {
@@ -48,27 +37,31 @@ interface RunningCall {
 
 const OWN_CURSOR = 'own.';
 const UPSTREAM_CURSOR = 'up.';
-
-export const CANCELLED_BY_REQUEST = 'The task was cancelled by request.';
+const TOOL_CALL = { what: 'Tool call' };
 
 export class Augmenter {
   private readonly running = new Map<string, RunningCall>();
   private readonly byProgressToken = new Map<string | number, string>();
-  private readonly unsubscribe: () => void;
+  private readonly tasks: TaskService;
 
   constructor(
-    private readonly store: TaskStore,
+    store: TaskStore,
     private readonly policy: Policy,
     private readonly config: Config,
     private readonly host: AugmentHost,
-    private readonly requester: Requester,
+    private readonly requester: { sessionId: string; identity?: string },
     private readonly logger: Logger,
   ) {
-    this.unsubscribe = store.onTransition((record) => {
-      if (record.sessionId === requester.sessionId && config.tasks.statusNotifications) {
-        host.notifyClient('notifications/tasks/status', toWireTask(record));
-      }
-    });
+    this.tasks = new TaskService(
+      store,
+      config,
+      { ...requester, owner: requester.identity ?? requester.sessionId },
+      (method, params) => host.notifyClient(method, params),
+      (taskId) => {
+        const call = this.running.get(taskId);
+        if (call) host.cancelUpstream(call.wireId, `task ${taskId} was cancelled`);
+      },
+    );
   }
 
   /** Whether taskgate may list its own tasks: only where they are bound to an identity, unless told. */
@@ -94,15 +87,8 @@ export class Augmenter {
     return tasks;
   }
 
-  /** Whether the task named in params is one of taskgate's own that this requester may see. */
-  async knows(params: JsonObject | undefined): Promise<boolean> {
-    try {
-      await this.visibleTask(params, 'tasks');
-      return true;
-    } catch (error) {
-      if (error instanceof TaskNotFoundError) return false;
-      throw error;
-    }
+  knows(params: JsonObject | undefined): Promise<boolean> {
+    return this.tasks.knows(params);
   }
 
   /** The task-augmented tools/call: creates the task, starts the plain call upstream, returns CreateTaskResult. */
@@ -114,13 +100,10 @@ export class Augmenter {
         `Tool "${call.name}" cannot be called as a task (its taskSupport is "${policy.taskSupport === 'forbidden' ? 'forbidden' : 'left to the server, which has no tasks'}"); call it without "task"`,
       );
     }
-    const record = await this.store.create({
-      owner: this.owner,
-      sessionId: this.requester.sessionId,
+    const record = await this.tasks.create({
       toolName: call.name,
       ttl: this.policy.ttlFor(policy, call.task.ttl),
       pollInterval: policy.pollInterval,
-      ...(this.requester.identity === undefined ? {} : { identity: this.requester.identity }),
     });
     const { task: _, ...plainParams } = call;
     this.start(record, plainParams, policy.timeout);
@@ -132,21 +115,19 @@ export class Augmenter {
     return result;
   }
 
-  async getTask(params: JsonObject | undefined): Promise<JsonObject> {
-    return toWireTask(await this.visibleTask(params, 'tasks/get'));
+  getTask(params: JsonObject | undefined): Promise<JsonObject> {
+    return this.tasks.get(params);
   }
 
-  /** Blocks until the task is terminal, then answers exactly what the plain call answered. */
-  async taskResult(
+  taskResult(
     params: JsonObject | undefined,
     signal: AbortSignal,
   ): Promise<{ result: JsonObject } | { error: JsonRpcErrorObject }> {
-    const { taskId } = await this.visibleTask(params, 'tasks/result');
-    const done = await this.store.waitForTerminal(taskId, signal);
-    const outcome = done.outcome ?? cancelledOutcome(done);
-    if ('error' in outcome) return { error: outcome.error };
-    const meta = isObject(outcome.result._meta) ? outcome.result._meta : {};
-    return { result: { ...outcome.result, _meta: { ...meta, [RELATED_TASK_META]: { taskId } } } };
+    return this.tasks.result(params, signal);
+  }
+
+  cancelTask(params: JsonObject | undefined): Promise<JsonObject> {
+    return this.tasks.cancel(params);
   }
 
   /**
@@ -163,39 +144,11 @@ export class Augmenter {
     const { cursor } = parseParams(ListTasksParams, params, 'tasks/list');
     if (cursor?.startsWith(UPSTREAM_CURSOR)) return this.listUpstream(cursor.slice(UPSTREAM_CURSOR.length));
     if (cursor !== undefined && !cursor.startsWith(OWN_CURSOR)) throw new InvalidCursorError();
-    const page = await this.store.list(
-      this.owner,
-      cursor?.slice(OWN_CURSOR.length),
-      this.config.tasks.listPageSize,
-    );
+    const page = await this.tasks.list(cursor?.slice(OWN_CURSOR.length));
     const result: JsonObject = { tasks: page.tasks.map(toWireTask) };
     if (page.nextCursor !== undefined) result.nextCursor = OWN_CURSOR + page.nextCursor;
     else if (upstreamLists) result.nextCursor = UPSTREAM_CURSOR;
     return result;
-  }
-
-  private async listUpstream(cursor: string): Promise<JsonObject> {
-    const answer = await this.host.callUpstream('tasks/list', cursor === '' ? {} : { cursor }).done;
-    if (!answer) throw new ProtocolError(ErrorCode.InternalError, 'tasks/list was cancelled');
-    if ('error' in answer.response)
-      throw new ProtocolError(
-        answer.response.error.code,
-        answer.response.error.message,
-        answer.response.error.data,
-      );
-    const { nextCursor, ...rest } = answer.response.result;
-    return typeof nextCursor === 'string' ? { ...rest, nextCursor: UPSTREAM_CURSOR + nextCursor } : rest;
-  }
-
-  async cancelTask(params: JsonObject | undefined): Promise<JsonObject> {
-    const { taskId } = await this.visibleTask(params, 'tasks/cancel');
-    const cancelled = await this.store.update(taskId, {
-      status: 'cancelled',
-      statusMessage: CANCELLED_BY_REQUEST,
-    });
-    const call = this.running.get(taskId);
-    if (call) this.host.cancelUpstream(call.wireId, `task ${taskId} was cancelled`);
-    return toWireTask(cancelled);
   }
 
   /** The task whose progress notifications carry this token, if one is running. */
@@ -214,7 +167,7 @@ export class Augmenter {
     const call = this.running.get(taskId);
     if (!call) return;
     call.openInputRequests++;
-    await this.changeQuietly(taskId, { status: 'input_required' }, 'working');
+    await this.tasks.move(taskId, 'working', 'input_required');
   }
 
   /** The client answered one of those requests; with none left open the task works again. */
@@ -222,141 +175,47 @@ export class Augmenter {
     const call = this.running.get(taskId);
     if (!call) return;
     call.openInputRequests = Math.max(0, call.openInputRequests - 1);
-    if (call.openInputRequests === 0)
-      await this.changeQuietly(taskId, { status: 'working' }, 'input_required');
+    if (call.openInputRequests === 0) await this.tasks.move(taskId, 'input_required', 'working');
   }
 
   close(): void {
-    this.unsubscribe();
+    this.tasks.close();
   }
 
-  private get owner(): string {
-    return this.requester.identity ?? this.requester.sessionId;
-  }
-
-  /** The task named in params, as long as this requester may see it; otherwise exactly "not found". */
-  private async visibleTask(params: JsonObject | undefined, method: string): Promise<TaskRecord> {
-    const { taskId } = parseParams(TaskIdParams, params, method);
-    const record = await this.store.get(taskId);
-    if (record.identity !== undefined && record.identity !== this.requester.identity) {
-      throw new TaskNotFoundError(taskId);
+  private async listUpstream(cursor: string): Promise<JsonObject> {
+    const answer = await this.host.callUpstream('tasks/list', cursor === '' ? {} : { cursor }).done;
+    if (!answer) throw new ProtocolError(ErrorCode.InternalError, 'tasks/list was cancelled');
+    if ('error' in answer.response) {
+      const { code, message, data } = answer.response.error;
+      throw new ProtocolError(code, message, data);
     }
-    return record;
+    const { nextCursor, ...rest } = answer.response.result;
+    return typeof nextCursor === 'string' ? { ...rest, nextCursor: UPSTREAM_CURSOR + nextCursor } : rest;
   }
 
   private start(record: TaskRecord, params: JsonObject, timeoutMs: number | undefined): void {
+    const { taskId } = record;
     const call = this.host.callUpstream('tools/call', params);
     const token = isObject(params._meta) ? params._meta.progressToken : undefined;
     const tokenKey = typeof token === 'string' || typeof token === 'number' ? idKey(token) : undefined;
-    this.running.set(record.taskId, { wireId: call.wireId, openInputRequests: 0 });
-    if (tokenKey !== undefined) this.byProgressToken.set(tokenKey, record.taskId);
+    this.running.set(taskId, { wireId: call.wireId, openInputRequests: 0 });
+    if (tokenKey !== undefined) this.byProgressToken.set(tokenKey, taskId);
     const timer =
       timeoutMs === undefined
         ? undefined
-        : setTimeout(() => void this.timeOut(record.taskId, call.wireId, timeoutMs), timeoutMs).unref();
+        : setTimeout(() => void this.timeOut(taskId, call.wireId, timeoutMs), timeoutMs).unref();
     void call.done
-      .then((answer) => this.finish(record.taskId, answer))
-      .catch((error: unknown) =>
-        this.logger.error({ err: error, taskId: record.taskId }, 'task bookkeeping failed'),
-      )
+      .then((answer) => answer && this.tasks.finish(taskId, answer, TOOL_CALL))
+      .catch((error: unknown) => this.logger.error({ err: error, taskId }, 'task bookkeeping failed'))
       .finally(() => {
         clearTimeout(timer);
-        this.running.delete(record.taskId);
+        this.running.delete(taskId);
         if (tokenKey !== undefined) this.byProgressToken.delete(tokenKey);
       });
   }
 
   private async timeOut(taskId: string, wireId: RequestId, timeoutMs: number): Promise<void> {
     const message = `Task exceeded its timeout of ${timeoutMs} ms; the tool call was cancelled`;
-    try {
-      await this.store.update(taskId, {
-        status: 'failed',
-        statusMessage: message,
-        outcome: { error: { code: ErrorCode.InternalError, message } },
-      });
-    } catch (error) {
-      if (!(error instanceof IllegalTransitionError || error instanceof TaskNotFoundError)) throw error;
-      return;
-    }
-    this.host.cancelUpstream(wireId, message);
+    if (await this.tasks.fail(taskId, message)) this.host.cancelUpstream(wireId, message);
   }
-
-  private async finish(
-    taskId: string,
-    answer: { response: Response; bytes: number } | undefined,
-  ): Promise<void> {
-    if (!answer) return;
-    const { response, bytes } = answer;
-    const outcome: TaskOutcome =
-      'error' in response ? { error: response.error } : { result: response.result };
-    const change = outcomeChange(outcome, bytes);
-    try {
-      await this.store.update(taskId, change);
-    } catch (error) {
-      if (error instanceof TaskLimitError) {
-        await this.store.update(taskId, {
-          status: 'failed',
-          statusMessage: error.message,
-          outcome: { error: { code: ErrorCode.LimitExceeded, message: error.message } },
-        });
-      } else if (!(error instanceof IllegalTransitionError || error instanceof TaskNotFoundError)) {
-        throw error;
-      }
-      // Already terminal (cancelled meanwhile): a cancelled task stays cancelled, whatever upstream said.
-    }
-  }
-
-  /** A change that may legitimately lose a race with cancellation or completion. */
-  private async changeQuietly(taskId: string, change: TransitionChange, from: string): Promise<void> {
-    try {
-      const current = await this.store.get(taskId);
-      if (current.status === from) await this.store.update(taskId, change);
-    } catch (error) {
-      if (!(error instanceof IllegalTransitionError || error instanceof TaskNotFoundError)) throw error;
-    }
-  }
-}
-
-/** The status a finished call leaves its task in: failed for a JSON-RPC error or an isError result. */
-export function outcomeChange(outcome: TaskOutcome, bytes: number): TransitionChange {
-  if ('error' in outcome) {
-    return {
-      status: 'failed',
-      statusMessage: `Tool call failed: ${outcome.error.message}`,
-      outcome,
-      outcomeBytes: bytes,
-    };
-  }
-  if (outcome.result.isError === true) {
-    return {
-      status: 'failed',
-      statusMessage: `Tool execution failed: ${firstText(outcome.result) ?? 'the tool reported an error'}`,
-      outcome,
-      outcomeBytes: bytes,
-    };
-  }
-  return { status: 'completed', outcome, outcomeBytes: bytes };
-}
-
-/**
- * The spec leaves open what tasks/result answers for a task cancelled before it produced anything; this
- * is what the SDK's native tasks answer (-32603), so clients see the same from taskgate.
- */
-function cancelledOutcome(record: TaskRecord): TaskOutcome {
-  return {
-    error: {
-      code: ErrorCode.InternalError,
-      message: `Task ${record.taskId} was cancelled: it has no result`,
-    },
-  };
-}
-
-function firstText(result: JsonObject): string | undefined {
-  const content = Array.isArray(result.content) ? (result.content as unknown[]) : [];
-  for (const item of content) {
-    if (isObject(item) && item.type === 'text' && typeof item.text === 'string') {
-      return item.text.length > 500 ? `${item.text.slice(0, 500)}…` : item.text;
-    }
-  }
-  return undefined;
 }

@@ -16,11 +16,11 @@ import {
   type Request,
   type RequestId,
 } from '../protocol/messages.js';
-import type { UpstreamCall } from './augment.js';
+import type { OwnCall } from '../session/own-calls.js';
 import { isTerminal, type TaskStatus } from './state.js';
 
 export interface UnwrapHost {
-  callUpstream(method: string, params: JsonObject, timeoutMs?: number): UpstreamCall;
+  callUpstream(method: string, params: JsonObject, timeoutMs?: number): OwnCall;
   cancelUpstream(wireId: RequestId, reason: string): void;
   notifyClient(method: string, params: JsonObject): void;
   answerClient(id: RequestId, outcome: { result: JsonObject } | { error: JsonRpcErrorObject }): void;
@@ -31,7 +31,7 @@ interface Run {
   taskId?: string;
   cancelled: boolean;
   /** The open tasks/result call, once made. */
-  resultCall?: UpstreamCall;
+  resultCall?: OwnCall;
   /** Resolves the current wait between polls early (a status notification, a cancellation). */
   wake?: () => void;
   /** A status the upstream announced, used instead of the next poll. */

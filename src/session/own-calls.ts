@@ -1,0 +1,83 @@
+/**
+ * Requests taskgate itself sends to a peer (polling an upstream task, running a task's tool call,
+ * putting a client-side task's request to the client), sharing the peer's pending-request table so
+ * their ids never collide with forwarded ones.
+ */
+import { ErrorCode } from '../protocol/errors.js';
+import { errorResponse, type JsonObject, type RequestId, type Response } from '../protocol/messages.js';
+import type { PendingRequests } from './pending.js';
+
+export interface Answer {
+  response: Response;
+  /** Size of the answer as received, for the store's byte budget. */
+  bytes: number;
+}
+
+/** A request taskgate sent itself; settled with the answer, or undefined once given up. */
+export interface OwnPending {
+  kind: 'own';
+  settle(answer: Answer | undefined): void;
+}
+
+export interface OwnCall {
+  wireId: RequestId;
+  /** The peer's answer, or undefined when the call was cancelled and no answer will come. */
+  done: Promise<Answer | undefined>;
+}
+
+export type Send = (message: object) => void;
+
+/**
+ * Sends a request of taskgate's own. With a timeout, a peer that does not answer in time gets a
+ * notifications/cancelled and the call settles with an error that says so.
+ */
+export function placeCall<Entry>(
+  table: PendingRequests<Entry | OwnPending>,
+  send: Send,
+  peer: string,
+  method: string,
+  params: JsonObject,
+  timeoutMs?: number,
+): OwnCall {
+  let settle!: (answer: Answer | undefined) => void;
+  const done = new Promise<Answer | undefined>((resolve) => (settle = resolve));
+  let timer: NodeJS.Timeout | undefined;
+  const wireId = table.own({
+    kind: 'own',
+    settle: (answer) => {
+      clearTimeout(timer);
+      settle(answer);
+    },
+  });
+  if (timeoutMs !== undefined) {
+    timer = setTimeout(() => {
+      const message = `The ${peer} did not answer ${method} within ${timeoutMs} ms`;
+      if (table.take(wireId) === undefined) return;
+      send({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: wireId, reason: message },
+      });
+      settle({ response: errorResponse(wireId, { code: ErrorCode.UpstreamUnavailable, message }), bytes: 0 });
+    }, timeoutMs).unref();
+  }
+  send({ jsonrpc: '2.0', id: wireId, method, params });
+  return { wireId, done };
+}
+
+/** Gives up on one of taskgate's own calls: the peer is told, and the call settles with undefined. */
+export function dropCall<Entry>(
+  table: PendingRequests<Entry | OwnPending>,
+  send: Send | undefined,
+  wireId: RequestId,
+  reason: string,
+): void {
+  const entry = table.get(wireId);
+  if (!isOwn(entry)) return;
+  table.take(wireId);
+  entry.settle(undefined);
+  send?.({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: wireId, reason } });
+}
+
+export const isOwn = (entry: unknown): entry is OwnPending =>
+  typeof entry === 'object' && entry !== null && (entry as { kind?: unknown }).kind === 'own';

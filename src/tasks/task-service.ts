@@ -1,0 +1,208 @@
+/**
+ * Serving tasks that taskgate holds, for one requestor: tasks/get, tasks/result, tasks/cancel, its own
+ * page of tasks/list, status notifications, and recording how the underlying request ended. The same
+ * service serves tool tasks to a client (augment) and sampling/elicitation tasks to a server (client-side
+ * tasks); only what runs the request differs.
+ */
+import type { Config } from '../config/schema.js';
+import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { RELATED_TASK_META, isObject, type JsonObject, type Response } from '../protocol/messages.js';
+import { IllegalTransitionError, TaskLimitError, TaskNotFoundError } from './errors.js';
+import { TaskIdParams, parseParams } from './params.js';
+import {
+  toWireTask,
+  type TaskOutcome,
+  type TaskRecord,
+  type TaskStatus,
+  type TransitionChange,
+} from './state.js';
+import type { TaskPage, TaskStore } from './store.js';
+
+export interface Requester {
+  sessionId: string;
+  identity?: string;
+  /** Whose tasks these are for tasks/list: an identity, a session, or a session's upstream. */
+  owner: string;
+}
+
+export const CANCELLED_BY_REQUEST = 'The task was cancelled by request.';
+
+export class TaskService {
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    readonly store: TaskStore,
+    private readonly config: Config,
+    private readonly requester: Requester,
+    /** Sends a notification to the requestor. */
+    notify: (method: string, params: JsonObject) => void,
+    /** Told after a task was cancelled by request, to stop its work. */
+    private readonly onCancelled: (taskId: string) => void,
+  ) {
+    this.unsubscribe = store.onTransition((record) => {
+      const mine = record.sessionId === requester.sessionId && record.owner === requester.owner;
+      if (mine && config.tasks.statusNotifications) notify('notifications/tasks/status', toWireTask(record));
+    });
+  }
+
+  create(init: { toolName: string; ttl: number; pollInterval: number }): Promise<TaskRecord> {
+    const { sessionId, identity, owner } = this.requester;
+    return this.store.create({ ...init, owner, sessionId, ...(identity === undefined ? {} : { identity }) });
+  }
+
+  /** Whether the task named in params is one of these that this requestor may see. */
+  async knows(params: JsonObject | undefined): Promise<boolean> {
+    try {
+      await this.visibleTask(params, 'tasks');
+      return true;
+    } catch (error) {
+      if (error instanceof TaskNotFoundError) return false;
+      throw error;
+    }
+  }
+
+  async get(params: JsonObject | undefined): Promise<JsonObject> {
+    return toWireTask(await this.visibleTask(params, 'tasks/get'));
+  }
+
+  /** Blocks until the task is terminal, then answers exactly what the underlying request answered. */
+  async result(
+    params: JsonObject | undefined,
+    signal: AbortSignal,
+  ): Promise<{ result: JsonObject } | { error: JsonRpcErrorObject }> {
+    const { taskId } = await this.visibleTask(params, 'tasks/result');
+    const done = await this.store.waitForTerminal(taskId, signal);
+    const outcome = done.outcome ?? cancelledOutcome(done);
+    if ('error' in outcome) return { error: outcome.error };
+    const meta = isObject(outcome.result._meta) ? outcome.result._meta : {};
+    return { result: { ...outcome.result, _meta: { ...meta, [RELATED_TASK_META]: { taskId } } } };
+  }
+
+  list(cursor: string | undefined): Promise<TaskPage> {
+    return this.store.list(this.requester.owner, cursor, this.config.tasks.listPageSize);
+  }
+
+  async cancel(params: JsonObject | undefined): Promise<JsonObject> {
+    const { taskId } = await this.visibleTask(params, 'tasks/cancel');
+    const cancelled = await this.store.update(taskId, {
+      status: 'cancelled',
+      statusMessage: CANCELLED_BY_REQUEST,
+    });
+    this.onCancelled(taskId);
+    return toWireTask(cancelled);
+  }
+
+  /**
+   * Records how the underlying request ended. A task already terminal (cancelled, timed out) stays as it
+   * is; an outcome over the store's budget fails the task with a message that says so.
+   */
+  async finish(
+    taskId: string,
+    answer: { response: Response; bytes: number },
+    describe: Describe,
+  ): Promise<void> {
+    const { response, bytes } = answer;
+    const outcome: TaskOutcome =
+      'error' in response ? { error: response.error } : { result: response.result };
+    try {
+      await this.store.update(taskId, outcomeChange(outcome, bytes, describe));
+    } catch (error) {
+      if (!(error instanceof TaskLimitError)) return ignoreLostRace(error);
+      await this.fail(taskId, error.message, ErrorCode.LimitExceeded);
+    }
+  }
+
+  /** Fails a live task with a message; false when it was already terminal. */
+  async fail(taskId: string, message: string, code: number = ErrorCode.InternalError): Promise<boolean> {
+    try {
+      await this.store.update(taskId, {
+        status: 'failed',
+        statusMessage: message,
+        outcome: { error: { code, message } },
+      });
+      return true;
+    } catch (error) {
+      ignoreLostRace(error);
+      return false;
+    }
+  }
+
+  /** Moves a task from one live status to another, unless something already moved it on. */
+  async move(taskId: string, from: TaskStatus, to: TaskStatus): Promise<void> {
+    try {
+      const current = await this.store.get(taskId);
+      if (current.status === from) await this.store.update(taskId, { status: to });
+    } catch (error) {
+      ignoreLostRace(error);
+    }
+  }
+
+  close(): void {
+    this.unsubscribe();
+  }
+
+  /** The task named in params, as long as this requestor may see it; otherwise exactly "not found". */
+  private async visibleTask(params: JsonObject | undefined, method: string): Promise<TaskRecord> {
+    const { taskId } = parseParams(TaskIdParams, params, method);
+    const record = await this.store.get(taskId);
+    if (record.identity !== undefined && record.identity !== this.requester.identity) {
+      throw new TaskNotFoundError(taskId);
+    }
+    return record;
+  }
+}
+
+/** How a failed outcome is described in the task's statusMessage. */
+export interface Describe {
+  /** "Tool call", "Sampling request": what failed. */
+  what: string;
+}
+
+/** The status a finished request leaves its task in: failed for a JSON-RPC error or an isError result. */
+export function outcomeChange(outcome: TaskOutcome, bytes: number, describe: Describe): TransitionChange {
+  if ('error' in outcome) {
+    return {
+      status: 'failed',
+      statusMessage: `${describe.what} failed: ${outcome.error.message}`,
+      outcome,
+      outcomeBytes: bytes,
+    };
+  }
+  if (outcome.result.isError === true) {
+    return {
+      status: 'failed',
+      statusMessage: `${describe.what} failed: ${firstText(outcome.result) ?? 'it reported an error'}`,
+      outcome,
+      outcomeBytes: bytes,
+    };
+  }
+  return { status: 'completed', outcome, outcomeBytes: bytes };
+}
+
+/** Losing a race to a cancellation, a completion or an expiry is normal; anything else is not. */
+function ignoreLostRace(error: unknown): void {
+  if (!(error instanceof IllegalTransitionError || error instanceof TaskNotFoundError)) throw error;
+}
+
+/**
+ * The spec leaves open what tasks/result answers for a task cancelled before it produced anything; this
+ * is what the SDK's native tasks answer (-32603), so clients see the same from taskgate.
+ */
+function cancelledOutcome(record: TaskRecord): TaskOutcome {
+  return {
+    error: {
+      code: ErrorCode.InternalError,
+      message: `Task ${record.taskId} was cancelled: it has no result`,
+    },
+  };
+}
+
+function firstText(result: JsonObject): string | undefined {
+  const content = Array.isArray(result.content) ? (result.content as unknown[]) : [];
+  for (const item of content) {
+    if (isObject(item) && item.type === 'text' && typeof item.text === 'string') {
+      return item.text.length > 500 ? `${item.text.slice(0, 500)}…` : item.text;
+    }
+  }
+  return undefined;
+}
