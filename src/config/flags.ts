@@ -1,8 +1,12 @@
 /**
- * The command line: `taskgate [flags] [-- command args...]`, turned into a config input for the schema.
+ * The command line: `taskgate [check-config [FILE] | print-config] [flags] [-- command args...]`, turned
+ * into a config input for the schema. Only its syntax is checked here (exit code 2); whether the values
+ * fit is the config's business.
  */
 import { parseArgs } from 'node:util';
 import { TASK_SUPPORT_VALUES, type ConfigInput, type TaskSupport } from './schema.js';
+import { SETTINGS, assign } from './settings.js';
+import { closest, didYouMean } from './suggest.js';
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -11,93 +15,113 @@ export class UsageError extends Error {
   }
 }
 
-const OPTIONS = {
+export const SUBCOMMANDS = ['check-config', 'print-config'] as const;
+export type Subcommand = (typeof SUBCOMMANDS)[number];
+
+type OptionSpec = { type: 'string' | 'boolean'; multiple?: boolean; short?: string };
+
+const OPTIONS: Record<string, OptionSpec> = {
+  config: { type: 'string' },
   'tool-task-support': { type: 'string', multiple: true },
-  'default-ttl': { type: 'string' },
-  'max-ttl': { type: 'string' },
-  'poll-interval': { type: 'string' },
-  'max-tasks': { type: 'string' },
-  'max-result-bytes': { type: 'string' },
-  'max-message-bytes': { type: 'string' },
-  'expose-task-list': { type: 'boolean' },
-  'no-status-notifications': { type: 'boolean' },
-  'log-level': { type: 'string' },
+  ...Object.fromEntries(
+    SETTINGS.map((setting) => [setting.flag, { type: setting.sets === undefined ? 'string' : 'boolean' }]),
+  ),
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
-} as const;
-
-export const HELP = `Usage: taskgate [options] [-- command [args...]]
-
-Puts MCP tasks (2025-11-25) in front of an MCP server started as "command" on stdio.
-Without a command, taskgate serves the bundled example server (examples/legacy-server.js).
-
-Tasks
-  --tool-task-support GLOB=VALUE  taskSupport for tools whose name matches GLOB (* and ?), first
-                                  match wins; VALUE is required, optional or forbidden (repeatable;
-                                  default: every tool optional)
-  --default-ttl MS                ttl of a task created without one (default 3600000, 1 h)
-  --max-ttl MS                    largest ttl granted, whatever is asked (default 86400000, 24 h)
-  --poll-interval MS              pollInterval suggested to clients (default 1000)
-  --max-tasks N                   tasks held at once, live and finished (default 10000)
-  --max-result-bytes N            bytes of finished results held at once (default 268435456)
-  --expose-task-list              serve tasks/list although tasks are not bound to an identity
-                                  (anyone on the connection can list its tasks)
-  --no-status-notifications       do not send notifications/tasks/status
-
-Transport
-  --max-message-bytes N           largest JSON-RPC message accepted (default 33554432)
-
-Output
-  --log-level LEVEL               fatal, error, warn, info, debug, trace or silent (default info);
-                                  logs always go to stderr
-  -h, --help                      this text
-  -v, --version                   the version
-`;
+};
 
 export interface CommandLine {
+  /** Absent for a proxy run. */
+  subcommand?: Subcommand;
   help: boolean;
   version: boolean;
+  /** `--config FILE`, or the FILE of `check-config FILE`. */
+  configFile?: string;
   input: ConfigInput;
 }
 
 export function parseCommandLine(argv: readonly string[]): CommandLine {
-  const separator = argv.indexOf('--');
-  const ours = separator === -1 ? argv : argv.slice(0, separator);
-  const command = separator === -1 ? [] : argv.slice(separator + 1);
-  let values;
+  const first = argv[0];
+  const subcommand = SUBCOMMANDS.find((name) => name === first);
+  const rest = subcommand === undefined ? argv : argv.slice(1);
+  const separator = rest.indexOf('--');
+  let ours = separator === -1 ? rest : rest.slice(0, separator);
+  const command = separator === -1 ? [] : rest.slice(separator + 1);
+  let configFile: string | undefined;
+  if (subcommand === 'check-config' && ours[0] !== undefined && !ours[0].startsWith('-')) {
+    configFile = ours[0];
+    ours = ours.slice(1);
+  }
+  refuseUnknown(ours);
+  let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
   try {
     ({ values } = parseArgs({ args: [...ours], options: OPTIONS, strict: true, allowPositionals: false }));
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  const tasks: NonNullable<ConfigInput['tasks']> = {};
-  const input: ConfigInput = { tasks };
-  const number = (flag: keyof typeof OPTIONS): number | undefined => {
-    const text = values[flag];
-    if (typeof text !== 'string') return undefined;
-    const parsed = Number(text);
-    if (text.trim() === '' || !Number.isFinite(parsed))
-      throw new UsageError(`--${flag} expects a number, got "${text}"`);
-    return parsed;
-  };
-  const set = <T>(value: T | undefined, apply: (value: T) => void): void => {
-    if (value !== undefined) apply(value);
-  };
-  set(number('default-ttl'), (v) => (tasks.defaultTtl = v));
-  set(number('max-ttl'), (v) => (tasks.maxTtl = v));
-  set(number('poll-interval'), (v) => (tasks.pollInterval = v));
-  set(number('max-tasks'), (v) => (tasks.maxTasks = v));
-  set(number('max-result-bytes'), (v) => (tasks.maxResultBytes = v));
-  set(number('max-message-bytes'), (v) => (input.maxMessageBytes = v));
-  if (values['expose-task-list']) tasks.exposeList = true;
-  if (values['no-status-notifications']) tasks.statusNotifications = false;
-  set(values['log-level'], (v) => (input.logLevel = v as ConfigInput['logLevel']));
-  const rules = (values['tool-task-support'] ?? []).map(parseToolTaskSupport);
+
+  const input: ConfigInput = { tasks: {} };
+  for (const setting of SETTINGS) {
+    const value = values[setting.flag];
+    if (value === undefined) continue;
+    if (setting.sets !== undefined) assign(input, setting, setting.sets);
+    else if (setting.metavar === 'LEVEL') assign(input, setting, value);
+    else assign(input, setting, number(setting.flag, String(value)));
+  }
+  const rules = ((values['tool-task-support'] ?? []) as string[]).map(parseToolTaskSupport);
   if (rules.length > 0) input.tools = rules;
   const [executable, ...args] = command;
   if (executable !== undefined) input.upstream = { command: executable, args };
   else if (separator !== -1) throw new UsageError('nothing follows "--": name the upstream server command');
-  return { help: values.help === true, version: values.version === true, input };
+
+  if (typeof values.config === 'string') {
+    if (configFile !== undefined) throw new UsageError('give the config file once: as FILE or as --config');
+    configFile = values.config;
+  }
+  if (subcommand === 'check-config' && configFile === undefined && values.help !== true) {
+    throw new UsageError('check-config needs the config file to check: taskgate check-config FILE');
+  }
+  return {
+    ...(subcommand === undefined ? {} : { subcommand }),
+    help: values.help === true,
+    version: values.version === true,
+    ...(configFile === undefined ? {} : { configFile }),
+    input,
+  };
+}
+
+/** An unknown flag or a stray argument, named with the closest thing we know (node's own message does not). */
+function refuseUnknown(args: readonly string[]): void {
+  const { tokens } = parseArgs({
+    args: [...args],
+    options: OPTIONS,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  for (const token of tokens) {
+    if (token.kind === 'option' && !(token.name in OPTIONS)) {
+      const flags = Object.keys(OPTIONS).map((name) => `--${name}`);
+      throw new UsageError(`unknown flag ${token.rawName}${didYouMean(token.rawName, flags, '')}`);
+    }
+    if (token.kind === 'positional') {
+      const near = closest(token.value, SUBCOMMANDS);
+      if (near === token.value) throw new UsageError(`${near} comes first: taskgate ${near} ...`);
+      throw new UsageError(
+        near === undefined
+          ? `unexpected argument "${token.value}": put the upstream server's command after "--" (taskgate [flags] -- command [args...])`
+          : `unknown command "${token.value}" (did you mean ${near}?)`,
+      );
+    }
+  }
+}
+
+function number(flag: string, text: string): number {
+  const parsed = Number(text);
+  if (text.trim() === '' || !Number.isFinite(parsed)) {
+    throw new UsageError(`--${flag} expects a number, got "${text}"`);
+  }
+  return parsed;
 }
 
 function parseToolTaskSupport(text: string): { match: string; taskSupport: TaskSupport } {

@@ -1,24 +1,93 @@
+/**
+ * The effective config: flags over `TASKGATE_*` variables over the config file over the schema's defaults.
+ * Every problem of every source is collected before anything is refused, so one run shows them all.
+ */
+import { readConfigFile } from './file.js';
+import type { CommandLine } from './flags.js';
+import { describeIssues } from './problems.js';
 import { ConfigSchema, type Config, type ConfigInput } from './schema.js';
+import { SETTINGS, assign, checkValue, envName, fromText, valueIn } from './settings.js';
+import { didYouMean } from './suggest.js';
 
 export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+  constructor(
+    readonly problems: string[],
+    source?: string,
+  ) {
+    const where = source === undefined ? '' : ` (${source})`;
+    super(`Invalid configuration${where}:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
     this.name = 'ConfigError';
   }
 }
 
+/** The variable naming a config file, for when `--config` is not given. */
+export const CONFIG_ENV = 'TASKGATE_CONFIG';
+
+export type Environment = Readonly<Record<string, string | undefined>>;
+
 /** Validates a merged config input; every problem is listed with its path (`tasks.maxTtl: ...`). */
 export function resolveConfig(input: ConfigInput): Config {
-  const parsed = ConfigSchema.safeParse(input);
+  const parsed = ConfigSchema.safeParse(input, { reportInput: true });
   if (parsed.success) return parsed.data;
-  throw new ConfigError(
-    parsed.error.issues.map((issue) => {
-      const path = issue.path
-        .map((part, i) =>
-          typeof part === 'number' ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`,
-        )
-        .join('');
-      return `${path || '(root)'}: ${issue.message}`;
-    }),
-  );
+  throw new ConfigError(describeIssues(parsed.error.issues).map((problem) => problem.text));
+}
+
+export interface Loaded {
+  config: Config;
+  /** The config file read, if any. */
+  file?: string;
+}
+
+/**
+ * Reads the config file (`--config`, else `TASKGATE_CONFIG`), the environment and the command line, and
+ * merges them. `fallbackUpstream` is used when neither the command line nor the file names an upstream.
+ */
+export function loadConfig(
+  commandLine: Pick<CommandLine, 'input' | 'configFile'>,
+  env: Environment,
+  fallbackUpstream?: ConfigInput['upstream'],
+): Loaded {
+  const flags = commandLine.input;
+  const path = commandLine.configFile ?? (env[CONFIG_ENV] || undefined);
+  const file = path === undefined ? undefined : readConfigFile(path, env);
+  const fromEnv: Record<string, unknown> = {};
+  const problems = [...(file?.problems ?? []), ...readEnvironment(env, fromEnv)];
+  for (const setting of SETTINGS) {
+    const value = valueIn(flags, setting);
+    const problem = value === undefined ? undefined : checkValue(setting, value, `--${setting.flag}`);
+    if (problem !== undefined) problems.push(problem);
+  }
+  if (problems.length > 0) throw new ConfigError(problems, file?.problems.length ? file.path : undefined);
+
+  const merged: Record<string, unknown> = structuredClone(file?.input ?? {});
+  for (const source of [fromEnv, flags]) {
+    for (const setting of SETTINGS) {
+      const value = valueIn(source, setting);
+      if (value !== undefined) assign(merged, setting, value);
+    }
+  }
+  const rules = [...(flags.tools ?? []), ...((file?.input?.tools as unknown[] | undefined) ?? [])];
+  if (rules.length > 0) merged.tools = rules;
+  const upstream = flags.upstream ?? merged.upstream ?? fallbackUpstream;
+  if (upstream !== undefined) merged.upstream = upstream;
+  return { config: resolveConfig(merged as ConfigInput), ...(path === undefined ? {} : { file: path }) };
+}
+
+/** The `TASKGATE_*` variables, into `into`; returns the problems (an unknown name is one: likely a typo). */
+function readEnvironment(env: Environment, into: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  const names = new Map(SETTINGS.map((setting) => [envName(setting), setting]));
+  for (const [name, text] of Object.entries(env)) {
+    if (!name.startsWith('TASKGATE_') || name === CONFIG_ENV || text === undefined || text === '') continue;
+    const setting = names.get(name);
+    if (setting === undefined) {
+      problems.push(`${name}: not a taskgate variable${didYouMean(name, [...names.keys(), CONFIG_ENV], '')}`);
+      continue;
+    }
+    const value = fromText(setting, text);
+    const problem = checkValue(setting, value, name);
+    if (problem === undefined) assign(into, setting, value);
+    else problems.push(problem);
+  }
+  return problems;
 }

@@ -1,0 +1,108 @@
+/**
+ * `taskgate --help`: every flag, grouped, with its default read from the schema so the two cannot drift.
+ */
+import { defaultOf, expectation } from './introspect.js';
+import { TASK_SUPPORT_VALUES } from './schema.js';
+import { SETTINGS, schemaOf, type Setting } from './settings.js';
+
+const WIDTH = 100;
+const COLUMN = 34;
+
+const MS_UNITS: [number, string][] = [
+  [86_400_000, 'd'],
+  [3_600_000, 'h'],
+  [60_000, 'min'],
+  [1_000, 's'],
+];
+const BYTE_UNITS: [number, string][] = [
+  [1024 ** 3, 'GiB'],
+  [1024 ** 2, 'MiB'],
+  [1024, 'KiB'],
+];
+
+/** 3600000 → "3600000 = 1 h", 33554432 → "33554432 = 32 MiB", when the value divides evenly. */
+function readable(value: number, units: [number, string][]): string {
+  const unit = units.find(([size]) => value >= size && value % size === 0);
+  return unit === undefined ? String(value) : `${value} = ${value / unit[0]}\u00a0${unit[1]}`;
+}
+
+function defaultText(setting: Setting): string {
+  const value = defaultOf(setting.path.join('.'));
+  if (setting.sets !== undefined) return value === setting.sets ? 'on' : 'off';
+  if (typeof value !== 'number') return String(value);
+  if (setting.metavar === 'MS') return readable(value, MS_UNITS);
+  if (setting.metavar === 'BYTES') return readable(value, BYTE_UNITS);
+  return String(value);
+}
+
+function describe(setting: Setting): string {
+  const accepts = setting.metavar === 'LEVEL' ? `${expectation(schemaOf(setting))}; ` : '';
+  return `${accepts}${setting.help} (default ${defaultText(setting)})`;
+}
+
+/** One flag: its name in the first column, its text wrapped in the second. */
+function entry(name: string, text: string): string {
+  const lines: string[] = [];
+  let line = `  ${name}`.padEnd(COLUMN);
+  if (name.length + 2 >= COLUMN) {
+    lines.push(`  ${name}`);
+    line = ''.padEnd(COLUMN);
+  }
+  for (const word of text.split(' ')) {
+    if (line.trim() !== '' && line.length + word.length + 1 > WIDTH && line.length > COLUMN) {
+      lines.push(line.trimEnd());
+      line = ''.padEnd(COLUMN);
+    }
+    line += line.length === COLUMN ? word : ` ${word}`;
+  }
+  lines.push(line.trimEnd());
+  // A no-break space keeps a number and its unit on one line.
+  return lines.join('\n').replace(/\u00a0/g, ' ');
+}
+
+function group(title: string, entries: string[]): string {
+  return `${title}\n${entries.join('\n')}\n`;
+}
+
+const settingEntries = (title: Setting['group']): string[] =>
+  SETTINGS.filter((setting) => setting.group === title).map((setting) =>
+    entry(
+      `--${setting.flag}${setting.metavar === undefined ? '' : ` ${setting.metavar}`}`,
+      describe(setting),
+    ),
+  );
+
+export const HELP = [
+  `Usage: taskgate [flags] [-- command [args...]]
+       taskgate check-config FILE [flags]
+       taskgate print-config [flags] [-- command [args...]]
+
+Puts MCP tasks (2025-11-25) in front of an MCP server started as "command" on stdio. Without a
+command and without an upstream in the config file, taskgate serves the bundled example server
+(examples/legacy-server.js).
+
+  check-config FILE   check FILE (with the TASKGATE_* variables and flags) and exit: 0 when valid
+  print-config        print the effective configuration as YAML on stdout, secrets masked
+`,
+  group('Configuration', [
+    entry('--config FILE', 'a YAML (.yaml, .yml) or JSON (.json) config file (default none)'),
+    entry(
+      '--tool-task-support GLOB=VALUE',
+      `taskSupport for tools whose name matches GLOB (* and ?), VALUE one of ${TASK_SUPPORT_VALUES.join(', ')}; ` +
+        "repeatable; these rules go before the file's tools rules, first match wins (default: every tool optional)",
+    ),
+  ]),
+  group('Tasks', settingEntries('Tasks')),
+  group('Unwrap (clients without tasks)', settingEntries('Unwrap (clients without tasks)')),
+  group('Transport', settingEntries('Transport')),
+  group('Output', [
+    ...settingEntries('Output'),
+    entry('-h, --help', 'this text'),
+    entry('-v, --version', 'the version'),
+  ]),
+  `Environment
+  Each flag but --tool-task-support has a variable: TASKGATE_ and the flag's name in capitals, "-"
+  as "_" (--max-ttl is TASKGATE_MAX_TTL, --config is TASKGATE_CONFIG). A --no-X flag's variable is
+  TASKGATE_X=true|false. Flags win over variables, variables over the file, the file over defaults.
+`,
+].join('\n');

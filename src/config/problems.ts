@@ -1,0 +1,51 @@
+/**
+ * zod's issues turned into problems a person can act on: the path, what the setting accepts, and what
+ * was given (`tools[2].ttl: expected an integer from 1 to 2592000000, got -5`).
+ */
+import type { z } from 'zod';
+import { expectation, formatPath, keysAt, schemaAt, type ConfigPath } from './introspect.js';
+import { didYouMean } from './suggest.js';
+
+/** A problem with the value at `path`; `text` names the path itself. */
+export interface Problem {
+  path: ConfigPath;
+  text: string;
+}
+
+/** A value as a person would recognise it in their config. */
+export function show(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object' && value !== null) return 'a mapping';
+  return String(value);
+}
+
+/** `expected <what the schema accepts>, got <value>`. */
+export function expectedGot(schema: z.ZodType, value: unknown): string {
+  return `expected ${expectation(schema)}, got ${show(value)}`;
+}
+
+/** One problem per wrong value or unknown key; several failed checks of one value are one problem. */
+export function describeIssues(issues: readonly z.core.$ZodIssue[]): Problem[] {
+  const problems = new Map<string, Problem>();
+  for (const issue of issues) {
+    const path = issue.path.map((part) => (typeof part === 'number' ? part : String(part)));
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) {
+        const hint = didYouMean(key, keysAt(path));
+        problems.set(formatPath([...path, key]), {
+          path: [...path, key],
+          text: `${formatPath(path)}: unknown key "${key}"${hint}`,
+        });
+      }
+      continue;
+    }
+    const where = formatPath(path);
+    if (problems.has(where)) continue;
+    const schema = schemaAt(path);
+    const what = schema === undefined ? issue.message : expectedGot(schema, issue.input);
+    problems.set(where, { path, text: `${where}: ${what}` });
+  }
+  return [...problems.values()];
+}

@@ -1,0 +1,172 @@
+/**
+ * The single-value settings that a flag and an environment variable can set, each once. The flag's name
+ * gives the variable's: `--max-ttl` ↔ `TASKGATE_MAX_TTL`; a `--no-x` flag's variable is `TASKGATE_X` and
+ * holds the setting itself (`TASKGATE_STATUS_NOTIFICATIONS=false`). What a value may be, and its
+ * default, come from the schema.
+ */
+import { z } from 'zod';
+import { schemaAt, unwrap } from './introspect.js';
+import { expectedGot } from './problems.js';
+import type { ConfigInput } from './schema.js';
+
+export type SettingGroup = 'Tasks' | 'Unwrap (clients without tasks)' | 'Transport' | 'Output';
+
+export interface Setting {
+  /** Where the value goes in the config. */
+  path: readonly [string] | readonly [string, string];
+  /** The flag, without its leading `--`. */
+  flag: string;
+  /** For a boolean flag: the value it sets. Other flags take a value, named by `metavar`. */
+  sets?: boolean;
+  metavar?: 'MS' | 'N' | 'BYTES' | 'LEVEL';
+  group: SettingGroup;
+  help: string;
+}
+
+export const SETTINGS: readonly Setting[] = [
+  {
+    path: ['tasks', 'defaultTtl'],
+    flag: 'default-ttl',
+    metavar: 'MS',
+    group: 'Tasks',
+    help: 'ttl of a task created without one',
+  },
+  {
+    path: ['tasks', 'maxTtl'],
+    flag: 'max-ttl',
+    metavar: 'MS',
+    group: 'Tasks',
+    help: 'largest ttl granted, whatever is asked',
+  },
+  {
+    path: ['tasks', 'pollInterval'],
+    flag: 'poll-interval',
+    metavar: 'MS',
+    group: 'Tasks',
+    help: 'pollInterval suggested to clients',
+  },
+  {
+    path: ['tasks', 'maxTasks'],
+    flag: 'max-tasks',
+    metavar: 'N',
+    group: 'Tasks',
+    help: 'tasks held at once, live and finished',
+  },
+  {
+    path: ['tasks', 'maxResultBytes'],
+    flag: 'max-result-bytes',
+    metavar: 'BYTES',
+    group: 'Tasks',
+    help: 'bytes of finished results held at once',
+  },
+  {
+    path: ['tasks', 'listPageSize'],
+    flag: 'list-page-size',
+    metavar: 'N',
+    group: 'Tasks',
+    help: 'tasks per page of tasks/list',
+  },
+  {
+    path: ['tasks', 'exposeList'],
+    flag: 'expose-task-list',
+    sets: true,
+    group: 'Tasks',
+    help: 'serve tasks/list although tasks are not bound to an identity (anyone on the connection can list its tasks)',
+  },
+  {
+    path: ['tasks', 'statusNotifications'],
+    flag: 'no-status-notifications',
+    sets: false,
+    group: 'Tasks',
+    help: 'do not send notifications/tasks/status',
+  },
+  {
+    path: ['unwrap', 'minPollInterval'],
+    flag: 'unwrap-min-poll-interval',
+    metavar: 'MS',
+    group: 'Unwrap (clients without tasks)',
+    help: "poll an upstream task no more often than this, whatever the upstream's pollInterval",
+  },
+  {
+    path: ['unwrap', 'maxPollInterval'],
+    flag: 'unwrap-max-poll-interval',
+    metavar: 'MS',
+    group: 'Unwrap (clients without tasks)',
+    help: 'poll an upstream task at least this often',
+  },
+  {
+    path: ['unwrap', 'keepAliveInterval'],
+    flag: 'unwrap-keep-alive-interval',
+    metavar: 'MS',
+    group: 'Unwrap (clients without tasks)',
+    help: 'progress sent to a waiting client that gave a progressToken; 0 is off',
+  },
+  {
+    path: ['maxMessageBytes'],
+    flag: 'max-message-bytes',
+    metavar: 'BYTES',
+    group: 'Transport',
+    help: 'largest JSON-RPC message accepted',
+  },
+  {
+    path: ['logLevel'],
+    flag: 'log-level',
+    metavar: 'LEVEL',
+    group: 'Output',
+    help: 'logs always go to stderr',
+  },
+];
+
+/** `TASKGATE_MAX_TTL` for `--max-ttl`, `TASKGATE_STATUS_NOTIFICATIONS` for `--no-status-notifications`. */
+export function envName(setting: Setting): string {
+  return `TASKGATE_${setting.flag.replace(/^no-/, '').toUpperCase().replace(/-/g, '_')}`;
+}
+
+export function schemaOf(setting: Setting): z.ZodType {
+  const schema = schemaAt(setting.path);
+  if (schema === undefined) throw new Error(`setting ${setting.path.join('.')} is not in the schema`);
+  return schema;
+}
+
+/** An environment variable's text as the value it stands for: numbers and booleans by the schema. */
+export function fromText(setting: Setting, text: string): unknown {
+  const schema = unwrap(schemaOf(setting));
+  if (schema instanceof z.ZodNumber && text.trim() !== '' && Number.isFinite(Number(text))) {
+    return Number(text);
+  }
+  if (schema instanceof z.ZodBoolean) {
+    if (['true', '1'].includes(text.toLowerCase())) return true;
+    if (['false', '0'].includes(text.toLowerCase())) return false;
+  }
+  return text;
+}
+
+/** `<label>: expected ..., got ...` when the value does not fit the setting, else undefined. */
+export function checkValue(setting: Setting, value: unknown, label: string): string | undefined {
+  const schema = schemaOf(setting);
+  return schema.safeParse(value).success ? undefined : `${label}: ${expectedGot(schema, value)}`;
+}
+
+/** The value this setting has in an input, if it is set there. */
+export function valueIn(input: ConfigInput, setting: Setting): unknown {
+  let value: unknown = input;
+  for (const part of setting.path) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<string, unknown>)[part];
+  }
+  return value;
+}
+
+/** Sets this setting in an input, making the section it lives in when needed. */
+export function assign(input: Record<string, unknown>, setting: Setting, value: unknown): void {
+  const [first, second] = setting.path;
+  if (second === undefined) {
+    input[first] = value;
+    return;
+  }
+  const section = input[first];
+  if (typeof section === 'object' && section !== null && !Array.isArray(section)) {
+    (section as Record<string, unknown>)[second] = value;
+  } else if (section === undefined) input[first] = { [second]: value };
+  // Anything else in the section's place is the file's mistake, and the file's check reports it.
+}
