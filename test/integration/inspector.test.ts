@@ -59,9 +59,10 @@ describe('the MCP Inspector CLI through taskgate', () => {
   describe('in front of server-everything', () => {
     const upstream = [process.execPath, EVERYTHING, 'stdio'];
 
-    it('lists the tools', async () => {
+    it('lists the tools, the task requirement hidden from a client that declares no tasks', async () => {
       const output = await inspect(upstream, ['--method', 'tools/list']);
       expect(JSON.stringify(output)).toContain('simulate-research-query');
+      expect(JSON.stringify(output)).not.toContain('"taskSupport":"required"');
     });
 
     it('calls a plain tool', async () => {
@@ -76,7 +77,7 @@ describe('the MCP Inspector CLI through taskgate', () => {
       expect(textOf(output)).toContain('hello');
     });
 
-    it('calls the task-required tool', async () => {
+    it('calls the task-required tool (taskgate unwraps the task)', async () => {
       const output = await inspect(upstream, [
         '--method',
         'tools/call',
@@ -92,10 +93,9 @@ describe('the MCP Inspector CLI through taskgate', () => {
   describe('in front of the legacy fixture', () => {
     const upstream = [process.execPath, FIXTURES.legacy];
 
-    it('lists the tools, marked with taskSupport', async () => {
+    it('lists the tools', async () => {
       const output = await inspect(upstream, ['--method', 'tools/list']);
       expect(JSON.stringify(output)).toContain('"echo"');
-      expect(JSON.stringify(output)).toContain('"taskSupport":"optional"');
     });
 
     it('calls a plain tool', async () => {
