@@ -27,11 +27,37 @@ export class TaskLimitError extends Error {
     super(limit);
     this.name = 'TaskLimitError';
   }
+
+  /** Every slot holds a live task (live tasks are never evicted). Same words from every store. */
+  static liveTasks(maxTasks: number): TaskLimitError {
+    return new TaskLimitError(
+      `Too many live tasks: all ${maxTasks} task slots are working (max-tasks); retry later or call without a task`,
+    );
+  }
+
+  /** One outcome is larger than the whole budget for held results. Same words from every store. */
+  static resultBytes(bytes: number, maxResultBytes: number): TaskLimitError {
+    return new TaskLimitError(
+      `The result (${bytes} bytes) is larger than the budget for held results (max-result-bytes: ${maxResultBytes})`,
+    );
+  }
 }
 
 export class InvalidCursorError extends Error {
   constructor() {
     super('Invalid cursor');
     this.name = 'InvalidCursorError';
+  }
+}
+
+/**
+ * The store's backend cannot be reached (Redis down, or the store closed). Nothing was changed, except
+ * when the connection dropped while a command was in flight: then the outcome of that one command is
+ * unknown (a retried update may find its own change already made and get IllegalTransitionError).
+ */
+export class TaskStoreUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'TaskStoreUnavailableError';
   }
 }

@@ -62,9 +62,7 @@ export class MemoryTaskStore implements TaskStore {
   async create(task: NewTask): Promise<TaskRecord> {
     if (this.live.size + this.terminal.size >= this.options.maxTasks) {
       if (this.terminal.size === 0) {
-        throw new TaskLimitError(
-          `Too many live tasks: all ${this.options.maxTasks} task slots are working (max-tasks); retry later or call without a task`,
-        );
+        throw TaskLimitError.liveTasks(this.options.maxTasks);
       }
       this.terminal.pop();
     }
@@ -96,9 +94,7 @@ export class MemoryTaskStore implements TaskStore {
   async update(taskId: string, change: TransitionChange): Promise<TaskRecord> {
     const next = transition(this.read(taskId), change, this.now());
     if (next.outcomeBytes > this.options.maxResultBytes) {
-      throw new TaskLimitError(
-        `The result (${next.outcomeBytes} bytes) is larger than the budget for held results (max-result-bytes: ${this.options.maxResultBytes})`,
-      );
+      throw TaskLimitError.resultBytes(next.outcomeBytes, this.options.maxResultBytes);
     }
     if (isTerminal(next.status)) {
       this.live.delete(taskId);
