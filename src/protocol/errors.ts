@@ -7,6 +7,7 @@ import {
   InvalidCursorError,
   TaskLimitError,
   TaskNotFoundError,
+  TaskStoreUnavailableError,
 } from '../tasks/errors.js';
 
 export const ErrorCode = {
@@ -19,6 +20,8 @@ export const ErrorCode = {
   UpstreamUnavailable: -32000,
   /** Implementation-defined server error: a configured limit refused the request. */
   LimitExceeded: -32001,
+  /** Implementation-defined server error: the task store (Redis) cannot be reached; retrying may work. */
+  StoreUnavailable: -32002,
 } as const;
 
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -71,5 +74,12 @@ export function toJsonRpcError(error: unknown): JsonRpcErrorObject {
     };
   }
   if (error instanceof TaskLimitError) return { code: ErrorCode.LimitExceeded, message: error.limit };
+  if (error instanceof TaskStoreUnavailableError) {
+    // The store's own message names the server: that is for the logs, not for the client.
+    return {
+      code: ErrorCode.StoreUnavailable,
+      message: 'Task store unavailable: retry later, or call the tool without a task',
+    };
+  }
   return { code: ErrorCode.InternalError, message: 'Internal error in taskgate' };
 }

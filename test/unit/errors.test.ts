@@ -11,6 +11,7 @@ import {
   InvalidCursorError,
   TaskLimitError,
   TaskNotFoundError,
+  TaskStoreUnavailableError,
 } from '../../src/tasks/errors.js';
 
 const TASK_ID = '786512e2-9e0d-44bd-8f29-789f320fe840';
@@ -88,6 +89,18 @@ describe('toJsonRpcError', () => {
     });
     expect(ErrorCode.LimitExceeded).toBeLessThanOrEqual(-32000);
     expect(ErrorCode.LimitExceeded).toBeGreaterThanOrEqual(-32099);
+  });
+
+  it('sends TaskStoreUnavailableError as StoreUnavailable, without naming the server', () => {
+    const error = toJsonRpcError(
+      new TaskStoreUnavailableError(
+        'Task store unavailable: Redis at redis://10.0.0.7:6379/0 is not connected',
+      ),
+    );
+    expect(error).toEqual({ code: ErrorCode.StoreUnavailable, message: expect.stringMatching(/retry/) });
+    expect(error.message).not.toContain('10.0.0.7');
+    expect(ErrorCode.StoreUnavailable).toBeLessThanOrEqual(-32000);
+    expect(ErrorCode.StoreUnavailable).toBeGreaterThanOrEqual(-32099);
   });
 
   it.each([
