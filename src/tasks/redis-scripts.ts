@@ -1,0 +1,290 @@
+/**
+ * The Lua scripts of the Redis task store. Each state change is one script, so it is atomic on the server:
+ * it first checks that the task exists and has not expired, then its current status against the
+ * transition table it is given (state.ts ALLOWED_TRANSITIONS, passed as data), then the limits, and only
+ * then writes. A refusal writes nothing.
+ *
+ * Layout under the key prefix P (every replica sharing tasks uses the same P):
+ *
+ *   P task:<id>          hash    one task (fields: RECORD_FIELDS, plus `outcome`); PEXPIRE set when terminal
+ *   P owner:<owner>      zset    id → list position: the owner's tasks in creation order
+ *   P owner-meta:<owner> hash    `live` (count of the owner's live tasks), `expires` (latest expiry of its
+ *                                tasks); both owner keys expire with the owner's last task once none is live
+ *   P live               zset    id → position: every task that is not terminal (never expires)
+ *   P lru                zset    id → use tick: every terminal task, least recently used first
+ *   P expiry             zset    id → expiresAt: every terminal task, for the sweep
+ *   P terminal           hash    id → JSON [owner, size]: lets a terminal task be cleaned up after Redis
+ *                                has already expired its hash
+ *   P bytes              string  sum of the sizes of the terminal tasks (size = max(1, outcomeBytes))
+ *   P seq                string  counter for list positions and use ticks
+ *   P evictions          string  how many terminal tasks were evicted to make room
+ *   P events             channel `<id> <status>` when a task becomes terminal, `<id> gone` when it is
+ *                                evicted or expired
+ *
+ * Scripts build the keys of other tasks and owners from P (an eviction cannot know them in advance), so
+ * the store needs a single Redis node (standalone, Sentinel, or a managed single-shard Redis), not Cluster.
+ *
+ * Every script returns an array whose first element is a code: 'ok', or a refusal ('not_found',
+ * 'illegal', 'too_large', 'full', 'exists'). redis-store.ts maps the refusals to typed errors in one place.
+ */
+
+/** The task fields every script returns, in this order (then `outcome` when asked for). */
+export const RECORD_FIELDS = [
+  'id',
+  'status',
+  'message',
+  'created',
+  'updated',
+  'ttl',
+  'poll',
+  'owner',
+  'identity',
+  'session',
+  'tool',
+  'bytes',
+  'pos',
+  'expires',
+] as const;
+
+/** The keys every script gets first, in this order (names relative to the prefix). */
+export const SHARED_KEYS = ['live', 'lru', 'expiry', 'terminal', 'bytes', 'seq', 'evictions'] as const;
+
+/** How many expired terminal tasks one create or update sweeps out at most. */
+export const SWEEP_BATCH = 100;
+
+const PRELUDE = `
+-- Shared by every script.
+-- KEYS[1] P live  KEYS[2] P lru  KEYS[3] P expiry  KEYS[4] P terminal  KEYS[5] P bytes  KEYS[6] P seq
+-- KEYS[7] P evictions
+-- ARGV[1] the prefix P; ARGV[2] now in epoch ms, or '' to use Redis's own clock (TIME)
+local PREFIX = ARGV[1]
+local NOW = tonumber(ARGV[2])
+if not NOW then
+  local time = redis.call('TIME')
+  NOW = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+local LIVE, LRU, EXPIRY, TERMINAL, BYTES, SEQ, EVICTIONS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local FIELDS = {${RECORD_FIELDS.map((field) => `'${field}'`).join(', ')}}
+
+local function int(n) return string.format('%.0f', n) end
+local function task_key(id) return PREFIX .. 'task:' .. id end
+local function owner_key(owner) return PREFIX .. 'owner:' .. owner end
+local function owner_meta_key(owner) return PREFIX .. 'owner-meta:' .. owner end
+local function expired(expires) return expires and NOW >= tonumber(expires) end
+
+-- The task as FIELDS values (false where absent), then its outcome when asked for.
+local function record(id, with_outcome)
+  local values = redis.call('HMGET', task_key(id), unpack(FIELDS))
+  if with_outcome then values[#values + 1] = redis.call('HGET', task_key(id), 'outcome') end
+  return values
+end
+
+-- Removes a terminal task and every index entry of it, and tells the waiters it is gone.
+local function forget(id)
+  local entry = redis.call('HGET', TERMINAL, id)
+  if entry then
+    local owner_size = cjson.decode(entry)
+    local owner = owner_size[1]
+    redis.call('DECRBY', BYTES, int(owner_size[2]))
+    redis.call('HDEL', TERMINAL, id)
+    redis.call('ZREM', owner_key(owner), id)
+    if redis.call('EXISTS', owner_key(owner)) == 0 then redis.call('DEL', owner_meta_key(owner)) end
+  end
+  redis.call('ZREM', LRU, id)
+  redis.call('ZREM', EXPIRY, id)
+  redis.call('DEL', task_key(id))
+  redis.call('PUBLISH', PREFIX .. 'events', id .. ' gone')
+end
+
+-- Forgets terminal tasks whose time is up (Redis may have expired their hashes already).
+local function sweep()
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', EXPIRY, '-inf', int(NOW), 'LIMIT', 0, ${SWEEP_BATCH})) do
+    forget(id)
+  end
+end
+
+-- Evicts the least recently used terminal task; false when there is none.
+local function evict_one()
+  local oldest = redis.call('ZRANGE', LRU, 0, 0)[1]
+  if not oldest then return false end
+  forget(oldest)
+  redis.call('INCR', EVICTIONS)
+  return true
+end
+`;
+
+const script = (header: string, body: string): string => `${header.trim()}\n${PRELUDE}\n${body.trim()}\n`;
+
+/** What each script expects after the shared KEYS and ARGV. */
+export const SCRIPTS = {
+  create: script(
+    `
+-- create: adds a task, working, with no expiry (a live task never expires).
+-- KEYS[8] P task:<id>  KEYS[9] P owner:<owner>  KEYS[10] P owner-meta:<owner>
+-- ARGV[3] maxTasks (live + terminal)
+-- ARGV[4] JSON {id, owner, identity?, session, tool, ttl, poll}
+-- Returns {'ok', record} | {'full'} when every slot is live | {'exists'} when the id is taken.
+-- Makes room by sweeping expired tasks, then evicting terminal tasks least recently used first.
+`,
+    `
+local task = cjson.decode(ARGV[4])
+local max_tasks = tonumber(ARGV[3])
+if redis.call('EXISTS', KEYS[8]) == 1 then return {'exists'} end
+sweep()
+while redis.call('ZCARD', LIVE) + redis.call('ZCARD', LRU) >= max_tasks do
+  if not evict_one() then return {'full'} end
+end
+local pos = redis.call('INCR', SEQ)
+local fields = {'id', task.id, 'status', 'working', 'created', int(NOW), 'updated', int(NOW),
+  'ttl', int(task.ttl), 'poll', int(task.poll), 'owner', task.owner, 'session', task.session,
+  'tool', task.tool, 'bytes', '0', 'pos', pos}
+if task.identity then
+  fields[#fields + 1] = 'identity'
+  fields[#fields + 1] = task.identity
+end
+redis.call('HSET', KEYS[8], unpack(fields))
+redis.call('ZADD', LIVE, pos, task.id)
+redis.call('ZADD', KEYS[9], pos, task.id)
+redis.call('HINCRBY', KEYS[10], 'live', 1)
+redis.call('PERSIST', KEYS[9])
+redis.call('PERSIST', KEYS[10])
+return {'ok', record(task.id, false)}
+`,
+  ),
+
+  get: script(
+    `
+-- get: reads a task.
+-- KEYS[8] P task:<id>
+-- ARGV[3] the id; ARGV[4] '1' to count the read as a use of a terminal task (LRU), '0' not to
+-- Returns {'ok', record with outcome} | {'not_found'} (unknown, expired: an expired task is forgotten).
+`,
+    `
+local id = ARGV[3]
+local head = redis.call('HMGET', KEYS[8], 'id', 'expires')
+if not head[1] then
+  if redis.call('HEXISTS', TERMINAL, id) == 1 then forget(id) end
+  return {'not_found'}
+end
+if expired(head[2]) then
+  forget(id)
+  return {'not_found'}
+end
+if head[2] and ARGV[4] == '1' then redis.call('ZADD', LRU, 'XX', redis.call('INCR', SEQ), id) end
+return {'ok', record(id, true)}
+`,
+  ),
+
+  update: script(
+    `
+-- update: the one guarded status change.
+-- KEYS[8] P task:<id>
+-- ARGV[3] JSON of the transition table {status: [allowed next statuses]}; terminal = no next status
+-- ARGV[4] the late-result grace cap in ms; ARGV[5] maxResultBytes
+-- ARGV[6] JSON {status, message?, hasOutcome, outcomeBytes?}; ARGV[7] the outcome JSON (if hasOutcome)
+-- Returns {'ok', record (with the stored outcome only when the change has none)}
+--       | {'not_found'} | {'illegal', from} | {'too_large', bytes}: a refusal changes nothing.
+-- On a terminal status: leaves the live set, joins the LRU, gets its expiry (PEXPIRE on the hash, and
+-- on the owner keys once the owner has no live task left), makes room in the byte budget by evicting
+-- terminal tasks least recently used first, and publishes '<id> <status>' on P events.
+`,
+    `
+local h = redis.call('HMGET', KEYS[8], 'id', 'status', 'created', 'updated', 'ttl', 'owner', 'bytes', 'expires')
+local id, from = h[1], h[2]
+if not id then return {'not_found'} end
+if expired(h[8]) then
+  forget(id)
+  return {'not_found'}
+end
+local allowed = cjson.decode(ARGV[3])
+local change = cjson.decode(ARGV[6])
+local to = change.status
+local legal = false
+for _, next_status in ipairs(allowed[from] or {}) do
+  if next_status == to then legal = true end
+end
+if not legal then return {'illegal', from} end
+local bytes = tonumber(h[7])
+if change.hasOutcome then bytes = tonumber(change.outcomeBytes or 0) end
+local max_bytes = tonumber(ARGV[5])
+if bytes > max_bytes then return {'too_large', int(bytes)} end
+
+local updated = math.max(NOW, tonumber(h[4]))
+redis.call('HSET', KEYS[8], 'status', to, 'updated', int(updated))
+if change.message ~= nil then
+  redis.call('HSET', KEYS[8], 'message', change.message)
+else
+  redis.call('HDEL', KEYS[8], 'message')
+end
+if change.hasOutcome then redis.call('HSET', KEYS[8], 'outcome', ARGV[7], 'bytes', int(bytes)) end
+
+local next_allowed = allowed[to]
+if next_allowed and #next_allowed == 0 then
+  local owner, ttl = h[6], tonumber(h[5])
+  local expires = math.max(tonumber(h[3]) + ttl, updated + math.min(ttl, tonumber(ARGV[4])))
+  sweep()
+  redis.call('ZREM', LIVE, id)
+  local size = math.max(1, bytes)
+  while tonumber(redis.call('GET', BYTES) or '0') + size > max_bytes do
+    if not evict_one() then break end
+  end
+  redis.call('INCRBY', BYTES, int(size))
+  redis.call('HSET', TERMINAL, id, cjson.encode({owner, size}))
+  redis.call('ZADD', LRU, redis.call('INCR', SEQ), id)
+  redis.call('ZADD', EXPIRY, int(expires), id)
+  redis.call('HSET', KEYS[8], 'expires', int(expires))
+  redis.call('PEXPIRE', KEYS[8], int(math.max(1, expires - NOW)))
+  local meta = owner_meta_key(owner)
+  local live = redis.call('HINCRBY', meta, 'live', -1)
+  local keep_until = math.max(expires, tonumber(redis.call('HGET', meta, 'expires') or '0'))
+  redis.call('HSET', meta, 'expires', int(keep_until))
+  if live <= 0 then
+    local remaining = int(math.max(1, keep_until - NOW))
+    redis.call('PEXPIRE', owner_key(owner), remaining)
+    redis.call('PEXPIRE', meta, remaining)
+  end
+  redis.call('PUBLISH', PREFIX .. 'events', id .. ' ' .. to)
+end
+return {'ok', record(id, not change.hasOutcome)}
+`,
+  ),
+
+  list: script(
+    `
+-- list: one page of an owner's tasks in creation order.
+-- KEYS[8] P owner:<owner>
+-- ARGV[3] the position to start after (0 for the first page); ARGV[4] the page size
+-- Returns {'ok', more (1 when tasks remain after this page), {record with outcome, ...}}.
+-- Index entries of tasks that are gone or expired are cleaned up on the way.
+`,
+    `
+local limit = tonumber(ARGV[4])
+local after = '(' .. ARGV[3]
+local found = {}
+local more = 0
+while more == 0 do
+  local batch = redis.call('ZRANGEBYSCORE', KEYS[8], after, '+inf', 'WITHSCORES', 'LIMIT', 0, limit + 1 - #found)
+  if #batch == 0 then break end
+  for i = 1, #batch, 2 do
+    local id = batch[i]
+    after = '(' .. batch[i + 1]
+    local head = redis.call('HMGET', task_key(id), 'id', 'expires')
+    if not head[1] then
+      forget(id)
+      redis.call('ZREM', KEYS[8], id)
+    elseif expired(head[2]) then
+      forget(id)
+    elseif #found == limit then
+      more = 1
+      break
+    else
+      found[#found + 1] = record(id, true)
+    end
+  end
+end
+return {'ok', more, found}
+`,
+  ),
+} as const;
+
+export type ScriptName = keyof typeof SCRIPTS;

@@ -1,0 +1,547 @@
+/**
+ * The task store for several replicas: every task lives in one Redis (or Valkey), every state change is
+ * one Lua script (redis-scripts.ts), so two replicas racing on one task end in exactly one state.
+ *
+ * - Expiry. A live task has no expiry at all: it never expires, whoever runs it. When it becomes terminal
+ *   its hash gets a PEXPIRE for `max(createdAt + ttl, lastUpdatedAt + min(ttl, 60 s))`, the memory store's
+ *   rule; the owner's index keys expire with the owner's last task once none of its tasks is live. The
+ *   same instant is also stored and checked by every script, so a read never sees a task past its time
+ *   even before Redis has removed it, and index entries are swept on the next create or update.
+ * - Clock. Without `now`, the scripts take Redis's own clock (TIME): every replica stamps tasks with one
+ *   clock, and no replica's skew moves an expiry. With `now` (tests), that clock is used instead.
+ * - Limits, across every replica (give all of them the same values): at most `maxTasks` tasks, live and
+ *   terminal; when full, terminal tasks are evicted least recently used first (a `get` is a use, a `list`
+ *   is not), live ones never, and a create with every slot live throws TaskLimitError. Terminal outcomes
+ *   share a budget of `maxResultBytes` (a counter; each task counts at least 1 byte), made room for the
+ *   same way; a single outcome larger than the budget throws TaskLimitError and changes nothing.
+ * - Cursors. `tasks/list` cursors are HMAC-signed with a key derived from `cursorSecret` and the prefix:
+ *   every replica sharing the prefix must be given the same secret, and then accepts the others' cursors.
+ * - Waiting. `waitForTerminal` wakes on a pub/sub message (`<prefix>events`) published by the script that
+ *   made the task terminal, on whichever replica. After the subscriber (re)connects it re-reads every
+ *   waited task at once, and a slow poll (`fallbackPollMs`) covers a message lost in between.
+ * - Listeners. `onTransition` sees the changes made through this store object only (as the memory store
+ *   does); changes made by other replicas reach this one as the wake-ups of `waitForTerminal`.
+ * - Redis down. No command waits for a connection: while Redis is unreachable every operation rejects at
+ *   once with TaskStoreUnavailableError naming the server and the last connection error, and a command in
+ *   flight when the connection drops is not resent (its outcome is unknown). ioredis keeps reconnecting
+ *   (every ≤ 2 s); operations succeed again as soon as it is back, with no restart.
+ * - Topology. One Redis node (standalone, Sentinel, or a single-shard managed Redis): a script may evict
+ *   tasks whose keys it cannot declare in advance, which Redis Cluster does not allow.
+ */
+import { createHash, createHmac } from 'node:crypto';
+import { EventEmitter, once } from 'node:events';
+import { Redis, ReplyError } from 'ioredis';
+import type { Logger } from 'pino';
+import { CursorCodec } from './cursor.js';
+import {
+  IllegalTransitionError,
+  TaskLimitError,
+  TaskNotFoundError,
+  TaskStoreUnavailableError,
+} from './errors.js';
+import { LATE_RESULT_GRACE_MS } from './memory-store.js';
+import { RECORD_FIELDS, SCRIPTS, SHARED_KEYS, type ScriptName } from './redis-scripts.js';
+import {
+  ALLOWED_TRANSITIONS,
+  isTerminal,
+  type TaskOutcome,
+  type TaskRecord,
+  type TaskStatus,
+  type TransitionChange,
+} from './state.js';
+import type { NewTask, TaskPage, TaskStore, TransitionListener } from './store.js';
+import { newTaskId } from './task-id.js';
+
+export interface RedisStoreOptions {
+  /** `redis://[[user]:password@]host[:port][/db]`, or `rediss://…` for TLS. */
+  url: string;
+  /** Overrides the password of the URL (so that it can come from a secret rather than the URL). */
+  password?: string;
+  /** Overrides the database number of the URL. */
+  db?: number;
+  /** Prefix of every key and of the pub/sub channel; replicas that share tasks share it. Default `taskgate:`. */
+  keyPrefix?: string;
+  /** Signs `tasks/list` cursors; the same on every replica (at least 16 bytes; 32 random bytes is good). */
+  cursorSecret: string | Buffer;
+  maxTasks: number;
+  maxResultBytes: number;
+  /** The clock, for tests. Default: Redis's own clock. */
+  now?: () => number;
+  /** How often waited tasks are re-read in case a pub/sub message was lost. Default 10 s. */
+  fallbackPollMs?: number;
+  /** How long a connection attempt may take. Default 2 s. */
+  connectTimeoutMs?: number;
+  /** How long one command may take before it fails (a hung server). Default 10 s. */
+  commandTimeoutMs?: number;
+  /** Where connection losses and recoveries are logged. */
+  logger?: Pick<Logger, 'warn' | 'info'>;
+}
+
+export interface RedisStoreStats {
+  live: number;
+  terminal: number;
+  /** The byte-budget counter: sum over terminal tasks of max(1, outcomeBytes). */
+  bytes: number;
+  evictions: number;
+}
+
+export const DEFAULT_KEY_PREFIX = 'taskgate:';
+const DEFAULT_FALLBACK_POLL_MS = 10_000;
+const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
+const DEFAULT_COMMAND_TIMEOUT_MS = 10_000;
+const MAX_RECONNECT_DELAY_MS = 2_000;
+/** Replies of Redis that mean "not now" rather than "your script is wrong". */
+const UNAVAILABLE_REPLY = /^(OOM|LOADING|READONLY|MASTERDOWN|BUSY|NOREPLICAS|CLUSTERDOWN|TRYAGAIN)\b/;
+
+const TRANSITIONS_JSON = JSON.stringify(ALLOWED_TRANSITIONS);
+const SHAS = Object.fromEntries(
+  Object.entries(SCRIPTS).map(([name, lua]) => [name, createHash('sha1').update(lua).digest('hex')]),
+) as Record<ScriptName, string>;
+
+type Reply = [code: string, ...rest: unknown[]];
+type Values = (string | null)[];
+
+interface Waiter {
+  resolve(record: TaskRecord): void;
+  reject(error: unknown): void;
+}
+
+export class RedisTaskStore implements TaskStore {
+  private readonly cmd: Redis;
+  private readonly sub: Redis;
+  private readonly prefix: string;
+  private readonly channel: string;
+  private readonly sharedKeys: string[];
+  private readonly where: string;
+  private readonly cursors: CursorCodec;
+  private readonly listeners = new Set<TransitionListener>();
+  private readonly waiters = new Map<string, Set<Waiter>>();
+  /** Tasks being re-read → whether another read was asked for meanwhile. */
+  private readonly checking = new Map<string, boolean>();
+  /** Emits 'change' when the connections' state changes, for ready(). */
+  private readonly state = new EventEmitter();
+  private subscribed = false;
+  private lastError: Error | undefined;
+  private lost = false;
+  private poller: NodeJS.Timeout | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly options: RedisStoreOptions) {
+    if (!/^rediss?:\/\//i.test(options.url)) {
+      throw new Error(`The Redis store needs a redis:// or rediss:// URL, not "${redact(options.url)}"`);
+    }
+    if (Buffer.byteLength(options.cursorSecret) < 16) {
+      throw new Error('The Redis store needs a cursorSecret of at least 16 bytes, the same on every replica');
+    }
+    this.prefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
+    this.channel = `${this.prefix}events`;
+    this.sharedKeys = SHARED_KEYS.map((name) => this.prefix + name);
+    this.where = redact(options.url);
+    this.cursors = new CursorCodec(
+      createHmac('sha256', options.cursorSecret)
+        .update(`taskgate tasks/list cursor\0${this.prefix}`)
+        .digest(),
+    );
+    const common = {
+      connectTimeout: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+      retryStrategy: (attempt: number) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      autoResubscribe: false,
+      ...(options.password === undefined ? {} : { password: options.password }),
+      ...(options.db === undefined ? {} : { db: options.db }),
+    };
+    this.cmd = new Redis(options.url, {
+      ...common,
+      connectionName: 'taskgate',
+      commandTimeout: options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+    });
+    this.sub = new Redis(options.url, { ...common, connectionName: 'taskgate-events' });
+    for (const connection of [this.cmd, this.sub]) {
+      connection.on('error', (error: Error) => (this.lastError = error));
+      connection.on('close', () => this.connectionLost());
+    }
+    this.cmd.on('ready', () => this.connectionUp());
+    this.sub.on('ready', () => void this.subscribe());
+    this.sub.on('message', (channel: string, message: string) => {
+      if (channel === this.channel) this.onEvent(message);
+    });
+  }
+
+  /** Resolves once both connections are up and the events are subscribed; TaskStoreUnavailableError if not within the time. */
+  async ready(timeoutMs = this.options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS): Promise<void> {
+    const signal = AbortSignal.timeout(timeoutMs);
+    while (!(this.cmd.status === 'ready' && this.subscribed)) {
+      if (this.closing) throw this.closedError();
+      try {
+        await once(this.state, 'change', { signal });
+      } catch {
+        const why = this.lastError ? ` (${this.lastError.message})` : '';
+        throw this.unavailable(`did not connect within ${timeoutMs} ms${why}`);
+      }
+    }
+  }
+
+  async create(task: NewTask): Promise<TaskRecord> {
+    const taskId = newTaskId();
+    const owner = this.ownerKey(task.owner);
+    const reply = await this.run(
+      'create',
+      [this.taskKey(taskId), owner, `${this.prefix}owner-meta:${task.owner}`],
+      [
+        String(this.options.maxTasks),
+        JSON.stringify({
+          id: taskId,
+          owner: task.owner,
+          identity: task.identity,
+          session: task.sessionId,
+          tool: task.toolName,
+          ttl: task.ttl,
+          poll: task.pollInterval,
+        }),
+      ],
+    );
+    return decode(this.accepted(reply, taskId)[0] as Values).record;
+  }
+
+  async get(taskId: string): Promise<TaskRecord> {
+    return this.fetch(taskId, true);
+  }
+
+  async update(taskId: string, change: TransitionChange): Promise<TaskRecord> {
+    const hasOutcome = change.outcome !== undefined;
+    const reply = await this.run(
+      'update',
+      [this.taskKey(taskId)],
+      [
+        TRANSITIONS_JSON,
+        String(LATE_RESULT_GRACE_MS),
+        String(this.options.maxResultBytes),
+        JSON.stringify({
+          status: change.status,
+          message: change.statusMessage,
+          hasOutcome,
+          outcomeBytes: hasOutcome ? (change.outcomeBytes ?? 0) : undefined,
+        }),
+        hasOutcome ? JSON.stringify(change.outcome) : '',
+      ],
+    );
+    const { record } = decode(this.accepted(reply, taskId, change.status)[0] as Values);
+    if (change.outcome !== undefined) record.outcome = change.outcome;
+    for (const listener of this.listeners) {
+      try {
+        listener(record);
+      } catch (error) {
+        // The change is made: a failing listener must not keep it from the waiters.
+        process.emitWarning(error as Error);
+      }
+    }
+    if (isTerminal(record.status)) this.wake(taskId, record);
+    return record;
+  }
+
+  async list(owner: string, cursor: string | undefined, limit: number): Promise<TaskPage> {
+    const after = cursor === undefined ? 0 : this.cursors.decode(owner, cursor);
+    const reply = await this.run('list', [this.ownerKey(owner)], [String(after), String(limit)]);
+    const [more, rows] = this.accepted(reply, '') as [number, Values[]];
+    const page = rows.map(decode);
+    const tasks = page.map((row) => row.record);
+    if (more !== 1) return { tasks };
+    return { tasks, nextCursor: this.cursors.encode(owner, page.at(-1)?.position ?? after) };
+  }
+
+  waitForTerminal(taskId: string, signal?: AbortSignal): Promise<TaskRecord> {
+    if (this.closing) return Promise.reject(this.closedError());
+    return new Promise((resolve, reject) => {
+      let waiting = this.waiters.get(taskId);
+      if (!waiting) this.waiters.set(taskId, (waiting = new Set()));
+      const waiters = waiting;
+      let settled = false;
+      const settle = (): boolean => {
+        if (settled) return false;
+        settled = true;
+        signal?.removeEventListener('abort', onAbort);
+        waiters.delete(waiter);
+        if (waiters.size === 0 && this.waiters.get(taskId) === waiters) this.waiters.delete(taskId);
+        this.schedulePoll();
+        return true;
+      };
+      const waiter: Waiter = {
+        resolve: (record) => settle() && resolve(record),
+        reject: (error) => settle() && reject(error),
+      };
+      const onAbort = (): void => waiter.reject(signal?.reason);
+      waiters.add(waiter);
+      this.schedulePoll();
+      if (signal && !signal.aborted) signal.addEventListener('abort', onAbort, { once: true });
+      // The first look comes after the waiter is registered, so a message published meanwhile is not missed.
+      this.fetch(taskId, true).then(
+        (record) => {
+          if (isTerminal(record.status)) waiter.resolve(record);
+          else if (signal?.aborted) waiter.reject(signal.reason);
+        },
+        (error: unknown) => waiter.reject(error),
+      );
+    });
+  }
+
+  onTransition(listener: TransitionListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Counts across every replica sharing the prefix. */
+  async stats(): Promise<RedisStoreStats> {
+    const [live, terminal, bytes, evictions] = await this.redis(() =>
+      Promise.all([
+        this.cmd.zcard(`${this.prefix}live`),
+        this.cmd.zcard(`${this.prefix}lru`),
+        this.cmd.get(`${this.prefix}bytes`),
+        this.cmd.get(`${this.prefix}evictions`),
+      ]),
+    );
+    return { live, terminal, bytes: Number(bytes ?? 0), evictions: Number(evictions ?? 0) };
+  }
+
+  /** Closes both connections; pending waits reject with TaskStoreUnavailableError. Safe to call twice. */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    clearInterval(this.poller);
+    this.poller = undefined;
+    const error = this.closedError();
+    for (const waiting of [...this.waiters.values()]) for (const waiter of waiting) waiter.reject(error);
+    this.state.emit('change');
+    await Promise.all([quit(this.cmd), quit(this.sub)]);
+  }
+
+  private async fetch(taskId: string, touch: boolean): Promise<TaskRecord> {
+    const reply = await this.run('get', [this.taskKey(taskId)], [taskId, touch ? '1' : '0']);
+    return decode(this.accepted(reply, taskId)[0] as Values).record;
+  }
+
+  /** Runs a script (by its SHA, loading it on NOSCRIPT) with the shared keys and arguments first. */
+  private run(name: ScriptName, keys: string[], args: string[]): Promise<Reply> {
+    const now = this.options.now ? String(this.options.now()) : '';
+    const all = [...this.sharedKeys, ...keys];
+    const argv = [this.prefix, now, ...args];
+    return this.redis(async () => {
+      try {
+        return (await this.cmd.evalsha(SHAS[name], all.length, ...all, ...argv)) as Reply;
+      } catch (error) {
+        if (!(error instanceof ReplyError) || !(error as Error).message.startsWith('NOSCRIPT')) throw error;
+        return (await this.cmd.eval(SCRIPTS[name], all.length, ...all, ...argv)) as Reply;
+      }
+    });
+  }
+
+  /** Sends commands unless closed, and turns a lost or refused connection into TaskStoreUnavailableError. */
+  private async redis<T>(send: () => Promise<T>): Promise<T> {
+    if (this.closing) throw this.closedError();
+    try {
+      return await send();
+    } catch (error) {
+      if (error instanceof ReplyError && !UNAVAILABLE_REPLY.test((error as Error).message)) throw error;
+      if (this.closing) throw this.closedError();
+      throw this.unavailable(
+        this.cmd.status === 'ready'
+          ? `failed: ${(error as Error).message}`
+          : `is not connected (${this.cmd.status}${this.lastError ? `: ${this.lastError.message}` : ''})`,
+        error,
+      );
+    }
+  }
+
+  /** The rest of an 'ok' reply; any refusal becomes its typed error. */
+  private accepted(reply: Reply, taskId: string, to?: TaskStatus): unknown[] {
+    const [code, ...rest] = reply;
+    if (code === 'ok') return rest;
+    throw refusal(code, rest, taskId, to, this.options);
+  }
+
+  private async subscribe(): Promise<void> {
+    if (this.closing) return;
+    try {
+      await this.sub.subscribe(this.channel);
+    } catch (error) {
+      // The connection dropped again: the next 'ready' subscribes.
+      this.lastError = error as Error;
+      return;
+    }
+    this.subscribed = true;
+    this.connectionUp();
+  }
+
+  /** Called when either connection is up; acts once both are. */
+  private connectionUp(): void {
+    if (this.cmd.status === 'ready' && this.subscribed) {
+      if (this.lost) {
+        this.lost = false;
+        this.options.logger?.info({ redis: this.where }, 'task store: Redis connection restored');
+      }
+      // Whatever was published while a connection was away is lost: look at every waited task now.
+      for (const taskId of this.waiters.keys()) this.check(taskId);
+    }
+    this.state.emit('change');
+  }
+
+  private connectionLost(): void {
+    if (this.sub.status !== 'ready') this.subscribed = false;
+    if (!this.lost && !this.closing) {
+      this.lost = true;
+      this.options.logger?.warn(
+        { redis: this.where, err: this.lastError?.message },
+        'task store: Redis unreachable; reconnecting',
+      );
+    }
+    this.state.emit('change');
+  }
+
+  private onEvent(message: string): void {
+    const [taskId, status] = message.split(' ');
+    if (taskId === undefined || !this.waiters.has(taskId)) return;
+    if (status === 'gone') this.settleAll(taskId, new TaskNotFoundError(taskId));
+    else this.check(taskId);
+  }
+
+  /**
+   * Re-reads a waited task: wakes its waiters if it is terminal or gone; a failed read waits for the next
+   * reconnection or poll. A check asked for while one is in flight runs again after it.
+   */
+  private check(taskId: string): void {
+    if (this.closing) return;
+    if (this.checking.has(taskId)) {
+      this.checking.set(taskId, true);
+      return;
+    }
+    this.checking.set(taskId, false);
+    void this.fetch(taskId, false)
+      .then(
+        (record) => {
+          if (isTerminal(record.status)) this.wake(taskId, record);
+        },
+        (error: unknown) => {
+          if (error instanceof TaskNotFoundError) this.settleAll(taskId, error);
+        },
+      )
+      .finally(() => {
+        const again = this.checking.get(taskId) === true;
+        this.checking.delete(taskId);
+        if (again && this.waiters.has(taskId)) this.check(taskId);
+      });
+  }
+
+  private wake(taskId: string, record: TaskRecord): void {
+    for (const waiter of [...(this.waiters.get(taskId) ?? [])]) waiter.resolve(record);
+  }
+
+  private settleAll(taskId: string, error: unknown): void {
+    for (const waiter of [...(this.waiters.get(taskId) ?? [])]) waiter.reject(error);
+  }
+
+  /** The fallback poll runs only while someone waits. */
+  private schedulePoll(): void {
+    if (this.waiters.size > 0 && !this.poller && !this.closing) {
+      this.poller = setInterval(() => {
+        for (const taskId of this.waiters.keys()) this.check(taskId);
+      }, this.options.fallbackPollMs ?? DEFAULT_FALLBACK_POLL_MS);
+      this.poller.unref();
+    } else if (this.waiters.size === 0 && this.poller) {
+      clearInterval(this.poller);
+      this.poller = undefined;
+    }
+  }
+
+  private taskKey(taskId: string): string {
+    return `${this.prefix}task:${taskId}`;
+  }
+
+  private ownerKey(owner: string): string {
+    return `${this.prefix}owner:${owner}`;
+  }
+
+  private unavailable(what: string, cause?: unknown): TaskStoreUnavailableError {
+    return new TaskStoreUnavailableError(`Task store unavailable: Redis at ${this.where} ${what}`, { cause });
+  }
+
+  private closedError(): TaskStoreUnavailableError {
+    return new TaskStoreUnavailableError(`Task store closed (Redis at ${this.where})`);
+  }
+}
+
+/** The one place where the scripts' refusals become the store's typed errors (same words as the memory store). */
+function refusal(
+  code: string,
+  rest: unknown[],
+  taskId: string,
+  to: TaskStatus | undefined,
+  limits: { maxTasks: number; maxResultBytes: number },
+): Error {
+  switch (code) {
+    case 'not_found':
+      return new TaskNotFoundError(taskId);
+    case 'illegal':
+      return new IllegalTransitionError(taskId, rest[0] as TaskStatus, to as TaskStatus);
+    case 'too_large':
+      return TaskLimitError.resultBytes(Number(rest[0]), limits.maxResultBytes);
+    case 'full':
+      return TaskLimitError.liveTasks(limits.maxTasks);
+    case 'exists':
+      return new Error(`Task id collision on ${taskId} (a broken random source?)`);
+    default:
+      return new Error(`Unexpected reply from a task store script: ${String(code)}`);
+  }
+}
+
+/** A task as the scripts return it: RECORD_FIELDS in order, then the outcome when it was asked for. */
+function decode(values: Values): { record: TaskRecord; position: number } {
+  const field = Object.fromEntries(RECORD_FIELDS.map((name, i) => [name, values[i] ?? null])) as Record<
+    (typeof RECORD_FIELDS)[number],
+    string | null
+  >;
+  const record: TaskRecord = {
+    taskId: String(field.id),
+    status: field.status as TaskStatus,
+    createdAt: Number(field.created),
+    lastUpdatedAt: Number(field.updated),
+    ttl: Number(field.ttl),
+    pollInterval: Number(field.poll),
+    owner: String(field.owner),
+    sessionId: String(field.session),
+    toolName: String(field.tool),
+    outcomeBytes: Number(field.bytes),
+  };
+  if (field.message !== null) record.statusMessage = field.message;
+  if (field.identity !== null) record.identity = field.identity;
+  const outcome = values[RECORD_FIELDS.length];
+  if (typeof outcome === 'string') record.outcome = JSON.parse(outcome) as TaskOutcome;
+  return { record, position: Number(field.pos) };
+}
+
+/** The URL without its credentials, for messages and logs. */
+function redact(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.username = '';
+    parsed.password = '';
+    return parsed.toString();
+  } catch {
+    return '(an unparsable URL)';
+  }
+}
+
+async function quit(connection: Redis): Promise<void> {
+  if (connection.status === 'ready') {
+    try {
+      await connection.quit();
+      return;
+    } catch {
+      // Fall through: drop the connection instead.
+    }
+  }
+  connection.disconnect();
+}

@@ -1,0 +1,362 @@
+/**
+ * The Redis task store against a real Redis (test/helpers/redis.ts finds or starts one): the shared
+ * TaskStore contract, then what only several replicas sharing one Redis can show. Every store gets a
+ * fresh key prefix; stores that stand for replicas of one deployment share theirs.
+ */
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import {
+  IllegalTransitionError,
+  InvalidCursorError,
+  TaskLimitError,
+  TaskNotFoundError,
+  TaskStoreUnavailableError,
+} from '../../src/tasks/errors.js';
+import { RedisTaskStore, type RedisStoreOptions } from '../../src/tasks/redis-store.js';
+import type { TaskOutcome, TaskRecord, TaskStatus } from '../../src/tasks/state.js';
+import type { NewTask } from '../../src/tasks/store.js';
+import {
+  freePort,
+  freshPrefix,
+  redisForTests,
+  startRedisServer,
+  type RedisServer,
+} from '../helpers/redis.js';
+import { describeTaskStoreContract } from '../store-contract.js';
+
+const redis = await redisForTests();
+afterAll(() => redis?.stop());
+
+const SECRET = 'a cursor secret shared by the replicas';
+/** The bound on every wait for something that should happen (a guard, not a sleep). */
+const WITHIN_MS = 5_000;
+
+const opened: RedisTaskStore[] = [];
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((store) => store.close()));
+});
+
+/** A connected store; by default on a fresh prefix of its own. */
+async function open(options: Partial<RedisStoreOptions> = {}): Promise<RedisTaskStore> {
+  const store = new RedisTaskStore({
+    url: redis!.url,
+    keyPrefix: freshPrefix(),
+    cursorSecret: SECRET,
+    maxTasks: 1_000,
+    maxResultBytes: 1_000_000,
+    ...options,
+  });
+  opened.push(store);
+  await store.ready(WITHIN_MS);
+  return store;
+}
+
+/** Two stores sharing one prefix and one secret: two replicas of one deployment. */
+async function replicas(options: Partial<RedisStoreOptions> = {}): Promise<[RedisTaskStore, RedisTaskStore]> {
+  const keyPrefix = freshPrefix();
+  return [await open({ keyPrefix, ...options }), await open({ keyPrefix, ...options })];
+}
+
+const newTask = (overrides: Partial<NewTask> = {}): NewTask => ({
+  owner: `owner-${randomUUID()}`,
+  sessionId: `session-${randomUUID()}`,
+  toolName: 'slow_tool',
+  ttl: 3_600_000,
+  pollInterval: 1_000,
+  ...overrides,
+});
+
+const result = (text: string): { outcome: TaskOutcome; outcomeBytes: number } => {
+  const outcome: TaskOutcome = { result: { content: [{ type: 'text', text }] } };
+  return { outcome, outcomeBytes: Buffer.byteLength(JSON.stringify(outcome)) };
+};
+
+async function thrownBy(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a rejection, but the promise resolved');
+}
+
+/** Resolves with the value, or fails if the promise has not settled within WITHIN_MS. */
+async function within<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const guard = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${WITHIN_MS} ms`)), WITHIN_MS);
+  });
+  try {
+    return await Promise.race([promise, guard]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe.skipIf(!redis)('RedisTaskStore', () => {
+  describeTaskStoreContract('RedisTaskStore', (options) => open(options));
+
+  describe('replicas racing on one task', () => {
+    it('cancel and complete from two replicas at once end in exactly one terminal state; cancelled stays cancelled (spec: Task Cancellation 3)', async () => {
+      const [a, b] = await replicas();
+      const changes: TaskRecord[] = [];
+      a.onTransition((record) => changes.push(record));
+      b.onTransition((record) => changes.push(record));
+      const tasks = await Promise.all(Array.from({ length: 100 }, () => a.create(newTask())));
+      const waiters = tasks.map((task) => b.waitForTerminal(task.taskId));
+      const attempts: [RedisTaskStore, TaskStatus][] = [
+        [a, 'cancelled'],
+        [b, 'completed'],
+        [b, 'cancelled'],
+        [a, 'completed'],
+        [a, 'failed'],
+        [b, 'cancelled'],
+      ];
+      const raced = await Promise.all(
+        tasks.map((task, i) =>
+          Promise.allSettled(
+            // Each task sees the attempts in another order, so every one of them gets to go first.
+            [...attempts.slice(i % attempts.length), ...attempts.slice(0, i % attempts.length)].map(
+              ([store, status]) =>
+                store.update(task.taskId, {
+                  status,
+                  statusMessage: `${status} by ${store === a ? 'A' : 'B'}`,
+                  ...(status === 'completed' ? result('done') : {}),
+                }),
+            ),
+          ),
+        ),
+      );
+      for (const [i, outcomes] of raced.entries()) {
+        const won = outcomes.filter((o) => o.status === 'fulfilled');
+        expect(won).toHaveLength(1);
+        const winner = (won[0] as PromiseFulfilledResult<TaskRecord>).value;
+        for (const lost of outcomes.filter((o) => o.status === 'rejected')) {
+          expect(lost.reason).toBeInstanceOf(IllegalTransitionError);
+          expect(lost.reason).toMatchObject({ from: winner.status });
+        }
+        expect(await b.get(tasks[i]!.taskId)).toEqual(winner);
+      }
+      expect(changes).toHaveLength(tasks.length);
+      const finals = await within(Promise.all(waiters), 'the waiters on B');
+      for (const [i, final] of finals.entries()) expect(final).toEqual(await a.get(tasks[i]!.taskId));
+
+      const cancelled = finals.filter((record) => record.status === 'cancelled');
+      expect(cancelled.length).toBeGreaterThan(0);
+      for (const record of cancelled) {
+        for (const store of [a, b]) {
+          expect(
+            await thrownBy(store.update(record.taskId, { status: 'completed', ...result('late') })),
+          ).toMatchObject({ from: 'cancelled', to: 'completed' });
+        }
+        const after = await a.get(record.taskId);
+        expect(after.status).toBe('cancelled');
+        expect(after).not.toHaveProperty('outcome');
+      }
+      expect(await a.stats()).toMatchObject({ live: 0, terminal: tasks.length });
+    });
+  });
+
+  describe('waiting across replicas', () => {
+    it('a waiter on A wakes when B completes the task, on the pub/sub message (spec: Result Retrieval 3)', async () => {
+      // No fallback poll within the test's bound: only the message can wake the waiter in time.
+      const [a, b] = await replicas({ fallbackPollMs: 3_600_000 });
+      const task = await a.create(newTask());
+      const waiting = a.waitForTerminal(task.taskId);
+      const done = await b.update(task.taskId, { status: 'completed', ...result('from B') });
+      expect(await within(waiting, 'the waiter on A')).toEqual(done);
+    });
+
+    it('wakes waiters on both replicas, whichever replica ends the task', async () => {
+      const [a, b] = await replicas({ fallbackPollMs: 3_600_000 });
+      const task = await b.create(newTask());
+      const waiting = [a.waitForTerminal(task.taskId), b.waitForTerminal(task.taskId)];
+      const failed = await a.update(task.taskId, { status: 'failed', statusMessage: 'boom' });
+      expect(await within(Promise.all(waiting), 'both waiters')).toEqual([failed, failed]);
+    });
+
+    it('a slow fallback poll wakes a waiter whose message was lost', async () => {
+      const keyPrefix = freshPrefix();
+      const a = await open({ keyPrefix, fallbackPollMs: 50 });
+      const task = await a.create(newTask());
+      const waiting = a.waitForTerminal(task.taskId);
+      // Finish the task behind the store's back: no script runs, so no message is published.
+      const raw = new Redis(redis!.url);
+      try {
+        await raw.hset(`${keyPrefix}task:${task.taskId}`, 'status', 'completed');
+      } finally {
+        await raw.quit();
+      }
+      expect((await within(waiting, 'the polled waiter')).status).toBe('completed');
+    });
+
+    it('close rejects pending waits with TaskStoreUnavailableError; close twice is fine; then every call rejects', async () => {
+      const store = await open();
+      const task = await store.create(newTask());
+      const waiting = thrownBy(store.waitForTerminal(task.taskId));
+      await Promise.all([store.close(), store.close()]);
+      await store.close();
+      expect(await within(waiting, 'the pending wait')).toBeInstanceOf(TaskStoreUnavailableError);
+      for (const call of [
+        () => store.get(task.taskId),
+        () => store.create(newTask()),
+        () => store.update(task.taskId, { status: 'completed' }),
+        () => store.list(task.owner, undefined, 10),
+        () => store.waitForTerminal(task.taskId),
+      ]) {
+        expect(await thrownBy(call())).toBeInstanceOf(TaskStoreUnavailableError);
+      }
+    });
+  });
+
+  describe('cursors across replicas', () => {
+    it('a cursor from A is accepted by B; a modified one, or one from a store with another secret, is refused (spec: Task Listing 3)', async () => {
+      const [a, b] = await replicas();
+      const owner = `owner-${randomUUID()}`;
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) ids.push((await a.create(newTask({ owner }))).taskId);
+      const first = await a.list(owner, undefined, 1);
+      const cursor = first.nextCursor!;
+      expect(cursor).toEqual(expect.any(String));
+      const rest = await b.list(owner, cursor, 10);
+      expect(rest.tasks.map((task) => task.taskId)).toEqual(ids.slice(1));
+      const flipped = cursor.slice(0, -1) + (cursor.endsWith('A') ? 'B' : 'A');
+      expect(await thrownBy(b.list(owner, flipped, 10))).toBeInstanceOf(InvalidCursorError);
+      const stranger = await open({
+        keyPrefix: (a as unknown as { prefix: string }).prefix,
+        cursorSecret: 'another secret, of another deployment',
+      });
+      expect(await thrownBy(stranger.list(owner, cursor, 10))).toBeInstanceOf(InvalidCursorError);
+    });
+  });
+
+  describe('limits across replicas', () => {
+    it('maxTasks counts the live tasks of every replica, and a full store evicts terminal tasks of any replica', async () => {
+      const [a, b] = await replicas({ maxTasks: 3 });
+      const first = await a.create(newTask());
+      await a.create(newTask());
+      await b.create(newTask());
+      expect(await thrownBy(a.create(newTask()))).toBeInstanceOf(TaskLimitError);
+      expect(await thrownBy(b.create(newTask()))).toBeInstanceOf(TaskLimitError);
+      expect(await a.stats()).toMatchObject({ live: 3, terminal: 0 });
+      await b.update(first.taskId, { status: 'completed' });
+      await a.create(newTask());
+      expect(await thrownBy(b.get(first.taskId))).toBeInstanceOf(TaskNotFoundError);
+      expect(await b.stats()).toMatchObject({ live: 3, terminal: 0, evictions: 1 });
+    });
+
+    it('the result byte budget is shared: a result on B evicts an older one from A; one too large is refused everywhere', async () => {
+      const [a, b] = await replicas({ maxResultBytes: 1_000 });
+      const older = await a.create(newTask());
+      const newer = await b.create(newTask());
+      const big = result('x'.repeat(550));
+      await a.update(older.taskId, { status: 'completed', ...big });
+      await b.update(newer.taskId, { status: 'completed', ...big });
+      expect(await thrownBy(a.get(older.taskId))).toBeInstanceOf(TaskNotFoundError);
+      expect((await a.get(newer.taskId)).outcome).toEqual(big.outcome);
+      expect(await a.stats()).toMatchObject({ terminal: 1, bytes: big.outcomeBytes, evictions: 1 });
+
+      const live = await a.create(newTask());
+      const error = await thrownBy(
+        b.update(live.taskId, { status: 'completed', ...result('x'.repeat(1_000)) }),
+      );
+      expect(error).toBeInstanceOf(TaskLimitError);
+      expect(await a.get(live.taskId)).toEqual(live);
+    });
+  });
+
+  describe('expiry by Redis itself', () => {
+    it('a live task has no expiry; once terminal, every key of it expires after its ttl, by PEXPIRE', async () => {
+      const keyPrefix = freshPrefix();
+      // Redis's own clock (no `now`), so the expiry is real.
+      const store = await open({ keyPrefix });
+      const owner = `owner-${randomUUID()}`;
+      const task = await store.create(newTask({ owner, ttl: 300 }));
+      const keys = [
+        `${keyPrefix}task:${task.taskId}`,
+        `${keyPrefix}owner:${owner}`,
+        `${keyPrefix}owner-meta:${owner}`,
+      ];
+      const raw = new Redis(redis!.url);
+      const events = new Redis(redis!.url);
+      const db = Number(new URL(redis!.url).pathname.slice(1) || 0);
+      const previous = ((await raw.config('GET', 'notify-keyspace-events')) as string[])[1] ?? '';
+      try {
+        for (const key of keys) expect(await raw.pttl(key)).toBe(-1);
+        await raw.config('SET', 'notify-keyspace-events', 'Ex');
+        await events.subscribe(`__keyevent@${db}__:expired`);
+        const expired = new Set<string>();
+        const allExpired = new Promise<void>((resolve) => {
+          events.on('message', (_channel: string, key: string) => {
+            expired.add(key);
+            if (keys.every((k) => expired.has(k))) resolve();
+          });
+        });
+        await store.update(task.taskId, { status: 'completed', ...result('soon gone') });
+        for (const key of keys) {
+          const pttl = await raw.pttl(key);
+          expect(pttl, key).toBeGreaterThan(0);
+          expect(pttl, key).toBeLessThanOrEqual(300);
+        }
+        await within(allExpired, 'the expiry of every key of the task');
+      } finally {
+        await raw.config('SET', 'notify-keyspace-events', previous);
+        await Promise.all([raw.quit(), events.quit()]);
+      }
+      expect(await thrownBy(store.get(task.taskId))).toBeInstanceOf(TaskNotFoundError);
+      expect((await store.list(owner, undefined, 10)).tasks).toEqual([]);
+      // The next create sweeps the index entries of what Redis expired.
+      await store.create(newTask());
+      expect(await store.stats()).toMatchObject({ live: 1, terminal: 0, bytes: 0 });
+    });
+  });
+
+  describe('Redis unreachable', () => {
+    it('a store pointed at a closed port rejects at once with a clear error', async () => {
+      const port = await freePort();
+      const store = new RedisTaskStore({
+        url: `redis://:hunter2@127.0.0.1:${port}/0`,
+        cursorSecret: SECRET,
+        maxTasks: 10,
+        maxResultBytes: 1_000,
+      });
+      opened.push(store);
+      const started = performance.now();
+      const error = await thrownBy(store.create(newTask()));
+      expect(performance.now() - started).toBeLessThan(500);
+      expect(error).toBeInstanceOf(TaskStoreUnavailableError);
+      expect((error as Error).message).toContain(`127.0.0.1:${port}`);
+      expect((error as Error).message).not.toContain('hunter2');
+      expect(await thrownBy(store.get(randomUUID()))).toBeInstanceOf(TaskStoreUnavailableError);
+      expect(await thrownBy(store.ready(200))).toBeInstanceOf(TaskStoreUnavailableError);
+    });
+
+    describe('a restarted Redis', () => {
+      let server: RedisServer | undefined;
+      afterEach(async () => server?.stop());
+
+      it('fails fast while Redis is down, recovers by itself when it is back, and wakes waiters whose task is gone', async (context) => {
+        // Needs a server of its own to stop and start, even when REDIS_URL names a shared one.
+        server = await startRedisServer().catch((error: unknown) => {
+          if (process.env.CI === 'true') throw error;
+          return undefined;
+        });
+        if (!server) return context.skip();
+        const store = await open({ url: server.url, fallbackPollMs: 3_600_000 });
+        const task = await store.create(newTask());
+        const waiting = store.waitForTerminal(task.taskId);
+        await server.stop();
+        const down = await thrownBy(store.get(task.taskId));
+        expect(down).toBeInstanceOf(TaskStoreUnavailableError);
+        expect((down as Error).message).toContain(`Redis at redis://127.0.0.1:${server.port}`);
+        server = await startRedisServer(server.port);
+        await store.ready(WITHIN_MS);
+        // The restarted server kept nothing (no persistence): the waiter learns it on resubscribing.
+        expect(await within(thrownBy(waiting), 'the waiter')).toBeInstanceOf(TaskNotFoundError);
+        const again = await store.create(newTask());
+        expect((await store.get(again.taskId)).status).toBe('working');
+      });
+    });
+  });
+});
