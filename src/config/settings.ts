@@ -81,6 +81,13 @@ export const SETTINGS: readonly Setting[] = [
     help: 'do not send notifications/tasks/status',
   },
   {
+    path: ['clientTasks'],
+    flag: 'no-client-tasks',
+    sets: false,
+    group: 'Tasks',
+    help: 'do not declare client-side tasks (sampling, elicitation) to the upstream for a client that lacks them',
+  },
+  {
     path: ['unwrap', 'minPollInterval'],
     flag: 'unwrap-min-poll-interval',
     metavar: 'MS',
