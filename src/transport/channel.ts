@@ -6,9 +6,24 @@ export interface CloseInfo {
   reason: string;
 }
 
+/**
+ * Where a message arriving from a peer came from, when the transport knows: over Streamable HTTP, the
+ * request whose response stream carried it (the id as this side sent it).
+ */
+export interface Arrival {
+  onStreamOf?: RequestId;
+}
+
+/**
+ * Where a message going to a peer belongs, for transports that carry messages on several streams
+ * (Streamable HTTP): a response goes on the stream of its request; a message related to a request goes
+ * on that request's stream while it is open. Stdio ignores it.
+ */
+export type Route = { responseTo: RequestId } | { relatedTo: RequestId };
+
 export interface ChannelHandlers {
   /** The exact bytes of one message, not yet parsed (forwarded as they are when nothing changes). */
-  message(raw: Buffer): void;
+  message(raw: Buffer, arrival?: Arrival): void;
   /** A frame that could not become a message: over the size limit. */
   malformed(error: ProtocolError, id: RequestId | null): void;
   closed(info: CloseInfo): void;
@@ -18,7 +33,7 @@ export interface ChannelHandlers {
 export interface Channel {
   start(handlers: ChannelHandlers): void;
   /** Sends the bytes of one serialized JSON-RPC message, as they are. */
-  sendRaw(raw: Buffer | string): void;
-  send(message: object): void;
+  sendRaw(raw: Buffer | string, route?: Route): void;
+  send(message: object, route?: Route): void;
   close(): Promise<void>;
 }
