@@ -6,6 +6,7 @@ import { UsageError, parseCommandLine } from './config/flags.js';
 import { HELP } from './config/help.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import { printable, summary } from './config/report.js';
+import { runHttpGateway } from './http-proxy.js';
 import { startStdioProxy } from './stdio-proxy.js';
 import { UpstreamStartError } from './transport/stdio-upstream.js';
 
@@ -37,7 +38,8 @@ async function main(): Promise<number> {
     await print(printable(loaded));
     return 0;
   }
-  return startStdioProxy(loaded.config);
+  const config = loaded.config;
+  return config.http.listen === undefined ? startStdioProxy(config) : runHttpGateway(config);
 }
 
 main().then(

@@ -8,14 +8,11 @@ import { createLogger } from './observability/logger.js';
 import { Session } from './session/session.js';
 import { MemoryTaskStore } from './tasks/memory-store.js';
 import { LineChannel } from './transport/line-channel.js';
-import { spawnStdioUpstream } from './transport/stdio-upstream.js';
+import { openUpstream } from './upstream.js';
 
 export async function startStdioProxy(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
-  if (!config.upstream) throw new Error('no upstream server configured');
-  const { command, args } = config.upstream;
-  const upstream = await spawnStdioUpstream(config.upstream, config.maxMessageBytes, logger);
-  logger.info({ pid: upstream.pid, command: config.upstream.command }, 'upstream server started');
+  const upstream = await openUpstream(config, logger);
   const store = new MemoryTaskStore({
     maxTasks: config.tasks.maxTasks,
     maxResultBytes: config.tasks.maxResultBytes,
@@ -33,7 +30,7 @@ export async function startStdioProxy(config: Config): Promise<number> {
         upstreamGone: (state) => {
           if (state.initialized) return;
           logger.error(
-            `the upstream server "${[command, ...args].join(' ')}" stopped before it answered initialize (${state.goneReason}); exiting`,
+            `the upstream server "${upstream.description}" stopped before it answered initialize (${state.goneReason}); exiting`,
           );
           exitCode = 1;
           void session.close();

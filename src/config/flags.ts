@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { TASK_SUPPORT_VALUES, type ConfigInput, type TaskSupport } from './schema.js';
-import { SETTINGS, assign } from './settings.js';
+import { SETTINGS, TEXT_METAVARS, assign } from './settings.js';
 import { closest, didYouMean } from './suggest.js';
 
 export class UsageError extends Error {
@@ -23,6 +23,9 @@ type OptionSpec = { type: 'string' | 'boolean'; multiple?: boolean; short?: stri
 const OPTIONS: Record<string, OptionSpec> = {
   config: { type: 'string' },
   'tool-task-support': { type: 'string', multiple: true },
+  'allowed-origin': { type: 'string', multiple: true },
+  'upstream-url': { type: 'string' },
+  'upstream-header': { type: 'string', multiple: true },
   ...Object.fromEntries(
     SETTINGS.map((setting) => [setting.flag, { type: setting.sets === undefined ? 'string' : 'boolean' }]),
   ),
@@ -65,14 +68,26 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
     const value = values[setting.flag];
     if (value === undefined) continue;
     if (setting.sets !== undefined) assign(input, setting, setting.sets);
-    else if (setting.metavar === 'LEVEL') assign(input, setting, value);
+    else if (TEXT_METAVARS.has(setting.metavar)) assign(input, setting, value);
     else assign(input, setting, number(setting.flag, String(value)));
   }
   const rules = ((values['tool-task-support'] ?? []) as string[]).map(parseToolTaskSupport);
   if (rules.length > 0) input.tools = rules;
+  const origins = (values['allowed-origin'] ?? []) as string[];
+  if (origins.length > 0) input.http = { ...input.http, allowedOrigins: origins };
   const [executable, ...args] = command;
+  const url = values['upstream-url'];
+  if (executable !== undefined && typeof url === 'string') {
+    throw new UsageError('give the upstream once: a command after "--" or --upstream-url, not both');
+  }
+  const headers = Object.fromEntries(((values['upstream-header'] ?? []) as string[]).map(parseHeader));
+  if (Object.keys(headers).length > 0 && typeof url !== 'string') {
+    throw new UsageError('--upstream-header goes with --upstream-url');
+  }
   if (executable !== undefined) input.upstream = { command: executable, args };
-  else if (separator !== -1) throw new UsageError('nothing follows "--": name the upstream server command');
+  else if (typeof url === 'string') {
+    input.upstream = Object.keys(headers).length > 0 ? { url, headers } : { url };
+  } else if (separator !== -1) throw new UsageError('nothing follows "--": name the upstream server command');
 
   if (typeof values.config === 'string') {
     if (configFile !== undefined) throw new UsageError('give the config file once: as FILE or as --config');
@@ -132,4 +147,13 @@ function parseToolTaskSupport(text: string): { match: string; taskSupport: TaskS
     throw new UsageError(`--tool-task-support expects GLOB=${TASK_SUPPORT_VALUES.join('|')}, got "${text}"`);
   }
   return { match, taskSupport: value as TaskSupport };
+}
+
+function parseHeader(text: string): [string, string] {
+  const colon = text.indexOf(':');
+  const name = text.slice(0, colon).trim();
+  if (colon <= 0 || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
+    throw new UsageError(`--upstream-header expects "Name: value", got "${text}"`);
+  }
+  return [name, text.slice(colon + 1).trim()];
 }

@@ -29,6 +29,7 @@ function readable(value: number, units: [number, string][]): string {
 function defaultText(setting: Setting): string {
   const value = defaultOf(setting.path.join('.'));
   if (setting.sets !== undefined) return value === setting.sets ? 'on' : 'off';
+  if (value === undefined) return 'none';
   if (typeof value !== 'number') return String(value);
   if (setting.metavar === 'MS') return readable(value, MS_UNITS);
   if (setting.metavar === 'BYTES') return readable(value, BYTE_UNITS);
@@ -92,8 +93,20 @@ command and without an upstream in the config file, taskgate serves the bundled 
         "repeatable; these rules go before the file's tools rules, first match wins (default: every tool optional)",
     ),
   ]),
+  group('Upstream', [
+    entry('-- command [args...]', 'start this MCP server on stdio (one per client session over HTTP)'),
+    entry('--upstream-url URL', 'or use this Streamable HTTP MCP server (a sidecar); not with "--"'),
+    entry(
+      '--upstream-header HEADER',
+      'a header ("Name: value") sent to the --upstream-url server; repeatable',
+    ),
+  ]),
   group('Tasks', settingEntries('Tasks')),
   group('Unwrap (clients without tasks)', settingEntries('Unwrap (clients without tasks)')),
+  group('HTTP front', [
+    ...settingEntries('HTTP front'),
+    entry('--allowed-origin ORIGIN', 'a browser Origin allowed besides loopback ones; repeatable'),
+  ]),
   group('Transport', settingEntries('Transport')),
   group('Output', [
     ...settingEntries('Output'),
@@ -101,8 +114,8 @@ command and without an upstream in the config file, taskgate serves the bundled 
     entry('-v, --version', 'the version'),
   ]),
   `Environment
-  Each flag but --tool-task-support has a variable: TASKGATE_ and the flag's name in capitals, "-"
-  as "_" (--max-ttl is TASKGATE_MAX_TTL, --config is TASKGATE_CONFIG). A --no-X flag's variable is
+  Each single-value flag has a variable: TASKGATE_ and the flag's name in capitals, "-" as "_"
+  (--max-ttl is TASKGATE_MAX_TTL, --config is TASKGATE_CONFIG). A --no-X flag's variable is
   TASKGATE_X=true|false. Flags win over variables, variables over the file, the file over defaults.
 `,
 ].join('\n');

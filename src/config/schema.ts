@@ -36,18 +36,46 @@ export const ToolRuleSchema = z
   .strict();
 export type ToolRule = z.infer<typeof ToolRuleSchema>;
 
-export const UpstreamCommandSchema = z
+/** The upstream MCP server: a command taskgate starts on stdio, or the URL of a Streamable HTTP server. */
+export const UpstreamSchema = z
   .object({
-    command: z.string().min(1),
+    command: z.string().min(1).optional(),
     args: z.array(z.string()).default([]),
     env: z.record(z.string(), z.string()).optional(),
     cwd: z.string().optional(),
+    url: z.url({ protocol: /^https?$/ }).optional(),
+    /** Sent with every request to an HTTP upstream (e.g. an API key). */
+    headers: z.record(z.string(), z.string()).optional(),
+    /** An HTTP upstream that does not answer a request within this (default 5 min) fails it clearly. */
+    requestTimeout: milliseconds(MAX_TIMER_MS).optional(),
   })
-  .strict();
+  .strict()
+  .refine((upstream) => (upstream.command === undefined) !== (upstream.url === undefined), {
+    message: 'give exactly one of command (a stdio server) or url (a Streamable HTTP server)',
+  });
 
 export const ConfigSchema = z
   .object({
-    upstream: UpstreamCommandSchema.optional(),
+    upstream: UpstreamSchema.optional(),
+    /** The Streamable HTTP front; without `listen`, taskgate speaks stdio to the client that started it. */
+    http: z
+      .object({
+        /** HOST:PORT to listen on, e.g. 127.0.0.1:8080 ([::1]:8080 for IPv6). */
+        listen: z
+          .string()
+          .regex(/^(\[[0-9a-fA-F:]+\]|[^:]+):\d{1,5}$/, 'expected HOST:PORT')
+          .optional(),
+        path: z.string().startsWith('/').default('/mcp'),
+        /** Origins allowed to call the front from a browser; loopback origins are always allowed. */
+        allowedOrigins: z.array(z.string()).default([]),
+        maxSessions: z.number().int().positive().default(100),
+        /** A session with no request and no open stream for this long is ended. */
+        sessionIdleTimeout: milliseconds(MAX_TIMER_MS).default(1_800_000),
+        /** SSE events kept per session for resumption (Last-Event-ID). */
+        eventLogSize: z.number().int().positive().max(100_000).default(1_000),
+      })
+      .strict()
+      .prefault({}),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** Largest single JSON-RPC message taskgate accepts on any connection. */
     maxMessageBytes: z

@@ -9,7 +9,7 @@ import { schemaAt, unwrap } from './introspect.js';
 import { expectedGot } from './problems.js';
 import type { ConfigInput } from './schema.js';
 
-export type SettingGroup = 'Tasks' | 'Unwrap (clients without tasks)' | 'Transport' | 'Output';
+export type SettingGroup = 'Tasks' | 'Unwrap (clients without tasks)' | 'HTTP front' | 'Transport' | 'Output';
 
 export interface Setting {
   /** Where the value goes in the config. */
@@ -18,7 +18,7 @@ export interface Setting {
   flag: string;
   /** For a boolean flag: the value it sets. Other flags take a value, named by `metavar`. */
   sets?: boolean;
-  metavar?: 'MS' | 'N' | 'BYTES' | 'LEVEL';
+  metavar?: 'MS' | 'N' | 'BYTES' | 'LEVEL' | 'HOST:PORT' | 'PATH';
   group: SettingGroup;
   help: string;
 }
@@ -109,6 +109,34 @@ export const SETTINGS: readonly Setting[] = [
     help: 'progress sent to a waiting client that gave a progressToken; 0 is off',
   },
   {
+    path: ['http', 'listen'],
+    flag: 'listen',
+    metavar: 'HOST:PORT',
+    group: 'HTTP front',
+    help: 'serve MCP over Streamable HTTP here instead of stdio (e.g. 127.0.0.1:8080)',
+  },
+  {
+    path: ['http', 'path'],
+    flag: 'path',
+    metavar: 'PATH',
+    group: 'HTTP front',
+    help: 'the MCP endpoint',
+  },
+  {
+    path: ['http', 'maxSessions'],
+    flag: 'max-sessions',
+    metavar: 'N',
+    group: 'HTTP front',
+    help: 'client sessions at once; more are refused with 503',
+  },
+  {
+    path: ['http', 'sessionIdleTimeout'],
+    flag: 'session-idle-timeout',
+    metavar: 'MS',
+    group: 'HTTP front',
+    help: 'end a session with no request and no open stream for this long',
+  },
+  {
     path: ['maxMessageBytes'],
     flag: 'max-message-bytes',
     metavar: 'BYTES',
@@ -123,6 +151,9 @@ export const SETTINGS: readonly Setting[] = [
     help: 'logs always go to stderr',
   },
 ];
+
+/** Metavars whose values are text; the others are numbers. */
+export const TEXT_METAVARS: ReadonlySet<Setting['metavar']> = new Set(['LEVEL', 'HOST:PORT', 'PATH']);
 
 /** `TASKGATE_MAX_TTL` for `--max-ttl`, `TASKGATE_STATUS_NOTIFICATIONS` for `--no-status-notifications`. */
 export function envName(setting: Setting): string {

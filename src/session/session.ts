@@ -34,7 +34,7 @@ import { ClientTasks } from '../tasks/client-tasks.js';
 import { Unwrapper, withoutRelatedTask } from '../tasks/unwrap.js';
 import { Augmenter, type AugmentHost } from '../tasks/augment.js';
 import type { TaskStore } from '../tasks/store.js';
-import type { Channel } from '../transport/channel.js';
+import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { dropCall, placeCall, type OwnCall, type OwnPending } from './own-calls.js';
 import { PendingRequests } from './pending.js';
 
@@ -99,6 +99,10 @@ export class Session {
   /** Wire ids of plain tools/call requests in flight upstream, to know when an upstream request is unambiguous. */
   private readonly plainToolCalls = new Set<string | number>();
   private readonly fromClientSide: Side;
+  /** Progress token → the client request that gave it, while that request is in flight. */
+  private readonly progressOwners = new Map<string | number, RequestId>();
+  /** Task → the client's open tasks/result of it, where related messages belong. */
+  private readonly openTaskResults = new Map<string, RequestId>();
   private readonly fromUpstreamSide: Side;
   private readonly augmenter: Augmenter;
   /** The upstream's own `capabilities.tasks`, once initialize has told; undefined when it has none. */
@@ -133,9 +137,11 @@ export class Session {
       {
         callUpstream: (method, params, timeoutMs) => this.callUpstream(method, params, timeoutMs),
         cancelUpstream: (wireId, reason) => this.cancelOwnCall(wireId, reason),
-        notifyClient: (method, params) => this.client.send({ jsonrpc: '2.0', method, params }),
+        notifyClient: (method, params, relatedTo) =>
+          this.client.send({ jsonrpc: '2.0', method, params }, { relatedTo }),
         answerClient: (id, outcome) =>
-          this.client.send(
+          this.respond(
+            id,
             'error' in outcome ? errorResponse(id, outcome.error) : successResponse(id, outcome.result),
           ),
       },
@@ -168,14 +174,14 @@ export class Session {
   start(): void {
     this.client.start({
       message: (raw) => this.fromClient(raw),
-      malformed: (error, id) => this.client.send(errorResponse(id, error.toJson())),
+      malformed: (error, id) => this.respond(id, errorResponse(id, error.toJson())),
       closed: ({ reason }) => {
         this.options.logger.info(`client went away (${reason})`);
         void this.close();
       },
     });
     this.upstream.start({
-      message: (raw) => this.fromUpstream(raw),
+      message: (raw, arrival) => this.fromUpstream(raw, arrival),
       malformed: (error, id) => this.upstreamMalformed(error, id),
       closed: ({ reason }) => this.upstreamClosed(reason),
     });
@@ -196,6 +202,18 @@ export class Session {
     return this.closing;
   }
 
+  /** Sends the answer to a client request, on that request's stream. */
+  private respond(id: RequestId | null, message: object): void {
+    this.client.send(message, id === null ? undefined : { responseTo: id });
+    if (id !== null) this.answered(id);
+  }
+
+  /** The client request is answered: nothing more belongs with it. */
+  private answered(id: RequestId): void {
+    if (this.progressOwners.size === 0) return;
+    for (const [token, owner] of this.progressOwners) if (owner === id) this.progressOwners.delete(token);
+  }
+
   // ── client → upstream ────────────────────────────────────────────────────────────────────────────
 
   private fromClient(raw: Buffer): void {
@@ -205,7 +223,8 @@ export class Session {
       value = parseFrame(raw, 'the client');
       message = classify(value);
     } catch (error) {
-      this.client.send(errorResponse(salvageId(value), toJsonRpcError(error)));
+      const id = salvageId(value);
+      this.respond(id, errorResponse(id, toJsonRpcError(error)));
       return;
     }
     switch (message.kind) {
@@ -220,6 +239,9 @@ export class Session {
 
   private clientRequest(request: Request, raw: Buffer): void {
     const params = request.params;
+    const token = metaOf(params)?.progressToken;
+    if (typeof token === 'string' || typeof token === 'number')
+      this.progressOwners.set(idKey(token), request.id);
     switch (request.method) {
       case 'initialize':
         return this.initialize(request, raw);
@@ -280,7 +302,8 @@ export class Session {
     // A client without tasks could never satisfy "required": it gets the plain call.
     const required = name !== undefined && this.options.policy.forTool(name).taskSupport === 'required';
     if (required && this.clientHasTasks) {
-      this.client.send(
+      this.respond(
+        request.id,
         errorResponse(
           request.id,
           methodNotFound(
@@ -301,7 +324,7 @@ export class Session {
     const local = (): void =>
       serve
         ? this.answerLocally(request, serve)
-        : this.answerBlocking(request, (signal) => this.augmenter.taskResult(request.params, signal));
+        : this.answerBlocking(request, (signal) => this.taskResultFor(request, signal));
     if (this.upstreamTasks === undefined) return local();
     this.augmenter.knows(request.params).then(
       (known) => (known ? local() : this.forwardRequest(request, raw)),
@@ -315,7 +338,8 @@ export class Session {
     onResult?: (result: JsonObject) => JsonObject,
   ): void {
     if (this.upstreamState.goneReason !== undefined) {
-      this.client.send(
+      this.respond(
+        request.id,
         errorResponse(request.id, {
           code: ErrorCode.UpstreamUnavailable,
           message: `Upstream server unavailable: ${this.upstreamState.goneReason}`,
@@ -331,6 +355,22 @@ export class Session {
     else this.upstream.send({ ...request, id: wireId });
   }
 
+  /** tasks/result of one of taskgate's tasks, noting that it is open so related messages can use its stream. */
+  private async taskResultFor(
+    request: Request,
+    signal: AbortSignal,
+  ): Promise<{ result: JsonObject } | { error: JsonRpcErrorObject }> {
+    const taskId = request.params?.taskId;
+    if (typeof taskId === 'string') this.openTaskResults.set(taskId, request.id);
+    try {
+      return await this.augmenter.taskResult(request.params, signal);
+    } finally {
+      if (typeof taskId === 'string' && this.openTaskResults.get(taskId) === request.id) {
+        this.openTaskResults.delete(taskId);
+      }
+    }
+  }
+
   /** Answers a request taskgate serves itself, to the peer that sent it. */
   private answerLocally(
     request: Request,
@@ -338,7 +378,7 @@ export class Session {
     from: Side = this.fromClientSide,
   ): void {
     handler().then(
-      (result) => from.channel.send(successResponse(request.id, result)),
+      (result) => from.channel.send(successResponse(request.id, result), { responseTo: request.id }),
       (error: unknown) => this.replyError(from, request.id, error),
     );
   }
@@ -360,6 +400,7 @@ export class Session {
             'error' in outcome
               ? errorResponse(request.id, outcome.error)
               : successResponse(request.id, outcome.result),
+            { responseTo: request.id },
           );
         },
         (error: unknown) => {
@@ -374,7 +415,7 @@ export class Session {
 
   private replyError(from: Side, id: RequestId, error: unknown): void {
     if (!(error instanceof ProtocolError)) this.options.logger.debug({ err: error }, 'request refused');
-    from.channel.send(errorResponse(id, toJsonRpcError(error)));
+    from.channel.send(errorResponse(id, toJsonRpcError(error)), { responseTo: id });
   }
 
   private clientNotification(notification: Notification, raw: Buffer): void {
@@ -417,7 +458,7 @@ export class Session {
 
   // ── upstream → client ────────────────────────────────────────────────────────────────────────────
 
-  private fromUpstream(raw: Buffer): void {
+  private fromUpstream(raw: Buffer, arrival?: Arrival): void {
     if (raw.length >= SNIFF_MIN_BYTES && this.forwardResultUnparsed(raw)) return;
     let value: unknown;
     let message;
@@ -439,9 +480,9 @@ export class Session {
       case 'response':
         return this.upstreamResponse(message.msg, raw);
       case 'request':
-        return this.upstreamRequest(message.msg, raw);
+        return this.upstreamRequest(message.msg, raw, this.routeFor(message.msg.params, arrival));
       case 'notification':
-        return this.upstreamNotification(message.msg, raw);
+        return this.upstreamNotification(message.msg, raw, this.routeFor(message.msg.params, arrival));
     }
   }
 
@@ -456,7 +497,8 @@ export class Session {
     if (entry?.kind !== 'client' || entry.onResult !== undefined || entry.clientId !== id) return false;
     this.toUpstream.take(id);
     this.plainToolCalls.delete(idKey(id));
-    this.client.sendRaw(raw);
+    this.client.sendRaw(raw, { responseTo: id });
+    this.answered(id);
     return true;
   }
 
@@ -474,16 +516,18 @@ export class Session {
       return;
     }
     this.plainToolCalls.delete(idKey(response.id as RequestId));
+    const route = { responseTo: entry.clientId };
+    this.answered(entry.clientId);
     if ('result' in response && entry.onResult) {
-      this.client.send(successResponse(entry.clientId, entry.onResult(response.result)));
+      this.client.send(successResponse(entry.clientId, entry.onResult(response.result)), route);
     } else if (entry.clientId === response.id && raw !== undefined) {
-      this.client.sendRaw(raw);
+      this.client.sendRaw(raw, route);
     } else {
-      this.client.send({ ...response, id: entry.clientId });
+      this.client.send({ ...response, id: entry.clientId }, route);
     }
   }
 
-  private upstreamRequest(request: Request, raw: Buffer): void {
+  private upstreamRequest(request: Request, raw: Buffer, route: Route | undefined): void {
     const params = request.params;
     if (params?.task !== undefined && this.clientTasks.serves(request.method)) {
       return this.answerLocally(
@@ -494,37 +538,41 @@ export class Session {
     }
     switch (request.method) {
       case 'tasks/get':
-        return this.upstreamTaskRequest(request, raw, () => this.clientTasks.get(params));
+        return this.upstreamTaskRequest(request, raw, route, () => this.clientTasks.get(params));
       case 'tasks/cancel':
-        return this.upstreamTaskRequest(request, raw, () => this.clientTasks.cancel(params));
+        return this.upstreamTaskRequest(request, raw, route, () => this.clientTasks.cancel(params));
       case 'tasks/result':
-        return this.upstreamTaskRequest(request, raw);
+        return this.upstreamTaskRequest(request, raw, route);
     }
     const tag = metaOf(params)?.[RELATED_TASK_META];
     if (isObject(tag) && typeof tag.taskId === 'string' && this.unwrapper.follows(tag.taskId)) {
-      return this.relayForUnwrappedTask(request);
+      return this.relayForUnwrappedTask(request, route);
     }
     const alreadyTagged = tag !== undefined;
     const taskId =
       !alreadyTagged && TASK_INPUT_METHODS.has(request.method) && this.plainToolCalls.size === 0
         ? this.augmenter.soleRunningTask()
         : undefined;
-    if (taskId === undefined) return this.relayToClient(request, raw);
+    if (taskId === undefined) return this.relayToClient(request, raw, route);
     const wireId = this.toClient.forward(request.id, { kind: 'upstream', upstreamId: request.id, taskId });
-    this.client.send({
-      ...request,
-      id: wireId,
-      params: withMeta(request.params, RELATED_TASK_META, { taskId }),
-    });
+    this.client.send(
+      { ...request, id: wireId, params: withMeta(request.params, RELATED_TASK_META, { taskId }) },
+      this.routeForTask(taskId) ?? route,
+    );
     void this.augmenter.inputRequested(taskId);
   }
 
   /** The upstream's tasks/get|result|cancel: served here for client-side tasks taskgate holds, else the client's. */
-  private upstreamTaskRequest(request: Request, raw: Buffer, serve?: () => Promise<JsonObject>): void {
+  private upstreamTaskRequest(
+    request: Request,
+    raw: Buffer,
+    route: Route | undefined,
+    serve?: () => Promise<JsonObject>,
+  ): void {
     const from = this.fromUpstreamSide;
     this.clientTasks.knows(request.params).then(
       (known) => {
-        if (!known) return this.relayToClient(request, raw);
+        if (!known) return this.relayToClient(request, raw, route);
         if (serve) return this.answerLocally(request, serve, from);
         this.answerBlocking(request, (signal) => this.clientTasks.result(request.params, signal), from);
       },
@@ -532,17 +580,17 @@ export class Session {
     );
   }
 
-  private relayToClient(request: Request, raw: Buffer): void {
+  private relayToClient(request: Request, raw: Buffer, route: Route | undefined): void {
     const wireId = this.toClient.forward(request.id, { kind: 'upstream', upstreamId: request.id });
-    if (wireId === request.id) this.client.sendRaw(raw);
-    else this.client.send({ ...request, id: wireId });
+    if (wireId === request.id) this.client.sendRaw(raw, route);
+    else this.client.send({ ...request, id: wireId }, route);
   }
 
   /**
    * A request the upstream makes for a task taskgate follows for a client without tasks: the client gets
    * it as an ordinary request, if it declared the capability to answer it.
    */
-  private relayForUnwrappedTask(request: Request): void {
+  private relayForUnwrappedTask(request: Request, route: Route | undefined): void {
     const needed = CAPABILITY_FOR[request.method];
     if (needed !== undefined && !isObject(this.clientCapabilities[needed])) {
       this.upstream.send(
@@ -555,10 +603,13 @@ export class Session {
     }
     const wireId = this.toClient.forward(request.id, { kind: 'upstream', upstreamId: request.id });
     const params = withoutRelatedTask(request.params);
-    this.client.send(params === undefined ? { ...request, id: wireId } : { ...request, id: wireId, params });
+    this.client.send(
+      params === undefined ? { ...request, id: wireId } : { ...request, id: wireId, params },
+      route,
+    );
   }
 
-  private upstreamNotification(notification: Notification, raw: Buffer): void {
+  private upstreamNotification(notification: Notification, raw: Buffer, route: Route | undefined): void {
     if (notification.method === 'notifications/tasks/status') {
       const taskId = notification.params?.taskId;
       // A client without tasks never saw the task taskgate follows for it.
@@ -576,10 +627,10 @@ export class Session {
           ? this.augmenter.taskForProgressToken(token)
           : undefined;
       if (taskId !== undefined && metaOf(notification.params)?.[RELATED_TASK_META] === undefined) {
-        this.client.send({
-          ...notification,
-          params: withMeta(notification.params, RELATED_TASK_META, { taskId }),
-        });
+        this.client.send(
+          { ...notification, params: withMeta(notification.params, RELATED_TASK_META, { taskId }) },
+          this.routeForTask(taskId) ?? route,
+        );
         return;
       }
     }
@@ -592,13 +643,42 @@ export class Session {
         if (wireId !== undefined) {
           this.toClient.take(wireId);
           if (wireId !== requestId) {
-            this.client.send({ ...notification, params: { ...notification.params, requestId: wireId } });
+            this.client.send(
+              { ...notification, params: { ...notification.params, requestId: wireId } },
+              route,
+            );
             return;
           }
         }
       }
     }
-    this.client.sendRaw(raw);
+    this.client.sendRaw(raw, route);
+  }
+
+  /**
+   * The client request an upstream message belongs with, for a transport with several streams: the
+   * request whose upstream stream carried it, or the one whose progress token it carries, or for a task,
+   * the client's open tasks/result of it.
+   */
+  private routeFor(params: JsonObject | undefined, arrival: Arrival | undefined): Route | undefined {
+    const onStreamOf = arrival?.onStreamOf;
+    if (onStreamOf !== undefined) {
+      const entry = this.toUpstream.get(onStreamOf);
+      if (entry?.kind === 'client') return { relatedTo: entry.clientId };
+    }
+    const token = metaOf(params)?.progressToken ?? params?.progressToken;
+    if (typeof token === 'string' || typeof token === 'number') {
+      const owner = this.progressOwners.get(idKey(token));
+      if (owner !== undefined) return { relatedTo: owner };
+    }
+    const tag = metaOf(params)?.[RELATED_TASK_META];
+    return isObject(tag) && typeof tag.taskId === 'string' ? this.routeForTask(tag.taskId) : undefined;
+  }
+
+  /** A message about a task goes on the client's open tasks/result of it, or its unwrapped call. */
+  private routeForTask(taskId: string): Route | undefined {
+    const waiting = this.openTaskResults.get(taskId) ?? this.unwrapper.clientRequestOf(taskId);
+    return waiting === undefined ? undefined : { relatedTo: waiting };
   }
 
   private upstreamMalformed(error: ProtocolError, id: RequestId | null): void {
@@ -617,7 +697,8 @@ export class Session {
       };
       if (entry.kind === 'own') entry.settle({ response: errorResponse(null, error), bytes: 0 });
       else
-        this.client.send(
+        this.respond(
+          entry.clientId,
           errorResponse(entry.clientId, {
             ...error,
             message: `${error.message} before answering ${entry.method}`,
@@ -689,6 +770,9 @@ export class Session {
       const { taskSupport } = this.options.policy.forTool(tool.name);
       return taskSupport === 'passthrough' ? tool : { ...tool, execution: { ...execution, taskSupport } };
     });
+    if (result.nextCursor === undefined) {
+      this.options.policy.warnUnmatchedRules(this.listedTools, this.options.logger);
+    }
     return { ...result, tools };
   }
 

@@ -22,7 +22,8 @@ import { isTerminal, type TaskStatus } from './state.js';
 export interface UnwrapHost {
   callUpstream(method: string, params: JsonObject, timeoutMs?: number): OwnCall;
   cancelUpstream(wireId: RequestId, reason: string): void;
-  notifyClient(method: string, params: JsonObject): void;
+  /** Sends a notification to the client, on the stream of the request it concerns. */
+  notifyClient(method: string, params: JsonObject, relatedTo: RequestId): void;
   answerClient(id: RequestId, outcome: { result: JsonObject } | { error: JsonRpcErrorObject }): void;
 }
 
@@ -53,6 +54,11 @@ export class Unwrapper {
     private readonly config: Config,
     private readonly logger: Logger,
   ) {}
+
+  /** The client request an upstream task is followed for. */
+  clientRequestOf(taskId: string): RequestId | undefined {
+    return this.byTaskId.get(taskId)?.request.id;
+  }
 
   /** Whether an upstream task is one this unwrapper follows for a client. */
   follows(taskId: string): boolean {
@@ -181,11 +187,15 @@ export class Unwrapper {
     run.keepAlive = setInterval(() => {
       // Progress must only increase; a small step above the last value keeps the client's timeout reset.
       run.lastProgress += 0.001;
-      this.host.notifyClient('notifications/progress', {
-        progressToken: token,
-        progress: run.lastProgress,
-        message: 'taskgate: the upstream task is still running',
-      });
+      this.host.notifyClient(
+        'notifications/progress',
+        {
+          progressToken: token,
+          progress: run.lastProgress,
+          message: 'taskgate: the upstream task is still running',
+        },
+        run.request.id,
+      );
     }, every).unref();
   }
 

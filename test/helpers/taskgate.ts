@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { CheckedTransport } from './checked-transport.js';
 import { Inbox } from './inbox.js';
@@ -38,6 +39,60 @@ export interface Connection {
   close(): Promise<void>;
 }
 
+/** taskgate as an HTTP gateway in its own process, listening on a free loopback port. */
+export class Gateway {
+  stderr = '';
+  readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
+
+  private constructor(
+    readonly child: ChildProcessWithoutNullStreams,
+    readonly url: URL,
+  ) {
+    this.exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  }
+
+  static async start(
+    upstream: string[],
+    flags: string[] = [],
+    env: Record<string, string> = {},
+  ): Promise<Gateway> {
+    const child = spawn(
+      process.execPath,
+      [TASKGATE, '--listen', '127.0.0.1:0', ...flags, ...(upstream.length > 0 ? ['--', ...upstream] : [])],
+      { stdio: 'pipe', env: { ...process.env, ...env } },
+    );
+    let stderr = '';
+    const url = await new Promise<URL>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`taskgate did not start listening: ${stderr}`)),
+        15_000,
+      );
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        const found = /"url":"([^"]+)"/.exec(stderr);
+        if (found) {
+          clearTimeout(timer);
+          resolve(new URL(found[1]!));
+        }
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`taskgate exited with ${code}: ${stderr}`));
+      });
+    });
+    const gateway = new Gateway(child, url);
+    gateway.stderr = stderr;
+    child.stderr.on('data', (chunk: Buffer) => (gateway.stderr += chunk.toString()));
+    return gateway;
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGTERM');
+    await this.exited;
+  }
+}
+
 export interface ConnectOptions {
   /** Flags for taskgate; ignored with `direct`. */
   flags?: string[];
@@ -47,10 +102,13 @@ export interface ConnectOptions {
   env?: Record<string, string>;
   /** The upstream command, when it is not a fixture. */
   upstream?: string[];
+  /** How the client reaches taskgate: it spawns it on stdio (default), or over Streamable HTTP. */
+  front?: 'stdio' | 'http';
 }
 
 export async function connect(server: FixtureName, options: ConnectOptions = {}): Promise<Connection> {
   const upstream = options.upstream ?? [process.execPath, FIXTURES[server]];
+  if (options.front === 'http' && !options.direct) return connectOverHttp(upstream, options);
   const [command, ...args] = options.direct
     ? upstream
     : [process.execPath, TASKGATE, ...(options.flags ?? []), '--', ...upstream];
@@ -74,6 +132,31 @@ export async function connect(server: FixtureName, options: ConnectOptions = {})
     stderr: () => stderr,
     pid: inner.pid,
     close: () => client.close(),
+  };
+}
+
+async function connectOverHttp(upstream: string[], options: ConnectOptions): Promise<Connection> {
+  const gateway = await Gateway.start(upstream, options.flags ?? [], options.env ?? {});
+  const transport = new CheckedTransport(new StreamableHTTPClientTransport(gateway.url));
+  const client = new Client(
+    { name: 'taskgate-test', version: '1.0.0' },
+    { capabilities: options.capabilities ?? TASK_AWARE },
+  );
+  try {
+    await client.connect(transport);
+  } catch (error) {
+    await gateway.stop();
+    throw error;
+  }
+  return {
+    client,
+    transport,
+    stderr: () => gateway.stderr,
+    pid: gateway.child.pid ?? null,
+    close: async () => {
+      await client.close();
+      await gateway.stop();
+    },
   };
 }
 

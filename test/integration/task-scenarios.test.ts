@@ -17,6 +17,12 @@ const RELATED = 'io.modelcontextprotocol/related-task';
 
 const targets: { name: string; server: FixtureName; options: ConnectOptions; augment: boolean }[] = [
   { name: 'legacy server behind taskgate (augment)', server: 'legacy', options: {}, augment: true },
+  {
+    name: 'legacy server behind taskgate over HTTP (HTTP→stdio, augment)',
+    server: 'legacy',
+    options: { front: 'http' },
+    augment: true,
+  },
   { name: 'native server behind taskgate (pass through)', server: 'native', options: {}, augment: false },
   { name: 'native server, direct (reference)', server: 'native', options: { direct: true }, augment: false },
 ];

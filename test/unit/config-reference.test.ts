@@ -61,7 +61,8 @@ describe('--help', () => {
         .split(/\n {2}-/)[0]!
         .replace(/\s+/g, ' ');
       const value = defaultOf(setting.path.join('.'));
-      expect(entry).toContain(setting.sets === undefined ? `(default ${String(value)}` : '(default off)');
+      const shown = value === undefined ? 'none' : String(value);
+      expect(entry).toContain(setting.sets === undefined ? `(default ${shown}` : '(default off)');
     },
   );
 

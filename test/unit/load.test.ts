@@ -29,6 +29,13 @@ describe('resolveConfig', () => {
       },
       unwrap: { minPollInterval: 50, maxPollInterval: 5_000, keepAliveInterval: 15_000 },
       clientTasks: true,
+      http: {
+        path: '/mcp',
+        allowedOrigins: [],
+        maxSessions: 100,
+        sessionIdleTimeout: 1_800_000,
+        eventLogSize: 1_000,
+      },
       tools: [],
     });
   });

@@ -1,0 +1,82 @@
+/**
+ * taskgate as a network gateway: a Streamable HTTP front where each client session gets its own upstream
+ * (a child process, or a session with an HTTP server) and all sessions share one task store.
+ */
+import type { Logger } from 'pino';
+import { Policy } from './config/policy.js';
+import type { Config } from './config/schema.js';
+import { createLogger } from './observability/logger.js';
+import { Session } from './session/session.js';
+import { MemoryTaskStore } from './tasks/memory-store.js';
+import type { TaskStore } from './tasks/store.js';
+import { HttpFront } from './transport/http-front.js';
+import type { HttpSession } from './transport/http-session.js';
+import { openUpstream } from './upstream.js';
+
+export interface RunningGateway {
+  url: URL;
+  close(): Promise<void>;
+}
+
+export async function startHttpGateway(
+  config: Config,
+  logger: Logger,
+  store: TaskStore,
+): Promise<RunningGateway> {
+  const listen = config.http.listen;
+  if (listen === undefined) throw new Error('no listen address configured');
+  const colon = listen.lastIndexOf(':');
+  const policy = new Policy(config);
+  const front: HttpFront = new HttpFront(
+    {
+      host: listen.slice(0, colon),
+      port: Number(listen.slice(colon + 1)),
+      path: config.http.path,
+      allowedOrigins: config.http.allowedOrigins,
+      maxMessageBytes: config.maxMessageBytes,
+      maxSessions: config.http.maxSessions,
+      sessionIdleTimeoutMs: config.http.sessionIdleTimeout,
+      eventLogSize: config.http.eventLogSize,
+    },
+    {
+      openSession: async (channel: HttpSession) => {
+        const sessionLogger = logger.child({ session: channel.id.slice(0, 8) });
+        const upstream = await openUpstream(config, sessionLogger);
+        const session = new Session(
+          channel,
+          upstream.channel,
+          { id: channel.id, config, policy, store, logger: sessionLogger },
+          {
+            upstreamGone: () => undefined,
+            closed: async () => {
+              await upstream.stop();
+              front.forget(channel.id);
+            },
+          },
+        );
+        session.start();
+      },
+      ready: async () => config.upstream !== undefined,
+    },
+    logger,
+  );
+  const url = await front.listen();
+  logger.info({ url: url.href }, 'listening for MCP over Streamable HTTP');
+  return { url, close: () => front.close() };
+}
+
+/** The HTTP gateway as a process: resolves with the exit code once a signal stops it. */
+export async function runHttpGateway(config: Config): Promise<number> {
+  const logger = createLogger(config.logLevel);
+  const store = new MemoryTaskStore({
+    maxTasks: config.tasks.maxTasks,
+    maxResultBytes: config.tasks.maxResultBytes,
+  });
+  const gateway = await startHttpGateway(config, logger, store);
+  await new Promise((resolve) => {
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, resolve);
+  });
+  await gateway.close();
+  await store.close();
+  return 0;
+}

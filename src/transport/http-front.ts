@@ -1,0 +1,319 @@
+/**
+ * taskgate's Streamable HTTP front (MCP 2025-11-25 transports): POST for messages (answered as JSON or
+ * as an SSE stream), GET for the server-initiated stream and for resumption (Last-Event-ID), DELETE to
+ * end a session. Safe by default: loopback only unless told, Origin and Host checked against DNS
+ * rebinding, bodies and sessions bounded, misuse answered with the right status and a JSON-RPC error.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { ErrorCode, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { parseFrame } from '../protocol/frames.js';
+import { classify, salvageId, type RequestId } from '../protocol/messages.js';
+import { HttpSession } from './http-session.js';
+
+export const SUPPORTED_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'];
+
+export interface HttpFrontOptions {
+  host: string;
+  port: number;
+  path: string;
+  allowedOrigins: readonly string[];
+  maxMessageBytes: number;
+  maxSessions: number;
+  sessionIdleTimeoutMs: number;
+  eventLogSize: number;
+}
+
+export interface HttpFrontHooks {
+  /** A client initialized a new session: connect it to an upstream. Throwing refuses the session. */
+  openSession(session: HttpSession): Promise<void>;
+  /** Whether the upstream is reachable or can be started, for /readyz. */
+  ready(): Promise<boolean>;
+}
+
+const LOOPBACK_HOST = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])(:\d+)?$/i;
+
+export class HttpFront {
+  private readonly sessions = new Map<string, HttpSession>();
+  private readonly server: Server;
+  private readonly sweeper: NodeJS.Timeout;
+  private opening = 0;
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    private readonly options: HttpFrontOptions,
+    private readonly hooks: HttpFrontHooks,
+    private readonly logger: Logger,
+  ) {
+    this.server = createServer(
+      { headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000 },
+      (req, res) => {
+        this.handle(req, res).catch((error: unknown) => {
+          logger.error({ err: error }, 'HTTP request failed');
+          if (!res.headersSent)
+            reply(res, 500, null, { code: ErrorCode.InternalError, message: 'Internal error in taskgate' });
+          else res.end();
+        });
+      },
+    );
+    this.sweeper = setInterval(
+      () => this.closeIdleSessions(),
+      Math.min(60_000, options.sessionIdleTimeoutMs),
+    ).unref();
+  }
+
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  async listen(): Promise<URL> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.options.port, this.options.host.replace(/^\[|\]$/g, ''), () => resolve());
+    });
+    const { port } = this.server.address() as AddressInfo;
+    return new URL(`http://${this.options.host}:${port}${this.options.path}`);
+  }
+
+  /** The session is over (the session says so once its upstream is closed). */
+  forget(sessionId: string): void {
+    this.sessions.delete(sessionId);
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      clearInterval(this.sweeper);
+      await Promise.all([...this.sessions.values()].map((session) => session.close()));
+      this.server.closeAllConnections();
+      await new Promise((resolve) => this.server.close(resolve));
+    })();
+    return this.closing;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!this.trustedOrigin(req)) {
+      return reply(res, 403, null, {
+        code: ErrorCode.InvalidRequest,
+        message: 'Forbidden: this Origin or Host is not allowed',
+      });
+    }
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/healthz' && req.method === 'GET') return json(res, 200, { status: 'ok' });
+    if (path === '/readyz' && req.method === 'GET') {
+      const ready = await this.hooks.ready();
+      return json(res, ready ? 200 : 503, { status: ready ? 'ready' : 'upstream unavailable' });
+    }
+    if (path !== this.options.path)
+      return reply(res, 404, null, {
+        code: ErrorCode.InvalidRequest,
+        message: `Not found: the MCP endpoint is ${this.options.path}`,
+      });
+    const version = req.headers['mcp-protocol-version'];
+    if (typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
+      return reply(res, 400, null, {
+        code: ErrorCode.InvalidRequest,
+        message: `Unsupported MCP-Protocol-Version "${version}" (supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
+      });
+    }
+    switch (req.method) {
+      case 'POST':
+        return this.post(req, res);
+      case 'GET':
+        return this.get(req, res);
+      case 'DELETE':
+        return this.delete(req, res);
+      default:
+        res.setHeader('allow', 'GET, POST, DELETE');
+        return reply(res, 405, null, {
+          code: ErrorCode.InvalidRequest,
+          message: `Method ${req.method} not allowed`,
+        });
+    }
+  }
+
+  private async post(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!accepts(req, 'application/json') || !accepts(req, 'text/event-stream')) {
+      return reply(res, 406, null, {
+        code: ErrorCode.InvalidRequest,
+        message: 'Not Acceptable: the Accept header must list application/json and text/event-stream',
+      });
+    }
+    if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) {
+      return reply(res, 415, null, {
+        code: ErrorCode.InvalidRequest,
+        message: 'Unsupported Media Type: send application/json',
+      });
+    }
+    const body = await readBody(req, this.options.maxMessageBytes);
+    if (body === undefined) {
+      res.setHeader('connection', 'close');
+      return reply(res, 413, null, {
+        code: ErrorCode.InvalidRequest,
+        message: `Payload Too Large: the limit is ${this.options.maxMessageBytes} bytes (max-message-bytes)`,
+      });
+    }
+    let value: unknown;
+    let message;
+    try {
+      value = parseFrame(body, 'the client');
+      message = classify(value);
+    } catch (error) {
+      return reply(res, 400, salvageId(value), toJsonRpcError(error));
+    }
+    const sessionId = req.headers['mcp-session-id'];
+    if (message.kind === 'request' && message.msg.method === 'initialize') {
+      if (sessionId !== undefined) {
+        return reply(res, 400, message.msg.id, {
+          code: ErrorCode.InvalidRequest,
+          message: 'initialize starts a new session: send it without Mcp-Session-Id',
+        });
+      }
+      return this.initialize(message.msg.id, body, res);
+    }
+    const session = this.sessionFor(sessionId, res, message.kind === 'request' ? message.msg.id : null);
+    if (!session) return;
+    if (message.kind === 'request') return session.request(message.msg.id, body, res);
+    session.accept(body);
+    res.writeHead(202).end();
+  }
+
+  private async initialize(id: RequestId, body: Buffer, res: ServerResponse): Promise<void> {
+    if (this.sessions.size + this.opening >= this.options.maxSessions) {
+      res.setHeader('retry-after', '5');
+      return reply(res, 503, id, {
+        code: ErrorCode.LimitExceeded,
+        message: `Service Unavailable: all ${this.options.maxSessions} sessions are in use (max-sessions)`,
+      });
+    }
+    const session = new HttpSession(this.options.eventLogSize);
+    this.opening++;
+    try {
+      await this.hooks.openSession(session);
+    } catch (error) {
+      this.logger.error({ err: error }, 'could not connect a new session to the upstream server');
+      return reply(res, 502, id, {
+        code: ErrorCode.UpstreamUnavailable,
+        message: `Bad Gateway: ${error instanceof Error ? error.message : 'the upstream server is unavailable'}`,
+      });
+    } finally {
+      this.opening--;
+    }
+    this.sessions.set(session.id, session);
+    res.setHeader('mcp-session-id', session.id);
+    session.request(id, body, res);
+  }
+
+  private get(req: IncomingMessage, res: ServerResponse): void {
+    if (!accepts(req, 'text/event-stream')) {
+      return reply(res, 406, null, {
+        code: ErrorCode.InvalidRequest,
+        message: 'Not Acceptable: GET opens an SSE stream; accept text/event-stream',
+      });
+    }
+    const session = this.sessionFor(req.headers['mcp-session-id'], res, null);
+    if (!session) return;
+    const lastEventId = req.headers['last-event-id'];
+    if (typeof lastEventId === 'string') {
+      if (!session.resume(lastEventId, res)) {
+        reply(res, 404, null, {
+          code: ErrorCode.InvalidRequest,
+          message: `No stream to resume for Last-Event-ID "${lastEventId}"`,
+        });
+      }
+      return;
+    }
+    if (!session.openStandalone(res)) {
+      reply(res, 409, null, {
+        code: ErrorCode.InvalidRequest,
+        message: 'Conflict: this session already has an open GET stream',
+      });
+    }
+  }
+
+  private async delete(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const session = this.sessionFor(req.headers['mcp-session-id'], res, null);
+    if (!session) return;
+    await session.close();
+    this.sessions.delete(session.id);
+    res.writeHead(200).end();
+  }
+
+  private sessionFor(
+    header: string | string[] | undefined,
+    res: ServerResponse,
+    id: RequestId | null,
+  ): HttpSession | undefined {
+    if (typeof header !== 'string') {
+      reply(res, 400, id, {
+        code: ErrorCode.InvalidRequest,
+        message: 'Bad Request: Mcp-Session-Id header is required (initialize first)',
+      });
+      return undefined;
+    }
+    const session = this.sessions.get(header);
+    if (!session || session.isClosed) {
+      reply(res, 404, id, {
+        code: ErrorCode.InvalidRequest,
+        message: 'Session not found: it ended or expired; initialize a new one',
+      });
+      return undefined;
+    }
+    return session;
+  }
+
+  /**
+   * DNS rebinding protection: a browser's Origin must be allowed, and on a loopback listener the Host
+   * must name the loopback too (a rebound name would not).
+   */
+  private trustedOrigin(req: IncomingMessage): boolean {
+    const origin = req.headers.origin;
+    if (origin !== undefined && !this.options.allowedOrigins.includes(origin)) {
+      let host: string;
+      try {
+        host = new URL(origin).host;
+      } catch {
+        return false;
+      }
+      if (!LOOPBACK_HOST.test(host)) return false;
+    }
+    const loopbackListener = LOOPBACK_HOST.test(this.options.host);
+    return !loopbackListener || LOOPBACK_HOST.test(req.headers.host ?? '');
+  }
+
+  private closeIdleSessions(): void {
+    const before = Date.now() - this.options.sessionIdleTimeoutMs;
+    for (const session of this.sessions.values()) {
+      if (session.openStreams === 0 && session.lastActivity < before) {
+        this.logger.info({ session: session.id }, 'ending an idle session');
+        void session.close();
+        this.sessions.delete(session.id);
+      }
+    }
+  }
+}
+
+function accepts(req: IncomingMessage, type: string): boolean {
+  const accept = req.headers.accept ?? '';
+  return accept.includes(type) || accept.includes('*/*');
+}
+
+/** The body, or undefined when it is larger than the limit (reading stops there). */
+async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) return undefined;
+    chunks.push(chunk);
+  }
+  return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
+}
+
+function reply(res: ServerResponse, status: number, id: RequestId | null, error: JsonRpcErrorObject): void {
+  json(res, status, { jsonrpc: '2.0', id, error });
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+}

@@ -1,0 +1,24 @@
+/**
+ * The upstream MCP server of one session: a child process on stdio, or a Streamable HTTP server.
+ */
+import type { Logger } from 'pino';
+import type { Config } from './config/schema.js';
+import type { Channel } from './transport/channel.js';
+import { spawnStdioUpstream } from './transport/stdio-upstream.js';
+
+export interface Upstream {
+  channel: Channel;
+  /** For people: the command line or the URL. */
+  description: string;
+  stop(): Promise<void>;
+}
+
+export async function openUpstream(config: Config, logger: Logger): Promise<Upstream> {
+  const upstream = config.upstream;
+  if (!upstream) throw new Error('no upstream server configured');
+  if (upstream.command === undefined) throw new Error('an HTTP upstream is not available yet');
+  const { command, args, env, cwd } = upstream;
+  const child = await spawnStdioUpstream({ command, args, env, cwd }, config.maxMessageBytes, logger);
+  logger.info({ pid: child.pid, command }, 'upstream server started');
+  return { channel: child.channel, description: [command, ...args].join(' '), stop: () => child.stop() };
+}
