@@ -1,0 +1,224 @@
+/**
+ * A parser for the text/event-stream format (the WHATWG "event stream interpretation"), as the client side
+ * of Streamable HTTP reads it: bytes in, one callback per event out, with a size limit on an event's data.
+ *
+ * Like LineFramer it keeps the pieces of an unfinished line as a list instead of re-concatenating on every
+ * chunk, and it does not decode or parse the data: an event's data comes out as the bytes that were sent.
+ * The data lines of one event are joined with a space rather than a line feed: for JSON that is the same
+ * whitespace (a raw line break can only stand between tokens), and it keeps every message on one line for
+ * a stdio peer downstream.
+ */
+const LF = 0x0a;
+const CR = 0x0d;
+const COLON = 0x3a;
+const SPACE = 0x20;
+const KEEP_OF_OVERSIZED = 4096;
+/** Room for a field name beside the data a line may carry. */
+const FIELD_SLACK = 64;
+
+export interface SseEvent {
+  /**
+   * The event's data (its `data:` lines joined). Empty only for an event that carries nothing but an id (a
+   * server's "priming" event, sent so that the client can resume before any message has gone out).
+   */
+  data: Buffer;
+  /** The `event:` type; empty when the event named none (the default type, "message"). */
+  type: string;
+  /** The `id:` the event set (the stream's new last event id; empty resets it), if it set one. */
+  id: string | undefined;
+}
+
+export interface SseSink {
+  /** An event with data, an id, or both; events with neither are not dispatched. */
+  event(event: SseEvent): void;
+  /** The server asked, with a `retry:` field, for this reconnection delay. */
+  retry(ms: number): void;
+  /** An event whose data went over the limit: dropped, with enough of its edges to find a request id. */
+  oversized(byteLength: number, head: string, tail: string): void;
+}
+
+export class SseParser {
+  /** Pieces of the line being read. */
+  private line: Buffer[] = [];
+  private lineBytes = 0;
+  /** Set when the line went over the limit: only its edges are kept. */
+  private lineHead: Buffer | undefined;
+  private lineTail: Buffer = Buffer.alloc(0);
+  /** A chunk ended with CR: a LF at the start of the next one belongs to the same line end. */
+  private afterCr = false;
+
+  private data: Buffer[] = [];
+  private dataBytes = 0;
+  private dataHead: Buffer | undefined;
+  private dataTail: Buffer = Buffer.alloc(0);
+  private type = '';
+  private id: string | undefined;
+
+  constructor(
+    private readonly maxEventBytes: number,
+    private readonly sink: SseSink,
+  ) {}
+
+  push(chunk: Buffer): void {
+    let start = 0;
+    if (this.afterCr && chunk[0] === LF) start = 1;
+    this.afterCr = false;
+    for (let i = start; i < chunk.length; i++) {
+      const byte = chunk[i];
+      if (byte !== LF && byte !== CR) continue;
+      this.append(chunk.subarray(start, i));
+      this.endLine();
+      if (byte === CR) {
+        if (i + 1 === chunk.length) this.afterCr = true;
+        else if (chunk[i + 1] === LF) i++;
+      }
+      start = i + 1;
+    }
+    if (start < chunk.length) this.append(chunk.subarray(start));
+  }
+
+  /** The stream ended: an event without its blank line is incomplete, and is discarded (as the standard says). */
+  end(): void {
+    this.line = [];
+    this.lineBytes = 0;
+    this.lineHead = undefined;
+    this.resetEvent();
+  }
+
+  private append(piece: Buffer): void {
+    if (piece.length === 0) return;
+    this.lineBytes += piece.length;
+    if (this.lineHead !== undefined) {
+      this.lineTail = lastBytes([this.lineTail, piece], KEEP_OF_OVERSIZED);
+    } else if (this.lineBytes <= this.maxEventBytes + FIELD_SLACK) {
+      this.line.push(piece);
+    } else {
+      const seen = [...this.line, piece];
+      this.lineHead = Buffer.concat(seen, Math.min(this.lineBytes, KEEP_OF_OVERSIZED));
+      this.lineTail = lastBytes(seen, KEEP_OF_OVERSIZED);
+      this.line = [];
+    }
+  }
+
+  private endLine(): void {
+    if (this.lineHead !== undefined) {
+      // Only a data line can be worth anything at this size.
+      const head = this.lineHead;
+      const bytes = this.lineBytes;
+      const tail = this.lineTail;
+      this.lineHead = undefined;
+      this.lineBytes = 0;
+      if (head.subarray(0, 5).toString('latin1') === 'data:') this.oversizedData(head, tail, bytes);
+      return;
+    }
+    const line = this.line.length === 1 ? this.line[0]! : Buffer.concat(this.line, this.lineBytes);
+    this.line = [];
+    this.lineBytes = 0;
+    if (line.length === 0) return this.dispatch();
+    if (line[0] === COLON) return; // a comment (keep-alive)
+    const colon = line.indexOf(COLON);
+    const field = (colon === -1 ? line : line.subarray(0, colon)).toString('utf8');
+    let value = colon === -1 ? Buffer.alloc(0) : line.subarray(colon + 1);
+    if (value[0] === SPACE) value = value.subarray(1);
+    switch (field) {
+      case 'data':
+        return this.addData(value);
+      case 'event':
+        this.type = value.toString('utf8');
+        return;
+      case 'id':
+        if (!value.includes(0)) this.id = value.toString('utf8');
+        return;
+      case 'retry': {
+        const text = value.toString('latin1');
+        if (/^\d+$/.test(text)) this.sink.retry(Number(text));
+        return;
+      }
+      default:
+        return; // unknown fields are ignored
+    }
+  }
+
+  private addData(value: Buffer): void {
+    const separator = this.dataBytes > 0 || this.data.length > 0 ? 1 : 0;
+    if (this.dataHead !== undefined) {
+      this.dataBytes += separator + value.length;
+      this.dataTail = lastBytes([this.dataTail, SEPARATOR, value], KEEP_OF_OVERSIZED);
+      return;
+    }
+    this.data.push(value);
+    this.dataBytes += separator + value.length;
+    if (this.dataBytes > this.maxEventBytes) {
+      // Over the limit: keep copies of the edges, and let go of the rest.
+      const joined = joinData(this.data, this.dataBytes);
+      this.dataHead = Buffer.from(joined.subarray(0, KEEP_OF_OVERSIZED));
+      this.dataTail = Buffer.from(joined.subarray(Math.max(0, joined.length - KEEP_OF_OVERSIZED)));
+      this.data = [];
+    }
+  }
+
+  /** A data line too long to keep: the event is oversized, whatever else it holds. */
+  private oversizedData(lineHead: Buffer, lineTail: Buffer, lineBytes: number): void {
+    let head = lineHead.subarray(5);
+    let valueBytes = lineBytes - 5;
+    if (head[0] === SPACE) {
+      head = head.subarray(1);
+      valueBytes--;
+    }
+    const hasData = this.dataBytes > 0 || this.data.length > 0;
+    if (this.dataHead === undefined) {
+      const before = hasData ? [joinData(this.data, this.dataBytes), SEPARATOR] : [];
+      this.dataHead = Buffer.concat([...before, head]).subarray(0, KEEP_OF_OVERSIZED);
+      this.data = [];
+    }
+    this.dataBytes += (hasData ? 1 : 0) + valueBytes;
+    this.dataTail = lineTail;
+  }
+
+  private dispatch(): void {
+    const id = this.id;
+    if (this.dataHead !== undefined) {
+      // The id still moves the stream on: the event was received, only not kept.
+      if (id !== undefined) this.sink.event({ data: EMPTY, type: this.type, id });
+      this.sink.oversized(this.dataBytes, this.dataHead.toString('utf8'), this.dataTail.toString('utf8'));
+    } else if (this.dataBytes > 0 || id !== undefined) {
+      const data = this.dataBytes > 0 ? joinData(this.data, this.dataBytes) : EMPTY;
+      this.sink.event({ data, type: this.type, id });
+    }
+    this.resetEvent();
+  }
+
+  private resetEvent(): void {
+    this.data = [];
+    this.dataBytes = 0;
+    this.dataHead = undefined;
+    this.dataTail = EMPTY;
+    this.type = '';
+    this.id = undefined;
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+const SEPARATOR = Buffer.from(' ');
+
+function joinData(pieces: Buffer[], total: number): Buffer {
+  if (pieces.length === 1) return pieces[0]!;
+  const parts: Buffer[] = [];
+  pieces.forEach((piece, i) => {
+    if (i > 0) parts.push(SEPARATOR);
+    parts.push(piece);
+  });
+  return Buffer.concat(parts, total);
+}
+
+/** A copy of the last `count` bytes of the pieces, joined. */
+function lastBytes(pieces: Buffer[], count: number): Buffer {
+  const picked: Buffer[] = [];
+  let total = 0;
+  for (let i = pieces.length - 1; i >= 0 && total < count; i--) {
+    const piece = pieces[i]!;
+    picked.unshift(piece.subarray(Math.max(0, piece.length - (count - total))));
+    total += picked[0]!.length;
+  }
+  return Buffer.concat(picked, total);
+}
