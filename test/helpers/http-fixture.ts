@@ -1,0 +1,72 @@
+/**
+ * Starts a fixture server in Streamable HTTP mode (`--http PORT`) as a real process, and waits, with a
+ * bound, for the one line it prints once listening.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { FIXTURES, type FixtureName } from './taskgate.js';
+
+export interface HttpFixture {
+  /** The MCP endpoint, e.g. http://127.0.0.1:40123/mcp */
+  url: string;
+  port: number;
+  child: ChildProcess;
+  /** Everything it wrote to stderr so far. */
+  stderr: () => string;
+  /** Ends it (SIGKILL by default: a crash) and waits until it is gone. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export async function startHttpFixture(
+  name: FixtureName,
+  options: { port?: number; env?: Record<string, string> } = {},
+): Promise<HttpFixture> {
+  const child = spawn(process.execPath, [FIXTURES[name], '--http', String(options.port ?? 0)], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, ...options.env },
+  });
+  let stderr = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`fixture ${name} did not listen within 10 s:\n${stderr}`)),
+      10_000,
+    );
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+      const match = /^listening (\S+)$/m.exec(stderr);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`fixture ${name} exited with code ${code} before listening:\n${stderr}`));
+    });
+  });
+  return {
+    url,
+    port: Number(new URL(url).port),
+    child,
+    stderr: () => stderr,
+    async stop(signal = 'SIGKILL') {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = once(child, 'exit');
+      child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+/** A port that was free a moment ago (for servers that cannot be told to pick one themselves). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  server.close();
+  await once(server, 'close');
+  return port;
+}
