@@ -45,7 +45,7 @@ export async function startHttpGateway(
         const session = new Session(
           channel,
           upstream.channel,
-          { id: channel.id, config, policy, store, logger: sessionLogger },
+          { id: channel.id, config, policy, store, logger: sessionLogger, lingerForTasks: true },
           {
             upstreamGone: () => undefined,
             closed: async () => {

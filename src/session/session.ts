@@ -59,6 +59,11 @@ export interface SessionOptions {
   policy: Policy;
   store: TaskStore;
   logger: Logger;
+  /**
+   * Keep the upstream connection until the session's running tasks end when the client goes away, so
+   * their results stay retrievable from another session (HTTP). Over stdio nobody could retrieve them.
+   */
+  lingerForTasks?: boolean;
 }
 
 export interface UpstreamState {
@@ -193,8 +198,11 @@ export class Session {
         for (const controller of side.blocking.values()) controller.abort();
       }
       this.unwrapper.abandonAll();
-      this.augmenter.close();
       this.clientTasks.close();
+      if (this.options.lingerForTasks && this.upstreamState.goneReason === undefined) {
+        await this.augmenter.idle(this.options.config.tasks.maxTtl);
+      }
+      this.augmenter.close();
       await this.upstream.close();
       await this.client.close();
       await this.events.closed();

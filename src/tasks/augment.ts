@@ -43,6 +43,7 @@ export class Augmenter {
   private readonly running = new Map<string, RunningCall>();
   private readonly byProgressToken = new Map<string | number, string>();
   private readonly tasks: TaskService;
+  private whenIdle: (() => void) | undefined;
 
   constructor(
     store: TaskStore,
@@ -178,6 +179,19 @@ export class Augmenter {
     if (call.openInputRequests === 0) await this.tasks.move(taskId, 'input_required', 'working');
   }
 
+  /** Resolves once no task's call runs any more, or after `boundMs` at the latest. */
+  idle(boundMs: number): Promise<void> {
+    if (this.running.size === 0) return Promise.resolve();
+    this.logger.info({ running: this.running.size }, 'client gone: keeping the upstream until its tasks end');
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, Math.min(boundMs, 2 ** 31 - 1)).unref();
+      this.whenIdle = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
   close(): void {
     this.tasks.close();
   }
@@ -211,6 +225,7 @@ export class Augmenter {
         clearTimeout(timer);
         this.running.delete(taskId);
         if (tokenKey !== undefined) this.byProgressToken.delete(tokenKey);
+        if (this.running.size === 0) this.whenIdle?.();
       });
   }
 
