@@ -1,7 +1,7 @@
 /**
  * The TaskStore contract (the doc comment of src/tasks/store.ts), as one suite that every backend runs:
  *
- *   describeTaskStoreContract('MemoryTaskStore', (options) => new MemoryTaskStore(options));
+ *   describeTaskStoreContract('MemoryTaskStore', (options) => new MemoryTaskStore(options), (store) => store);
  *
  * Only the TaskStore interface is used, plus the three options below; time is the injected clock, never
  * a sleep. Every test opens its own store and uses fresh owners, so a shared backend (Redis with a key
@@ -25,6 +25,12 @@ export interface StoreContractOptions {
 }
 
 export type MakeStore = (options: StoreContractOptions) => Promise<TaskStore> | TaskStore;
+
+/**
+ * Another store object over the same backend as `store`, as another process (replica) would open it. A
+ * single-process store (memory) has no other process: it returns `store` itself.
+ */
+export type MakeReplica = (store: TaskStore, options: StoreContractOptions) => Promise<TaskStore> | TaskStore;
 
 const START = Date.UTC(2025, 10, 25, 10, 30, 0);
 const HOUR = 3_600_000;
@@ -111,7 +117,11 @@ async function thrownBy(promise: Promise<unknown>): Promise<unknown> {
   throw new Error('expected a rejection, but the promise resolved');
 }
 
-export function describeTaskStoreContract(name: string, makeStore: MakeStore): void {
+export function describeTaskStoreContract(
+  name: string,
+  makeStore: MakeStore,
+  makeReplica: MakeReplica,
+): void {
   describe(`TaskStore contract: ${name}`, () => {
     const opened: TaskStore[] = [];
 
@@ -121,12 +131,19 @@ export function describeTaskStoreContract(name: string, makeStore: MakeStore): v
 
     async function setup(limits: { maxTasks?: number; maxResultBytes?: number } = {}) {
       const clock = new Clock();
-      const store = await makeStore({
+      const options = {
         maxTasks: limits.maxTasks ?? 1_000,
         maxResultBytes: limits.maxResultBytes ?? 1_000_000,
         now: clock.now,
-      });
+      };
+      const store = await makeStore(options);
       opened.push(store);
+      /** Another replica's store object over the same backend (the store itself for a single process). */
+      const replica = async (): Promise<TaskStore> => {
+        const other = await makeReplica(store, options);
+        opened.push(other);
+        return other;
+      };
       const owner = `owner-${randomUUID()}`;
       const newTask = (overrides: Partial<NewTask> = {}): NewTask => ({
         owner,
@@ -148,7 +165,7 @@ export function describeTaskStoreContract(name: string, makeStore: MakeStore): v
         const page = await store.list(who, undefined, limit);
         return page.tasks.map((task) => task.taskId);
       };
-      return { store, clock, owner, newTask, create, createIn, ids };
+      return { store, clock, owner, newTask, create, createIn, ids, replica };
     }
 
     describe('create and get', () => {
@@ -361,6 +378,31 @@ export function describeTaskStoreContract(name: string, makeStore: MakeStore): v
         await thrownBy(store.update(task.taskId, { status: 'completed', ...outcomeOfBytes(2_000) }));
         await thrownBy(store.update(randomUUID(), { status: 'completed' }));
         expect(seen).toEqual([]);
+      });
+
+      it('of the store that created a task hear of its end once, whichever replica ends it (cancel routing)', async () => {
+        const { store, create, replica } = await setup();
+        const other = await replica();
+        const seen: TaskRecord[] = [];
+        store.onTransition((record) => seen.push(record));
+        const own = await create();
+        const cancelledElsewhere = await create();
+        const marker = await create();
+        const heardMarker = new Promise<void>((resolve) => {
+          const off = store.onTransition((record) => {
+            if (record.taskId !== marker.taskId) return;
+            off();
+            resolve();
+          });
+        });
+        const expected = [
+          await store.update(own.taskId, { status: 'completed', ...outcomeOfBytes(100) }),
+          await other.update(cancelledElsewhere.taskId, { status: 'cancelled', statusMessage: 'elsewhere' }),
+          await other.update(marker.taskId, { status: 'failed', statusMessage: 'marker' }),
+        ];
+        // Ends are heard in the order they were made: once the marker's is, the others were, exactly once.
+        await settled(heardMarker, "the creating store's listener hearing the marker");
+        expect(seen).toEqual(expected);
       });
 
       it('stop being called once unsubscribed', async () => {

@@ -18,8 +18,12 @@
  *   P bytes              string  sum of the sizes of the terminal tasks (size = max(1, outcomeBytes))
  *   P seq                string  counter for list positions and use ticks
  *   P evictions          string  how many terminal tasks were evicted to make room
- *   P events             channel `<id> <status>` when a task becomes terminal, `<id> gone` when it is
- *                                evicted or expired
+ *   P executors          zset    executor id → when its lease lapses (epoch ms): one entry per replica
+ *                                that runs tasks, renewed while it lives
+ *   P executing:<exec>   set     ids of the live tasks that executor runs (a task's hash names its
+ *                                `executor`); when the lease lapses they become failed
+ *   P events             channel `<id> <status> <replica>` when a task becomes terminal (the replica that
+ *                                made it so), `<id> gone` when it is evicted or expired
  *
  * Scripts build the keys of other tasks and owners from P (an eviction cannot know them in advance), so
  * the store needs a single Redis node (standalone, Sentinel, or a managed single-shard Redis), not Cluster.
@@ -47,15 +51,27 @@ export const RECORD_FIELDS = [
 ] as const;
 
 /** The keys every script gets first, in this order (names relative to the prefix). */
-export const SHARED_KEYS = ['live', 'lru', 'expiry', 'terminal', 'bytes', 'seq', 'evictions'] as const;
+export const SHARED_KEYS = [
+  'live',
+  'lru',
+  'expiry',
+  'terminal',
+  'bytes',
+  'seq',
+  'evictions',
+  'executors',
+] as const;
 
 /** How many expired terminal tasks one create or update sweeps out at most. */
 export const SWEEP_BATCH = 100;
 
+/** How many executors whose lease lapsed one lease sweep handles at most. */
+export const LAPSE_BATCH = 10;
+
 const PRELUDE = `
 -- Shared by every script.
 -- KEYS[1] P live  KEYS[2] P lru  KEYS[3] P expiry  KEYS[4] P terminal  KEYS[5] P bytes  KEYS[6] P seq
--- KEYS[7] P evictions
+-- KEYS[7] P evictions  KEYS[8] P executors
 -- ARGV[1] the prefix P; ARGV[2] now in epoch ms, or '' to use Redis's own clock (TIME)
 local PREFIX = ARGV[1]
 local NOW = tonumber(ARGV[2])
@@ -64,12 +80,14 @@ if not NOW then
   NOW = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 local LIVE, LRU, EXPIRY, TERMINAL, BYTES, SEQ, EVICTIONS = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local EXECUTORS = KEYS[8]
 local FIELDS = {${RECORD_FIELDS.map((field) => `'${field}'`).join(', ')}}
 
 local function int(n) return string.format('%.0f', n) end
 local function task_key(id) return PREFIX .. 'task:' .. id end
 local function owner_key(owner) return PREFIX .. 'owner:' .. owner end
 local function owner_meta_key(owner) return PREFIX .. 'owner-meta:' .. owner end
+local function executing_key(executor) return PREFIX .. 'executing:' .. executor end
 local function expired(expires) return expires and NOW >= tonumber(expires) end
 
 -- The task as FIELDS values (false where absent), then its outcome when asked for.
@@ -111,6 +129,47 @@ local function evict_one()
   redis.call('INCR', EVICTIONS)
   return true
 end
+
+-- Whether the transition table (state.ts ALLOWED_TRANSITIONS, as data) allows from → to.
+local function legal(allowed, from, to)
+  for _, next_status in ipairs(allowed[from] or {}) do
+    if next_status == to then return true end
+  end
+  return false
+end
+
+-- The bookkeeping of a task that has just become terminal (its hash already says so): it leaves the
+-- live set and its executor's set, joins the LRU within the byte budget (evicting the least recently
+-- used terminal tasks to make room), gets its expiry (PEXPIRE on the hash, and on the owner keys once
+-- the owner has no live task left), and '<id> <status> <origin>' is published on P events.
+-- t: {id, key, status, created, updated, ttl, owner, executor (or false), bytes}; grace: the late-result
+-- grace cap in ms; origin: the replica that made the change.
+local function settle(t, grace, max_bytes, origin)
+  local expires = math.max(t.created + t.ttl, t.updated + math.min(t.ttl, grace))
+  sweep()
+  redis.call('ZREM', LIVE, t.id)
+  if t.executor then redis.call('SREM', executing_key(t.executor), t.id) end
+  local size = math.max(1, t.bytes)
+  while tonumber(redis.call('GET', BYTES) or '0') + size > max_bytes do
+    if not evict_one() then break end
+  end
+  redis.call('INCRBY', BYTES, int(size))
+  redis.call('HSET', TERMINAL, t.id, cjson.encode({t.owner, size}))
+  redis.call('ZADD', LRU, redis.call('INCR', SEQ), t.id)
+  redis.call('ZADD', EXPIRY, int(expires), t.id)
+  redis.call('HSET', t.key, 'expires', int(expires))
+  redis.call('PEXPIRE', t.key, int(math.max(1, expires - NOW)))
+  local meta = owner_meta_key(t.owner)
+  local live = redis.call('HINCRBY', meta, 'live', -1)
+  local keep_until = math.max(expires, tonumber(redis.call('HGET', meta, 'expires') or '0'))
+  redis.call('HSET', meta, 'expires', int(keep_until))
+  if live <= 0 then
+    local remaining = int(math.max(1, keep_until - NOW))
+    redis.call('PEXPIRE', owner_key(t.owner), remaining)
+    redis.call('PEXPIRE', meta, remaining)
+  end
+  redis.call('PUBLISH', PREFIX .. 'events', t.id .. ' ' .. t.status .. ' ' .. origin)
+end
 `;
 
 const script = (header: string, body: string): string => `${header.trim()}\n${PRELUDE}\n${body.trim()}\n`;
@@ -120,16 +179,17 @@ export const SCRIPTS = {
   create: script(
     `
 -- create: adds a task, working, with no expiry (a live task never expires).
--- KEYS[8] P task:<id>  KEYS[9] P owner:<owner>  KEYS[10] P owner-meta:<owner>
+-- KEYS[9] P task:<id>  KEYS[10] P owner:<owner>  KEYS[11] P owner-meta:<owner>
 -- ARGV[3] maxTasks (live + terminal)
--- ARGV[4] JSON {id, owner, identity?, session, tool, ttl, poll}
+-- ARGV[4] JSON {id, owner, identity?, session, tool, ttl, poll, executor?, lease?}
 -- Returns {'ok', record} | {'full'} when every slot is live | {'exists'} when the id is taken.
--- Makes room by sweeping expired tasks, then evicting terminal tasks least recently used first.
+-- Makes room by sweeping expired tasks, then evicting terminal tasks least recently used first. With an
+-- executor, the task joins P executing:<executor> and the executor's lease is (re)newed for "lease" ms.
 `,
     `
 local task = cjson.decode(ARGV[4])
 local max_tasks = tonumber(ARGV[3])
-if redis.call('EXISTS', KEYS[8]) == 1 then return {'exists'} end
+if redis.call('EXISTS', KEYS[9]) == 1 then return {'exists'} end
 sweep()
 while redis.call('ZCARD', LIVE) + redis.call('ZCARD', LRU) >= max_tasks do
   if not evict_one() then return {'full'} end
@@ -142,12 +202,18 @@ if task.identity then
   fields[#fields + 1] = 'identity'
   fields[#fields + 1] = task.identity
 end
-redis.call('HSET', KEYS[8], unpack(fields))
+if task.executor then
+  fields[#fields + 1] = 'executor'
+  fields[#fields + 1] = task.executor
+  redis.call('SADD', executing_key(task.executor), task.id)
+  redis.call('ZADD', EXECUTORS, int(NOW + task.lease), task.executor)
+end
+redis.call('HSET', KEYS[9], unpack(fields))
 redis.call('ZADD', LIVE, pos, task.id)
-redis.call('ZADD', KEYS[9], pos, task.id)
-redis.call('HINCRBY', KEYS[10], 'live', 1)
-redis.call('PERSIST', KEYS[9])
+redis.call('ZADD', KEYS[10], pos, task.id)
+redis.call('HINCRBY', KEYS[11], 'live', 1)
 redis.call('PERSIST', KEYS[10])
+redis.call('PERSIST', KEYS[11])
 return {'ok', record(task.id, false)}
 `,
   ),
@@ -155,13 +221,13 @@ return {'ok', record(task.id, false)}
   get: script(
     `
 -- get: reads a task.
--- KEYS[8] P task:<id>
+-- KEYS[9] P task:<id>
 -- ARGV[3] the id; ARGV[4] '1' to count the read as a use of a terminal task (LRU), '0' not to
 -- Returns {'ok', record with outcome} | {'not_found'} (unknown, expired: an expired task is forgotten).
 `,
     `
 local id = ARGV[3]
-local head = redis.call('HMGET', KEYS[8], 'id', 'expires')
+local head = redis.call('HMGET', KEYS[9], 'id', 'expires')
 if not head[1] then
   if redis.call('HEXISTS', TERMINAL, id) == 1 then forget(id) end
   return {'not_found'}
@@ -178,18 +244,16 @@ return {'ok', record(id, true)}
   update: script(
     `
 -- update: the one guarded status change.
--- KEYS[8] P task:<id>
+-- KEYS[9] P task:<id>
 -- ARGV[3] JSON of the transition table {status: [allowed next statuses]}; terminal = no next status
 -- ARGV[4] the late-result grace cap in ms; ARGV[5] maxResultBytes
--- ARGV[6] JSON {status, message?, hasOutcome, outcomeBytes?}; ARGV[7] the outcome JSON (if hasOutcome)
+-- ARGV[6] JSON {status, message?, hasOutcome, outcomeBytes?, by}; ARGV[7] the outcome JSON (if hasOutcome)
 -- Returns {'ok', record (with the stored outcome only when the change has none)}
 --       | {'not_found'} | {'illegal', from} | {'too_large', bytes}: a refusal changes nothing.
--- On a terminal status: leaves the live set, joins the LRU, gets its expiry (PEXPIRE on the hash, and
--- on the owner keys once the owner has no live task left), makes room in the byte budget by evicting
--- terminal tasks least recently used first, and publishes '<id> <status>' on P events.
+-- On a terminal status: settle() (see the prelude); the message names "by", the replica that made it.
 `,
     `
-local h = redis.call('HMGET', KEYS[8], 'id', 'status', 'created', 'updated', 'ttl', 'owner', 'bytes', 'expires')
+local h = redis.call('HMGET', KEYS[9], 'id', 'status', 'created', 'updated', 'ttl', 'owner', 'bytes', 'expires', 'executor')
 local id, from = h[1], h[2]
 if not id then return {'not_found'} end
 if expired(h[8]) then
@@ -199,60 +263,89 @@ end
 local allowed = cjson.decode(ARGV[3])
 local change = cjson.decode(ARGV[6])
 local to = change.status
-local legal = false
-for _, next_status in ipairs(allowed[from] or {}) do
-  if next_status == to then legal = true end
-end
-if not legal then return {'illegal', from} end
+if not legal(allowed, from, to) then return {'illegal', from} end
 local bytes = tonumber(h[7])
 if change.hasOutcome then bytes = tonumber(change.outcomeBytes or 0) end
 local max_bytes = tonumber(ARGV[5])
 if bytes > max_bytes then return {'too_large', int(bytes)} end
 
 local updated = math.max(NOW, tonumber(h[4]))
-redis.call('HSET', KEYS[8], 'status', to, 'updated', int(updated))
+redis.call('HSET', KEYS[9], 'status', to, 'updated', int(updated))
 if change.message ~= nil then
-  redis.call('HSET', KEYS[8], 'message', change.message)
+  redis.call('HSET', KEYS[9], 'message', change.message)
 else
-  redis.call('HDEL', KEYS[8], 'message')
+  redis.call('HDEL', KEYS[9], 'message')
 end
-if change.hasOutcome then redis.call('HSET', KEYS[8], 'outcome', ARGV[7], 'bytes', int(bytes)) end
+if change.hasOutcome then redis.call('HSET', KEYS[9], 'outcome', ARGV[7], 'bytes', int(bytes)) end
 
 local next_allowed = allowed[to]
 if next_allowed and #next_allowed == 0 then
-  local owner, ttl = h[6], tonumber(h[5])
-  local expires = math.max(tonumber(h[3]) + ttl, updated + math.min(ttl, tonumber(ARGV[4])))
-  sweep()
-  redis.call('ZREM', LIVE, id)
-  local size = math.max(1, bytes)
-  while tonumber(redis.call('GET', BYTES) or '0') + size > max_bytes do
-    if not evict_one() then break end
-  end
-  redis.call('INCRBY', BYTES, int(size))
-  redis.call('HSET', TERMINAL, id, cjson.encode({owner, size}))
-  redis.call('ZADD', LRU, redis.call('INCR', SEQ), id)
-  redis.call('ZADD', EXPIRY, int(expires), id)
-  redis.call('HSET', KEYS[8], 'expires', int(expires))
-  redis.call('PEXPIRE', KEYS[8], int(math.max(1, expires - NOW)))
-  local meta = owner_meta_key(owner)
-  local live = redis.call('HINCRBY', meta, 'live', -1)
-  local keep_until = math.max(expires, tonumber(redis.call('HGET', meta, 'expires') or '0'))
-  redis.call('HSET', meta, 'expires', int(keep_until))
-  if live <= 0 then
-    local remaining = int(math.max(1, keep_until - NOW))
-    redis.call('PEXPIRE', owner_key(owner), remaining)
-    redis.call('PEXPIRE', meta, remaining)
-  end
-  redis.call('PUBLISH', PREFIX .. 'events', id .. ' ' .. to)
+  settle({id = id, key = KEYS[9], status = to, created = tonumber(h[3]), updated = updated,
+    ttl = tonumber(h[5]), owner = h[6], executor = h[9], bytes = bytes}, tonumber(ARGV[4]), max_bytes, change.by)
 end
 return {'ok', record(id, not change.hasOutcome)}
+`,
+  ),
+
+  renew: script(
+    `
+-- renew: keeps an executor's lease: it lapses "lease" ms from now unless renewed again.
+-- ARGV[3] the executor id; ARGV[4] the lease in ms
+-- Returns {'ok'}.
+`,
+    `
+redis.call('ZADD', EXECUTORS, int(NOW + tonumber(ARGV[4])), ARGV[3])
+return {'ok'}
+`,
+  ),
+
+  lapse: script(
+    `
+-- lapse: fails the live tasks of executors that are gone: every executor whose lease has lapsed (at most
+-- ${LAPSE_BATCH} per call), or the one named (an executor that stops releases its own tasks).
+-- ARGV[3] JSON of the transition table; ARGV[4] the late-result grace cap in ms; ARGV[5] maxResultBytes
+-- ARGV[6] JSON {message, outcome (JSON text), outcomeBytes, by}: what a lost task fails with, and the
+--         replica doing it; ARGV[7] the executor to release, or '' for every lapsed one
+-- Returns {'ok', number of tasks failed}. Each failed task is settled (see the prelude), so every waiter
+-- on every replica wakes; the executor's set and lease entry are removed.
+`,
+    `
+local allowed = cjson.decode(ARGV[3])
+local grace, max_bytes = tonumber(ARGV[4]), tonumber(ARGV[5])
+local lost = cjson.decode(ARGV[6])
+local executors = {ARGV[7]}
+if ARGV[7] == '' then
+  executors = redis.call('ZRANGEBYSCORE', EXECUTORS, '-inf', int(NOW), 'LIMIT', 0, ${LAPSE_BATCH})
+end
+local failed = 0
+for _, executor in ipairs(executors) do
+  for _, id in ipairs(redis.call('SMEMBERS', executing_key(executor))) do
+    local key = task_key(id)
+    local h = redis.call('HMGET', key, 'id', 'status', 'created', 'updated', 'ttl', 'owner', 'executor')
+    if h[1] and redis.call('ZSCORE', LIVE, id) and h[7] == executor and legal(allowed, h[2], 'failed') then
+      local updated = math.max(NOW, tonumber(h[4]))
+      local bytes = 0
+      redis.call('HSET', key, 'status', 'failed', 'updated', int(updated), 'message', lost.message)
+      if lost.outcomeBytes <= max_bytes then
+        bytes = lost.outcomeBytes
+        redis.call('HSET', key, 'outcome', lost.outcome, 'bytes', int(bytes))
+      end
+      settle({id = id, key = key, status = 'failed', created = tonumber(h[3]), updated = updated,
+        ttl = tonumber(h[5]), owner = h[6], executor = executor, bytes = bytes}, grace, max_bytes, lost.by)
+      failed = failed + 1
+    end
+  end
+  redis.call('DEL', executing_key(executor))
+  redis.call('ZREM', EXECUTORS, executor)
+end
+return {'ok', failed}
 `,
   ),
 
   list: script(
     `
 -- list: one page of an owner's tasks in creation order.
--- KEYS[8] P owner:<owner>
+-- KEYS[9] P owner:<owner>
 -- ARGV[3] the position to start after (0 for the first page); ARGV[4] the page size
 -- Returns {'ok', more (1 when tasks remain after this page), {record with outcome, ...}}.
 -- Index entries of tasks that are gone or expired are cleaned up on the way.
@@ -263,7 +356,7 @@ local after = '(' .. ARGV[3]
 local found = {}
 local more = 0
 while more == 0 do
-  local batch = redis.call('ZRANGEBYSCORE', KEYS[8], after, '+inf', 'WITHSCORES', 'LIMIT', 0, limit + 1 - #found)
+  local batch = redis.call('ZRANGEBYSCORE', KEYS[9], after, '+inf', 'WITHSCORES', 'LIMIT', 0, limit + 1 - #found)
   if #batch == 0 then break end
   for i = 1, #batch, 2 do
     local id = batch[i]
@@ -271,7 +364,7 @@ while more == 0 do
     local head = redis.call('HMGET', task_key(id), 'id', 'expires')
     if not head[1] then
       forget(id)
-      redis.call('ZREM', KEYS[8], id)
+      redis.call('ZREM', KEYS[9], id)
     elseif expired(head[2]) then
       forget(id)
     elseif #found == limit then

@@ -19,8 +19,20 @@
  * - Waiting. `waitForTerminal` wakes on a pub/sub message (`<prefix>events`) published by the script that
  *   made the task terminal, on whichever replica. After the subscriber (re)connects it re-reads every
  *   waited task at once, and a slow poll (`fallbackPollMs`) covers a message lost in between.
- * - Listeners. `onTransition` sees the changes made through this store object only (as the memory store
- *   does); changes made by other replicas reach this one as the wake-ups of `waitForTerminal`.
+ * - Listeners. `onTransition` sees the changes made through this store object, and the end of a task this
+ *   store object created (it runs the task's work) when another replica makes it: the `<id> <status>
+ *   <replica>` message of a task it runs, from another replica, makes it re-read the task and report it
+ *   once (cancel routing: a `tasks/cancel` served by replica B stops the call running on replica A). After
+ *   a reconnection it re-reads every task it runs, since a message may have been lost meanwhile.
+ * - Executor lease. Each store object is an executor with an id of its own; `create` records it on the
+ *   task, adds the task to the executor's set and sets the executor's lease (`leaseTtlMs`, Redis's clock).
+ *   While it has live tasks the store renews the lease every third of it. Every store object sweeps every
+ *   `min(1 s, lease / 4)` for executors whose lease has lapsed and fails their live tasks with
+ *   EXECUTOR_LOST, in one script, which wakes every waiter everywhere. A store sweeps only once it has
+ *   been connected for a whole lease, so that after an outage every replica has had the time to renew
+ *   before any of them judges the others. `close` releases the store's own live tasks the same way at
+ *   once. A replica that loses Redis for longer than its lease loses its tasks (they fail; their calls
+ *   finish into nothing): the lease is the longest outage a replica survives with its tasks.
  * - Redis down. No command waits for a connection: while Redis is unreachable every operation rejects at
  *   once with TaskStoreUnavailableError naming the server and the last connection error, and a command in
  *   flight when the connection drops is not resent (its outcome is unknown). ioredis keeps reconnecting
@@ -28,10 +40,11 @@
  * - Topology. One Redis node (standalone, Sentinel, or a single-shard managed Redis): a script may evict
  *   tasks whose keys it cannot declare in advance, which Redis Cluster does not allow.
  */
-import { createHash, createHmac } from 'node:crypto';
+import { createHash, createHmac, randomUUID } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
 import { Redis, ReplyError } from 'ioredis';
 import type { Logger } from 'pino';
+import { ErrorCode } from '../protocol/errors.js';
 import { CursorCodec } from './cursor.js';
 import {
   IllegalTransitionError,
@@ -49,7 +62,13 @@ import {
   type TaskStatus,
   type TransitionChange,
 } from './state.js';
-import type { NewTask, TaskPage, TaskStore, TransitionListener } from './store.js';
+import {
+  EXECUTOR_LOST,
+  type NewTask,
+  type TaskPage,
+  type TaskStore,
+  type TransitionListener,
+} from './store.js';
 import { newTaskId } from './task-id.js';
 
 export interface RedisStoreOptions {
@@ -73,6 +92,12 @@ export interface RedisStoreOptions {
   connectTimeoutMs?: number;
   /** How long one command may take before it fails (a hung server). Default 10 s. */
   commandTimeoutMs?: number;
+  /**
+   * The executor lease in ms (see above): a replica that stops renewing it for this long loses its live
+   * tasks. Every replica sharing the prefix should be given the same. Default 15 s; 0 keeps no lease (for
+   * tests with an injected clock, where real time and the clock part).
+   */
+  leaseTtlMs?: number;
   /** Where connection losses and recoveries are logged. */
   logger?: Pick<Logger, 'warn' | 'info'>;
 }
@@ -90,6 +115,11 @@ const DEFAULT_FALLBACK_POLL_MS = 10_000;
 const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
 const DEFAULT_COMMAND_TIMEOUT_MS = 10_000;
 const MAX_RECONNECT_DELAY_MS = 2_000;
+export const DEFAULT_LEASE_TTL_MS = 15_000;
+/** Lease sweeps are this often at most, and at least four times per lease. */
+const MAX_LAPSE_SWEEP_MS = 1_000;
+/** What a task whose executor was lost fails with, as the outcome its tasks/result answers. */
+const LOST_OUTCOME = JSON.stringify({ error: { code: ErrorCode.InternalError, message: EXECUTOR_LOST } });
 /** Replies of Redis that mean "not now" rather than "your script is wrong". */
 const UNAVAILABLE_REPLY = /^(OOM|LOADING|READONLY|MASTERDOWN|BUSY|NOREPLICAS|CLUSTERDOWN|TRYAGAIN)\b/;
 
@@ -107,6 +137,8 @@ interface Waiter {
 }
 
 export class RedisTaskStore implements TaskStore {
+  /** This store object as an executor: the tasks it creates are its to run, under its lease. */
+  readonly executorId = randomUUID();
   private readonly cmd: Redis;
   private readonly sub: Redis;
   private readonly prefix: string;
@@ -118,6 +150,14 @@ export class RedisTaskStore implements TaskStore {
   private readonly waiters = new Map<string, Set<Waiter>>();
   /** Tasks being re-read → whether another read was asked for meanwhile. */
   private readonly checking = new Map<string, boolean>();
+  /** Live tasks created through this store object: their end, made elsewhere, is reported to listeners. */
+  private readonly executing = new Set<string>();
+  /** Tasks being re-read whose end, if found, was made elsewhere (or may have been: after a reconnection). */
+  private readonly endedElsewhere = new Set<string>();
+  private readonly leaseTtlMs: number;
+  private leaseTimers: NodeJS.Timeout[] = [];
+  /** When both connections last came up (Date.now()); undefined while either is down. */
+  private connectedSince: number | undefined;
   /** Emits 'change' when the connections' state changes, for ready(). */
   private readonly state = new EventEmitter();
   private subscribed = false;
@@ -167,6 +207,15 @@ export class RedisTaskStore implements TaskStore {
     this.sub.on('message', (channel: string, message: string) => {
       if (channel === this.channel) this.onEvent(message);
     });
+    this.leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
+    if (this.leaseTtlMs > 0) {
+      const sweepEvery = Math.min(MAX_LAPSE_SWEEP_MS, Math.max(1, Math.floor(this.leaseTtlMs / 4)));
+      this.leaseTimers = [
+        setInterval(() => this.renewLease(), Math.max(1, Math.floor(this.leaseTtlMs / 3))),
+        setInterval(() => this.sweepLapsed(), sweepEvery),
+      ];
+      for (const timer of this.leaseTimers) timer.unref();
+    }
   }
 
   /** Resolves once both connections are up and the events are subscribed; TaskStoreUnavailableError if not within the time. */
@@ -199,10 +248,13 @@ export class RedisTaskStore implements TaskStore {
           tool: task.toolName,
           ttl: task.ttl,
           poll: task.pollInterval,
+          ...(this.leaseTtlMs > 0 ? { executor: this.executorId, lease: this.leaseTtlMs } : {}),
         }),
       ],
     );
-    return decode(this.accepted(reply, taskId)[0] as Values).record;
+    const { record } = decode(this.accepted(reply, taskId)[0] as Values);
+    this.executing.add(taskId);
+    return record;
   }
 
   async get(taskId: string): Promise<TaskRecord> {
@@ -223,20 +275,15 @@ export class RedisTaskStore implements TaskStore {
           message: change.statusMessage,
           hasOutcome,
           outcomeBytes: hasOutcome ? (change.outcomeBytes ?? 0) : undefined,
+          by: this.executorId,
         }),
         hasOutcome ? JSON.stringify(change.outcome) : '',
       ],
     );
     const { record } = decode(this.accepted(reply, taskId, change.status)[0] as Values);
     if (change.outcome !== undefined) record.outcome = change.outcome;
-    for (const listener of this.listeners) {
-      try {
-        listener(record);
-      } catch (error) {
-        // The change is made: a failing listener must not keep it from the waiters.
-        process.emitWarning(error as Error);
-      }
-    }
+    if (isTerminal(record.status)) this.executing.delete(taskId);
+    this.emit(record);
     if (isTerminal(record.status)) this.wake(taskId, record);
     return record;
   }
@@ -313,10 +360,75 @@ export class RedisTaskStore implements TaskStore {
   private async shutdown(): Promise<void> {
     clearInterval(this.poller);
     this.poller = undefined;
+    for (const timer of this.leaseTimers) clearInterval(timer);
     const error = this.closedError();
     for (const waiting of [...this.waiters.values()]) for (const waiter of waiting) waiter.reject(error);
     this.state.emit('change');
+    if (this.leaseTtlMs > 0 && this.executing.size > 0 && this.cmd.status === 'ready') {
+      // Release this executor's live tasks at once rather than a lease later; if Redis cannot be told,
+      // the lease lapses and another replica does it.
+      await this.script('lapse', [], this.lapseArgs(this.executorId)).catch(() => undefined);
+    }
     await Promise.all([quit(this.cmd), quit(this.sub)]);
+  }
+
+  /** Renews this executor's lease, while it runs tasks; a failure waits for the next turn. */
+  private renewLease(): void {
+    if (this.executing.size === 0 || this.cmd.status !== 'ready' || this.closing) return;
+    this.run('renew', [], [this.executorId, String(this.leaseTtlMs)]).catch((error: unknown) =>
+      this.backgroundFailed('renewing the executor lease', error),
+    );
+  }
+
+  /** Fails the live tasks of replicas whose lease lapsed; only once connected for a whole lease. */
+  private sweepLapsed(): void {
+    const since = this.connectedSince;
+    if (since === undefined || Date.now() - since < this.leaseTtlMs || this.closing) return;
+    this.run('lapse', [], this.lapseArgs('')).then(
+      (reply) => {
+        const failed = Number(this.accepted(reply, '')[0]);
+        if (failed > 0) {
+          this.options.logger?.warn(
+            { tasks: failed },
+            'task store: failed the live tasks of a replica whose executor lease lapsed',
+          );
+        }
+      },
+      (error: unknown) => this.backgroundFailed('sweeping lapsed executor leases', error),
+    );
+  }
+
+  private lapseArgs(executor: string): string[] {
+    const lost = {
+      message: EXECUTOR_LOST,
+      outcome: LOST_OUTCOME,
+      outcomeBytes: Buffer.byteLength(LOST_OUTCOME),
+      by: this.executorId,
+    };
+    return [
+      TRANSITIONS_JSON,
+      String(LATE_RESULT_GRACE_MS),
+      String(this.options.maxResultBytes),
+      JSON.stringify(lost),
+      executor,
+    ];
+  }
+
+  /** An unreachable Redis is logged where the connection is watched; anything else is worth a warning. */
+  private backgroundFailed(what: string, error: unknown): void {
+    if (error instanceof TaskStoreUnavailableError) return;
+    this.options.logger?.warn({ err: (error as Error).message }, `task store: ${what} failed`);
+  }
+
+  /** Tells the listeners of a change; a failing listener must not keep it from the others or the waiters. */
+  private emit(record: TaskRecord): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(record);
+      } catch (error) {
+        process.emitWarning(error as Error);
+      }
+    }
   }
 
   private async fetch(taskId: string, touch: boolean): Promise<TaskRecord> {
@@ -324,19 +436,22 @@ export class RedisTaskStore implements TaskStore {
     return decode(this.accepted(reply, taskId)[0] as Values).record;
   }
 
-  /** Runs a script (by its SHA, loading it on NOSCRIPT) with the shared keys and arguments first. */
+  /** Runs a script unless closed; a lost or refused connection becomes TaskStoreUnavailableError. */
   private run(name: ScriptName, keys: string[], args: string[]): Promise<Reply> {
+    return this.redis(() => this.script(name, keys, args));
+  }
+
+  /** Runs a script (by its SHA, loading it on NOSCRIPT) with the shared keys and arguments first. */
+  private async script(name: ScriptName, keys: string[], args: string[]): Promise<Reply> {
     const now = this.options.now ? String(this.options.now()) : '';
     const all = [...this.sharedKeys, ...keys];
     const argv = [this.prefix, now, ...args];
-    return this.redis(async () => {
-      try {
-        return (await this.cmd.evalsha(SHAS[name], all.length, ...all, ...argv)) as Reply;
-      } catch (error) {
-        if (!(error instanceof ReplyError) || !(error as Error).message.startsWith('NOSCRIPT')) throw error;
-        return (await this.cmd.eval(SCRIPTS[name], all.length, ...all, ...argv)) as Reply;
-      }
-    });
+    try {
+      return (await this.cmd.evalsha(SHAS[name], all.length, ...all, ...argv)) as Reply;
+    } catch (error) {
+      if (!(error instanceof ReplyError) || !(error as Error).message.startsWith('NOSCRIPT')) throw error;
+      return (await this.cmd.eval(SCRIPTS[name], all.length, ...all, ...argv)) as Reply;
+    }
   }
 
   /** Sends commands unless closed, and turns a lost or refused connection into TaskStoreUnavailableError. */
@@ -379,11 +494,18 @@ export class RedisTaskStore implements TaskStore {
   /** Called when either connection is up; acts once both are. */
   private connectionUp(): void {
     if (this.cmd.status === 'ready' && this.subscribed) {
+      this.connectedSince ??= Date.now();
       if (this.lost) {
         this.lost = false;
         this.options.logger?.info({ redis: this.where }, 'task store: Redis connection restored');
       }
-      // Whatever was published while a connection was away is lost: look at every waited task now.
+      this.renewLease();
+      // Whatever was published while a connection was away is lost: look at every waited task now, and
+      // at every task run here (another replica may have cancelled it meanwhile).
+      for (const taskId of this.executing) {
+        this.endedElsewhere.add(taskId);
+        this.check(taskId);
+      }
       for (const taskId of this.waiters.keys()) this.check(taskId);
     }
     this.state.emit('change');
@@ -391,6 +513,7 @@ export class RedisTaskStore implements TaskStore {
 
   private connectionLost(): void {
     if (this.sub.status !== 'ready') this.subscribed = false;
+    this.connectedSince = undefined;
     if (!this.lost && !this.closing) {
       this.lost = true;
       this.options.logger?.warn(
@@ -401,16 +524,24 @@ export class RedisTaskStore implements TaskStore {
     this.state.emit('change');
   }
 
+  /** `<id> <status> <replica>` (a task ended) or `<id> gone`. */
   private onEvent(message: string): void {
-    const [taskId, status] = message.split(' ');
-    if (taskId === undefined || !this.waiters.has(taskId)) return;
-    if (status === 'gone') this.settleAll(taskId, new TaskNotFoundError(taskId));
-    else this.check(taskId);
+    const [taskId, status, by] = message.split(' ');
+    if (taskId === undefined) return;
+    if (status === 'gone') {
+      this.executing.delete(taskId);
+      this.settleAll(taskId, new TaskNotFoundError(taskId));
+      return;
+    }
+    const elsewhere = by !== this.executorId && this.executing.has(taskId);
+    if (elsewhere) this.endedElsewhere.add(taskId);
+    if (elsewhere || this.waiters.has(taskId)) this.check(taskId);
   }
 
   /**
-   * Re-reads a waited task: wakes its waiters if it is terminal or gone; a failed read waits for the next
-   * reconnection or poll. A check asked for while one is in flight runs again after it.
+   * Re-reads a task: wakes its waiters if it is terminal or gone, and reports its end to the listeners
+   * when it was made elsewhere; a failed read waits for the next reconnection or poll. A check asked for
+   * while one is in flight runs again after it.
    */
   private check(taskId: string): void {
     if (this.closing) return;
@@ -422,16 +553,21 @@ export class RedisTaskStore implements TaskStore {
     void this.fetch(taskId, false)
       .then(
         (record) => {
-          if (isTerminal(record.status)) this.wake(taskId, record);
+          if (!isTerminal(record.status)) return;
+          if (this.endedElsewhere.delete(taskId) && this.executing.delete(taskId)) this.emit(record);
+          this.wake(taskId, record);
         },
         (error: unknown) => {
-          if (error instanceof TaskNotFoundError) this.settleAll(taskId, error);
+          if (!(error instanceof TaskNotFoundError)) return;
+          this.endedElsewhere.delete(taskId);
+          this.executing.delete(taskId);
+          this.settleAll(taskId, error);
         },
       )
       .finally(() => {
         const again = this.checking.get(taskId) === true;
         this.checking.delete(taskId);
-        if (again && this.waiters.has(taskId)) this.check(taskId);
+        if (again && (this.waiters.has(taskId) || this.endedElsewhere.has(taskId))) this.check(taskId);
       });
   }
 

@@ -17,6 +17,9 @@ export interface TaskPage {
 
 export type TransitionListener = (record: TaskRecord) => void;
 
+/** The statusMessage of a task whose executor (the taskgate process running its call) stopped. */
+export const EXECUTOR_LOST = 'executor lost: the taskgate replica running this task stopped';
+
 /**
  * Where tasks live. Every backend (memory, Redis) implements this contract, and one shared test suite
  * (test/store-contract.ts) holds each of them to it.
@@ -29,7 +32,19 @@ export type TransitionListener = (record: TaskRecord) => void;
  *   so that the requestor who saw it finish can still fetch its result.
  * - `update` changes status only through `transition` (state.ts): IllegalTransitionError otherwise, so a
  *   terminal task never changes again. An outcome larger than the store's byte budget throws
- *   TaskLimitError and changes nothing. Listeners see every successful change, in order.
+ *   TaskLimitError and changes nothing.
+ * - Listeners (`onTransition`) see every successful change made through this store object, in order, as
+ *   the updated record. A store shared by several processes MUST also report to the store object that
+ *   created a task (its executor: the process running the task's work) the change that ends the task when
+ *   another process makes it (a `tasks/cancel` served by another replica, a lapsed lease), once, so that
+ *   the executor can stop the work (cancel routing). A single-process store has no other process.
+ * - Executor lease. A store shared by several processes MUST keep a lease for each process that created
+ *   tasks, renewed by the store object itself while the process lives. When the lease lapses (the process
+ *   died, or lost the store for longer than the lease), each of its tasks still `working` or
+ *   `input_required` MUST become `failed` with statusMessage EXECUTOR_LOST and an error outcome, and every
+ *   waiter on every process wakes. `close` MUST do the same at once for the tasks of the closing store
+ *   object, when the backend is reachable. Terminal tasks are untouched: a restarted process still serves
+ *   them. A single-process store needs no lease: its tasks and their work end with the process.
  * - `list` returns an owner's tasks in creation order, at most `limit` per page, with an opaque cursor
  *   that is bound to the owner; a cursor that was not issued for that owner throws InvalidCursorError.
  * - `waitForTerminal` resolves with the task once it is terminal (at once if it already is), rejects

@@ -36,12 +36,16 @@ export class TaskService {
     private readonly requester: Requester,
     /** Sends a notification to the requestor. */
     notify: (method: string, params: JsonObject) => void,
-    /** Told after a task was cancelled by request, to stop its work. */
-    private readonly onCancelled: (taskId: string) => void,
+    /** Told when one of these tasks was cancelled, by whomever and wherever, to stop its work. */
+    onCancelled: (taskId: string) => void,
   ) {
     this.unsubscribe = store.onTransition((record) => {
       const mine = record.sessionId === requester.sessionId && record.owner === requester.owner;
-      if (mine && config.tasks.statusNotifications) notify('notifications/tasks/status', toWireTask(record));
+      if (!mine) return;
+      if (config.tasks.statusNotifications) notify('notifications/tasks/status', toWireTask(record));
+      // Whoever cancelled the task (this requestor, another session, another replica through the store),
+      // its work stops here, where it runs.
+      if (record.status === 'cancelled') onCancelled(record.taskId);
     });
   }
 
@@ -88,7 +92,6 @@ export class TaskService {
       status: 'cancelled',
       statusMessage: CANCELLED_BY_REQUEST,
     });
-    this.onCancelled(taskId);
     return toWireTask(cancelled);
   }
 

@@ -15,7 +15,7 @@ import {
 } from '../../src/tasks/errors.js';
 import { RedisTaskStore, type RedisStoreOptions } from '../../src/tasks/redis-store.js';
 import type { TaskOutcome, TaskRecord, TaskStatus } from '../../src/tasks/state.js';
-import type { NewTask } from '../../src/tasks/store.js';
+import { EXECUTOR_LOST, type NewTask, type TaskStore } from '../../src/tasks/store.js';
 import {
   freePort,
   freshPrefix,
@@ -50,6 +50,16 @@ async function open(options: Partial<RedisStoreOptions> = {}): Promise<RedisTask
   opened.push(store);
   await store.ready(WITHIN_MS);
   return store;
+}
+
+const internals = (store: TaskStore): { prefix: string; cmd: Redis; sub: Redis } =>
+  store as unknown as { prefix: string; cmd: Redis; sub: Redis };
+const prefixOf = (store: TaskStore): string => internals(store).prefix;
+
+/** The process behind the store dies: its connections drop at once and nothing is said to Redis. */
+function crash(store: TaskStore): void {
+  internals(store).cmd.disconnect();
+  internals(store).sub.disconnect();
 }
 
 /** Two stores sharing one prefix and one secret: two replicas of one deployment. */
@@ -95,16 +105,23 @@ async function within<T>(promise: Promise<T>, what: string): Promise<T> {
 }
 
 describe.skipIf(!redis)('RedisTaskStore', () => {
-  describeTaskStoreContract('RedisTaskStore', (options) => open(options));
+  // The contract's clock is injected and stands still or jumps: no lease, which runs on real time.
+  describeTaskStoreContract(
+    'RedisTaskStore',
+    (options) => open({ ...options, leaseTtlMs: 0 }),
+    (store, options) => open({ ...options, leaseTtlMs: 0, keyPrefix: prefixOf(store) }),
+  );
 
   describe('replicas racing on one task', () => {
     it('cancel and complete from two replicas at once end in exactly one terminal state; cancelled stays cancelled (spec: Task Cancellation 3)', async () => {
       const [a, b] = await replicas();
-      const changes: TaskRecord[] = [];
-      a.onTransition((record) => changes.push(record));
-      b.onTransition((record) => changes.push(record));
+      const heardByA: TaskRecord[] = [];
+      const heardByB: TaskRecord[] = [];
+      a.onTransition((record) => heardByA.push(record));
+      b.onTransition((record) => heardByB.push(record));
       const tasks = await Promise.all(Array.from({ length: 100 }, () => a.create(newTask())));
       const waiters = tasks.map((task) => b.waitForTerminal(task.taskId));
+      const waitersOnA = tasks.map((task) => a.waitForTerminal(task.taskId));
       const attempts: [RedisTaskStore, TaskStatus][] = [
         [a, 'cancelled'],
         [b, 'completed'],
@@ -138,8 +155,14 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
         }
         expect(await b.get(tasks[i]!.taskId)).toEqual(winner);
       }
-      expect(changes).toHaveLength(tasks.length);
       const finals = await within(Promise.all(waiters), 'the waiters on B');
+      await within(Promise.all(waitersOnA), 'the waiters on A');
+      // A created every task, so it hears every end once, its own and B's; B hears only its own.
+      expect(heardByA.map((record) => record.taskId).sort()).toEqual(tasks.map((task) => task.taskId).sort());
+      const wonByB = raced.filter((outcomes) =>
+        outcomes.some((o) => o.status === 'fulfilled' && o.value.statusMessage?.endsWith('by B')),
+      );
+      expect(heardByB).toHaveLength(wonByB.length);
       for (const [i, final] of finals.entries()) expect(final).toEqual(await a.get(tasks[i]!.taskId));
 
       const cancelled = finals.filter((record) => record.status === 'cancelled');
@@ -210,6 +233,70 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
     });
   });
 
+  describe('executor lease', () => {
+    const LEASE_MS = 400;
+    const lostWith = {
+      status: 'failed',
+      statusMessage: EXECUTOR_LOST,
+      outcome: { error: { code: -32603, message: EXECUTOR_LOST } },
+    };
+
+    it('a replica that died has its working and input_required tasks failed once its lease lapses; waiters on other replicas wake; finished tasks and live replicas keep theirs', async () => {
+      const keyPrefix = freshPrefix();
+      const [a, b] = [
+        await open({ keyPrefix, leaseTtlMs: LEASE_MS }),
+        await open({ keyPrefix, leaseTtlMs: LEASE_MS }),
+      ];
+      const kept = await b.create(newTask());
+      const working = await a.create(newTask());
+      const asking = await a.create(newTask());
+      await a.update(asking.taskId, { status: 'input_required' });
+      const done = await a.create(newTask());
+      const completed = await a.update(done.taskId, { status: 'completed', ...result('kept') });
+      const waiting = Promise.all([b.waitForTerminal(working.taskId), b.waitForTerminal(asking.taskId)]);
+      crash(a);
+      const crashedAt = performance.now();
+      const lost = await within(waiting, 'the waiters on B');
+      // A renewed its lease at most a third of it before it died.
+      expect(performance.now() - crashedAt).toBeGreaterThanOrEqual((LEASE_MS * 2) / 3 - 50);
+      for (const record of lost) expect(record).toMatchObject(lostWith);
+      expect(await b.get(done.taskId)).toEqual(completed);
+
+      // A second replica dies later: by the time its task is failed, more than a lease has passed since B
+      // created its task, so only B's renewals can have kept that one working.
+      const c = await open({ keyPrefix, leaseTtlMs: LEASE_MS });
+      const later = await c.create(newTask());
+      const waitingLater = b.waitForTerminal(later.taskId);
+      crash(c);
+      expect(await within(waitingLater, 'the waiter on B')).toMatchObject(lostWith);
+      expect((await b.get(kept.taskId)).status).toBe('working');
+      expect(await b.stats()).toMatchObject({ live: 1, terminal: 4 });
+    });
+
+    it('close releases the live tasks of the closing store at once, without waiting for the lease', async () => {
+      const [a, b] = await replicas({ leaseTtlMs: 3_600_000 });
+      const task = await a.create(newTask());
+      const waiting = b.waitForTerminal(task.taskId);
+      await a.close();
+      expect(await within(waiting, 'the waiter on B')).toMatchObject(lostWith);
+    });
+
+    it('the executor hears of a cancellation whose message it missed once its event connection is back', async () => {
+      const [a, b] = await replicas({ leaseTtlMs: 0, fallbackPollMs: 3_600_000 });
+      const task = await a.create(newTask());
+      const heard = new Promise<TaskRecord>((resolve) => a.onTransition(resolve));
+      // Cancel behind the stores' backs, so that no message is published: only the re-read finds it.
+      const raw = new Redis(redis!.url);
+      try {
+        await raw.hset(`${prefixOf(b)}task:${task.taskId}`, 'status', 'cancelled');
+      } finally {
+        await raw.quit();
+      }
+      internals(a).sub.disconnect(true);
+      expect(await within(heard, "A's listener")).toMatchObject({ taskId: task.taskId, status: 'cancelled' });
+    });
+  });
+
   describe('cursors across replicas', () => {
     it('a cursor from A is accepted by B; a modified one, or one from a store with another secret, is refused (spec: Task Listing 3)', async () => {
       const [a, b] = await replicas();
@@ -224,7 +311,7 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
       const flipped = cursor.slice(0, -1) + (cursor.endsWith('A') ? 'B' : 'A');
       expect(await thrownBy(b.list(owner, flipped, 10))).toBeInstanceOf(InvalidCursorError);
       const stranger = await open({
-        keyPrefix: (a as unknown as { prefix: string }).prefix,
+        keyPrefix: prefixOf(a),
         cursorSecret: 'another secret, of another deployment',
       });
       expect(await thrownBy(stranger.list(owner, cursor, 10))).toBeInstanceOf(InvalidCursorError);

@@ -9,7 +9,12 @@ import type { TaskOutcome } from '../../src/tasks/state.js';
 import type { NewTask } from '../../src/tasks/store.js';
 import { describeTaskStoreContract } from '../store-contract.js';
 
-describeTaskStoreContract('MemoryTaskStore', (options) => new MemoryTaskStore(options));
+// One process: the store is its own only replica.
+describeTaskStoreContract(
+  'MemoryTaskStore',
+  (options) => new MemoryTaskStore(options),
+  (store) => store,
+);
 
 const START = Date.UTC(2025, 10, 25, 10, 30, 0);
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
