@@ -1,0 +1,773 @@
+/**
+ * The upstream MCP server over Streamable HTTP (MCP 2025-11-25, basic/transports), taskgate being its
+ * client: a Channel like the stdio child's, so that the session cannot tell them apart.
+ *
+ * Every message goes out as its own POST. A request's answer comes back as one JSON body or on an SSE
+ * stream, along with the requests and notifications the server makes for it: all of them are delivered
+ * with `arrival.onStreamOf` = the id of that request. The standalone GET stream, opened once the client's
+ * notifications/initialized has gone out, carries the rest.
+ *
+ * What the session can count on: every request it sends gets exactly one answer through `message`: the
+ * server's, or one made here (code UpstreamUnavailable) when the server cannot be reached, answers with an
+ * HTTP error, loses the stream and cannot resume it (GET with Last-Event-ID), ends the session while the
+ * request was in flight, or stays silent for `requestTimeoutMs`. A request it cancels (notifications/cancelled)
+ * gets none, as MCP says. An upstream that is down does not close the channel: only close() does.
+ */
+import type { Logger } from 'pino';
+import { ErrorCode, ProtocolError, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { idOfOversized, idOfResultFrame } from '../protocol/frames.js';
+import { errorResponse, idKey, isObject, type RequestId } from '../protocol/messages.js';
+import type { Channel, ChannelHandlers } from './channel.js';
+import {
+  HttpOrigin,
+  discard,
+  header,
+  mediaType,
+  networkReason,
+  pause,
+  pump,
+  readLimited,
+  statusLine,
+  type Headers,
+  type Reply,
+  type ReplyBody,
+} from './http-wire.js';
+import { SseParser, type SseEvent } from './sse.js';
+import { StandaloneStream } from './standalone-stream.js';
+
+export interface HttpUpstreamOptions {
+  /** The server's MCP endpoint, e.g. `http://127.0.0.1:3000/mcp`. */
+  url: string;
+  /** Sent with every HTTP request (an API key, say); the transport's own headers win over these. */
+  headers?: Record<string, string> | undefined;
+  /** How long a request may wait for its answer with nothing arriving on its stream. Default 5 minutes. */
+  requestTimeoutMs?: number | undefined;
+  /** Larger messages from the server are dropped and reported through `malformed`. */
+  maxMessageBytes: number;
+  /** Attempts to resume a dropped response stream before its request fails. Default 3. */
+  resumeAttempts?: number | undefined;
+  /** Delay before reconnecting a dropped stream when the server set none; doubles up to the max. */
+  reconnectDelayMs?: number | undefined;
+  reconnectMaxDelayMs?: number | undefined;
+}
+
+export const HTTP_UPSTREAM_DEFAULTS = {
+  requestTimeoutMs: 5 * 60_000,
+  resumeAttempts: 3,
+  reconnectDelayMs: 250,
+  reconnectMaxDelayMs: 10_000,
+} as const;
+
+/** How long an answered stream may stay open before it is closed from this side. */
+const ANSWERED_STREAM_GRACE_MS = 1_000;
+const DELETE_TIMEOUT_MS = 2_000;
+const ERROR_BODY_LIMIT = 64 * 1024;
+
+/**
+ * new: nothing sent yet · initializing: the client's initialize (or its notifications/initialized) is out,
+ * others wait · ready · expired: the server forgot the session, a new one is needed · renewing: taskgate is
+ * making it, others wait · closed.
+ */
+type Phase = 'new' | 'initializing' | 'ready' | 'expired' | 'renewing' | 'closed';
+
+/** A message to send, with the little of its envelope the transport needs. */
+interface Outgoing {
+  body: Buffer | string;
+  /** Present for a request. */
+  id?: RequestId;
+  /** Present for a request or a notification. */
+  method?: string;
+  /** The request a notifications/cancelled is about. */
+  cancels?: RequestId;
+  /** Already sent again once, after the server had forgotten the session. */
+  resent?: boolean;
+  /** The initialize that opens a session: its reply sets the session id and the protocol version. */
+  opens?: boolean;
+}
+
+type OutgoingRequest = Outgoing & { id: RequestId; method: string };
+
+/** A request waiting for its answer. */
+interface Call {
+  out: OutgoingRequest;
+  /** The upstream session it was sent in. */
+  generation: number;
+  /** Ends its HTTP exchange (POST, or the GET resuming it). */
+  controller: AbortController;
+  timer: NodeJS.Timeout | undefined;
+  done: boolean;
+  lastEventId: string | undefined;
+  /** What the server asked for with `retry:`. */
+  retryMs: number | undefined;
+  resumes: number;
+  /** Ids of the events delivered, so that a replay never delivers one twice. */
+  seen: Set<string>;
+  /** For taskgate's own calls (the initialize of a new session): the answer goes here, not to the session. */
+  own?: { resolve(raw: Buffer): void; reject(error: Error): void };
+}
+
+export class HttpUpstream implements Channel {
+  private handlers: ChannelHandlers | undefined;
+  private readonly origin: HttpOrigin;
+  private readonly staticHeaders: Headers;
+  private readonly logger: Logger;
+  private readonly requestTimeoutMs: number;
+  private readonly resumeAttempts: number;
+  private readonly reconnectDelayMs: number;
+  private readonly reconnectMaxDelayMs: number;
+  private readonly maxMessageBytes: number;
+
+  private phase: Phase = 'new';
+  /** Counts upstream sessions: a request remembers the one it was sent in. */
+  private generation = 0;
+  private upstreamSessionId: string | undefined;
+  private protocolVersion: string | undefined;
+  /** The client's initialize and whether its notifications/initialized went out: replayed for a new session. */
+  private initializeBody: Buffer | string | undefined;
+  private initializedSent = false;
+  private readonly calls = new Set<Call>();
+  /** Messages waiting for a session (while initializing or renewing), in order. */
+  private queue: Outgoing[] = [];
+  private standalone: StandaloneStream | undefined;
+  private standaloneWaiters: ((stream: StandaloneStream | undefined) => void)[] = [];
+  private closing: Promise<void> | undefined;
+
+  constructor(options: HttpUpstreamOptions, logger: Logger) {
+    const url = new URL(options.url);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new Error(`The upstream URL must be http: or https:, not ${url.protocol}`);
+    }
+    this.origin = new HttpOrigin(url);
+    this.staticHeaders = Object.fromEntries(
+      Object.entries(options.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
+    );
+    // Never the query string or credentials in logs: either may carry a secret.
+    this.logger = logger.child({ upstream: `${url.origin}${url.pathname}` });
+    this.maxMessageBytes = options.maxMessageBytes;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? HTTP_UPSTREAM_DEFAULTS.requestTimeoutMs;
+    this.resumeAttempts = options.resumeAttempts ?? HTTP_UPSTREAM_DEFAULTS.resumeAttempts;
+    this.reconnectDelayMs = options.reconnectDelayMs ?? HTTP_UPSTREAM_DEFAULTS.reconnectDelayMs;
+    this.reconnectMaxDelayMs = options.reconnectMaxDelayMs ?? HTTP_UPSTREAM_DEFAULTS.reconnectMaxDelayMs;
+  }
+
+  /** The session id the server assigned (Mcp-Session-Id), if it did. */
+  get sessionId(): string | undefined {
+    return this.upstreamSessionId;
+  }
+
+  /**
+   * Resolves once the standalone GET stream of the current session is open (true), or when the server
+   * offers none or the channel closed (false). For health checks and tests.
+   */
+  async standaloneStream(): Promise<boolean> {
+    while (this.phase !== 'closed') {
+      const stream =
+        this.standalone ??
+        (await new Promise<StandaloneStream | undefined>((r) => this.standaloneWaiters.push(r)));
+      if (stream === undefined) return false;
+      if (await stream.settled()) return true;
+      if (stream === this.standalone) return false;
+    }
+    return false;
+  }
+
+  /** A getter, so that TypeScript does not narrow `phase` across an await. */
+  private get closed(): boolean {
+    return this.phase === 'closed';
+  }
+
+  start(handlers: ChannelHandlers): void {
+    this.handlers = handlers;
+  }
+
+  sendRaw(raw: Buffer | string): void {
+    let value: unknown;
+    try {
+      value = JSON.parse(typeof raw === 'string' ? raw : raw.toString('utf8'));
+    } catch {
+      value = undefined; // the server will say what it thinks of it
+    }
+    this.dispatch({ body: raw, ...envelopeOf(value) });
+  }
+
+  send(message: object): void {
+    this.dispatch({ body: JSON.stringify(message), ...envelopeOf(message) });
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  // ── sending ──────────────────────────────────────────────────────────────────────────────────────
+
+  private dispatch(out: Outgoing): void {
+    switch (this.phase) {
+      case 'closed':
+        return;
+      case 'initializing':
+      case 'renewing':
+        this.queue.push(out);
+        return;
+      case 'expired':
+        this.queue.push(out);
+        void this.renew();
+        return;
+      case 'new':
+        if (out.method === 'initialize' && out.id !== undefined) {
+          this.phase = 'initializing';
+          this.initializeBody = out.body;
+          out = { ...out, opens: true };
+        }
+        break;
+      case 'ready':
+        break;
+    }
+    if (out.method === 'notifications/initialized' && this.phase === 'ready')
+      return void this.initialized(out);
+    if (out.cancels !== undefined) this.forget(out.cancels);
+    if (isRequest(out)) void this.runCall(this.newCall(out));
+    else void this.postOneWay(out);
+  }
+
+  /**
+   * The client's notifications/initialized. Each message is its own POST, so one sent just after could
+   * overtake it: the others wait until the server has taken it (once per session).
+   */
+  private async initialized(out: Outgoing): Promise<void> {
+    this.initializedSent = true;
+    this.phase = 'initializing';
+    await this.postOneWay(out);
+    if (this.phase !== 'initializing') return;
+    this.phase = 'ready';
+    this.flush();
+  }
+
+  /** Sends what waited for a session, in order. */
+  private flush(): void {
+    const queued = this.queue;
+    this.queue = [];
+    for (const out of queued) this.dispatch(out);
+  }
+
+  private newCall(out: OutgoingRequest, own?: Call['own']): Call {
+    const call: Call = {
+      out,
+      generation: this.generation,
+      controller: new AbortController(),
+      timer: undefined,
+      done: false,
+      lastEventId: undefined,
+      retryMs: undefined,
+      resumes: 0,
+      seen: new Set(),
+      ...(own === undefined ? {} : { own }),
+    };
+    this.calls.add(call);
+    this.arm(call);
+    return call;
+  }
+
+  private async runCall(call: Call): Promise<void> {
+    const { method } = call.out;
+    const headers = this.postHeaders();
+    let reply: Reply;
+    try {
+      reply = await this.origin.request('POST', headers, call.controller.signal, call.out.body);
+    } catch (error) {
+      if (call.done) return;
+      this.logger.warn({ err: error }, `cannot reach the upstream server to send ${method}`);
+      return this.fail(call, `Upstream server unavailable: ${networkReason(error)}`);
+    }
+    if (call.done) return discard(reply.body);
+    const status = reply.statusCode;
+    if (status === 404 && headers['mcp-session-id'] !== undefined && !call.own) {
+      // The server has forgotten the session and did not take the request: it goes to the next session.
+      discard(reply.body);
+      this.finish(call);
+      if (call.out.resent) {
+        return this.deliverError(call.out.id, 'Upstream server keeps refusing its new session (HTTP 404)');
+      }
+      return this.sessionGone(call.generation, { ...call.out, resent: true });
+    }
+    if (status >= 300) return this.failFromReply(call, reply);
+    if (call.out.opens) this.upstreamSessionId = header(reply, 'mcp-session-id');
+    const type = mediaType(reply);
+    if (status === 200 && type === 'text/event-stream') return this.readStream(call, reply.body);
+    if (status === 200 && type === 'application/json') return this.readJson(call, reply.body);
+    discard(reply.body);
+    this.fail(
+      call,
+      status === 202
+        ? `Upstream server accepted ${method} without answering it (HTTP 202)`
+        : `Upstream server answered ${method} with ${statusLine(status)} and content type "${type}"`,
+    );
+  }
+
+  /** A notification or a response: the server owes nothing back but 202. Says whether it was taken. */
+  private async postOneWay(out: Outgoing): Promise<boolean> {
+    const what = out.method ?? 'a response';
+    const generation = this.generation;
+    const headers = this.postHeaders();
+    let reply: Reply;
+    try {
+      reply = await this.origin.request(
+        'POST',
+        headers,
+        AbortSignal.timeout(this.requestTimeoutMs),
+        out.body,
+      );
+    } catch (error) {
+      if (this.phase !== 'closed') this.logger.warn({ err: error }, `could not send ${what} upstream`);
+      return false;
+    }
+    discard(reply.body);
+    const status = reply.statusCode;
+    if (status === 404 && headers['mcp-session-id'] !== undefined) {
+      // A notification goes to the next session too; a response answers a request of the session that is gone.
+      const again =
+        out.id === undefined &&
+        out.method !== undefined &&
+        out.method !== 'notifications/initialized' &&
+        out.cancels === undefined &&
+        !out.resent;
+      this.sessionGone(generation, again ? { ...out, resent: true } : undefined);
+      return false;
+    }
+    if (status >= 300) {
+      this.logger.warn(`upstream server refused ${what}: ${statusLine(status)}`);
+      return false;
+    }
+    if (out.method === 'notifications/initialized' && generation === this.generation) this.openStandalone();
+    return true;
+  }
+
+  private baseHeaders(): Headers {
+    // The client's own Authorization (pass-through by policy, a later issue) would be merged in here, per
+    // message, from the HTTP request that carried it.
+    const headers: Headers = { ...this.staticHeaders };
+    if (this.upstreamSessionId !== undefined) headers['mcp-session-id'] = this.upstreamSessionId;
+    if (this.protocolVersion !== undefined) headers['mcp-protocol-version'] = this.protocolVersion;
+    return headers;
+  }
+
+  private postHeaders(): Headers {
+    return {
+      ...this.baseHeaders(),
+      accept: 'application/json, text/event-stream',
+      'content-type': 'application/json',
+    };
+  }
+
+  // ── answers ──────────────────────────────────────────────────────────────────────────────────────
+
+  private async readJson(call: Call, body: ReplyBody): Promise<void> {
+    let raw: Buffer | undefined;
+    try {
+      raw = await readLimited(body, this.maxMessageBytes);
+    } catch (error) {
+      return this.fail(
+        call,
+        `Upstream server unavailable: the answer to ${call.out.method} was cut off (${networkReason(error)})`,
+      );
+    }
+    if (call.done) return;
+    if (raw === undefined) return this.tooLarge(call, `more than ${this.maxMessageBytes}`, call.out.id);
+    this.fromStream(call, raw);
+    if (!call.done)
+      this.fail(
+        call,
+        `Upstream server answered ${call.out.method} with a JSON body that is not its response`,
+      );
+  }
+
+  private async readStream(call: Call, body: ReplyBody): Promise<void> {
+    const parser = new SseParser(this.maxMessageBytes, {
+      event: (event) => {
+        if (this.callEvent(call, event)) setTimeout(() => body.destroy(), ANSWERED_STREAM_GRACE_MS).unref();
+      },
+      retry: (ms) => (call.retryMs = ms),
+      oversized: (bytes, head, tail) => this.tooLarge(call, String(bytes), idOfOversized(head, tail)),
+    });
+    const error = await pump(body, parser);
+    if (call.done || this.phase === 'closed') return;
+    await this.resume(call, error === undefined ? 'the server ended it' : networkReason(error));
+  }
+
+  /** One event on a request's stream; says whether it was the answer. */
+  private callEvent(call: Call, event: SseEvent): boolean {
+    if (event.id !== undefined) {
+      if (event.id !== '' && call.seen.has(event.id)) return false; // replayed: delivered already
+      if (event.id !== '') call.seen.add(event.id);
+      call.lastEventId = event.id === '' ? undefined : event.id;
+    }
+    call.resumes = 0;
+    this.arm(call);
+    if (event.data.length === 0 || (event.type !== '' && event.type !== 'message')) return false;
+    return this.fromStream(call, event.data);
+  }
+
+  /** A message that came back for a request: its answer, or something the server sends on the way. */
+  private fromStream(call: Call, raw: Buffer): boolean {
+    const answer = answerOf(raw);
+    const { id } = call.out;
+    if (answer === undefined || (answer.id !== null && idKey(answer.id) !== idKey(id))) {
+      if (!call.own) this.handlers?.message(raw, { onStreamOf: id });
+      return false;
+    }
+    if (call.done) {
+      this.logger.debug({ id }, 'dropping a second answer to one request');
+      return false;
+    }
+    // An error the server could not tie to the request (id null) is still the answer to it.
+    const fixed = answer.id === null ? encode(errorResponse(id, answer.error ?? unknownError())) : raw;
+    this.answer(call, fixed);
+    return true;
+  }
+
+  private answer(call: Call, raw: Buffer): void {
+    this.finish(call);
+    const { id, opens } = call.out;
+    if (opens) this.protocolVersion = protocolVersionOf(raw);
+    if (call.own) return call.own.resolve(raw);
+    if (opens) {
+      this.phase = this.protocolVersion === undefined ? 'new' : 'ready';
+      this.flush();
+    }
+    this.handlers?.message(raw, { onStreamOf: id });
+  }
+
+  /** Ends a request with an error made here (code UpstreamUnavailable). */
+  private fail(call: Call, message: string): void {
+    if (call.done) return;
+    this.finish(call);
+    call.controller.abort();
+    if (call.own) return call.own.reject(new Error(message));
+    if (call.out.opens) {
+      this.phase = 'new';
+      this.upstreamSessionId = undefined;
+      this.flush();
+    }
+    this.deliverError(call.out.id, message);
+  }
+
+  private deliverError(id: RequestId, message: string): void {
+    this.handlers?.message(encode(errorResponse(id, { code: ErrorCode.UpstreamUnavailable, message })), {
+      onStreamOf: id,
+    });
+  }
+
+  /** An HTTP error status: the server's own JSON-RPC error when the body is one, else one naming the status. */
+  private async failFromReply(call: Call, reply: Reply): Promise<void> {
+    const status = reply.statusCode;
+    let raw: Buffer | undefined;
+    try {
+      raw = await readLimited(reply.body, ERROR_BODY_LIMIT);
+    } catch {
+      raw = undefined;
+    }
+    if (call.done) return;
+    const error = raw === undefined ? undefined : jsonRpcErrorOf(raw);
+    const words = `Upstream server answered ${call.out.method} with ${statusLine(status)}`;
+    this.logger.warn(error === undefined ? words : `${words}: ${error.message}`);
+    if (error === undefined) return this.fail(call, words);
+    call.controller.abort();
+    this.answer(call, encode(errorResponse(call.out.id, error)));
+  }
+
+  /** A message over the size limit: the session is told, and answers the request if it was its answer. */
+  private tooLarge(call: Call, bytes: string, id: RequestId | null): void {
+    const message = `Message of ${bytes} bytes from the upstream server exceeds the limit of ${this.maxMessageBytes} bytes (max-message-bytes); it was dropped`;
+    if (call.own) return this.fail(call, message);
+    this.handlers?.malformed(new ProtocolError(ErrorCode.InvalidRequest, message), id);
+    if (id !== null && idKey(id) === idKey(call.out.id)) {
+      this.finish(call);
+      call.controller.abort();
+    }
+  }
+
+  /** Stops waiting for a request: it was answered, failed, or cancelled. */
+  private finish(call: Call): void {
+    call.done = true;
+    clearTimeout(call.timer);
+    this.calls.delete(call);
+  }
+
+  /** (Re)starts the request's timeout: it runs while nothing arrives for it. */
+  private arm(call: Call): void {
+    if (call.done) return;
+    clearTimeout(call.timer);
+    call.timer = setTimeout(() => this.timedOut(call), this.requestTimeoutMs).unref();
+  }
+
+  private timedOut(call: Call): void {
+    const { id, method } = call.out;
+    const message = `Upstream server did not answer ${method} within ${this.requestTimeoutMs} ms`;
+    this.logger.warn(message);
+    this.fail(call, message);
+    // Tell the server to stop working on it (MCP never cancels initialize).
+    if (call.own || method === 'initialize' || call.generation !== this.generation) return;
+    const cancel = {
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: id, reason: message },
+    };
+    if (this.phase === 'ready') void this.postOneWay({ body: JSON.stringify(cancel), method: cancel.method });
+  }
+
+  /** The session cancelled a request: no answer is owed any more, and its stream is let go. */
+  private forget(requestId: RequestId): void {
+    for (const call of this.calls) {
+      if (call.own || idKey(call.out.id) !== idKey(requestId)) continue;
+      this.finish(call);
+      call.controller.abort();
+      return;
+    }
+  }
+
+  // ── resumption ───────────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * A request's stream dropped before its answer: GET with Last-Event-ID continues it where it stopped,
+   * after the delay the server asked for, a few times; without event ids there is nothing to resume from.
+   */
+  private async resume(call: Call, why: string): Promise<void> {
+    const { method } = call.out;
+    let reason = why;
+    while (!call.done) {
+      if (call.lastEventId === undefined || call.resumes >= this.resumeAttempts) {
+        const tried = call.lastEventId === undefined ? 'it could not be resumed' : 'resuming it failed';
+        return this.fail(
+          call,
+          `Upstream server unavailable: the stream carrying the answer to ${method} was lost (${reason}) and ${tried}`,
+        );
+      }
+      const delay = call.retryMs ?? this.backoff(call.resumes);
+      call.resumes++;
+      if (!(await pause(delay, call.controller.signal))) return;
+      const headers: Headers = {
+        ...this.baseHeaders(),
+        accept: 'text/event-stream',
+        'last-event-id': call.lastEventId,
+      };
+      let reply: Reply;
+      try {
+        reply = await this.origin.request('GET', headers, call.controller.signal);
+      } catch (error) {
+        reason = networkReason(error);
+        continue;
+      }
+      if (call.done) return discard(reply.body);
+      const status = reply.statusCode;
+      if (status === 404 && headers['mcp-session-id'] !== undefined) {
+        discard(reply.body);
+        return this.sessionGone(call.generation);
+      }
+      if (status === 200 && mediaType(reply) === 'text/event-stream') {
+        this.logger.debug({ id: call.out.id }, `resuming the stream of ${method}`);
+        return this.readStream(call, reply.body);
+      }
+      discard(reply.body);
+      reason = `resuming was answered ${statusLine(status)}`;
+    }
+  }
+
+  private backoff(failures: number): number {
+    return Math.min(this.reconnectDelayMs * 2 ** Math.min(failures, 20), this.reconnectMaxDelayMs);
+  }
+
+  // ── sessions ─────────────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * The server answered 404 to the session id: it has ended the session. The requests in flight in it are
+   * lost and fail; a new session is started with the client's own initialize, and what comes next (with
+   * `resend`, a message the server refused unread) goes to it.
+   */
+  private sessionGone(generation: number, resend?: Outgoing): void {
+    if (this.phase === 'closed') return;
+    if (generation === this.generation && (this.phase === 'ready' || this.phase === 'initializing')) {
+      this.generation++;
+      this.logger.warn('the upstream server ended the session (HTTP 404); starting a new one');
+      this.upstreamSessionId = undefined;
+      this.protocolVersion = undefined;
+      this.standalone?.stop();
+      this.standalone = undefined;
+      for (const call of [...this.calls]) {
+        if (call.generation !== generation || call.own) continue;
+        this.fail(
+          call,
+          `Upstream server ended its session while ${call.out.method} was in flight (HTTP 404); a new session was started: retry the request`,
+        );
+      }
+      this.phase = 'expired';
+    }
+    if (resend !== undefined) this.dispatch(resend);
+    else if (this.phase === 'expired') void this.renew();
+  }
+
+  /** A new session, set up as the client set up the first one; its initialize result stays here. */
+  private async renew(): Promise<void> {
+    if (this.phase !== 'expired') return;
+    const body = this.initializeBody;
+    if (body === undefined) {
+      this.phase = 'new';
+      return this.flush();
+    }
+    this.phase = 'renewing';
+    try {
+      const id = envelopeOf(safeParse(body)).id ?? 0;
+      await new Promise<Buffer>((resolve, reject) => {
+        const call = this.newCall({ body, id, method: 'initialize', opens: true }, { resolve, reject });
+        void this.runCall(call);
+      });
+      if (this.protocolVersion === undefined) throw new Error('the server refused the initialize request');
+      if (this.initializedSent) {
+        const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
+        // Sent while still "renewing" so that nothing overtakes it; it opens the standalone stream.
+        if (!(await this.postOneWay({ body: JSON.stringify(initialized), method: initialized.method }))) {
+          throw new Error('the server refused notifications/initialized');
+        }
+      }
+    } catch (error) {
+      if (this.closed) return;
+      const reason = error instanceof Error ? error.message : String(error);
+      this.logger.warn(`could not start a new upstream session: ${reason}`);
+      this.phase = 'expired';
+      const queued = this.queue;
+      this.queue = [];
+      for (const out of queued) {
+        if (out.id !== undefined && out.method !== undefined) {
+          this.deliverError(out.id, `Upstream server unavailable: could not start a new session (${reason})`);
+        }
+      }
+      return;
+    }
+    if (this.closed) return;
+    this.logger.info('new upstream session started');
+    this.phase = 'ready';
+    this.flush();
+  }
+
+  private openStandalone(): void {
+    if (this.phase === 'closed' || this.standalone !== undefined) return;
+    const generation = this.generation;
+    const stream = new StandaloneStream({
+      origin: this.origin,
+      headers: () => this.baseHeaders(),
+      maxMessageBytes: this.maxMessageBytes,
+      reconnectDelayMs: this.reconnectDelayMs,
+      reconnectMaxDelayMs: this.reconnectMaxDelayMs,
+      deliver: (raw) => this.handlers?.message(raw),
+      oversized: (bytes, head, tail) =>
+        this.handlers?.malformed(
+          new ProtocolError(
+            ErrorCode.InvalidRequest,
+            `Message of ${bytes} bytes from the upstream server exceeds the limit of ${this.maxMessageBytes} bytes (max-message-bytes); it was dropped`,
+          ),
+          idOfOversized(head, tail),
+        ),
+      sessionGone: () => this.sessionGone(generation),
+      logger: this.logger,
+    });
+    this.standalone = stream;
+    const waiters = this.standaloneWaiters;
+    this.standaloneWaiters = [];
+    for (const resolve of waiters) resolve(stream);
+  }
+
+  private async shutDown(): Promise<void> {
+    this.phase = 'closed';
+    this.standalone?.stop();
+    for (const resolve of this.standaloneWaiters) resolve(undefined);
+    this.standaloneWaiters = [];
+    for (const call of [...this.calls]) {
+      this.finish(call);
+      call.controller.abort();
+      call.own?.reject(new Error('closed'));
+    }
+    this.queue = [];
+    if (this.upstreamSessionId !== undefined) {
+      try {
+        const reply = await this.origin.request(
+          'DELETE',
+          this.baseHeaders(),
+          AbortSignal.timeout(DELETE_TIMEOUT_MS),
+        );
+        discard(reply.body);
+        // 405: the server does not let clients end sessions; 404: it already ended this one.
+        if (reply.statusCode >= 300 && reply.statusCode !== 405 && reply.statusCode !== 404) {
+          this.logger.debug(`ending the upstream session was answered ${statusLine(reply.statusCode)}`);
+        }
+      } catch (error) {
+        this.logger.debug({ err: error }, 'could not end the upstream session');
+      }
+    }
+    await this.origin.close().catch(() => undefined);
+    const handlers = this.handlers;
+    this.handlers = undefined;
+    handlers?.closed({ reason: 'taskgate closed its connection to the upstream server' });
+  }
+}
+
+// ── envelopes (read only as far as needed) ─────────────────────────────────────────────────────────
+
+const isId = (value: unknown): value is RequestId =>
+  typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
+
+function isRequest(out: Outgoing): out is OutgoingRequest {
+  return out.id !== undefined && out.method !== undefined;
+}
+
+function envelopeOf(value: unknown): Omit<Outgoing, 'body'> {
+  if (!isObject(value) || typeof value.method !== 'string') return {};
+  const { method } = value;
+  if (isId(value.id)) return { id: value.id, method };
+  const requestId = isObject(value.params) ? value.params.requestId : undefined;
+  return method === 'notifications/cancelled' && isId(requestId)
+    ? { method, cancels: requestId }
+    : { method };
+}
+
+function safeParse(body: Buffer | string): unknown {
+  try {
+    return JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether a message from the server is a response, and to which id; undefined for a request or a
+ * notification. A large success response laid out as SDKs write them is recognised without parsing.
+ */
+function answerOf(raw: Buffer): { id: RequestId | null; error?: JsonRpcErrorObject } | undefined {
+  const id = idOfResultFrame(raw);
+  if (id !== null) return { id };
+  const value = safeParse(raw);
+  if (!isObject(value) || 'method' in value || !('result' in value || 'error' in value)) return undefined;
+  const error = isErrorObject(value.error) ? value.error : undefined;
+  return { id: isId(value.id) ? value.id : null, ...(error === undefined ? {} : { error }) };
+}
+
+function isErrorObject(value: unknown): value is JsonRpcErrorObject {
+  return isObject(value) && typeof value.code === 'number' && typeof value.message === 'string';
+}
+
+/** The error object of a JSON-RPC error response, as the server sent it. */
+function jsonRpcErrorOf(raw: Buffer): JsonRpcErrorObject | undefined {
+  const value = safeParse(raw);
+  return isObject(value) && value.jsonrpc === '2.0' && isErrorObject(value.error) ? value.error : undefined;
+}
+
+function protocolVersionOf(raw: Buffer): string | undefined {
+  const value = safeParse(raw);
+  const result = isObject(value) ? value.result : undefined;
+  return isObject(result) && typeof result.protocolVersion === 'string' ? result.protocolVersion : undefined;
+}
+
+const unknownError = (): JsonRpcErrorObject => ({
+  code: ErrorCode.InternalError,
+  message: 'The upstream server answered with an error it did not describe',
+});
+
+const encode = (message: object): Buffer => Buffer.from(JSON.stringify(message));

@@ -1,0 +1,136 @@
+/**
+ * What the Streamable HTTP client needs from HTTP itself, over one keep-alive undici Pool: requests,
+ * bounded body reads, SSE pumping, and the words for what went wrong.
+ */
+import { STATUS_CODES } from 'node:http';
+import { Pool, type Dispatcher } from 'undici';
+import type { SseParser } from './sse.js';
+
+export type Reply = Dispatcher.ResponseData;
+export type ReplyBody = Reply['body'];
+export type Headers = Record<string, string>;
+
+/** One upstream URL, one Pool: keep-alive connections, as many as there are open streams. */
+export class HttpOrigin {
+  private readonly pool: Pool;
+  private readonly path: string;
+
+  constructor(url: URL) {
+    this.pool = new Pool(url.origin, { connect: { timeout: 10_000 } });
+    this.path = `${url.pathname}${url.search}`;
+  }
+
+  /**
+   * One HTTP exchange with the MCP endpoint. Timeouts are the caller's (its signal): undici's own would end
+   * a stream that is quiet while a tool runs.
+   */
+  request(
+    method: 'GET' | 'POST' | 'DELETE',
+    headers: Headers,
+    signal: AbortSignal,
+    body?: Buffer | string,
+  ): Promise<Reply> {
+    return this.pool.request({
+      path: this.path,
+      method,
+      headers,
+      signal,
+      headersTimeout: 0,
+      bodyTimeout: 0,
+      ...(body === undefined ? {} : { body }),
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.pool.destroy();
+  }
+}
+
+export function header(reply: Reply, name: string): string | undefined {
+  const value = reply.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** The media type of the reply, lower-cased and without parameters ("text/event-stream"). */
+export function mediaType(reply: Reply): string {
+  return (header(reply, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+}
+
+export const statusLine = (status: number): string =>
+  `HTTP ${status}${STATUS_CODES[status] ? ` ${STATUS_CODES[status]}` : ''}`;
+
+/** Reads and drops a body that is not wanted, so that its connection can serve the next request. */
+export function discard(body: ReplyBody): void {
+  body.dump({ limit: 64 * 1024 }).catch(() => undefined);
+}
+
+/** The whole body, or undefined when it is larger than `limit` bytes (then it is not read further). */
+export async function readLimited(body: ReplyBody, limit: number): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    total += chunk.length;
+    if (total > limit) {
+      body.destroy();
+      return undefined;
+    }
+    chunks.push(chunk);
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+}
+
+/** Feeds an event stream to the parser until it ends; returns the error that ended it early, if any. */
+export async function pump(body: ReplyBody, parser: SseParser): Promise<unknown> {
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) parser.push(chunk);
+    parser.end();
+    return undefined;
+  } catch (error) {
+    parser.end();
+    return error ?? new Error('stream failed');
+  }
+}
+
+const REASONS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  EPIPE: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host not found',
+  ETIMEDOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  UND_ERR_SOCKET: 'connection lost',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+  UND_ERR_CLOSED: 'connection closed',
+};
+
+/**
+ * Why a network exchange failed, in words fit for a client: the kind of failure, never the address (that
+ * is for the logs).
+ */
+export function networkReason(error: unknown): string {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && typeof current === 'object' && current !== null; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && REASONS[code] !== undefined) return `${REASONS[code]} (${code})`;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return 'connection failed';
+}
+
+/** Waits `ms`, or less when the signal aborts; says whether the wait ran to its end. */
+export function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms).unref();
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,500 @@
+/**
+ * The Streamable HTTP upstream channel, driven directly with raw JSON-RPC messages against real servers on
+ * real sockets: the fixtures in `--http` mode (the SDK's StreamableHTTPServerTransport) and
+ * server-everything. Spec clauses are from MCP 2025-11-25, basic/transports (Streamable HTTP).
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ErrorCode } from '../../src/protocol/errors.js';
+import type { RequestId } from '../../src/protocol/messages.js';
+import { HttpUpstream, type HttpUpstreamOptions } from '../../src/transport/http-upstream.js';
+import { freePort, startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
+import { Inbox } from '../helpers/inbox.js';
+
+const EVERYTHING = fileURLToPath(
+  new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url),
+);
+const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }, pino.destination(2));
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- messages are checked field by field
+type Json = any;
+
+interface Received {
+  message: Json;
+  raw: Buffer;
+  onStreamOf: RequestId | undefined;
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function fixture(...args: Parameters<typeof startHttpFixture>): Promise<HttpFixture> {
+  const started = await startHttpFixture(...args);
+  cleanups.push(() => started.stop());
+  return started;
+}
+
+function open(url: string, options: Partial<HttpUpstreamOptions> = {}) {
+  const upstream = new HttpUpstream(
+    { url, maxMessageBytes: 4 * 1024 * 1024, reconnectDelayMs: 50, ...options },
+    logger,
+  );
+  const inbox = new Inbox<Received>();
+  const malformed: { message: string; id: RequestId | null }[] = [];
+  const closed: string[] = [];
+  upstream.start({
+    message: (raw, arrival) =>
+      inbox.push({ raw, message: JSON.parse(raw.toString('utf8')), onStreamOf: arrival?.onStreamOf }),
+    malformed: (error, id) => malformed.push({ message: error.message, id }),
+    closed: ({ reason }) => closed.push(reason),
+  });
+  cleanups.push(() => upstream.close());
+  let nextId = 1;
+  const harness = {
+    upstream,
+    inbox,
+    malformed,
+    closed,
+    /** Sends the exact bytes of a message, as the session forwards a client's. */
+    send(message: object): void {
+      upstream.sendRaw(Buffer.from(JSON.stringify(message)));
+    },
+    request(method: string, params: object = {}): number {
+      const id = nextId++;
+      harness.send({ jsonrpc: '2.0', id, method, params });
+      return id;
+    },
+    call(name: string, args: object = {}, meta?: object): number {
+      return harness.request('tools/call', { name, arguments: args, ...(meta ? { _meta: meta } : {}) });
+    },
+    answer(id: RequestId, timeoutMs?: number): Promise<Received> {
+      return inbox.waitFor(
+        (r) => r.message.id === id && !('method' in r.message),
+        `the answer to ${id}`,
+        timeoutMs,
+      );
+    },
+    answersTo(id: RequestId): Received[] {
+      return inbox.items.filter((r) => r.message.id === id && !('method' in r.message));
+    },
+    async initialize(capabilities: object = {}): Promise<Received> {
+      const id = harness.request('initialize', {
+        protocolVersion: '2025-11-25',
+        capabilities,
+        clientInfo: { name: 'http-upstream-test', version: '1.0.0' },
+      });
+      const answer = await harness.answer(id);
+      harness.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      return answer;
+    },
+  };
+  return harness;
+}
+
+const text = (received: Received): string => received.message.result.content[0].text;
+
+describe('HttpUpstream against the SDK’s Streamable HTTP server', () => {
+  it('initializes, keeps the session id the server assigned, and answers on the request’s stream', async () => {
+    const server = await fixture('legacy');
+    const h = open(server.url);
+    const init = await h.initialize();
+    expect(init.message.result.protocolVersion).toBe('2025-11-25');
+    expect(init.onStreamOf).toBe(1);
+    // Session management: the server assigns the id on the response carrying the InitializeResult.
+    expect(h.upstream.sessionId).toMatch(/^[0-9a-f-]{36}$/);
+    const id = h.call('echo', { text: 'over SSE' });
+    const answer = await h.answer(id);
+    expect(text(answer)).toBe('over SSE');
+    expect(answer.onStreamOf).toBe(id);
+  });
+
+  it('takes an answer as one JSON body (Content-Type: application/json)', async () => {
+    const server = await fixture('legacy', { env: { FIXTURE_JSON_RESPONSE: '1' } });
+    const h = open(server.url);
+    await h.initialize();
+    const id = h.call('echo', { text: 'over JSON' });
+    const answer = await h.answer(id);
+    expect(text(answer)).toBe('over JSON');
+    expect(answer.onStreamOf).toBe(id);
+  });
+
+  it('delivers progress notifications with the request whose stream carried them', async () => {
+    const server = await fixture('legacy');
+    const h = open(server.url);
+    await h.initialize();
+    const id = h.call('progress', { steps: 3, intervalMs: 5 }, { progressToken: 'p1' });
+    const answer = await h.answer(id);
+    expect(text(answer)).toBe('done 3 steps');
+    const progress = h.inbox.items.filter((r) => r.message.method === 'notifications/progress');
+    expect(progress.map((r) => r.message.params.progress)).toEqual([1, 2, 3]);
+    expect(progress.every((r) => r.onStreamOf === id)).toBe(true);
+  });
+
+  it('delivers an elicitation made during a call on that call’s stream, and POSTs the answer back', async () => {
+    const server = await fixture('legacy');
+    const h = open(server.url);
+    await h.initialize({ elicitation: { form: {} } });
+    const id = h.call('elicit', { message: 'What is the answer?' });
+    const elicitation = await h.inbox.waitFor(
+      (r) => r.message.method === 'elicitation/create',
+      'elicitation',
+    );
+    expect(elicitation.onStreamOf).toBe(id);
+    expect(elicitation.message.params.message).toBe('What is the answer?');
+    // Through send() this time: the path the session takes for messages it rewrote.
+    h.upstream.send({
+      jsonrpc: '2.0',
+      id: elicitation.message.id,
+      result: { action: 'accept', content: { answer: '42' } },
+    });
+    const answer = await h.answer(id);
+    expect(JSON.parse(text(answer))).toEqual({ action: 'accept', content: { answer: '42' } });
+  });
+
+  it('opens the standalone GET stream after initialized, and delivers what belongs to no request', async () => {
+    const server = await fixture('native');
+    const h = open(server.url);
+    await h.initialize();
+    expect(await h.upstream.standaloneStream()).toBe(true);
+    const id = h.call('announce', { text: 'hello, everyone' });
+    const log = await h.inbox.waitFor((r) => r.message.method === 'notifications/message', 'the log message');
+    expect(log.message.params.data).toBe('hello, everyone');
+    expect(log.onStreamOf).toBeUndefined();
+    expect(text(await h.answer(id))).toBe('announced');
+  });
+
+  it('answers an HTTP error with the server’s own JSON-RPC error, for that request id', async () => {
+    const server = await fixture('legacy');
+    const h = open(server.url.replace(/\/mcp$/, '/elsewhere'));
+    const id = h.request('initialize', {
+      protocolVersion: '2025-11-25',
+      capabilities: {},
+      clientInfo: { name: 't', version: '1' },
+    });
+    const answer = await h.answer(id);
+    expect(answer.message).toEqual({
+      jsonrpc: '2.0',
+      id,
+      error: { code: -32600, message: 'No MCP endpoint at /elsewhere' },
+    });
+  });
+
+  it('answers an HTTP error without a JSON-RPC body with an error naming the status', async () => {
+    const plain = createServer((_req, res) =>
+      res.writeHead(503, { 'content-type': 'text/plain' }).end('down'),
+    );
+    const url = await listen(plain);
+    const h = open(url);
+    const id = h.call('echo', { text: 'x' });
+    const answer = await h.answer(id);
+    expect(answer.message.error.code).toBe(ErrorCode.UpstreamUnavailable);
+    expect(answer.message.error.message).toBe(
+      'Upstream server answered tools/call with HTTP 503 Service Unavailable',
+    );
+  });
+
+  it('answers with UpstreamUnavailable when nothing listens, and does not close the channel', async () => {
+    const h = open(`http://127.0.0.1:${await freePort()}/mcp`);
+    const id = h.call('echo', { text: 'x' });
+    const answer = await h.answer(id);
+    expect(answer.message.error).toEqual({
+      code: ErrorCode.UpstreamUnavailable,
+      message: 'Upstream server unavailable: connection refused (ECONNREFUSED)',
+    });
+    expect(h.closed).toEqual([]);
+  });
+
+  it('ends a request the server does not answer in time, and tells the server to stop', async () => {
+    const server = await fixture('legacy');
+    const h = open(server.url, { requestTimeoutMs: 300 });
+    await h.initialize();
+    const id = h.call('sleep', { ms: 5_000, label: 'too-slow' });
+    const answer = await h.answer(id);
+    expect(answer.message.error).toEqual({
+      code: ErrorCode.UpstreamUnavailable,
+      message: 'Upstream server did not answer tools/call within 300 ms',
+    });
+    // The server got notifications/cancelled for it.
+    let cancelled: string[] = [];
+    for (let attempt = 0; attempt < 20 && !cancelled.includes('too-slow'); attempt++) {
+      cancelled = JSON.parse(text(await h.answer(h.call('cancelled-calls'))));
+    }
+    expect(cancelled).toContain('too-slow');
+  });
+
+  it('keeps a request alive while its stream keeps delivering events', async () => {
+    const server = await fixture('legacy');
+    const h = open(server.url, { requestTimeoutMs: 400 });
+    await h.initialize();
+    // 8 steps 150 ms apart: twice the timeout in all, never 400 ms without an event.
+    const id = h.call('progress', { steps: 8, intervalMs: 150 }, { progressToken: 'slow' });
+    expect(text(await h.answer(id))).toBe('done 8 steps');
+  });
+
+  it('owes no answer to a request the session cancelled, and lets its stream go', async () => {
+    const server = await fixture('legacy');
+    const h = open(server.url);
+    await h.initialize({ elicitation: { form: {} } });
+    const id = h.call('elicit', { message: 'never answered' });
+    await h.inbox.waitFor((r) => r.message.method === 'elicitation/create', 'the call to be running');
+    h.send({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: id, reason: 'changed my mind' },
+    });
+    await h.answer(h.call('echo', { text: 'after the cancel' }));
+    expect(h.answersTo(id)).toEqual([]);
+  });
+
+  it('reports a message over max-message-bytes as malformed, with its request id, and goes on', async () => {
+    const server = await fixture('legacy');
+    const h = open(server.url, { maxMessageBytes: 10_000 });
+    await h.initialize();
+    const id = h.call('large', { bytes: 50_000 });
+    await expect.poll(() => h.malformed).toHaveLength(1);
+    expect(h.malformed[0]!.id).toBe(id);
+    expect(h.malformed[0]!.message).toMatch(/exceeds the limit of 10000 bytes/);
+    expect(text(await h.answer(h.call('echo', { text: 'small' })))).toBe('small');
+    expect(h.answersTo(id)).toEqual([]);
+  });
+
+  it('fails the pending request when the server dies mid-call, and nothing hangs', async () => {
+    const server = await fixture('legacy');
+    const h = open(server.url);
+    await h.initialize();
+    const id = h.call('progress', { steps: 1_000, intervalMs: 20 }, { progressToken: 'doomed' });
+    await h.inbox.waitFor((r) => r.message.method === 'notifications/progress', 'the call to be running');
+    await server.stop('SIGKILL');
+    const answer = await h.answer(id);
+    expect(answer.message.error.code).toBe(ErrorCode.UpstreamUnavailable);
+    expect(answer.message.error.message).toMatch(
+      /^Upstream server unavailable: the stream carrying the answer to tools\/call was lost \(.+\) and resuming it failed$/,
+    );
+    expect(answer.onStreamOf).toBe(id);
+    // A request sent while it is down fails at once, with the same code.
+    const later = await h.answer(h.call('echo', { text: 'anyone?' }));
+    expect(later.message.error.code).toBe(ErrorCode.UpstreamUnavailable);
+    expect(h.closed).toEqual([]);
+  });
+
+  it('resumes a dropped SSE stream with Last-Event-ID and delivers every message exactly once', async () => {
+    const server = await fixture('legacy');
+    const proxy = await cuttingProxy(server.url);
+    const h = open(proxy.url);
+    await h.initialize();
+    // The priming event, then one progress notification, then the connection is cut.
+    proxy.cutNextStreamAfter(2);
+    const id = h.call('progress', { steps: 5, intervalMs: 40 }, { progressToken: 'resumed' });
+    expect(text(await h.answer(id))).toBe('done 5 steps');
+    expect(proxy.resumedFrom).toHaveLength(1);
+    const progress = h.inbox.items.filter((r) => r.message.params?.progressToken === 'resumed');
+    expect(progress.map((r) => r.message.params.progress)).toEqual([1, 2, 3, 4, 5]);
+    expect(progress.every((r) => r.onStreamOf === id)).toBe(true);
+    // One more round trip, then count: the answer came once.
+    await h.answer(h.call('echo', { text: 'after' }));
+    expect(h.answersTo(id)).toHaveLength(1);
+  });
+
+  it('when the server ends the session: fails only what was in flight, starts a new session, and goes on', async () => {
+    const server = await fixture('legacy');
+    const h = open(server.url);
+    await h.initialize();
+    const oldSession = h.upstream.sessionId!;
+    const inFlight = h.call('progress', { steps: 1_000, intervalMs: 20 }, { progressToken: 'cut-off' });
+    await h.inbox.waitFor((r) => r.message.method === 'notifications/progress', 'the call to be running');
+    const ended = await fetch(server.url, {
+      method: 'DELETE',
+      headers: { 'mcp-session-id': oldSession, 'mcp-protocol-version': '2025-11-25' },
+    });
+    expect(ended.status).toBe(200);
+    const failed = await h.answer(inFlight);
+    expect(failed.message.error).toEqual({
+      code: ErrorCode.UpstreamUnavailable,
+      message:
+        'Upstream server ended its session while tools/call was in flight (HTTP 404); a new session was started: retry the request',
+    });
+    const after = await h.answer(h.call('echo', { text: 'new session' }));
+    expect(text(after)).toBe('new session');
+    expect(h.upstream.sessionId).toBeDefined();
+    expect(h.upstream.sessionId).not.toBe(oldSession);
+    // The new session's initialize result stayed inside the channel.
+    expect(h.inbox.items.filter((r) => r.message.result?.protocolVersion !== undefined)).toHaveLength(1);
+    expect(await h.upstream.standaloneStream()).toBe(true);
+  });
+
+  it('after a server restart on the same port, a new request starts a new session and is answered', async () => {
+    const first = await fixture('legacy');
+    const h = open(first.url);
+    await h.initialize();
+    expect(await h.upstream.standaloneStream()).toBe(true);
+    const oldSession = h.upstream.sessionId;
+    await first.stop('SIGTERM');
+    const second = await fixture('legacy', { port: first.port });
+    expect(second.url).toBe(first.url);
+    const answer = await h.answer(h.call('echo', { text: 'still here' }), 15_000);
+    expect(text(answer)).toBe('still here');
+    expect(h.upstream.sessionId).not.toBe(oldSession);
+    expect(h.inbox.items.filter((r) => r.message.result?.protocolVersion !== undefined)).toHaveLength(1);
+  });
+
+  it('close() ends the upstream session with DELETE, reports closed once, and is safe to call twice', async () => {
+    const server = await fixture('legacy');
+    const h = open(server.url);
+    await h.initialize();
+    const session = h.upstream.sessionId!;
+    await Promise.all([h.upstream.close(), h.upstream.close()]);
+    await h.upstream.close();
+    expect(h.closed).toEqual(['taskgate closed its connection to the upstream server']);
+    const probe = await fetch(server.url, {
+      method: 'POST',
+      headers: {
+        'mcp-session-id': session,
+        accept: 'application/json, text/event-stream',
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
+    expect(probe.status).toBe(404);
+  });
+
+  it('sends the static headers, and the session id and protocol version after initialize', async () => {
+    const seen: { method: string; key: unknown; session: unknown; version: unknown }[] = [];
+    const server = await fixture('legacy');
+    const recorder = createServer((req, res) => {
+      seen.push({
+        method: req.method!,
+        key: req.headers['x-api-key'],
+        session: req.headers['mcp-session-id'],
+        version: req.headers['mcp-protocol-version'],
+      });
+      const forward = httpRequest(server.url, { method: req.method, headers: req.headers }, (reply) => {
+        // Node holds headers until the first body write: an SSE stream's must go at once.
+        res.writeHead(reply.statusCode ?? 502, reply.headers).flushHeaders();
+        reply.pipe(res);
+      });
+      req.pipe(forward);
+    });
+    const h = open(await listen(recorder), { headers: { 'X-Api-Key': 'secret' } });
+    await h.initialize();
+    await h.upstream.standaloneStream();
+    await h.answer(h.call('echo', { text: 'x' }));
+    const session = h.upstream.sessionId;
+    // initialize, notifications/initialized, the standalone GET, tools/call
+    expect(seen.map((request) => request.method).sort()).toEqual(['GET', 'POST', 'POST', 'POST']);
+    expect(seen.every((request) => request.key === 'secret')).toBe(true);
+    expect(seen[0]).toEqual({ method: 'POST', key: 'secret', session: undefined, version: undefined });
+    for (const request of seen.slice(1)) {
+      expect(request).toMatchObject({ session, version: '2025-11-25' });
+    }
+  });
+});
+
+describe('HttpUpstream against server-everything (Streamable HTTP mode)', () => {
+  it('initializes, lists tools and calls one', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
+      env: { ...process.env, PORT: String(port) },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    cleanups.push(async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = once(child, 'exit');
+        child.kill('SIGKILL');
+        await exited;
+      }
+    });
+    await new Promise<void>((resolve, reject) => {
+      let stderr = '';
+      const timer = setTimeout(
+        () => reject(new Error(`server-everything did not listen:\n${stderr}`)),
+        10_000,
+      );
+      child.stderr!.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8');
+        if (/listening on port/.test(stderr)) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    });
+    const h = open(`http://127.0.0.1:${port}/mcp`);
+    const init = await h.initialize();
+    expect(init.message.result.serverInfo.name).toMatch(/everything/i);
+    expect(h.upstream.sessionId).toBeDefined();
+    const tools = await h.answer(h.request('tools/list'));
+    expect(tools.message.result.tools.map((tool: Json) => tool.name)).toContain('echo');
+    const echo = await h.answer(h.call('echo', { message: 'through taskgate’s channel' }));
+    expect(text(echo)).toBe('Echo: through taskgate’s channel');
+  });
+});
+
+// ── helpers ────────────────────────────────────────────────────────────────────────────────────────
+
+async function listen(server: Server): Promise<string> {
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  cleanups.push(async () => {
+    for (const socket of sockets) socket.destroy();
+    server.close();
+    await once(server, 'close');
+  });
+  const address = server.address();
+  return `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}/mcp`;
+}
+
+/**
+ * An HTTP proxy in front of a server that, when told to, cuts the next SSE response to a POST after that
+ * many events: both sockets are destroyed, as a network failure would. Records the Last-Event-ID of the
+ * GETs that resume a stream.
+ */
+async function cuttingProxy(target: string) {
+  let cutAfter: number | undefined;
+  const resumedFrom: string[] = [];
+  const server = createServer((req, res) => {
+    const lastEventId = req.headers['last-event-id'];
+    if (typeof lastEventId === 'string') resumedFrom.push(lastEventId);
+    const forward = httpRequest(target, { method: req.method, headers: req.headers }, (reply) => {
+      res.writeHead(reply.statusCode ?? 502, reply.headers).flushHeaders();
+      const sse =
+        req.method === 'POST' && String(reply.headers['content-type']).startsWith('text/event-stream');
+      let cut = sse ? cutAfter : undefined;
+      if (cut !== undefined) cutAfter = undefined;
+      let seen = '';
+      reply.on('data', (chunk: Buffer) => {
+        if (cut === undefined) return void res.write(chunk);
+        seen += chunk.toString('utf8');
+        const events = seen.split('\n\n').length - 1;
+        if (events < cut) return void res.write(chunk);
+        cut = undefined;
+        res.write(chunk, () => {
+          res.socket?.destroy();
+          reply.destroy();
+        });
+      });
+      reply.on('end', () => res.end());
+      reply.on('error', () => res.destroy());
+    });
+    forward.on('error', () => res.destroy());
+    req.pipe(forward);
+  });
+  const url = await listen(server);
+  return {
+    url,
+    resumedFrom,
+    cutNextStreamAfter(events: number): void {
+      cutAfter = events;
+    },
+  };
+}
