@@ -211,8 +211,7 @@ export class HttpUpstream implements Channel {
         return;
       case 'expired':
         this.queue.push(out);
-        void this.renew();
-        return;
+        return this.background(this.renew());
       case 'new':
         if (out.method === 'initialize' && out.id !== undefined) {
           this.phase = 'initializing';
@@ -223,11 +222,20 @@ export class HttpUpstream implements Channel {
       case 'ready':
         break;
     }
-    if (out.method === 'notifications/initialized' && this.phase === 'ready')
-      return void this.initialized(out);
+    if (out.method === 'notifications/initialized' && this.phase === 'ready') {
+      return this.background(this.initialized(out));
+    }
     if (out.cancels !== undefined) this.forget(out.cancels);
-    if (isRequest(out)) void this.runCall(this.newCall(out));
-    else void this.postOneWay(out);
+    if (isRequest(out)) this.background(this.runCall(this.newCall(out)));
+    else this.background(this.postOneWay(out));
+  }
+
+  /**
+   * Work that runs on its own. It handles its own failures; what escapes is a bug (in a handler, say),
+   * logged rather than left to crash the process as an unhandled rejection.
+   */
+  private background(work: Promise<unknown>): void {
+    work.catch((error: unknown) => this.logger.error({ err: error }, 'HTTP upstream: unexpected failure'));
   }
 
   /**
@@ -512,7 +520,8 @@ export class HttpUpstream implements Channel {
       method: 'notifications/cancelled',
       params: { requestId: id, reason: message },
     };
-    if (this.phase === 'ready') void this.postOneWay({ body: JSON.stringify(cancel), method: cancel.method });
+    if (this.phase === 'ready')
+      this.background(this.postOneWay({ body: JSON.stringify(cancel), method: cancel.method }));
   }
 
   /** The session cancelled a request: no answer is owed any more, and its stream is let go. */
@@ -602,7 +611,7 @@ export class HttpUpstream implements Channel {
       this.phase = 'expired';
     }
     if (resend !== undefined) this.dispatch(resend);
-    else if (this.phase === 'expired') void this.renew();
+    else if (this.phase === 'expired') this.background(this.renew());
   }
 
   /** A new session, set up as the client set up the first one; its initialize result stays here. */
@@ -618,7 +627,7 @@ export class HttpUpstream implements Channel {
       const id = envelopeOf(safeParse(body)).id ?? 0;
       await new Promise<Buffer>((resolve, reject) => {
         const call = this.newCall({ body, id, method: 'initialize', opens: true }, { resolve, reject });
-        void this.runCall(call);
+        this.runCall(call).catch(reject);
       });
       if (this.protocolVersion === undefined) throw new Error('the server refused the initialize request');
       if (this.initializedSent) {

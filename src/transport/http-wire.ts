@@ -79,15 +79,30 @@ export async function readLimited(body: ReplyBody, limit: number): Promise<Buffe
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
 }
 
-/** Feeds an event stream to the parser until it ends; returns the error that ended it early, if any. */
+/**
+ * Feeds an event stream to the parser until it ends; returns the error that ended it early, if any. What
+ * the parser's sink throws is not a stream error: it is thrown on, after the body is let go.
+ */
 export async function pump(body: ReplyBody, parser: SseParser): Promise<unknown> {
-  try {
-    for await (const chunk of body as AsyncIterable<Buffer>) parser.push(chunk);
-    parser.end();
-    return undefined;
-  } catch (error) {
-    parser.end();
-    return error ?? new Error('stream failed');
+  const chunks = (body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  for (;;) {
+    let next: IteratorResult<Buffer>;
+    try {
+      next = await chunks.next();
+    } catch (error) {
+      parser.end();
+      return error ?? new Error('stream failed');
+    }
+    if (next.done === true) {
+      parser.end();
+      return undefined;
+    }
+    try {
+      parser.push(next.value);
+    } catch (error) {
+      body.destroy();
+      throw error;
+    }
   }
 }
 

@@ -34,7 +34,11 @@ export class StandaloneStream {
   private waiters: ((open: boolean) => void)[] = [];
 
   constructor(private readonly host: StandaloneHost) {
-    void this.run();
+    this.run().catch((error: unknown) => {
+      // A bug (a handler that threw): logged, and the stream is given up rather than left half-read.
+      host.logger.error({ err: error }, 'upstream standalone stream: unexpected failure');
+      this.stop();
+    });
   }
 
   /** Resolves once the stream is open (true), or when the server has none or it was stopped (false). */
