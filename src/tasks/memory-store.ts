@@ -15,6 +15,8 @@ export interface MemoryStoreOptions {
   /** How often expired terminal tasks are swept out (they are also dropped lazily when read). */
   sweepIntervalMs?: number;
   now?: () => number;
+  /** Told of each finished task dropped because its ttl ran out (for metrics). */
+  onExpired?: (record: TaskRecord) => void;
 }
 
 /** How long a task that ended after its ttl stays readable, at most. */
@@ -176,6 +178,7 @@ export class MemoryTaskStore implements TaskStore {
     if (done && this.expired(done)) {
       this.terminal.delete(taskId);
       this.forget(done.owner, taskId);
+      this.options.onExpired?.(done);
       return undefined;
     }
     return done;
@@ -200,6 +203,7 @@ export class MemoryTaskStore implements TaskStore {
     for (const [taskId, record] of expired) {
       this.terminal.delete(taskId);
       this.forget(record.owner, taskId);
+      this.options.onExpired?.(record);
     }
   }
 

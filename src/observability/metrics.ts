@@ -1,0 +1,221 @@
+/**
+ * taskgate's Prometheus metrics, in a registry of their own (never prom-client's global one, so that an
+ * embedding process and parallel tests cannot mix them up). Events are counted as they happen; levels
+ * (live tasks, store size, sessions) are read from their sources when scraped.
+ *
+ * Label values that come from peers (tool names, methods) are bounded: past MAX_LABEL_VALUES distinct
+ * values a metric counts the rest as "_other", so a client calling made-up tools cannot grow it forever.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { isTerminal, type TaskRecord, type TaskStatus } from '../tasks/state.js';
+
+export const MAX_LABEL_VALUES = 200;
+export const OTHER_LABEL = '_other';
+const MAX_LABEL_LENGTH = 100;
+
+/** Why a limit refused something: a setting's name. */
+export type LimitName = 'max_tasks' | 'max_result_bytes' | 'max_sessions';
+
+export interface StoreSize {
+  live: number;
+  terminal: number;
+  /** Bytes of finished results held. */
+  bytes: number;
+  /** Finished tasks evicted to make room, since start. */
+  evictions: number;
+}
+
+export interface MetricsOptions {
+  /** Node's process metrics (CPU, memory, event loop, GC); on by default. */
+  defaultMetrics?: boolean;
+}
+
+/** Seconds on a scale from a quick tool call to a long-running task. */
+const TASK_SECONDS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
+const REQUEST_SECONDS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/** A label's values, at most MAX_LABEL_VALUES distinct ones; later newcomers become "_other". */
+class BoundedLabel {
+  private readonly seen = new Set<string>();
+
+  of(value: string): string {
+    const label = value.length > MAX_LABEL_LENGTH ? value.slice(0, MAX_LABEL_LENGTH) : value;
+    if (this.seen.has(label)) return label;
+    if (this.seen.size >= MAX_LABEL_VALUES) return OTHER_LABEL;
+    this.seen.add(label);
+    return label;
+  }
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly tools = new BoundedLabel();
+  private readonly methods = new BoundedLabel();
+  private liveSource: (() => Partial<Record<TaskStatus, number>>) | undefined;
+  private storeSource: (() => StoreSize) | undefined;
+  private sessionSource: (() => number) | undefined;
+
+  private readonly created = new Counter({
+    name: 'taskgate_tasks_created_total',
+    help: 'Tasks created by taskgate, by tool',
+    labelNames: ['tool'],
+    registers: [this.registry],
+  });
+  private readonly finished = new Counter({
+    name: 'taskgate_tasks_finished_total',
+    help: 'Tasks that reached a terminal status (completed, failed, cancelled), by tool and status',
+    labelNames: ['tool', 'status'],
+    registers: [this.registry],
+  });
+  private readonly expired = new Counter({
+    name: 'taskgate_tasks_expired_total',
+    help: 'Finished tasks dropped because their ttl ran out, by tool (memory store only)',
+    labelNames: ['tool'],
+    registers: [this.registry],
+  });
+  private readonly duration = new Histogram({
+    name: 'taskgate_task_duration_seconds',
+    help: 'Time from creation to a terminal status, by tool and status',
+    labelNames: ['tool', 'status'],
+    buckets: TASK_SECONDS,
+    registers: [this.registry],
+  });
+  private readonly waiters = new Gauge({
+    name: 'taskgate_task_result_waiters',
+    help: 'tasks/result requests waiting for their task to finish',
+    registers: [this.registry],
+  });
+  private readonly refusals = new Counter({
+    name: 'taskgate_limit_refusals_total',
+    help: 'Requests refused by a limit, by the setting that refused them',
+    labelNames: ['limit'],
+    registers: [this.registry],
+  });
+  private readonly latency = new Histogram({
+    name: 'taskgate_upstream_request_duration_seconds',
+    help: 'Time the upstream server took to answer a forwarded request, by method',
+    labelNames: ['method'],
+    buckets: REQUEST_SECONDS,
+    registers: [this.registry],
+  });
+  private readonly restarts = new Counter({
+    name: 'taskgate_upstream_restarts_total',
+    help: 'Times an upstream server was restarted after it went away',
+    registers: [this.registry],
+  });
+
+  constructor(options: MetricsOptions = {}) {
+    const registers = [this.registry];
+    const liveTasks: Gauge<'status'> = new Gauge({
+      name: 'taskgate_tasks_live',
+      help: 'Tasks not yet finished that this process created or changed, by status',
+      labelNames: ['status'],
+      registers,
+      collect: () => {
+        const counts = this.liveSource?.() ?? {};
+        for (const status of ['working', 'input_required'] as const) {
+          liveTasks.set({ status }, counts[status] ?? 0);
+        }
+      },
+    });
+    const storeTasks: Gauge<'state'> = new Gauge({
+      name: 'taskgate_store_tasks',
+      help: 'Tasks held by the task store, live or finished (memory store only)',
+      labelNames: ['state'],
+      registers,
+      collect: () => {
+        const size = this.storeSource?.();
+        if (!size) return;
+        storeTasks.set({ state: 'live' }, size.live);
+        storeTasks.set({ state: 'finished' }, size.terminal);
+      },
+    });
+    const storeBytes: Gauge = new Gauge({
+      name: 'taskgate_store_result_bytes',
+      help: 'Bytes of finished results held by the task store (memory store only)',
+      registers,
+      collect: () => {
+        const size = this.storeSource?.();
+        if (size) storeBytes.set(size.bytes);
+      },
+    });
+    const evictions: Counter = new Counter({
+      name: 'taskgate_store_evictions_total',
+      help: 'Finished tasks evicted, least recently used first, to make room (memory store only)',
+      registers,
+      collect: () => {
+        const size = this.storeSource?.();
+        if (!size) return;
+        // The store counts; this counter mirrors its count.
+        evictions.reset();
+        evictions.inc(size.evictions);
+      },
+    });
+    const sessions: Gauge = new Gauge({
+      name: 'taskgate_sessions_open',
+      help: 'Client sessions open',
+      registers,
+      collect: () => sessions.set(this.sessionSource?.() ?? 0),
+    });
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The exposition text of every metric. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  // ── sources read when scraped ────────────────────────────────────────────────────────────────────
+
+  observeLiveTasks(source: () => Partial<Record<TaskStatus, number>>): void {
+    this.liveSource = source;
+  }
+
+  observeStore(source: () => StoreSize): void {
+    this.storeSource = source;
+  }
+
+  observeSessions(source: () => number): void {
+    this.sessionSource = source;
+  }
+
+  // ── events ───────────────────────────────────────────────────────────────────────────────────────
+
+  taskCreated(record: TaskRecord): void {
+    this.created.inc({ tool: this.tools.of(record.toolName) });
+  }
+
+  /** Every status change; only terminal ones are counted. */
+  taskChanged(record: TaskRecord): void {
+    if (!isTerminal(record.status)) return;
+    const labels = { tool: this.tools.of(record.toolName), status: record.status };
+    this.finished.inc(labels);
+    this.duration.observe(labels, Math.max(0, record.lastUpdatedAt - record.createdAt) / 1000);
+  }
+
+  taskExpired(record: TaskRecord): void {
+    this.expired.inc({ tool: this.tools.of(record.toolName) });
+  }
+
+  limitRefused(limit: LimitName): void {
+    this.refusals.inc({ limit });
+  }
+
+  /** A tasks/result started (+1) or stopped (-1) waiting. */
+  waiting(delta: 1 | -1): void {
+    this.waiters.inc(delta);
+  }
+
+  /** The upstream answered a forwarded request after `seconds`. */
+  upstreamLatency(method: string, seconds: number): void {
+    this.latency.observe({ method: this.methods.of(method) }, seconds);
+  }
+
+  upstreamRestarted(): void {
+    this.restarts.inc();
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * Watching a process's tasks for the operator, in one place for both fronts: the store the sessions get
+ * is wrapped so that creations, limit refusals and waiters are seen; every status change feeds the
+ * metrics and the dashboard's board and is logged (debug) with its task id.
+ */
+import type { Logger } from 'pino';
+import { MemoryTaskStore } from '../tasks/memory-store.js';
+import type { TaskStore } from '../tasks/store.js';
+import type { Metrics } from './metrics.js';
+import { ObservedStore } from './observed-store.js';
+import { operationsRoutes, type Routes } from './routes.js';
+import { TaskBoard } from './task-board.js';
+
+export interface Observability {
+  /** The store to hand to sessions. */
+  store: TaskStore;
+  metrics: Metrics;
+  board: TaskBoard;
+  /** /metrics, /dashboard and /dashboard/data. */
+  routes: Routes;
+  /** Stops watching (the store itself is closed by whoever made it). */
+  close(): void;
+}
+
+export function observeTasks(store: TaskStore, metrics: Metrics, logger: Logger): Observability {
+  const board = new TaskBoard();
+  metrics.observeLiveTasks(() => board.liveByStatus());
+  if (store instanceof MemoryTaskStore) {
+    metrics.observeStore(() => ({ ...store.size, evictions: store.evictions }));
+  }
+  const unsubscribe = store.onTransition((record) => {
+    metrics.taskChanged(record);
+    board.changed(record);
+    logger.debug(
+      {
+        taskId: record.taskId,
+        tool: record.toolName,
+        status: record.status,
+        ...(record.statusMessage === undefined ? {} : { statusMessage: record.statusMessage }),
+      },
+      'task status changed',
+    );
+  });
+  const observed = new ObservedStore(store, {
+    created: (record) => {
+      metrics.taskCreated(record);
+      board.created(record);
+    },
+    refused: (limit) => metrics.limitRefused(limit),
+    waiting: (delta) => metrics.waiting(delta),
+  });
+  return {
+    store: observed,
+    metrics,
+    board,
+    routes: operationsRoutes({ metrics, board }),
+    close: unsubscribe,
+  };
+}

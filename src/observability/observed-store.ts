@@ -1,0 +1,72 @@
+/**
+ * A task store as the sessions use it, watched from outside: creations (which `onTransition` does not
+ * report), refusals by a limit, and tasks/result requests waiting on a task. It changes nothing about
+ * what the store does; every backend gets the same watch.
+ */
+import { TaskLimitError } from '../tasks/errors.js';
+import type { TaskRecord, TransitionChange } from '../tasks/state.js';
+import type { NewTask, TaskPage, TaskStore, TransitionListener } from '../tasks/store.js';
+import type { LimitName } from './metrics.js';
+
+export interface StoreWatcher {
+  created(record: TaskRecord): void;
+  refused(limit: LimitName): void;
+  /** A waitForTerminal started (+1) or settled (-1). */
+  waiting(delta: 1 | -1): void;
+}
+
+export class ObservedStore implements TaskStore {
+  constructor(
+    readonly inner: TaskStore,
+    private readonly watcher: StoreWatcher,
+  ) {}
+
+  async create(task: NewTask): Promise<TaskRecord> {
+    let record: TaskRecord;
+    try {
+      record = await this.inner.create(task);
+    } catch (error) {
+      if (error instanceof TaskLimitError) this.watcher.refused('max_tasks');
+      throw error;
+    }
+    this.watcher.created(record);
+    return record;
+  }
+
+  get(taskId: string): Promise<TaskRecord> {
+    return this.inner.get(taskId);
+  }
+
+  async update(taskId: string, change: TransitionChange): Promise<TaskRecord> {
+    try {
+      return await this.inner.update(taskId, change);
+    } catch (error) {
+      if (error instanceof TaskLimitError) this.watcher.refused('max_result_bytes');
+      throw error;
+    }
+  }
+
+  list(owner: string, cursor: string | undefined, limit: number): Promise<TaskPage> {
+    return this.inner.list(owner, cursor, limit);
+  }
+
+  waitForTerminal(taskId: string, signal?: AbortSignal): Promise<TaskRecord> {
+    this.watcher.waiting(1);
+    let waiting: Promise<TaskRecord>;
+    try {
+      waiting = this.inner.waitForTerminal(taskId, signal);
+    } catch (error) {
+      this.watcher.waiting(-1);
+      throw error;
+    }
+    return waiting.finally(() => this.watcher.waiting(-1));
+  }
+
+  onTransition(listener: TransitionListener): () => void {
+    return this.inner.onTransition(listener);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * The operator's pages: `GET /metrics` (Prometheus text format), `GET /dashboard` and the JSON it
+ * refreshes from, `GET /dashboard/data`. Served beside the MCP endpoint by the HTTP front, or by the admin
+ * listener (stdio mode, or to keep them off the front).
+ */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { DEFAULT_REFRESH_MS, renderDashboard } from './dashboard.js';
+import type { Metrics } from './metrics.js';
+import type { TaskBoard } from './task-board.js';
+
+/** Answers the request and returns true when the path is one of its routes; false leaves it alone. */
+export type Routes = (req: IncomingMessage, res: ServerResponse, path: string) => Promise<boolean>;
+
+/**
+ * Whether this request may see the operator's pages. taskgate has no authentication yet, so every request
+ * that reached here (past the front's Origin and Host checks) may; once the front authenticates clients,
+ * the same check goes here.
+ */
+export type Authorize = (req: IncomingMessage) => boolean | Promise<boolean>;
+
+export interface OperationsRoutesOptions {
+  metrics: Metrics;
+  board: TaskBoard;
+  authorize?: Authorize;
+}
+
+const PATHS = new Set(['/metrics', '/dashboard', '/dashboard/data']);
+const MIN_REFRESH_MS = 250;
+const MAX_REFRESH_MS = 60_000;
+
+export function operationsRoutes(options: OperationsRoutesOptions): Routes {
+  const { metrics, board, authorize = () => true } = options;
+  return async (req, res, path) => {
+    if (!PATHS.has(path)) return false;
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' }).end('Method not allowed\n');
+      return true;
+    }
+    if (!(await authorize(req))) {
+      res.writeHead(401, { 'content-type': 'text/plain' }).end('Unauthorized\n');
+      return true;
+    }
+    if (path === '/metrics') {
+      const text = await metrics.text();
+      res.writeHead(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' }).end(text);
+    } else if (path === '/dashboard/data') {
+      res
+        .writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+        .end(JSON.stringify(board.snapshot()));
+    } else {
+      const nonce = randomBytes(16).toString('base64');
+      const page = renderDashboard(board.snapshot(), { nonce, refreshMs: refreshOf(req) });
+      res
+        .writeHead(200, {
+          'content-type': 'text/html; charset=utf-8',
+          'cache-control': 'no-store',
+          'content-security-policy': [
+            "default-src 'none'",
+            `script-src 'nonce-${nonce}'`,
+            `style-src 'nonce-${nonce}'`,
+            "connect-src 'self'",
+            "base-uri 'none'",
+            "form-action 'none'",
+            "frame-ancestors 'none'",
+          ].join('; '),
+          'x-content-type-options': 'nosniff',
+          'referrer-policy': 'no-referrer',
+        })
+        .end(page);
+    }
+    return true;
+  };
+}
+
+/** `?refresh=MS`, kept within sensible bounds. */
+function refreshOf(req: IncomingMessage): number {
+  const asked = Number(new URL(req.url ?? '/', 'http://localhost').searchParams.get('refresh'));
+  if (!Number.isFinite(asked) || asked <= 0) return DEFAULT_REFRESH_MS;
+  return Math.min(MAX_REFRESH_MS, Math.max(MIN_REFRESH_MS, Math.round(asked)));
+}

@@ -1,0 +1,234 @@
+/**
+ * The dashboard's data (the task board) and its page, without a browser; test/integration/dashboard-browser
+ * drives the page in Chromium.
+ */
+import { request } from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startAdminListener, parseListen, type AdminListener } from '../../src/observability/admin.js';
+import { escapeHtml, formatDuration, renderDashboard } from '../../src/observability/dashboard.js';
+import { Metrics } from '../../src/observability/metrics.js';
+import { operationsRoutes } from '../../src/observability/routes.js';
+import { BUCKET_MS, HISTORY_BUCKETS, TaskBoard } from '../../src/observability/task-board.js';
+import type { TaskRecord } from '../../src/tasks/state.js';
+
+const T0 = Date.UTC(2026, 0, 5, 12, 0, 0);
+
+function record(id: number, overrides: Partial<TaskRecord> = {}): TaskRecord {
+  return {
+    taskId: `${String(id).padStart(8, '0')}-aaaa-4bbb-8ccc-dddddddddddd`,
+    status: 'working',
+    createdAt: T0,
+    lastUpdatedAt: T0,
+    ttl: 60_000,
+    pollInterval: 1_000,
+    owner: 'o',
+    sessionId: 's',
+    toolName: 'slow',
+    outcomeBytes: 0,
+    ...overrides,
+  };
+}
+
+describe('TaskBoard', () => {
+  it('shows live tasks, then moves them to the recent ones when they end, with only 8 characters of id', () => {
+    let now = T0;
+    const board = new TaskBoard({ now: () => now });
+    board.created(record(1));
+    board.created(record(2, { toolName: 'fast' }));
+    now += 1_500;
+    board.changed(record(1, { status: 'input_required', lastUpdatedAt: now }));
+    let snapshot = board.snapshot();
+    expect(snapshot.live.map((task) => [task.id, task.status])).toEqual([
+      ['00000001', 'input_required'],
+      ['00000002', 'working'],
+    ]);
+    expect(snapshot.liveByStatus).toEqual({ working: 1, input_required: 1 });
+    expect(JSON.stringify(snapshot)).not.toContain('aaaa-4bbb');
+    now += 1_000;
+    board.changed(record(1, { status: 'completed', lastUpdatedAt: now }));
+    board.changed(
+      record(2, {
+        toolName: 'fast',
+        status: 'failed',
+        statusMessage: 'Tool call failed: boom',
+        lastUpdatedAt: now,
+      }),
+    );
+    snapshot = board.snapshot();
+    expect(snapshot.live).toEqual([]);
+    expect(snapshot.liveTotal).toBe(0);
+    expect(snapshot.recent).toEqual([
+      {
+        id: '00000002',
+        tool: 'fast',
+        status: 'failed',
+        statusMessage: 'Tool call failed: boom',
+        createdAt: T0,
+        updatedAt: T0 + 2_500,
+      },
+      { id: '00000001', tool: 'slow', status: 'completed', createdAt: T0, updatedAt: T0 + 2_500 },
+    ]);
+  });
+
+  it('counts each task once per minute: by how it ended in that minute, or its status at the end of it', () => {
+    let now = T0 + 5_000;
+    const board = new TaskBoard({ now: () => now });
+    board.created(record(1));
+    board.created(record(2));
+    board.created(record(3));
+    board.changed(record(1, { status: 'input_required' }));
+    board.changed(record(1, { status: 'completed' }));
+    board.changed(record(2, { status: 'cancelled' }));
+    board.created(record(4));
+    board.changed(record(4, { status: 'input_required' }));
+    now = T0 + 3 * BUCKET_MS + 1;
+    board.changed(record(3, { status: 'failed' }));
+    const { history } = board.snapshot();
+    expect(history.buckets).toHaveLength(HISTORY_BUCKETS);
+    expect(history.bucketMs).toBe(BUCKET_MS);
+    expect(history.start).toBe(T0 + 3 * BUCKET_MS - (HISTORY_BUCKETS - 1) * BUCKET_MS);
+    const empty = { working: 0, input_required: 0, completed: 0, failed: 0, cancelled: 0 };
+    expect(history.buckets.slice(-4)).toEqual([
+      { ...empty, working: 1, input_required: 1, completed: 1, cancelled: 1 },
+      // Minutes with no change hold the live tasks as they stood.
+      { ...empty, working: 1, input_required: 1 },
+      { ...empty, working: 1, input_required: 1 },
+      // The current minute: task 3 ended in it, task 4 is still waiting.
+      { ...empty, input_required: 1, failed: 1 },
+    ]);
+    const before = history.buckets.slice(0, -4);
+    expect(before.every((bucket) => Object.values(bucket).every((n) => n === 0))).toBe(true);
+  });
+
+  it('keeps an hour of history and a bounded number of tasks', () => {
+    let now = T0;
+    const board = new TaskBoard({ now: () => now, recent: 3, maxLive: 2 });
+    for (let i = 1; i <= 5; i++) board.changed(record(i, { status: 'completed' }));
+    board.created(record(10));
+    board.created(record(11));
+    board.created(record(12));
+    now += 2 * 60 * BUCKET_MS;
+    const snapshot = board.snapshot();
+    expect(snapshot.recent.map((task) => task.id)).toEqual(['00000005', '00000004', '00000003']);
+    expect(snapshot.live.map((task) => task.id)).toEqual(['00000012', '00000011']);
+    expect(board.liveByStatus()).toEqual({ working: 2, input_required: 0 });
+    expect(snapshot.history.buckets).toHaveLength(HISTORY_BUCKETS);
+    expect(snapshot.history.buckets.every((bucket) => bucket.completed === 0 && bucket.working === 2)).toBe(
+      true,
+    );
+  });
+
+  it('cuts long tool names and status messages', () => {
+    const board = new TaskBoard();
+    board.created(record(1, { toolName: 'x'.repeat(10_000), statusMessage: 'y'.repeat(10_000) }));
+    const [task] = board.snapshot().live;
+    expect(task!.tool.length).toBeLessThan(400);
+    expect(task!.statusMessage!.length).toBeLessThan(400);
+  });
+});
+
+describe('the dashboard page', () => {
+  it('escapes every string from a task', () => {
+    const board = new TaskBoard();
+    const evil = '<script>alert("x")</script>&\'';
+    board.created(record(1, { toolName: evil, statusMessage: `<img src=x onerror=alert(1)>` }));
+    board.changed(record(2, { status: 'failed', toolName: evil, statusMessage: '</td></tr><b>' }));
+    const html = renderDashboard(board.snapshot(), { nonce: 'n0nce', refreshMs: 1_000 });
+    expect(html).not.toContain('<script>alert');
+    expect(html).not.toContain('<img');
+    expect(html).not.toContain('</td></tr><b>');
+    expect(html).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;');
+    expect(html.match(/<script/g)).toHaveLength(1);
+    expect(html).toContain('<script nonce="n0nce">');
+    expect(html).toContain('data-task="00000001" data-status="working"');
+    expect(html).toContain('data-refresh="1000"');
+  });
+
+  it('formats durations for people', () => {
+    expect(escapeHtml(`a<b>"c"&'d'`)).toBe('a&lt;b&gt;&quot;c&quot;&amp;&#39;d&#39;');
+    expect(formatDuration(850)).toBe('850 ms');
+    expect(formatDuration(12_340)).toBe('12.3 s');
+    expect(formatDuration(245_000)).toBe('4 min 5 s');
+    expect(formatDuration(7_380_000)).toBe('2 h 3 min');
+    expect(formatDuration(-5)).toBe('0 ms');
+  });
+});
+
+describe('the admin listener', () => {
+  let admin: AdminListener | undefined;
+  afterEach(async () => {
+    await admin?.close();
+    admin = undefined;
+  });
+
+  function get(
+    path: string,
+    options: { method?: string; host?: string } = {},
+  ): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+    return new Promise((resolve, reject) => {
+      const req = request(
+        new URL(path, admin!.url),
+        { method: options.method ?? 'GET', ...(options.host ? { headers: { host: options.host } } : {}) },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (body += chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  async function start(authorize?: () => boolean): Promise<TaskBoard> {
+    const board = new TaskBoard();
+    const metrics = new Metrics({ defaultMetrics: false });
+    const routes = operationsRoutes({ metrics, board, ...(authorize ? { authorize } : {}) });
+    admin = await startAdminListener('127.0.0.1:0', routes, { error: () => undefined } as never);
+    return board;
+  }
+
+  it('serves /metrics, /healthz, /dashboard and its data on the loopback', async () => {
+    const board = await start();
+    board.created(record(7, { toolName: 'echo' }));
+    expect(admin!.url.hostname).toBe('127.0.0.1');
+    const metrics = await get('/metrics');
+    expect(metrics.status).toBe(200);
+    expect(metrics.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(metrics.body).toContain('# TYPE taskgate_tasks_created_total counter');
+    expect((await get('/healthz')).body).toBe('{"status":"ok"}');
+    const page = await get('/dashboard?refresh=50');
+    expect(page.status).toBe(200);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    const csp = String(page.headers['content-security-policy']);
+    const nonce = /script-src 'nonce-([^']+)'/.exec(csp)?.[1];
+    expect(nonce).toBeDefined();
+    expect(page.body).toContain(`<script nonce="${nonce}">`);
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("connect-src 'self'");
+    // Refresh is bounded below.
+    expect(page.body).toContain('data-refresh="250"');
+    const data = await get('/dashboard/data');
+    expect(JSON.parse(data.body)).toMatchObject({
+      live: [{ id: '00000007', tool: 'echo', status: 'working' }],
+    });
+  });
+
+  it('refuses other methods, unknown paths, a foreign Host, and what authorize refuses', async () => {
+    await start();
+    expect((await get('/metrics', { method: 'POST' })).status).toBe(405);
+    expect((await get('/nothing')).status).toBe(404);
+    expect((await get('/dashboard', { host: 'evil.example:80' })).status).toBe(403);
+    await admin!.close();
+    await start(() => false);
+    expect((await get('/dashboard')).status).toBe(401);
+    expect((await get('/healthz')).status).toBe(200);
+  });
+
+  it('binds the loopback when given only a port', () => {
+    expect(parseListen('9464')).toEqual({ host: '127.0.0.1', port: 9464 });
+    expect(parseListen('0.0.0.0:9464')).toEqual({ host: '0.0.0.0', port: 9464 });
+    expect(parseListen('[::1]:9464')).toEqual({ host: '[::1]', port: 9464 });
+  });
+});
