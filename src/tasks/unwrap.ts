@@ -73,7 +73,10 @@ export class Unwrapper {
     this.armKeepAlive(run);
     void this.follow(run, ttl)
       .catch((error: unknown) => {
-        this.logger.error({ err: error }, 'unwrapping a task failed');
+        this.logger.error(
+          { err: error, requestId: run.request.id, taskId: run.taskId },
+          'unwrapping a task failed',
+        );
         this.finish(run, { error: { code: ErrorCode.InternalError, message: 'Internal error in taskgate' } });
       })
       .finally(() => this.forget(run));
