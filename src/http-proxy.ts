@@ -5,7 +5,10 @@
 import type { Logger } from 'pino';
 import { Policy } from './config/policy.js';
 import type { Config } from './config/schema.js';
+import { startAdminListener } from './observability/admin.js';
 import { createLogger } from './observability/logger.js';
+import { Metrics } from './observability/metrics.js';
+import { observeTasks } from './observability/observe.js';
 import { Session } from './session/session.js';
 import { MemoryTaskStore } from './tasks/memory-store.js';
 import type { TaskStore } from './tasks/store.js';
@@ -21,12 +24,17 @@ export interface RunningGateway {
 export async function startHttpGateway(
   config: Config,
   logger: Logger,
-  store: TaskStore,
+  tasks: TaskStore,
+  metrics: Metrics = new Metrics(),
 ): Promise<RunningGateway> {
   const listen = config.http.listen;
   if (listen === undefined) throw new Error('no listen address configured');
   const colon = listen.lastIndexOf(':');
   const policy = new Policy(config);
+  const observed = observeTasks(tasks, metrics, logger);
+  const store = observed.store;
+  // With an admin listener the operator's pages live there only, off the front.
+  const admin = config.admin.listen;
   const front: HttpFront = new HttpFront(
     {
       host: listen.slice(0, colon),
@@ -57,22 +65,43 @@ export async function startHttpGateway(
         session.start();
       },
       ready: async () => config.upstream !== undefined,
+      ...(admin === undefined ? { extraRoutes: observed.routes } : {}),
+      sessionRefused: () => metrics.limitRefused('max_sessions'),
     },
     logger,
   );
+  metrics.observeSessions(() => front.sessionCount);
   const url = await front.listen();
   logger.info({ url: url.href }, 'listening for MCP over Streamable HTTP');
-  return { url, close: () => front.close() };
+  const adminListener =
+    admin === undefined
+      ? undefined
+      : await startAdminListener(admin, observed.routes, logger).catch(async (error: unknown) => {
+          await front.close();
+          throw error;
+        });
+  if (adminListener)
+    logger.info({ url: adminListener.url.href }, 'admin listener: /metrics, /healthz, /dashboard');
+  return {
+    url,
+    close: async () => {
+      await front.close();
+      await adminListener?.close();
+      observed.close();
+    },
+  };
 }
 
 /** The HTTP gateway as a process: resolves with the exit code once a signal stops it. */
 export async function runHttpGateway(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
+  const metrics = new Metrics();
   const store = new MemoryTaskStore({
     maxTasks: config.tasks.maxTasks,
     maxResultBytes: config.tasks.maxResultBytes,
+    onExpired: (record) => metrics.taskExpired(record),
   });
-  const gateway = await startHttpGateway(config, logger, store);
+  const gateway = await startHttpGateway(config, logger, store, metrics);
   await new Promise((resolve) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, resolve);
   });

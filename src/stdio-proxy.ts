@@ -2,9 +2,14 @@
  * taskgate on stdio: the client spawned us, we spawn the upstream server. Resolves with the exit code
  * once the client has gone away (0), or once the upstream failed before it ever answered (1).
  */
+import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import { Policy } from './config/policy.js';
+import { startAdminListener, type AdminListener } from './observability/admin.js';
 import { createLogger } from './observability/logger.js';
+import { Metrics } from './observability/metrics.js';
+import { observeTasks } from './observability/observe.js';
+import type { Routes } from './observability/routes.js';
 import { Session } from './session/session.js';
 import { MemoryTaskStore } from './tasks/memory-store.js';
 import { LineChannel } from './transport/line-channel.js';
@@ -12,10 +17,20 @@ import { openUpstream } from './upstream.js';
 
 export async function startStdioProxy(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
-  const upstream = await openUpstream(config, logger);
-  const store = new MemoryTaskStore({
+  const metrics = new Metrics();
+  const tasks = new MemoryTaskStore({
     maxTasks: config.tasks.maxTasks,
     maxResultBytes: config.tasks.maxResultBytes,
+    onExpired: (record) => metrics.taskExpired(record),
+  });
+  const observed = observeTasks(tasks, metrics, logger);
+  const store = observed.store;
+  metrics.observeSessions(() => 1);
+  // The admin listener first: a taken address fails the run before any server is started.
+  const admin = await startAdmin(config, observed.routes, logger);
+  const upstream = await openUpstream(config, logger).catch(async (error: unknown) => {
+    await admin?.close();
+    throw error;
   });
   // eslint-disable-next-line no-restricted-properties -- stdout is the client's channel in stdio mode
   const client = new LineChannel(process.stdin, process.stdout, config.maxMessageBytes, 'the client');
@@ -37,6 +52,8 @@ export async function startStdioProxy(config: Config): Promise<number> {
         },
         closed: async () => {
           await upstream.stop();
+          await admin?.close();
+          observed.close();
           await store.close();
           resolve(exitCode);
         },
@@ -45,4 +62,15 @@ export async function startStdioProxy(config: Config): Promise<number> {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void session.close());
     session.start();
   });
+}
+
+async function startAdmin(
+  config: Config,
+  routes: Routes,
+  logger: Logger,
+): Promise<AdminListener | undefined> {
+  if (config.admin.listen === undefined) return undefined;
+  const admin = await startAdminListener(config.admin.listen, routes, logger);
+  logger.info({ url: admin.url.href }, 'admin listener: /metrics, /healthz, /dashboard');
+  return admin;
 }

@@ -76,6 +76,16 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    /** The admin listener for /metrics, /healthz and /dashboard: PORT (on 127.0.0.1) or HOST:PORT. */
+    admin: z
+      .object({
+        listen: z
+          .string()
+          .regex(/^((\[[0-9a-fA-F:]+\]|[^:]+):)?\d{1,5}$/, 'expected PORT or HOST:PORT')
+          .optional(),
+      })
+      .strict()
+      .prefault({}),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** Largest single JSON-RPC message taskgate accepts on any connection. */
     maxMessageBytes: z

@@ -144,6 +144,13 @@ export const SETTINGS: readonly Setting[] = [
     help: 'largest JSON-RPC message accepted',
   },
   {
+    path: ['admin', 'listen'],
+    flag: 'admin-listen',
+    metavar: 'HOST:PORT',
+    group: 'Output',
+    help: 'serve /metrics, /healthz and /dashboard here (a bare PORT binds 127.0.0.1); over HTTP they move off the front',
+  },
+  {
     path: ['logLevel'],
     flag: 'log-level',
     metavar: 'LEVEL',

@@ -30,6 +30,13 @@ export interface HttpFrontHooks {
   openSession(session: HttpSession): Promise<void>;
   /** Whether the upstream is reachable or can be started, for /readyz. */
   ready(): Promise<boolean>;
+  /**
+   * Routes beside the MCP endpoint (the operator's /metrics and /dashboard), asked after the Origin and
+   * Host checks: true when one of them answered.
+   */
+  extraRoutes?(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean>;
+  /** A new session was refused because all max-sessions slots are in use. */
+  sessionRefused?(): void;
 }
 
 const LOOPBACK_HOST = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])(:\d+)?$/i;
@@ -98,12 +105,13 @@ export class HttpFront {
         message: 'Forbidden: this Origin or Host is not allowed',
       });
     }
-    const path = (req.url ?? '/').split('?')[0];
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
     if (path === '/healthz' && req.method === 'GET') return json(res, 200, { status: 'ok' });
     if (path === '/readyz' && req.method === 'GET') {
       const ready = await this.hooks.ready();
       return json(res, ready ? 200 : 503, { status: ready ? 'ready' : 'upstream unavailable' });
     }
+    if (path !== this.options.path && (await this.hooks.extraRoutes?.(req, res, path))) return;
     if (path !== this.options.path)
       return reply(res, 404, null, {
         code: ErrorCode.InvalidRequest,
@@ -180,6 +188,7 @@ export class HttpFront {
 
   private async initialize(id: RequestId, body: Buffer, res: ServerResponse): Promise<void> {
     if (this.sessions.size + this.opening >= this.options.maxSessions) {
+      this.hooks.sessionRefused?.();
       res.setHeader('retry-after', '5');
       return reply(res, 503, id, {
         code: ErrorCode.LimitExceeded,

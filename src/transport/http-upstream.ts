@@ -62,6 +62,11 @@ export const HTTP_UPSTREAM_DEFAULTS = {
 const ANSWERED_STREAM_GRACE_MS = 1_000;
 const DELETE_TIMEOUT_MS = 2_000;
 const ERROR_BODY_LIMIT = 64 * 1024;
+/**
+ * How long a notifications/cancelled may wait for the server to take the request it cancels. Answer headers
+ * say the server has it; a server answering with one JSON body sends none until it is done.
+ */
+const CANCEL_HOLD_MAX_MS = 1_000;
 
 /**
  * new: nothing sent yet · initializing: the client's initialize (or its notifications/initialized) is out,
@@ -94,6 +99,9 @@ interface Call {
   generation: number;
   /** Ends its HTTP exchange (POST, or the GET resuming it). */
   controller: AbortController;
+  /** Settles once the server has taken the POST (answer headers came) or it failed. */
+  taken: Promise<void>;
+  markTaken(): void;
   timer: NodeJS.Timeout | undefined;
   done: boolean;
   lastEventId: string | undefined;
@@ -225,7 +233,7 @@ export class HttpUpstream implements Channel {
     if (out.method === 'notifications/initialized' && this.phase === 'ready') {
       return this.background(this.initialized(out));
     }
-    if (out.cancels !== undefined) this.forget(out.cancels);
+    if (out.cancels !== undefined) return this.cancel(out, out.cancels);
     if (isRequest(out)) this.background(this.runCall(this.newCall(out)));
     else this.background(this.postOneWay(out));
   }
@@ -259,10 +267,14 @@ export class HttpUpstream implements Channel {
   }
 
   private newCall(out: OutgoingRequest, own?: Call['own']): Call {
+    let markTaken!: () => void;
+    const taken = new Promise<void>((resolve) => (markTaken = resolve));
     const call: Call = {
       out,
       generation: this.generation,
       controller: new AbortController(),
+      taken,
+      markTaken,
       timer: undefined,
       done: false,
       lastEventId: undefined,
@@ -283,10 +295,12 @@ export class HttpUpstream implements Channel {
     try {
       reply = await this.origin.request('POST', headers, call.controller.signal, call.out.body);
     } catch (error) {
+      call.markTaken();
       if (call.done) return;
       this.logger.warn({ err: error }, `cannot reach the upstream server to send ${method}`);
       return this.fail(call, `Upstream server unavailable: ${networkReason(error)}`);
     }
+    call.markTaken();
     if (call.done) return discard(reply.body);
     const status = reply.statusCode;
     if (status === 404 && headers['mcp-session-id'] !== undefined && !call.own) {
@@ -524,14 +538,22 @@ export class HttpUpstream implements Channel {
       this.background(this.postOneWay({ body: JSON.stringify(cancel), method: cancel.method }));
   }
 
-  /** The session cancelled a request: no answer is owed any more, and its stream is let go. */
-  private forget(requestId: RequestId): void {
-    for (const call of this.calls) {
-      if (call.own || idKey(call.out.id) !== idKey(requestId)) continue;
-      this.finish(call);
-      call.controller.abort();
-      return;
-    }
+  /**
+   * The session cancelled a request: no answer is owed any more. Each message being its own POST, the
+   * notification could overtake the request it cancels, and a server ignores a cancel for an id it has not
+   * seen: it waits until the server has taken the request (bounded), then the request's stream is let go.
+   */
+  private cancel(out: Outgoing, requestId: RequestId): void {
+    const call = [...this.calls].find((c) => !c.own && idKey(c.out.id) === idKey(requestId));
+    if (call === undefined) return this.background(this.postOneWay(out));
+    this.finish(call);
+    const held = Promise.race([call.taken, pause(CANCEL_HOLD_MAX_MS, new AbortController().signal)]);
+    this.background(
+      held.then(async () => {
+        await this.postOneWay(out);
+        call.controller.abort();
+      }),
+    );
   }
 
   // ── resumption ───────────────────────────────────────────────────────────────────────────────────

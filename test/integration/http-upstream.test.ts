@@ -253,6 +253,22 @@ describe('HttpUpstream against the SDK’s Streamable HTTP server', () => {
     expect(h.answersTo(id)).toEqual([]);
   });
 
+  it('holds a cancel sent right behind its request until the server has the request', async () => {
+    const server = await fixture('legacy');
+    const h = open(server.url);
+    await h.initialize();
+    for (const label of ['first', 'second', 'third']) {
+      const id = h.call('sleep', { ms: 30_000, label });
+      h.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } });
+    }
+    // Cancels may still be on their way when the next request is answered: ask until they arrived (bounded).
+    let cancelled: string[] = [];
+    for (let attempt = 0; attempt < 50 && cancelled.length < 3; attempt++) {
+      cancelled = JSON.parse(text(await h.answer(h.call('cancelled-calls'))));
+    }
+    expect(cancelled.sort()).toEqual(['first', 'second', 'third']);
+  });
+
   it('reports a message over max-message-bytes as malformed, with its request id, and goes on', async () => {
     const server = await fixture('legacy');
     const h = open(server.url, { maxMessageBytes: 10_000 });
