@@ -84,6 +84,7 @@ export class ResponseStream {
   /** A GET with Last-Event-ID resumes the stream: missed events first, then what is still to come. */
   resume(sink: ServerResponse, afterSeq: number): void {
     sink.writeHead(200, SSE_HEADERS);
+    sink.flushHeaders();
     for (const event of this.log.after(this.streamId, afterSeq)) {
       writeEvent(sink, eventId(this.streamId, event.seq), event.data);
     }

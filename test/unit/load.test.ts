@@ -29,6 +29,7 @@ describe('resolveConfig', () => {
       },
       unwrap: { minPollInterval: 50, maxPollInterval: 5_000, keepAliveInterval: 15_000 },
       clientTasks: true,
+      admin: {},
       http: {
         path: '/mcp',
         allowedOrigins: [],
