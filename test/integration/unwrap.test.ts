@@ -90,6 +90,22 @@ describe('unwrap against the native fixture', () => {
     expect(result._meta?.[RELATED]).toBeUndefined();
   });
 
+  it('keeps a waiting client that gave a progressToken alive with progress that only increases', async () => {
+    const c = await legacyClient('native', { flags: ['--unwrap-keep-alive-interval', '100'] });
+    await c.client.listTools();
+    const progress: number[] = [];
+    const result = await c.client.callTool(
+      { name: 'sleep-required', arguments: { ms: 700 } },
+      CallToolResultSchema,
+      {
+        onprogress: (p) => progress.push(p.progress),
+      },
+    );
+    expect(text(result)).toBe('slept 700 ms');
+    expect(progress.length).toBeGreaterThanOrEqual(3);
+    progress.slice(1).forEach((value, i) => expect(value).toBeGreaterThan(progress[i]!));
+  });
+
   it('returns the exact JSON-RPC error of the upstream task', async () => {
     const c = await legacyClient('native', { flags: ['--tool-task-support', 'throw=optional'] });
     await c.client.listTools();
