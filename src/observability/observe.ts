@@ -8,7 +8,7 @@ import { MemoryTaskStore } from '../tasks/memory-store.js';
 import type { TaskStore } from '../tasks/store.js';
 import type { Metrics } from './metrics.js';
 import { ObservedStore } from './observed-store.js';
-import { operationsRoutes, type Routes } from './routes.js';
+import { operationsRoutes, type Authorize, type Routes } from './routes.js';
 import { TaskBoard } from './task-board.js';
 
 export interface Observability {
@@ -22,7 +22,17 @@ export interface Observability {
   close(): void;
 }
 
-export function observeTasks(store: TaskStore, metrics: Metrics, logger: Logger): Observability {
+export interface ObserveOptions {
+  /** Who may see /metrics and /dashboard: the front's own authentication, once it has one. */
+  authorize?: Authorize;
+}
+
+export function observeTasks(
+  store: TaskStore,
+  metrics: Metrics,
+  logger: Logger,
+  options: ObserveOptions = {},
+): Observability {
   const board = new TaskBoard();
   metrics.observeLiveTasks(() => board.liveByStatus());
   if (store instanceof MemoryTaskStore) {
@@ -53,7 +63,7 @@ export function observeTasks(store: TaskStore, metrics: Metrics, logger: Logger)
     store: observed,
     metrics,
     board,
-    routes: operationsRoutes({ metrics, board }),
+    routes: operationsRoutes({ metrics, board, ...options }),
     close: unsubscribe,
   };
 }

@@ -2,12 +2,14 @@
  * The dashboard's data (the task board) and its page, without a browser; test/integration/dashboard-browser
  * drives the page in Chromium.
  */
-import { request } from 'node:http';
+import { request, type IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startAdminListener, parseListen, type AdminListener } from '../../src/observability/admin.js';
 import { escapeHtml, formatDuration, renderDashboard } from '../../src/observability/dashboard.js';
 import { Metrics } from '../../src/observability/metrics.js';
+import { observeTasks } from '../../src/observability/observe.js';
 import { operationsRoutes } from '../../src/observability/routes.js';
+import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { BUCKET_MS, HISTORY_BUCKETS, TaskBoard } from '../../src/observability/task-board.js';
 import type { TaskRecord } from '../../src/tasks/state.js';
 
@@ -224,6 +226,23 @@ describe('the admin listener', () => {
     await start(() => false);
     expect((await get('/dashboard')).status).toBe(401);
     expect((await get('/healthz')).status).toBe(200);
+  });
+
+  it('puts the pages of observeTasks behind the authorize it is given', async () => {
+    const store = new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1_000 });
+    const metrics = new Metrics({ defaultMetrics: false });
+    const seen: string[] = [];
+    const authorize = (req: IncomingMessage): boolean => {
+      seen.push(req.url ?? '');
+      return req.headers.authorization === 'Bearer operator';
+    };
+    const observed = observeTasks(store, metrics, { debug: () => undefined } as never, { authorize });
+    admin = await startAdminListener('127.0.0.1:0', observed.routes, { error: () => undefined } as never);
+    expect((await get('/metrics')).status).toBe(401);
+    expect((await get('/dashboard/data')).status).toBe(401);
+    expect(seen).toEqual(['/metrics', '/dashboard/data']);
+    observed.close();
+    await store.close();
   });
 
   it('binds the loopback when given only a port', () => {
