@@ -10,7 +10,7 @@ import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
 import { observeTasks } from './observability/observe.js';
 import { Session } from './session/session.js';
-import { MemoryTaskStore } from './tasks/memory-store.js';
+import { openStore } from './store.js';
 import type { TaskStore } from './tasks/store.js';
 import { HttpFront } from './transport/http-front.js';
 import type { HttpSession } from './transport/http-session.js';
@@ -96,11 +96,7 @@ export async function startHttpGateway(
 export async function runHttpGateway(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
   const metrics = new Metrics();
-  const store = new MemoryTaskStore({
-    maxTasks: config.tasks.maxTasks,
-    maxResultBytes: config.tasks.maxResultBytes,
-    onExpired: (record) => metrics.taskExpired(record),
-  });
+  const store = await openStore(config, logger, { onExpired: (record) => metrics.taskExpired(record) });
   const gateway = await startHttpGateway(config, logger, store, metrics);
   await new Promise((resolve) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, resolve);

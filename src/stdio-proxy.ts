@@ -11,18 +11,14 @@ import { Metrics } from './observability/metrics.js';
 import { observeTasks } from './observability/observe.js';
 import type { Routes } from './observability/routes.js';
 import { Session } from './session/session.js';
-import { MemoryTaskStore } from './tasks/memory-store.js';
+import { openStore } from './store.js';
 import { LineChannel } from './transport/line-channel.js';
 import { openUpstream } from './upstream.js';
 
 export async function startStdioProxy(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
   const metrics = new Metrics();
-  const tasks = new MemoryTaskStore({
-    maxTasks: config.tasks.maxTasks,
-    maxResultBytes: config.tasks.maxResultBytes,
-    onExpired: (record) => metrics.taskExpired(record),
-  });
+  const tasks = await openStore(config, logger, { onExpired: (record) => metrics.taskExpired(record) });
   const observed = observeTasks(tasks, metrics, logger);
   const store = observed.store;
   metrics.observeSessions(() => 1);

@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { TASK_SUPPORT_VALUES, type ConfigInput, type TaskSupport } from './schema.js';
-import { SETTINGS, TEXT_METAVARS, assign } from './settings.js';
+import { FLAG_SETTINGS, TEXT_METAVARS, assign } from './settings.js';
 import { closest, didYouMean } from './suggest.js';
 
 export class UsageError extends Error {
@@ -27,7 +27,10 @@ const OPTIONS: Record<string, OptionSpec> = {
   'upstream-url': { type: 'string' },
   'upstream-header': { type: 'string', multiple: true },
   ...Object.fromEntries(
-    SETTINGS.map((setting) => [setting.flag, { type: setting.sets === undefined ? 'string' : 'boolean' }]),
+    FLAG_SETTINGS.map((setting) => [
+      setting.flag,
+      { type: setting.sets === undefined ? 'string' : 'boolean' },
+    ]),
   ),
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
@@ -64,7 +67,7 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
   }
 
   const input: ConfigInput = { tasks: {} };
-  for (const setting of SETTINGS) {
+  for (const setting of FLAG_SETTINGS) {
     const value = values[setting.flag];
     if (value === undefined) continue;
     if (setting.sets !== undefined) assign(input, setting, setting.sets);

@@ -3,7 +3,7 @@
  */
 import { defaultOf, expectation } from './introspect.js';
 import { TASK_SUPPORT_VALUES } from './schema.js';
-import { SETTINGS, schemaOf, type Setting } from './settings.js';
+import { FLAG_SETTINGS, SETTINGS, envName, schemaOf, type Setting } from './settings.js';
 
 const WIDTH = 100;
 const COLUMN = 34;
@@ -66,7 +66,7 @@ function group(title: string, entries: string[]): string {
 }
 
 const settingEntries = (title: Setting['group']): string[] =>
-  SETTINGS.filter((setting) => setting.group === title).map((setting) =>
+  FLAG_SETTINGS.filter((setting) => setting.group === title).map((setting) =>
     entry(
       `--${setting.flag}${setting.metavar === undefined ? '' : ` ${setting.metavar}`}`,
       describe(setting),
@@ -102,6 +102,7 @@ command and without an upstream in the config file, taskgate serves the bundled 
     ),
   ]),
   group('Tasks', settingEntries('Tasks')),
+  group('Task store', settingEntries('Task store')),
   group('Unwrap (clients without tasks)', settingEntries('Unwrap (clients without tasks)')),
   group('HTTP front', [
     ...settingEntries('HTTP front'),
@@ -117,5 +118,9 @@ command and without an upstream in the config file, taskgate serves the bundled 
   Each single-value flag has a variable: TASKGATE_ and the flag's name in capitals, "-" as "_"
   (--max-ttl is TASKGATE_MAX_TTL, --config is TASKGATE_CONFIG). A --no-X flag's variable is
   TASKGATE_X=true|false. Flags win over variables, variables over the file, the file over defaults.
+  Secrets have a variable and no flag (a command line is visible to every user of the machine):
+${SETTINGS.filter((setting) => setting.secret === true)
+  .map((setting) => entry(envName(setting), setting.help))
+  .join('\n')}
 `,
 ].join('\n');

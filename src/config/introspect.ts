@@ -86,6 +86,7 @@ export function defaultOf(path: string): unknown {
 export function expectation(schema: z.ZodType): string {
   const inner = unwrap(schema);
   if (inner instanceof z.ZodNumber) return numberExpectation(inner);
+  if (inner instanceof z.ZodURL) return urlExpectation(inner);
   if (inner instanceof z.ZodString) return (inner.minLength ?? 0) > 0 ? 'a non-empty string' : 'a string';
   if (inner instanceof z.ZodBoolean) return 'true or false';
   if (inner instanceof z.ZodEnum) return `one of ${inner.options.join(', ')}`;
@@ -102,6 +103,16 @@ function plural(single: string): string {
   if (single === 'a mapping') return 'mappings';
   const noun = single.replace(/^an? /, '');
   return noun === single ? single : noun.replace(/^(\S+)/, '$1s');
+}
+
+/** Schemes a URL setting may be limited to, named when its protocol pattern accepts them. */
+const SCHEMES = ['http', 'https', 'redis', 'rediss', 'ws', 'wss'];
+
+/** "a URL (redis:// or rediss://)". */
+function urlExpectation(schema: z.ZodURL): string {
+  const protocol = (schema.def as { protocol?: RegExp }).protocol;
+  const schemes = protocol === undefined ? [] : SCHEMES.filter((scheme) => protocol.test(scheme));
+  return schemes.length === 0 ? 'a URL' : `a URL (${schemes.map((scheme) => `${scheme}://`).join(' or ')})`;
 }
 
 function numberExpectation(schema: z.ZodNumber): string {

@@ -5,7 +5,7 @@
 import { readConfigFile } from './file.js';
 import type { CommandLine } from './flags.js';
 import { describeIssues } from './problems.js';
-import { ConfigSchema, type Config, type ConfigInput } from './schema.js';
+import { EffectiveConfigSchema, type Config, type ConfigInput } from './schema.js';
 import { SETTINGS, assign, checkValue, envName, fromText, valueIn } from './settings.js';
 import { didYouMean } from './suggest.js';
 
@@ -25,9 +25,12 @@ export const CONFIG_ENV = 'TASKGATE_CONFIG';
 
 export type Environment = Readonly<Record<string, string | undefined>>;
 
-/** Validates a merged config input; every problem is listed with its path (`tasks.maxTtl: ...`). */
+/**
+ * Validates a merged config input, requirements across sources included; every problem is listed with its
+ * path (`tasks.maxTtl: ...`).
+ */
 export function resolveConfig(input: ConfigInput): Config {
-  const parsed = ConfigSchema.safeParse(input, { reportInput: true });
+  const parsed = EffectiveConfigSchema.safeParse(input, { reportInput: true });
   if (parsed.success) return parsed.data;
   throw new ConfigError(describeIssues(parsed.error.issues).map((problem) => problem.text));
 }

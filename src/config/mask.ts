@@ -1,13 +1,15 @@
 /**
  * Secrets hidden from a printed config: every value of an upstream's `env` (and `headers`), any value
- * whose key looks like a credential, and the value of a credential-looking upstream argument
- * (`--token=x`, `--api-key x`).
+ * whose key looks like a credential, the value of a credential-looking upstream argument
+ * (`--token=x`, `--api-key x`), and the password of any URL (`redis://:x@host`).
  */
 export const MASK = '********';
 
 const SECRET_NAME = /token|secret|passw(or)?d|authori[sz]ation|api[-_]?key|credential|cookie/i;
 /** Maps whose every value is masked: an environment or HTTP headers routinely carry credentials. */
 const SECRET_MAPS = new Set(['env', 'headers']);
+/** `scheme://user:` then the password, up to the `@` that ends the userinfo. */
+const URL_PASSWORD = /^([a-z][a-z0-9+.-]*:\/\/[^/?#@:\s]*:)[^/?#@\s]+@/i;
 
 export function maskSecrets(value: unknown, key = ''): unknown {
   if (Array.isArray(value)) return key === 'args' ? maskArgs(value) : value.map((item) => maskSecrets(item));
@@ -21,12 +23,17 @@ export function maskSecrets(value: unknown, key = ''): unknown {
       ]),
     );
   }
-  return value;
+  return typeof value === 'string' ? maskUrlPassword(value) : value;
+}
+
+function maskUrlPassword(text: string): string {
+  return text.replace(URL_PASSWORD, `$1${MASK}@`);
 }
 
 function maskArgs(args: unknown[]): unknown[] {
   return args.map((arg, i) => {
     if (typeof arg !== 'string') return arg;
+    if (URL_PASSWORD.test(arg)) return maskUrlPassword(arg);
     const inline = /^(--?[^=]+)=/.exec(arg);
     if (inline && SECRET_NAME.test(inline[1]!)) return `${inline[1]}=${MASK}`;
     const previous = args[i - 1];

@@ -44,7 +44,9 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[]): Problem[] {
     const where = formatPath(path);
     if (problems.has(where)) continue;
     const schema = schemaAt(path);
-    const what = schema === undefined ? issue.message : expectedGot(schema, issue.input);
+    // A refinement's own message says what is wrong better than the shape of the value does.
+    const what =
+      schema === undefined || issue.code === 'custom' ? issue.message : expectedGot(schema, issue.input);
     problems.set(where, { path, text: `${where}: ${what}` });
   }
   return [...problems.values()];

@@ -54,6 +54,35 @@ export const UpstreamSchema = z
     message: 'give exactly one of command (a stdio server) or url (a Streamable HTTP server)',
   });
 
+/** Bytes a tasks/list cursor secret needs at least. */
+export const MIN_CURSOR_SECRET_BYTES = 16;
+
+export const StoreSchema = z
+  .object({
+    /** `redis://[[user]:password@]host[:port][/db]`, or `rediss://` for TLS; absent keeps tasks in memory. */
+    url: z.url({ protocol: /^rediss?$/ }).optional(),
+    /** Overrides the URL's password, so that the URL itself carries no secret. */
+    password: z.string().min(1).optional(),
+    /** Prefix of every key and of the pub/sub channel: the replicas that share tasks share it. */
+    keyPrefix: z.string().min(1).default('taskgate:'),
+    /** Signs tasks/list cursors; every replica must be given the same one (required with `url`, below). */
+    cursorSecret: z.string().optional(),
+    /** The executor lease: a replica that stops renewing it for this long loses its running tasks. */
+    leaseTtl: z.number().int().min(100).max(MAX_TIMER_MS).default(15_000),
+  })
+  .strict()
+  .superRefine(({ cursorSecret }, context) => {
+    // The secret is not shown: it may be a real one, only too short.
+    if (cursorSecret !== undefined && Buffer.byteLength(cursorSecret) < MIN_CURSOR_SECRET_BYTES) {
+      context.addIssue({
+        code: 'custom',
+        path: ['cursorSecret'],
+        message: `expected at least ${MIN_CURSOR_SECRET_BYTES} bytes, got ${Buffer.byteLength(cursorSecret)} (e.g. openssl rand -hex 32)`,
+      });
+    }
+  })
+  .prefault({});
+
 export const ConfigSchema = z
   .object({
     upstream: UpstreamSchema.optional(),
@@ -115,6 +144,11 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    /**
+     * Where tasks live: in this process (the default), or in one Redis shared by several replicas, so that
+     * any replica serves any task and finished results survive a restart.
+     */
+    store: StoreSchema,
     /** How taskgate drives an upstream task for a client that has no tasks of its own. */
     unwrap: z
       .object({
@@ -135,6 +169,21 @@ export const ConfigSchema = z
     tools: z.array(ToolRuleSchema).default([]),
   })
   .strict();
+
+/**
+ * The effective configuration: ConfigSchema, plus the requirements that only all sources together can
+ * meet. A config file is checked with ConfigSchema alone (every value in it must be good), since such a
+ * requirement is often met elsewhere: the cursor secret of a Redis store belongs in the environment.
+ */
+export const EffectiveConfigSchema = ConfigSchema.superRefine(({ store }, context) => {
+  if (store.url !== undefined && store.cursorSecret === undefined) {
+    context.addIssue({
+      code: 'custom',
+      path: ['store', 'cursorSecret'],
+      message: `required with store.url: tasks/list cursors are signed with it, so every replica needs the same secret of at least ${MIN_CURSOR_SECRET_BYTES} bytes (e.g. TASKGATE_STORE_CURSOR_SECRET=$(openssl rand -hex 32))`,
+    });
+  }
+});
 
 export type Config = z.infer<typeof ConfigSchema>;
 export type ConfigInput = z.input<typeof ConfigSchema>;

@@ -9,7 +9,8 @@ import { schemaAt, unwrap } from './introspect.js';
 import { expectedGot } from './problems.js';
 import type { ConfigInput } from './schema.js';
 
-export type SettingGroup = 'Tasks' | 'Unwrap (clients without tasks)' | 'HTTP front' | 'Transport' | 'Output';
+export type SettingGroup =
+  'Tasks' | 'Task store' | 'Unwrap (clients without tasks)' | 'HTTP front' | 'Transport' | 'Output';
 
 export interface Setting {
   /** Where the value goes in the config. */
@@ -18,7 +19,12 @@ export interface Setting {
   flag: string;
   /** For a boolean flag: the value it sets. Other flags take a value, named by `metavar`. */
   sets?: boolean;
-  metavar?: 'MS' | 'N' | 'BYTES' | 'LEVEL' | 'HOST:PORT' | 'PATH';
+  metavar?: 'MS' | 'N' | 'BYTES' | 'LEVEL' | 'HOST:PORT' | 'PATH' | 'URL' | 'PREFIX' | 'SECRET';
+  /**
+   * A secret: set by its variable or the file only, never by a flag, since any user of the machine can
+   * read a process's command line. `flag` then only names the variable.
+   */
+  secret?: true;
   group: SettingGroup;
   help: string;
 }
@@ -86,6 +92,45 @@ export const SETTINGS: readonly Setting[] = [
     sets: false,
     group: 'Tasks',
     help: 'do not declare client-side tasks (sampling, elicitation) to the upstream for a client that lacks them',
+  },
+  {
+    path: ['store', 'url'],
+    flag: 'store',
+    metavar: 'URL',
+    group: 'Task store',
+    help:
+      'keep tasks in this Redis (redis:// or rediss:// for TLS), shared by every replica, instead of in ' +
+      'memory; a password in the URL shows in the process list: prefer TASKGATE_STORE_PASSWORD',
+  },
+  {
+    path: ['store', 'keyPrefix'],
+    flag: 'store-key-prefix',
+    metavar: 'PREFIX',
+    group: 'Task store',
+    help: 'prefix of every Redis key and channel; replicas that share tasks share it',
+  },
+  {
+    path: ['store', 'leaseTtl'],
+    flag: 'store-lease-ttl',
+    metavar: 'MS',
+    group: 'Task store',
+    help: 'a replica that stops renewing its lease for this long (it died) has its running tasks failed',
+  },
+  {
+    path: ['store', 'cursorSecret'],
+    flag: 'store-cursor-secret',
+    metavar: 'SECRET',
+    secret: true,
+    group: 'Task store',
+    help: 'signs tasks/list cursors; required with a Redis store, the same on every replica, 16 bytes or more',
+  },
+  {
+    path: ['store', 'password'],
+    flag: 'store-password',
+    metavar: 'SECRET',
+    secret: true,
+    group: 'Task store',
+    help: "the Redis password, instead of the URL's",
   },
   {
     path: ['unwrap', 'minPollInterval'],
@@ -160,7 +205,17 @@ export const SETTINGS: readonly Setting[] = [
 ];
 
 /** Metavars whose values are text; the others are numbers. */
-export const TEXT_METAVARS: ReadonlySet<Setting['metavar']> = new Set(['LEVEL', 'HOST:PORT', 'PATH']);
+export const TEXT_METAVARS: ReadonlySet<Setting['metavar']> = new Set([
+  'LEVEL',
+  'HOST:PORT',
+  'PATH',
+  'URL',
+  'PREFIX',
+  'SECRET',
+]);
+
+/** The settings a flag can set (secrets cannot). */
+export const FLAG_SETTINGS: readonly Setting[] = SETTINGS.filter((setting) => setting.secret !== true);
 
 /** `TASKGATE_MAX_TTL` for `--max-ttl`, `TASKGATE_STATUS_NOTIFICATIONS` for `--no-status-notifications`. */
 export function envName(setting: Setting): string {

@@ -36,7 +36,10 @@
  * - Redis down. No command waits for a connection: while Redis is unreachable every operation rejects at
  *   once with TaskStoreUnavailableError naming the server and the last connection error, and a command in
  *   flight when the connection drops is not resent (its outcome is unknown). ioredis keeps reconnecting
- *   (every ≤ 2 s); operations succeed again as soon as it is back, with no restart.
+ *   (every ≤ 2 s); operations succeed again as soon as it is back, with no restart. The end of a task this
+ *   store object runs (an update to a terminal status) that could not be sent is still refused, but kept
+ *   and sent once Redis is back, so that a result arriving during an outage is not lost and the task does
+ *   not stay live forever (an IllegalTransitionError then means something else ended it meanwhile).
  * - Topology. One Redis node (standalone, Sentinel, or a single-shard managed Redis): a script may evict
  *   tasks whose keys it cannot declare in advance, which Redis Cluster does not allow.
  */
@@ -154,6 +157,8 @@ export class RedisTaskStore implements TaskStore {
   private readonly executing = new Set<string>();
   /** Tasks being re-read whose end, if found, was made elsewhere (or may have been: after a reconnection). */
   private readonly endedElsewhere = new Set<string>();
+  /** Ends of tasks run here that Redis was not there to take: sent again once it is back. */
+  private readonly deferredEnds = new Map<string, TransitionChange>();
   private readonly leaseTtlMs: number;
   private leaseTimers: NodeJS.Timeout[] = [];
   /** When both connections last came up (Date.now()); undefined while either is down. */
@@ -279,7 +284,14 @@ export class RedisTaskStore implements TaskStore {
         }),
         hasOutcome ? JSON.stringify(change.outcome) : '',
       ],
-    );
+    ).catch((error: unknown) => {
+      const runsHere = this.executing.has(taskId) && !this.closing;
+      if (error instanceof TaskStoreUnavailableError && isTerminal(change.status) && runsHere) {
+        this.deferredEnds.set(taskId, change);
+      }
+      throw error;
+    });
+    this.deferredEnds.delete(taskId);
     const { record } = decode(this.accepted(reply, taskId, change.status)[0] as Values);
     if (change.outcome !== undefined) record.outcome = change.outcome;
     if (isTerminal(record.status)) this.executing.delete(taskId);
@@ -500,6 +512,12 @@ export class RedisTaskStore implements TaskStore {
         this.options.logger?.info({ redis: this.where }, 'task store: Redis connection restored');
       }
       this.renewLease();
+      for (const [taskId, change] of [...this.deferredEnds]) {
+        this.deferredEnds.delete(taskId);
+        // Refused again while Redis is still away, it is deferred again; any other refusal means the
+        // task ended otherwise meanwhile.
+        this.update(taskId, change).catch(() => undefined);
+      }
       // Whatever was published while a connection was away is lost: look at every waited task now, and
       // at every task run here (another replica may have cancelled it meanwhile).
       for (const taskId of this.executing) {
@@ -659,7 +677,7 @@ function decode(values: Values): { record: TaskRecord; position: number } {
 }
 
 /** The URL without its credentials, for messages and logs. */
-function redact(url: string): string {
+export function redact(url: string): string {
   try {
     const parsed = new URL(url);
     parsed.username = '';

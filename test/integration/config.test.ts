@@ -61,16 +61,29 @@ afterEach(async () => {
 
 describe('the example configs in config/', () => {
   const examples = readdirSync(CONFIG_DIR).filter((name) => /\.(ya?ml|json)$/.test(name));
+  /** The secrets an example says belong in the environment. */
+  const environment: Record<string, Record<string, string>> = {
+    'replicas.yaml': { TASKGATE_STORE_CURSOR_SECRET: 'the same secret on every replica' },
+  };
 
   it('has the examples the README points to', () => {
-    expect(examples).toEqual(expect.arrayContaining(['stdio.yaml', 'strict.yaml']));
+    expect(examples).toEqual(expect.arrayContaining(['stdio.yaml', 'strict.yaml', 'replicas.yaml']));
   });
 
   it.each(examples)('check-config accepts %s', async (name) => {
-    const { code, stderr, stdout } = await run(['check-config', join(CONFIG_DIR, name)]);
+    const { code, stderr, stdout } = await run(
+      ['check-config', join(CONFIG_DIR, name)],
+      environment[name] ?? {},
+    );
     expect(stderr).toMatch(new RegExp(`${name}: ok: upstream "`));
     expect(stdout).toBe('');
     expect(code).toBe(0);
+  });
+
+  it('replicas.yaml says which secret is missing when the environment lacks it', async () => {
+    const { code, stderr } = await run(['check-config', join(CONFIG_DIR, 'replicas.yaml')]);
+    expect(code).toBe(1);
+    expect(stderr).toContain('store.cursorSecret: required with store.url');
   });
 
   it('strict.yaml makes every tool required', async () => {

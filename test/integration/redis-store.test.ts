@@ -297,6 +297,19 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
     });
   });
 
+  describe('an end that Redis was not there to take', () => {
+    it('is refused, kept, and recorded once the connection is back, so the task does not stay live forever', async () => {
+      const [a, b] = await replicas({ leaseTtlMs: 0 });
+      const task = await a.create(newTask());
+      const waiting = b.waitForTerminal(task.taskId);
+      internals(a).cmd.disconnect(true);
+      const refused = await thrownBy(a.update(task.taskId, { status: 'completed', ...result('late') }));
+      expect(refused).toBeInstanceOf(TaskStoreUnavailableError);
+      const done = await within(waiting, 'the waiter on B');
+      expect(done).toMatchObject({ status: 'completed', outcome: result('late').outcome });
+    });
+  });
+
   describe('cursors across replicas', () => {
     it('a cursor from A is accepted by B; a modified one, or one from a store with another secret, is refused (spec: Task Listing 3)', async () => {
       const [a, b] = await replicas();

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { HELP } from '../../src/config/help.js';
 import { defaultOf, leafPaths } from '../../src/config/introspect.js';
-import { SETTINGS, envName } from '../../src/config/settings.js';
+import { FLAG_SETTINGS, SETTINGS, envName } from '../../src/config/settings.js';
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 
@@ -42,14 +42,16 @@ describe('the README’s config reference', () => {
   it.each(SETTINGS.map((setting) => [setting.path.join('.'), setting] as const))(
     'names the flag and variable of %s',
     (path, setting) => {
-      expect(rowOf(path)).toContain(`\`--${setting.flag}\``);
+      // A secret has no flag, only its variable.
+      if (setting.secret) expect(rowOf(path)).not.toContain(`--${setting.flag}`);
+      else expect(rowOf(path)).toContain(`\`--${setting.flag}\``);
       expect(rowOf(path)).toContain(`\`${envName(setting)}\``);
     },
   );
 });
 
 describe('--help', () => {
-  it.each(SETTINGS.map((setting) => [setting.flag, setting] as const))(
+  it.each(FLAG_SETTINGS.map((setting) => [setting.flag, setting] as const))(
     'documents --%s with its default',
     (flag, setting) => {
       const line = HELP.split('\n').findIndex((text) => text.startsWith(`  --${flag}`));
@@ -63,6 +65,14 @@ describe('--help', () => {
       const value = defaultOf(setting.path.join('.'));
       const shown = value === undefined ? 'none' : String(value);
       expect(entry).toContain(setting.sets === undefined ? `(default ${shown}` : '(default off)');
+    },
+  );
+
+  it.each(SETTINGS.filter((setting) => setting.secret).map((setting) => [envName(setting)]))(
+    'documents the secret %s among the variables, and has no flag for it',
+    (name) => {
+      expect(HELP.split('\n').some((line) => line.startsWith(`  ${name} `))).toBe(true);
+      expect(HELP).not.toContain(`--${name.slice('TASKGATE_'.length).toLowerCase().replace(/_/g, '-')}`);
     },
   );
 

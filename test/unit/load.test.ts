@@ -28,6 +28,7 @@ describe('resolveConfig', () => {
         listPageSize: 100,
       },
       unwrap: { minPollInterval: 50, maxPollInterval: 5_000, keepAliveInterval: 15_000 },
+      store: { keyPrefix: 'taskgate:', leaseTtl: 15_000 },
       clientTasks: true,
       admin: {},
       http: {

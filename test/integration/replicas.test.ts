@@ -1,0 +1,275 @@
+/**
+ * Several taskgate processes sharing one Redis, each an HTTP gateway in front of the legacy fixture (one
+ * fixture process per client session), driven by task-aware SDK clients over Streamable HTTP. Each test
+ * gets a fresh key prefix; the tests that stop Redis start a private redis-server of their own (the
+ * machine's shared Redis is never stopped). Every replica runs config/replicas.yaml, with the test's
+ * Redis, prefix and a short lease given as flags.
+ */
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  CallToolResultSchema,
+  CreateTaskResultSchema,
+  McpError,
+  type JSONRPCMessage,
+} from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { EXECUTOR_LOST } from '../../src/tasks/store.js';
+import { CheckedTransport } from '../helpers/checked-transport.js';
+import {
+  freePort,
+  freshPrefix,
+  redisForTests,
+  startRedisServer,
+  type RedisServer,
+} from '../helpers/redis.js';
+import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
+
+const redis = await redisForTests();
+afterAll(() => redis?.stop());
+
+const LEGACY = [process.execPath, FIXTURES.legacy];
+const EXAMPLE = fileURLToPath(new URL('../../config/replicas.yaml', import.meta.url));
+const SECRET = 'the cursor secret of every replica in these tests';
+/** Short, so that a dead replica's tasks fail quickly; a lease sweep runs every min(1 s, lease / 4). */
+const LEASE_MS = 1_500;
+const STORE_UNAVAILABLE = -32002;
+
+interface Peer {
+  client: Client;
+  transport: CheckedTransport;
+}
+
+let gateways: Gateway[] = [];
+let peers: Peer[] = [];
+let servers: RedisServer[] = [];
+afterEach(async () => {
+  for (const { transport } of peers) expect(transport.violations).toEqual([]);
+  await Promise.all(peers.map(({ client }) => client.close().catch(() => undefined)));
+  await Promise.all(gateways.map((gateway) => gateway.stop()));
+  await Promise.all(servers.map((server) => server.stop()));
+  [gateways, peers, servers] = [[], [], []];
+});
+
+/** One replica: a taskgate process on its own port, sharing the Redis at `url` under `prefix`. */
+async function replica(prefix: string, url = redis!.url): Promise<Gateway> {
+  const gateway = await Gateway.start(
+    LEGACY,
+    [
+      '--config',
+      EXAMPLE,
+      '--store',
+      url,
+      '--store-key-prefix',
+      prefix,
+      '--store-lease-ttl',
+      String(LEASE_MS),
+      '--expose-task-list',
+    ],
+    { TASKGATE_STORE_CURSOR_SECRET: SECRET },
+  );
+  gateways.push(gateway);
+  return gateway;
+}
+
+/** A task-aware client with a session of its own on that replica (and so a fixture process of its own). */
+async function clientOf(gateway: Gateway): Promise<Peer> {
+  const transport = new CheckedTransport(new StreamableHTTPClientTransport(gateway.url));
+  const client = new Client({ name: 'replicas-test', version: '1' }, { capabilities: TASK_AWARE });
+  await client.connect(transport);
+  const peer = { client, transport };
+  peers.push(peer);
+  return peer;
+}
+
+const createTask = async (peer: Peer, name: string, args: Record<string, unknown>) =>
+  (
+    await peer.client.request(
+      { method: 'tools/call', params: { name, arguments: args, task: { ttl: 600_000 } } },
+      CreateTaskResultSchema,
+    )
+  ).task;
+
+const callTool = (peer: Peer, name: string, args: Record<string, unknown>) =>
+  peer.client.request({ method: 'tools/call', params: { name, arguments: args } }, CallToolResultSchema);
+
+const resultOf = (peer: Peer, taskId: string) =>
+  peer.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+
+async function thrownBy(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a rejection, but the promise resolved');
+}
+
+/** Resolves once the replica has written `text` to its log; fails after `withinMs`. */
+async function logged(gateway: Gateway, text: string, withinMs = 10_000): Promise<void> {
+  if (gateway.stderr.includes(text)) return;
+  const signal = AbortSignal.timeout(withinMs);
+  try {
+    while (!gateway.stderr.includes(text)) await once(gateway.child.stderr, 'data', { signal });
+  } catch {
+    throw new Error(`the replica did not log "${text}" within ${withinMs} ms:\n${gateway.stderr}`);
+  }
+}
+
+const statusNotification = (taskId: string, status: string) => (message: JSONRPCMessage) =>
+  'method' in message &&
+  message.method === 'notifications/tasks/status' &&
+  message.params?.taskId === taskId &&
+  message.params.status === status;
+
+describe.skipIf(!redis)('replicas sharing one Redis', () => {
+  it('B serves tasks/get and a blocking tasks/result of a task running on A, woken when A completes it', async () => {
+    const prefix = freshPrefix();
+    const [a, b] = await Promise.all([replica(prefix), replica(prefix)]);
+    const [onA, onB] = await Promise.all([clientOf(a), clientOf(b)]);
+    const task = await createTask(onA, 'sleep', { ms: 1_000, label: 'across' });
+
+    expect(await onB.client.experimental.tasks.getTask(task.taskId)).toMatchObject({
+      taskId: task.taskId,
+      status: 'working',
+    });
+    const result = await resultOf(onB, task.taskId);
+    expect(result.content).toEqual([{ type: 'text', text: 'slept 1000 ms' }]);
+    expect(result._meta?.['io.modelcontextprotocol/related-task']).toEqual({ taskId: task.taskId });
+    expect(await onB.client.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'completed' });
+    // A's own client was told, as always.
+    await onA.transport.received.waitFor(statusNotification(task.taskId, 'completed'), 'the status on A');
+  });
+
+  it('tasks/cancel on B stops the call running on A: the fixture behind A sees the cancellation', async () => {
+    const prefix = freshPrefix();
+    const [a, b] = await Promise.all([replica(prefix), replica(prefix)]);
+    const [onA, onB] = await Promise.all([clientOf(a), clientOf(b)]);
+    const task = await createTask(onA, 'sleep', { ms: 30_000, label: 'cancelled-from-B' });
+
+    const cancelled = await onB.client.experimental.tasks.cancelTask(task.taskId);
+    expect(cancelled).toMatchObject({ taskId: task.taskId, status: 'cancelled' });
+    // A hears of it through Redis: it tells its client, and sends notifications/cancelled upstream.
+    await onA.transport.received.waitFor(statusNotification(task.taskId, 'cancelled'), 'the status on A');
+    // The fixture records the cancellation once its sleep has unwound: ask again, a bounded few times.
+    let seen = '';
+    for (let attempt = 0; attempt < 20 && !seen.includes('cancelled-from-B'); attempt++) {
+      const answer = await callTool(onA, 'cancelled-calls', {});
+      seen = (answer.content[0] as { text: string }).text;
+    }
+    expect(JSON.parse(seen)).toEqual(['cancelled-from-B']);
+    expect(await onA.client.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'cancelled' });
+  });
+
+  it('tasks/list without an identity lists the tasks of the caller’s own session, on its own replica only', async () => {
+    const prefix = freshPrefix();
+    const [a, b] = await Promise.all([replica(prefix), replica(prefix)]);
+    const [onA, otherOnA, onB] = await Promise.all([clientOf(a), clientOf(a), clientOf(b)]);
+    const mine = [
+      await createTask(onA, 'echo', { text: 'one' }),
+      await createTask(onA, 'echo', { text: 'two' }),
+    ];
+    const theirs = await createTask(onB, 'echo', { text: 'three' });
+
+    const listed = async (peer: Peer) =>
+      (await peer.client.experimental.tasks.listTasks()).tasks.map((task) => task.taskId);
+    expect(await listed(onA)).toEqual(mine.map((task) => task.taskId));
+    expect(await listed(onB)).toEqual([theirs.taskId]);
+    expect(await listed(otherOnA)).toEqual([]);
+    // Listing is not reading: with the id, any session on any replica still reads the task.
+    expect((await resultOf(onB, mine[0]!.taskId)).content).toEqual([{ type: 'text', text: 'one' }]);
+  });
+
+  it('a replica killed mid-task: another reports its task failed (executor lost) within the lease; restarted, it still serves the results it completed', async () => {
+    const prefix = freshPrefix();
+    const [a, b] = await Promise.all([replica(prefix), replica(prefix)]);
+    const [onA, onB] = await Promise.all([clientOf(a), clientOf(b)]);
+    const finished = await createTask(onA, 'echo', { text: 'kept' });
+    expect((await resultOf(onA, finished.taskId)).content).toEqual([{ type: 'text', text: 'kept' }]);
+    const doomed = await createTask(onA, 'sleep', { ms: 20_000, label: 'doomed' });
+    const waiting = thrownBy(resultOf(onB, doomed.taskId));
+    // B's tasks/result is blocking on the task before A goes.
+    expect(await onB.client.experimental.tasks.getTask(doomed.taskId)).toMatchObject({ status: 'working' });
+
+    a.child.kill('SIGKILL');
+    const killedAt = performance.now();
+    await a.exited;
+    const error = await waiting;
+    const took = performance.now() - killedAt;
+    expect(error).toBeInstanceOf(McpError);
+    expect(error).toMatchObject({ code: -32603 });
+    expect((error as McpError).message).toContain(EXECUTOR_LOST);
+    // The lease, then at most one sweep (every 375 ms here), with room for a loaded machine.
+    expect(took).toBeLessThan(LEASE_MS + 1_500);
+    expect(await onB.client.experimental.tasks.getTask(doomed.taskId)).toMatchObject({
+      status: 'failed',
+      statusMessage: EXECUTOR_LOST,
+    });
+
+    const restarted = await replica(prefix);
+    const again = await clientOf(restarted);
+    expect(await again.client.experimental.tasks.getTask(finished.taskId)).toMatchObject({
+      status: 'completed',
+    });
+    expect((await resultOf(again, finished.taskId)).content).toEqual([{ type: 'text', text: 'kept' }]);
+  });
+
+  it('Redis restarted mid-run: clear errors while it is down, plain calls unaffected, then recovery without a restart', async (context) => {
+    const server = await startRedisServer().catch((error: unknown) => {
+      if (process.env.CI === 'true') throw error;
+      return undefined;
+    });
+    if (!server) return context.skip();
+    servers.push(server);
+    const prefix = freshPrefix();
+    const [a, b] = await Promise.all([replica(prefix, server.url), replica(prefix, server.url)]);
+    const [onA, onB] = await Promise.all([clientOf(a), clientOf(b)]);
+    const before = await createTask(onA, 'echo', { text: 'before' });
+
+    await server.stop();
+    await logged(a, 'task store: Redis unreachable');
+    const started = performance.now();
+    const refused = await thrownBy(createTask(onA, 'echo', { text: 'during' }));
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(refused).toMatchObject({
+      code: STORE_UNAVAILABLE,
+      message: expect.stringContaining(
+        'Task store unavailable: retry later, or call the tool without a task',
+      ),
+    });
+    expect(await thrownBy(onB.client.experimental.tasks.getTask(before.taskId))).toMatchObject({
+      code: STORE_UNAVAILABLE,
+    });
+    expect((await callTool(onA, 'echo', { text: 'plain' })).content).toEqual([
+      { type: 'text', text: 'plain' },
+    ]);
+
+    servers = [await startRedisServer(server.port)];
+    await Promise.all([logged(a, 'Redis connection restored'), logged(b, 'Redis connection restored')]);
+    const after = await createTask(onA, 'sleep', { ms: 300, label: 'after' });
+    expect((await resultOf(onB, after.taskId)).content).toEqual([{ type: 'text', text: 'slept 300 ms' }]);
+    // The restarted Redis kept nothing (no persistence): the old task is gone, said plainly.
+    expect(await thrownBy(onB.client.experimental.tasks.getTask(before.taskId))).toMatchObject({
+      code: -32602,
+    });
+  });
+
+  it('Redis down at start-up does not keep taskgate from starting; it recovers once Redis is there', async () => {
+    const port = await freePort();
+    const url = `redis://127.0.0.1:${port}`;
+    const a = await replica(freshPrefix(), url);
+    expect(a.stderr).toContain('task store: Redis cannot be reached yet');
+    const onA = await clientOf(a);
+    expect((await callTool(onA, 'echo', { text: 'plain' })).content).toEqual([
+      { type: 'text', text: 'plain' },
+    ]);
+    expect(await thrownBy(createTask(onA, 'echo', { text: 'x' }))).toMatchObject({ code: STORE_UNAVAILABLE });
+
+    servers.push(await startRedisServer(port));
+    await logged(a, 'Redis connection restored');
+    const task = await createTask(onA, 'echo', { text: 'now' });
+    expect((await resultOf(onA, task.taskId)).content).toEqual([{ type: 'text', text: 'now' }]);
+  });
+});
