@@ -12,7 +12,10 @@ import { observeTasks } from './observability/observe.js';
 import { Session } from './session/session.js';
 import { openStore } from './store.js';
 import type { TaskStore } from './tasks/store.js';
-import { HttpFront } from './transport/http-front.js';
+import { createAuditLog } from './observability/audit.js';
+import { createAuthenticator } from './security/auth.js';
+import { Limits } from './security/limits.js';
+import { HttpFront, type Caller } from './transport/http-front.js';
 import type { HttpSession } from './transport/http-session.js';
 import { openUpstream } from './upstream.js';
 
@@ -31,8 +34,19 @@ export async function startHttpGateway(
   if (listen === undefined) throw new Error('no listen address configured');
   const colon = listen.lastIndexOf(':');
   const policy = new Policy(config);
-  const observed = observeTasks(tasks, metrics, logger);
+  const authenticate = createAuthenticator(config.auth);
+  // The operator's pages on the front are behind the same authentication as MCP.
+  const observed = observeTasks(
+    tasks,
+    metrics,
+    logger,
+    authenticate ? { authorize: (req) => !('refused' in authenticate(req)) } : {},
+  );
   const store = observed.store;
+  const audit = createAuditLog(logger, store, config.audit);
+  const limits = new Limits(config.limits, store, (limit, caller) =>
+    audit.limitHit(limit, { session: '-', subject: caller }),
+  );
   // With an admin listener the operator's pages live there only, off the front.
   const admin = config.admin.listen;
   const front: HttpFront = new HttpFront(
@@ -47,13 +61,23 @@ export async function startHttpGateway(
       eventLogSize: config.http.eventLogSize,
     },
     {
-      openSession: async (channel: HttpSession) => {
+      openSession: async (channel: HttpSession, caller: Caller | undefined) => {
         const sessionLogger = logger.child({ session: channel.id.slice(0, 8) });
         const upstream = await openUpstream(config, sessionLogger);
         const session = new Session(
           channel,
           upstream.channel,
-          { id: channel.id, config, policy, store, logger: sessionLogger, lingerForTasks: true },
+          {
+            id: channel.id,
+            config,
+            policy,
+            store,
+            logger: sessionLogger,
+            lingerForTasks: true,
+            limits,
+            audit,
+            ...(caller === undefined ? {} : { identity: caller.identity, subject: caller.subject }),
+          },
           {
             upstreamGone: () => undefined,
             closed: async () => {
@@ -65,6 +89,7 @@ export async function startHttpGateway(
         session.start();
       },
       ready: async () => config.upstream !== undefined,
+      ...(authenticate === undefined ? {} : { authenticate }),
       ...(admin === undefined ? { extraRoutes: observed.routes } : {}),
       sessionRefused: () => metrics.limitRefused('max_sessions'),
     },
@@ -87,6 +112,8 @@ export async function startHttpGateway(
     close: async () => {
       await front.close();
       await adminListener?.close();
+      limits.close();
+      audit.close();
       observed.close();
     },
   };

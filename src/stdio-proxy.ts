@@ -2,14 +2,16 @@
  * taskgate on stdio: the client spawned us, we spawn the upstream server. Resolves with the exit code
  * once the client has gone away (0), or once the upstream failed before it ever answered (1).
  */
-import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import { Policy } from './config/policy.js';
+import type { Logger } from 'pino';
 import { startAdminListener, type AdminListener } from './observability/admin.js';
 import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
 import { observeTasks } from './observability/observe.js';
 import type { Routes } from './observability/routes.js';
+import { createAuditLog } from './observability/audit.js';
+import { Limits } from './security/limits.js';
 import { Session } from './session/session.js';
 import { openStore } from './store.js';
 import { LineChannel } from './transport/line-channel.js';
@@ -31,12 +33,21 @@ export async function startStdioProxy(config: Config): Promise<number> {
   // eslint-disable-next-line no-restricted-properties -- stdout is the client's channel in stdio mode
   const client = new LineChannel(process.stdin, process.stdout, config.maxMessageBytes, 'the client');
 
+  const audit = createAuditLog(logger, store, config.audit);
   return new Promise<number>((resolve) => {
     let exitCode = 0;
     const session = new Session(
       client,
       upstream.channel,
-      { id: 'stdio', config, policy: new Policy(config), store, logger },
+      {
+        id: 'stdio',
+        config,
+        policy: new Policy(config),
+        store,
+        logger,
+        limits: new Limits(config.limits, store, (limit) => audit.limitHit(limit, { session: 'stdio' })),
+        audit,
+      },
       {
         upstreamGone: (state) => {
           if (state.initialized) return;

@@ -4,6 +4,7 @@
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import type { Channel } from './transport/channel.js';
+import { HttpUpstream } from './transport/http-upstream.js';
 import { spawnStdioUpstream } from './transport/stdio-upstream.js';
 
 export interface Upstream {
@@ -16,7 +17,19 @@ export interface Upstream {
 export async function openUpstream(config: Config, logger: Logger): Promise<Upstream> {
   const upstream = config.upstream;
   if (!upstream) throw new Error('no upstream server configured');
-  if (upstream.command === undefined) throw new Error('an HTTP upstream is not available yet');
+  if (upstream.url !== undefined) {
+    const channel = new HttpUpstream(
+      {
+        url: upstream.url,
+        headers: upstream.headers,
+        requestTimeoutMs: upstream.requestTimeout,
+        maxMessageBytes: config.maxMessageBytes,
+      },
+      logger,
+    );
+    return { channel, description: upstream.url, stop: () => channel.close() };
+  }
+  if (upstream.command === undefined) throw new Error('no upstream server configured');
   const { command, args, env, cwd } = upstream;
   const child = await spawnStdioUpstream({ command, args, env, cwd }, config.maxMessageBytes, logger);
   logger.info({ pid: child.pid, command }, 'upstream server started');

@@ -24,6 +24,7 @@ const OPTIONS: Record<string, OptionSpec> = {
   config: { type: 'string' },
   'tool-task-support': { type: 'string', multiple: true },
   'allowed-origin': { type: 'string', multiple: true },
+  'auth-token': { type: 'string', multiple: true },
   'upstream-url': { type: 'string' },
   'upstream-header': { type: 'string', multiple: true },
   ...Object.fromEntries(
@@ -76,6 +77,8 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
   }
   const rules = ((values['tool-task-support'] ?? []) as string[]).map(parseToolTaskSupport);
   if (rules.length > 0) input.tools = rules;
+  const tokens = ((values['auth-token'] ?? []) as string[]).map(parseAuthToken);
+  if (tokens.length > 0) input.auth = { tokens };
   const origins = (values['allowed-origin'] ?? []) as string[];
   if (origins.length > 0) input.http = { ...input.http, allowedOrigins: origins };
   const [executable, ...args] = command;
@@ -159,4 +162,12 @@ function parseHeader(text: string): [string, string] {
     throw new UsageError(`--upstream-header expects "Name: value", got "${text}"`);
   }
   return [name, text.slice(colon + 1).trim()];
+}
+
+function parseAuthToken(text: string): { token: string; subject: string } {
+  const at = text.lastIndexOf('=');
+  if (at <= 0 || at === text.length - 1) {
+    throw new UsageError('--auth-token expects TOKEN=SUBJECT (the subject names the caller in logs)');
+  }
+  return { token: text.slice(0, at), subject: text.slice(at + 1) };
 }

@@ -107,6 +107,10 @@ command and without an upstream in the config file, taskgate serves the bundled 
   group('HTTP front', [
     ...settingEntries('HTTP front'),
     entry('--allowed-origin ORIGIN', 'a browser Origin allowed besides loopback ones; repeatable'),
+    entry(
+      '--auth-token TOKEN=SUBJECT',
+      'a bearer token callers must present, and the subject it stands for; tasks are bound to it; repeatable',
+    ),
   ]),
   group('Transport', settingEntries('Transport')),
   group('Output', [

@@ -161,6 +161,60 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    /** Who the caller is, on the HTTP front (stdio has no identity). Tasks are bound to it. */
+    auth: z
+      .object({
+        /** Static bearer tokens and the subject each stands for. */
+        tokens: z
+          .array(z.object({ token: z.string().min(16), subject: z.string().min(1) }).strict())
+          .default([]),
+        /** An identity header set by an auth proxy in front, believed only from these addresses. */
+        trustedHeader: z
+          .object({ name: z.string().min(1), trustedAddresses: z.array(z.string()).min(1) })
+          .strict()
+          .optional(),
+        /**
+         * The client's own bearer token, passed on to an HTTP upstream; tasks are bound to a keyed hash
+         * of it (the key is this secret).
+         */
+        bearerPassthrough: z
+          .object({ secret: z.string().min(16) })
+          .strict()
+          .optional(),
+      })
+      .strict()
+      .refine(
+        (auth) =>
+          [
+            auth.tokens.length > 0,
+            auth.trustedHeader !== undefined,
+            auth.bearerPassthrough !== undefined,
+          ].filter(Boolean).length <= 1,
+        { message: 'choose one way to identify callers: tokens, trustedHeader or bearerPassthrough' },
+      )
+      .prefault({}),
+    /** Per caller (an identity, or a session without one), so that one caller cannot starve the others. */
+    limits: z
+      .object({
+        maxLiveTasks: z.number().int().positive().default(100),
+        /** Task-augmented calls a caller may start per second, with bursts up to `taskCreationBurst`. */
+        taskCreationRate: z.number().positive().default(10),
+        taskCreationBurst: z.number().int().positive().default(20),
+        /** tasks/get, tasks/result, tasks/list and tasks/cancel per second, with bursts. */
+        taskRequestRate: z.number().positive().default(100),
+        taskRequestBurst: z.number().int().positive().default(200),
+      })
+      .strict()
+      .prefault({}),
+    audit: z
+      .object({
+        /** One log line (logger "audit", on stderr) per task created, changed, read, cancelled, refused. */
+        enabled: z.boolean().default(true),
+        /** Also log tool arguments; never on unless the operator accepts them in the logs. */
+        logArguments: z.boolean().default(false),
+      })
+      .strict()
+      .prefault({}),
     /**
      * Declare client-side tasks (task-augmented sampling and elicitation) to the upstream on behalf of a
      * client that lacks them, and serve those tasks here.

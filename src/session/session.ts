@@ -31,6 +31,8 @@ import {
 } from '../protocol/messages.js';
 import { idOfResultFrame, parseFrame } from '../protocol/frames.js';
 import { ClientTasks } from '../tasks/client-tasks.js';
+import type { AuditLog } from '../observability/audit.js';
+import type { Limits } from '../security/limits.js';
 import { Unwrapper, withoutRelatedTask } from '../tasks/unwrap.js';
 import { Augmenter, type AugmentHost } from '../tasks/augment.js';
 import type { TaskStore } from '../tasks/store.js';
@@ -54,7 +56,11 @@ interface Side {
 
 export interface SessionOptions {
   id: string;
+  /** The caller's identity (a binding key) and, for logs, who that is; absent without authentication. */
   identity?: string;
+  subject?: string;
+  limits?: Limits;
+  audit?: AuditLog;
   config: Config;
   policy: Policy;
   store: TaskStore;
@@ -171,9 +177,19 @@ export class Session {
       options.policy,
       options.config,
       host,
-      { sessionId: options.id, ...(options.identity === undefined ? {} : { identity: options.identity }) },
+      {
+        sessionId: options.id,
+        ...(options.identity === undefined ? {} : { identity: options.identity }),
+        ...(options.subject === undefined ? {} : { subject: options.subject }),
+      },
       options.logger,
+      options.audit,
     );
+  }
+
+  /** Whom per-caller limits count against: the identity, or this session without one. */
+  private get caller(): string {
+    return this.options.identity ?? `session:${this.options.id}`;
   }
 
   start(): void {
@@ -247,6 +263,18 @@ export class Session {
 
   private clientRequest(request: Request, raw: Buffer): void {
     const params = request.params;
+    const limits = this.options.limits;
+    if (
+      limits &&
+      (request.method.startsWith('tasks/') || (request.method === 'tools/call' && params?.task !== undefined))
+    ) {
+      try {
+        if (request.method === 'tools/call') limits.admitTask(this.caller);
+        else limits.admitTaskRequest(this.caller);
+      } catch (error) {
+        return this.replyError(this.fromClientSide, request.id, error);
+      }
+    }
     const token = metaOf(params)?.progressToken;
     if (typeof token === 'string' || typeof token === 'number')
       this.progressOwners.set(idKey(token), request.id);
@@ -305,7 +333,12 @@ export class Session {
     }
     if (name !== undefined && this.isNativeTaskTool(name)) return this.forwardRequest(request, raw);
     if (params?.task !== undefined) {
-      return this.answerLocally(request, () => this.augmenter.createTask(params));
+      return this.answerLocally(request, async () => {
+        const created = await this.augmenter.createTask(params);
+        const task = created.task as { taskId: string };
+        this.options.limits?.started(this.caller, task.taskId);
+        return created;
+      });
     }
     // A client without tasks could never satisfy "required": it gets the plain call.
     const required = name !== undefined && this.options.policy.forTool(name).taskSupport === 'required';

@@ -15,6 +15,7 @@ import {
   type RequestId,
 } from '../protocol/messages.js';
 import type { OwnCall } from '../session/own-calls.js';
+import type { AuditLog } from '../observability/audit.js';
 import { InvalidCursorError } from './errors.js';
 import { ListTasksParams, TaskAugmentedCallParams, parseParams } from './params.js';
 import { toWireTask, type TaskRecord } from './state.js';
@@ -50,8 +51,9 @@ export class Augmenter {
     private readonly policy: Policy,
     private readonly config: Config,
     private readonly host: AugmentHost,
-    private readonly requester: { sessionId: string; identity?: string },
+    private readonly requester: { sessionId: string; identity?: string; subject?: string },
     private readonly logger: Logger,
+    audit?: AuditLog,
   ) {
     this.tasks = new TaskService(
       store,
@@ -62,6 +64,7 @@ export class Augmenter {
         const call = this.running.get(taskId);
         if (call) host.cancelUpstream(call.wireId, `task ${taskId} was cancelled`);
       },
+      audit,
     );
   }
 
@@ -101,11 +104,14 @@ export class Augmenter {
         `Tool "${call.name}" cannot be called as a task (its taskSupport is "${policy.taskSupport === 'forbidden' ? 'forbidden' : 'left to the server, which has no tasks'}"); call it without "task"`,
       );
     }
-    const record = await this.tasks.create({
-      toolName: call.name,
-      ttl: this.policy.ttlFor(policy, call.task.ttl),
-      pollInterval: policy.pollInterval,
-    });
+    const record = await this.tasks.create(
+      {
+        toolName: call.name,
+        ttl: this.policy.ttlFor(policy, call.task.ttl),
+        pollInterval: policy.pollInterval,
+      },
+      call.arguments,
+    );
     const { task: _, ...plainParams } = call;
     this.start(record, plainParams, policy.timeout);
     const result: JsonObject = { task: toWireTask(record) };

@@ -5,6 +5,7 @@
  * tasks); only what runs the request differs.
  */
 import type { Config } from '../config/schema.js';
+import { NO_AUDIT, type AuditLog, type Caller } from '../observability/audit.js';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { RELATED_TASK_META, isObject, type JsonObject, type Response } from '../protocol/messages.js';
 import { IllegalTransitionError, TaskLimitError, TaskNotFoundError } from './errors.js';
@@ -21,6 +22,8 @@ import type { TaskPage, TaskStore } from './store.js';
 export interface Requester {
   sessionId: string;
   identity?: string;
+  /** For the audit log: who the identity is (never a token). */
+  subject?: string;
   /** Whose tasks these are for tasks/list: an identity, a session, or a session's upstream. */
   owner: string;
 }
@@ -38,6 +41,7 @@ export class TaskService {
     notify: (method: string, params: JsonObject) => void,
     /** Told when one of these tasks was cancelled, by whomever and wherever, to stop its work. */
     onCancelled: (taskId: string) => void,
+    private readonly audit: AuditLog = NO_AUDIT,
   ) {
     this.unsubscribe = store.onTransition((record) => {
       const mine = record.sessionId === requester.sessionId && record.owner === requester.owner;
@@ -49,9 +53,19 @@ export class TaskService {
     });
   }
 
-  create(init: { toolName: string; ttl: number; pollInterval: number }): Promise<TaskRecord> {
+  async create(
+    init: { toolName: string; ttl: number; pollInterval: number },
+    args?: unknown,
+  ): Promise<TaskRecord> {
     const { sessionId, identity, owner } = this.requester;
-    return this.store.create({ ...init, owner, sessionId, ...(identity === undefined ? {} : { identity }) });
+    const record = await this.store.create({
+      ...init,
+      owner,
+      sessionId,
+      ...(identity === undefined ? {} : { identity }),
+    });
+    this.audit.created(record, this.caller, args);
+    return record;
   }
 
   /** Whether the task named in params is one of these that this requestor may see. */
@@ -76,6 +90,7 @@ export class TaskService {
   ): Promise<{ result: JsonObject } | { error: JsonRpcErrorObject }> {
     const { taskId } = await this.visibleTask(params, 'tasks/result');
     const done = await this.store.waitForTerminal(taskId, signal);
+    this.audit.resultRetrieved(taskId, this.caller);
     const outcome = done.outcome ?? cancelledOutcome(done);
     if ('error' in outcome) return { error: outcome.error };
     const meta = isObject(outcome.result._meta) ? outcome.result._meta : {};
@@ -92,6 +107,7 @@ export class TaskService {
       status: 'cancelled',
       statusMessage: CANCELLED_BY_REQUEST,
     });
+    this.audit.cancelled(taskId, this.caller);
     return toWireTask(cancelled);
   }
 
@@ -147,11 +163,22 @@ export class TaskService {
   /** The task named in params, as long as this requestor may see it; otherwise exactly "not found". */
   private async visibleTask(params: JsonObject | undefined, method: string): Promise<TaskRecord> {
     const { taskId } = parseParams(TaskIdParams, params, method);
-    const record = await this.store.get(taskId);
-    if (record.identity !== undefined && record.identity !== this.requester.identity) {
-      throw new TaskNotFoundError(taskId);
+    try {
+      const record = await this.store.get(taskId);
+      if (record.identity !== undefined && record.identity !== this.requester.identity) {
+        throw new TaskNotFoundError(taskId);
+      }
+      return record;
+    } catch (error) {
+      if (error instanceof TaskNotFoundError && method !== 'tasks')
+        this.audit.denied(taskId, method, this.caller);
+      throw error;
     }
-    return record;
+  }
+
+  private get caller(): Caller {
+    const { subject, sessionId } = this.requester;
+    return subject === undefined ? { session: sessionId } : { subject, session: sessionId };
   }
 }
 

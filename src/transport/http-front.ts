@@ -10,7 +10,11 @@ import type { Logger } from 'pino';
 import { ErrorCode, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { parseFrame } from '../protocol/frames.js';
 import { classify, salvageId, type RequestId } from '../protocol/messages.js';
+import type { Authentication } from '../security/auth.js';
 import { HttpSession } from './http-session.js';
+
+/** An authenticated caller: the binding key of its tasks, and who it is for the logs. */
+export type Caller = Extract<Authentication, { identity: string }>;
 
 export const SUPPORTED_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'];
 
@@ -27,7 +31,12 @@ export interface HttpFrontOptions {
 
 export interface HttpFrontHooks {
   /** A client initialized a new session: connect it to an upstream. Throwing refuses the session. */
-  openSession(session: HttpSession): Promise<void>;
+  openSession(session: HttpSession, caller: Caller | undefined): Promise<void>;
+  /**
+   * Who is calling, before any MCP processing; absent when callers are not identified. A refusal is
+   * answered 401 with WWW-Authenticate.
+   */
+  authenticate?(req: IncomingMessage): Authentication;
   /** Whether the upstream is reachable or can be started, for /readyz. */
   ready(): Promise<boolean>;
   /**
@@ -54,7 +63,9 @@ export class HttpFront {
     private readonly logger: Logger,
   ) {
     this.server = createServer(
-      { headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000 },
+      // Idle keep-alive connections outlive a client's pause between calls, so a request rarely races their
+      // close; headers must still arrive promptly.
+      { headersTimeout: 35_000, requestTimeout: 60_000, keepAliveTimeout: 30_000 },
       (req, res) => {
         this.handle(req, res).catch((error: unknown) => {
           logger.error({ err: error }, 'HTTP request failed');
@@ -124,13 +135,28 @@ export class HttpFront {
         message: `Unsupported MCP-Protocol-Version "${version}" (supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
       });
     }
+    let caller: Caller | undefined;
+    if (this.hooks.authenticate) {
+      const outcome = this.hooks.authenticate(req);
+      if ('refused' in outcome) {
+        res.setHeader(
+          'www-authenticate',
+          `Bearer realm="taskgate", error="invalid_token", error_description="${outcome.refused}"`,
+        );
+        return reply(res, 401, null, {
+          code: ErrorCode.InvalidRequest,
+          message: `Unauthorized: ${outcome.refused}`,
+        });
+      }
+      caller = outcome;
+    }
     switch (req.method) {
       case 'POST':
-        return this.post(req, res);
+        return this.post(req, res, caller);
       case 'GET':
-        return this.get(req, res);
+        return this.get(req, res, caller);
       case 'DELETE':
-        return this.delete(req, res);
+        return this.delete(req, res, caller);
       default:
         res.setHeader('allow', 'GET, POST, DELETE');
         return reply(res, 405, null, {
@@ -140,7 +166,7 @@ export class HttpFront {
     }
   }
 
-  private async post(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async post(req: IncomingMessage, res: ServerResponse, caller: Caller | undefined): Promise<void> {
     if (!accepts(req, 'application/json') || !accepts(req, 'text/event-stream')) {
       return reply(res, 406, null, {
         code: ErrorCode.InvalidRequest,
@@ -177,16 +203,26 @@ export class HttpFront {
           message: 'initialize starts a new session: send it without Mcp-Session-Id',
         });
       }
-      return this.initialize(message.msg.id, body, res);
+      return this.initialize(message.msg.id, body, res, caller);
     }
-    const session = this.sessionFor(sessionId, res, message.kind === 'request' ? message.msg.id : null);
+    const session = this.sessionFor(
+      sessionId,
+      res,
+      message.kind === 'request' ? message.msg.id : null,
+      caller,
+    );
     if (!session) return;
     if (message.kind === 'request') return session.request(message.msg.id, body, res);
     session.accept(body);
     res.writeHead(202).end();
   }
 
-  private async initialize(id: RequestId, body: Buffer, res: ServerResponse): Promise<void> {
+  private async initialize(
+    id: RequestId,
+    body: Buffer,
+    res: ServerResponse,
+    caller: Caller | undefined,
+  ): Promise<void> {
     if (this.sessions.size + this.opening >= this.options.maxSessions) {
       this.hooks.sessionRefused?.();
       res.setHeader('retry-after', '5');
@@ -195,10 +231,10 @@ export class HttpFront {
         message: `Service Unavailable: all ${this.options.maxSessions} sessions are in use (max-sessions)`,
       });
     }
-    const session = new HttpSession(this.options.eventLogSize);
+    const session = new HttpSession(this.options.eventLogSize, caller?.identity);
     this.opening++;
     try {
-      await this.hooks.openSession(session);
+      await this.hooks.openSession(session, caller);
     } catch (error) {
       this.logger.error({ err: error }, 'could not connect a new session to the upstream server');
       return reply(res, 502, id, {
@@ -213,14 +249,14 @@ export class HttpFront {
     session.request(id, body, res);
   }
 
-  private get(req: IncomingMessage, res: ServerResponse): void {
+  private get(req: IncomingMessage, res: ServerResponse, caller: Caller | undefined): void {
     if (!accepts(req, 'text/event-stream')) {
       return reply(res, 406, null, {
         code: ErrorCode.InvalidRequest,
         message: 'Not Acceptable: GET opens an SSE stream; accept text/event-stream',
       });
     }
-    const session = this.sessionFor(req.headers['mcp-session-id'], res, null);
+    const session = this.sessionFor(req.headers['mcp-session-id'], res, null, caller);
     if (!session) return;
     const lastEventId = req.headers['last-event-id'];
     if (typeof lastEventId === 'string') {
@@ -240,8 +276,8 @@ export class HttpFront {
     }
   }
 
-  private async delete(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const session = this.sessionFor(req.headers['mcp-session-id'], res, null);
+  private async delete(req: IncomingMessage, res: ServerResponse, caller: Caller | undefined): Promise<void> {
+    const session = this.sessionFor(req.headers['mcp-session-id'], res, null, caller);
     if (!session) return;
     await session.close();
     this.sessions.delete(session.id);
@@ -252,6 +288,7 @@ export class HttpFront {
     header: string | string[] | undefined,
     res: ServerResponse,
     id: RequestId | null,
+    caller: Caller | undefined,
   ): HttpSession | undefined {
     if (typeof header !== 'string') {
       reply(res, 400, id, {
@@ -261,7 +298,8 @@ export class HttpFront {
       return undefined;
     }
     const session = this.sessions.get(header);
-    if (!session || session.isClosed) {
+    // Another identity's session is answered exactly like an unknown one.
+    if (!session || session.isClosed || session.identity !== caller?.identity) {
       reply(res, 404, id, {
         code: ErrorCode.InvalidRequest,
         message: 'Session not found: it ended or expired; initialize a new one',

@@ -24,7 +24,11 @@ export class HttpSession implements Channel {
   private closed = false;
   lastActivity = Date.now();
 
-  constructor(eventLogSize: number) {
+  constructor(
+    eventLogSize: number,
+    /** The identity that opened the session; only it may use the session. */
+    readonly identity?: string,
+  ) {
     this.log = new EventLog(eventLogSize);
   }
 

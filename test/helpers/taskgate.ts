@@ -111,7 +111,12 @@ export async function connect(server: FixtureName, options: ConnectOptions = {})
   if (options.front === 'http' && !options.direct) return connectOverHttp(upstream, options);
   const [command, ...args] = options.direct
     ? upstream
-    : [process.execPath, TASKGATE, ...(options.flags ?? []), '--', ...upstream];
+    : [
+        process.execPath,
+        TASKGATE,
+        ...(options.flags ?? []),
+        ...(upstream.length > 0 ? ['--', ...upstream] : []),
+      ];
   const inner = new StdioClientTransport({
     command: command!,
     args,

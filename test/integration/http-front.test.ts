@@ -69,9 +69,9 @@ describe('misuse gets the right status and a JSON-RPC error that says why', () =
     ['a request without a session', 400, {}, { jsonrpc: '2.0', id: 1, method: 'tools/list' }],
     [
       'an unknown session',
+      404,
       { 'mcp-session-id': 'nope' },
       { jsonrpc: '2.0', id: 1, method: 'tools/list' },
-      404,
     ],
     ['an unsupported protocol version', 400, { 'mcp-protocol-version': '1999-01-01' }, INITIALIZE],
     ['a foreign Origin', 403, { origin: 'https://evil.example' }, INITIALIZE],

@@ -11,11 +11,21 @@ import {
   type ElicitRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startHttpFixture } from '../helpers/http-fixture.js';
 import { connect, type Connection, type ConnectOptions, type FixtureName } from '../helpers/taskgate.js';
 
 const RELATED = 'io.modelcontextprotocol/related-task';
 
-const targets: { name: string; server: FixtureName; options: ConnectOptions; augment: boolean }[] = [
+interface Target {
+  name: string;
+  server: FixtureName;
+  options: ConnectOptions;
+  augment: boolean;
+  /** Run the fixture as a Streamable HTTP server and have taskgate reach it with --upstream-url. */
+  upstreamOverHttp?: boolean;
+}
+
+const targets: Target[] = [
   { name: 'legacy server behind taskgate (augment)', server: 'legacy', options: {}, augment: true },
   {
     name: 'legacy server behind taskgate over HTTP (HTTP→stdio, augment)',
@@ -23,18 +33,50 @@ const targets: { name: string; server: FixtureName; options: ConnectOptions; aug
     options: { front: 'http' },
     augment: true,
   },
+  {
+    name: 'legacy server behind taskgate, reached over HTTP (stdio→HTTP, augment)',
+    server: 'legacy',
+    options: {},
+    augment: true,
+    upstreamOverHttp: true,
+  },
+  {
+    name: 'legacy server behind a taskgate sidecar (HTTP→HTTP, augment)',
+    server: 'legacy',
+    options: { front: 'http' },
+    augment: true,
+    upstreamOverHttp: true,
+  },
   { name: 'native server behind taskgate (pass through)', server: 'native', options: {}, augment: false },
   { name: 'native server, direct (reference)', server: 'native', options: { direct: true }, augment: false },
 ];
 
-describe.each(targets)('$name', ({ server, options, augment }) => {
+describe.each(targets)('$name', ({ server, options, augment, upstreamOverHttp }) => {
   let connection: Connection;
   afterEach(async () => {
     expect(connection.transport.violations).toEqual([]);
     await connection.close();
   });
 
-  const open = async (): Promise<Connection> => (connection = await connect(server, options));
+  const open = async (): Promise<Connection> => {
+    if (!upstreamOverHttp) return (connection = await connect(server, options));
+    const fixture = await startHttpFixture(server);
+    const viaHttp = await connect(server, {
+      ...options,
+      upstream: [],
+      flags: [...(options.flags ?? []), '--upstream-url', fixture.url],
+    }).catch(async (error: unknown) => {
+      await fixture.stop();
+      throw error;
+    });
+    return (connection = {
+      ...viaHttp,
+      close: async () => {
+        await viaHttp.close();
+        await fixture.stop('SIGTERM');
+      },
+    });
+  };
   const createTask = (name: string, args: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
     connection.client.request(
       { method: 'tools/call', params: { name, arguments: args, task: { ttl: 60_000 }, ...extra } },
@@ -115,12 +157,26 @@ describe.each(targets)('$name', ({ server, options, augment }) => {
   it('cancels: cancelled before the answer, stays cancelled, stops the call, refuses a second cancel (spec: Task Cancellation)', async () => {
     await open();
     const { task } = await createTask('sleep', { ms: 30_000, label: 'to-cancel' });
+    // A plain call answered after it shows the upstream is up and was handed the sleep first, so the
+    // cancellation has a running call to stop (over HTTP a cancel that overtakes its call stops nothing).
+    await connection.client.callTool({ name: 'echo', arguments: { text: 'barrier' } });
     const cancelled = await connection.client.experimental.tasks.cancelTask(task.taskId);
     expect(cancelled.status).toBe('cancelled');
     expect((await connection.client.experimental.tasks.getTask(task.taskId)).status).toBe('cancelled');
 
-    const seen = await connection.client.callTool({ name: 'cancelled-calls', arguments: {} });
-    expect(JSON.parse((seen.content as { text: string }[])[0]!.text)).toContain('to-cancel');
+    // The upstream learns of it by notifications/cancelled; over HTTP that is a separate POST, which may
+    // reach the server after the next request: ask until it has (bounded).
+    const cancelledUpstream = async (): Promise<string[]> => {
+      const seen = await connection.client.callTool({ name: 'cancelled-calls', arguments: {} });
+      return JSON.parse((seen.content as { text: string }[])[0]!.text) as string[];
+    };
+    const deadline = Date.now() + 10_000;
+    let stopped = await cancelledUpstream();
+    while (!stopped.includes('to-cancel') && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      stopped = await cancelledUpstream();
+    }
+    expect(stopped).toContain('to-cancel');
 
     const again = await connection.client.experimental.tasks
       .cancelTask(task.taskId)

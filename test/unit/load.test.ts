@@ -31,6 +31,15 @@ describe('resolveConfig', () => {
       store: { keyPrefix: 'taskgate:', leaseTtl: 15_000 },
       clientTasks: true,
       admin: {},
+      auth: { tokens: [] },
+      limits: {
+        maxLiveTasks: 100,
+        taskCreationRate: 10,
+        taskCreationBurst: 20,
+        taskRequestRate: 100,
+        taskRequestBurst: 200,
+      },
+      audit: { enabled: true, logArguments: false },
       http: {
         path: '/mcp',
         allowedOrigins: [],

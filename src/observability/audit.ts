@@ -1,0 +1,84 @@
+/**
+ * The audit log: one line per task created, status change, result retrieved, cancel, access refused and
+ * limit hit, on a separate pino logger named "audit" (stderr, like every log). It names the subject,
+ * never a token, and never arguments or results unless the operator turns arguments on.
+ */
+import type { Logger } from 'pino';
+import type { TaskRecord } from '../tasks/state.js';
+import type { TaskStore } from '../tasks/store.js';
+
+export interface Caller {
+  subject?: string;
+  session: string;
+}
+
+export interface AuditLog {
+  created(record: TaskRecord, caller: Caller, args?: unknown): void;
+  resultRetrieved(taskId: string, caller: Caller): void;
+  cancelled(taskId: string, caller: Caller): void;
+  /** An unknown task id, or one of another identity: the caller is told "not found" either way. */
+  denied(taskId: string, method: string, caller: Caller): void;
+  limitHit(limit: string, caller: Caller): void;
+  close(): void;
+}
+
+const nothing = (): void => undefined;
+
+/** No audit log (tests, client-side tasks). */
+export const NO_AUDIT: AuditLog = {
+  created: nothing,
+  resultRetrieved: nothing,
+  cancelled: nothing,
+  denied: nothing,
+  limitHit: nothing,
+  close: nothing,
+};
+
+export function createAuditLog(
+  logger: Logger,
+  store: TaskStore,
+  options: { enabled: boolean; logArguments: boolean },
+): AuditLog {
+  if (!options.enabled) return NO_AUDIT;
+  const audit = logger.child({ name: 'audit' });
+  const who = (caller: Caller) => ({ subject: caller.subject ?? null, session: caller.session.slice(0, 8) });
+  const unsubscribe = store.onTransition((record) =>
+    audit.info(
+      {
+        event: 'task.status',
+        taskId: record.taskId,
+        tool: record.toolName,
+        status: record.status,
+        at: new Date(record.lastUpdatedAt).toISOString(),
+      },
+      `task ${record.status}`,
+    ),
+  );
+  return {
+    created: (record, caller, args) =>
+      audit.info(
+        {
+          event: 'task.created',
+          taskId: record.taskId,
+          tool: record.toolName,
+          ttl: record.ttl,
+          ...who(caller),
+          at: new Date(record.createdAt).toISOString(),
+          ...(options.logArguments && args !== undefined ? { arguments: args } : {}),
+        },
+        'task created',
+      ),
+    resultRetrieved: (taskId, caller) =>
+      audit.info({ event: 'task.result', taskId, ...who(caller) }, 'task result retrieved'),
+    cancelled: (taskId, caller) =>
+      audit.info({ event: 'task.cancel', taskId, ...who(caller) }, 'task cancelled'),
+    denied: (taskId, method, caller) =>
+      audit.warn(
+        { event: 'task.denied', taskId, method, ...who(caller) },
+        'task lookup refused: unknown or not this caller’s',
+      ),
+    limitHit: (limit, caller) =>
+      audit.warn({ event: 'limit.hit', limit, ...who(caller) }, `limit hit: ${limit}`),
+    close: unsubscribe,
+  };
+}

@@ -1,0 +1,193 @@
+/**
+ * Tasks bound to identity on the HTTP front (spec: Security Considerations, Task Isolation and Access
+ * Control), per-caller limits, 401 before any MCP processing, and the audit log.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
+
+const TOKEN_A = 'token-of-alice-0123456789';
+const TOKEN_B = 'token-of-bob-0123456789ab';
+
+let gateway: Gateway | undefined;
+const clients: Client[] = [];
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((client) => client.close()));
+  await gateway?.stop();
+  gateway = undefined;
+});
+
+function configFile(yaml: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'taskgate-security-')), 'config.yaml');
+  writeFileSync(path, yaml);
+  return path;
+}
+
+async function start(extra = ''): Promise<Gateway> {
+  const config = configFile(
+    `auth:\n  tokens:\n    - { token: ${TOKEN_A}, subject: alice }\n    - { token: ${TOKEN_B}, subject: bob }\n${extra}`,
+  );
+  gateway = await Gateway.start(
+    [process.execPath, FIXTURES.legacy],
+    ['--config', config, '--log-level', 'info'],
+  );
+  return gateway;
+}
+
+async function clientWith(token: string): Promise<Client> {
+  const client = new Client({ name: 'security-test', version: '1' }, { capabilities: TASK_AWARE });
+  await client.connect(
+    new StreamableHTTPClientTransport(gateway!.url, {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    }),
+  );
+  clients.push(client);
+  return client;
+}
+
+const refusal = (promise: Promise<unknown>): Promise<McpError> =>
+  promise.then(
+    () => {
+      throw new Error('expected a refusal');
+    },
+    (error: unknown) => error as McpError,
+  );
+
+describe('identity and binding', () => {
+  it('gives another identity exactly the unknown-task answer for get, result and cancel, and lists only its own', async () => {
+    await start();
+    const alice = await clientWith(TOKEN_A);
+    const bob = await clientWith(TOKEN_B);
+    expect(alice.getServerCapabilities()?.tasks?.list).toEqual({});
+
+    const { task } = await alice.request(
+      { method: 'tools/call', params: { name: 'sleep', arguments: { ms: 300 }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    const unknown = await refusal(bob.experimental.tasks.getTask('00000000-0000-4000-8000-000000000000'));
+    for (const attempt of [
+      () => bob.experimental.tasks.getTask(task.taskId),
+      () => bob.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema),
+      () => bob.experimental.tasks.cancelTask(task.taskId),
+    ]) {
+      const error = await refusal(attempt());
+      expect(error.code).toBe(-32602);
+      expect(error.message.replace(task.taskId, 'ID')).toBe(
+        unknown.message.replace('00000000-0000-4000-8000-000000000000', 'ID'),
+      );
+    }
+    expect((await bob.experimental.tasks.listTasks()).tasks).toEqual([]);
+    expect((await alice.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).toEqual([task.taskId]);
+    const result = await alice.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(result.content).toEqual([{ type: 'text', text: 'slept 300 ms' }]);
+  });
+
+  it('answers a missing or wrong token with 401 and WWW-Authenticate, before any MCP processing', async () => {
+    const { url } = await start();
+    for (const headers of [{}, { authorization: 'Bearer not-a-known-token-at-all' }]) {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: {
+          accept: 'application/json, text/event-stream',
+          'content-type': 'application/json',
+          ...headers,
+        },
+        body: 'not even JSON',
+      });
+      expect(response.status).toBe(401);
+      expect(response.headers.get('www-authenticate')).toMatch(/^Bearer realm="taskgate"/);
+    }
+  });
+
+  it('does not let another identity use a session: its id alone is not enough', async () => {
+    const { url } = await start();
+    const alice = await clientWith(TOKEN_A);
+    const sessionId = (alice.transport as StreamableHTTPClientTransport).sessionId!;
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: {
+        accept: 'application/json, text/event-stream',
+        'content-type': 'application/json',
+        authorization: `Bearer ${TOKEN_B}`,
+        'mcp-session-id': sessionId,
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(response.status).toBe(404);
+  });
+});
+
+describe('limits', () => {
+  it('refuses the N+1th live task of one identity, naming the limit, while the other proceeds', async () => {
+    await start('limits:\n  maxLiveTasks: 2\n');
+    const alice = await clientWith(TOKEN_A);
+    const bob = await clientWith(TOKEN_B);
+    const create = (client: Client) =>
+      client.request(
+        { method: 'tools/call', params: { name: 'sleep', arguments: { ms: 20_000 }, task: {} } },
+        CreateTaskResultSchema,
+      );
+    await create(alice);
+    await create(alice);
+    const refused = await refusal(create(alice));
+    expect(refused.code).toBe(-32001);
+    expect(refused.message).toMatch(/limits\.maxLiveTasks/);
+    expect((await create(bob)).task.status).toBe('working');
+  });
+
+  it('finds nothing in 10 000 random task ids and rate-limits the search', { timeout: 120_000 }, async () => {
+    await start('limits:\n  taskRequestRate: 500\n  taskRequestBurst: 100\n');
+    const bob = await clientWith(TOKEN_B);
+    let notFound = 0;
+    let limited = 0;
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next++ < 10_000) {
+        const error = await refusal(bob.experimental.tasks.getTask(crypto.randomUUID()));
+        if (error.code === -32602) notFound++;
+        else if (error.code === -32001 && /Rate limit/.test(error.message)) limited++;
+        else throw error;
+      }
+    };
+    await Promise.all(Array.from({ length: 32 }, worker));
+    expect(notFound + limited).toBe(10_000);
+    expect(limited).toBeGreaterThan(0);
+    expect(gateway!.stderr).toMatch(/"event":"limit.hit"/);
+  });
+});
+
+describe('audit log', () => {
+  it('records creation, status, result and refusals with the subject, and never a token or an argument', async () => {
+    await start();
+    const alice = await clientWith(TOKEN_A);
+    const bob = await clientWith(TOKEN_B);
+    const { task } = await alice.request(
+      {
+        method: 'tools/call',
+        params: { name: 'echo', arguments: { text: 'secret-argument-text' }, task: {} },
+      },
+      CreateTaskResultSchema,
+    );
+    await alice.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    await refusal(bob.experimental.tasks.getTask(task.taskId));
+    const audit = gateway!.stderr
+      .split('\n')
+      .filter((line) => line.includes('"name":"audit"'))
+      .map((line) => JSON.parse(line) as { event: string; subject?: string; taskId?: string });
+    const events = audit
+      .filter((line) => line.taskId === task.taskId)
+      .map((line) => `${line.event}:${line.subject ?? ''}`);
+    expect(events).toEqual(
+      expect.arrayContaining(['task.created:alice', 'task.status:', 'task.result:alice', 'task.denied:bob']),
+    );
+    expect(gateway!.stderr).not.toContain(TOKEN_A);
+    expect(gateway!.stderr).not.toContain(TOKEN_B);
+    expect(gateway!.stderr).not.toContain('secret-argument-text');
+  });
+});
