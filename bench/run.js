@@ -1,177 +1,269 @@
 // @ts-check
 /**
- * The benchmark: an SDK Client drives each target in turn (A B A B …, so drift on a shared machine hits
- * every target alike) and the figures are reported as ratios to the direct call.
+ * The benchmark (issue 9). An SDK Client drives every target in turn, A B C … A B C …, rotating the order
+ * each round, so that drift on a shared machine hits every target alike; figures are reported as ratios
+ * to the direct call over the same transport, taken round by round. Then the task workloads, against a
+ * taskgate process (bench/tasks.js) and against the store alone (bench/tasks-inproc.js).
  *
- *   npm run bench                 all workloads, writes bench/results/<date>.json and .md
- *   BENCH_QUICK=1 npm run bench   a short run, to check the harness
+ *   npm run bench                 everything; writes bench/results/<date>.json and <date>.md
+ *   BENCH_QUICK=1 npm run bench   a short run to check the harness; writes nothing
+ *   BENCH_ONLY=a,b                only the targets whose names contain a or b (and writes nothing)
+ *   BENCH_CPU_PROF=DIR            taskgate targets run with node --cpu-prof into DIR (for profiling)
+ *
+ * Every process it starts is on 127.0.0.1 and stopped at the end; every loop is bounded in count.
  */
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { evaluate, markdown } from './lib/report.js';
+import { cpuSeconds } from './lib/procs.js';
+import { median, quantile, ratio, round } from './lib/stats.js';
+import { TARGETS, fromRoot } from './lib/targets.js';
+import * as load from './lib/workloads.js';
+import * as tasks from './tasks.js';
 
-const root = (/** @type {string} */ path) => fileURLToPath(new URL(`../${path}`, import.meta.url));
-const FIXTURE = root('test/fixtures/legacy-server.js');
-const TASKGATE = root('dist/cli.js');
 const QUICK = process.env.BENCH_QUICK === '1';
-const ROUNDS = QUICK ? 2 : 10;
-const CALLS_PER_ROUND = QUICK ? 200 : 1000;
-const IN_FLIGHT = 16;
-const THROUGHPUT_CALLS = QUICK ? 500 : 4000;
+const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
+
+export const SETTINGS = QUICK
+  ? { rounds: 2, latencyCalls: 100, throughputCalls: 400, inFlight: 64, blobCalls: 4, taskCalls: 40 }
+  : { rounds: 6, latencyCalls: 300, throughputCalls: 1500, inFlight: 64, blobCalls: 12, taskCalls: 120 };
 const BLOB_BYTES = 256 * 1024;
-const BLOB_CALLS = QUICK ? 20 : 100;
+const TASK_SETTINGS = QUICK
+  ? { storm: { requests: 5000, rounds: 2, inFlight: 64 }, held: 2000, holdSeconds: 2, waiters: 2000 }
+  : { storm: { requests: 40_000, rounds: 3, inFlight: 64 }, held: 10_000, holdSeconds: 6, waiters: 10_000 };
 
-/** @type {Record<string, string[]>} */
-const TARGETS = {
-  direct: [process.execPath, FIXTURE],
-  'taskgate stdio→stdio': [
-    process.execPath,
-    TASKGATE,
-    '--log-level',
-    'warn',
-    '--',
-    process.execPath,
-    FIXTURE,
-  ],
-};
-
-/** @param {string[]} argv */
-async function open(argv) {
-  const [command, ...args] = argv;
-  const client = new Client({ name: 'bench', version: '1' }, { capabilities: { tasks: { requests: {} } } });
-  await client.connect(
-    new StdioClientTransport({ command: /** @type {string} */ (command), args, stderr: 'inherit' }),
+const started = performance.now();
+const log = (/** @type {string} */ line) =>
+  process.stderr.write(
+    `[bench ${((performance.now() - started) / 1000).toFixed(0).padStart(3)} s] ${line}\n`,
   );
-  return client;
+
+/**
+ * @typedef {import('./lib/targets.js').Target} Target
+ * @typedef {import('./lib/targets.js').Running} Running
+ * @typedef {{ latency: number[][], throughput: number[], blob: number[], task: number[][],
+ *   cpu: { throughput: number, throughputCalls: number, latency: number, latencyCalls: number } }} Samples
+ */
+
+/** Starts each target and checks that it answers as the fixture does; records why one cannot run. */
+async function startAll() {
+  /** @type {{ target: Target, running: Running }[]} */
+  const up = [];
+  /** @type {Record<string, string>} */
+  const skipped = {};
+  for (const target of TARGETS) {
+    if (ONLY && !ONLY.some((part) => target.name.includes(part))) continue;
+    const why = target.unavailable?.();
+    if (why) {
+      skipped[target.name] = why;
+      log(`${target.name}: skipped: ${why}`);
+      continue;
+    }
+    try {
+      const running = await target.start();
+      try {
+        await load.check(running.client, BLOB_BYTES);
+      } catch (error) {
+        await running.stop();
+        throw error;
+      }
+      up.push({ target, running });
+      log(`${target.name}: up (pid ${running.pid})`);
+    } catch (error) {
+      skipped[target.name] = `failed: ${/** @type {Error} */ (error).message.slice(0, 500)}`;
+      log(`${target.name}: ${skipped[target.name]}`);
+    }
+  }
+  return { up, skipped };
 }
 
-/** @param {Client} client @param {string} name @param {Record<string, unknown>} args */
-const call = (client, name, args) =>
-  client.request({ method: 'tools/call', params: { name, arguments: args } }, CallToolResultSchema);
+/** @param {{ target: Target, running: Running }[]} up */
+async function alternate(up) {
+  /** @type {Record<string, Samples>} */
+  const samples = {};
+  for (const { target } of up) {
+    samples[target.name] = {
+      latency: [],
+      throughput: [],
+      blob: [],
+      task: [],
+      cpu: { throughput: 0, throughputCalls: 0, latency: 0, latencyCalls: 0 },
+    };
+  }
+  for (const { target, running } of up) {
+    await load.latency(running.client, SETTINGS.latencyCalls, []);
+    await load.throughput(running.client, SETTINGS.throughputCalls / 2, SETTINGS.inFlight);
+    await load.blobs(running.client, 4, BLOB_BYTES);
+    if (target.tasks) await load.taskCalls(running.client, SETTINGS.taskCalls / 2, []);
+  }
+  log('warmed up');
+  for (let round_ = 0; round_ < SETTINGS.rounds; round_++) {
+    const order = up.map((_, i) => /** @type {(typeof up)[number]} */ (up[(i + round_) % up.length]));
+    for (const { target, running } of order) {
+      const s = /** @type {Samples} */ (samples[target.name]);
+      const { client, pid } = running;
+      const latencies = /** @type {number[]} */ ([]);
+      let cpu = cpuSeconds(pid);
+      await load.latency(client, SETTINGS.latencyCalls, latencies);
+      s.cpu.latency += cpuSeconds(pid) - cpu;
+      s.cpu.latencyCalls += SETTINGS.latencyCalls;
+      s.latency.push(latencies);
+      cpu = cpuSeconds(pid);
+      const seconds = await load.throughput(client, SETTINGS.throughputCalls, SETTINGS.inFlight);
+      s.cpu.throughput += cpuSeconds(pid) - cpu;
+      s.cpu.throughputCalls += SETTINGS.throughputCalls;
+      s.throughput.push(SETTINGS.throughputCalls / seconds);
+      s.blob.push(
+        (SETTINGS.blobCalls * BLOB_BYTES) / (await load.blobs(client, SETTINGS.blobCalls, BLOB_BYTES)),
+      );
+      if (target.tasks) {
+        const times = /** @type {number[]} */ ([]);
+        await load.taskCalls(client, SETTINGS.taskCalls, times);
+        s.task.push(times);
+      }
+    }
+    log(`round ${round_ + 1}/${SETTINGS.rounds} done`);
+  }
+  return samples;
+}
 
-/** @param {number[]} values @param {number} q */
-const quantile = (values, q) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
-};
+/**
+ * Figures per target: pooled p50/p99, medians of rounds, and ratios to the baseline taken round by round.
+ * @param {Record<string, Samples>} samples @param {{ target: Target }[]} up
+ */
+function summarize(samples, up) {
+  const baselineOf = (/** @type {Target} */ t) => (t.transport === 'stdio' ? 'direct stdio' : 'direct HTTP');
+  /** Median over rounds of a per-round ratio. @param {number[]} a @param {number[]} b */
+  const paired = (a, b) => median(a.map((value, i) => ratio(value, /** @type {number} */ (b[i]))));
+  /** @type {Record<string, any>} */
+  const results = {};
+  for (const { target } of up) {
+    const s = /** @type {Samples} */ (samples[target.name]);
+    const base = samples[baselineOf(target)];
+    const latencyMedians = s.latency.map(median);
+    const all = s.latency.flat();
+    const tasks = s.task.flat();
+    results[target.name] = {
+      transport: target.transport,
+      kind: target.kind,
+      baseline: baseLineName(target, base),
+      calls: all.length,
+      latencyP50Ms: round(median(all)),
+      latencyP99Ms: round(quantile(all, 0.99)),
+      callsPerSecond: round(median(s.throughput)),
+      blobMBps: round(median(s.blob) / 1e6),
+      latencyRatio: base ? round(paired(latencyMedians, base.latency.map(median))) : NaN,
+      throughputRatio: base ? round(paired(s.throughput, base.throughput)) : NaN,
+      blobRatio: base ? round(paired(s.blob, base.blob)) : NaN,
+      serverCpuUsPerCall: {
+        sequential: round((s.cpu.latency / s.cpu.latencyCalls) * 1e6),
+        inFlight: round((s.cpu.throughput / s.cpu.throughputCalls) * 1e6),
+      },
+      ...(target.tasks
+        ? {
+            task: {
+              createToResultP50Ms: round(median(tasks)),
+              createToResultP99Ms: round(quantile(tasks, 0.99)),
+              ratioToPlainCall: round(paired(s.task.map(median), latencyMedians)),
+            },
+          }
+        : {}),
+    };
+  }
+  return results;
 
-/** Sequential latency of one small call, in ms. @param {Client} client @param {number[]} into */
-async function latencyRound(client, into) {
-  for (let i = 0; i < CALLS_PER_ROUND; i++) {
-    const start = performance.now();
-    await call(client, 'echo', { text: 'ping' });
-    into.push(performance.now() - start);
+  /** @param {Target} target @param {Samples | undefined} base */
+  function baseLineName(target, base) {
+    return base ? baselineOf(target) : null;
   }
 }
 
-/** Calls per second with IN_FLIGHT calls outstanding. @param {Client} client */
-async function throughput(client) {
-  let next = 0;
-  const start = performance.now();
-  const worker = async () => {
-    while (next++ < THROUGHPUT_CALLS) await call(client, 'echo', { text: 'ping' });
-  };
-  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
-  return THROUGHPUT_CALLS / ((performance.now() - start) / 1000);
-}
-
-/** MB/s of 256 KiB results. @param {Client} client */
-async function blobs(client) {
-  const start = performance.now();
-  for (let i = 0; i < BLOB_CALLS; i++) await call(client, 'large', { bytes: BLOB_BYTES });
-  return (BLOB_CALLS * BLOB_BYTES) / 1e6 / ((performance.now() - start) / 1000);
-}
-
-/** Latency of create → tasks/result for a zero-work tool, in ms. @param {Client} client @param {number[]} into */
-async function taskRound(client, into) {
-  for (let i = 0; i < CALLS_PER_ROUND / 4; i++) {
-    const start = performance.now();
-    const { task } = await client.request(
-      { method: 'tools/call', params: { name: 'echo', arguments: { text: 'ping' }, task: {} } },
-      CreateTaskResultSchema,
+/** Runs bench/tasks-inproc.js in its own process, with --expose-gc. @param {number} count */
+function inProcess(count) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--expose-gc', fromRoot('bench/tasks-inproc.js'), String(count)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk) => (out += chunk));
+    child.once('exit', (code) =>
+      code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`tasks-inproc.js exited ${code}`)),
     );
-    await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
-    into.push(performance.now() - start);
+  });
+}
+
+/** Runs one task workload; a failure is recorded, not fatal. @template T @param {string} name @param {() => Promise<T>} run */
+async function attempt(name, run) {
+  try {
+    const value = await run();
+    log(`${name} done`);
+    return value;
+  } catch (error) {
+    log(`${name} failed: ${/** @type {Error} */ (error).message}`);
+    return { error: /** @type {Error} */ (error).message };
   }
 }
 
 async function main() {
-  /** @type {Record<string, Client>} */
-  const clients = {};
-  for (const [name, argv] of Object.entries(TARGETS)) clients[name] = await open(argv);
-  /** @type {Record<string, {latency: number[], throughput: number[], blobs: number[]}>} */
-  const samples = {};
-  for (const name of Object.keys(clients)) samples[name] = { latency: [], throughput: [], blobs: [] };
-
-  for (const client of Object.values(clients)) await latencyRound(client, []); // warm-up
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const [name, client] of Object.entries(clients)) {
-      const sample = /** @type {NonNullable<typeof samples[string]>} */ (samples[name]);
-      await latencyRound(client, sample.latency);
-      sample.throughput.push(await throughput(client));
-      sample.blobs.push(await blobs(client));
-    }
-  }
-  const taskLatency = /** @type {number[]} */ ([]);
-  const plainLatency = /** @type {number[]} */ ([]);
-  const gate = /** @type {Client} */ (clients['taskgate stdio→stdio']);
-  for (let round = 0; round < ROUNDS; round++) {
-    await taskRound(gate, taskLatency);
-    await latencyRound(gate, plainLatency);
-  }
-  for (const client of Object.values(clients)) await client.close();
-
-  const direct = /** @type {NonNullable<typeof samples[string]>} */ (samples.direct);
-  const median = (/** @type {number[]} */ values) => quantile(values, 0.5);
-  const results = Object.fromEntries(
-    Object.entries(samples).map(([name, s]) => [
-      name,
-      {
-        latencyP50Ms: median(s.latency),
-        latencyP99Ms: quantile(s.latency, 0.99),
-        latencyRatio: median(s.latency) / median(direct.latency),
-        callsPerSecond: median(s.throughput),
-        throughputRatio: median(s.throughput) / median(direct.throughput),
-        blobMBps: median(s.blobs),
-        blobRatio: median(s.blobs) / median(direct.blobs),
-      },
-    ]),
+  log(
+    `${QUICK ? 'quick' : 'full'} run on ${os.cpus().length} cores, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
   );
+  const loadBefore = os.loadavg();
+  const { up, skipped } = await startAll();
+  /** @type {Record<string, Samples>} */
+  let samples;
+  try {
+    samples = await alternate(up);
+  } finally {
+    for (const { running } of up) await running.stop();
+  }
+  const results = summarize(samples, up);
+
+  const taskWorkloads = ONLY
+    ? {}
+    : {
+        storm: await attempt('tasks/get storm', () => tasks.storm(TASK_SETTINGS.storm)),
+        held: await attempt('10 000 held tasks', () =>
+          tasks.held({
+            count: TASK_SETTINGS.held,
+            resultBytes: 1024,
+            holdSeconds: TASK_SETTINGS.holdSeconds,
+          }),
+        ),
+        waiters: await attempt('10 000 waiters end to end', () =>
+          tasks.waiters({ count: TASK_SETTINGS.waiters, leadMs: 10_000 }),
+        ),
+        inProcess: await attempt('store in-process', () => inProcess(TASK_SETTINGS.held)),
+      };
+
   const report = {
     date: new Date().toISOString(),
     node: process.version,
+    platform: `${os.platform()} ${os.release()}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}`,
+    loadAverageBefore: loadBefore.map((l) => round(l)),
+    loadAverageAfter: os.loadavg().map((l) => round(l)),
     quick: QUICK,
-    callsPerTarget: ROUNDS * CALLS_PER_ROUND,
+    durationSeconds: round((performance.now() - started) / 1000),
+    settings: { ...SETTINGS, blobBytes: BLOB_BYTES, tasks: TASK_SETTINGS },
+    skipped,
     results,
-    taskPath: {
-      createToResultP50Ms: median(taskLatency),
-      plainCallP50Ms: median(plainLatency),
-      ratio: median(taskLatency) / median(plainLatency),
-    },
+    tasks: taskWorkloads,
   };
-  const lines = [
-    `# Benchmark ${report.date} (${report.node}${QUICK ? ', quick' : ''})`,
-    '',
-    `${report.callsPerTarget} sequential calls per target, ${IN_FLIGHT} in flight for throughput, ${BLOB_BYTES / 1024} KiB results.`,
-    '',
-    '| target | p50 ms | p99 ms | latency × direct | calls/s | throughput × direct | 256 KiB MB/s | × direct |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- |',
-    ...Object.entries(results).map(
-      ([name, r]) =>
-        `| ${name} | ${r.latencyP50Ms.toFixed(3)} | ${r.latencyP99Ms.toFixed(3)} | ${r.latencyRatio.toFixed(2)} | ${r.callsPerSecond.toFixed(0)} | ${r.throughputRatio.toFixed(2)} | ${r.blobMBps.toFixed(1)} | ${r.blobRatio.toFixed(2)} |`,
-    ),
-    '',
-    `Task path through taskgate: create → tasks/result p50 ${report.taskPath.createToResultP50Ms.toFixed(3)} ms, ` +
-      `${report.taskPath.ratio.toFixed(2)} × a plain call (${report.taskPath.plainCallP50Ms.toFixed(3)} ms).`,
-    '',
-  ];
-  process.stdout.write(lines.join('\n'));
-  if (!QUICK) {
+  const evaluation = evaluate(report);
+  const full = { ...report, targets: evaluation };
+  const text = markdown(full);
+  process.stdout.write(text);
+  if (!QUICK && !ONLY) {
     const stamp = report.date.slice(0, 10);
-    writeFileSync(root(`bench/results/${stamp}.json`), JSON.stringify(report, null, 2) + '\n');
-    writeFileSync(root(`bench/results/${stamp}.md`), lines.join('\n'));
+    mkdirSync(fromRoot('bench/results'), { recursive: true });
+    writeFileSync(fromRoot(`bench/results/${stamp}.json`), JSON.stringify(full, null, 2) + '\n');
+    writeFileSync(fromRoot(`bench/results/${stamp}.md`), text);
+    writeFileSync(fromRoot('bench/results/latest.md'), text);
+    log(`wrote bench/results/${stamp}.json, ${stamp}.md and latest.md`);
   }
 }
 

@@ -1,0 +1,334 @@
+// @ts-check
+/**
+ * Issue 9's targets, each held against the measured figure (met / missed / not measured), and the
+ * markdown summary of a run.
+ */
+
+/**
+ * @typedef {{ id: string, target: string, measured: string, value: number, bar: string,
+ *   met: boolean | null, how: string }} Verdict
+ */
+
+const fmt = (/** @type {number} */ value, digits = 2) =>
+  Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
+
+/**
+ * @param {any} report the run's JSON report (results, tasks)
+ * @returns {Verdict[]}
+ */
+export function evaluate(report) {
+  const r = report.results;
+  const t = report.tasks ?? {};
+  const stdio = r['taskgate stdio→stdio'];
+  const relay = r['raw relay stdio→stdio'];
+  const front = r['taskgate HTTP→stdio'];
+  const sidecar = r['taskgate sidecar HTTP→HTTP'];
+  const sdkHttp = r['direct HTTP'];
+  const supergateway = r['supergateway'];
+  /** @type {Verdict[]} */
+  const verdicts = [];
+  /**
+   * @param {string} id @param {string} target @param {number | undefined} value @param {'<=' | '>=' | '<'} op
+   * @param {number} bar @param {(v: number) => string} show @param {string} how
+   */
+  const check = (id, target, value, op, bar, show, how) => {
+    const v = value ?? NaN;
+    const met = !Number.isFinite(v) ? null : op === '<=' ? v <= bar : op === '>=' ? v >= bar : v < bar;
+    verdicts.push({
+      id,
+      target,
+      measured: Number.isFinite(v) ? show(v) : 'not measured',
+      value: v,
+      bar: `${op} ${show(bar)}`,
+      met,
+      how,
+    });
+  };
+  const times = (/** @type {number} */ v) => `${fmt(v)}×`;
+
+  check(
+    'stdio-latency',
+    'stdio→stdio median latency ≤ 1.6× direct stdio',
+    stdio?.latencyRatio,
+    '<=',
+    1.6,
+    times,
+    'p50 of sequential echo calls, taskgate ÷ direct stdio, median of per-round ratios',
+  );
+  check(
+    'stdio-vs-relay',
+    'stdio→stdio median latency within ~15 % of a raw byte relay',
+    stdio && relay ? stdio.latencyRatio / relay.latencyRatio : NaN,
+    '<=',
+    1.15,
+    times,
+    'taskgate latency ratio ÷ raw relay latency ratio (bench/relay.js: one extra stdio hop, no parsing)',
+  );
+  check(
+    'stdio-throughput',
+    'stdio→stdio throughput ≥ 0.65× direct',
+    stdio?.throughputRatio,
+    '>=',
+    0.65,
+    times,
+    `echo calls/s with ${report.settings.inFlight} in flight, taskgate ÷ direct stdio`,
+  );
+  check(
+    'stdio-blob',
+    'stdio→stdio 256 KiB results ≥ 0.9× direct',
+    stdio?.blobRatio,
+    '>=',
+    0.9,
+    times,
+    'bytes/s of sequential 256 KiB results, taskgate ÷ direct stdio',
+  );
+  check(
+    'http-throughput-sdk',
+    "HTTP→stdio throughput ≥ 1.5× the SDK's own HTTP server",
+    front && sdkHttp ? front.throughputRatio : NaN,
+    '>=',
+    1.5,
+    times,
+    "calls/s, taskgate HTTP→stdio ÷ direct HTTP (the fixture on the SDK's StreamableHTTPServerTransport)",
+  );
+  check(
+    'http-throughput-supergateway',
+    'HTTP→stdio throughput ≥ 2× supergateway',
+    front && supergateway ? front.throughputRatio / supergateway.throughputRatio : NaN,
+    '>=',
+    2,
+    times,
+    'calls/s ratio to direct HTTP of taskgate ÷ that of supergateway (same rounds)',
+  );
+  check(
+    'http-latency-sdk',
+    "HTTP→stdio median latency below the SDK's HTTP server",
+    front && sdkHttp ? front.latencyRatio : NaN,
+    '<',
+    1,
+    times,
+    'p50, taskgate HTTP→stdio ÷ direct HTTP',
+  );
+  check(
+    'http-latency-supergateway',
+    'HTTP→stdio median latency below supergateway',
+    front && supergateway ? front.latencyRatio / supergateway.latencyRatio : NaN,
+    '<',
+    1,
+    times,
+    'p50 ratio to direct HTTP of taskgate ÷ that of supergateway',
+  );
+  check(
+    'http-cpu',
+    "HTTP→stdio server-side CPU per call ≤ half of supergateway's",
+    front && supergateway
+      ? front.serverCpuUsPerCall.inFlight / supergateway.serverCpuUsPerCall.inFlight
+      : NaN,
+    '<=',
+    0.5,
+    times,
+    'utime+stime of the proxy process (/proc/PID/stat) over the in-flight rounds ÷ calls, taskgate ÷ supergateway',
+  );
+  check(
+    'sidecar-latency',
+    'sidecar HTTP→HTTP ≤ 1.5× direct HTTP median latency',
+    sidecar?.latencyRatio,
+    '<=',
+    1.5,
+    times,
+    'p50, taskgate sidecar ÷ direct HTTP',
+  );
+  check(
+    'sidecar-throughput',
+    'sidecar HTTP→HTTP ≥ 0.7× direct HTTP throughput',
+    sidecar?.throughputRatio,
+    '>=',
+    0.7,
+    times,
+    'calls/s, taskgate sidecar ÷ direct HTTP',
+  );
+  check(
+    'task-create-result',
+    'task create → result for a zero-work tool ≤ 2× a plain call',
+    stdio?.task?.ratioToPlainCall,
+    '<=',
+    2,
+    times,
+    'stdio→stdio: task-augmented echo then tasks/result, p50 ÷ p50 of a plain echo on the same taskgate, per round',
+  );
+  check(
+    'tasks-get',
+    'tasks/get ≥ 20 000/s on one core',
+    t.storm?.perCpuSecond,
+    '>=',
+    20_000,
+    (v) => `${fmt(v, 0)}/s`,
+    'tasks/get answered ÷ CPU seconds (utime+stime) of the taskgate process, 64 outstanding over stdio',
+  );
+  check(
+    'task-memory',
+    '≤ 2 KiB per held terminal task with a 1 KiB result, beyond the result',
+    t.held?.terminal?.overheadBytesPerTask,
+    '<=',
+    2048,
+    (v) => `${fmt(v, 0)} B`,
+    'growth of heapUsed+external after two full GCs in the taskgate process holding 10 000 completed tasks, ÷ 10 000, minus the result JSON',
+  );
+  check(
+    'waiters',
+    '10 000 tasks/result waiters released within 100 ms of their tasks completing',
+    t.inProcess?.waiters?.delayAfterOwnCompletionMs?.max,
+    '<=',
+    100,
+    (v) => `${fmt(v, 1)} ms`,
+    "in-process, MemoryTaskStore from dist/: the largest delay from a task's completion to its waiter's release",
+  );
+  check(
+    'waiters-burst',
+    '… and all 10 000 released within 100 ms of a burst of completions (stricter reading)',
+    t.inProcess?.waiters?.allReleasedMs,
+    '<=',
+    100,
+    (v) => `${fmt(v, 0)} ms`,
+    'in-process: 10 000 completions back to back, from the first completion to the last release',
+  );
+  check(
+    'waiters-end-to-end',
+    '… and end to end: taskgate adds ≤ 100 ms to releasing 10 000 waiting tasks/result',
+    t.waiters?.valid === false ? NaN : t.waiters?.addedMs,
+    '<=',
+    100,
+    (v) => `${fmt(v, 0)} ms`,
+    '10 000 sleep calls ending at one deadline: last tasks/result through taskgate after the deadline, minus the last plain answer of the fixture alone',
+  );
+  return verdicts;
+}
+
+/** @param {any} report the full report, with `targets` */
+export function markdown(report) {
+  const lines = [];
+  const s = report.settings;
+  lines.push(`# taskgate benchmark, ${report.date}`);
+  lines.push('');
+  lines.push(
+    `${report.quick ? '**Quick run (not a result).** ' : ''}Node ${report.node}, ${report.platform}; load average ${report.loadAverageBefore.join(' ')} before, ${report.loadAverageAfter.join(' ')} after; ${report.durationSeconds} s. ` +
+      'Command: `npm run bench` (harness in [`bench/`](../README.md)).',
+  );
+  lines.push('');
+  lines.push('## Targets of issue 9');
+  lines.push('');
+  lines.push('| target | measured | bar | | how |');
+  lines.push('| --- | --- | --- | --- | --- |');
+  for (const v of report.targets) {
+    const mark = v.met === null ? 'not measured' : v.met ? '**met**' : '**missed**';
+    lines.push(`| ${v.target} | ${v.measured} | ${v.bar} | ${mark} | ${v.how} |`);
+  }
+  lines.push('');
+  lines.push('## Calls through each target');
+  lines.push('');
+  lines.push(
+    `${s.rounds} rounds, targets in rotating order; per round and target: ${s.latencyCalls} sequential echo calls, ${s.throughputCalls} calls with ${s.inFlight} in flight, ${s.blobCalls} results of ${s.blobBytes / 1024} KiB` +
+      `, and on taskgate ${s.taskCalls} task-augmented calls. Ratios (×) are to the direct call over the same transport (stdio targets to direct stdio, HTTP targets to direct HTTP), the median of the per-round ratios. ` +
+      'Server CPU: utime+stime of the proxy process (of the fixture itself for a direct target) per call.',
+  );
+  lines.push('');
+  lines.push(
+    '| target | p50 ms | p99 ms | p50 × | calls/s | × | 256 KiB MB/s | × | server CPU µs/call (sequential / in flight) |',
+  );
+  lines.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  for (const [name, x] of Object.entries(report.results)) {
+    const r = /** @type {any} */ (x);
+    lines.push(
+      `| ${name} | ${fmt(r.latencyP50Ms, 3)} | ${fmt(r.latencyP99Ms, 3)} | ${fmt(r.latencyRatio)} | ${fmt(r.callsPerSecond, 0)} | ${fmt(r.throughputRatio)} | ${fmt(r.blobMBps, 1)} | ${fmt(r.blobRatio)} | ${fmt(r.serverCpuUsPerCall.sequential, 0)} / ${fmt(r.serverCpuUsPerCall.inFlight, 0)} |`,
+    );
+  }
+  for (const [name, why] of Object.entries(report.skipped ?? {}))
+    lines.push(`| ${name} | not run: ${why} | | | | | | | |`);
+  lines.push('');
+  const withTasks = Object.entries(report.results).filter(([, r]) => /** @type {any} */ (r).task);
+  if (withTasks.length > 0) {
+    lines.push('Task-augmented echo (create, then tasks/result at once) on each taskgate target:');
+    lines.push('');
+    lines.push('| target | create → result p50 ms | p99 ms | × a plain call |');
+    lines.push('| --- | --- | --- | --- |');
+    for (const [name, x] of withTasks) {
+      const task = /** @type {any} */ (x).task;
+      lines.push(
+        `| ${name} | ${fmt(task.createToResultP50Ms, 3)} | ${fmt(task.createToResultP99Ms, 3)} | ${fmt(task.ratioToPlainCall)} |`,
+      );
+    }
+    lines.push('');
+  }
+  const t = report.tasks ?? {};
+  if (Object.keys(t).length > 0) {
+    lines.push('## Tasks');
+    lines.push('');
+    lines.push(...taskLines(t));
+  }
+  lines.push('## How to read this');
+  lines.push('');
+  lines.push(
+    '- Every process is on 127.0.0.1; the fixture is `test/fixtures/legacy-server.js` (SDK low-level `Server`), over stdio or `--http 0` (SDK `StreamableHTTPServerTransport`, one server per session). ' +
+      'Clients: the SDK `Client` for the calls; a bare JSON-lines client (`bench/lib/raw-client.js`) for the task workloads, so that the client is not what limits them.',
+  );
+  lines.push(
+    '- taskgate runs `--config bench/taskgate.yaml --log-level warn`: the defaults, with the per-caller limits raised (they would refuse one client making 10 000 tasks). ' +
+      'supergateway 4.0.0 runs `--outputTransport streamableHttp --stateful --logLevel none` (stateful: one child per session; `bench/loopback.js` makes it bind 127.0.0.1, as it has no option for that); mcp-proxy 6.7.19 runs with its defaults on `--host 127.0.0.1`.',
+  );
+  lines.push(
+    '- Memory per task is measured inside the process after two forced full GCs (`--expose-gc`), as the growth of `heapUsed + external`: exact, and independent of when Node gives memory back to the OS (it keeps peak RSS for 60–90 s). The RSS growth is shown as an upper bound only.',
+  );
+  lines.push(
+    '- The machine is shared: the load average above says how busy it was. Ratios within one run are what to compare; absolute times drift with the load.',
+  );
+  lines.push('');
+  return lines.join('\n');
+}
+
+/** @param {any} t */
+function taskLines(t) {
+  const lines = [];
+  if (t.storm?.error) lines.push(`- tasks/get storm: failed: ${t.storm.error}`);
+  else if (t.storm)
+    lines.push(
+      `- **tasks/get storm** (taskgate stdio→stdio, one finished task, ${t.storm.inFlight} outstanding, ${t.storm.requestsPerRound} per round, median of ${t.storm.rounds}): ` +
+        `${fmt(t.storm.perWallSecond, 0)}/s of wall time (with the client on the other core), ${fmt(t.storm.perCpuSecond, 0)} per CPU second of the taskgate process.`,
+    );
+  if (t.held?.error) lines.push(`- held tasks: failed: ${t.held.error}`);
+  else if (t.held) {
+    const h = t.held;
+    lines.push(
+      `- **${h.count} completed tasks held** in taskgate (1 KiB result text, ${h.resultJsonBytes} B of result JSON each): ${fmt(h.terminal.heapBytesPerTask, 0)} B per task of heap+external, ` +
+        `${fmt(h.terminal.overheadBytesPerTask, 0)} B beyond the result; RSS grew ${fmt(h.terminal.rssBytesPerTaskUpperBound, 0)} B per task (upper bound).`,
+    );
+    lines.push(
+      `- **${h.count} working tasks held** on top (a \`sleep\` call each, pending upstream): ${fmt(h.working.heapBytesPerTask, 0)} B per task of heap+external; RSS ${fmt(h.working.rssBytesPerTaskUpperBound, 0)} B per task (upper bound).`,
+    );
+    lines.push(
+      `- **Event-loop delay** in that taskgate (\`monitorEventLoopDelay\`, 1 ms resolution, via \`bench/probe.js\`) during ${h.holding.calls} sequential small calls: ` +
+        `holding ${h.heldTasks} tasks p50 ${fmt(h.holding.eld.p50)} ms, p99 ${fmt(h.holding.eld.p99)} ms, max ${fmt(h.holding.eld.max)} ms (calls p50 ${fmt(h.holding.callP50Ms, 3)} ms, p99 ${fmt(h.holding.callP99Ms, 3)} ms); ` +
+        `before, holding none: p50 ${fmt(h.idle.eld.p50)} ms, p99 ${fmt(h.idle.eld.p99)} ms, max ${fmt(h.idle.eld.max)} ms (calls p50 ${fmt(h.idle.callP50Ms, 3)} ms, p99 ${fmt(h.idle.callP99Ms, 3)} ms).`,
+    );
+  }
+  if (t.inProcess?.error) lines.push(`- store in-process: failed: ${t.inProcess.error}`);
+  else if (t.inProcess) {
+    const p = t.inProcess;
+    lines.push(
+      `- **The store alone** (in-process, \`MemoryTaskStore\` from \`dist/\`, ${p.count} tasks): a completed task with a 1 KiB result ${fmt(p.completed1KiB.heapBytesPerTask, 0)} B (${fmt(p.completed1KiB.overheadBytesPerTask, 0)} B beyond its ${fmt(p.completed1KiB.resultBytesPerTask, 0)} B result), a working task ${fmt(p.working.heapBytesPerTask, 0)} B.`,
+    );
+    lines.push(
+      `- **${p.waiters.waiters} waiters** (\`waitForTerminal\`, in-process): completions back to back took ${fmt(p.waiters.completionLoopMs, 0)} ms; all released ${fmt(p.waiters.allReleasedMs, 0)} ms after the first completion; ` +
+        `each waiter's release after its own task's completion p50 ${fmt(p.waiters.delayAfterOwnCompletionMs.p50, 3)} ms, p99 ${fmt(p.waiters.delayAfterOwnCompletionMs.p99, 3)} ms, max ${fmt(p.waiters.delayAfterOwnCompletionMs.max, 1)} ms.`,
+    );
+  }
+  if (t.waiters?.error) lines.push(`- waiters end to end: failed: ${t.waiters.error}`);
+  else if (t.waiters) {
+    const w = t.waiters;
+    lines.push(
+      `- **${w.count} waiters end to end** (stdio): ${w.count} \`sleep\` calls all ending at one deadline. Through taskgate as tasks, each with a tasks/result waiting: the last result came ${fmt(w.taskgate.lastAfterDeadlineMs, 0)} ms after the deadline (median ${fmt(w.taskgate.p50AfterDeadlineMs, 0)} ms). ` +
+        `The fixture alone, as plain calls: ${fmt(w.direct.lastAfterDeadlineMs, 0)} ms (median ${fmt(w.direct.p50AfterDeadlineMs, 0)} ms). taskgate adds ${fmt(w.addedMs, 0)} ms.${w.valid ? '' : ' **Not valid**: not every request was in place before the deadline.'}`,
+    );
+  }
+  lines.push('');
+  return lines;
+}

@@ -1,0 +1,66 @@
+// @ts-check
+/** The workloads an SDK Client runs against every target. */
+import { CallToolResultSchema, CreateTaskResultSchema } from '../sdk.js';
+
+/** @typedef {import('../sdk.js').Client} Client */
+
+/** @param {Client} client @param {string} name @param {Record<string, unknown>} args */
+export const call = (client, name, args) =>
+  client.request({ method: 'tools/call', params: { name, arguments: args } }, CallToolResultSchema);
+
+/** Checks that the target answers as the fixture does, so that no figure is of a broken path. @param {Client} client @param {number} blobBytes */
+export async function check(client, blobBytes) {
+  const echo = await call(client, 'echo', { text: 'ping' });
+  const text = /** @type {{ text?: string }} */ (echo.content[0])?.text;
+  if (text !== 'ping') throw new Error(`echo answered ${JSON.stringify(echo)}`);
+  const blob = await call(client, 'large', { bytes: blobBytes });
+  const length = /** @type {{ text?: string }} */ (blob.content[0])?.text?.length;
+  if (length !== blobBytes) throw new Error(`large answered ${length} characters, not ${blobBytes}`);
+}
+
+/** Sequential small calls; pushes each latency (ms). @param {Client} client @param {number} count @param {number[]} into */
+export async function latency(client, count, into) {
+  for (let i = 0; i < count; i++) {
+    const start = performance.now();
+    await call(client, 'echo', { text: 'ping' });
+    into.push(performance.now() - start);
+  }
+}
+
+/**
+ * `count` small calls with `inFlight` outstanding; resolves with the seconds taken.
+ * @param {Client} client @param {number} count @param {number} inFlight
+ */
+export async function throughput(client, count, inFlight) {
+  let next = 0;
+  const start = performance.now();
+  const worker = async () => {
+    while (next++ < count) await call(client, 'echo', { text: 'ping' });
+  };
+  await Promise.all(Array.from({ length: inFlight }, worker));
+  return (performance.now() - start) / 1000;
+}
+
+/** `count` sequential calls returning `bytes` characters each; resolves with the seconds taken. @param {Client} client @param {number} count @param {number} bytes */
+export async function blobs(client, count, bytes) {
+  const start = performance.now();
+  for (let i = 0; i < count; i++) await call(client, 'large', { bytes });
+  return (performance.now() - start) / 1000;
+}
+
+/**
+ * Task-augmented echo (a zero-work tool), then tasks/result at once, sequentially; pushes each
+ * create → result time (ms).
+ * @param {Client} client @param {number} count @param {number[]} into
+ */
+export async function taskCalls(client, count, into) {
+  for (let i = 0; i < count; i++) {
+    const start = performance.now();
+    const { task } = await client.request(
+      { method: 'tools/call', params: { name: 'echo', arguments: { text: 'ping' }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    into.push(performance.now() - start);
+  }
+}
