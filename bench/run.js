@@ -12,7 +12,7 @@
  *
  * Every process it starts is on 127.0.0.1 and stopped at the end; every loop is bounded in count.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { evaluate, markdown } from './lib/report.js';
@@ -26,8 +26,30 @@ const QUICK = process.env.BENCH_QUICK === '1';
 const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
 
 export const SETTINGS = QUICK
-  ? { rounds: 2, latencyCalls: 100, throughputCalls: 400, inFlight: 64, blobCalls: 4, taskCalls: 40 }
-  : { rounds: 6, latencyCalls: 300, throughputCalls: 1500, inFlight: 64, blobCalls: 12, taskCalls: 120 };
+  ? {
+      rounds: 2,
+      minRounds: 2,
+      latencyCalls: 100,
+      throughputCalls: 400,
+      inFlight: 64,
+      blobCalls: 4,
+      taskCalls: 40,
+    }
+  : {
+      rounds: 8,
+      minRounds: 3,
+      latencyCalls: 250,
+      throughputCalls: 1200,
+      inFlight: 64,
+      blobCalls: 10,
+      taskCalls: 100,
+    };
+/**
+ * Seconds the alternating rounds may take: on a busy machine fewer rounds are run (never fewer than
+ * minRounds), so that `npm run bench` stays within 10 minutes from a fresh clone. BENCH_ROUNDS_BUDGET
+ * overrides it.
+ */
+const ROUNDS_BUDGET_S = Number(process.env['BENCH_ROUNDS_BUDGET'] ?? (QUICK ? 120 : 300));
 const BLOB_BYTES = 256 * 1024;
 const TASK_SETTINGS = QUICK
   ? { storm: { requests: 5000, rounds: 2, inFlight: 64 }, held: 2000, holdSeconds: 2, waiters: 2000 }
@@ -98,7 +120,15 @@ async function alternate(up) {
     if (target.tasks) await load.taskCalls(running.client, SETTINGS.taskCalls / 2, []);
   }
   log('warmed up');
+  const roundsStarted = performance.now();
+  let rounds = 0;
   for (let round_ = 0; round_ < SETTINGS.rounds; round_++) {
+    const elapsed = (performance.now() - roundsStarted) / 1000;
+    if (round_ >= SETTINGS.minRounds && elapsed + elapsed / round_ > ROUNDS_BUDGET_S) {
+      log(`stopping after ${round_} rounds: another would pass the ${ROUNDS_BUDGET_S} s budget`);
+      break;
+    }
+    rounds++;
     const order = up.map((_, i) => /** @type {(typeof up)[number]} */ (up[(i + round_) % up.length]));
     for (const { target, running } of order) {
       const s = /** @type {Samples} */ (samples[target.name]);
@@ -125,7 +155,7 @@ async function alternate(up) {
     }
     log(`round ${round_ + 1}/${SETTINGS.rounds} done`);
   }
-  return samples;
+  return { samples, rounds };
 }
 
 /**
@@ -179,6 +209,22 @@ function summarize(samples, up) {
   }
 }
 
+/** The commit measured, and whether src/ differed from it (the build is of the work tree). */
+function commit() {
+  try {
+    const git = (/** @type {string[]} */ args) =>
+      execFileSync('git', args, {
+        cwd: fromRoot('.'),
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim();
+    const dirty = git(['status', '--porcelain', '--', 'src', 'package.json', 'package-lock.json']) !== '';
+    return `${git(['rev-parse', '--short', 'HEAD'])}${dirty ? ' with uncommitted changes to src/ or the packages' : ''}`;
+  } catch {
+    return 'unknown (not a git checkout)';
+  }
+}
+
 /** Runs bench/tasks-inproc.js in its own process, with --expose-gc. @param {number} count */
 function inProcess(count) {
   return new Promise((resolve, reject) => {
@@ -216,8 +262,9 @@ async function main() {
   const { up, skipped } = await startAll();
   /** @type {Record<string, Samples>} */
   let samples;
+  let rounds;
   try {
-    samples = await alternate(up);
+    ({ samples, rounds } = await alternate(up));
   } finally {
     for (const { running } of up) await running.stop();
   }
@@ -248,7 +295,8 @@ async function main() {
     loadAverageAfter: os.loadavg().map((l) => round(l)),
     quick: QUICK,
     durationSeconds: round((performance.now() - started) / 1000),
-    settings: { ...SETTINGS, blobBytes: BLOB_BYTES, tasks: TASK_SETTINGS },
+    commit: commit(),
+    settings: { ...SETTINGS, rounds, blobBytes: BLOB_BYTES, tasks: TASK_SETTINGS },
     skipped,
     results,
     tasks: taskWorkloads,
