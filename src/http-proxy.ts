@@ -9,6 +9,7 @@ import { startAdminListener } from './observability/admin.js';
 import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
 import { observeTasks } from './observability/observe.js';
+import { Lifecycle } from './lifecycle.js';
 import { Session } from './session/session.js';
 import { openStore } from './store.js';
 import type { TaskStore } from './tasks/store.js';
@@ -29,6 +30,7 @@ export async function startHttpGateway(
   logger: Logger,
   tasks: TaskStore,
   metrics: Metrics = new Metrics(),
+  lifecycle: Lifecycle = new Lifecycle(),
 ): Promise<RunningGateway> {
   const listen = config.http.listen;
   if (listen === undefined) throw new Error('no listen address configured');
@@ -76,6 +78,8 @@ export async function startHttpGateway(
             lingerForTasks: true,
             limits,
             audit,
+            onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
+            lifecycle,
             ...(caller === undefined ? {} : { identity: caller.identity, subject: caller.subject }),
           },
           {
@@ -89,6 +93,7 @@ export async function startHttpGateway(
         session.start();
       },
       ready: async () => config.upstream !== undefined,
+      accepting: () => lifecycle.isAccepting,
       ...(authenticate === undefined ? {} : { authenticate }),
       ...(admin === undefined ? { extraRoutes: observed.routes } : {}),
       sessionRefused: () => metrics.limitRefused('max_sessions'),
@@ -124,10 +129,19 @@ export async function runHttpGateway(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
   const metrics = new Metrics();
   const store = await openStore(config, logger, { onExpired: (record) => metrics.taskExpired(record) });
-  const gateway = await startHttpGateway(config, logger, store, metrics);
+  const lifecycle = new Lifecycle();
+  const gateway = await startHttpGateway(config, logger, store, metrics, lifecycle);
   await new Promise((resolve) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, resolve);
   });
+  // A second signal means now.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(1));
+  logger.info(
+    { graceMs: config.shutdownGrace },
+    'shutting down: no new sessions or tasks; letting running tasks finish',
+  );
+  const { ended } = await lifecycle.drain(config.shutdownGrace);
+  if (ended > 0) logger.warn({ ended }, 'grace period over: the tasks still running were failed');
   await gateway.close();
   await store.close();
   return 0;

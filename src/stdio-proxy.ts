@@ -2,6 +2,7 @@
  * taskgate on stdio: the client spawned us, we spawn the upstream server. Resolves with the exit code
  * once the client has gone away (0), or once the upstream failed before it ever answered (1).
  */
+import { randomUUID } from 'node:crypto';
 import type { Config } from './config/schema.js';
 import { Policy } from './config/policy.js';
 import type { Logger } from 'pino';
@@ -40,13 +41,14 @@ export async function startStdioProxy(config: Config): Promise<number> {
       client,
       upstream.channel,
       {
-        id: 'stdio',
+        id: `stdio-${randomUUID()}`,
         config,
         policy: new Policy(config),
         store,
         logger,
         limits: new Limits(config.limits, store, (limit) => audit.limitHit(limit, { session: 'stdio' })),
         audit,
+        onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
       },
       {
         upstreamGone: (state) => {

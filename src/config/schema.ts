@@ -115,6 +115,8 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    /** On SIGTERM/SIGINT, how long running tasks may finish before they are failed and taskgate exits. */
+    shutdownGrace: z.number().int().nonnegative().max(MAX_TIMER_MS).default(30_000),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** Largest single JSON-RPC message taskgate accepts on any connection. */
     maxMessageBytes: z

@@ -182,6 +182,13 @@ export const SETTINGS: readonly Setting[] = [
     help: 'end a session with no request and no open stream for this long',
   },
   {
+    path: ['shutdownGrace'],
+    flag: 'shutdown-grace',
+    metavar: 'MS',
+    group: 'Transport',
+    help: 'on SIGTERM, how long running tasks may finish before they fail and taskgate exits',
+  },
+  {
     path: ['maxMessageBytes'],
     flag: 'max-message-bytes',
     metavar: 'BYTES',

@@ -31,6 +31,7 @@ import {
 } from '../protocol/messages.js';
 import { idOfResultFrame, parseFrame } from '../protocol/frames.js';
 import { ClientTasks } from '../tasks/client-tasks.js';
+import type { Lifecycle } from '../lifecycle.js';
 import type { AuditLog } from '../observability/audit.js';
 import type { Limits } from '../security/limits.js';
 import { Unwrapper, withoutRelatedTask } from '../tasks/unwrap.js';
@@ -42,7 +43,13 @@ import { PendingRequests } from './pending.js';
 
 /** A request forwarded to the upstream, or one of taskgate's own. */
 type UpstreamPending =
-  | { kind: 'client'; clientId: RequestId; method: string; onResult?: (result: JsonObject) => JsonObject }
+  | {
+      kind: 'client';
+      clientId: RequestId;
+      method: string;
+      sentAt: number;
+      onResult?: (result: JsonObject) => JsonObject;
+    }
   | OwnPending;
 
 /** A request from the upstream forwarded to the client, or one of taskgate's own. */
@@ -61,6 +68,10 @@ export interface SessionOptions {
   subject?: string;
   limits?: Limits;
   audit?: AuditLog;
+  /** The process's shutdown state: running tasks are tracked by it, and no task starts once it drains. */
+  lifecycle?: Lifecycle;
+  /** Told how long the upstream took to answer each forwarded request (for metrics). */
+  onUpstreamAnswer?: (method: string, seconds: number) => void;
   config: Config;
   policy: Policy;
   store: TaskStore;
@@ -184,6 +195,7 @@ export class Session {
       },
       options.logger,
       options.audit,
+      options.lifecycle,
     );
   }
 
@@ -388,7 +400,12 @@ export class Session {
       );
       return;
     }
-    const entry: UpstreamPending = { kind: 'client', clientId: request.id, method: request.method };
+    const entry: UpstreamPending = {
+      kind: 'client',
+      clientId: request.id,
+      method: request.method,
+      sentAt: performance.now(),
+    };
     if (onResult) entry.onResult = onResult;
     const wireId = this.toUpstream.forward(request.id, entry);
     if (request.method === 'tools/call') this.plainToolCalls.add(idKey(wireId));
@@ -537,6 +554,7 @@ export class Session {
     const entry = this.toUpstream.get(id);
     if (entry?.kind !== 'client' || entry.onResult !== undefined || entry.clientId !== id) return false;
     this.toUpstream.take(id);
+    this.options.onUpstreamAnswer?.(entry.method, (performance.now() - entry.sentAt) / 1000);
     this.plainToolCalls.delete(idKey(id));
     this.client.sendRaw(raw, { responseTo: id });
     this.answered(id);
@@ -557,6 +575,7 @@ export class Session {
       return;
     }
     this.plainToolCalls.delete(idKey(response.id as RequestId));
+    this.options.onUpstreamAnswer?.(entry.method, (performance.now() - entry.sentAt) / 1000);
     const route = { responseTo: entry.clientId };
     this.answered(entry.clientId);
     if ('result' in response && entry.onResult) {

@@ -15,6 +15,7 @@ import {
   type RequestId,
 } from '../protocol/messages.js';
 import type { OwnCall } from '../session/own-calls.js';
+import type { Lifecycle } from '../lifecycle.js';
 import type { AuditLog } from '../observability/audit.js';
 import { InvalidCursorError } from './errors.js';
 import { ListTasksParams, TaskAugmentedCallParams, parseParams } from './params.js';
@@ -54,6 +55,7 @@ export class Augmenter {
     private readonly requester: { sessionId: string; identity?: string; subject?: string },
     private readonly logger: Logger,
     audit?: AuditLog,
+    private readonly lifecycle?: Lifecycle,
   ) {
     this.tasks = new TaskService(
       store,
@@ -98,6 +100,12 @@ export class Augmenter {
   /** The task-augmented tools/call: creates the task, starts the plain call upstream, returns CreateTaskResult. */
   async createTask(params: JsonObject | undefined): Promise<JsonObject> {
     const call = parseParams(TaskAugmentedCallParams, params, 'tools/call');
+    if (this.lifecycle && !this.lifecycle.isAccepting) {
+      throw new ProtocolError(
+        ErrorCode.UpstreamUnavailable,
+        'taskgate is shutting down: it takes no new tasks',
+      );
+    }
     const policy = this.policy.forTool(call.name);
     if (policy.taskSupport === 'forbidden' || policy.taskSupport === 'passthrough') {
       throw methodNotFound(
@@ -224,11 +232,17 @@ export class Augmenter {
       timeoutMs === undefined
         ? undefined
         : setTimeout(() => void this.timeOut(taskId, call.wireId, timeoutMs), timeoutMs).unref();
+    this.lifecycle?.track(taskId, async (reason) => {
+      if (await this.tasks.fail(taskId, reason, ErrorCode.UpstreamUnavailable)) {
+        this.host.cancelUpstream(call.wireId, reason);
+      }
+    });
     void call.done
       .then((answer) => answer && this.tasks.finish(taskId, answer, TOOL_CALL))
       .catch((error: unknown) => this.logger.error({ err: error, taskId }, 'task bookkeeping failed'))
       .finally(() => {
         clearTimeout(timer);
+        this.lifecycle?.untrack(taskId);
         this.running.delete(taskId);
         if (tokenKey !== undefined) this.byProgressToken.delete(tokenKey);
         if (this.running.size === 0) this.whenIdle?.();

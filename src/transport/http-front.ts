@@ -37,6 +37,8 @@ export interface HttpFrontHooks {
    * answered 401 with WWW-Authenticate.
    */
   authenticate?(req: IncomingMessage): Authentication;
+  /** False once taskgate is shutting down: new sessions are refused. */
+  accepting?(): boolean;
   /** Whether the upstream is reachable or can be started, for /readyz. */
   ready(): Promise<boolean>;
   /**
@@ -223,6 +225,13 @@ export class HttpFront {
     res: ServerResponse,
     caller: Caller | undefined,
   ): Promise<void> {
+    if (this.hooks.accepting?.() === false) {
+      res.setHeader('connection', 'close');
+      return reply(res, 503, id, {
+        code: ErrorCode.UpstreamUnavailable,
+        message: 'Service Unavailable: taskgate is shutting down and takes no new sessions',
+      });
+    }
     if (this.sessions.size + this.opening >= this.options.maxSessions) {
       this.hooks.sessionRefused?.();
       res.setHeader('retry-after', '5');

@@ -15,6 +15,7 @@ const problemsOf = (input: unknown): string[] => {
 describe('resolveConfig', () => {
   it('fills every default', () => {
     expect(resolveConfig({})).toEqual({
+      shutdownGrace: 30_000,
       logLevel: 'info',
       maxMessageBytes: 32 * 1024 * 1024,
       tasks: {
