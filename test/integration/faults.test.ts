@@ -1,0 +1,367 @@
+/**
+ * Faults, on real processes and bounded in time: the upstream killed under load, a client that vanishes
+ * mid-`tasks/result`, an upstream that never answers, an upstream that writes garbage to stdout, and a
+ * client that never reads its SSE stream. In each: nothing hangs, no task is lost or left `working`.
+ */
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Gateway, RawPeer, TASK_AWARE } from '../helpers/taskgate.js';
+
+const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
+const SILENT = fixture('silent-server.js');
+const GARBAGE = fixture('garbage-server.js');
+const FLOOD = fixture('flood-server.js');
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+});
+
+function track(peer: RawPeer): RawPeer {
+  cleanups.push(async () => {
+    if (peer.child.exitCode === null && peer.child.signalCode === null) peer.child.kill('SIGKILL');
+  });
+  return peer;
+}
+
+/** Rejects when `promise` has not settled within `ms`. */
+async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The upstream child's pid, from taskgate's `upstream server started` log line. */
+async function upstreamPid(peer: RawPeer): Promise<number> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const found = /"pid":(\d+),"command"[^\n]*upstream server started/.exec(peer.stderr);
+    if (found) return Number(found[1]);
+    if (Date.now() > deadline) throw new Error(`no "upstream server started" line: ${peer.stderr}`);
+    await new Promise((resolve) => peer.child.stderr.once('data', resolve));
+  }
+}
+
+const isGone = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch {
+    return true;
+  }
+};
+
+/** Waits, bounded, until a process is gone (it is not our child, so there is no exit event to wait on). */
+async function gone(pid: number, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!isGone(pid)) {
+    if (Date.now() > deadline) throw new Error(`process ${pid} is still running after ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function initialize(peer: RawPeer): Promise<void> {
+  peer.send({
+    jsonrpc: '2.0',
+    id: 'init',
+    method: 'initialize',
+    params: {
+      protocolVersion: '2025-11-25',
+      capabilities: TASK_AWARE,
+      clientInfo: { name: 'faults', version: '1' },
+    },
+  });
+  expect(await peer.response('init')).toHaveProperty('result');
+  peer.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+}
+
+const call = (id: string, name: string, args: Record<string, unknown>, task?: object) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name, arguments: args, ...(task && { task }) },
+});
+
+async function createTask(peer: RawPeer, id: string, name: string, args: Record<string, unknown>) {
+  const response = await peer.response(id);
+  const task = (response.result as { task?: { taskId: string; status: string } } | undefined)?.task;
+  if (!task)
+    throw new Error(
+      `${id}: no CreateTaskResult: ${JSON.stringify(response)} (${name} ${JSON.stringify(args)})`,
+    );
+  return task.taskId;
+}
+
+async function taskStatus(peer: RawPeer, taskId: string, id: string) {
+  peer.send({ jsonrpc: '2.0', id, method: 'tasks/get', params: { taskId } });
+  return (await peer.response(id)).result as { status: string; statusMessage?: string };
+}
+
+describe('the upstream is killed while calls are in flight', () => {
+  it('answers every pending request and fails every task with the exit, under load', async () => {
+    const peer = track(await RawPeer.initialized('legacy', ['--log-level', 'info']));
+    const pid = await upstreamPid(peer);
+    const TASKS = 20;
+    const PLAIN = 10;
+    for (let i = 0; i < TASKS; i++) peer.send(call(`t${i}`, 'sleep', { ms: 60_000, label: `t${i}` }, {}));
+    for (let i = 0; i < PLAIN; i++) peer.send(call(`p${i}`, 'sleep', { ms: 60_000 }));
+    const taskIds = await Promise.all(
+      Array.from({ length: TASKS }, (_, i) => createTask(peer, `t${i}`, 'sleep', {})),
+    );
+    // Half the tasks have a client blocked in tasks/result.
+    for (let i = 0; i < TASKS; i += 2) {
+      peer.send({ jsonrpc: '2.0', id: `r${i}`, method: 'tasks/result', params: { taskId: taskIds[i] } });
+    }
+    // Every task is working before the kill.
+    for (const [i, taskId] of taskIds.entries()) {
+      expect((await taskStatus(peer, taskId, `before${i}`)).status).toBe('working');
+    }
+
+    process.kill(pid, 'SIGKILL');
+
+    const pending = [
+      ...Array.from({ length: PLAIN }, (_, i) => `p${i}`),
+      ...Array.from({ length: TASKS / 2 }, (_, i) => `r${i * 2}`),
+    ];
+    const answers = await Promise.all(pending.map((id) => peer.response(id, 10_000)));
+    for (const answer of answers) {
+      expect(answer).toHaveProperty('error');
+      expect(String((answer.error as { message: string }).message)).toMatch(/SIGKILL/);
+    }
+    for (const [i, taskId] of taskIds.entries()) {
+      const task = await taskStatus(peer, taskId, `after${i}`);
+      expect(task.status).toBe('failed');
+      expect(task.statusMessage).toMatch(/SIGKILL/);
+    }
+    peer.send({ jsonrpc: '2.0', id: 'list', method: 'tasks/list' });
+    const list = await peer.response('list');
+    const listed = (list.result as { tasks?: { status: string }[] } | undefined)?.tasks ?? [];
+    expect(listed.filter((task) => task.status === 'working')).toEqual([]);
+
+    // Exactly one response per request id, and taskgate is still running.
+    const ids = peer.messages.items.filter((m) => 'result' in m || 'error' in m).map((m) => String(m.id));
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(peer.child.exitCode).toBeNull();
+    await within(peer.stop(), 10_000, 'taskgate to exit once the client is gone');
+  });
+});
+
+describe('the client vanishes', () => {
+  it('mid-tasks/result: taskgate exits cleanly and the upstream child is gone', async () => {
+    const peer = track(await RawPeer.initialized('legacy', ['--log-level', 'info']));
+    const pid = await upstreamPid(peer);
+    peer.send(call('t', 'sleep', { ms: 60_000 }, {}));
+    const taskId = await createTask(peer, 't', 'sleep', {});
+    peer.send({ jsonrpc: '2.0', id: 'r', method: 'tasks/result', params: { taskId } });
+    expect((await taskStatus(peer, taskId, 'get')).status).toBe('working');
+
+    // Both ends of the pipe go away at once, as when the client process dies.
+    peer.child.stdout.destroy();
+    peer.child.stdin.destroy();
+    const [code, signal] = await within(peer.exited, 15_000, 'taskgate to exit');
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    await gone(pid, 5_000);
+    expect(peer.stderr).not.toMatch(/Unhandled|uncaught/i);
+  });
+});
+
+describe('an upstream that never answers', () => {
+  async function silent(): Promise<{ peer: RawPeer; pid: number }> {
+    const peer = track(RawPeer.start(['--log-level', 'info', '--', process.execPath, SILENT]));
+    await initialize(peer);
+    return { peer, pid: await upstreamPid(peer) };
+  }
+
+  it('a cancelled request, then closing the client, end things cleanly', async () => {
+    const { peer, pid } = await silent();
+    peer.send(call('c1', 'anything', {}));
+    peer.send({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: 'c1', reason: 'the user gave up' },
+    });
+    // taskgate still answers what it serves itself.
+    peer.send({ jsonrpc: '2.0', id: 'alive', method: 'tasks/get', params: { taskId: 'nope' } });
+    expect(await peer.response('alive')).toMatchObject({ error: { code: -32602 } });
+    peer.child.stdin.end();
+    const [code] = await within(peer.exited, 15_000, 'taskgate to exit');
+    expect(code).toBe(0);
+    // The silent server ignores the end of its stdin: taskgate must have ended it.
+    await gone(pid, 5_000);
+  });
+
+  it('tasks/cancel ends a task whose call never answers, and wakes its waiter', async () => {
+    const { peer, pid } = await silent();
+    peer.send(call('t', 'anything', {}, {}));
+    const taskId = await createTask(peer, 't', 'anything', {});
+    peer.send({ jsonrpc: '2.0', id: 'r', method: 'tasks/result', params: { taskId } });
+    peer.send({ jsonrpc: '2.0', id: 'cancel', method: 'tasks/cancel', params: { taskId } });
+    expect(await peer.response('cancel')).toMatchObject({ result: { taskId, status: 'cancelled' } });
+    expect(await peer.response('r')).toHaveProperty('error');
+    expect((await taskStatus(peer, taskId, 'get')).status).toBe('cancelled');
+    await within(peer.stop(), 15_000, 'taskgate to exit');
+    await gone(pid, 5_000);
+  });
+});
+
+describe('an upstream that writes garbage to stdout', () => {
+  it('logs it and keeps routing the valid messages', async () => {
+    const peer = track(RawPeer.start(['--log-level', 'info', '--', process.execPath, GARBAGE]));
+    await initialize(peer);
+    peer.send({ jsonrpc: '2.0', id: 'list', method: 'tools/list' });
+    const tools = (await peer.response('list')).result as { tools: { name: string }[] };
+    expect(tools.tools.map((tool) => tool.name)).toEqual(['echo', 'sleep']);
+    for (let i = 0; i < 20; i++) peer.send(call(`e${i}`, 'echo', { text: `hello ${i}` }));
+    for (let i = 0; i < 20; i++) {
+      expect(await peer.response(`e${i}`)).toMatchObject({ result: { content: [{ text: `hello ${i}` }] } });
+    }
+    peer.send(call('t', 'sleep', { ms: 10 }, {}));
+    const taskId = await createTask(peer, 't', 'sleep', {});
+    peer.send({ jsonrpc: '2.0', id: 'r', method: 'tasks/result', params: { taskId } });
+    expect(await peer.response('r')).toMatchObject({ result: { content: [{ text: 'slept' }] } });
+    expect(peer.stderr).toMatch(/not valid JSON/);
+    // Nothing of the garbage reached the client: every line was a JSON-RPC message (RawPeer parses them).
+    for (const message of peer.messages.items) expect(message.jsonrpc).toBe('2.0');
+    expect(peer.child.exitCode).toBeNull();
+    await within(peer.stop(), 10_000, 'taskgate to exit');
+  });
+});
+
+describe('a client that never reads its SSE stream', () => {
+  const rssKb = (pid: number): number =>
+    Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+
+  interface Posted {
+    response: IncomingMessage;
+    body: () => Promise<string>;
+  }
+  function post(url: URL, message: object, session?: string): Promise<Posted> {
+    return new Promise((resolve, reject) => {
+      const req = httpRequest(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-11-25',
+          ...(session && { 'mcp-session-id': session }),
+        },
+      });
+      req.on('error', reject);
+      req.on('response', (response) =>
+        resolve({
+          response,
+          body: async () => {
+            let text = '';
+            for await (const chunk of response) text += String(chunk);
+            return text;
+          },
+        }),
+      );
+      req.end(JSON.stringify(message));
+    });
+  }
+
+  /**
+   * One slow client floods itself with 200 MB of progress notifications it never reads, while another
+   * session calls a tool. Returns taskgate's RSS before the flood and its peak during it.
+   */
+  async function flood(): Promise<{ before: number; peak: number }> {
+    const gateway = await Gateway.start([process.execPath, FLOOD], ['--log-level', 'info']);
+    cleanups.push(() => gateway.stop());
+    const pid = gateway.child.pid!;
+
+    // The slow client: initialize, then a flooding call whose SSE response it never reads.
+    const init = await post(gateway.url, {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'slow', version: '1' } },
+    });
+    const session = String(init.response.headers['mcp-session-id']);
+    await init.body();
+    await (await post(gateway.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, session)).body();
+
+    // A well-behaved client in another session.
+    const client = new Client({ name: 'other', version: '1' }, { capabilities: {} });
+    await client.connect(new StreamableHTTPClientTransport(gateway.url));
+    cleanups.push(() => client.close());
+    expect(await client.callTool({ name: 'echo', arguments: { text: 'before' } })).toMatchObject({
+      content: [{ text: 'before' }],
+    });
+
+    const before = rssKb(pid);
+    const COUNT = 20_000;
+    const BYTES = 10_000; // 200 MB of notifications in all
+    const slow = await post(
+      gateway.url,
+      {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'flood', arguments: { count: COUNT, bytes: BYTES }, _meta: { progressToken: 'p' } },
+      },
+      session,
+    );
+    slow.response.pause(); // and never read again
+    cleanups.push(async () => void slow.response.destroy());
+
+    // Either taskgate applies backpressure (the flood stalls) or it drops what the client cannot take
+    // (the flood ends): wait for the end, bounded, sampling the peak of taskgate's RSS meanwhile.
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, rssKb(pid))), 50);
+    try {
+      await within(
+        new Promise<void>((resolve) => {
+          const check = (): void => {
+            if (/flood done/.test(gateway.stderr)) resolve();
+            else gateway.child.stderr.once('data', check);
+          };
+          check();
+        }),
+        15_000,
+        'the flood to end',
+      ).catch(() => undefined);
+      // The other session is still served while the slow one is stuck.
+      expect(await client.callTool({ name: 'echo', arguments: { text: 'during' } })).toMatchObject({
+        content: [{ text: 'during' }],
+      });
+    } finally {
+      clearInterval(sampler);
+    }
+    const after = rssKb(pid);
+    const sent = Math.max(0, ...[...gateway.stderr.matchAll(/flood sent (\d+)/g)].map((m) => Number(m[1])));
+    console.log(
+      `slow SSE reader: RSS before ${before} kB, peak ${peak} kB, after ${after} kB; upstream sent ${sent} of ${COUNT} notifications`,
+    );
+    expect(gateway.child.exitCode).toBeNull();
+    return { before, peak };
+  }
+
+  it('keeps serving other sessions while the upstream floods a client that never reads', async () => {
+    // The other session's calls, and taskgate staying up, are checked inside.
+    await flood();
+  });
+
+  // BUG: taskgate's RSS grows by about as much as the upstream sends to a client that does not read its
+  // SSE stream (measured: 94 MB → 350 MB for the 200 MB flood; the upstream got to send all 20 000
+  // notifications). The HTTP front writes each event without heeding backpressure
+  // (src/transport/event-stream.ts writeEvent ignores the return value of write(), so node buffers it all
+  // in the response), and nothing slows the upstream down or drops for a stuck stream.
+  // Input: POST tools/call {name: 'flood', arguments: {count: 20000, bytes: 10000}, _meta: {progressToken: 'p'}}
+  // on one session of test/fixtures/flood-server.js behind the HTTP front, and never read the response.
+  it.fails('keeps taskgate memory bounded while the upstream floods a client that never reads', async () => {
+    const { before, peak } = await flood();
+    // Generous: the 200 MB flood must not end up in taskgate's memory.
+    expect(peak - before).toBeLessThan(100 * 1024);
+  });
+});
