@@ -2,11 +2,12 @@
 /**
  * Reads a V8 .cpuprofile (from `node --cpu-prof`, e.g. `BENCH_CPU_PROF=DIR npm run bench`) and prints
  * where the CPU went: self time per function (name, file:line) and per file, as shares of the busy
- * (non-idle) samples, optionally in a window of the profile.
+ * (non-idle) time and in ms, optionally in a window of the profile.
  *
- *   node bench/profile.js FILE.cpuprofile [--top 25] [--from MS] [--to MS] [--timeline]
+ *   node bench/profile.js FILE.cpuprofile [--top 25] [--from MS] [--to MS] [--timeline] [--per N]
  *
  * --timeline prints busy % per 250 ms of the profile first, to choose a window (ms from its start).
+ * --per N adds µs per operation, for a window in which N operations (calls) ran.
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -18,6 +19,7 @@ const { values, positionals } = parseArgs({
     from: { type: 'string' },
     to: { type: 'string' },
     timeline: { type: 'boolean', default: false },
+    per: { type: 'string' },
   },
 });
 const file = positionals[0];
@@ -35,7 +37,8 @@ if (!file) {
  */
 const profile = JSON.parse(readFileSync(file, 'utf8'));
 const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-const IDLE = new Set(['(idle)', '(program)']);
+// (program) is native work outside JS (libuv, stream internals): busy. (idle) is the loop waiting.
+const IDLE = new Set(['(idle)']);
 
 // Sample times in ms from the start of the profile.
 const times = /** @type {number[]} */ ([]);
@@ -61,6 +64,7 @@ if (values.timeline) {
 
 const from = values.from === undefined ? -Infinity : Number(values.from);
 const to = values.to === undefined ? Infinity : Number(values.to);
+// Each sample stands for the time until the next one (ms); shares and sums are of that time.
 /** @type {Map<string, number>} */
 const selfByFunction = new Map();
 /** @type {Map<string, number>} */
@@ -70,16 +74,17 @@ let total = 0;
 profile.samples.forEach((id, i) => {
   const at = /** @type {number} */ (times[i]);
   if (at < from || at > to) return;
-  total++;
+  const weight = /** @type {number} */ (profile.timeDeltas[i + 1] ?? 0) / 1000;
+  total += weight;
   const frame = byId.get(id)?.callFrame;
   if (!frame) return;
   if (IDLE.has(frame.functionName)) return;
-  busy++;
+  busy += weight;
   const where = frame.url ? `${shorten(frame.url)}:${frame.lineNumber + 1}` : '';
   const key = `${frame.functionName || '(anonymous)'} ${where}`.trim();
-  selfByFunction.set(key, (selfByFunction.get(key) ?? 0) + 1);
+  selfByFunction.set(key, (selfByFunction.get(key) ?? 0) + weight);
   const fileKey = frame.url ? shorten(frame.url) : frame.functionName;
-  selfByFile.set(fileKey, (selfByFile.get(fileKey) ?? 0) + 1);
+  selfByFile.set(fileKey, (selfByFile.get(fileKey) ?? 0) + weight);
 });
 
 /** @param {string} url */
@@ -92,9 +97,14 @@ function shorten(url) {
 }
 
 const top = Number(values.top);
-const pct = (/** @type {number} */ n) => `${((n / Math.max(1, busy)) * 100).toFixed(1).padStart(5)}%`;
+const per = values.per === undefined ? undefined : Number(values.per);
+const pct = (/** @type {number} */ ms) =>
+  `${((ms / Math.max(1e-9, busy)) * 100).toFixed(1).padStart(5)}% ${ms.toFixed(0).padStart(6)} ms` +
+  (per ? ` ${((ms * 1000) / per).toFixed(1).padStart(6)} µs/op` : '');
 process.stdout.write(
-  `${file}: ${total} samples in the window, ${busy} busy (${((busy / Math.max(1, total)) * 100).toFixed(0)}%); shares are of busy samples\n\nself time by function\n`,
+  `${file}: ${total.toFixed(0)} ms in the window, ${busy.toFixed(0)} ms busy (${((busy / Math.max(1e-9, total)) * 100).toFixed(0)}%)` +
+    (per ? `, ${((busy * 1000) / per).toFixed(1)} µs busy per op over ${per} ops` : '') +
+    '; shares are of busy time\n\nself time by function\n',
 );
 for (const [key, n] of [...selfByFunction].sort((a, b) => b[1] - a[1]).slice(0, top)) {
   process.stdout.write(`${pct(n)}  ${key}\n`);

@@ -64,7 +64,7 @@ const log = (/** @type {string} */ line) =>
 /**
  * @typedef {import('./lib/targets.js').Target} Target
  * @typedef {import('./lib/targets.js').Running} Running
- * @typedef {{ latency: number[][], throughput: number[], blob: number[], task: number[][],
+ * @typedef {{ latency: number[][], throughput: number[], blob: number[], task: number[][], taskPlain: number[][],
  *   cpu: { throughput: number, throughputCalls: number, latency: number, latencyCalls: number } }} Samples
  */
 
@@ -110,14 +110,16 @@ async function alternate(up) {
       throughput: [],
       blob: [],
       task: [],
+      taskPlain: [],
       cpu: { throughput: 0, throughputCalls: 0, latency: 0, latencyCalls: 0 },
     };
   }
+  const of = (/** @type {Target} */ target) => /** @type {Samples} */ (samples[target.name]);
   for (const { target, running } of up) {
     await load.latency(running.client, SETTINGS.latencyCalls, []);
     await load.throughput(running.client, SETTINGS.throughputCalls / 2, SETTINGS.inFlight);
     await load.blobs(running.client, 4, BLOB_BYTES);
-    if (target.tasks) await load.taskCalls(running.client, SETTINGS.taskCalls / 2, []);
+    if (target.tasks) for (let i = 0; i < SETTINGS.taskCalls / 2; i++) await load.timedTask(running.client);
   }
   log('warmed up');
   const roundsStarted = performance.now();
@@ -130,28 +132,49 @@ async function alternate(up) {
     }
     rounds++;
     const order = up.map((_, i) => /** @type {(typeof up)[number]} */ (up[(i + round_) % up.length]));
+
+    // Sequential latency, interleaved call by call (A B C A B C …): whatever the machine does meanwhile
+    // falls on every target alike. Only the called target works, so each one's CPU delta is its own.
+    const latencies = order.map(() => /** @type {number[]} */ ([]));
+    const cpuBefore = order.map(({ running }) => cpuSeconds(running.pid));
+    for (let i = 0; i < SETTINGS.latencyCalls; i++) {
+      for (const [k, { running }] of order.entries())
+        latencies[k]?.push(await load.timedCall(running.client));
+    }
+    for (const [k, { target, running }] of order.entries()) {
+      of(target).cpu.latency += cpuSeconds(running.pid) - /** @type {number} */ (cpuBefore[k]);
+      of(target).cpu.latencyCalls += SETTINGS.latencyCalls;
+      of(target).latency.push(/** @type {number[]} */ (latencies[k]));
+    }
+
+    // Throughput and 256 KiB results, target by target.
     for (const { target, running } of order) {
-      const s = /** @type {Samples} */ (samples[target.name]);
-      const { client, pid } = running;
-      const latencies = /** @type {number[]} */ ([]);
-      let cpu = cpuSeconds(pid);
-      await load.latency(client, SETTINGS.latencyCalls, latencies);
-      s.cpu.latency += cpuSeconds(pid) - cpu;
-      s.cpu.latencyCalls += SETTINGS.latencyCalls;
-      s.latency.push(latencies);
-      cpu = cpuSeconds(pid);
-      const seconds = await load.throughput(client, SETTINGS.throughputCalls, SETTINGS.inFlight);
-      s.cpu.throughput += cpuSeconds(pid) - cpu;
-      s.cpu.throughputCalls += SETTINGS.throughputCalls;
-      s.throughput.push(SETTINGS.throughputCalls / seconds);
-      s.blob.push(
-        (SETTINGS.blobCalls * BLOB_BYTES) / (await load.blobs(client, SETTINGS.blobCalls, BLOB_BYTES)),
-      );
-      if (target.tasks) {
-        const times = /** @type {number[]} */ ([]);
-        await load.taskCalls(client, SETTINGS.taskCalls, times);
-        s.task.push(times);
+      const cpu = cpuSeconds(running.pid);
+      const seconds = await load.throughput(running.client, SETTINGS.throughputCalls, SETTINGS.inFlight);
+      of(target).cpu.throughput += cpuSeconds(running.pid) - cpu;
+      of(target).cpu.throughputCalls += SETTINGS.throughputCalls;
+      of(target).throughput.push(SETTINGS.throughputCalls / seconds);
+    }
+    for (const { target, running } of order) {
+      const seconds = await load.blobs(running.client, SETTINGS.blobCalls, BLOB_BYTES);
+      of(target).blob.push((SETTINGS.blobCalls * BLOB_BYTES) / seconds);
+    }
+
+    // Task create → result against a plain call on the same taskgate, interleaved call by call.
+    const taskTargets = order.filter(({ target }) => target.tasks);
+    const tasks = taskTargets.map(() => ({
+      task: /** @type {number[]} */ ([]),
+      plain: /** @type {number[]} */ ([]),
+    }));
+    for (let i = 0; i < SETTINGS.taskCalls; i++) {
+      for (const [k, { running }] of taskTargets.entries()) {
+        tasks[k]?.task.push(await load.timedTask(running.client));
+        tasks[k]?.plain.push(await load.timedCall(running.client));
       }
+    }
+    for (const [k, { target }] of taskTargets.entries()) {
+      of(target).task.push(/** @type {number[]} */ (tasks[k]?.task));
+      of(target).taskPlain.push(/** @type {number[]} */ (tasks[k]?.plain));
     }
     log(`round ${round_ + 1}/${SETTINGS.rounds} done`);
   }
@@ -195,7 +218,8 @@ function summarize(samples, up) {
             task: {
               createToResultP50Ms: round(median(tasks)),
               createToResultP99Ms: round(quantile(tasks, 0.99)),
-              ratioToPlainCall: round(paired(s.task.map(median), latencyMedians)),
+              plainCallP50Ms: round(median(s.taskPlain.flat())),
+              ratioToPlainCall: round(paired(s.task.map(median), s.taskPlain.map(median))),
             },
           }
         : {}),

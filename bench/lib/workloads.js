@@ -18,13 +18,16 @@ export async function check(client, blobBytes) {
   if (length !== blobBytes) throw new Error(`large answered ${length} characters, not ${blobBytes}`);
 }
 
+/** One small call; resolves with its latency (ms). @param {Client} client */
+export async function timedCall(client) {
+  const start = performance.now();
+  await call(client, 'echo', { text: 'ping' });
+  return performance.now() - start;
+}
+
 /** Sequential small calls; pushes each latency (ms). @param {Client} client @param {number} count @param {number[]} into */
 export async function latency(client, count, into) {
-  for (let i = 0; i < count; i++) {
-    const start = performance.now();
-    await call(client, 'echo', { text: 'ping' });
-    into.push(performance.now() - start);
-  }
+  for (let i = 0; i < count; i++) into.push(await timedCall(client));
 }
 
 /**
@@ -49,18 +52,16 @@ export async function blobs(client, count, bytes) {
 }
 
 /**
- * Task-augmented echo (a zero-work tool), then tasks/result at once, sequentially; pushes each
- * create → result time (ms).
- * @param {Client} client @param {number} count @param {number[]} into
+ * One task-augmented echo (a zero-work tool), then tasks/result at once; resolves with the create →
+ * result time (ms).
+ * @param {Client} client
  */
-export async function taskCalls(client, count, into) {
-  for (let i = 0; i < count; i++) {
-    const start = performance.now();
-    const { task } = await client.request(
-      { method: 'tools/call', params: { name: 'echo', arguments: { text: 'ping' }, task: {} } },
-      CreateTaskResultSchema,
-    );
-    await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
-    into.push(performance.now() - start);
-  }
+export async function timedTask(client) {
+  const start = performance.now();
+  const { task } = await client.request(
+    { method: 'tools/call', params: { name: 'echo', arguments: { text: 'ping' }, task: {} } },
+    CreateTaskResultSchema,
+  );
+  await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+  return performance.now() - start;
 }
