@@ -41,12 +41,15 @@ export const IMMEDIATE_RESPONSE_META = 'io.modelcontextprotocol/model-immediate-
 const isObject = (value: unknown): value is JsonObject =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** MCP request ids are strings or integers; a fractional or imprecise number would be dropped upstream. */
 const isId = (value: unknown): value is RequestId =>
-  typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
+  typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value));
 
 /** The id of a message that failed classification, when it has a usable one (to address the error reply). */
 export function salvageId(value: unknown): RequestId | null {
-  return isObject(value) && isId(value.id) ? value.id : null;
+  if (!isObject(value)) return null;
+  // An id that is a number but not an integer is invalid, yet still the best address for the error.
+  return isId(value.id) || (typeof value.id === 'number' && Number.isFinite(value.id)) ? value.id : null;
 }
 
 /**
@@ -59,7 +62,7 @@ export function classify(value: unknown): Message {
   const hasId = 'id' in value;
   // A null id is only for an error response to a request whose id could not be read.
   const nullIdError = value.id === null && 'error' in value && !('method' in value) && !('result' in value);
-  if (hasId && !isId(value.id) && !nullIdError) throw invalid('"id" must be a string or a number');
+  if (hasId && !isId(value.id) && !nullIdError) throw invalid('"id" must be a string or an integer');
   if (typeof value.method === 'string') {
     if ('params' in value && value.params !== undefined && !isObject(value.params)) {
       throw new ProtocolError(

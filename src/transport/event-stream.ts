@@ -119,8 +119,18 @@ const SSE_HEADERS = {
   connection: 'keep-alive',
 };
 
+/**
+ * A client that does not read its stream may fall this far behind; then its connection is dropped (the
+ * events stay in the log, so it can resume with Last-Event-ID) instead of buffering without end.
+ */
+const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
+
 /** One SSE event; a JSON-RPC message has no raw newline, so it is one data line, written as it is. */
 function writeEvent(sink: ServerResponse, id: string, data: Buffer | string): void {
+  if (sink.writableLength > MAX_UNREAD_BYTES) {
+    sink.destroy();
+    return;
+  }
   sink.cork();
   sink.write(`id: ${id}\ndata: `);
   sink.write(data);

@@ -26,12 +26,19 @@ describe('classify', () => {
     ['a number id', { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'x' } }],
     ['a string id', { jsonrpc: '2.0', id: 'abc', method: 'tools/list' }],
     ['id 0 and no params', { jsonrpc: '2.0', id: 0, method: 'ping' }],
-    ['a fractional id', { jsonrpc: '2.0', id: 1.5, method: 'ping' }],
     ['params: undefined', { jsonrpc: '2.0', id: 2, method: 'ping', params: undefined }],
   ])('classifies a request with %s', (_, value) => {
     const message = classify(value);
     expect(message.kind).toBe('request');
     expect(message.msg).toBe(value);
+  });
+
+  it('refuses a fractional or imprecise numeric id (MCP ids are strings or integers), still addressing it', () => {
+    for (const id of [1.5, 1e300]) {
+      const value = { jsonrpc: '2.0', id, method: 'ping' };
+      expect(() => classify(value)).toThrow(expect.objectContaining({ code: ErrorCode.InvalidRequest }));
+      expect(salvageId(value)).toBe(id);
+    }
   });
 
   it.each([
