@@ -73,6 +73,11 @@ export function loadConfig(
   if (rules.length > 0) merged.tools = rules;
   const upstream = flags.upstream ?? merged.upstream ?? fallbackUpstream;
   if (upstream !== undefined) merged.upstream = upstream;
+  // The repeatable flags: given, they replace the file's list.
+  const tokens = flags.auth?.tokens;
+  if (tokens !== undefined) merged.auth = { ...asSection(merged.auth), tokens };
+  const origins = flags.http?.allowedOrigins;
+  if (origins !== undefined) merged.http = { ...asSection(merged.http), allowedOrigins: origins };
   return { config: resolveConfig(merged as ConfigInput), ...(path === undefined ? {} : { file: path }) };
 }
 
@@ -94,3 +99,8 @@ function readEnvironment(env: Environment, into: Record<string, unknown>): strin
   }
   return problems;
 }
+
+const asSection = (value: unknown): Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};

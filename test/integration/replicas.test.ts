@@ -48,10 +48,11 @@ afterEach(async () => {
 });
 
 /** One replica: a taskgate process on its own port, sharing the Redis at `url` under `prefix`. */
-async function replica(prefix: string, url = redis!.url): Promise<Gateway> {
+async function replica(prefix: string, url = redis!.url, extraFlags: string[] = []): Promise<Gateway> {
   const gateway = await Gateway.start(
     LEGACY,
     [
+      ...extraFlags,
       '--config',
       EXAMPLE,
       '--store',
@@ -69,8 +70,13 @@ async function replica(prefix: string, url = redis!.url): Promise<Gateway> {
 }
 
 /** A task-aware client with a session of its own on that replica (and so a fixture process of its own). */
-async function clientOf(gateway: Gateway): Promise<Peer> {
-  const transport = new CheckedTransport(new StreamableHTTPClientTransport(gateway.url));
+async function clientOf(gateway: Gateway, token?: string): Promise<Peer> {
+  const transport = new CheckedTransport(
+    new StreamableHTTPClientTransport(
+      gateway.url,
+      token === undefined ? {} : { requestInit: { headers: { authorization: `Bearer ${token}` } } },
+    ),
+  );
   const client = new Client({ name: 'replicas-test', version: '1' }, { capabilities: TASK_AWARE });
   await client.connect(transport);
   const peer = { client, transport };
@@ -271,5 +277,27 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     await logged(a, 'Redis connection restored');
     const task = await createTask(onA, 'echo', { text: 'now' });
     expect((await resultOf(onA, task.taskId)).content).toEqual([{ type: 'text', text: 'now' }]);
+  });
+
+  it('keeps tasks bound to their identity across replicas (issue 7 on the Redis store)', async () => {
+    const prefix = freshPrefix();
+    const tokens = [
+      '--auth-token',
+      'alice-token-0123456789=alice',
+      '--auth-token',
+      'bob-token-0123456789ab=bob',
+    ];
+    const [a, b] = [await replica(prefix, redis!.url, tokens), await replica(prefix, redis!.url, tokens)];
+    const aliceOnA = await clientOf(a, 'alice-token-0123456789');
+    const aliceOnB = await clientOf(b, 'alice-token-0123456789');
+    const bobOnB = await clientOf(b, 'bob-token-0123456789ab');
+    const task = await createTask(aliceOnA, 'sleep', { ms: 300 });
+    const bobSees = await thrownBy(bobOnB.client.experimental.tasks.getTask(task.taskId));
+    expect(bobSees).toBeInstanceOf(McpError);
+    expect((bobSees as McpError).code).toBe(-32602);
+    expect(await thrownBy(bobOnB.client.experimental.tasks.cancelTask(task.taskId))).toBeInstanceOf(McpError);
+    expect((await bobOnB.client.experimental.tasks.listTasks()).tasks).toEqual([]);
+    const result = await resultOf(aliceOnB, task.taskId);
+    expect(result.content).toEqual([{ type: 'text', text: 'slept 300 ms' }]);
   });
 });

@@ -262,3 +262,22 @@ describe('precedence: flags over variables over the file over the defaults', () 
     expect(load(['--config', file('')]).config.tasks.maxTtl).toBe(86_400_000);
   });
 });
+
+describe('repeatable flags', () => {
+  it('--auth-token and --allowed-origin reach the config, replacing the file’s lists', () => {
+    const path = file(
+      'auth:\n  tokens:\n    - { token: file-token-0123456789, subject: file }\nhttp:\n  maxSessions: 7\n',
+    );
+    const { config } = load([
+      '--config',
+      path,
+      '--auth-token',
+      'alice-token-0123456789=alice',
+      '--allowed-origin',
+      'https://app.example',
+    ]);
+    expect(config.auth.tokens).toEqual([{ token: 'alice-token-0123456789', subject: 'alice' }]);
+    expect(config.http.allowedOrigins).toEqual(['https://app.example']);
+    expect(config.http.maxSessions).toBe(7);
+  });
+});
