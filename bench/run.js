@@ -51,6 +51,9 @@ export const SETTINGS = QUICK
  */
 const ROUNDS_BUDGET_S = Number(process.env['BENCH_ROUNDS_BUDGET'] ?? (QUICK ? 120 : 300));
 const BLOB_BYTES = 256 * 1024;
+/** Sequential calls per block, and task/plain pairs per block (see alternate()). */
+const BLOCK = 25;
+const TASK_BLOCK = 10;
 const TASK_SETTINGS = QUICK
   ? { storm: { requests: 5000, rounds: 2, inFlight: 64 }, held: 2000, holdSeconds: 2, waiters: 2000 }
   : { storm: { requests: 40_000, rounds: 3, inFlight: 64 }, held: 10_000, holdSeconds: 6, waiters: 10_000 };
@@ -133,17 +136,24 @@ async function alternate(up) {
     rounds++;
     const order = up.map((_, i) => /** @type {(typeof up)[number]} */ (up[(i + round_) % up.length]));
 
-    // Sequential latency, interleaved call by call (A B C A B C …): whatever the machine does meanwhile
-    // falls on every target alike. Only the called target works, so each one's CPU delta is its own.
+    // Sequential latency in short blocks, target after target (A×25 B×25 … A×25 B×25 …), so that whatever
+    // the machine does meanwhile falls on every target alike; each block starts with an untimed call, as a
+    // process that sat idle while the others were called answers its first call late. Only the called
+    // target works, so each one's CPU delta is its own.
     const latencies = order.map(() => /** @type {number[]} */ ([]));
     const cpuBefore = order.map(({ running }) => cpuSeconds(running.pid));
-    for (let i = 0; i < SETTINGS.latencyCalls; i++) {
-      for (const [k, { running }] of order.entries())
-        latencies[k]?.push(await load.timedCall(running.client));
+    const untimed = order.map(() => 0);
+    for (let done = 0; done < SETTINGS.latencyCalls; done += BLOCK) {
+      for (const [k, { running }] of order.entries()) {
+        await load.timedCall(running.client);
+        untimed[k] = (untimed[k] ?? 0) + 1;
+        for (let i = 0; i < Math.min(BLOCK, SETTINGS.latencyCalls - done); i++)
+          latencies[k]?.push(await load.timedCall(running.client));
+      }
     }
     for (const [k, { target, running }] of order.entries()) {
       of(target).cpu.latency += cpuSeconds(running.pid) - /** @type {number} */ (cpuBefore[k]);
-      of(target).cpu.latencyCalls += SETTINGS.latencyCalls;
+      of(target).cpu.latencyCalls += SETTINGS.latencyCalls + /** @type {number} */ (untimed[k]);
       of(target).latency.push(/** @type {number[]} */ (latencies[k]));
     }
 
@@ -160,16 +170,20 @@ async function alternate(up) {
       of(target).blob.push((SETTINGS.blobCalls * BLOB_BYTES) / seconds);
     }
 
-    // Task create → result against a plain call on the same taskgate, interleaved call by call.
+    // Task create → result against a plain call on the same taskgate: in blocks, like the latency, each
+    // block an untimed plain call and then pairs (a task call, then a plain call).
     const taskTargets = order.filter(({ target }) => target.tasks);
     const tasks = taskTargets.map(() => ({
       task: /** @type {number[]} */ ([]),
       plain: /** @type {number[]} */ ([]),
     }));
-    for (let i = 0; i < SETTINGS.taskCalls; i++) {
+    for (let done = 0; done < SETTINGS.taskCalls; done += TASK_BLOCK) {
       for (const [k, { running }] of taskTargets.entries()) {
-        tasks[k]?.task.push(await load.timedTask(running.client));
-        tasks[k]?.plain.push(await load.timedCall(running.client));
+        await load.timedCall(running.client);
+        for (let i = 0; i < Math.min(TASK_BLOCK, SETTINGS.taskCalls - done); i++) {
+          tasks[k]?.task.push(await load.timedTask(running.client));
+          tasks[k]?.plain.push(await load.timedCall(running.client));
+        }
       }
     }
     for (const [k, { target }] of taskTargets.entries()) {
@@ -187,8 +201,15 @@ async function alternate(up) {
  */
 function summarize(samples, up) {
   const baselineOf = (/** @type {Target} */ t) => (t.transport === 'stdio' ? 'direct stdio' : 'direct HTTP');
+  /** Per-round ratios. @param {number[]} a @param {number[]} b */
+  const perRound = (a, b) => a.map((value, i) => ratio(value, /** @type {number} */ (b[i])));
   /** Median over rounds of a per-round ratio. @param {number[]} a @param {number[]} b */
-  const paired = (a, b) => median(a.map((value, i) => ratio(value, /** @type {number} */ (b[i]))));
+  const paired = (a, b) => median(perRound(a, b));
+  /** Smallest and largest per-round ratio. @param {number[]} a @param {number[]} b */
+  const range = (a, b) => {
+    const values = perRound(a, b).filter(Number.isFinite);
+    return values.length === 0 ? null : [round(Math.min(...values)), round(Math.max(...values))];
+  };
   /** @type {Record<string, any>} */
   const results = {};
   for (const { target } of up) {
@@ -209,6 +230,13 @@ function summarize(samples, up) {
       latencyRatio: base ? round(paired(latencyMedians, base.latency.map(median))) : NaN,
       throughputRatio: base ? round(paired(s.throughput, base.throughput)) : NaN,
       blobRatio: base ? round(paired(s.blob, base.blob)) : NaN,
+      perRoundRange: base
+        ? {
+            latencyRatio: range(latencyMedians, base.latency.map(median)),
+            throughputRatio: range(s.throughput, base.throughput),
+            blobRatio: range(s.blob, base.blob),
+          }
+        : null,
       serverCpuUsPerCall: {
         sequential: round((s.cpu.latency / s.cpu.latencyCalls) * 1e6),
         inFlight: round((s.cpu.throughput / s.cpu.throughputCalls) * 1e6),

@@ -227,8 +227,8 @@ export function markdown(report) {
   lines.push('## Calls through each target');
   lines.push('');
   lines.push(
-    `${s.rounds} rounds, targets in rotating order. Per round: ${s.latencyCalls} sequential echo calls to each target, interleaved call by call across all targets (A B C … A B C …); then, target by target, ${s.throughputCalls} echo calls with ${s.inFlight} in flight and ${s.blobCalls} results of ${s.blobBytes / 1024} KiB; ` +
-      `then on each taskgate ${s.taskCalls} task-augmented calls, each followed by a plain call on the same taskgate. Ratios (×) are to the direct call over the same transport (stdio targets to direct stdio, HTTP targets to direct HTTP), the median of the per-round ratios. ` +
+    `${s.rounds} rounds, targets in rotating order. Per round: ${s.latencyCalls} sequential echo calls to each target, in blocks of 25 interleaved across the targets (A×25 B×25 … A×25 …, each block after one untimed call); then, target by target, ${s.throughputCalls} echo calls with ${s.inFlight} in flight and ${s.blobCalls} results of ${s.blobBytes / 1024} KiB; ` +
+      `then on each taskgate ${s.taskCalls} task-augmented calls, each followed by a plain call on the same taskgate (in blocks of 10, interleaved likewise). Ratios (×) are to the direct call over the same transport (stdio targets to direct stdio, HTTP targets to direct HTTP): the median of the per-round ratios, with the smallest and largest in brackets. ` +
       'Server CPU: utime+stime of the proxy process (of the fixture itself for a direct target) per call.',
   );
   lines.push('');
@@ -238,8 +238,11 @@ export function markdown(report) {
   lines.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const [name, x] of Object.entries(report.results)) {
     const r = /** @type {any} */ (x);
+    const span = (/** @type {number} */ value, /** @type {[number, number] | null | undefined} */ minMax) =>
+      minMax && r.kind !== 'direct' ? `${fmt(value)} (${fmt(minMax[0])}–${fmt(minMax[1])})` : fmt(value);
+    const rr = r.perRoundRange ?? {};
     lines.push(
-      `| ${name} | ${fmt(r.latencyP50Ms, 3)} | ${fmt(r.latencyP99Ms, 3)} | ${fmt(r.latencyRatio)} | ${fmt(r.callsPerSecond, 0)} | ${fmt(r.throughputRatio)} | ${fmt(r.blobMBps, 1)} | ${fmt(r.blobRatio)} | ${fmt(r.serverCpuUsPerCall.sequential, 0)} / ${fmt(r.serverCpuUsPerCall.inFlight, 0)} |`,
+      `| ${name} | ${fmt(r.latencyP50Ms, 3)} | ${fmt(r.latencyP99Ms, 3)} | ${span(r.latencyRatio, rr.latencyRatio)} | ${fmt(r.callsPerSecond, 0)} | ${span(r.throughputRatio, rr.throughputRatio)} | ${fmt(r.blobMBps, 1)} | ${span(r.blobRatio, rr.blobRatio)} | ${fmt(r.serverCpuUsPerCall.sequential, 0)} / ${fmt(r.serverCpuUsPerCall.inFlight, 0)} |`,
     );
   }
   for (const [name, why] of Object.entries(report.skipped ?? {}))
