@@ -5,7 +5,9 @@ import { maskSecrets } from './mask.js';
 
 /** One line for `check-config`: the file is fine, and what it sets up. */
 export function summary({ config, file }: Loaded): string {
-  const upstream = config.upstream ? [config.upstream.command, ...config.upstream.args].join(' ') : 'none';
+  const upstream = config.upstream
+    ? (config.upstream.url ?? [config.upstream.command, ...config.upstream.args].join(' '))
+    : 'none';
   const rules = config.tools.length === 1 ? '1 tool rule' : `${config.tools.length} tool rules`;
   return `${file ?? '(no config file)'}: ok: upstream "${upstream}", ${rules}, up to ${config.tasks.maxTasks} tasks`;
 }

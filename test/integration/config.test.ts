@@ -67,7 +67,9 @@ describe('the example configs in config/', () => {
   };
 
   it('has the examples the README points to', () => {
-    expect(examples).toEqual(expect.arrayContaining(['stdio.yaml', 'strict.yaml', 'replicas.yaml']));
+    expect(examples).toEqual(
+      expect.arrayContaining(['stdio.yaml', 'strict.yaml', 'replicas.yaml', 'sidecar.yaml']),
+    );
   });
 
   it.each(examples)('check-config accepts %s', async (name) => {
