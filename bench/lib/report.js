@@ -224,6 +224,10 @@ export function markdown(report) {
     lines.push(`| ${v.target} | ${v.measured} | ${v.bar} | ${mark} | ${v.how} |`);
   }
   lines.push('');
+  lines.push(
+    'Where a target is missed, [`bench/PROFILING.md`](../PROFILING.md) says what profiling found (file, function, share of CPU) and how to reproduce it.',
+  );
+  lines.push('');
   lines.push('## Calls through each target');
   lines.push('');
   lines.push(
