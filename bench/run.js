@@ -8,7 +8,7 @@
  *   npm run bench                 everything; writes bench/results/<date>.json and <date>.md
  *   BENCH_QUICK=1 npm run bench   a short run to check the harness; writes nothing
  *   BENCH_ONLY=a,b                only the targets whose names contain a or b (and writes nothing)
- *   BENCH_CPU_PROF=DIR            taskgate targets run with node --cpu-prof into DIR (for profiling)
+ *   BENCH_CPU_PROF=DIR            taskgate targets run with node --cpu-prof into DIR (and writes nothing)
  *
  * Every process it starts is on 127.0.0.1 and stopped at the end; every loop is bounded in count.
  */
@@ -357,7 +357,7 @@ async function main() {
   const full = { ...report, targets: evaluation };
   const text = markdown(full);
   process.stdout.write(text);
-  if (!QUICK && !ONLY) {
+  if (!QUICK && !ONLY && !process.env['BENCH_CPU_PROF']) {
     const stamp = report.date.slice(0, 10);
     mkdirSync(fromRoot('bench/results'), { recursive: true });
     writeFileSync(fromRoot(`bench/results/${stamp}.json`), JSON.stringify(full, null, 2) + '\n');

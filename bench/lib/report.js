@@ -212,7 +212,7 @@ export function markdown(report) {
   lines.push('');
   lines.push(
     `${report.quick ? '**Quick run (not a result).** ' : ''}Commit ${report.commit}; Node ${report.node}, ${report.platform}; load average ${report.loadAverageBefore.join(' ')} before, ${report.loadAverageAfter.join(' ')} after; ${report.durationSeconds} s. ` +
-      'Command: `npm run bench` (harness in [`bench/`](../README.md)).',
+      'Command: `npm run bench` (harness in [`bench/`](..)).',
   );
   lines.push('');
   lines.push('## Targets of issue 9');
