@@ -78,7 +78,7 @@ export class LineFramer {
 }
 
 /** A copy of the last `count` bytes of the pieces, joined. */
-function lastBytes(pieces: Buffer[], count: number): Buffer {
+export function lastBytes(pieces: Buffer[], count: number): Buffer {
   const picked: Buffer[] = [];
   let total = 0;
   for (let i = pieces.length - 1; i >= 0 && total < count; i--) {

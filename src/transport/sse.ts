@@ -8,6 +8,8 @@
  * whitespace (a raw line break can only stand between tokens), and it keeps every message on one line for
  * a stdio peer downstream.
  */
+import { lastBytes } from './framing.js';
+
 const LF = 0x0a;
 const CR = 0x0d;
 const COLON = 0x3a;
@@ -209,16 +211,4 @@ function joinData(pieces: Buffer[], total: number): Buffer {
     parts.push(piece);
   });
   return Buffer.concat(parts, total);
-}
-
-/** A copy of the last `count` bytes of the pieces, joined. */
-function lastBytes(pieces: Buffer[], count: number): Buffer {
-  const picked: Buffer[] = [];
-  let total = 0;
-  for (let i = pieces.length - 1; i >= 0 && total < count; i--) {
-    const piece = pieces[i]!;
-    picked.unshift(piece.subarray(Math.max(0, piece.length - (count - total))));
-    total += picked[0]!.length;
-  }
-  return Buffer.concat(picked, total);
 }
