@@ -86,6 +86,16 @@ export class Gateway {
     return gateway;
   }
 
+  /** Resolves once taskgate has written `text` to its log; fails after `withinMs`. */
+  async logged(text: string, withinMs = 10_000): Promise<void> {
+    const signal = AbortSignal.timeout(withinMs);
+    try {
+      while (!this.stderr.includes(text)) await once(this.child.stderr, 'data', { signal });
+    } catch {
+      throw new Error(`taskgate did not log "${text}" within ${withinMs} ms:\n${this.stderr}`);
+    }
+  }
+
   async stop(): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     this.child.kill('SIGTERM');

@@ -5,7 +5,6 @@
  * machine's shared Redis is never stopped). Every replica runs config/replicas.yaml, with the test's
  * Redis, prefix and a short lease given as flags.
  */
-import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -105,17 +104,6 @@ async function thrownBy(promise: Promise<unknown>): Promise<unknown> {
     return error;
   }
   throw new Error('expected a rejection, but the promise resolved');
-}
-
-/** Resolves once the replica has written `text` to its log; fails after `withinMs`. */
-async function logged(gateway: Gateway, text: string, withinMs = 10_000): Promise<void> {
-  if (gateway.stderr.includes(text)) return;
-  const signal = AbortSignal.timeout(withinMs);
-  try {
-    while (!gateway.stderr.includes(text)) await once(gateway.child.stderr, 'data', { signal });
-  } catch {
-    throw new Error(`the replica did not log "${text}" within ${withinMs} ms:\n${gateway.stderr}`);
-  }
 }
 
 const statusNotification = (taskId: string, status: string) => (message: JSONRPCMessage) =>
@@ -229,7 +217,7 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     const before = await createTask(onA, 'echo', { text: 'before' });
 
     await server.stop();
-    await logged(a, 'task store: Redis unreachable');
+    await a.logged('task store: Redis unreachable');
     const started = performance.now();
     const refused = await thrownBy(createTask(onA, 'echo', { text: 'during' }));
     expect(performance.now() - started).toBeLessThan(1_000);
@@ -247,7 +235,7 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     ]);
 
     servers = [await startRedisServer(server.port)];
-    await Promise.all([logged(a, 'Redis connection restored'), logged(b, 'Redis connection restored')]);
+    await Promise.all([a.logged('Redis connection restored'), b.logged('Redis connection restored')]);
     const after = await createTask(onA, 'sleep', { ms: 300, label: 'after' });
     expect((await resultOf(onB, after.taskId)).content).toEqual([{ type: 'text', text: 'slept 300 ms' }]);
     // The restarted Redis kept nothing (no persistence): the old task is gone, said plainly.
@@ -274,7 +262,7 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     expect(await thrownBy(createTask(onA, 'echo', { text: 'x' }))).toMatchObject({ code: STORE_UNAVAILABLE });
 
     servers.push(await startRedisServer(port));
-    await logged(a, 'Redis connection restored');
+    await a.logged('Redis connection restored');
     const task = await createTask(onA, 'echo', { text: 'now' });
     expect((await resultOf(onA, task.taskId)).content).toEqual([{ type: 'text', text: 'now' }]);
   });

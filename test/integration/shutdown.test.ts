@@ -26,11 +26,7 @@ describe('SIGTERM', () => {
       .catch((error: unknown) => error);
 
     gateway.child.kill('SIGTERM');
-    await new Promise<void>((resolve) => {
-      const check = (): void =>
-        /shutting down/.test(gateway.stderr) ? resolve() : void setTimeout(check, 20);
-      check();
-    });
+    await gateway.logged('shutting down');
     const refusedTask = await create(10).catch((error: unknown) => error);
     expect(refusedTask).toBeInstanceOf(McpError);
     expect((refusedTask as McpError).message).toMatch(/shutting down/);
