@@ -123,6 +123,8 @@ export class Session {
   private readonly fromClientSide: Side;
   /** Progress token → the client request that gave it, while that request is in flight. */
   private readonly progressOwners = new Map<string | number, RequestId>();
+  /** The other way round: client request → its progress token, to forget it in one step when answered. */
+  private readonly progressTokenOf = new Map<string | number, string | number>();
   /** Task → the client's open tasks/result of it, where related messages belong. */
   private readonly openTaskResults = new Map<string, RequestId>();
   private readonly fromUpstreamSide: Side;
@@ -246,8 +248,11 @@ export class Session {
 
   /** The client request is answered: nothing more belongs with it. */
   private answered(id: RequestId): void {
-    if (this.progressOwners.size === 0) return;
-    for (const [token, owner] of this.progressOwners) if (owner === id) this.progressOwners.delete(token);
+    if (this.progressTokenOf.size === 0) return;
+    const token = this.progressTokenOf.get(idKey(id));
+    if (token === undefined) return;
+    this.progressTokenOf.delete(idKey(id));
+    if (this.progressOwners.get(token) === id) this.progressOwners.delete(token);
   }
 
   // ── client → upstream ────────────────────────────────────────────────────────────────────────────
@@ -288,8 +293,10 @@ export class Session {
       }
     }
     const token = metaOf(params)?.progressToken;
-    if (typeof token === 'string' || typeof token === 'number')
+    if (typeof token === 'string' || typeof token === 'number') {
       this.progressOwners.set(idKey(token), request.id);
+      this.progressTokenOf.set(idKey(request.id), idKey(token));
+    }
     switch (request.method) {
       case 'initialize':
         return this.initialize(request, raw);
