@@ -65,7 +65,7 @@ export async function startHttpGateway(
     {
       openSession: async (channel: HttpSession, caller: Caller | undefined) => {
         const sessionLogger = logger.child({ session: channel.id.slice(0, 8) });
-        const upstream = await openUpstream(config, sessionLogger);
+        const upstream = await openUpstream(config, sessionLogger, () => metrics.upstreamRestarted());
         const session = new Session(
           channel,
           upstream.channel,

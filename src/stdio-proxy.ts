@@ -27,10 +27,12 @@ export async function startStdioProxy(config: Config): Promise<number> {
   metrics.observeSessions(() => 1);
   // The admin listener first: a taken address fails the run before any server is started.
   const admin = await startAdmin(config, observed.routes, logger);
-  const upstream = await openUpstream(config, logger).catch(async (error: unknown) => {
-    await admin?.close();
-    throw error;
-  });
+  const upstream = await openUpstream(config, logger, () => metrics.upstreamRestarted()).catch(
+    async (error: unknown) => {
+      await admin?.close();
+      throw error;
+    },
+  );
   // eslint-disable-next-line no-restricted-properties -- stdout is the client's channel in stdio mode
   const client = new LineChannel(process.stdin, process.stdout, config.maxMessageBytes, 'the client');
 

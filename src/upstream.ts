@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import type { Channel } from './transport/channel.js';
 import { HttpUpstream } from './transport/http-upstream.js';
-import { spawnStdioUpstream } from './transport/stdio-upstream.js';
+import { SupervisedStdioUpstream } from './transport/supervised-upstream.js';
 
 export interface Upstream {
   channel: Channel;
@@ -14,7 +14,8 @@ export interface Upstream {
   stop(): Promise<void>;
 }
 
-export async function openUpstream(config: Config, logger: Logger): Promise<Upstream> {
+/** `restarted` is told each time a crashed stdio upstream is started again. */
+export async function openUpstream(config: Config, logger: Logger, restarted: () => void): Promise<Upstream> {
   const upstream = config.upstream;
   if (!upstream) throw new Error('no upstream server configured');
   if (upstream.url !== undefined) {
@@ -31,7 +32,12 @@ export async function openUpstream(config: Config, logger: Logger): Promise<Upst
   }
   if (upstream.command === undefined) throw new Error('no upstream server configured');
   const { command, args, env, cwd } = upstream;
-  const child = await spawnStdioUpstream({ command, args, env, cwd }, config.maxMessageBytes, logger);
-  logger.info({ pid: child.pid, command }, 'upstream server started');
-  return { channel: child.channel, description: [command, ...args].join(' '), stop: () => child.stop() };
+  const channel = await SupervisedStdioUpstream.start(
+    { command, args, env, cwd },
+    config.upstreamRestart,
+    config.maxMessageBytes,
+    logger,
+    restarted,
+  );
+  return { channel, description: [command, ...args].join(' '), stop: () => channel.stop() };
 }

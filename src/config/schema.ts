@@ -222,6 +222,23 @@ export const ConfigSchema = z
      * client that lacks them, and serve those tasks here.
      */
     clientTasks: z.boolean().default(true),
+    /**
+     * A stdio upstream that exits once past its handshake is started again after `delay`, doubled for
+     * each crash in a row up to `maxDelay`, and given the client's handshake again. (An HTTP upstream needs
+     * none of this: each request connects anew.)
+     */
+    upstreamRestart: z
+      .object({
+        enabled: z.boolean().default(true),
+        delay: milliseconds(MAX_TIMER_MS).default(500),
+        maxDelay: milliseconds(MAX_TIMER_MS).default(30_000),
+      })
+      .strict()
+      .prefault({})
+      .refine((restart) => restart.delay <= restart.maxDelay, {
+        message: 'delay must not be longer than maxDelay',
+        path: ['delay'],
+      }),
     tools: z.array(ToolRuleSchema).default([]),
   })
   .strict();

@@ -189,6 +189,27 @@ export const SETTINGS: readonly Setting[] = [
     help: 'on SIGTERM, how long running tasks may finish before they fail and taskgate exits',
   },
   {
+    path: ['upstreamRestart', 'enabled'],
+    flag: 'no-upstream-restart',
+    sets: false,
+    group: 'Transport',
+    help: 'leave a crashed stdio upstream down instead of starting it again',
+  },
+  {
+    path: ['upstreamRestart', 'delay'],
+    flag: 'upstream-restart-delay',
+    metavar: 'MS',
+    group: 'Transport',
+    help: 'wait before restarting a crashed stdio upstream; doubled for each crash in a row',
+  },
+  {
+    path: ['upstreamRestart', 'maxDelay'],
+    flag: 'upstream-restart-max-delay',
+    metavar: 'MS',
+    group: 'Transport',
+    help: 'the longest wait between restarts of a stdio upstream that keeps crashing',
+  },
+  {
     path: ['maxMessageBytes'],
     flag: 'max-message-bytes',
     metavar: 'BYTES',

@@ -51,6 +51,17 @@ export class PendingRequests<Entry> {
     return undefined;
   }
 
+  /** Removes the entries that match and returns their wire ids. */
+  takeWhere(matches: (entry: Entry) => boolean): RequestId[] {
+    const taken: RequestId[] = [];
+    for (const [key, entry] of this.byWireId) {
+      if (!matches(entry)) continue;
+      this.byWireId.delete(key);
+      taken.push(typeof key === 'number' ? key : key.slice(2));
+    }
+    return taken;
+  }
+
   /** Removes and returns every pending entry (the peer is gone). */
   drain(): Entry[] {
     const entries = [...this.byWireId.values()];

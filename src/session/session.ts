@@ -86,7 +86,7 @@ export interface SessionOptions {
 export interface UpstreamState {
   /** True once the upstream has answered initialize. */
   initialized: boolean;
-  /** Why the upstream went away, once it has. */
+  /** Why the upstream is away, while it is (for good, or until a restarted one is back). */
   goneReason?: string;
 }
 
@@ -218,7 +218,8 @@ export class Session {
     this.upstream.start({
       message: (raw, arrival) => this.fromUpstream(raw, arrival),
       malformed: (error, id) => this.upstreamMalformed(error, id),
-      closed: ({ reason }) => this.upstreamClosed(reason),
+      closed: ({ reason, reopening }) => this.upstreamClosed(reason, reopening === true),
+      reopened: () => this.upstreamReopened(),
     });
   }
 
@@ -755,8 +756,9 @@ export class Session {
     }
   }
 
-  private upstreamClosed(reason: string): void {
-    this.upstreamState.goneReason = reason;
+  /** Everything in flight upstream is answered with the reason; later calls too, until it is back. */
+  private upstreamClosed(reason: string, reopening: boolean): void {
+    this.upstreamState.goneReason = reopening ? `${reason}, and is being restarted` : reason;
     for (const entry of this.toUpstream.drain()) {
       const error = {
         code: ErrorCode.UpstreamUnavailable,
@@ -773,7 +775,16 @@ export class Session {
         );
     }
     this.plainToolCalls.clear();
-    this.events.upstreamGone(this.upstreamState);
+    // What the gone server asked of the client is moot now: the client may stop (and a restarted
+    // server must not get answers to requests it never made).
+    for (const requestId of this.toClient.takeWhere((entry) => entry.kind === 'upstream')) {
+      this.client.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } });
+    }
+    if (!reopening) this.events.upstreamGone(this.upstreamState);
+  }
+
+  private upstreamReopened(): void {
+    delete this.upstreamState.goneReason;
   }
 
   // ── taskgate's own upstream calls (augment) ─────────────────────────────────────────────────────

@@ -4,6 +4,8 @@ import type { RequestId } from '../protocol/messages.js';
 export interface CloseInfo {
   /** For people: why the other side went away ("exited with code 3", "stdin closed"). */
   reason: string;
+  /** The other side is coming back by itself (a restarted child): `reopened` follows once it has. */
+  reopening?: boolean;
 }
 
 /**
@@ -27,6 +29,8 @@ export interface ChannelHandlers {
   /** A frame that could not become a message: over the size limit. */
   malformed(error: ProtocolError, id: RequestId | null): void;
   closed(info: CloseInfo): void;
+  /** After a `closed` with `reopening`: the other side is back and takes messages again. */
+  reopened?(): void;
 }
 
 /** One side of a proxied connection, speaking JSON-RPC messages. */

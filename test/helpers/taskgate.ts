@@ -87,13 +87,8 @@ export class Gateway {
   }
 
   /** Resolves once taskgate has written `text` to its log; fails after `withinMs`. */
-  async logged(text: string, withinMs = 10_000): Promise<void> {
-    const signal = AbortSignal.timeout(withinMs);
-    try {
-      while (!this.stderr.includes(text)) await once(this.child.stderr, 'data', { signal });
-    } catch {
-      throw new Error(`taskgate did not log "${text}" within ${withinMs} ms:\n${this.stderr}`);
-    }
+  logged(text: string, withinMs?: number): Promise<void> {
+    return logged(this, text, withinMs);
   }
 
   async stop(): Promise<void> {
@@ -178,6 +173,20 @@ async function connectOverHttp(upstream: string[], options: ConnectOptions): Pro
 /**
  * taskgate on raw pipes, for what an SDK client would never send: bad JSON, bad envelopes, huge lines.
  */
+/** Resolves once a taskgate process has written `text` to its log (stderr); fails after `withinMs`. */
+async function logged(
+  taskgate: { child: ChildProcessWithoutNullStreams; stderr: string },
+  text: string,
+  withinMs = 10_000,
+): Promise<void> {
+  const signal = AbortSignal.timeout(withinMs);
+  try {
+    while (!taskgate.stderr.includes(text)) await once(taskgate.child.stderr, 'data', { signal });
+  } catch {
+    throw new Error(`taskgate did not log "${text}" within ${withinMs} ms:\n${taskgate.stderr}`);
+  }
+}
+
 export class RawPeer {
   readonly messages = new Inbox<Record<string, unknown>>();
   readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
@@ -238,6 +247,11 @@ export class RawPeer {
       `the response to ${JSON.stringify(id)}`,
       timeoutMs,
     );
+  }
+
+  /** Resolves once taskgate has written `text` to its log; fails after `withinMs`. */
+  logged(text: string, withinMs?: number): Promise<void> {
+    return logged(this, text, withinMs);
   }
 
   async stop(): Promise<void> {

@@ -158,7 +158,8 @@ describe('lifecycle', () => {
   });
 
   it('fails running tasks and pending calls with the exit status when the upstream crashes, and keeps serving tasks', async () => {
-    const p = (peer = await RawPeer.initialized());
+    // Left down, so that a later call meets it gone (supervision.test.ts covers the restart).
+    const p = (peer = await RawPeer.initialized('legacy', ['--no-upstream-restart']));
     p.send({
       jsonrpc: '2.0',
       id: 't',

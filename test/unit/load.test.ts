@@ -31,6 +31,7 @@ describe('resolveConfig', () => {
       unwrap: { minPollInterval: 50, maxPollInterval: 5_000, keepAliveInterval: 15_000 },
       store: { keyPrefix: 'taskgate:', leaseTtl: 15_000 },
       clientTasks: true,
+      upstreamRestart: { enabled: true, delay: 500, maxDelay: 30_000 },
       admin: {},
       auth: { tokens: [] },
       limits: {
@@ -113,6 +114,12 @@ describe('resolveConfig', () => {
         expect.stringMatching(/^tools\[0\]: .*mode/),
       ]),
     );
+  });
+
+  it('refuses a restart delay longer than its cap', () => {
+    expect(problemsOf({ upstreamRestart: { delay: 5_000, maxDelay: 1_000 } })).toEqual([
+      expect.stringMatching(/^upstreamRestart\.delay: delay must not be longer than maxDelay/),
+    ]);
   });
 
   it('refuses an upstream without a command', () => {

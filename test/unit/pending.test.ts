@@ -127,6 +127,17 @@ describe('PendingRequests', () => {
     expect(pending.findId(() => false)).toBeUndefined();
   });
 
+  it('takeWhere removes the matching entries and returns their wire ids, with their types', () => {
+    const pending = new PendingRequests<Entry>();
+    pending.forward(7, entry('upstream'));
+    pending.forward('7', entry('upstream'));
+    const own = pending.own(entry('own'));
+    expect(pending.takeWhere((e) => e.name === 'upstream')).toEqual([7, '7']);
+    expect(pending.size).toBe(1);
+    expect(pending.get(own)).toEqual(entry('own'));
+    expect(pending.takeWhere((e) => e.name === 'upstream')).toEqual([]);
+  });
+
   it('drain returns every pending entry and leaves none', () => {
     const pending = new PendingRequests<Entry>();
     const entries = [entry('a'), entry('b'), entry('c')];

@@ -1,0 +1,188 @@
+/**
+ * A stdio upstream that crashes is started again (issue 8): what it was doing fails at once with its exit
+ * status, calls meanwhile are refused clearly, the new child gets the client's handshake, and a server
+ * that keeps crashing is retried ever more slowly up to the cap and reported. Real processes throughout.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sample } from '../helpers/prometheus.js';
+import { FIXTURES, Gateway, RawPeer, TASK_AWARE } from '../helpers/taskgate.js';
+
+let peer: RawPeer | undefined;
+let gateway: Gateway | undefined;
+afterEach(async () => {
+  if (peer && peer.child.exitCode === null) peer.child.kill('SIGKILL');
+  await gateway?.stop();
+  peer = gateway = undefined;
+});
+
+const call = (id: string, name: string, args: Record<string, unknown>, task?: object) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name, arguments: args, ...(task && { task }) },
+});
+
+/** The pid in the most recent "upstream server started/restarted" log line. */
+function latestUpstreamPid(stderr: string): number {
+  const pids = [...stderr.matchAll(/"pid":(\d+),"command"/g)].map((m) => Number(m[1]));
+  const pid = pids.at(-1);
+  if (pid === undefined) throw new Error(`no upstream pid in the log:\n${stderr}`);
+  return pid;
+}
+
+/** Every restart delay taskgate announced, in order. */
+const announcedDelays = (stderr: string): number[] =>
+  [...stderr.matchAll(/"delayMs":(\d+)/g)].map((m) => Number(m[1]));
+
+describe('a stdio upstream that crashes', () => {
+  it('fails its tasks with the signal, refuses calls while it is down, and serves again once restarted', async () => {
+    const p = (peer = await RawPeer.initialized('legacy', [
+      '--log-level',
+      'info',
+      '--admin-listen',
+      '127.0.0.1:0',
+      // Long enough to call while it is down, without a race.
+      '--upstream-restart-delay',
+      '1000',
+    ]));
+    await p.logged('upstream server started');
+    const firstPid = latestUpstreamPid(p.stderr);
+    p.send(call('t', 'sleep', { ms: 60_000 }, {}));
+    const taskId = ((await p.response('t')).result as { task: { taskId: string } }).task.taskId;
+    p.send({ jsonrpc: '2.0', id: 'waiting', method: 'tasks/result', params: { taskId } });
+    p.send(call('plain', 'sleep', { ms: 60_000 }));
+    p.send(call('ask', 'elicit', { message: 'still there?' }));
+    const elicitation = await p.messages.waitFor(
+      (message) => message.method === 'elicitation/create',
+      'the elicitation of the first upstream',
+    );
+    p.send({ jsonrpc: '2.0', id: 'before', method: 'tasks/get', params: { taskId } });
+    expect((await p.response('before')).result).toMatchObject({ status: 'working' });
+
+    process.kill(firstPid, 'SIGKILL');
+
+    // Its question to the client is withdrawn, since no one is left to take the answer.
+    await p.messages.waitFor(
+      (message) =>
+        message.method === 'notifications/cancelled' &&
+        (message.params as { requestId: unknown }).requestId === elicitation.id,
+      'the elicitation to be cancelled',
+    );
+    for (const id of ['waiting', 'plain', 'ask']) {
+      const answer = await p.response(id);
+      expect(answer).toMatchObject({ error: { code: -32000 } });
+      expect(String((answer.error as { message: string }).message)).toMatch(/SIGKILL/);
+    }
+    p.send({ jsonrpc: '2.0', id: 'failed', method: 'tasks/get', params: { taskId } });
+    const failed = (await p.response('failed')).result as { status: string; statusMessage: string };
+    expect(failed.status).toBe('failed');
+    expect(failed.statusMessage).toMatch(/killed by SIGKILL/);
+
+    await p.logged('restarting it in 1000 ms');
+    p.send(call('meanwhile', 'echo', { text: 'too early' }));
+    const meanwhile = await p.response('meanwhile');
+    expect(meanwhile).toMatchObject({ error: { code: -32000 } });
+    expect(String((meanwhile.error as { message: string }).message)).toMatch(
+      /killed by SIGKILL, and is being restarted/,
+    );
+
+    await p.logged('upstream server is serving again');
+    expect(latestUpstreamPid(p.stderr)).not.toBe(firstPid);
+    p.send(call('after', 'echo', { text: 'back' }));
+    expect((await p.response('after')).result).toEqual({ content: [{ type: 'text', text: 'back' }] });
+    p.send(call('task-after', 'echo', { text: 'as a task' }, {}));
+    const next = ((await p.response('task-after')).result as { task: { taskId: string } }).task.taskId;
+    p.send({ jsonrpc: '2.0', id: 'next-result', method: 'tasks/result', params: { taskId: next } });
+    expect((await p.response('next-result')).result).toMatchObject({
+      content: [{ type: 'text', text: 'as a task' }],
+    });
+    // The new child was given the client's capabilities: it may ask the client for its roots.
+    p.send(call('roots', 'roots', {}));
+    const rootsRequest = await p.messages.waitFor(
+      (message) => message.method === 'roots/list',
+      'roots/list from the restarted upstream',
+    );
+    p.send({ jsonrpc: '2.0', id: rootsRequest.id, result: { roots: [{ uri: 'file:///r', name: 'r' }] } });
+    expect((await p.response('roots')).result).toMatchObject({
+      content: [{ type: 'text', text: JSON.stringify([{ uri: 'file:///r', name: 'r' }]) }],
+    });
+
+    const admin = /"url":"([^"]+)","msg":"admin listener/.exec(p.stderr)?.[1];
+    const metrics = await (await fetch(new URL('/metrics', admin))).text();
+    expect(sample(metrics, 'taskgate_upstream_restarts_total')).toBe(1);
+
+    // Exactly one answer per request.
+    const ids = p.messages.items.filter((m) => 'result' in m || 'error' in m).map((m) => String(m.id));
+    expect(new Set(ids).size).toBe(ids.length);
+    await p.stop();
+    expect((await p.exited)[0]).toBe(0);
+  });
+
+  it('is retried ever more slowly up to the cap when it keeps crashing, reported, and taskgate still exits cleanly', async () => {
+    const p = (peer = RawPeer.start(
+      [
+        '--upstream-restart-delay',
+        '50',
+        '--upstream-restart-max-delay',
+        '200',
+        '--',
+        process.execPath,
+        FIXTURES.legacy,
+      ],
+      { FIXTURE_EXIT_ON_INITIALIZED: '9' },
+    ));
+    p.send({
+      jsonrpc: '2.0',
+      id: 'init',
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: TASK_AWARE,
+        clientInfo: { name: 'r', version: '1' },
+      },
+    });
+    expect(await p.response('init')).toHaveProperty('result');
+    p.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+
+    await p.logged('crash-looping');
+    // Crash 1 after the client's handshake, crashes 2.. after each replayed one: 50, 100, 200, then capped.
+    expect(announcedDelays(p.stderr).slice(0, 5)).toEqual([50, 100, 200, 200, 200]);
+    expect(p.stderr).toMatch(/exited with code 9/);
+    p.send(call('down', 'echo', { text: 'x' }));
+    expect(await p.response('down')).toMatchObject({ error: { code: -32000 } });
+
+    // A pending restart does not keep taskgate alive once the client has gone.
+    p.child.stdin.end();
+    const [code] = await p.exited;
+    expect(code).toBe(0);
+  });
+
+  it('behind the HTTP front, restarts the session’s own upstream and serves that session again', async () => {
+    gateway = await Gateway.start([process.execPath, FIXTURES.legacy], ['--upstream-restart-delay', '50']);
+    const client = new Client({ name: 'supervision', version: '1' }, { capabilities: TASK_AWARE });
+    await client.connect(new StreamableHTTPClientTransport(gateway.url));
+    try {
+      const { task } = await client.request(
+        { method: 'tools/call', params: { name: 'sleep', arguments: { ms: 60_000 }, task: {} } },
+        CreateTaskResultSchema,
+      );
+      await expect(client.callTool({ name: 'crash', arguments: { code: 5 } })).rejects.toThrow(
+        /exited with code 5/,
+      );
+      const failed = await client.experimental.tasks.getTask(task.taskId);
+      expect(failed).toMatchObject({ status: 'failed', statusMessage: expect.stringMatching(/code 5/) });
+
+      await gateway.logged('upstream server is serving again');
+      const result = await client.callTool(
+        { name: 'echo', arguments: { text: 'again' } },
+        CallToolResultSchema,
+      );
+      expect(result.content).toEqual([{ type: 'text', text: 'again' }]);
+    } finally {
+      await client.close();
+    }
+  });
+});
