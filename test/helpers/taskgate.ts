@@ -187,10 +187,14 @@ async function logged(
   }
 }
 
+/** taskgate on raw pipes, as a client that writes its own lines and keeps every line taskgate writes. */
 export class RawPeer {
   readonly messages = new Inbox<Record<string, unknown>>();
+  /** Lines on taskgate's stdout that are not JSON-RPC messages (there should be none). */
+  readonly badStdout: string[] = [];
   readonly exited: Promise<[number | null, NodeJS.Signals | null]>;
   private buffered = '';
+  private refusing = false;
   stderr = '';
 
   private constructor(readonly child: ChildProcessWithoutNullStreams) {
@@ -201,7 +205,7 @@ export class RawPeer {
       while ((newline = this.buffered.indexOf('\n')) !== -1) {
         const line = this.buffered.slice(0, newline);
         this.buffered = this.buffered.slice(newline + 1);
-        this.messages.push(JSON.parse(line) as Record<string, unknown>);
+        this.take(line);
       }
     });
     child.stderr.on('data', (chunk: Buffer) => (this.stderr += chunk.toString()));
@@ -216,9 +220,19 @@ export class RawPeer {
   }
 
   /** Starts taskgate in front of a fixture and completes the initialize handshake. */
-  static async initialized(server: FixtureName = 'legacy', flags: string[] = []): Promise<RawPeer> {
-    const peer = RawPeer.start([...flags, '--', process.execPath, FIXTURES[server]]);
-    peer.send({
+  static async initialized(
+    server: FixtureName = 'legacy',
+    flags: string[] = [],
+    env: Record<string, string> = {},
+  ): Promise<RawPeer> {
+    const peer = RawPeer.start([...flags, '--', process.execPath, FIXTURES[server]], env);
+    await peer.initialize();
+    return peer;
+  }
+
+  /** The initialize handshake, as a task-aware client; fails unless initialize succeeds. */
+  async initialize(): Promise<void> {
+    this.send({
       jsonrpc: '2.0',
       id: 'init',
       method: 'initialize',
@@ -228,9 +242,18 @@ export class RawPeer {
         clientInfo: { name: 'raw', version: '1' },
       },
     });
-    await peer.response('init');
-    peer.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    return peer;
+    const answer = await this.response('init');
+    if (!('result' in answer)) throw new Error(`initialize failed: ${JSON.stringify(answer)}`);
+    this.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  }
+
+  get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** From now on, answers every request taskgate makes with an error, so that nothing waits on this client. */
+  refuseRequests(): void {
+    this.refusing = true;
   }
 
   send(message: unknown): void {
@@ -256,6 +279,25 @@ export class RawPeer {
 
   async stop(): Promise<void> {
     this.child.stdin.end();
-    if (this.child.exitCode === null && this.child.signalCode === null) await this.exited;
+    if (this.alive) await this.exited;
+  }
+
+  private take(line: string): void {
+    let message: unknown;
+    try {
+      message = JSON.parse(line);
+    } catch {
+      message = undefined;
+    }
+    if (typeof message !== 'object' || message === null || Array.isArray(message)) {
+      this.badStdout.push(line.slice(0, 500));
+      return;
+    }
+    const m = message as Record<string, unknown>;
+    if (m.jsonrpc !== '2.0') this.badStdout.push(line.slice(0, 500));
+    if (this.refusing && typeof m.method === 'string' && 'id' in m) {
+      this.send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'refused by the test client' } });
+    }
+    this.messages.push(m);
   }
 }

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Gateway, RawPeer, TASK_AWARE } from '../helpers/taskgate.js';
+import { Gateway, RawPeer } from '../helpers/taskgate.js';
 
 const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
 const SILENT = fixture('silent-server.js');
@@ -68,21 +68,6 @@ async function gone(pid: number, ms: number): Promise<void> {
     if (Date.now() > deadline) throw new Error(`process ${pid} is still running after ${ms} ms`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-}
-
-async function initialize(peer: RawPeer): Promise<void> {
-  peer.send({
-    jsonrpc: '2.0',
-    id: 'init',
-    method: 'initialize',
-    params: {
-      protocolVersion: '2025-11-25',
-      capabilities: TASK_AWARE,
-      clientInfo: { name: 'faults', version: '1' },
-    },
-  });
-  expect(await peer.response('init')).toHaveProperty('result');
-  peer.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
 }
 
 const call = (id: string, name: string, args: Record<string, unknown>, task?: object) => ({
@@ -178,7 +163,7 @@ describe('the client vanishes', () => {
 describe('an upstream that never answers', () => {
   async function silent(): Promise<{ peer: RawPeer; pid: number }> {
     const peer = track(RawPeer.start(['--log-level', 'info', '--', process.execPath, SILENT]));
-    await initialize(peer);
+    await peer.initialize();
     return { peer, pid: await upstreamPid(peer) };
   }
 
@@ -217,7 +202,7 @@ describe('an upstream that never answers', () => {
 describe('an upstream that writes garbage to stdout', () => {
   it('logs it and keeps routing the valid messages', async () => {
     const peer = track(RawPeer.start(['--log-level', 'info', '--', process.execPath, GARBAGE]));
-    await initialize(peer);
+    await peer.initialize();
     peer.send({ jsonrpc: '2.0', id: 'list', method: 'tools/list' });
     const tools = (await peer.response('list')).result as { tools: { name: string }[] };
     expect(tools.tools.map((tool) => tool.name)).toEqual(['echo', 'sleep']);

@@ -9,13 +9,10 @@
  * error. `tasks/result` is only sent for unknown tasks (a known one may legitimately block), except in the
  * second phase of a batch, for the tasks the batch created, which all end quickly.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { once } from 'node:events';
 import { dirname } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Inbox } from '../helpers/inbox.js';
-import { FIXTURES, TASK_AWARE, TASKGATE } from '../helpers/taskgate.js';
+import { RawPeer, TASKGATE } from '../helpers/taskgate.js';
 
 type Id = string | number;
 type Json = Record<string, unknown>;
@@ -46,88 +43,11 @@ const BATCHES = Number(process.env['FUZZ_BATCHES'] ?? 90);
 const MIN_BATCH = 100;
 const MAX_BATCH = 160;
 
-/** taskgate on raw pipes that keeps every stdout line, and notes any line that is not a JSON-RPC message. */
-class Peer {
-  readonly messages = new Inbox<Json>();
-  readonly badStdout: string[] = [];
-  readonly exited: Promise<unknown>;
-  stderr = '';
-  private buffered = '';
-  private answered = 0;
-
-  constructor(readonly child: ChildProcessWithoutNullStreams) {
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (chunk: string) => {
-      this.buffered += chunk;
-      let newline;
-      while ((newline = this.buffered.indexOf('\n')) !== -1) {
-        const line = this.buffered.slice(0, newline);
-        this.buffered = this.buffered.slice(newline + 1);
-        this.take(line);
-      }
-    });
-    child.stderr.on('data', (chunk: Buffer) => (this.stderr += chunk.toString()));
-    child.stdin.on('error', () => undefined);
-    this.exited = once(child, 'exit');
-  }
-
-  static async start(): Promise<Peer> {
-    const peer = new Peer(
-      spawn(process.execPath, [TASKGATE, '--', process.execPath, FIXTURES.legacy], { stdio: 'pipe' }),
-    );
-    peer.write(
-      JSON.stringify({
-        jsonrpc: '2.0',
-        id: 'init',
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-11-25',
-          capabilities: TASK_AWARE,
-          clientInfo: { name: 'fuzz', version: '1' },
-        },
-      }),
-    );
-    await peer.messages.waitFor((m) => m.id === 'init', 'the initialize response', 15_000);
-    peer.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
-    return peer;
-  }
-
-  get alive(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  private take(line: string): void {
-    let message: unknown;
-    try {
-      message = JSON.parse(line);
-    } catch {
-      this.badStdout.push(line.slice(0, 500));
-      return;
-    }
-    if (typeof message !== 'object' || message === null || Array.isArray(message)) {
-      this.badStdout.push(line.slice(0, 500));
-      return;
-    }
-    const m = message as Json;
-    if (m.jsonrpc !== '2.0') this.badStdout.push(line.slice(0, 500));
-    // A request from taskgate (none is expected from this fixture's tools): answer it, so nothing waits.
-    if (typeof m.method === 'string' && 'id' in m) {
-      this.answered++;
-      this.write(
-        JSON.stringify({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'not in fuzz' } }),
-      );
-    }
-    this.messages.push(m);
-  }
-
-  write(line: string): void {
-    this.child.stdin.write(line + '\n');
-  }
-
-  async stop(): Promise<void> {
-    this.child.stdin.end();
-    if (this.alive) await this.exited;
-  }
+/** taskgate in front of the legacy fixture; a request it makes (none is expected from these tools) is refused. */
+async function startPeer(): Promise<RawPeer> {
+  const peer = await RawPeer.initialized('legacy');
+  peer.refuseRequests();
+  return peer;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -475,13 +395,13 @@ const line: fc.Arbitrary<Line> = fc.oneof(
 const keyOf = (id: unknown): string => `${typeof id}:${String(id)}`;
 const isResponse = (m: Json): boolean => !('method' in m) && ('result' in m || 'error' in m);
 
-let peer: Peer | undefined;
+let peer: RawPeer | undefined;
 let cases = 0;
 afterAll(async () => {
   await peer?.stop();
 });
 
-async function runBatch(p: Peer, lines: Line[]): Promise<void> {
+async function runBatch(p: RawPeer, lines: Line[]): Promise<void> {
   const seenBefore = p.messages.items.length;
   const expected = new Map<string, Expect>();
   let nullErrors = 0;
@@ -560,7 +480,7 @@ describe('fuzzing the client edge on stdio', () => {
       const started = performance.now();
       await fc.assert(
         fc.asyncProperty(fc.array(line, { minLength: MIN_BATCH, maxLength: MAX_BATCH }), async (lines) => {
-          if (peer === undefined || !peer.alive) peer = await Peer.start();
+          if (peer === undefined || !peer.alive) peer = await startPeer();
           const p = peer;
           const t0 = performance.now();
           try {
@@ -601,7 +521,7 @@ describe('request ids that are numbers but not integers', () => {
   // Exact input, after initialize: {"jsonrpc":"2.0","id":9.25,"method":"ping"} (likewise for
   // tools/call, or for an integer beyond 2^53 such as 1e300). Expected: -32600 from taskgate, or an answer.
   it('answers a request whose id is 9.25, one way or the other', async () => {
-    const p = await Peer.start();
+    const p = await startPeer();
     try {
       p.write('{"jsonrpc":"2.0","id":9.25,"method":"ping"}');
       const answer = await p.messages.waitFor(

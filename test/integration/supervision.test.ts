@@ -122,30 +122,11 @@ describe('a stdio upstream that crashes', () => {
   });
 
   it('is retried ever more slowly up to the cap when it keeps crashing, reported, and taskgate still exits cleanly', async () => {
-    const p = (peer = RawPeer.start(
-      [
-        '--upstream-restart-delay',
-        '50',
-        '--upstream-restart-max-delay',
-        '200',
-        '--',
-        process.execPath,
-        FIXTURES.legacy,
-      ],
+    const p = (peer = await RawPeer.initialized(
+      'legacy',
+      ['--upstream-restart-delay', '50', '--upstream-restart-max-delay', '200'],
       { FIXTURE_EXIT_ON_INITIALIZED: '9' },
     ));
-    p.send({
-      jsonrpc: '2.0',
-      id: 'init',
-      method: 'initialize',
-      params: {
-        protocolVersion: '2025-11-25',
-        capabilities: TASK_AWARE,
-        clientInfo: { name: 'r', version: '1' },
-      },
-    });
-    expect(await p.response('init')).toHaveProperty('result');
-    p.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
 
     await p.logged('crash-looping');
     // Crash 1 after the client's handshake, crashes 2.. after each replayed one: 50, 100, 200, then capped.
