@@ -65,7 +65,12 @@ export async function startHttpGateway(
     {
       openSession: async (channel: HttpSession, caller: Caller | undefined) => {
         const sessionLogger = logger.child({ session: channel.id.slice(0, 8) });
-        const upstream = await openUpstream(config, sessionLogger, () => metrics.upstreamRestarted());
+        const upstream = await openUpstream(
+          config,
+          sessionLogger,
+          () => metrics.upstreamRestarted(),
+          caller?.upstreamAuthorization,
+        );
         const session = new Session(
           channel,
           upstream.channel,

@@ -14,15 +14,24 @@ export interface Upstream {
   stop(): Promise<void>;
 }
 
-/** `restarted` is told each time a crashed stdio upstream is started again. */
-export async function openUpstream(config: Config, logger: Logger, restarted: () => void): Promise<Upstream> {
+/**
+ * `restarted` is told each time a crashed stdio upstream is started again; `authorization`, the caller's
+ * own credential, goes with every request to an HTTP upstream (it wins over a configured one).
+ */
+export async function openUpstream(
+  config: Config,
+  logger: Logger,
+  restarted: () => void,
+  authorization?: string,
+): Promise<Upstream> {
   const upstream = config.upstream;
   if (!upstream) throw new Error('no upstream server configured');
   if (upstream.url !== undefined) {
     const channel = new HttpUpstream(
       {
         url: upstream.url,
-        headers: upstream.headers,
+        headers:
+          authorization === undefined ? upstream.headers : withAuthorization(upstream.headers, authorization),
         requestTimeoutMs: upstream.requestTimeout,
         maxMessageBytes: config.maxMessageBytes,
       },
@@ -40,4 +49,13 @@ export async function openUpstream(config: Config, logger: Logger, restarted: ()
     restarted,
   );
   return { channel, description: [command, ...args].join(' '), stop: () => channel.stop() };
+}
+
+/** The headers with `authorization` in place of any Authorization they had, whatever its case. */
+function withAuthorization(
+  headers: Record<string, string> | undefined,
+  authorization: string,
+): Record<string, string> {
+  const others = Object.entries(headers ?? {}).filter(([name]) => name.toLowerCase() !== 'authorization');
+  return { ...Object.fromEntries(others), authorization };
 }

@@ -6,7 +6,14 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config/schema.js';
 
-export type Authentication = { identity: string; subject: string } | { refused: string };
+export type Authentication =
+  | {
+      identity: string;
+      subject: string;
+      /** The Authorization to send an HTTP upstream on the caller's behalf (bearer pass-through). */
+      upstreamAuthorization?: string;
+    }
+  | { refused: string };
 
 export type Authenticator = (req: IncomingMessage) => Authentication;
 
@@ -53,12 +60,19 @@ function trustedHeader(name: string, addresses: readonly string[]): Authenticato
   };
 }
 
-/** The caller's own token identifies it without being kept: only its keyed hash is. */
+/**
+ * The caller's own token identifies it by its keyed hash, and goes on to an HTTP upstream with the
+ * session's requests. A session is bound to the identity that opened it, so to one token throughout.
+ */
 function bearerHash(secret: string): Authenticator {
   return (req) => {
     const token = bearerOf(req);
     if (token === undefined) return { refused: 'a bearer token is required' };
     const hash = createHmac('sha256', secret).update(token).digest('base64url');
-    return { identity: `bearer:${hash}`, subject: `bearer:${hash.slice(0, 12)}` };
+    return {
+      identity: `bearer:${hash}`,
+      subject: `bearer:${hash.slice(0, 12)}`,
+      upstreamAuthorization: `Bearer ${token}`,
+    };
   };
 }

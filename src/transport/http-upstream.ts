@@ -365,8 +365,6 @@ export class HttpUpstream implements Channel {
   }
 
   private baseHeaders(): Headers {
-    // The client's own Authorization (pass-through by policy, a later issue) would be merged in here, per
-    // message, from the HTTP request that carried it.
     const headers: Headers = { ...this.staticHeaders };
     if (this.upstreamSessionId !== undefined) headers['mcp-session-id'] = this.upstreamSessionId;
     if (this.protocolVersion !== undefined) headers['mcp-protocol-version'] = this.protocolVersion;

@@ -10,6 +10,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 
 const TOKEN_A = 'token-of-alice-0123456789';
@@ -120,6 +121,40 @@ describe('identity and binding', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     expect(response.status).toBe(404);
+  });
+});
+
+describe('bearer pass-through', () => {
+  let upstream: HttpFixture | undefined;
+  afterEach(async () => {
+    await upstream?.stop();
+    upstream = undefined;
+  });
+
+  it('binds tasks to the caller’s own token and sends that token to the HTTP upstream', async () => {
+    upstream = await startHttpFixture('legacy', { env: { FIXTURE_REQUIRE_BEARER: TOKEN_A } });
+    const config = configFile(
+      `auth:\n  bearerPassthrough: { secret: a-secret-of-at-least-16 }\nupstream:\n  url: ${upstream.url}\n  headers: { Authorization: Bearer configured-token-loses }\n`,
+    );
+    gateway = await Gateway.start([], ['--config', config, '--log-level', 'info']);
+
+    const alice = await clientWith(TOKEN_A);
+    const plain = await alice.callTool(
+      { name: 'echo', arguments: { text: 'through' } },
+      CallToolResultSchema,
+    );
+    expect(plain.content).toEqual([{ type: 'text', text: 'through' }]);
+    // taskgate's own calls for the task go upstream with the same token.
+    const { task } = await alice.request(
+      { method: 'tools/call', params: { name: 'echo', arguments: { text: 'as a task' }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    const result = await alice.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(result.content).toEqual([{ type: 'text', text: 'as a task' }]);
+
+    // Bob's token gets him past taskgate, but not past the upstream, which wants Alice's.
+    await expect(clientWith(TOKEN_B)).rejects.toThrow(/Unauthorized/);
+    expect(gateway.stderr).not.toContain(TOKEN_A);
   });
 });
 
