@@ -13,7 +13,7 @@ import { Lifecycle } from './lifecycle.js';
 import { Session } from './session/session.js';
 import { openStore } from './store.js';
 import type { TaskStore } from './tasks/store.js';
-import { createAuditLog } from './observability/audit.js';
+import { countingDenials, createAuditLog } from './observability/audit.js';
 import { createAuthenticator } from './security/auth.js';
 import { Limits } from './security/limits.js';
 import { HttpFront, type Caller } from './transport/http-front.js';
@@ -45,7 +45,9 @@ export async function startHttpGateway(
     authenticate ? { authorize: (req) => !('refused' in authenticate(req)) } : {},
   );
   const store = observed.store;
-  const audit = createAuditLog(logger, store, config.audit);
+  const audit = countingDenials(createAuditLog(logger, store, config.audit), (subject) =>
+    metrics.taskLookupDenied(subject),
+  );
   const limits = new Limits(config.limits, store, (limit, caller) =>
     audit.limitHit(limit, { session: '-', subject: caller }),
   );

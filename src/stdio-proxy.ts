@@ -11,7 +11,7 @@ import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
 import { observeTasks } from './observability/observe.js';
 import type { Routes } from './observability/routes.js';
-import { createAuditLog } from './observability/audit.js';
+import { countingDenials, createAuditLog } from './observability/audit.js';
 import { Limits } from './security/limits.js';
 import { Session } from './session/session.js';
 import { openStore } from './store.js';
@@ -36,7 +36,9 @@ export async function startStdioProxy(config: Config): Promise<number> {
   // eslint-disable-next-line no-restricted-properties -- stdout is the client's channel in stdio mode
   const client = new LineChannel(process.stdin, process.stdout, config.maxMessageBytes, 'the client');
 
-  const audit = createAuditLog(logger, store, config.audit);
+  const audit = countingDenials(createAuditLog(logger, store, config.audit), (subject) =>
+    metrics.taskLookupDenied(subject),
+  );
   return new Promise<number>((resolve) => {
     let exitCode = 0;
     const session = new Session(

@@ -34,6 +34,17 @@ export const NO_AUDIT: AuditLog = {
   close: nothing,
 };
 
+/** The audit log, with each refused lookup also counted; counted even when the log is off. */
+export function countingDenials(audit: AuditLog, count: (subject: string | undefined) => void): AuditLog {
+  return {
+    ...audit,
+    denied: (taskId, method, caller) => {
+      count(caller.subject);
+      audit.denied(taskId, method, caller);
+    },
+  };
+}
+
 export function createAuditLog(
   logger: Logger,
   store: TaskStore,

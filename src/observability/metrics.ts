@@ -12,6 +12,8 @@ import { isTerminal, type TaskRecord, type TaskStatus } from '../tasks/state.js'
 export const MAX_LABEL_VALUES = 200;
 export const OTHER_LABEL = '_other';
 const MAX_LABEL_LENGTH = 100;
+/** The subject label of a caller without an identity (an open front, or stdio). */
+export const NO_SUBJECT = '_none';
 
 /** Why a limit refused something: a setting's name. */
 export type LimitName = 'max_tasks' | 'max_result_bytes' | 'max_sessions';
@@ -51,6 +53,7 @@ export class Metrics {
   readonly registry = new Registry();
   private readonly tools = new BoundedLabel();
   private readonly methods = new BoundedLabel();
+  private readonly subjects = new BoundedLabel();
   private liveSource: (() => Partial<Record<TaskStatus, number>>) | undefined;
   private storeSource: (() => StoreSize) | undefined;
   private sessionSource: (() => number) | undefined;
@@ -96,6 +99,12 @@ export class Metrics {
     help: 'Time the upstream server took to answer a forwarded request, by method',
     labelNames: ['method'],
     buckets: REQUEST_SECONDS,
+    registers: [this.registry],
+  });
+  private readonly denials = new Counter({
+    name: 'taskgate_task_lookups_denied_total',
+    help: 'tasks/get, tasks/result and tasks/cancel of a task that is unknown or not the caller’s, by subject',
+    labelNames: ['subject'],
     registers: [this.registry],
   });
   private readonly restarts = new Counter({
@@ -213,6 +222,11 @@ export class Metrics {
   /** The upstream answered a forwarded request after `seconds`. */
   upstreamLatency(method: string, seconds: number): void {
     this.latency.observe({ method: this.methods.of(method) }, seconds);
+  }
+
+  /** A caller asked for a task that does not exist or is not its own; `subject` is absent without auth. */
+  taskLookupDenied(subject: string | undefined): void {
+    this.denials.inc({ subject: subject === undefined ? NO_SUBJECT : this.subjects.of(subject) });
   }
 
   upstreamRestarted(): void {

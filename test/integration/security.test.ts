@@ -11,6 +11,7 @@ import type { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
+import { sample } from '../helpers/prometheus.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 
 const TOKEN_A = 'token-of-alice-0123456789';
@@ -194,6 +195,12 @@ describe('limits', () => {
     expect(notFound + limited).toBe(10_000);
     expect(limited).toBeGreaterThan(0);
     expect(gateway!.stderr).toMatch(/"event":"limit.hit"/);
+    const metrics = await fetch(new URL('/metrics', gateway!.url), {
+      headers: { authorization: `Bearer ${TOKEN_B}` },
+    });
+    expect(sample(await metrics.text(), 'taskgate_task_lookups_denied_total', { subject: 'bob' })).toBe(
+      notFound,
+    );
   });
 });
 

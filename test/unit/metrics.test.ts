@@ -1,6 +1,6 @@
 import { register as globalRegistry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_LABEL_VALUES, Metrics, OTHER_LABEL } from '../../src/observability/metrics.js';
+import { MAX_LABEL_VALUES, Metrics, NO_SUBJECT, OTHER_LABEL } from '../../src/observability/metrics.js';
 import { ObservedStore } from '../../src/observability/observed-store.js';
 import { observeTasks } from '../../src/observability/observe.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
@@ -91,6 +91,9 @@ describe('Metrics', () => {
     metrics.taskExpired(record());
     metrics.upstreamLatency('tools/list', 0.02);
     metrics.upstreamRestarted();
+    metrics.taskLookupDenied('alice');
+    metrics.taskLookupDenied('alice');
+    metrics.taskLookupDenied(undefined);
     const text = await metrics.text();
     expect(sample(text, 'taskgate_task_result_waiters')).toBe(1);
     expect(sample(text, 'taskgate_limit_refusals_total', { limit: 'max_tasks' })).toBe(1);
@@ -100,6 +103,8 @@ describe('Metrics', () => {
       1,
     );
     expect(sample(text, 'taskgate_upstream_restarts_total')).toBe(1);
+    expect(sample(text, 'taskgate_task_lookups_denied_total', { subject: 'alice' })).toBe(2);
+    expect(sample(text, 'taskgate_task_lookups_denied_total', { subject: NO_SUBJECT })).toBe(1);
   });
 
   it(`keeps at most ${MAX_LABEL_VALUES} tool names, counting the rest as ${OTHER_LABEL}`, async () => {
