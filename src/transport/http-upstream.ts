@@ -20,6 +20,7 @@ import { errorResponse, idKey, isObject, type RequestId } from '../protocol/mess
 import type { Channel, ChannelHandlers } from './channel.js';
 import {
   HttpOrigin,
+  connectionBroke,
   discard,
   header,
   mediaType,
@@ -57,6 +58,25 @@ export const HTTP_UPSTREAM_DEFAULTS = {
   reconnectDelayMs: 250,
   reconnectMaxDelayMs: 10_000,
 } as const;
+
+/**
+ * Requests that only read, sent once more when their connection broke before any answer (a kept-alive
+ * connection the server was closing as they went out). Nothing that acts is ever sent twice: a
+ * tools/call may have run even though its answer never came.
+ */
+const REPEATABLE = new Set([
+  'ping',
+  'tools/list',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'prompts/list',
+  'prompts/get',
+  'completion/complete',
+  'tasks/get',
+  'tasks/result',
+  'tasks/list',
+]);
 
 /** How long an answered stream may stay open before it is closed from this side. */
 const ANSWERED_STREAM_GRACE_MS = 1_000;
@@ -107,6 +127,8 @@ interface Call {
   lastEventId: string | undefined;
   /** What the server asked for with `retry:`. */
   retryMs: number | undefined;
+  /** Sent a second time, its connection having broken (only requests in REPEATABLE). */
+  repeated: boolean;
   resumes: number;
   /** Ids of the events delivered, so that a replay never delivers one twice. */
   seen: Set<string>;
@@ -279,6 +301,7 @@ export class HttpUpstream implements Channel {
       done: false,
       lastEventId: undefined,
       retryMs: undefined,
+      repeated: false,
       resumes: 0,
       seen: new Set(),
       ...(own === undefined ? {} : { own }),
@@ -295,6 +318,14 @@ export class HttpUpstream implements Channel {
     try {
       reply = await this.origin.request('POST', headers, call.controller.signal, call.out.body);
     } catch (error) {
+      if (!call.done && !call.repeated && REPEATABLE.has(method) && connectionBroke(error)) {
+        call.repeated = true;
+        this.logger.info(
+          { err: error },
+          `the connection broke under ${method}, unanswered: sending it again`,
+        );
+        return this.runCall(call);
+      }
       call.markTaken();
       if (call.done) return;
       this.logger.warn({ err: error }, `cannot reach the upstream server to send ${method}`);

@@ -16,7 +16,14 @@ export class HttpOrigin {
   private readonly path: string;
 
   constructor(url: URL) {
-    this.pool = new Pool(url.origin, { connect: { timeout: 10_000 } });
+    this.pool = new Pool(url.origin, {
+      connect: { timeout: 10_000 },
+      // A kept-alive connection is let go 3 s before the server's advertised keep-alive ends (2 s idle
+      // when it says none): a busy event loop reuses it late, and a request sent on a connection the
+      // server is closing is lost with it (test/integration/load.test.ts found this under load).
+      keepAliveTimeout: 2_000,
+      keepAliveTimeoutThreshold: 3_000,
+    });
     this.path = `${url.pathname}${url.search}`;
   }
 
@@ -120,18 +127,31 @@ const REASONS: Record<string, string> = {
   UND_ERR_CLOSED: 'connection closed',
 };
 
+/** The first error code along the cause chain that `known` accepts. */
+function codeOf(error: unknown, known: (code: string) => boolean): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && typeof current === 'object' && current !== null; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && known(code)) return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
 /**
  * Why a network exchange failed, in words fit for a client: the kind of failure, never the address (that
  * is for the logs).
  */
 export function networkReason(error: unknown): string {
-  let current: unknown = error;
-  for (let depth = 0; depth < 4 && typeof current === 'object' && current !== null; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && REASONS[code] !== undefined) return `${REASONS[code]} (${code})`;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return 'connection failed';
+  const code = codeOf(error, (candidate) => REASONS[candidate] !== undefined);
+  return code === undefined ? 'connection failed' : `${REASONS[code]} (${code})`;
+}
+
+const BROKEN_CONNECTION = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+
+/** The connection broke under the request with no answer at all (not refused, not timed out). */
+export function connectionBroke(error: unknown): boolean {
+  return codeOf(error, (code) => BROKEN_CONNECTION.has(code)) !== undefined;
 }
 
 /** Waits `ms`, or less when the signal aborts; says whether the wait ran to its end. */

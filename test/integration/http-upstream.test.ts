@@ -211,6 +211,29 @@ describe('HttpUpstream against the SDK’s Streamable HTTP server', () => {
     expect(h.closed).toEqual([]);
   });
 
+  it('sends a request that only reads once more when its connection breaks unanswered', async () => {
+    const server = await fixture('legacy', { env: { FIXTURE_DROP_FIRST: 'tools/list' } });
+    const h = open(server.url);
+    await h.initialize();
+    const answer = await h.answer(h.request('tools/list'));
+    expect(answer.message.result.tools.map((tool: { name: string }) => tool.name)).toContain('echo');
+    expect(server.stderr()).toContain('dropping the connection under tools/list');
+  });
+
+  it('never sends a tools/call twice: its connection breaking unanswered fails it', async () => {
+    const server = await fixture('legacy', { env: { FIXTURE_DROP_FIRST: 'tools/call' } });
+    const h = open(server.url);
+    await h.initialize();
+    const id = h.call('echo', { text: 'once at most' });
+    expect((await h.answer(id)).message.error).toEqual({
+      code: ErrorCode.UpstreamUnavailable,
+      message: expect.stringMatching(/^Upstream server unavailable: connection (lost|reset)/),
+    });
+    // The next call goes through: only the first was dropped, and it was not sent again.
+    expect(text(await h.answer(h.call('echo', { text: 'next' })))).toBe('next');
+    expect(h.answersTo(id)).toHaveLength(1);
+  });
+
   it('ends a request the server does not answer in time, and tells the server to stop', async () => {
     const server = await fixture('legacy');
     const h = open(server.url, { requestTimeoutMs: 300 });
