@@ -50,6 +50,11 @@ export class ResponseStream {
     return this.mode !== 'done';
   }
 
+  /** It sent events (kept in the log), so a GET with Last-Event-ID may pick it up. */
+  get resumable(): boolean {
+    return this.seq > 0;
+  }
+
   /** Commits to SSE (headers out now), as a GET stream does at once. */
   begin(): void {
     if (this.mode !== 'undecided') return;

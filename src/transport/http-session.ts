@@ -113,7 +113,9 @@ export class HttpSession implements Channel {
     const streamId = `${this.id.slice(0, 8)}${(this.nextStream++).toString(36)}`;
     const stream = new ResponseStream(streamId, res, this.log, () => {
       onDone();
-      // A finished stream stays resumable while its events are in the log.
+      // A finished stream stays resumable while its events are in the log; one answered with plain JSON
+      // has none to replay.
+      if (!stream.resumable) this.streams.delete(streamId);
     });
     this.streams.set(streamId, stream);
     if (this.streams.size > 1_000) this.streams.delete(this.streams.keys().next().value!);
