@@ -5,7 +5,7 @@
  * to the direct call over the same transport, taken round by round. Then the task workloads, against a
  * taskgate process (bench/tasks.js) and against the store alone (bench/tasks-inproc.js).
  *
- *   npm run bench                 everything; writes bench/results/<date>.json and <date>.md
+ *   npm run bench                 everything; writes bench/results/<date>T<hhmm>.json and .md (UTC)
  *   BENCH_QUICK=1 npm run bench   a short run to check the harness; writes nothing
  *   BENCH_ONLY=a,b                only the targets whose names contain a or b (and writes nothing)
  *   BENCH_CPU_PROF=DIR            taskgate targets run with node --cpu-prof into DIR (and writes nothing)
@@ -358,7 +358,8 @@ async function main() {
   const text = markdown(full);
   process.stdout.write(text);
   if (!QUICK && !ONLY && !process.env['BENCH_CPU_PROF']) {
-    const stamp = report.date.slice(0, 10);
+    // Date and UTC time (2026-11-30T0512): several runs a day each keep their own record.
+    const stamp = report.date.slice(0, 16).replace(':', '');
     mkdirSync(fromRoot('bench/results'), { recursive: true });
     writeFileSync(fromRoot(`bench/results/${stamp}.json`), JSON.stringify(full, null, 2) + '\n');
     writeFileSync(fromRoot(`bench/results/${stamp}.md`), text);
