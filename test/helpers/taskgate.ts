@@ -277,6 +277,12 @@ export class RawPeer {
     return logged(this, text, withinMs);
   }
 
+  /** The admin listener's address (taskgate started with --admin-listen), from its log line. */
+  async adminUrl(): Promise<URL> {
+    await this.logged('admin listener');
+    return new URL(/"url":"([^"]+)","msg":"admin listener/.exec(this.stderr)![1]!);
+  }
+
   async stop(): Promise<void> {
     this.child.stdin.end();
     if (this.alive) await this.exited;

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { sample } from '../helpers/prometheus.js';
 import { Gateway, RawPeer } from '../helpers/taskgate.js';
 
 const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
@@ -94,7 +95,9 @@ async function taskStatus(peer: RawPeer, taskId: string, id: string) {
 
 describe('the upstream is killed while calls are in flight', () => {
   it('answers every pending request and fails every task with the exit, under load', async () => {
-    const peer = track(await RawPeer.initialized('legacy', ['--log-level', 'info']));
+    const peer = track(
+      await RawPeer.initialized('legacy', ['--log-level', 'info', '--admin-listen', '127.0.0.1:0']),
+    );
     const pid = await upstreamPid(peer);
     const TASKS = 20;
     const PLAIN = 10;
@@ -132,6 +135,11 @@ describe('the upstream is killed while calls are in flight', () => {
     const list = await peer.response('list');
     const listed = (list.result as { tasks?: { status: string }[] } | undefined)?.tasks ?? [];
     expect(listed.filter((task) => task.status === 'working')).toEqual([]);
+    // Nothing is left waiting or live inside taskgate either.
+    const metrics = await (await fetch(new URL('/metrics', await peer.adminUrl()))).text();
+    expect(sample(metrics, 'taskgate_task_result_waiters')).toBe(0);
+    expect(sample(metrics, 'taskgate_store_tasks', { state: 'live' })).toBe(0);
+    expect(sample(metrics, 'taskgate_store_tasks', { state: 'finished' })).toBe(TASKS);
 
     // Exactly one response per request id, and taskgate is still running.
     const ids = peer.messages.items.filter((m) => 'result' in m || 'error' in m).map((m) => String(m.id));

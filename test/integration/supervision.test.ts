@@ -110,8 +110,7 @@ describe('a stdio upstream that crashes', () => {
       content: [{ type: 'text', text: JSON.stringify([{ uri: 'file:///r', name: 'r' }]) }],
     });
 
-    const admin = /"url":"([^"]+)","msg":"admin listener/.exec(p.stderr)?.[1];
-    const metrics = await (await fetch(new URL('/metrics', admin))).text();
+    const metrics = await (await fetch(new URL('/metrics', await p.adminUrl()))).text();
     expect(sample(metrics, 'taskgate_upstream_restarts_total')).toBe(1);
 
     // Exactly one answer per request.
