@@ -51,8 +51,14 @@ export async function startHttpGateway(
   const limits = new Limits(config.limits, store, (limit, caller) =>
     audit.limitHit(limit, { session: '-', subject: caller }),
   );
-  // With an admin listener the operator's pages live there only, off the front.
+  // With an admin listener the operator's pages live there only, off the front. With bearer pass-through
+  // any token gets past the front (the upstream judges it), so the pages are served on the admin listener
+  // or not at all.
   const admin = config.admin.listen;
+  const pagesOnFront = admin === undefined && config.auth.bearerPassthrough === undefined;
+  if (admin === undefined && !pagesOnFront) {
+    logger.info('auth.bearerPassthrough admits any token: /metrics and /dashboard need --admin-listen');
+  }
   const front: HttpFront = new HttpFront(
     {
       host: listen.slice(0, colon),
@@ -67,12 +73,12 @@ export async function startHttpGateway(
     {
       openSession: async (channel: HttpSession, caller: Caller | undefined) => {
         const sessionLogger = logger.child({ session: channel.id.slice(0, 8) });
-        const upstream = await openUpstream(
-          config,
-          sessionLogger,
-          () => metrics.upstreamRestarted(),
-          caller?.upstreamAuthorization,
-        );
+        const upstream = await openUpstream(config, sessionLogger, {
+          restarted: () => metrics.upstreamRestarted(),
+          // Servers killed along with taskgate (a signal to the process group) stay down.
+          mayRestart: () => lifecycle.isAccepting,
+          authorization: caller?.upstreamAuthorization,
+        });
         const session = new Session(
           channel,
           upstream.channel,
@@ -102,7 +108,7 @@ export async function startHttpGateway(
       ready: async () => config.upstream !== undefined,
       accepting: () => lifecycle.isAccepting,
       ...(authenticate === undefined ? {} : { authenticate }),
-      ...(admin === undefined ? { extraRoutes: observed.routes } : {}),
+      ...(pagesOnFront ? { extraRoutes: observed.routes } : {}),
       sessionRefused: () => metrics.limitRefused('max_sessions'),
     },
     logger,

@@ -27,7 +27,7 @@ export async function startStdioProxy(config: Config): Promise<number> {
   metrics.observeSessions(() => 1);
   // The admin listener first: a taken address fails the run before any server is started.
   const admin = await startAdmin(config, observed.routes, logger);
-  const upstream = await openUpstream(config, logger, () => metrics.upstreamRestarted()).catch(
+  const upstream = await openUpstream(config, logger, { restarted: () => metrics.upstreamRestarted() }).catch(
     async (error: unknown) => {
       await admin?.close();
       throw error;

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import type { Channel } from './transport/channel.js';
 import { HttpUpstream } from './transport/http-upstream.js';
-import { SupervisedStdioUpstream } from './transport/supervised-upstream.js';
+import { SupervisedStdioUpstream, type SupervisionHooks } from './transport/supervised-upstream.js';
 
 export interface Upstream {
   channel: Channel;
@@ -14,16 +14,17 @@ export interface Upstream {
   stop(): Promise<void>;
 }
 
-/**
- * `restarted` is told each time a crashed stdio upstream is started again; `authorization`, the caller's
- * own credential, goes with every request to an HTTP upstream (it wins over a configured one).
- */
+export interface UpstreamOptions extends SupervisionHooks {
+  /** The caller's own credential, sent with every request to an HTTP upstream in place of a configured one. */
+  authorization?: string | undefined;
+}
+
 export async function openUpstream(
   config: Config,
   logger: Logger,
-  restarted: () => void,
-  authorization?: string,
+  options: UpstreamOptions = {},
 ): Promise<Upstream> {
+  const { authorization, ...hooks } = options;
   const upstream = config.upstream;
   if (!upstream) throw new Error('no upstream server configured');
   if (upstream.url !== undefined) {
@@ -46,7 +47,7 @@ export async function openUpstream(
     config.upstreamRestart,
     config.maxMessageBytes,
     logger,
-    restarted,
+    hooks,
   );
   return { channel, description: [command, ...args].join(' '), stop: () => channel.stop() };
 }

@@ -236,7 +236,7 @@ export const ConfigSchema = z
       .strict()
       .prefault({})
       .refine((restart) => restart.delay <= restart.maxDelay, {
-        message: 'delay must not be longer than maxDelay',
+        message: 'delay (500 ms unless set) must not be longer than maxDelay',
         path: ['delay'],
       }),
     tools: z.array(ToolRuleSchema).default([]),

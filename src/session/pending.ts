@@ -51,13 +51,13 @@ export class PendingRequests<Entry> {
     return undefined;
   }
 
-  /** Removes the entries that match and returns their wire ids. */
-  takeWhere(matches: (entry: Entry) => boolean): RequestId[] {
-    const taken: RequestId[] = [];
+  /** Removes the entries that match and returns them with their wire ids. */
+  takeWhere(matches: (entry: Entry) => boolean): [RequestId, Entry][] {
+    const taken: [RequestId, Entry][] = [];
     for (const [key, entry] of this.byWireId) {
       if (!matches(entry)) continue;
       this.byWireId.delete(key);
-      taken.push(typeof key === 'number' ? key : key.slice(2));
+      taken.push([typeof key === 'number' ? key : key.slice(2), entry]);
     }
     return taken;
   }

@@ -52,13 +52,19 @@ type UpstreamPending =
     }
   | OwnPending;
 
-/** A request from the upstream forwarded to the client, or one of taskgate's own. */
-type ClientPending = { kind: 'upstream'; upstreamId: RequestId; taskId?: string } | OwnPending;
+/**
+ * A request from the upstream forwarded to the client (with the stream it went on, and whether it asked
+ * for a task), or one of taskgate's own.
+ */
+type ClientPending =
+  { kind: 'upstream'; upstreamId: RequestId; taskId?: string; route?: Route; asTask?: boolean } | OwnPending;
 
 /** A peer that sends requests taskgate answers itself, and those of them still blocking (tasks/result). */
 interface Side {
   channel: Channel;
   blocking: Map<string | number, AbortController>;
+  /** The peer went away (a crashed upstream): what it asked gets no answer, so a restarted one never sees it. */
+  gone?: boolean;
 }
 
 export interface SessionOptions {
@@ -127,7 +133,7 @@ export class Session {
   private readonly progressTokenOf = new Map<string | number, string | number>();
   /** Task → the client's open tasks/result of it, where related messages belong. */
   private readonly openTaskResults = new Map<string, RequestId>();
-  private readonly fromUpstreamSide: Side;
+  private fromUpstreamSide: Side;
   private readonly augmenter: Augmenter;
   /** The upstream's own `capabilities.tasks`, once initialize has told; undefined when it has none. */
   private upstreamTasks: JsonObject | undefined;
@@ -353,6 +359,7 @@ export class Session {
     }
     if (name !== undefined && this.isNativeTaskTool(name)) return this.forwardRequest(request, raw);
     if (params?.task !== undefined) {
+      if (this.upstreamState.goneReason !== undefined) return this.refuseUpstreamGone(request);
       return this.answerLocally(request, async () => {
         const created = await this.augmenter.createTask(params);
         const task = created.task as { taskId: string };
@@ -393,21 +400,22 @@ export class Session {
     );
   }
 
+  private refuseUpstreamGone(request: Request): void {
+    this.respond(
+      request.id,
+      errorResponse(request.id, {
+        code: ErrorCode.UpstreamUnavailable,
+        message: `Upstream server unavailable: ${this.upstreamState.goneReason}`,
+      }),
+    );
+  }
+
   private forwardRequest(
     request: Request,
     raw?: Buffer,
     onResult?: (result: JsonObject) => JsonObject,
   ): void {
-    if (this.upstreamState.goneReason !== undefined) {
-      this.respond(
-        request.id,
-        errorResponse(request.id, {
-          code: ErrorCode.UpstreamUnavailable,
-          message: `Upstream server unavailable: ${this.upstreamState.goneReason}`,
-        }),
-      );
-      return;
-    }
+    if (this.upstreamState.goneReason !== undefined) return this.refuseUpstreamGone(request);
     const entry: UpstreamPending = {
       kind: 'client',
       clientId: request.id,
@@ -444,7 +452,9 @@ export class Session {
     from: Side = this.fromClientSide,
   ): void {
     handler().then(
-      (result) => from.channel.send(successResponse(request.id, result), { responseTo: request.id }),
+      (result) => {
+        if (!from.gone) from.channel.send(successResponse(request.id, result), { responseTo: request.id });
+      },
       (error: unknown) => this.replyError(from, request.id, error),
     );
   }
@@ -480,6 +490,7 @@ export class Session {
   }
 
   private replyError(from: Side, id: RequestId, error: unknown): void {
+    if (from.gone) return;
     if (!(error instanceof ProtocolError)) this.options.logger.debug({ err: error }, 'request refused');
     from.channel.send(errorResponse(id, toJsonRpcError(error)), { responseTo: id });
   }
@@ -622,10 +633,16 @@ export class Session {
         ? this.augmenter.soleRunningTask()
         : undefined;
     if (taskId === undefined) return this.relayToClient(request, raw, route);
-    const wireId = this.toClient.forward(request.id, { kind: 'upstream', upstreamId: request.id, taskId });
+    const taskRoute = this.routeForTask(taskId) ?? route;
+    const wireId = this.toClient.forward(request.id, {
+      kind: 'upstream',
+      upstreamId: request.id,
+      taskId,
+      ...(taskRoute && { route: taskRoute }),
+    });
     this.client.send(
       { ...request, id: wireId, params: withMeta(request.params, RELATED_TASK_META, { taskId }) },
-      this.routeForTask(taskId) ?? route,
+      taskRoute,
     );
     void this.augmenter.inputRequested(taskId);
   }
@@ -649,7 +666,12 @@ export class Session {
   }
 
   private relayToClient(request: Request, raw: Buffer, route: Route | undefined): void {
-    const wireId = this.toClient.forward(request.id, { kind: 'upstream', upstreamId: request.id });
+    const wireId = this.toClient.forward(request.id, {
+      kind: 'upstream',
+      upstreamId: request.id,
+      ...(route && { route }),
+      ...(request.params?.task !== undefined && { asTask: true }),
+    });
     if (wireId === request.id) this.client.sendRaw(raw, route);
     else this.client.send({ ...request, id: wireId }, route);
   }
@@ -669,7 +691,11 @@ export class Session {
       );
       return;
     }
-    const wireId = this.toClient.forward(request.id, { kind: 'upstream', upstreamId: request.id });
+    const wireId = this.toClient.forward(request.id, {
+      kind: 'upstream',
+      upstreamId: request.id,
+      ...(route && { route }),
+    });
     const params = withoutRelatedTask(request.params);
     this.client.send(
       params === undefined ? { ...request, id: wireId } : { ...request, id: wireId, params },
@@ -759,6 +785,7 @@ export class Session {
   /** Everything in flight upstream is answered with the reason; later calls too, until it is back. */
   private upstreamClosed(reason: string, reopening: boolean): void {
     this.upstreamState.goneReason = reopening ? `${reason}, and is being restarted` : reason;
+    this.forgetUpstreamRequests(reason);
     for (const entry of this.toUpstream.drain()) {
       const error = {
         code: ErrorCode.UpstreamUnavailable,
@@ -775,12 +802,27 @@ export class Session {
         );
     }
     this.plainToolCalls.clear();
-    // What the gone server asked of the client is moot now: the client may stop (and a restarted
-    // server must not get answers to requests it never made).
-    for (const requestId of this.toClient.takeWhere((entry) => entry.kind === 'upstream')) {
-      this.client.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } });
-    }
     if (!reopening) this.events.upstreamGone(this.upstreamState);
+  }
+
+  /**
+   * What the gone server asked is moot, and a restarted one must not get answers to requests it never
+   * made: the client is told to stop on the request's own stream, before the calls those streams belong
+   * to are answered (a request that asked for a task would need tasks/cancel, with an id not known yet: it
+   * is only forgotten), and what taskgate was answering itself is dropped.
+   */
+  private forgetUpstreamRequests(reason: string): void {
+    for (const [requestId, entry] of this.toClient.takeWhere((pending) => pending.kind === 'upstream')) {
+      if (entry.kind !== 'upstream' || entry.asTask) continue;
+      this.client.send(
+        { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } },
+        entry.route,
+      );
+    }
+    const side = this.fromUpstreamSide;
+    side.gone = true;
+    for (const controller of side.blocking.values()) controller.abort();
+    this.fromUpstreamSide = { channel: this.upstream, blocking: new Map() };
   }
 
   private upstreamReopened(): void {

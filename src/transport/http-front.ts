@@ -13,14 +13,14 @@ import { classify, salvageId, type RequestId } from '../protocol/messages.js';
 import type { Authentication } from '../security/auth.js';
 import { HttpSession } from './http-session.js';
 
-/** An authenticated caller: the binding key of its tasks, and who it is for the logs. */
-
 /**
  * Connections the kernel may queue before taskgate accepts them (it caps this at net.core.somaxconn).
  * Node's 511 overflowed when a few hundred clients opened connections at once: the kernel dropped their
  * SYNs and clients saw resets and connect timeouts (test/integration/load.test.ts).
  */
 const LISTEN_BACKLOG = 4096;
+
+/** An authenticated caller: the binding key of its tasks, and who it is for the logs. */
 export type Caller = Extract<Authentication, { identity: string }>;
 
 export const SUPPORTED_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'];

@@ -1,16 +1,18 @@
 /**
- * A stdio upstream that comes back after it crashes. Once the handshake is done (the client's
- * notifications/initialized has gone out), a child that exits is started again after a delay that
- * doubles with each crash in a row up to a cap, and is given the same handshake before anything else.
- * A child that stays up for STABLE_MS ends the streak, so a server that crashes now and then restarts at
- * once while one that cannot stay up is retried ever more slowly, and reported, never spun.
+ * A stdio upstream that comes back after it crashes. Once the client's initialize has been answered, a
+ * child that exits is started again after a delay that doubles with each crash in a row up to a cap,
+ * and is given the same handshake before anything else. A child that stays up for STABLE_MS ends the
+ * streak: a server that crashes now and then is back after the first delay, one that cannot stay up is
+ * retried ever more slowly and reported, never spun.
  *
  * The session hears `closed` with `reopening` when the child goes and `reopened` once the new one has
- * answered initialize; in between it answers calls itself. A child that exits before the handshake is
- * done is not restarted: that is a server that cannot start, and the session says so.
+ * answered initialize as the first did; in between it answers calls itself, and what it still sends (a
+ * client's notifications) is held for the new child. A child that exits before its first initialize
+ * answer is not restarted: that is a server that cannot start, and the session says so. Neither is one
+ * whose restart answers initialize differently: the client was told what the first one can do.
  */
 import type { Logger } from 'pino';
-import { isObject, type JsonObject } from '../protocol/messages.js';
+import { isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
 import type { Channel, ChannelHandlers } from './channel.js';
 import { spawnStdioUpstream, type StdioUpstream, type UpstreamCommand } from './stdio-upstream.js';
 
@@ -21,10 +23,25 @@ export interface RestartPolicy {
   maxDelay: number;
 }
 
+export interface SupervisionHooks {
+  /** Told each time a new child has been started. */
+  restarted?: () => void;
+  /** Asked before each restart: false once taskgate is shutting down. */
+  mayRestart?: () => boolean;
+}
+
+/**
+ * serving: messages flow to the child (the first one from the start, a restarted one once it has answered
+ * the replayed initialize) · waiting: the child exited, a restart is due · spawning · replaying: the new
+ * child has the client's initialize, its answer is awaited · stopped: no child will follow.
+ */
+type Phase = 'serving' | 'waiting' | 'spawning' | 'replaying' | 'stopped';
+
+/** What the first child was told and answered in the handshake. */
 interface Handshake {
   initializeParams: JsonObject;
-  /** The client's notifications/initialized, as it was sent. */
-  initialized: string;
+  /** protocolVersion and capabilities of its answer, to hold a restarted child to. */
+  promised: string;
 }
 
 /** A child that ran this long before it crashed starts a new streak. */
@@ -33,21 +50,28 @@ const STABLE_MS = 30_000;
 const CRASH_LOOP = 5;
 /** A restarted child that does not answer initialize within this is killed and counts as a crash. */
 const INITIALIZE_TIMEOUT_MS = 30_000;
+/** Messages held for a restarted child at most; past that they are dropped, with a warning. */
+const MAX_HELD = 1_000;
 /** The id of the replayed initialize: a string the session never uses for its own requests. */
 const REPLAY_ID = 'taskgate:replayed-initialize';
+const INITIALIZED = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' });
 
 export class SupervisedStdioUpstream implements Channel {
   private handlers: ChannelHandlers | undefined;
-  /** The client's initialize params, while its notifications/initialized has yet to go out. */
-  private initializeParams: JsonObject | undefined;
-  /** The handshake the first child was given, given again to each new one. */
+  private phase: Phase = 'serving';
+  /** The client's initialize as it went to the first child, until that child answers it. */
+  private initializing: { id: RequestId; params: JsonObject } | undefined;
   private handshake: Handshake | undefined;
-  /** A child is up and has answered initialize: messages flow both ways. */
-  private serving = true;
+  /** The client's own notifications/initialized has gone out (to the first child, or been dropped). */
+  private clientInitializedSeen = false;
   private servingSince = performance.now();
   private crashesInARow = 0;
+  /** Children started after the first. */
+  private restarts = 0;
   private restartTimer: NodeJS.Timeout | undefined;
-  private stopped = false;
+  private replayTimer: NodeJS.Timeout | undefined;
+  private spawning: Promise<void> | undefined;
+  private readonly held: (Buffer | string)[] = [];
 
   private constructor(
     private child: StdioUpstream,
@@ -55,7 +79,7 @@ export class SupervisedStdioUpstream implements Channel {
     private readonly policy: RestartPolicy,
     private readonly maxMessageBytes: number,
     private readonly logger: Logger,
-    private readonly onRestart: () => void,
+    private readonly hooks: SupervisionHooks,
   ) {}
 
   static async start(
@@ -63,11 +87,11 @@ export class SupervisedStdioUpstream implements Channel {
     policy: RestartPolicy,
     maxMessageBytes: number,
     logger: Logger,
-    onRestart: () => void,
+    hooks: SupervisionHooks = {},
   ): Promise<SupervisedStdioUpstream> {
     const child = await spawnStdioUpstream(command, maxMessageBytes, logger);
     logger.info({ pid: child.pid, command: command.command }, 'upstream server started');
-    return new SupervisedStdioUpstream(child, command, policy, maxMessageBytes, logger, onRestart);
+    return new SupervisedStdioUpstream(child, command, policy, maxMessageBytes, logger, hooks);
   }
 
   start(handlers: ChannelHandlers): void {
@@ -76,8 +100,11 @@ export class SupervisedStdioUpstream implements Channel {
   }
 
   sendRaw(raw: Buffer | string): void {
-    if (this.handshake === undefined) this.noteHandshake(raw);
-    this.child.channel.sendRaw(raw);
+    if (!this.clientInitializedSeen && this.noteOutgoing(raw) === 'drop') return;
+    if (this.phase === 'serving') return this.child.channel.sendRaw(raw);
+    if (this.phase === 'stopped') return;
+    if (this.held.length < MAX_HELD) this.held.push(raw);
+    else this.logger.warn('too many messages held for the restarting upstream server: dropping one');
   }
 
   send(message: object): void {
@@ -87,68 +114,105 @@ export class SupervisedStdioUpstream implements Channel {
   /** Ends the child's input; it is not restarted once it exits. */
   async close(): Promise<void> {
     this.halt();
+    await this.spawning;
     await this.child.channel.close();
   }
 
   /** Ends the child, by signals if it lingers; it is not restarted. */
   async stop(): Promise<void> {
     this.halt();
+    await this.spawning;
     await this.child.stop();
   }
 
   private halt(): void {
-    this.stopped = true;
-    clearTimeout(this.restartTimer);
+    this.phase = 'stopped';
+    this.clearTimers();
+    this.held.length = 0;
   }
 
-  /** Wires a child to the session; a restarted one is given the handshake first. */
-  private attach(child: StdioUpstream, replayed?: Handshake): void {
+  private clearTimers(): void {
+    clearTimeout(this.restartTimer);
+    clearTimeout(this.replayTimer);
+    this.restartTimer = this.replayTimer = undefined;
+  }
+
+  private attach(child: StdioUpstream): void {
     child.channel.start({
       message: (raw, arrival) => {
-        if (replayed && !this.serving && child === this.child && this.answersReplay(child, raw, replayed)) {
-          return;
-        }
+        if (child !== this.child) return;
+        if (this.phase === 'replaying' && this.answersReplay(child, raw)) return;
+        if (this.handshake === undefined) this.noteIncoming(raw);
         this.handlers?.message(raw, arrival);
       },
-      malformed: (error, id) => this.handlers?.malformed(error, id),
+      malformed: (error, id) => {
+        if (child === this.child) this.handlers?.malformed(error, id);
+      },
       closed: ({ reason }) => {
-        if (child === this.child) this.childExited(reason);
+        if (child === this.child) this.childExited(child, reason);
       },
     });
   }
 
-  /** Keeps the client's initialize and initialized as they go to the first child. */
-  private noteHandshake(raw: Buffer | string): void {
-    // A search is cheaper than a parse, for a client that is slow to send notifications/initialized.
-    if (!raw.includes('initialize')) return;
-    let message: unknown;
-    try {
-      message = JSON.parse(raw.toString());
-    } catch {
-      return;
+  /**
+   * Watches the client's handshake go out: keeps its initialize, and once a restarted child has been given
+   * notifications/initialized already, drops the client's own (sent late, after a crash).
+   */
+  private noteOutgoing(raw: Buffer | string): 'drop' | undefined {
+    // A search is cheaper than a parse, for the few messages before the client's initialized.
+    if (!raw.includes('initialize')) return undefined;
+    const message = parse(raw);
+    if (
+      message?.method === 'initialize' &&
+      (typeof message.id === 'string' || typeof message.id === 'number')
+    ) {
+      this.initializing = { id: message.id, params: isObject(message.params) ? message.params : {} };
+    } else if (message?.method === 'notifications/initialized') {
+      this.clientInitializedSeen = true;
+      // A restarted child is given its own (and is being given it while this one is held).
+      if (this.restarts > 0 || this.phase !== 'serving') return 'drop';
     }
-    if (!isObject(message)) return;
-    if (message.method === 'initialize' && 'id' in message) {
-      this.initializeParams = isObject(message.params) ? message.params : {};
-    } else if (message.method === 'notifications/initialized' && this.initializeParams !== undefined) {
-      this.handshake = { initializeParams: this.initializeParams, initialized: raw.toString() };
-    }
+    return undefined;
   }
 
-  private childExited(reason: string): void {
-    const handshake = this.handshake;
-    if (this.stopped || !this.policy.enabled || handshake === undefined) {
-      this.handlers?.closed({ reason });
-      return;
+  /** Watches for the first child's answer to the client's initialize. */
+  private noteIncoming(raw: Buffer): void {
+    const initializing = this.initializing;
+    if (initializing === undefined) return;
+    const message = parse(raw);
+    if (message === undefined || message.id !== initializing.id || 'method' in message) return;
+    if (isObject(message.result)) {
+      this.handshake = { initializeParams: initializing.params, promised: promiseOf(message.result) };
     }
-    const wasServing = this.serving;
-    this.serving = false;
+    this.initializing = undefined;
+  }
+
+  private childExited(child: StdioUpstream, reason: string): void {
+    this.clearTimers();
+    // Its output ended or broke: make sure the process is gone too before another takes its place.
+    void child.stop();
+    const restart =
+      this.phase !== 'stopped' &&
+      this.policy.enabled &&
+      this.handshake !== undefined &&
+      (this.hooks.mayRestart?.() ?? true);
+    if (!restart) return this.giveUp(reason);
+    const wasServing = this.phase === 'serving';
     if (wasServing && performance.now() - this.servingSince >= STABLE_MS) this.crashesInARow = 0;
-    this.scheduleRestart(reason, handshake);
+    this.phase = 'waiting';
+    this.scheduleRestart(reason);
     if (wasServing) this.handlers?.closed({ reason, reopening: true });
   }
 
-  private scheduleRestart(reason: string, handshake: Handshake): void {
+  /** No child will follow: the session hears the closure as final, and nothing more after it. */
+  private giveUp(reason: string): void {
+    this.halt();
+    const handlers = this.handlers;
+    this.handlers = undefined;
+    handlers?.closed({ reason });
+  }
+
+  private scheduleRestart(reason: string): void {
     this.crashesInARow++;
     const delay = Math.min(this.policy.delay * 2 ** (this.crashesInARow - 1), this.policy.maxDelay);
     const details = { crashesInARow: this.crashesInARow, delayMs: delay };
@@ -160,63 +224,90 @@ export class SupervisedStdioUpstream implements Channel {
     } else {
       this.logger.warn(details, `${reason}: restarting it in ${delay} ms`);
     }
-    this.restartTimer = setTimeout(() => void this.restart(handshake), delay);
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      this.spawning = this.restart().finally(() => (this.spawning = undefined));
+    }, delay).unref();
   }
 
-  private async restart(handshake: Handshake): Promise<void> {
-    this.restartTimer = undefined;
-    this.onRestart();
+  private async restart(): Promise<void> {
+    const handshake = this.handshake;
+    if (this.phase !== 'waiting' || handshake === undefined) return;
+    this.phase = 'spawning';
     let child: StdioUpstream;
     try {
       child = await spawnStdioUpstream(this.command, this.maxMessageBytes, this.logger);
     } catch (error) {
-      if (!this.stopped) this.scheduleRestart((error as Error).message, handshake);
-      return;
+      if (this.phase !== 'spawning') return;
+      this.phase = 'waiting';
+      return this.scheduleRestart((error as Error).message);
     }
-    if (this.stopped) return void child.stop();
+    if (this.phase !== 'spawning') return child.stop();
+    this.hooks.restarted?.();
+    this.restarts++;
     this.child = child;
+    this.phase = 'replaying';
     this.logger.info(
       { pid: child.pid, command: this.command.command, crashesInARow: this.crashesInARow },
       'upstream server restarted; replaying the initialize handshake',
     );
-    this.attach(child, handshake);
+    this.attach(child);
     child.channel.send({
       jsonrpc: '2.0',
       id: REPLAY_ID,
       method: 'initialize',
       params: handshake.initializeParams,
     });
-    this.restartTimer = setTimeout(() => {
+    this.replayTimer = setTimeout(() => {
       this.logger.error(
-        `the restarted upstream server did not answer initialize in ${INITIALIZE_TIMEOUT_MS} ms`,
+        `the restarted upstream server did not answer initialize in ${INITIALIZE_TIMEOUT_MS} ms: stopping it`,
       );
       void child.stop();
-    }, INITIALIZE_TIMEOUT_MS);
+    }, INITIALIZE_TIMEOUT_MS).unref();
   }
 
   /** Whether this message from a restarted child answers the replayed initialize (and acts on it). */
-  private answersReplay(child: StdioUpstream, raw: Buffer, handshake: Handshake): boolean {
-    let message: unknown;
-    try {
-      message = JSON.parse(raw.toString());
-    } catch {
-      return false;
-    }
-    if (!isObject(message) || message.id !== REPLAY_ID || 'method' in message) return false;
-    clearTimeout(this.restartTimer);
+  private answersReplay(child: StdioUpstream, raw: Buffer): boolean {
+    const message = parse(raw);
+    if (message === undefined || message.id !== REPLAY_ID || 'method' in message) return false;
+    clearTimeout(this.replayTimer);
+    this.replayTimer = undefined;
     if (!isObject(message.result)) {
       this.logger.error(
         { error: message.error },
-        'the restarted upstream server refused the initialize it was given before: stopping it',
+        'the restarted upstream server refused the initialize the first one took: stopping it, to try again',
       );
       void child.stop();
       return true;
     }
-    child.channel.sendRaw(handshake.initialized);
-    this.serving = true;
+    if (promiseOf(message.result) !== this.handshake?.promised) {
+      const reason =
+        'the restarted upstream server answered initialize differently from the first (another protocol version or other capabilities), so it is left down';
+      this.logger.error({ answered: message.result }, reason);
+      void child.stop();
+      this.giveUp(reason);
+      return true;
+    }
+    child.channel.sendRaw(INITIALIZED);
+    this.phase = 'serving';
     this.servingSince = performance.now();
+    for (const raw of this.held.splice(0)) child.channel.sendRaw(raw);
     this.logger.info({ pid: child.pid }, 'upstream server is serving again');
     this.handlers?.reopened?.();
     return true;
   }
+}
+
+function parse(raw: Buffer | string): JsonObject | undefined {
+  try {
+    const value: unknown = JSON.parse(raw.toString());
+    return isObject(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What an initialize result commits the server to, for the client: its protocol version and capabilities. */
+function promiseOf(result: JsonObject): string {
+  return JSON.stringify([result.protocolVersion, result.capabilities]);
 }

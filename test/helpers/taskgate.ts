@@ -170,9 +170,6 @@ async function connectOverHttp(upstream: string[], options: ConnectOptions): Pro
   };
 }
 
-/**
- * taskgate on raw pipes, for what an SDK client would never send: bad JSON, bad envelopes, huge lines.
- */
 /** Resolves once a taskgate process has written `text` to its log (stderr); fails after `withinMs`. */
 async function logged(
   taskgate: { child: ChildProcessWithoutNullStreams; stderr: string },
@@ -187,7 +184,10 @@ async function logged(
   }
 }
 
-/** taskgate on raw pipes, as a client that writes its own lines and keeps every line taskgate writes. */
+/**
+ * taskgate on raw pipes, as a client that writes its own lines (what an SDK client would never send: bad
+ * JSON, bad envelopes, huge lines) and keeps every line taskgate writes.
+ */
 export class RawPeer {
   readonly messages = new Inbox<Record<string, unknown>>();
   /** Lines on taskgate's stdout that are not JSON-RPC messages (there should be none). */

@@ -156,6 +156,11 @@ describe('bearer pass-through', () => {
     // Bob's token gets him past taskgate, but not past the upstream, which wants Alice's.
     await expect(clientWith(TOKEN_B)).rejects.toThrow(/Unauthorized/);
     expect(gateway.stderr).not.toContain(TOKEN_A);
+    // Any token gets past the front, so the operator's pages are not served there.
+    const metrics = await fetch(new URL('/metrics', gateway.url), {
+      headers: { authorization: `Bearer ${TOKEN_B}` },
+    });
+    expect(metrics.status).toBe(404);
   });
 });
 

@@ -6,6 +6,9 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { mkdtempSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sample } from '../helpers/prometheus.js';
 import { FIXTURES, Gateway, RawPeer, TASK_AWARE } from '../helpers/taskgate.js';
@@ -38,18 +41,17 @@ const announcedDelays = (stderr: string): number[] =>
   [...stderr.matchAll(/"delayMs":(\d+)/g)].map((m) => Number(m[1]));
 
 describe('a stdio upstream that crashes', () => {
-  it('fails its tasks with the signal, refuses calls while it is down, and serves again once restarted', async () => {
+  it('fails what it was doing with the signal at once, and refuses calls while it is down', async () => {
     const p = (peer = await RawPeer.initialized('legacy', [
       '--log-level',
       'info',
-      '--admin-listen',
-      '127.0.0.1:0',
-      // Long enough to call while it is down, without a race.
+      // Down for the whole test: every call below meets it gone.
       '--upstream-restart-delay',
-      '1000',
+      '600000',
+      '--upstream-restart-max-delay',
+      '600000',
     ]));
     await p.logged('upstream server started');
-    const firstPid = latestUpstreamPid(p.stderr);
     p.send(call('t', 'sleep', { ms: 60_000 }, {}));
     const taskId = ((await p.response('t')).result as { task: { taskId: string } }).task.taskId;
     p.send({ jsonrpc: '2.0', id: 'waiting', method: 'tasks/result', params: { taskId } });
@@ -57,12 +59,12 @@ describe('a stdio upstream that crashes', () => {
     p.send(call('ask', 'elicit', { message: 'still there?' }));
     const elicitation = await p.messages.waitFor(
       (message) => message.method === 'elicitation/create',
-      'the elicitation of the first upstream',
+      'the elicitation of the upstream',
     );
     p.send({ jsonrpc: '2.0', id: 'before', method: 'tasks/get', params: { taskId } });
     expect((await p.response('before')).result).toMatchObject({ status: 'working' });
 
-    process.kill(firstPid, 'SIGKILL');
+    process.kill(latestUpstreamPid(p.stderr), 'SIGKILL');
 
     // Its question to the client is withdrawn, since no one is left to take the answer.
     await p.messages.waitFor(
@@ -81,16 +83,47 @@ describe('a stdio upstream that crashes', () => {
     expect(failed.status).toBe('failed');
     expect(failed.statusMessage).toMatch(/killed by SIGKILL/);
 
-    await p.logged('restarting it in 1000 ms');
+    await p.logged('restarting it in 600000 ms');
     p.send(call('meanwhile', 'echo', { text: 'too early' }));
-    const meanwhile = await p.response('meanwhile');
-    expect(meanwhile).toMatchObject({ error: { code: -32000 } });
-    expect(String((meanwhile.error as { message: string }).message)).toMatch(
-      /killed by SIGKILL, and is being restarted/,
-    );
+    p.send(call('task-meanwhile', 'echo', { text: 'too early' }, {}));
+    for (const id of ['meanwhile', 'task-meanwhile']) {
+      const answer = await p.response(id);
+      expect(answer).toMatchObject({ error: { code: -32000 } });
+      expect(String((answer.error as { message: string }).message)).toMatch(
+        /killed by SIGKILL, and is being restarted/,
+      );
+    }
+    // The answer to the withdrawn question has no one to go to, and is dropped.
+    p.send({ jsonrpc: '2.0', id: elicitation.id, result: { action: 'cancel' } });
+    p.send({ jsonrpc: '2.0', id: 'still', method: 'ping' });
+    expect(await p.response('still')).toMatchObject({ error: { code: -32000 } });
+
+    // Exactly one answer per request.
+    const ids = p.messages.items.filter((m) => 'result' in m || 'error' in m).map((m) => String(m.id));
+    expect(new Set(ids).size).toBe(ids.length);
+    await p.stop();
+    expect((await p.exited)[0]).toBe(0);
+  });
+
+  it('comes back with the client’s handshake first, then what was held for it, and serves again', async () => {
+    const p = (peer = await RawPeer.initialized(
+      'legacy',
+      ['--log-level', 'info', '--admin-listen', '127.0.0.1:0', '--upstream-restart-delay', '200'],
+      { FIXTURE_REPORT_ROOTS_CHANGED: '1' },
+    ));
+    await p.logged('upstream server started');
+    const firstPid = latestUpstreamPid(p.stderr);
+    process.kill(firstPid, 'SIGKILL');
+    await p.logged('restarting it in 200 ms');
+    // Sent while no server is up: held, and given to the new one after its handshake.
+    p.send({ jsonrpc: '2.0', method: 'notifications/roots/list_changed' });
 
     await p.logged('upstream server is serving again');
     expect(latestUpstreamPid(p.stderr)).not.toBe(firstPid);
+    await p.logged('roots/list_changed arrived');
+    expect(p.stderr).toContain('roots/list_changed arrived, initialized: true');
+    expect(p.stderr).not.toContain('initialized: false');
+
     p.send(call('after', 'echo', { text: 'back' }));
     expect((await p.response('after')).result).toEqual({ content: [{ type: 'text', text: 'back' }] });
     p.send(call('task-after', 'echo', { text: 'as a task' }, {}));
@@ -112,12 +145,59 @@ describe('a stdio upstream that crashes', () => {
 
     const metrics = await (await fetch(new URL('/metrics', await p.adminUrl()))).text();
     expect(sample(metrics, 'taskgate_upstream_restarts_total')).toBe(1);
-
-    // Exactly one answer per request.
-    const ids = p.messages.items.filter((m) => 'result' in m || 'error' in m).map((m) => String(m.id));
-    expect(new Set(ids).size).toBe(ids.length);
     await p.stop();
     expect((await p.exited)[0]).toBe(0);
+  });
+
+  it('is restarted even when it crashed before the client had sent notifications/initialized', async () => {
+    const p = (peer = RawPeer.start([
+      '--log-level',
+      'info',
+      '--upstream-restart-delay',
+      '50',
+      '--',
+      process.execPath,
+      FIXTURES.legacy,
+    ]));
+    p.send({
+      jsonrpc: '2.0',
+      id: 'init',
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'late', version: '1' } },
+    });
+    expect(await p.response('init')).toHaveProperty('result');
+    await p.logged('upstream server started');
+    process.kill(latestUpstreamPid(p.stderr), 'SIGKILL');
+    await p.logged('restarting it in 50 ms');
+    // taskgate gave the new child an initialized of its own: the client's, late, is not sent twice.
+    p.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    await p.logged('upstream server is serving again');
+    p.send(call('back', 'echo', { text: 'handshake replayed' }));
+    expect((await p.response('back')).result).toEqual({
+      content: [{ type: 'text', text: 'handshake replayed' }],
+    });
+  });
+
+  it('is retried while it cannot start, and serves once it can', async () => {
+    const blocker = join(mkdtempSync(join(tmpdir(), 'taskgate-supervision-')), 'cannot-start');
+    const p = (peer = await RawPeer.initialized(
+      'legacy',
+      ['--log-level', 'info', '--upstream-restart-delay', '50', '--upstream-restart-max-delay', '200'],
+      { FIXTURE_EXIT_ON_START_WHILE: blocker },
+    ));
+    await p.logged('upstream server started');
+    writeFileSync(blocker, '');
+    process.kill(latestUpstreamPid(p.stderr), 'SIGKILL');
+    // Each new child exits before it answers the replayed initialize: crash after crash, ever slower.
+    await p.logged('crash-looping');
+    expect(p.stderr).toMatch(/exited with code 4/);
+    unlinkSync(blocker);
+    await p.logged('upstream server is serving again');
+    expect(announcedDelays(p.stderr).slice(0, 5)).toEqual([50, 100, 200, 200, 200]);
+    p.send(call('back', 'echo', { text: 'started at last' }));
+    expect((await p.response('back')).result).toEqual({
+      content: [{ type: 'text', text: 'started at last' }],
+    });
   });
 
   it('is retried ever more slowly up to the cap when it keeps crashing, reported, and taskgate still exits cleanly', async () => {
@@ -134,7 +214,7 @@ describe('a stdio upstream that crashes', () => {
     p.send(call('down', 'echo', { text: 'x' }));
     expect(await p.response('down')).toMatchObject({ error: { code: -32000 } });
 
-    // A pending restart does not keep taskgate alive once the client has gone.
+    // Once the client has gone, taskgate ends cleanly in the middle of the loop.
     p.child.stdin.end();
     const [code] = await p.exited;
     expect(code).toBe(0);

@@ -118,7 +118,9 @@ describe('resolveConfig', () => {
 
   it('refuses a restart delay longer than its cap', () => {
     expect(problemsOf({ upstreamRestart: { delay: 5_000, maxDelay: 1_000 } })).toEqual([
-      expect.stringMatching(/^upstreamRestart\.delay: delay must not be longer than maxDelay/),
+      expect.stringMatching(
+        /^upstreamRestart\.delay: delay \(500 ms unless set\) must not be longer than maxDelay/,
+      ),
     ]);
   });
 

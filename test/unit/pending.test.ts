@@ -127,12 +127,15 @@ describe('PendingRequests', () => {
     expect(pending.findId(() => false)).toBeUndefined();
   });
 
-  it('takeWhere removes the matching entries and returns their wire ids, with their types', () => {
+  it('takeWhere removes the matching entries and returns them with their wire ids, typed', () => {
     const pending = new PendingRequests<Entry>();
     pending.forward(7, entry('upstream'));
     pending.forward('7', entry('upstream'));
     const own = pending.own(entry('own'));
-    expect(pending.takeWhere((e) => e.name === 'upstream')).toEqual([7, '7']);
+    expect(pending.takeWhere((e) => e.name === 'upstream')).toEqual([
+      [7, entry('upstream')],
+      ['7', entry('upstream')],
+    ]);
     expect(pending.size).toBe(1);
     expect(pending.get(own)).toEqual(entry('own'));
     expect(pending.takeWhere((e) => e.name === 'upstream')).toEqual([]);
