@@ -18,6 +18,7 @@ import { createAuthenticator } from './security/auth.js';
 import { Limits } from './security/limits.js';
 import { HttpFront, type Caller } from './transport/http-front.js';
 import type { HttpSession } from './transport/http-session.js';
+import { isLoopbackHost } from './security/loopback.js';
 import { openUpstream } from './upstream.js';
 
 export interface RunningGateway {
@@ -56,6 +57,7 @@ export async function startHttpGateway(
   // or not at all.
   const admin = config.admin.listen;
   const pagesOnFront = admin === undefined && config.auth.bearerPassthrough === undefined;
+  warnOfPlainTokens(config, logger);
   if (admin === undefined && !pagesOnFront) {
     logger.info('auth.bearerPassthrough admits any token: /metrics and /dashboard need --admin-listen');
   }
@@ -158,4 +160,16 @@ export async function runHttpGateway(config: Config): Promise<number> {
   await gateway.close();
   await store.close();
   return 0;
+}
+
+/** Callers' own tokens passed on in clear text to another machine: allowed, but said at start-up. */
+function warnOfPlainTokens(config: Config, logger: Logger): void {
+  const url = config.upstream?.url === undefined ? undefined : new URL(config.upstream.url);
+  if (config.auth.bearerPassthrough === undefined || url?.protocol !== 'http:' || isLoopbackHost(url.host)) {
+    return;
+  }
+  logger.warn(
+    { upstream: url.origin },
+    "auth.bearerPassthrough sends callers' tokens to the upstream server over plain HTTP: use https",
+  );
 }

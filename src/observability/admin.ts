@@ -8,10 +8,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Routes } from './routes.js';
+import { isLoopbackHost } from '../security/loopback.js';
 
 export const DEFAULT_ADMIN_HOST = '127.0.0.1';
-
-const LOOPBACK_HOST = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])(:\d+)?$/i;
 
 export interface AdminListener {
   url: URL;
@@ -31,10 +30,10 @@ export async function startAdminListener(
   logger: Logger,
 ): Promise<AdminListener> {
   const { host, port } = parseListen(listen);
-  const loopback = LOOPBACK_HOST.test(host);
+  const loopback = isLoopbackHost(host);
   const server: Server = createServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, (req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
-    if (loopback && !LOOPBACK_HOST.test(req.headers.host ?? '')) {
+    if (loopback && !isLoopbackHost(req.headers.host ?? '')) {
       res.writeHead(403, { 'content-type': 'text/plain' }).end('Forbidden: this Host is not allowed\n');
       return;
     }

@@ -12,6 +12,7 @@ import { parseFrame } from '../protocol/frames.js';
 import { classify, salvageId, type RequestId } from '../protocol/messages.js';
 import type { Authentication } from '../security/auth.js';
 import { HttpSession } from './http-session.js';
+import { isLoopbackHost } from '../security/loopback.js';
 
 /**
  * Connections the kernel may queue before taskgate accepts them (it caps this at net.core.somaxconn).
@@ -56,8 +57,6 @@ export interface HttpFrontHooks {
   /** A new session was refused because all max-sessions slots are in use. */
   sessionRefused?(): void;
 }
-
-const LOOPBACK_HOST = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])(:\d+)?$/i;
 
 export class HttpFront {
   private readonly sessions = new Map<string, HttpSession>();
@@ -339,10 +338,10 @@ export class HttpFront {
       } catch {
         return false;
       }
-      if (!LOOPBACK_HOST.test(host)) return false;
+      if (!isLoopbackHost(host)) return false;
     }
-    const loopbackListener = LOOPBACK_HOST.test(this.options.host);
-    return !loopbackListener || LOOPBACK_HOST.test(req.headers.host ?? '');
+    const loopbackListener = isLoopbackHost(this.options.host);
+    return !loopbackListener || isLoopbackHost(req.headers.host ?? '');
   }
 
   private closeIdleSessions(): void {

@@ -162,6 +162,15 @@ describe('bearer pass-through', () => {
     });
     expect(metrics.status).toBe(404);
   });
+
+  it('warns at start-up when those tokens would cross the network in clear text', async () => {
+    const config = configFile(
+      // A documentation address (TEST-NET-1): nothing is sent before a client opens a session.
+      `auth:\n  bearerPassthrough: { secret: a-secret-of-at-least-16 }\nupstream:\n  url: http://192.0.2.1:8080/mcp\n`,
+    );
+    gateway = await Gateway.start([], ['--config', config]);
+    await gateway.logged("sends callers' tokens to the upstream server over plain HTTP");
+  });
 });
 
 describe('limits', () => {
