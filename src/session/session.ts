@@ -36,7 +36,9 @@ import type { AuditLog } from '../observability/audit.js';
 import type { Limits } from '../security/limits.js';
 import { Unwrapper, withoutRelatedTask } from '../tasks/unwrap.js';
 import { Augmenter, type AugmentHost } from '../tasks/augment.js';
+import { IllegalTransitionError } from '../tasks/errors.js';
 import type { TaskStore } from '../tasks/store.js';
+import { UpstreamTaskWatch } from '../tasks/upstream-tasks.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { dropCall, placeCall, type OwnCall, type OwnPending } from './own-calls.js';
 import { PendingRequests } from './pending.js';
@@ -146,6 +148,8 @@ export class Session {
   /** The client's capabilities, from its initialize request. */
   private clientCapabilities: JsonObject = {};
   private readonly unwrapper: Unwrapper;
+  /** The upstream's own tasks, to fail them here if it goes away while they run. */
+  private readonly upstreamTaskWatch = new UpstreamTaskWatch();
   private readonly clientTasks: ClientTasks;
   private closing: Promise<void> | undefined;
   readonly upstreamState: UpstreamState = { initialized: false };
@@ -395,8 +399,31 @@ export class Session {
         : this.answerBlocking(request, (signal) => this.taskResultFor(request, signal));
     if (this.upstreamTasks === undefined) return local();
     this.augmenter.knows(request.params).then(
-      (known) => (known ? local() : this.forwardRequest(request, raw)),
+      (known) => {
+        if (known) return local();
+        const lost = this.upstreamTaskWatch.lostTask(request.params?.taskId);
+        if (lost === undefined) return this.forwardRequest(request, raw);
+        this.answerForLostTask(request, lost);
+      },
       (error: unknown) => this.replyError(this.fromClientSide, request.id, error),
+    );
+  }
+
+  /** tasks/get|result|cancel of a task the gone upstream was running: it failed, saying why. */
+  private answerForLostTask(request: Request, task: JsonObject): void {
+    const taskId = String(task.taskId);
+    if (request.method === 'tasks/get') return this.respond(request.id, successResponse(request.id, task));
+    if (request.method === 'tasks/cancel') {
+      return this.replyError(
+        this.fromClientSide,
+        request.id,
+        new IllegalTransitionError(taskId, 'failed', 'cancelled'),
+      );
+    }
+    // Its outcome went with the upstream: tasks/result answers as the call in flight was answered.
+    this.respond(
+      request.id,
+      errorResponse(request.id, { code: ErrorCode.UpstreamUnavailable, message: String(task.statusMessage) }),
     );
   }
 
@@ -595,6 +622,12 @@ export class Session {
     }
     this.plainToolCalls.delete(idKey(response.id as RequestId));
     this.options.onUpstreamAnswer?.(entry.method, (performance.now() - entry.sentAt) / 1000);
+    if (this.upstreamTasks !== undefined && 'result' in response) {
+      if (entry.method === 'tools/call') this.upstreamTaskWatch.saw(response.result.task);
+      else if (entry.method === 'tasks/get' || entry.method === 'tasks/cancel') {
+        this.upstreamTaskWatch.saw(response.result);
+      }
+    }
     const route = { responseTo: entry.clientId };
     this.answered(entry.clientId);
     if ('result' in response && entry.onResult) {
@@ -710,6 +743,7 @@ export class Session {
       if (typeof taskId === 'string' && this.unwrapper.follows(taskId)) {
         return this.unwrapper.statusAnnounced(notification.params);
       }
+      this.upstreamTaskWatch.saw(notification.params);
     }
     if (notification.method === 'notifications/progress') {
       const token = notification.params?.progressToken;
@@ -802,6 +836,11 @@ export class Session {
         );
     }
     this.plainToolCalls.clear();
+    for (const task of this.upstreamTaskWatch.lose(`Upstream server unavailable: ${reason}`)) {
+      if (this.options.config.tasks.statusNotifications) {
+        this.client.send({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: task });
+      }
+    }
     if (!reopening) this.events.upstreamGone(this.upstreamState);
   }
 

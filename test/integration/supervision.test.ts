@@ -149,6 +149,41 @@ describe('a stdio upstream that crashes', () => {
     expect((await p.exited)[0]).toBe(0);
   });
 
+  it('fails the tasks it ran itself, instead of letting them vanish', async () => {
+    const p = (peer = await RawPeer.initialized('native', ['--upstream-restart-delay', '50']));
+    await p.logged('upstream server started');
+    // The native fixture runs its tools as tasks itself: taskgate passes this one through.
+    p.send(call('t', 'sleep', { ms: 60_000 }, {}));
+    const taskId = ((await p.response('t')).result as { task: { taskId: string } }).task.taskId;
+    p.send({ jsonrpc: '2.0', id: 'before', method: 'tasks/get', params: { taskId } });
+    expect((await p.response('before')).result).toMatchObject({ taskId, status: 'working' });
+
+    process.kill(latestUpstreamPid(p.stderr), 'SIGKILL');
+
+    const status = await p.messages.waitFor(
+      (m) =>
+        m.method === 'notifications/tasks/status' &&
+        (m.params as { taskId: string; status: string }).taskId === taskId &&
+        (m.params as { status: string }).status === 'failed',
+      'the failed status of the upstream’s task',
+    );
+    expect((status.params as { statusMessage: string }).statusMessage).toMatch(/killed by SIGKILL/);
+    // Still so once a new server is up, which never heard of the task.
+    await p.logged('upstream server is serving again');
+    p.send({ jsonrpc: '2.0', id: 'get', method: 'tasks/get', params: { taskId } });
+    expect((await p.response('get')).result).toMatchObject({
+      taskId,
+      status: 'failed',
+      statusMessage: expect.stringMatching(/^Upstream server unavailable: .*SIGKILL/),
+    });
+    p.send({ jsonrpc: '2.0', id: 'result', method: 'tasks/result', params: { taskId } });
+    expect(await p.response('result')).toMatchObject({
+      error: { code: -32000, message: expect.stringMatching(/SIGKILL/) },
+    });
+    p.send({ jsonrpc: '2.0', id: 'cancel', method: 'tasks/cancel', params: { taskId } });
+    expect(await p.response('cancel')).toMatchObject({ error: { code: -32602 } });
+  });
+
   it('is restarted even when it crashed before the client had sent notifications/initialized', async () => {
     const p = (peer = RawPeer.start([
       '--log-level',

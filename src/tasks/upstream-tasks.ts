@@ -1,0 +1,68 @@
+/**
+ * Tasks the upstream runs itself, passed through to the client. The upstream holds them, so when it goes
+ * away they would vanish mid-work; taskgate keeps the last word it saw on each live one, and then turns
+ * them into `failed` with the reason, answered here until their ttl runs out (DESIGN: nothing lost).
+ */
+import { isObject, type JsonObject } from '../protocol/messages.js';
+import { canTransition, isTerminal, type TaskStatus } from './state.js';
+
+/** Live upstream tasks followed at most, and failed ones kept; past that the newest are not followed. */
+const MAX_TRACKED = 10_000;
+const STATUSES = new Set<string>(['working', 'input_required', 'completed', 'failed', 'cancelled']);
+
+interface LostTask {
+  task: JsonObject;
+  /** Epoch ms after which it is forgotten (its ttl from creation); undefined: kept while there is room. */
+  expiresAt: number | undefined;
+}
+
+export class UpstreamTaskWatch {
+  private readonly live = new Map<string, JsonObject>();
+  private readonly lost = new Map<string, LostTask>();
+
+  /** A task as the upstream described it (a CreateTaskResult's task, a tasks/get answer, a status notification). */
+  saw(task: unknown): void {
+    if (!isObject(task) || typeof task.taskId !== 'string' || !isStatus(task.status)) return;
+    if (isTerminal(task.status)) {
+      this.live.delete(task.taskId);
+    } else if (this.live.has(task.taskId) || this.live.size < MAX_TRACKED) {
+      this.live.set(task.taskId, task);
+    }
+  }
+
+  /** The upstream went away: its live tasks fail with `statusMessage`. Returns them as they now are. */
+  lose(statusMessage: string, now = Date.now()): JsonObject[] {
+    const failed: JsonObject[] = [];
+    for (const task of this.live.values()) {
+      if (!isStatus(task.status) || !canTransition(task.status, 'failed')) continue;
+      const lost = { ...task, status: 'failed', statusMessage, lastUpdatedAt: new Date(now).toISOString() };
+      failed.push(lost);
+      this.remember(lost, now);
+    }
+    this.live.clear();
+    return failed;
+  }
+
+  /** A task the gone upstream left failed, while its ttl lasts. */
+  lostTask(taskId: unknown, now = Date.now()): JsonObject | undefined {
+    if (typeof taskId !== 'string') return undefined;
+    const lost = this.lost.get(taskId);
+    if (lost?.expiresAt !== undefined && lost.expiresAt <= now) {
+      this.lost.delete(taskId);
+      return undefined;
+    }
+    return lost?.task;
+  }
+
+  private remember(task: JsonObject, now: number): void {
+    const created = typeof task.createdAt === 'string' ? Date.parse(task.createdAt) : NaN;
+    const expiresAt =
+      typeof task.ttl === 'number' && Number.isFinite(created) ? created + task.ttl : undefined;
+    if (expiresAt !== undefined && expiresAt <= now) return;
+    this.lost.set(task.taskId as string, { task, expiresAt });
+    // Map order is insertion order: past the bound, the oldest losses go first.
+    while (this.lost.size > MAX_TRACKED) this.lost.delete(this.lost.keys().next().value!);
+  }
+}
+
+const isStatus = (value: unknown): value is TaskStatus => typeof value === 'string' && STATUSES.has(value);
