@@ -848,7 +848,8 @@ export class Session {
    * What the gone server asked is moot, and a restarted one must not get answers to requests it never
    * made: the client is told to stop on the request's own stream, before the calls those streams belong
    * to are answered (a request that asked for a task would need tasks/cancel, with an id not known yet: it
-   * is only forgotten), and what taskgate was answering itself is dropped.
+   * is only forgotten), the client-side tasks it made are cancelled, and what taskgate was answering for
+   * it is dropped.
    */
   private forgetUpstreamRequests(reason: string): void {
     for (const [requestId, entry] of this.toClient.takeWhere((pending) => pending.kind === 'upstream')) {
@@ -858,6 +859,7 @@ export class Session {
         entry.route,
       );
     }
+    this.clientTasks.abandon();
     const side = this.fromUpstreamSide;
     side.gone = true;
     for (const controller of side.blocking.values()) controller.abort();

@@ -126,6 +126,20 @@ export class ClientTasks {
     return this.tasks.cancel(params);
   }
 
+  /**
+   * The server that asked went away: its tasks are cancelled, which withdraws their requests from the
+   * client (nobody is left to fetch the answers).
+   */
+  abandon(): void {
+    for (const taskId of this.running.keys()) {
+      this.tasks
+        .cancel({ taskId })
+        .catch((error: unknown) =>
+          this.logger.debug({ err: error, taskId }, 'could not cancel a client-side task'),
+        );
+    }
+  }
+
   close(): void {
     this.tasks.close();
   }

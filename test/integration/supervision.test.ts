@@ -9,9 +9,14 @@ import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextproto
 import { mkdtempSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sample } from '../helpers/prometheus.js';
 import { FIXTURES, Gateway, RawPeer, TASK_AWARE } from '../helpers/taskgate.js';
+
+const EVERYTHING = fileURLToPath(
+  new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url),
+);
 
 let peer: RawPeer | undefined;
 let gateway: Gateway | undefined;
@@ -182,6 +187,39 @@ describe('a stdio upstream that crashes', () => {
     });
     p.send({ jsonrpc: '2.0', id: 'cancel', method: 'tasks/cancel', params: { taskId } });
     expect(await p.response('cancel')).toMatchObject({ error: { code: -32602 } });
+  });
+
+  it('withdraws what taskgate asked the client for the client-side tasks of the gone server', async () => {
+    // server-everything asks for an elicitation as a task; this client cannot take it as one, so taskgate
+    // holds the task and asks the client an ordinary elicitation/create.
+    const p = (peer = RawPeer.start([
+      '--log-level',
+      'info',
+      '--upstream-restart-delay',
+      '600000',
+      '--upstream-restart-max-delay',
+      '600000',
+      '--',
+      process.execPath,
+      EVERYTHING,
+      'stdio',
+    ]));
+    await p.initialize();
+    await p.logged('upstream server started');
+    p.send(call('ask', 'trigger-elicitation-request-async', {}));
+    const elicitation = await p.messages.waitFor(
+      (m) => m.method === 'elicitation/create',
+      'the elicitation taskgate makes for the server’s task',
+      30_000,
+    );
+    process.kill(latestUpstreamPid(p.stderr), 'SIGKILL');
+    await p.messages.waitFor(
+      (m) =>
+        m.method === 'notifications/cancelled' &&
+        (m.params as { requestId: unknown }).requestId === elicitation.id,
+      'the elicitation to be withdrawn',
+    );
+    expect(await p.response('ask')).toMatchObject({ error: { code: -32000 } });
   });
 
   it('is restarted even when it crashed before the client had sent notifications/initialized', async () => {
