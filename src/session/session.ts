@@ -51,6 +51,8 @@ type UpstreamPending =
       method: string;
       sentAt: number;
       onResult?: (result: JsonObject) => JsonObject;
+      /** For tasks/result of the upstream's own task: which one (answered, it is over for the client). */
+      taskId?: string;
     }
   | OwnPending;
 
@@ -190,7 +192,11 @@ export class Session {
         callClient: (method, params) =>
           placeCall(this.toClient, (m) => this.client.send(m), 'client', method, params),
         cancelClient: (wireId, reason) => dropCall(this.toClient, (m) => this.client.send(m), wireId, reason),
-        notifyUpstream: (method, params) => this.upstream.send({ jsonrpc: '2.0', method, params }),
+        // Nothing goes to a server that is down, nor to its successor, which never had these tasks.
+        notifyUpstream: (method, params) => {
+          if (this.upstreamState.goneReason === undefined)
+            this.upstream.send({ jsonrpc: '2.0', method, params });
+        },
       },
       options.id,
       options.logger,
@@ -450,6 +456,8 @@ export class Session {
       sentAt: performance.now(),
     };
     if (onResult) entry.onResult = onResult;
+    const taskId = request.params?.taskId;
+    if (request.method === 'tasks/result' && typeof taskId === 'string') entry.taskId = taskId;
     const wireId = this.toUpstream.forward(request.id, entry);
     if (request.method === 'tools/call') this.plainToolCalls.add(idKey(wireId));
     if (wireId === request.id && raw !== undefined) this.upstream.sendRaw(raw);
@@ -492,13 +500,14 @@ export class Session {
     handler: (signal: AbortSignal) => Promise<{ result: JsonObject } | { error: JsonRpcErrorObject }>,
     from: Side = this.fromClientSide,
   ): void {
+    if (from.gone) return;
     const controller = new AbortController();
     const key = idKey(request.id);
     from.blocking.set(key, controller);
     handler(controller.signal)
       .then(
         (outcome) => {
-          if (controller.signal.aborted) return;
+          if (controller.signal.aborted || from.gone) return;
           from.channel.send(
             'error' in outcome
               ? errorResponse(request.id, outcome.error)
@@ -523,6 +532,9 @@ export class Session {
   }
 
   private clientNotification(notification: Notification, raw: Buffer): void {
+    // Progress on what the gone server asked: nobody to tell (and its successor must not hear it).
+    if (notification.method === 'notifications/progress' && this.upstreamState.goneReason !== undefined)
+      return;
     if (notification.method === 'notifications/cancelled') {
       const requestId = notification.params?.requestId;
       if (typeof requestId === 'string' || typeof requestId === 'number') {
@@ -601,6 +613,7 @@ export class Session {
     if (entry?.kind !== 'client' || entry.onResult !== undefined || entry.clientId !== id) return false;
     this.toUpstream.take(id);
     this.options.onUpstreamAnswer?.(entry.method, (performance.now() - entry.sentAt) / 1000);
+    if (this.upstreamTasks !== undefined) this.followUpstreamTask(entry);
     this.plainToolCalls.delete(idKey(id));
     this.client.sendRaw(raw, { responseTo: id });
     this.answered(id);
@@ -622,12 +635,7 @@ export class Session {
     }
     this.plainToolCalls.delete(idKey(response.id as RequestId));
     this.options.onUpstreamAnswer?.(entry.method, (performance.now() - entry.sentAt) / 1000);
-    if (this.upstreamTasks !== undefined && 'result' in response) {
-      if (entry.method === 'tools/call') this.upstreamTaskWatch.saw(response.result.task);
-      else if (entry.method === 'tasks/get' || entry.method === 'tasks/cancel') {
-        this.upstreamTaskWatch.saw(response.result);
-      }
-    }
+    if (this.upstreamTasks !== undefined) this.followUpstreamTask(entry, response);
     const route = { responseTo: entry.clientId };
     this.answered(entry.clientId);
     if ('result' in response && entry.onResult) {
@@ -636,6 +644,16 @@ export class Session {
       this.client.sendRaw(raw, route);
     } else {
       this.client.send({ ...response, id: entry.clientId }, route);
+    }
+  }
+
+  /** What a forwarded answer tells of the upstream's own tasks (to fail them here if it goes away). */
+  private followUpstreamTask(entry: { method: string; taskId?: string }, response?: Response): void {
+    if (entry.method === 'tasks/result') return this.upstreamTaskWatch.ended(entry.taskId);
+    if (response === undefined || !('result' in response)) return;
+    if (entry.method === 'tools/call') this.upstreamTaskWatch.saw(response.result.task);
+    else if (entry.method === 'tasks/get' || entry.method === 'tasks/cancel') {
+      this.upstreamTaskWatch.saw(response.result);
     }
   }
 
@@ -690,6 +708,7 @@ export class Session {
     const from = this.fromUpstreamSide;
     this.clientTasks.knows(request.params).then(
       (known) => {
+        if (from.gone) return;
         if (!known) return this.relayToClient(request, raw, route);
         if (serve) return this.answerLocally(request, serve, from);
         this.answerBlocking(request, (signal) => this.clientTasks.result(request.params, signal), from);

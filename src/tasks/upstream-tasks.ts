@@ -6,7 +6,7 @@
 import { isObject, type JsonObject } from '../protocol/messages.js';
 import { canTransition, isTerminal, type TaskStatus } from './state.js';
 
-/** Live upstream tasks followed at most, and failed ones kept; past that the newest are not followed. */
+/** Live upstream tasks followed at most (past that, new ones are not), and failed ones kept (oldest go). */
 const MAX_TRACKED = 10_000;
 const STATUSES = new Set<string>(['working', 'input_required', 'completed', 'failed', 'cancelled']);
 
@@ -23,11 +23,27 @@ export class UpstreamTaskWatch {
   /** A task as the upstream described it (a CreateTaskResult's task, a tasks/get answer, a status notification). */
   saw(task: unknown): void {
     if (!isObject(task) || typeof task.taskId !== 'string' || !isStatus(task.status)) return;
+    // A restarted upstream that counts its task ids from the start again: the new task is the one meant.
+    this.lost.delete(task.taskId);
     if (isTerminal(task.status)) {
       this.live.delete(task.taskId);
-    } else if (this.live.has(task.taskId) || this.live.size < MAX_TRACKED) {
+    } else if (this.live.has(task.taskId) || this.roomForOneMore()) {
       this.live.set(task.taskId, task);
     }
+  }
+
+  /** Whether another live task can be followed, once those whose ttl has ended are let go. */
+  private roomForOneMore(now = Date.now()): boolean {
+    if (this.live.size < MAX_TRACKED) return true;
+    for (const [taskId, task] of this.live) {
+      if ((expiryOf(task) ?? Infinity) <= now) this.live.delete(taskId);
+    }
+    return this.live.size < MAX_TRACKED;
+  }
+
+  /** The client has the task's outcome (its tasks/result was answered): it is not live any more. */
+  ended(taskId: unknown): void {
+    if (typeof taskId === 'string') this.live.delete(taskId);
   }
 
   /** The upstream went away: its live tasks fail with `statusMessage`. Returns them as they now are. */
@@ -35,6 +51,7 @@ export class UpstreamTaskWatch {
     const failed: JsonObject[] = [];
     for (const task of this.live.values()) {
       if (!isStatus(task.status) || !canTransition(task.status, 'failed')) continue;
+      if ((expiryOf(task) ?? Infinity) <= now) continue;
       const lost = { ...task, status: 'failed', statusMessage, lastUpdatedAt: new Date(now).toISOString() };
       failed.push(lost);
       this.remember(lost, now);
@@ -55,14 +72,18 @@ export class UpstreamTaskWatch {
   }
 
   private remember(task: JsonObject, now: number): void {
-    const created = typeof task.createdAt === 'string' ? Date.parse(task.createdAt) : NaN;
-    const expiresAt =
-      typeof task.ttl === 'number' && Number.isFinite(created) ? created + task.ttl : undefined;
+    const expiresAt = expiryOf(task);
     if (expiresAt !== undefined && expiresAt <= now) return;
     this.lost.set(task.taskId as string, { task, expiresAt });
     // Map order is insertion order: past the bound, the oldest losses go first.
     while (this.lost.size > MAX_TRACKED) this.lost.delete(this.lost.keys().next().value!);
   }
+}
+
+/** Epoch ms when the task's ttl, counted from its creation, ends; undefined when it has none. */
+function expiryOf(task: JsonObject): number | undefined {
+  const created = typeof task.createdAt === 'string' ? Date.parse(task.createdAt) : NaN;
+  return typeof task.ttl === 'number' && Number.isFinite(created) ? created + task.ttl : undefined;
 }
 
 const isStatus = (value: unknown): value is TaskStatus => typeof value === 'string' && STATUSES.has(value);

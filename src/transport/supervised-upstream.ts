@@ -13,7 +13,8 @@
  */
 import type { Logger } from 'pino';
 import { isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
-import type { Channel, ChannelHandlers } from './channel.js';
+import { ErrorCode } from '../protocol/errors.js';
+import type { Arrival, Channel, ChannelHandlers } from './channel.js';
 import { spawnStdioUpstream, type StdioUpstream, type UpstreamCommand } from './stdio-upstream.js';
 
 export interface RestartPolicy {
@@ -50,7 +51,7 @@ const STABLE_MS = 30_000;
 const CRASH_LOOP = 5;
 /** A restarted child that does not answer initialize within this is killed and counts as a crash. */
 const INITIALIZE_TIMEOUT_MS = 30_000;
-/** Messages held for a restarted child at most; past that they are dropped, with a warning. */
+/** Messages held for a restarted child at most (and max-message-bytes of them); past that they are dropped. */
 const MAX_HELD = 1_000;
 /** The id of the replayed initialize: a string the session never uses for its own requests. */
 const REPLAY_ID = 'taskgate:replayed-initialize';
@@ -72,6 +73,10 @@ export class SupervisedStdioUpstream implements Channel {
   private replayTimer: NodeJS.Timeout | undefined;
   private spawning: Promise<void> | undefined;
   private readonly held: (Buffer | string)[] = [];
+  private heldBytes = 0;
+  private droppedWhileDown = 0;
+  /** The exited child being made sure of (stopped), before another takes its place. */
+  private exiting: Promise<void> | undefined;
 
   private constructor(
     private child: StdioUpstream,
@@ -103,8 +108,13 @@ export class SupervisedStdioUpstream implements Channel {
     if (!this.clientInitializedSeen && this.noteOutgoing(raw) === 'drop') return;
     if (this.phase === 'serving') return this.child.channel.sendRaw(raw);
     if (this.phase === 'stopped') return;
-    if (this.held.length < MAX_HELD) this.held.push(raw);
-    else this.logger.warn('too many messages held for the restarting upstream server: dropping one');
+    const bytes = typeof raw === 'string' ? Buffer.byteLength(raw) : raw.length;
+    if (this.held.length < MAX_HELD && this.heldBytes + bytes <= this.maxMessageBytes) {
+      this.held.push(raw);
+      this.heldBytes += bytes;
+    } else {
+      this.droppedWhileDown++;
+    }
   }
 
   send(message: object): void {
@@ -128,7 +138,18 @@ export class SupervisedStdioUpstream implements Channel {
   private halt(): void {
     this.phase = 'stopped';
     this.clearTimers();
-    this.held.length = 0;
+    this.dropHeld();
+  }
+
+  /** Empties the held messages, returning them, and says once how many did not fit. */
+  private dropHeld(): (Buffer | string)[] {
+    if (this.droppedWhileDown > 0) {
+      this.logger.warn(
+        `${this.droppedWhileDown} messages for the upstream server were dropped while it was down (more than ${MAX_HELD} or max-message-bytes)`,
+      );
+    }
+    this.droppedWhileDown = this.heldBytes = 0;
+    return this.held.splice(0);
   }
 
   private clearTimers(): void {
@@ -141,7 +162,9 @@ export class SupervisedStdioUpstream implements Channel {
     child.channel.start({
       message: (raw, arrival) => {
         if (child !== this.child) return;
-        if (this.phase === 'replaying' && this.answersReplay(child, raw)) return;
+        if (this.phase === 'replaying') return this.duringReplay(child, raw, arrival);
+        // A child given up on (its replay timed out) may still talk while it is stopped: nobody listens.
+        if (this.phase !== 'serving') return;
         if (this.handshake === undefined) this.noteIncoming(raw);
         this.handlers?.message(raw, arrival);
       },
@@ -190,7 +213,7 @@ export class SupervisedStdioUpstream implements Channel {
   private childExited(child: StdioUpstream, reason: string): void {
     this.clearTimers();
     // Its output ended or broke: make sure the process is gone too before another takes its place.
-    void child.stop();
+    this.exiting = child.stop();
     const restart =
       this.phase !== 'stopped' &&
       this.policy.enabled &&
@@ -233,7 +256,10 @@ export class SupervisedStdioUpstream implements Channel {
   private async restart(): Promise<void> {
     const handshake = this.handshake;
     if (this.phase !== 'waiting' || handshake === undefined) return;
+    if (!(this.hooks.mayRestart?.() ?? true)) return this.giveUp('taskgate is shutting down');
     this.phase = 'spawning';
+    await this.exiting;
+    if (this.phase !== 'spawning') return;
     let child: StdioUpstream;
     try {
       child = await spawnStdioUpstream(this.command, this.maxMessageBytes, this.logger);
@@ -259,17 +285,42 @@ export class SupervisedStdioUpstream implements Channel {
       params: handshake.initializeParams,
     });
     this.replayTimer = setTimeout(() => {
+      this.replayTimer = undefined;
       this.logger.error(
-        `the restarted upstream server did not answer initialize in ${INITIALIZE_TIMEOUT_MS} ms: stopping it`,
+        `the restarted upstream server did not answer initialize in ${INITIALIZE_TIMEOUT_MS} ms: stopping it, to try again`,
       );
+      // Not replaying any more: a late answer is ignored; its exit schedules the next attempt.
+      this.phase = 'waiting';
       void child.stop();
     }, INITIALIZE_TIMEOUT_MS).unref();
   }
 
-  /** Whether this message from a restarted child answers the replayed initialize (and acts on it). */
-  private answersReplay(child: StdioUpstream, raw: Buffer): boolean {
+  /**
+   * What a restarted child says before it has answered the replayed initialize: the answer is acted on,
+   * notifications pass, and its requests are answered here (a ping) or refused, so that nothing it asks
+   * reaches the client while it may yet die and be replaced.
+   */
+  private duringReplay(child: StdioUpstream, raw: Buffer, arrival: Arrival | undefined): void {
     const message = parse(raw);
-    if (message === undefined || message.id !== REPLAY_ID || 'method' in message) return false;
+    if (message === undefined) return;
+    const id = message.id;
+    if (typeof message.method !== 'string') {
+      if (id === REPLAY_ID) this.replayAnswered(child, message);
+      return;
+    }
+    if (typeof id !== 'string' && typeof id !== 'number') return this.handlers?.message(raw, arrival);
+    child.channel.send(
+      message.method === 'ping'
+        ? { jsonrpc: '2.0', id, result: {} }
+        : {
+            jsonrpc: '2.0',
+            id,
+            error: { code: ErrorCode.InvalidRequest, message: 'The initialize handshake is not over yet' },
+          },
+    );
+  }
+
+  private replayAnswered(child: StdioUpstream, message: JsonObject): void {
     clearTimeout(this.replayTimer);
     this.replayTimer = undefined;
     if (!isObject(message.result)) {
@@ -277,24 +328,23 @@ export class SupervisedStdioUpstream implements Channel {
         { error: message.error },
         'the restarted upstream server refused the initialize the first one took: stopping it, to try again',
       );
+      this.phase = 'waiting';
       void child.stop();
-      return true;
+      return;
     }
     if (promiseOf(message.result) !== this.handshake?.promised) {
       const reason =
         'the restarted upstream server answered initialize differently from the first (another protocol version or other capabilities), so it is left down';
       this.logger.error({ answered: message.result }, reason);
       void child.stop();
-      this.giveUp(reason);
-      return true;
+      return this.giveUp(reason);
     }
     child.channel.sendRaw(INITIALIZED);
     this.phase = 'serving';
     this.servingSince = performance.now();
-    for (const raw of this.held.splice(0)) child.channel.sendRaw(raw);
+    for (const raw of this.dropHeld()) child.channel.sendRaw(raw);
     this.logger.info({ pid: child.pid }, 'upstream server is serving again');
     this.handlers?.reopened?.();
-    return true;
   }
 }
 
@@ -309,5 +359,7 @@ function parse(raw: Buffer | string): JsonObject | undefined {
 
 /** What an initialize result commits the server to, for the client: its protocol version and capabilities. */
 function promiseOf(result: JsonObject): string {
-  return JSON.stringify([result.protocolVersion, result.capabilities]);
+  return JSON.stringify([result.protocolVersion, result.capabilities], (_key, value: unknown) =>
+    isObject(value) ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : 1))) : value,
+  );
 }

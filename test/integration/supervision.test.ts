@@ -41,6 +41,10 @@ function latestUpstreamPid(stderr: string): number {
   return pid;
 }
 
+/** taskgate on raw pipes, logging at info, in front of a node script (no handshake done yet). */
+const startBehind = (script: string[], flags: string[], env: Record<string, string> = {}): RawPeer =>
+  RawPeer.start(['--log-level', 'info', ...flags, '--', process.execPath, ...script], env);
+
 /** Every restart delay taskgate announced, in order. */
 const announcedDelays = (stderr: string): number[] =>
   [...stderr.matchAll(/"delayMs":(\d+)/g)].map((m) => Number(m[1]));
@@ -98,8 +102,6 @@ describe('a stdio upstream that crashes', () => {
         /killed by SIGKILL, and is being restarted/,
       );
     }
-    // The answer to the withdrawn question has no one to go to, and is dropped.
-    p.send({ jsonrpc: '2.0', id: elicitation.id, result: { action: 'cancel' } });
     p.send({ jsonrpc: '2.0', id: 'still', method: 'ping' });
     expect(await p.response('still')).toMatchObject({ error: { code: -32000 } });
 
@@ -111,23 +113,36 @@ describe('a stdio upstream that crashes', () => {
   });
 
   it('comes back with the client’s handshake first, then what was held for it, and serves again', async () => {
+    const blocker = join(mkdtempSync(join(tmpdir(), 'taskgate-supervision-')), 'cannot-start');
     const p = (peer = await RawPeer.initialized(
       'legacy',
-      ['--log-level', 'info', '--admin-listen', '127.0.0.1:0', '--upstream-restart-delay', '200'],
-      { FIXTURE_REPORT_ROOTS_CHANGED: '1' },
+      [
+        '--log-level',
+        'info',
+        '--admin-listen',
+        '127.0.0.1:0',
+        '--upstream-restart-delay',
+        '50',
+        '--upstream-restart-max-delay',
+        '200',
+      ],
+      { FIXTURE_REPORT: '1', FIXTURE_EXIT_ON_START_WHILE: blocker },
     ));
     await p.logged('upstream server started');
     const firstPid = latestUpstreamPid(p.stderr);
+    writeFileSync(blocker, '');
     process.kill(firstPid, 'SIGKILL');
-    await p.logged('restarting it in 200 ms');
-    // Sent while no server is up: held, and given to the new one after its handshake.
+    // A new child has failed to start: while the blocker stays, none is serving, so this is held.
+    await p.logged('exited with code 4');
     p.send({ jsonrpc: '2.0', method: 'notifications/roots/list_changed' });
+    unlinkSync(blocker);
 
     await p.logged('upstream server is serving again');
-    expect(latestUpstreamPid(p.stderr)).not.toBe(firstPid);
-    await p.logged('roots/list_changed arrived');
-    expect(p.stderr).toContain('roots/list_changed arrived, initialized: true');
-    expect(p.stderr).not.toContain('initialized: false');
+    const pid = latestUpstreamPid(p.stderr);
+    expect(pid).not.toBe(firstPid);
+    await p.logged(`[legacy-fixture ${pid}] roots/list_changed`);
+    expect(p.stderr).toContain(`[legacy-fixture ${pid}] roots/list_changed, initialize done: true`);
+    expect(p.stderr.split(`[legacy-fixture ${pid}] initialized`)).toHaveLength(2);
 
     p.send(call('after', 'echo', { text: 'back' }));
     expect((await p.response('after')).result).toEqual({ content: [{ type: 'text', text: 'back' }] });
@@ -149,19 +164,29 @@ describe('a stdio upstream that crashes', () => {
     });
 
     const metrics = await (await fetch(new URL('/metrics', await p.adminUrl()))).text();
-    expect(sample(metrics, 'taskgate_upstream_restarts_total')).toBe(1);
+    const started = p.stderr.split('upstream server restarted; replaying').length - 1;
+    expect(started).toBeGreaterThanOrEqual(2);
+    expect(sample(metrics, 'taskgate_upstream_restarts_total')).toBe(started);
     await p.stop();
     expect((await p.exited)[0]).toBe(0);
   });
 
   it('fails the tasks it ran itself, instead of letting them vanish', async () => {
-    const p = (peer = await RawPeer.initialized('native', ['--upstream-restart-delay', '50']));
+    // It sends no status notifications: only the answers taskgate passes on tell it how its tasks stand.
+    const p = (peer = await RawPeer.initialized('native', ['--upstream-restart-delay', '50'], {
+      FIXTURE_MISBEHAVE: 'no-status-notifications',
+    }));
     await p.logged('upstream server started');
     // The native fixture runs its tools as tasks itself: taskgate passes this one through.
     p.send(call('t', 'sleep', { ms: 60_000 }, {}));
     const taskId = ((await p.response('t')).result as { task: { taskId: string } }).task.taskId;
     p.send({ jsonrpc: '2.0', id: 'before', method: 'tasks/get', params: { taskId } });
     expect((await p.response('before')).result).toMatchObject({ taskId, status: 'working' });
+    // One that ended, its result fetched: it stays what it was.
+    p.send(call('q', 'echo', { text: 'done' }, {}));
+    const quickId = ((await p.response('q')).result as { task: { taskId: string } }).task.taskId;
+    p.send({ jsonrpc: '2.0', id: 'q-result', method: 'tasks/result', params: { taskId: quickId } });
+    expect(await p.response('q-result')).toHaveProperty('result');
 
     process.kill(latestUpstreamPid(p.stderr), 'SIGKILL');
 
@@ -173,6 +198,11 @@ describe('a stdio upstream that crashes', () => {
       'the failed status of the upstream’s task',
     );
     expect((status.params as { statusMessage: string }).statusMessage).toMatch(/killed by SIGKILL/);
+    const failedIds = p.messages.items
+      .filter((m) => m.method === 'notifications/tasks/status')
+      .filter((m) => (m.params as { status: string }).status === 'failed')
+      .map((m) => (m.params as { taskId: string }).taskId);
+    expect(failedIds).toEqual([taskId]);
     // Still so once a new server is up, which never heard of the task.
     await p.logged('upstream server is serving again');
     p.send({ jsonrpc: '2.0', id: 'get', method: 'tasks/get', params: { taskId } });
@@ -192,18 +222,10 @@ describe('a stdio upstream that crashes', () => {
   it('withdraws what taskgate asked the client for the client-side tasks of the gone server', async () => {
     // server-everything asks for an elicitation as a task; this client cannot take it as one, so taskgate
     // holds the task and asks the client an ordinary elicitation/create.
-    const p = (peer = RawPeer.start([
-      '--log-level',
-      'info',
-      '--upstream-restart-delay',
-      '600000',
-      '--upstream-restart-max-delay',
-      '600000',
-      '--',
-      process.execPath,
-      EVERYTHING,
-      'stdio',
-    ]));
+    const p = (peer = startBehind(
+      [EVERYTHING, 'stdio'],
+      ['--upstream-restart-delay', '600000', '--upstream-restart-max-delay', '600000'],
+    ));
     await p.initialize();
     await p.logged('upstream server started');
     p.send(call('ask', 'trigger-elicitation-request-async', {}));
@@ -223,15 +245,9 @@ describe('a stdio upstream that crashes', () => {
   });
 
   it('is restarted even when it crashed before the client had sent notifications/initialized', async () => {
-    const p = (peer = RawPeer.start([
-      '--log-level',
-      'info',
-      '--upstream-restart-delay',
-      '50',
-      '--',
-      process.execPath,
-      FIXTURES.legacy,
-    ]));
+    const p = (peer = startBehind([FIXTURES.legacy], ['--upstream-restart-delay', '50'], {
+      FIXTURE_REPORT: '1',
+    }));
     p.send({
       jsonrpc: '2.0',
       id: 'init',
@@ -249,6 +265,11 @@ describe('a stdio upstream that crashes', () => {
     expect((await p.response('back')).result).toEqual({
       content: [{ type: 'text', text: 'handshake replayed' }],
     });
+    const pid = latestUpstreamPid(p.stderr);
+    await p.logged(`[legacy-fixture ${pid}] initialized`);
+    p.send({ jsonrpc: '2.0', id: 'again', method: 'ping' });
+    await p.response('again');
+    expect(p.stderr.split(`[legacy-fixture ${pid}] initialized`)).toHaveLength(2);
   });
 
   it('is retried while it cannot start, and serves once it can', async () => {

@@ -36,6 +36,22 @@ describe('UpstreamTaskWatch', () => {
     expect(watch.lose('again')).toEqual([]);
   });
 
+  it('lets go of a task whose outcome the client fetched, and of one whose ttl is over', () => {
+    const watch = new UpstreamTaskWatch();
+    watch.saw(task('fetched', 'working'));
+    watch.ended('fetched');
+    watch.saw(task('old', 'working', 1_000));
+    expect(watch.lose('gone', at('2026-11-30T00:00:02.000Z'))).toEqual([]);
+  });
+
+  it('takes a new task with the id of a lost one (a restarted server counting again) for the new one', () => {
+    const watch = new UpstreamTaskWatch();
+    watch.saw(task('1', 'working'));
+    watch.lose('gone', at('2026-11-30T00:00:01.000Z'));
+    watch.saw(task('1', 'working'));
+    expect(watch.lostTask('1', at('2026-11-30T00:00:02.000Z'))).toBeUndefined();
+  });
+
   it('ignores what is not a task, and keeps a task without a ttl while there is room', () => {
     const watch = new UpstreamTaskWatch();
     for (const junk of [
