@@ -4,7 +4,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { FIXTURES, type FixtureName } from './taskgate.js';
 
 export interface HttpFixture {
@@ -57,16 +56,4 @@ export async function startHttpFixture(
       await exited;
     },
   };
-}
-
-/** A port that was free a moment ago (for servers that cannot be told to pick one themselves). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : 0;
-  server.close();
-  await once(server, 'close');
-  return port;
 }

@@ -10,8 +10,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
+import { freePort } from './ports.js';
 
 export const REDIS_SERVER = process.env.REDIS_SERVER ?? 'redis-server';
 const START_WITHIN_MS = 10_000;
@@ -87,18 +87,6 @@ async function startOn(chosen: number): Promise<RedisServer> {
       await exited;
     },
   };
-}
-
-/** A TCP port nobody listens on right now. */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  server.close();
-  await once(server, 'close');
-  if (address === null || typeof address === 'string') throw new Error('no TCP port');
-  return address.port;
 }
 
 /** Waits for the server's "Ready to accept connections" line; rejects if it exits or takes too long. */

@@ -30,6 +30,18 @@ export const TASK_AWARE: ClientCapabilities = {
   roots: {},
 };
 
+/** A task-aware client's initialize request, id "init", as raw clients send it. */
+export const INITIALIZE = {
+  jsonrpc: '2.0',
+  id: 'init',
+  method: 'initialize',
+  params: {
+    protocolVersion: '2025-11-25',
+    capabilities: TASK_AWARE,
+    clientInfo: { name: 'raw', version: '1' },
+  },
+} as const;
+
 export interface Connection {
   client: Client;
   transport: CheckedTransport;
@@ -232,16 +244,7 @@ export class RawPeer {
 
   /** The initialize handshake, as a task-aware client; fails unless initialize succeeds. */
   async initialize(): Promise<void> {
-    this.send({
-      jsonrpc: '2.0',
-      id: 'init',
-      method: 'initialize',
-      params: {
-        protocolVersion: '2025-11-25',
-        capabilities: TASK_AWARE,
-        clientInfo: { name: 'raw', version: '1' },
-      },
-    });
+    this.send(INITIALIZE);
     const answer = await this.response('init');
     if (!('result' in answer)) throw new Error(`initialize failed: ${JSON.stringify(answer)}`);
     this.send({ jsonrpc: '2.0', method: 'notifications/initialized' });

@@ -6,20 +6,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
+import { FIXTURES, Gateway, INITIALIZE, TASK_AWARE } from '../helpers/taskgate.js';
 
 const LEGACY = [process.execPath, FIXTURES.legacy];
 const ACCEPT_BOTH = 'application/json, text/event-stream';
-const INITIALIZE = {
-  jsonrpc: '2.0',
-  id: 'init',
-  method: 'initialize',
-  params: {
-    protocolVersion: '2025-11-25',
-    capabilities: TASK_AWARE,
-    clientInfo: { name: 'raw', version: '1' },
-  },
-};
 
 let gateways: Gateway[] = [];
 afterEach(async () => {

@@ -13,7 +13,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../src/protocol/errors.js';
 import type { RequestId } from '../../src/protocol/messages.js';
 import { HttpUpstream, type HttpUpstreamOptions } from '../../src/transport/http-upstream.js';
-import { freePort, startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
+import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
+import { freePort } from '../helpers/ports.js';
 import { Inbox } from '../helpers/inbox.js';
 
 const EVERYTHING = fileURLToPath(

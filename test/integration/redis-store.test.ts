@@ -16,13 +16,8 @@ import {
 import { RedisTaskStore, type RedisStoreOptions } from '../../src/tasks/redis-store.js';
 import type { TaskOutcome, TaskRecord, TaskStatus } from '../../src/tasks/state.js';
 import { EXECUTOR_LOST, type NewTask, type TaskStore } from '../../src/tasks/store.js';
-import {
-  freePort,
-  freshPrefix,
-  redisForTests,
-  startRedisServer,
-  type RedisServer,
-} from '../helpers/redis.js';
+import { freePort } from '../helpers/ports.js';
+import { freshPrefix, redisForTests, startRedisServer, type RedisServer } from '../helpers/redis.js';
 import { describeTaskStoreContract } from '../store-contract.js';
 
 const redis = await redisForTests();
