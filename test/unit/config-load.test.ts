@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseCommandLine } from '../../src/config/flags.js';
-import { ConfigError, loadConfig, type Environment, type Loaded } from '../../src/config/load.js';
+import { loadConfig, type Environment, type Loaded } from '../../src/config/load.js';
+import { problemsOf as refusedWith } from '../helpers/config-problems.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'taskgate-config-'));
 let files = 0;
@@ -21,15 +22,7 @@ const file = (text: string, extension = 'yaml'): string => {
 
 const load = (argv: string[] = [], env: Environment = {}): Loaded => loadConfig(parseCommandLine(argv), env);
 
-const problemsOf = (argv: string[], env: Environment = {}): string[] => {
-  try {
-    load(argv, env);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return (error as ConfigError).problems;
-  }
-  throw new Error('expected the config to be refused');
-};
+const problemsOf = (argv: string[], env: Environment = {}): string[] => refusedWith(() => load(argv, env));
 
 describe('a bad config file: one problem per mistake, with its path, line and what was given', () => {
   it('an unknown key, with the closest known key', () => {

@@ -7,23 +7,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UsageError, parseCommandLine } from '../../src/config/flags.js';
-import { ConfigError, loadConfig, type Environment } from '../../src/config/load.js';
+import { loadConfig, type Environment } from '../../src/config/load.js';
 import { MASK, maskSecrets } from '../../src/config/mask.js';
+import { problemsOf as refusedWith } from '../helpers/config-problems.js';
 
 const SECRET = 'a cursor secret of more than sixteen bytes';
 const dir = mkdtempSync(join(tmpdir(), 'taskgate-config-store-'));
 
 const load = (argv: string[], env: Environment = {}) => loadConfig(parseCommandLine(argv), env).config;
 
-const problemsOf = (argv: string[], env: Environment = {}): string[] => {
-  try {
-    load(argv, env);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return (error as ConfigError).problems;
-  }
-  throw new Error('expected the config to be refused');
-};
+const problemsOf = (argv: string[], env: Environment = {}): string[] => refusedWith(() => load(argv, env));
 
 describe('the store settings', () => {
   it('keep tasks in memory by default', () => {

@@ -12,24 +12,17 @@ import { operationsRoutes } from '../../src/observability/routes.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { BUCKET_MS, HISTORY_BUCKETS, TaskBoard } from '../../src/observability/task-board.js';
 import type { TaskRecord } from '../../src/tasks/state.js';
+import { taskRecord } from '../helpers/records.js';
 
 const T0 = Date.UTC(2026, 0, 5, 12, 0, 0);
 
-function record(id: number, overrides: Partial<TaskRecord> = {}): TaskRecord {
-  return {
+const record = (id: number, overrides: Partial<TaskRecord> = {}): TaskRecord =>
+  taskRecord({
     taskId: `${String(id).padStart(8, '0')}-aaaa-4bbb-8ccc-dddddddddddd`,
-    status: 'working',
     createdAt: T0,
     lastUpdatedAt: T0,
-    ttl: 60_000,
-    pollInterval: 1_000,
-    owner: 'o',
-    sessionId: 's',
-    toolName: 'slow',
-    outcomeBytes: 0,
     ...overrides,
-  };
-}
+  });
 
 describe('TaskBoard', () => {
   it('shows live tasks, then moves them to the recent ones when they end, with only 8 characters of id', () => {

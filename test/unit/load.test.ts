@@ -1,16 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, resolveConfig } from '../../src/config/load.js';
 import type { ConfigInput } from '../../src/config/schema.js';
+import { problemsOf as refusedWith } from '../helpers/config-problems.js';
 
-const problemsOf = (input: unknown): string[] => {
-  try {
-    resolveConfig(input as ConfigInput);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return (error as ConfigError).problems;
-  }
-  throw new Error('expected resolveConfig to refuse the input');
-};
+const problemsOf = (input: unknown): string[] => refusedWith(() => resolveConfig(input as ConfigInput));
 
 describe('resolveConfig', () => {
   it('fills every default', () => {

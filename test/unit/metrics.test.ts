@@ -4,27 +4,14 @@ import { MAX_LABEL_VALUES, Metrics, NO_SUBJECT, OTHER_LABEL } from '../../src/ob
 import { ObservedStore } from '../../src/observability/observed-store.js';
 import { observeTasks } from '../../src/observability/observe.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
-import type { TaskRecord, TaskStatus } from '../../src/tasks/state.js';
+import type { TaskStatus } from '../../src/tasks/state.js';
 import type { NewTask } from '../../src/tasks/store.js';
 import { sample } from '../helpers/prometheus.js';
+import { taskRecord } from '../helpers/records.js';
 
 const silent = { debug: () => undefined } as never;
 
-function record(overrides: Partial<TaskRecord> = {}): TaskRecord {
-  return {
-    taskId: '0f3a9c1e-0000-4000-8000-000000000000',
-    status: 'working',
-    createdAt: 1_000,
-    lastUpdatedAt: 1_000,
-    ttl: 60_000,
-    pollInterval: 1_000,
-    owner: 'o',
-    sessionId: 's',
-    toolName: 'slow',
-    outcomeBytes: 0,
-    ...overrides,
-  };
-}
+const record = taskRecord;
 
 const newTask = (toolName = 'slow'): NewTask => ({
   owner: 'o',
