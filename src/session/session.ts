@@ -147,6 +147,8 @@ export class Session {
   private readonly nativeRequiredTools = new Set<string>();
   /** Tools the upstream's tools/list has shown, native or not. */
   private readonly listedTools = new Set<string>();
+  /** The params of the client's latest logging/setLevel. */
+  private clientLogLevel: JsonObject | undefined;
   /** The client's capabilities, from its initialize request. */
   private clientCapabilities: JsonObject = {};
   private readonly unwrapper: Unwrapper;
@@ -321,6 +323,10 @@ export class Session {
         return this.forwardRequest(request, raw, (result) => this.rewriteToolsList(result));
       case 'tools/call':
         return this.toolCall(request, raw);
+      case 'logging/setLevel':
+        // Kept, to set again on a restarted upstream.
+        this.clientLogLevel = params;
+        return this.forwardRequest(request, raw);
       case 'tasks/get':
         return this.taskRequest(request, raw, () => this.augmenter.getTask(params));
       case 'tasks/cancel':
@@ -885,8 +891,18 @@ export class Session {
     this.fromUpstreamSide = { channel: this.upstream, blocking: new Map() };
   }
 
+  /** A restarted upstream is back: it is told the log level the client had set. */
   private upstreamReopened(): void {
     delete this.upstreamState.goneReason;
+    if (this.clientLogLevel === undefined) return;
+    void this.callUpstream('logging/setLevel', this.clientLogLevel).done.then((answer) => {
+      if (answer !== undefined && 'error' in answer.response) {
+        this.options.logger.warn(
+          { error: answer.response.error },
+          'the restarted upstream server refused the log level',
+        );
+      }
+    });
   }
 
   // ── taskgate's own upstream calls (augment) ─────────────────────────────────────────────────────

@@ -171,6 +171,34 @@ describe('a stdio upstream that crashes', () => {
     expect((await p.exited)[0]).toBe(0);
   });
 
+  it('is told again the log level the client had set', async () => {
+    const p = (peer = await RawPeer.initialized('legacy', [
+      '--log-level',
+      'info',
+      '--upstream-restart-delay',
+      '50',
+    ]));
+    const announced = (): number =>
+      p.messages.items.filter((m) => m.method === 'notifications/message').length;
+    // The fixture logs at info: heard at first, not once the client asks for errors only.
+    p.send(call('a1', 'announce', { text: 'heard' }));
+    await p.response('a1');
+    expect(announced()).toBe(1);
+    p.send({ jsonrpc: '2.0', id: 'level', method: 'logging/setLevel', params: { level: 'error' } });
+    expect(await p.response('level')).toHaveProperty('result');
+    p.send(call('a2', 'announce', { text: 'filtered' }));
+    await p.response('a2');
+    expect(announced()).toBe(1);
+
+    await p.logged('upstream server started');
+    process.kill(latestUpstreamPid(p.stderr), 'SIGKILL');
+    await p.logged('upstream server is serving again');
+    // The logging notification goes out before the call's answer, on the same pipe.
+    p.send(call('a3', 'announce', { text: 'still filtered' }));
+    expect((await p.response('a3')).result).toMatchObject({ content: [{ type: 'text', text: 'announced' }] });
+    expect(announced()).toBe(1);
+  });
+
   it('fails the tasks it ran itself, instead of letting them vanish', async () => {
     // It sends no status notifications: only the answers taskgate passes on tell it how its tasks stand.
     const p = (peer = await RawPeer.initialized('native', ['--upstream-restart-delay', '50'], {
