@@ -17,6 +17,7 @@ import {
 } from '../src/tasks/errors.js';
 import type { TaskOutcome, TaskRecord, TaskStatus } from '../src/tasks/state.js';
 import type { NewTask, TaskStore } from '../src/tasks/store.js';
+import { thrownBy } from './helpers/thrown.js';
 
 export interface StoreContractOptions {
   maxTasks: number;
@@ -106,15 +107,6 @@ async function hasSettled(promise: Promise<unknown>): Promise<boolean> {
   );
   await new Promise((resolve) => setImmediate(resolve));
   return done;
-}
-
-async function thrownBy(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection, but the promise resolved');
 }
 
 export function describeTaskStoreContract(

@@ -68,6 +68,24 @@ export async function waitForPort(port, timeoutMs, failed) {
 }
 
 /**
+ * Keeps the last 8 KiB of a child's stderr in `owner.stderr` (for error messages), and hands each line to
+ * `onLine` as it comes.
+ * @param {{ stderr: string }} owner
+ * @param {import('node:stream').Readable | null} stderr
+ * @param {((line: string) => void) | undefined} onLine
+ */
+export function keepStderr(owner, stderr, onLine) {
+  let partial = '';
+  stderr?.setEncoding('utf8').on('data', (/** @type {string} */ chunk) => {
+    owner.stderr = (owner.stderr + chunk).slice(-8192);
+    partial += chunk;
+    const lines = partial.split('\n');
+    partial = /** @type {string} */ (lines.pop());
+    for (const line of lines) onLine?.(line);
+  });
+}
+
+/**
  * A server process the bench started and will stop: its stderr is kept (the last 8 KiB) for error
  * messages, and `lines` sees each stderr line as it comes.
  */
@@ -88,14 +106,7 @@ export class Proc {
       env: options.env ?? process.env,
       cwd: options.cwd,
     });
-    let partial = '';
-    this.child.stderr?.setEncoding('utf8').on('data', (/** @type {string} */ chunk) => {
-      this.stderr = (this.stderr + chunk).slice(-8192);
-      partial += chunk;
-      const lines = partial.split('\n');
-      partial = /** @type {string} */ (lines.pop());
-      for (const line of lines) options.onLine?.(line);
-    });
+    keepStderr(this, this.child.stderr, options.onLine);
     this.child.once('exit', (code, signal) => {
       this.exited = `${label} exited (${signal ?? code}): ${this.stderr.slice(-2000)}`;
     });

@@ -5,6 +5,7 @@
  * zod-checks every message) is not what limits tasks/get per second or the creation of 10 000 tasks.
  */
 import { spawn } from 'node:child_process';
+import { keepStderr } from './procs.js';
 
 export class RawStdioClient {
   /**
@@ -31,14 +32,7 @@ export class RawStdioClient {
         if (line.trim() !== '') this.receive(JSON.parse(line));
       }
     });
-    let partial = '';
-    this.child.stderr.setEncoding('utf8').on('data', (/** @type {string} */ chunk) => {
-      this.stderr = (this.stderr + chunk).slice(-8192);
-      partial += chunk;
-      const lines = partial.split('\n');
-      partial = /** @type {string} */ (lines.pop());
-      for (const line of lines) options.onStderrLine?.(line);
-    });
+    keepStderr(this, this.child.stderr, options.onStderrLine);
     this.child.once('exit', (code, signal) => {
       this.exited = `exited (${signal ?? code}): ${this.stderr.slice(-2000)}`;
       for (const { reject } of this.pending.values()) reject(new Error(this.exited));

@@ -19,6 +19,7 @@ import { EXECUTOR_LOST, type NewTask, type TaskStore } from '../../src/tasks/sto
 import { freePort } from '../helpers/ports.js';
 import { freshPrefix, redisForTests, startRedisServer, type RedisServer } from '../helpers/redis.js';
 import { describeTaskStoreContract } from '../store-contract.js';
+import { thrownBy } from '../helpers/thrown.js';
 
 const redis = await redisForTests();
 afterAll(() => redis?.stop());
@@ -76,15 +77,6 @@ const result = (text: string): { outcome: TaskOutcome; outcomeBytes: number } =>
   const outcome: TaskOutcome = { result: { content: [{ type: 'text', text }] } };
   return { outcome, outcomeBytes: Buffer.byteLength(JSON.stringify(outcome)) };
 };
-
-async function thrownBy(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection, but the promise resolved');
-}
 
 /** Resolves with the value, or fails if the promise has not settled within WITHIN_MS. */
 async function within<T>(promise: Promise<T>, what: string): Promise<T> {

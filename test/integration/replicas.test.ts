@@ -19,6 +19,7 @@ import { EXECUTOR_LOST } from '../../src/tasks/store.js';
 import { CheckedTransport } from '../helpers/checked-transport.js';
 import { freshPrefix, redisForTests, startRedisServer, type RedisServer } from '../helpers/redis.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
+import { thrownBy } from '../helpers/thrown.js';
 
 const redis = await redisForTests();
 afterAll(() => redis?.stop());
@@ -96,15 +97,6 @@ const callTool = (peer: Peer, name: string, args: Record<string, unknown>) =>
 
 const resultOf = (peer: Peer, taskId: string) =>
   peer.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
-
-async function thrownBy(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection, but the promise resolved');
-}
 
 const statusNotification = (taskId: string, status: string) => (message: JSONRPCMessage) =>
   'method' in message &&

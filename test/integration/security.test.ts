@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
 import { sample } from '../helpers/prometheus.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
+import { thrownBy } from '../helpers/thrown.js';
 
 const TOKEN_A = 'token-of-alice-0123456789';
 const TOKEN_B = 'token-of-bob-0123456789ab';
@@ -53,13 +54,7 @@ async function clientWith(token: string): Promise<Client> {
   return client;
 }
 
-const refusal = (promise: Promise<unknown>): Promise<McpError> =>
-  promise.then(
-    () => {
-      throw new Error('expected a refusal');
-    },
-    (error: unknown) => error as McpError,
-  );
+const refusal = async (promise: Promise<unknown>): Promise<McpError> => (await thrownBy(promise)) as McpError;
 
 describe('identity and binding', () => {
   it('gives another identity exactly the unknown-task answer for get, result and cancel, and lists only its own', async () => {
