@@ -49,7 +49,7 @@ export async function startHttpGateway(
   const audit = countingDenials(createAuditLog(logger, store, config.audit), (subject) =>
     metrics.taskLookupDenied(subject),
   );
-  const limits = new Limits(config.limits, store, (limit, caller) =>
+  const limits = new Limits(config.limits, (limit, caller) =>
     audit.limitHit(limit, { session: '-', subject: caller }),
   );
   // With an admin listener the operator's pages live there only, off the front. With bearer pass-through
@@ -132,7 +132,6 @@ export async function startHttpGateway(
     close: async () => {
       await front.close();
       await adminListener?.close();
-      limits.close();
       audit.close();
       observed.close();
     },

@@ -50,7 +50,7 @@ export async function startStdioProxy(config: Config): Promise<number> {
         policy: new Policy(config),
         store,
         logger,
-        limits: new Limits(config.limits, store, (limit) => audit.limitHit(limit, { session: 'stdio' })),
+        limits: new Limits(config.limits, (limit) => audit.limitHit(limit, { session: 'stdio' })),
         audit,
         onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
       },

@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  CallerLimitError,
   IllegalTransitionError,
   InvalidCursorError,
   TaskLimitError,
@@ -727,6 +728,39 @@ export function describeTaskStoreContract(
           statusMessage: 'result too large',
         });
         expect(await settled(waiting, 'wait')).toEqual(failed);
+      });
+
+      it('issue 13.4: creations in flight for one caller all count: with a live limit of 3, ten at once make exactly 3 and refuse 7 with CallerLimitError', async () => {
+        const { owner, create, ids } = await setup();
+        const liveLimit = { caller: `caller-${randomUUID()}`, max: 3 };
+        const outcomes = await Promise.allSettled(Array.from({ length: 10 }, () => create({ liveLimit })));
+        const made = outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value.taskId] : []));
+        const refused = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as unknown] : []));
+        expect(made).toHaveLength(3);
+        expect(refused).toHaveLength(7);
+        for (const error of refused) {
+          expect(error).toBeInstanceOf(CallerLimitError);
+          expect(error).toMatchObject({ live: 3, max: 3 });
+        }
+        expect((await ids(owner)).sort()).toEqual(made.sort());
+      });
+
+      it('issue 13.4: a task that ends frees its slot, whichever replica ends it; each caller has its own count', async () => {
+        const { create, replica } = await setup();
+        const other = await replica();
+        const alice = { caller: `alice-${randomUUID()}`, max: 2 };
+        const bob = { caller: `bob-${randomUUID()}`, max: 2 };
+        const first = await create({ liveLimit: alice });
+        const second = await create({ liveLimit: alice });
+        await other.update(second.taskId, { status: 'input_required' });
+        expect(await thrownBy(create({ liveLimit: alice }))).toBeInstanceOf(CallerLimitError);
+        await create({ liveLimit: bob });
+        await create();
+        await other.update(first.taskId, { status: 'cancelled' });
+        await create({ liveLimit: alice });
+        expect(await thrownBy(create({ liveLimit: alice }))).toBeInstanceOf(CallerLimitError);
+        await other.update(second.taskId, { status: 'completed' });
+        await create({ liveLimit: alice });
       });
 
       it('an outcome of exactly maxResultBytes is accepted', async () => {

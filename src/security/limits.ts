@@ -1,12 +1,14 @@
 /**
  * Per-caller limits: live tasks and token-bucket rates, keyed by identity (or by session where there is
- * none). Each refusal names the limit, and touches no other caller.
+ * none). Each refusal names the limit, and touches no other caller. Live tasks are counted by the task
+ * store, in the step that creates a task (so creations in flight cannot all pass, and a store that lost
+ * its tasks no longer counts them); the rates are counted here.
  */
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../config/schema.js';
 import { ErrorCode, ProtocolError } from '../protocol/errors.js';
-import { isTerminal, type TaskRecord } from '../tasks/state.js';
-import type { TaskStore } from '../tasks/store.js';
+import { CallerLimitError } from '../tasks/errors.js';
+import type { LiveLimit } from '../tasks/store.js';
 
 class TokenBucket {
   private tokens: number;
@@ -38,32 +40,15 @@ export type LimitKind = 'live tasks' | 'task creation rate' | 'task request rate
 export class Limits {
   private readonly creation = new LRUCache<string, TokenBucket>({ max: 10_000 });
   private readonly requests = new LRUCache<string, TokenBucket>({ max: 10_000 });
-  /** Live tasks by caller, and the caller of each, as this process created them. */
-  private readonly live = new Map<string, number>();
-  private readonly callerOf = new Map<string, string>();
-  private readonly unsubscribe: () => void;
 
   constructor(
     private readonly config: Config['limits'],
-    store: TaskStore,
     private readonly onRefused: (kind: LimitKind, caller: string) => void = () => undefined,
     private readonly now: () => number = Date.now,
-  ) {
-    this.unsubscribe = store.onTransition((record) => {
-      if (isTerminal(record.status)) this.ended(record);
-    });
-  }
+  ) {}
 
-  /** Before a task-augmented call: the caller's creation rate and live tasks. */
+  /** Before a task-augmented call: the caller's creation rate. */
   admitTask(caller: string): void {
-    const live = this.live.get(caller) ?? 0;
-    if (live >= this.config.maxLiveTasks) {
-      this.refuse(
-        'live tasks',
-        caller,
-        `Limit reached: ${live} live tasks for this caller (limits.maxLiveTasks); wait for one to end`,
-      );
-    }
     this.throttle(
       this.creation,
       caller,
@@ -84,23 +69,21 @@ export class Limits {
     );
   }
 
-  /** A task was created for the caller. */
-  started(caller: string, taskId: string): void {
-    this.callerOf.set(taskId, caller);
-    this.live.set(caller, (this.live.get(caller) ?? 0) + 1);
-  }
-
-  close(): void {
-    this.unsubscribe();
-  }
-
-  private ended(record: TaskRecord): void {
-    const caller = this.callerOf.get(record.taskId);
-    if (caller === undefined) return;
-    this.callerOf.delete(record.taskId);
-    const left = (this.live.get(caller) ?? 1) - 1;
-    if (left > 0) this.live.set(caller, left);
-    else this.live.delete(caller);
+  /**
+   * Creates a task for the caller within limits.maxLiveTasks: `create` hands the bound to the store, which
+   * checks and counts it atomically; its refusal becomes the one that names the setting.
+   */
+  async withinLiveTasks<T>(caller: string, create: (limit: LiveLimit) => Promise<T>): Promise<T> {
+    try {
+      return await create({ caller, max: this.config.maxLiveTasks });
+    } catch (error) {
+      if (!(error instanceof CallerLimitError)) throw error;
+      this.refuse(
+        'live tasks',
+        caller,
+        `Limit reached: ${error.live} live tasks for this caller (limits.maxLiveTasks); wait for one to end`,
+      );
+    }
   }
 
   private throttle(

@@ -376,12 +376,12 @@ export class Session {
     if (name !== undefined && this.isNativeTaskTool(name)) return this.forwardRequest(request, raw);
     if (params?.task !== undefined) {
       if (this.upstreamState.goneReason !== undefined) return this.refuseUpstreamGone(request);
-      return this.answerLocally(request, async () => {
-        const created = await this.augmenter.createTask(params);
-        const task = created.task as { taskId: string };
-        this.options.limits?.started(this.caller, task.taskId);
-        return created;
-      });
+      const limits = this.options.limits;
+      return this.answerLocally(request, () =>
+        limits
+          ? limits.withinLiveTasks(this.caller, (limit) => this.augmenter.createTask(params, limit))
+          : this.augmenter.createTask(params),
+      );
     }
     // A client without tasks could never satisfy "required": it gets the plain call.
     const required = name !== undefined && this.options.policy.forTool(name).taskSupport === 'required';

@@ -20,7 +20,7 @@ import type { AuditLog } from '../observability/audit.js';
 import { InvalidCursorError } from './errors.js';
 import { ListTasksParams, TaskAugmentedCallParams, parseParams } from './params.js';
 import { toWireTask, type TaskRecord } from './state.js';
-import type { TaskStore } from './store.js';
+import type { LiveLimit, TaskStore } from './store.js';
 import { TaskService } from './task-service.js';
 
 /** What augment needs from the session it serves. */
@@ -97,8 +97,11 @@ export class Augmenter {
     return this.tasks.knows(params);
   }
 
-  /** The task-augmented tools/call: creates the task, starts the plain call upstream, returns CreateTaskResult. */
-  async createTask(params: JsonObject | undefined): Promise<JsonObject> {
+  /**
+   * The task-augmented tools/call: creates the task (within the caller's `liveLimit`, when given), starts
+   * the plain call upstream, returns CreateTaskResult.
+   */
+  async createTask(params: JsonObject | undefined, liveLimit?: LiveLimit): Promise<JsonObject> {
     const call = parseParams(TaskAugmentedCallParams, params, 'tools/call');
     if (this.lifecycle && !this.lifecycle.isAccepting) {
       throw new ProtocolError(
@@ -112,16 +115,18 @@ export class Augmenter {
         `Tool "${call.name}" cannot be called as a task (its taskSupport is "${policy.taskSupport === 'forbidden' ? 'forbidden' : 'left to the server, which has no tasks'}"); call it without "task"`,
       );
     }
+    const { task: _, ...plainParams } = call;
     const record = await this.tasks.create(
       {
         toolName: call.name,
         ttl: this.policy.ttlFor(policy, call.task.ttl),
         pollInterval: policy.pollInterval,
+        ...(liveLimit === undefined ? {} : { liveLimit }),
       },
+      (created) => this.start(created, plainParams, policy.timeout),
+      TOOL_CALL,
       call.arguments,
     );
-    const { task: _, ...plainParams } = call;
-    this.start(record, plainParams, policy.timeout);
     const result: JsonObject = { task: toWireTask(record) };
     if (policy.immediateResponse !== undefined) {
       result._meta = { [IMMEDIATE_RESPONSE_META]: policy.immediateResponse };

@@ -89,21 +89,25 @@ export class ClientTasks {
       );
     }
     const defaults = this.policy.defaults;
-    const record = await this.tasks.create({
-      toolName: method,
-      ttl: this.policy.ttlFor(defaults, requested),
-      pollInterval: defaults.pollInterval,
-    });
-    const { taskId } = record;
-    const call = this.host.callClient(method, plain);
-    this.running.set(taskId, call.wireId);
     const what = { what: method === 'sampling/createMessage' ? 'Sampling request' : 'Elicitation' };
-    void call.done
-      .then((answer) => answer && this.tasks.finish(taskId, answer, what))
-      .catch((error: unknown) =>
-        this.logger.error({ err: error, taskId }, 'client-side task bookkeeping failed'),
-      )
-      .finally(() => this.running.delete(taskId));
+    const record = await this.tasks.create(
+      {
+        toolName: method,
+        ttl: this.policy.ttlFor(defaults, requested),
+        pollInterval: defaults.pollInterval,
+      },
+      ({ taskId }) => {
+        const call = this.host.callClient(method, plain);
+        this.running.set(taskId, call.wireId);
+        void call.done
+          .then((answer) => answer && this.tasks.finish(taskId, answer, what))
+          .catch((error: unknown) =>
+            this.logger.error({ err: error, taskId }, 'client-side task bookkeeping failed'),
+          )
+          .finally(() => this.running.delete(taskId));
+      },
+      what,
+    );
     return { task: toWireTask(record) };
   }
 

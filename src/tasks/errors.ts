@@ -43,6 +43,21 @@ export class TaskLimitError extends Error {
   }
 }
 
+/**
+ * The caller already has as many live tasks as its bound allows (limits.maxLiveTasks). Not a
+ * TaskLimitError: that one is the store's own capacity; this one is per caller, and security/limits.ts
+ * turns it into the wire refusal that names the setting.
+ */
+export class CallerLimitError extends Error {
+  constructor(
+    readonly live: number,
+    readonly max: number,
+  ) {
+    super(`The caller has ${live} live tasks, its limit is ${max}`);
+    this.name = 'CallerLimitError';
+  }
+}
+
 export class InvalidCursorError extends Error {
   constructor() {
     super('Invalid cursor');

@@ -4,7 +4,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import { CursorCodec } from './cursor.js';
-import { TaskLimitError, TaskNotFoundError } from './errors.js';
+import { CallerLimitError, TaskLimitError, TaskNotFoundError } from './errors.js';
 import { isTerminal, transition, type TaskRecord, type TransitionChange } from './state.js';
 import type { NewTask, TaskPage, TaskStore, TransitionListener } from './store.js';
 import { newTaskId } from './task-id.js';
@@ -32,6 +32,9 @@ export class MemoryTaskStore implements TaskStore {
   private readonly terminal: LRUCache<string, TaskRecord>;
   /** owner → (taskId → position), in creation order, for tasks/list. */
   private readonly byOwner = new Map<string, Map<string, number>>();
+  /** Live tasks created with a liveLimit, by caller, and the caller of each. */
+  private readonly liveByCaller = new Map<string, Set<string>>();
+  private readonly callerOf = new Map<string, string>();
   private readonly waiters = new Map<string, Set<Waiter>>();
   private readonly listeners = new Set<TransitionListener>();
   private readonly cursors = new CursorCodec();
@@ -62,6 +65,11 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   async create(task: NewTask): Promise<TaskRecord> {
+    const limit = task.liveLimit;
+    const callerLive = limit && this.liveByCaller.get(limit.caller);
+    if (limit && (callerLive?.size ?? 0) >= limit.max) {
+      throw new CallerLimitError(callerLive?.size ?? 0, limit.max);
+    }
     if (this.live.size + this.terminal.size >= this.options.maxTasks) {
       if (this.terminal.size === 0) {
         throw TaskLimitError.liveTasks(this.options.maxTasks);
@@ -86,6 +94,11 @@ export class MemoryTaskStore implements TaskStore {
     let owned = this.byOwner.get(task.owner);
     if (!owned) this.byOwner.set(task.owner, (owned = new Map()));
     owned.set(record.taskId, this.nextPosition++);
+    if (limit) {
+      if (callerLive) callerLive.add(record.taskId);
+      else this.liveByCaller.set(limit.caller, new Set([record.taskId]));
+      this.callerOf.set(record.taskId, limit.caller);
+    }
     return record;
   }
 
@@ -100,6 +113,7 @@ export class MemoryTaskStore implements TaskStore {
     }
     if (isTerminal(next.status)) {
       this.live.delete(taskId);
+      this.uncount(taskId);
       this.terminal.set(taskId, next);
     } else {
       this.live.set(taskId, next);
@@ -205,6 +219,16 @@ export class MemoryTaskStore implements TaskStore {
       this.forget(record.owner, taskId);
       this.options.onExpired?.(record);
     }
+  }
+
+  /** A task that ends leaves its caller's live count. */
+  private uncount(taskId: string): void {
+    const caller = this.callerOf.get(taskId);
+    if (caller === undefined) return;
+    this.callerOf.delete(taskId);
+    const live = this.liveByCaller.get(caller);
+    live?.delete(taskId);
+    if (live?.size === 0) this.liveByCaller.delete(caller);
   }
 
   private forget(owner: string, taskId: string): void {

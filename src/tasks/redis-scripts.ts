@@ -22,6 +22,10 @@
  *                                that runs tasks, renewed while it lives
  *   P executing:<exec>   set     ids of the live tasks that executor runs (a task's hash names its
  *                                `executor`); when the lease lapses they become failed
+ *   P caller-live:<who>  set     ids of the live tasks of a caller created with a live limit (a task's
+ *                                hash names its `caller`); pruned of ids no longer live on each create
+ *   P clock              hash    `seen`: when a renew or lapse last ran; `since`: when Redis's current
+ *                                unbroken stretch of serving began (see awake_since)
  *   P events             channel `<id> <status> <replica>` when a task becomes terminal (the replica that
  *                                made it so), `<id> gone` when it is evicted or expired
  *
@@ -29,7 +33,7 @@
  * the store needs a single Redis node (standalone, Sentinel, or a managed single-shard Redis), not Cluster.
  *
  * Every script returns an array whose first element is a code: 'ok', or a refusal ('not_found',
- * 'illegal', 'too_large', 'full', 'exists'). redis-store.ts maps the refusals to typed errors in one place.
+ * 'illegal', 'too_large', 'full', 'caller_full', 'exists'). redis-store.ts maps the refusals to typed errors in one place.
  */
 
 /** The task fields every script returns, in this order (then `outcome` when asked for). */
@@ -88,6 +92,7 @@ local function task_key(id) return PREFIX .. 'task:' .. id end
 local function owner_key(owner) return PREFIX .. 'owner:' .. owner end
 local function owner_meta_key(owner) return PREFIX .. 'owner-meta:' .. owner end
 local function executing_key(executor) return PREFIX .. 'executing:' .. executor end
+local function caller_key(caller) return PREFIX .. 'caller-live:' .. caller end
 local function expired(expires) return expires and NOW >= tonumber(expires) end
 
 -- The task as FIELDS values (false where absent), then its outcome when asked for.
@@ -130,6 +135,17 @@ local function evict_one()
   return true
 end
 
+-- When Redis's current unbroken stretch of serving began. Every replica renews or sweeps at least every
+-- second, so a gap of more than "gap" ms since the last renew or lapse means that Redis itself was away
+-- (stalled, restarted) or that every replica was: nobody could renew meanwhile, so a new stretch begins.
+local function awake_since(gap)
+  local h = redis.call('HMGET', PREFIX .. 'clock', 'seen', 'since')
+  local seen, since = tonumber(h[1]), tonumber(h[2])
+  if not seen or not since or NOW - seen > gap then since = NOW end
+  redis.call('HSET', PREFIX .. 'clock', 'seen', int(math.max(NOW, seen or 0)), 'since', int(since))
+  return since
+end
+
 -- Whether the transition table (state.ts ALLOWED_TRANSITIONS, as data) allows from → to.
 local function legal(allowed, from, to)
   for _, next_status in ipairs(allowed[from] or {}) do
@@ -139,16 +155,17 @@ local function legal(allowed, from, to)
 end
 
 -- The bookkeeping of a task that has just become terminal (its hash already says so): it leaves the
--- live set and its executor's set, joins the LRU within the byte budget (evicting the least recently
+-- live set, its executor's set and its caller's set, joins the LRU within the byte budget (evicting the least recently
 -- used terminal tasks to make room), gets its expiry (PEXPIRE on the hash, and on the owner keys once
 -- the owner has no live task left), and '<id> <status> <origin>' is published on P events.
--- t: {id, key, status, created, updated, ttl, owner, executor (or false), bytes}; grace: the late-result
+-- t: {id, key, status, created, updated, ttl, owner, executor (or false), caller (or false), bytes}; grace: the late-result
 -- grace cap in ms; origin: the replica that made the change.
 local function settle(t, grace, max_bytes, origin)
   local expires = math.max(t.created + t.ttl, t.updated + math.min(t.ttl, grace))
   sweep()
   redis.call('ZREM', LIVE, t.id)
   if t.executor then redis.call('SREM', executing_key(t.executor), t.id) end
+  if t.caller then redis.call('SREM', caller_key(t.caller), t.id) end
   local size = math.max(1, t.bytes)
   while tonumber(redis.call('GET', BYTES) or '0') + size > max_bytes do
     if not evict_one() then break end
@@ -181,15 +198,27 @@ export const SCRIPTS = {
 -- create: adds a task, working, with no expiry (a live task never expires).
 -- KEYS[9] P task:<id>  KEYS[10] P owner:<owner>  KEYS[11] P owner-meta:<owner>
 -- ARGV[3] maxTasks (live + terminal)
--- ARGV[4] JSON {id, owner, identity?, session, tool, ttl, poll, executor?, lease?}
--- Returns {'ok', record} | {'full'} when every slot is live | {'exists'} when the id is taken.
--- Makes room by sweeping expired tasks, then evicting terminal tasks least recently used first. With an
--- executor, the task joins P executing:<executor> and the executor's lease is (re)newed for "lease" ms.
+-- ARGV[4] JSON {id, owner, identity?, session, tool, ttl, poll, executor?, lease?, limit?: {caller, max}}
+-- Returns {'ok', record} | {'caller_full', live} when the caller has "max" live tasks | {'full'} when
+-- every slot is live | {'exists'} when the id is taken.
+-- With a limit, the caller's set is first pruned of tasks no longer live (ended, or lost with a Redis that
+-- forgot them), so the count is what Redis holds. Makes room by sweeping expired tasks, then evicting
+-- terminal tasks least recently used first. With an executor, the task joins P executing:<executor> and
+-- the executor's lease is (re)newed for "lease" ms; with a limit, it joins P caller-live:<caller>.
 `,
     `
 local task = cjson.decode(ARGV[4])
 local max_tasks = tonumber(ARGV[3])
 if redis.call('EXISTS', KEYS[9]) == 1 then return {'exists'} end
+local limit = task.limit
+if limit then
+  local counted = caller_key(limit.caller)
+  for _, id in ipairs(redis.call('SMEMBERS', counted)) do
+    if not redis.call('ZSCORE', LIVE, id) then redis.call('SREM', counted, id) end
+  end
+  local live = redis.call('SCARD', counted)
+  if live >= tonumber(limit.max) then return {'caller_full', live} end
+end
 sweep()
 while redis.call('ZCARD', LIVE) + redis.call('ZCARD', LRU) >= max_tasks do
   if not evict_one() then return {'full'} end
@@ -207,6 +236,11 @@ if task.executor then
   fields[#fields + 1] = task.executor
   redis.call('SADD', executing_key(task.executor), task.id)
   redis.call('ZADD', EXECUTORS, int(NOW + task.lease), task.executor)
+end
+if limit then
+  fields[#fields + 1] = 'caller'
+  fields[#fields + 1] = limit.caller
+  redis.call('SADD', caller_key(limit.caller), task.id)
 end
 redis.call('HSET', KEYS[9], unpack(fields))
 redis.call('ZADD', LIVE, pos, task.id)
@@ -253,7 +287,7 @@ return {'ok', record(id, true)}
 -- On a terminal status: settle() (see the prelude); the message names "by", the replica that made it.
 `,
     `
-local h = redis.call('HMGET', KEYS[9], 'id', 'status', 'created', 'updated', 'ttl', 'owner', 'bytes', 'expires', 'executor')
+local h = redis.call('HMGET', KEYS[9], 'id', 'status', 'created', 'updated', 'ttl', 'owner', 'bytes', 'expires', 'executor', 'caller')
 local id, from = h[1], h[2]
 if not id then return {'not_found'} end
 if expired(h[8]) then
@@ -281,7 +315,8 @@ if change.hasOutcome then redis.call('HSET', KEYS[9], 'outcome', ARGV[7], 'bytes
 local next_allowed = allowed[to]
 if next_allowed and #next_allowed == 0 then
   settle({id = id, key = KEYS[9], status = to, created = tonumber(h[3]), updated = updated,
-    ttl = tonumber(h[5]), owner = h[6], executor = h[9], bytes = bytes}, tonumber(ARGV[4]), max_bytes, change.by)
+    ttl = tonumber(h[5]), owner = h[6], executor = h[9], caller = h[10], bytes = bytes}, tonumber(ARGV[4]),
+    max_bytes, change.by)
 end
 return {'ok', record(id, not change.hasOutcome)}
 `,
@@ -290,10 +325,11 @@ return {'ok', record(id, not change.hasOutcome)}
   renew: script(
     `
 -- renew: keeps an executor's lease: it lapses "lease" ms from now unless renewed again.
--- ARGV[3] the executor id; ARGV[4] the lease in ms
+-- ARGV[3] the executor id; ARGV[4] the lease in ms; ARGV[5] the gap that starts a new stretch (awake_since)
 -- Returns {'ok'}.
 `,
     `
+awake_since(tonumber(ARGV[5]))
 redis.call('ZADD', EXECUTORS, int(NOW + tonumber(ARGV[4])), ARGV[3])
 return {'ok'}
 `,
@@ -306,22 +342,27 @@ return {'ok'}
 -- ARGV[3] JSON of the transition table; ARGV[4] the late-result grace cap in ms; ARGV[5] maxResultBytes
 -- ARGV[6] JSON {message, outcome (JSON text), outcomeBytes, by}: what a lost task fails with, and the
 --         replica doing it; ARGV[7] the executor to release, or '' for every lapsed one
+-- ARGV[8] the lease in ms; ARGV[9] the gap that starts a new stretch (awake_since)
 -- Returns {'ok', number of tasks failed}. Each failed task is settled (see the prelude), so every waiter
--- on every replica wakes; the executor's set and lease entry are removed.
+-- on every replica wakes; the executor's set and lease entry are removed. Lapsed leases are judged only
+-- once Redis has served a whole lease without a gap: a lease that ran out while Redis itself was away
+-- (or every replica was) says nothing about its executor, which gets that lease to renew.
 `,
     `
 local allowed = cjson.decode(ARGV[3])
 local grace, max_bytes = tonumber(ARGV[4]), tonumber(ARGV[5])
 local lost = cjson.decode(ARGV[6])
 local executors = {ARGV[7]}
+local since = awake_since(tonumber(ARGV[9]))
 if ARGV[7] == '' then
+  if NOW - since < tonumber(ARGV[8]) then return {'ok', 0} end
   executors = redis.call('ZRANGEBYSCORE', EXECUTORS, '-inf', int(NOW), 'LIMIT', 0, ${LAPSE_BATCH})
 end
 local failed = 0
 for _, executor in ipairs(executors) do
   for _, id in ipairs(redis.call('SMEMBERS', executing_key(executor))) do
     local key = task_key(id)
-    local h = redis.call('HMGET', key, 'id', 'status', 'created', 'updated', 'ttl', 'owner', 'executor')
+    local h = redis.call('HMGET', key, 'id', 'status', 'created', 'updated', 'ttl', 'owner', 'executor', 'caller')
     if h[1] and redis.call('ZSCORE', LIVE, id) and h[7] == executor and legal(allowed, h[2], 'failed') then
       local updated = math.max(NOW, tonumber(h[4]))
       local bytes = 0
@@ -331,7 +372,8 @@ for _, executor in ipairs(executors) do
         redis.call('HSET', key, 'outcome', lost.outcome, 'bytes', int(bytes))
       end
       settle({id = id, key = key, status = 'failed', created = tonumber(h[3]), updated = updated,
-        ttl = tonumber(h[5]), owner = h[6], executor = executor, bytes = bytes}, grace, max_bytes, lost.by)
+        ttl = tonumber(h[5]), owner = h[6], executor = executor, caller = h[8], bytes = bytes}, grace,
+        max_bytes, lost.by)
       failed = failed + 1
     end
   end

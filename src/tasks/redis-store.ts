@@ -13,7 +13,9 @@
  *   terminal; when full, terminal tasks are evicted least recently used first (a `get` is a use, a `list`
  *   is not), live ones never, and a create with every slot live throws TaskLimitError. Terminal outcomes
  *   share a budget of `maxResultBytes` (a counter; each task counts at least 1 byte), made room for the
- *   same way; a single outcome larger than the budget throws TaskLimitError and changes nothing.
+ *   same way; a single outcome larger than the budget throws TaskLimitError and changes nothing. A
+ *   create's `liveLimit` is checked and counted in its script, over the caller's live tasks on every
+ *   replica, pruned first of those Redis no longer holds as live (so a flushed Redis counts none).
  * - Cursors. `tasks/list` cursors are HMAC-signed with a key derived from `cursorSecret` and the prefix:
  *   every replica sharing the prefix must be given the same secret, and then accepts the others' cursors.
  * - Waiting. `waitForTerminal` wakes on a pub/sub message (`<prefix>events`) published by the script that
@@ -28,10 +30,10 @@
  *   task, adds the task to the executor's set and sets the executor's lease (`leaseTtlMs`, Redis's clock).
  *   While it has live tasks the store renews the lease every third of it. Every store object sweeps every
  *   `min(1 s, lease / 4)` for executors whose lease has lapsed and fails their live tasks with
- *   EXECUTOR_LOST, in one script, which wakes every waiter everywhere. A store sweeps only once it has
- *   been connected for a whole lease, so that after an outage every replica has had the time to renew
- *   before any of them judges the others. `close` releases the store's own live tasks the same way at
- *   once. A replica that loses Redis for longer than its lease loses its tasks (they fail; their calls
+ *   EXECUTOR_LOST, in one script, which wakes every waiter everywhere. That script judges leases only once
+ *   Redis has served for a whole lease without a gap in renewals and sweeps (Redis's own clock, so a
+ *   stall, a restart or an outage of Redis all count): every replica has had the time to renew before
+ *   any of them judges the others. `close` releases the store's own live tasks the same way at once. A replica that loses Redis for longer than its lease loses its tasks (they fail; their calls
  *   finish into nothing): the lease is the longest outage a replica survives with its tasks.
  * - Redis down. No command waits for a connection: while Redis is unreachable every operation rejects at
  *   once with TaskStoreUnavailableError naming the server and the last connection error, and a command in
@@ -40,6 +42,10 @@
  *   store object runs (an update to a terminal status) that could not be sent is still refused, but kept
  *   and sent once Redis is back, so that a result arriving during an outage is not lost and the task does
  *   not stay live forever (an IllegalTransitionError then means something else ended it meanwhile).
+ *   A command that times out while the connection stays up (a stalled Redis) counts as an outage: the
+ *   sweeps only PING until Redis answers, then the store does what it does on reconnecting. A create
+ *   that was sent but not confirmed may still be made by Redis: its end (failed, UNCONFIRMED) is kept
+ *   the same way, so that such a task never stays live with no call behind it.
  * - Topology. One Redis node (standalone, Sentinel, or a single-shard managed Redis): a script may evict
  *   tasks whose keys it cannot declare in advance, which Redis Cluster does not allow.
  */
@@ -50,6 +56,7 @@ import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/errors.js';
 import { CursorCodec } from './cursor.js';
 import {
+  CallerLimitError,
   IllegalTransitionError,
   TaskLimitError,
   TaskNotFoundError,
@@ -118,11 +125,25 @@ const DEFAULT_FALLBACK_POLL_MS = 10_000;
 const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
 const DEFAULT_COMMAND_TIMEOUT_MS = 10_000;
 const MAX_RECONNECT_DELAY_MS = 2_000;
+/** What ioredis rejects a command with once commandTimeout has passed. */
+const COMMAND_TIMED_OUT = 'Command timed out';
 export const DEFAULT_LEASE_TTL_MS = 15_000;
 /** Lease sweeps are this often at most, and at least four times per lease. */
 const MAX_LAPSE_SWEEP_MS = 1_000;
 /** What a task whose executor was lost fails with, as the outcome its tasks/result answers. */
 const LOST_OUTCOME = JSON.stringify({ error: { code: ErrorCode.InternalError, message: EXECUTOR_LOST } });
+/**
+ * What a task fails with whose creation Redis did not confirm in time although it may have made it (a
+ * stalled Redis runs what it was sent once it wakes): its call never started, so it must not stay live.
+ */
+const UNCONFIRMED = "The task store did not confirm this task's creation in time, so its call never started";
+const UNCONFIRMED_OUTCOME = { error: { code: ErrorCode.StoreUnavailable, message: UNCONFIRMED } };
+const UNCONFIRMED_END: TransitionChange = {
+  status: 'failed',
+  statusMessage: UNCONFIRMED,
+  outcome: UNCONFIRMED_OUTCOME,
+  outcomeBytes: Buffer.byteLength(JSON.stringify(UNCONFIRMED_OUTCOME)),
+};
 /** Replies of Redis that mean "not now" rather than "your script is wrong". */
 const UNAVAILABLE_REPLY = /^(OOM|LOADING|READONLY|MASTERDOWN|BUSY|NOREPLICAS|CLUSTERDOWN|TRYAGAIN)\b/;
 
@@ -161,8 +182,8 @@ export class RedisTaskStore implements TaskStore {
   private readonly deferredEnds = new Map<string, TransitionChange>();
   private readonly leaseTtlMs: number;
   private leaseTimers: NodeJS.Timeout[] = [];
-  /** When both connections last came up (Date.now()); undefined while either is down. */
-  private connectedSince: number | undefined;
+  /** A command timed out while the connection stayed up: Redis is treated as down until it answers again. */
+  private stalled = false;
   /** Emits 'change' when the connections' state changes, for ready(). */
   private readonly state = new EventEmitter();
   private subscribed = false;
@@ -240,6 +261,7 @@ export class RedisTaskStore implements TaskStore {
   async create(task: NewTask): Promise<TaskRecord> {
     const taskId = newTaskId();
     const owner = this.ownerKey(task.owner);
+    const sent = this.cmd.status === 'ready';
     const reply = await this.run(
       'create',
       [this.taskKey(taskId), owner, `${this.prefix}owner-meta:${task.owner}`],
@@ -254,10 +276,19 @@ export class RedisTaskStore implements TaskStore {
           ttl: task.ttl,
           poll: task.pollInterval,
           ...(this.leaseTtlMs > 0 ? { executor: this.executorId, lease: this.leaseTtlMs } : {}),
+          ...(task.liveLimit === undefined ? {} : { limit: task.liveLimit }),
         }),
       ],
-    );
-    const { record } = decode(this.accepted(reply, taskId)[0] as Values);
+    ).catch((error: unknown) => {
+      // Sent but not confirmed: the task may exist, or come to exist once Redis wakes. Its end is kept
+      // like any other, so that it fails instead of staying live (a task that never was is then not found).
+      if (error instanceof TaskStoreUnavailableError && sent && !this.closing) {
+        this.executing.add(taskId);
+        this.deferredEnds.set(taskId, UNCONFIRMED_END);
+      }
+      throw error;
+    });
+    const { record } = decode(this.accepted(reply, taskId, undefined, task.liveLimit?.max)[0] as Values);
     this.executing.add(taskId);
     return record;
   }
@@ -292,7 +323,14 @@ export class RedisTaskStore implements TaskStore {
       throw error;
     });
     this.deferredEnds.delete(taskId);
-    const { record } = decode(this.accepted(reply, taskId, change.status)[0] as Values);
+    let values: Values;
+    try {
+      values = this.accepted(reply, taskId, change.status)[0] as Values;
+    } catch (error) {
+      if (error instanceof TaskNotFoundError) this.executing.delete(taskId);
+      throw error;
+    }
+    const { record } = decode(values);
     if (change.outcome !== undefined) record.outcome = change.outcome;
     if (isTerminal(record.status)) this.executing.delete(taskId);
     this.emit(record);
@@ -387,15 +425,21 @@ export class RedisTaskStore implements TaskStore {
   /** Renews this executor's lease, while it runs tasks; a failure waits for the next turn. */
   private renewLease(): void {
     if (this.executing.size === 0 || this.cmd.status !== 'ready' || this.closing) return;
-    this.run('renew', [], [this.executorId, String(this.leaseTtlMs)]).catch((error: unknown) =>
-      this.backgroundFailed('renewing the executor lease', error),
+    this.run('renew', [], [this.executorId, String(this.leaseTtlMs), String(this.gapMs)]).catch(
+      (error: unknown) => this.backgroundFailed('renewing the executor lease', error),
     );
   }
 
-  /** Fails the live tasks of replicas whose lease lapsed; only once connected for a whole lease. */
+  /**
+   * Fails the live tasks of replicas whose lease lapsed; the script itself waits until Redis has served a
+   * whole lease without a gap. While Redis is stalled it is only asked whether it answers again.
+   */
   private sweepLapsed(): void {
-    const since = this.connectedSince;
-    if (since === undefined || Date.now() - since < this.leaseTtlMs || this.closing) return;
+    if (this.closing || this.cmd.status !== 'ready' || !this.subscribed) return;
+    if (this.stalled) {
+      this.redis(() => this.cmd.ping()).catch(() => undefined);
+      return;
+    }
     this.run('lapse', [], this.lapseArgs('')).then(
       (reply) => {
         const failed = Number(this.accepted(reply, '')[0]);
@@ -423,7 +467,17 @@ export class RedisTaskStore implements TaskStore {
       String(this.options.maxResultBytes),
       JSON.stringify(lost),
       executor,
+      String(this.leaseTtlMs),
+      String(this.gapMs),
     ];
+  }
+
+  /**
+   * A gap this long in renewals and sweeps means Redis (or every replica) was away: well above the sweep
+   * period, and short enough that no lease renewed before the gap has lapsed when it is noticed.
+   */
+  private get gapMs(): number {
+    return Math.floor(this.leaseTtlMs / 2);
   }
 
   /** An unreachable Redis is logged where the connection is watched; anything else is worth a warning. */
@@ -470,10 +524,13 @@ export class RedisTaskStore implements TaskStore {
   private async redis<T>(send: () => Promise<T>): Promise<T> {
     if (this.closing) throw this.closedError();
     try {
-      return await send();
+      const value = await send();
+      if (this.stalled) this.answersAgain();
+      return value;
     } catch (error) {
       if (error instanceof ReplyError && !UNAVAILABLE_REPLY.test((error as Error).message)) throw error;
       if (this.closing) throw this.closedError();
+      if (this.cmd.status === 'ready' && (error as Error).message === COMMAND_TIMED_OUT) this.stall();
       throw this.unavailable(
         this.cmd.status === 'ready'
           ? `failed: ${(error as Error).message}`
@@ -484,10 +541,10 @@ export class RedisTaskStore implements TaskStore {
   }
 
   /** The rest of an 'ok' reply; any refusal becomes its typed error. */
-  private accepted(reply: Reply, taskId: string, to?: TaskStatus): unknown[] {
+  private accepted(reply: Reply, taskId: string, to?: TaskStatus, maxLive?: number): unknown[] {
     const [code, ...rest] = reply;
     if (code === 'ok') return rest;
-    throw refusal(code, rest, taskId, to, this.options);
+    throw refusal(code, rest, taskId, to, { ...this.options, maxLive });
   }
 
   private async subscribe(): Promise<void> {
@@ -506,32 +563,55 @@ export class RedisTaskStore implements TaskStore {
   /** Called when either connection is up; acts once both are. */
   private connectionUp(): void {
     if (this.cmd.status === 'ready' && this.subscribed) {
-      this.connectedSince ??= Date.now();
+      this.stalled = false;
       if (this.lost) {
         this.lost = false;
         this.options.logger?.info({ redis: this.where }, 'task store: Redis connection restored');
       }
-      this.renewLease();
-      for (const [taskId, change] of [...this.deferredEnds]) {
-        this.deferredEnds.delete(taskId);
-        // Refused again while Redis is still away, it is deferred again; any other refusal means the
-        // task ended otherwise meanwhile.
-        this.update(taskId, change).catch(() => undefined);
-      }
-      // Whatever was published while a connection was away is lost: look at every waited task now, and
-      // at every task run here (another replica may have cancelled it meanwhile).
-      for (const taskId of this.executing) {
-        this.endedElsewhere.add(taskId);
-        this.check(taskId);
-      }
-      for (const taskId of this.waiters.keys()) this.check(taskId);
+      this.resume();
     }
     this.state.emit('change');
   }
 
+  /**
+   * A command timed out on a connection that is still up (a stalled, overloaded or paused Redis): as in
+   * an outage, ends are kept until it answers again, and no lease is judged meanwhile.
+   */
+  private stall(): void {
+    if (this.stalled) return;
+    this.stalled = true;
+    this.options.logger?.warn(
+      { redis: this.where },
+      'task store: Redis does not answer (a command timed out); treating it as down until it answers',
+    );
+  }
+
+  private answersAgain(): void {
+    this.stalled = false;
+    this.options.logger?.info({ redis: this.where }, 'task store: Redis answers again');
+    this.resume();
+  }
+
+  /** Redis is back (reconnected, or answering after a stall): what it missed meanwhile is made up for. */
+  private resume(): void {
+    this.renewLease();
+    for (const [taskId, change] of [...this.deferredEnds]) {
+      this.deferredEnds.delete(taskId);
+      // Refused again while Redis is still away, it is deferred again; any other refusal means the
+      // task ended otherwise meanwhile.
+      this.update(taskId, change).catch(() => undefined);
+    }
+    // Whatever was published while a connection was away is lost: look at every waited task now, and
+    // at every task run here (another replica may have cancelled it meanwhile).
+    for (const taskId of this.executing) {
+      this.endedElsewhere.add(taskId);
+      this.check(taskId);
+    }
+    for (const taskId of this.waiters.keys()) this.check(taskId);
+  }
+
   private connectionLost(): void {
     if (this.sub.status !== 'ready') this.subscribed = false;
-    this.connectedSince = undefined;
     if (!this.lost && !this.closing) {
       this.lost = true;
       this.options.logger?.warn(
@@ -633,7 +713,7 @@ function refusal(
   rest: unknown[],
   taskId: string,
   to: TaskStatus | undefined,
-  limits: { maxTasks: number; maxResultBytes: number },
+  limits: { maxTasks: number; maxResultBytes: number; maxLive?: number | undefined },
 ): Error {
   switch (code) {
     case 'not_found':
@@ -644,6 +724,8 @@ function refusal(
       return TaskLimitError.resultBytes(Number(rest[0]), limits.maxResultBytes);
     case 'full':
       return TaskLimitError.liveTasks(limits.maxTasks);
+    case 'caller_full':
+      return new CallerLimitError(Number(rest[0]), limits.maxLive ?? Number(rest[0]));
     case 'exists':
       return new Error(`Task id collision on ${taskId} (a broken random source?)`);
     default:

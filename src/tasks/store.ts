@@ -8,6 +8,14 @@ export interface NewTask {
   /** Actual ttl in ms (already clamped by policy). */
   ttl: number;
   pollInterval: number;
+  /** The requestor's bound on live tasks (limits.maxLiveTasks); see `create` below. */
+  liveLimit?: LiveLimit;
+}
+
+/** At most `max` live tasks for one `caller` (an identity, or a session without one). */
+export interface LiveLimit {
+  caller: string;
+  max: number;
 }
 
 export interface TaskPage {
@@ -26,7 +34,10 @@ export const EXECUTOR_LOST = 'executor lost: the taskgate replica running this t
  *
  * - `create` MUST mint a task id with at least 122 bits from a CSPRNG, start the task `working`, and MUST
  *   NOT evict a task that is not terminal: when the store is full of live tasks it throws TaskLimitError.
- *   Terminal tasks are evicted least recently used first to make room.
+ *   Terminal tasks are evicted least recently used first to make room. With a `liveLimit`, the store MUST
+ *   count the caller's live tasks and refuse with CallerLimitError (creating nothing) when `max` of them are
+ *   live, in one atomic step with the creation, so that creations in flight cannot all pass; a task that
+ *   ended, or that the backend no longer holds (a Redis that lost its data), no longer counts.
  * - `get` throws TaskNotFoundError for an unknown or expired task. A task expires `ttl` ms after creation,
  *   but never while it is live, and a task that ends after its ttl stays readable for a short grace period
  *   so that the requestor who saw it finish can still fetch its result.

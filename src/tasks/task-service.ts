@@ -17,7 +17,7 @@ import {
   type TaskStatus,
   type TransitionChange,
 } from './state.js';
-import type { TaskPage, TaskStore } from './store.js';
+import type { LiveLimit, TaskPage, TaskStore } from './store.js';
 
 export interface Requester {
   sessionId: string;
@@ -53,8 +53,15 @@ export class TaskService {
     });
   }
 
+  /**
+   * Creates a task and starts its request with `start`. Whatever fails once the task exists (the audit
+   * line, a request that cannot be sent) ends the task `failed`, saying so, and is then thrown: no task
+   * stays live without its request on the way.
+   */
   async create(
-    init: { toolName: string; ttl: number; pollInterval: number },
+    init: { toolName: string; ttl: number; pollInterval: number; liveLimit?: LiveLimit },
+    start: (record: TaskRecord) => void,
+    describe: Describe,
     args?: unknown,
   ): Promise<TaskRecord> {
     const { sessionId, identity, owner } = this.requester;
@@ -64,7 +71,16 @@ export class TaskService {
       sessionId,
       ...(identity === undefined ? {} : { identity }),
     });
-    this.audit.created(record, this.caller, args);
+    try {
+      this.audit.created(record, this.caller, args);
+      start(record);
+    } catch (error) {
+      // A store that cannot take the end now keeps it (see the store contract) and records it later.
+      await this.fail(record.taskId, `${describe.what} could not be started; it never ran`).catch(
+        () => undefined,
+      );
+      throw error;
+    }
     return record;
   }
 

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
+  CallerLimitError,
   IllegalTransitionError,
   InvalidCursorError,
   TaskLimitError,
@@ -319,6 +320,38 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
   });
 
   describe('limits across replicas', () => {
+    it("issue 13.5: a caller's live tasks that Redis no longer holds (flushed, restarted empty) stop counting", async () => {
+      const [a, b] = await replicas();
+      const liveLimit = { caller: `caller-${randomUUID()}`, max: 2 };
+      await a.create(newTask({ liveLimit }));
+      await b.create(newTask({ liveLimit }));
+      expect(await thrownBy(a.create(newTask({ liveLimit })))).toBeInstanceOf(CallerLimitError);
+      // What FLUSHALL does, to this prefix only (the Redis may be shared).
+      const raw = new Redis(redis!.url);
+      try {
+        const keys = await raw.keys(`${prefixOf(a)}*`);
+        expect(keys.length).toBeGreaterThan(0);
+        await raw.del(...keys);
+      } finally {
+        await raw.quit();
+      }
+      await a.create(newTask({ liveLimit }));
+      await b.create(newTask({ liveLimit }));
+      expect(await thrownBy(b.create(newTask({ liveLimit })))).toBeInstanceOf(CallerLimitError);
+    });
+
+    it("issue 13.5: a task failed because its replica was lost frees its caller's slot", async () => {
+      const keyPrefix = freshPrefix();
+      const [a, b] = [await open({ keyPrefix, leaseTtlMs: 400 }), await open({ keyPrefix, leaseTtlMs: 400 })];
+      const liveLimit = { caller: `caller-${randomUUID()}`, max: 1 };
+      const task = await a.create(newTask({ liveLimit }));
+      expect(await thrownBy(b.create(newTask({ liveLimit })))).toBeInstanceOf(CallerLimitError);
+      const lost = b.waitForTerminal(task.taskId);
+      crash(a);
+      expect(await within(lost, 'the waiter on B')).toMatchObject({ status: 'failed' });
+      expect((await b.create(newTask({ liveLimit }))).status).toBe('working');
+    });
+
     it('maxTasks counts the live tasks of every replica, and a full store evicts terminal tasks of any replica', async () => {
       const [a, b] = await replicas({ maxTasks: 3 });
       const first = await a.create(newTask());
@@ -417,6 +450,84 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
       expect((error as Error).message).not.toContain('hunter2');
       expect(await thrownBy(store.get(randomUUID()))).toBeInstanceOf(TaskStoreUnavailableError);
       expect(await thrownBy(store.ready(200))).toBeInstanceOf(TaskStoreUnavailableError);
+    });
+
+    describe('a stalled Redis (paused longer than the command timeout, its connections up)', () => {
+      let server: RedisServer | undefined;
+      afterEach(async () => server?.stop());
+
+      const LEASE_MS = 600;
+      const STALL_OPTIONS = { leaseTtlMs: LEASE_MS, commandTimeoutMs: 200 };
+
+      /** Pauses the private server for `ms` (SIGSTOP: it reads nothing and answers nothing), after `during`. */
+      async function stall(ms: number, during: () => Promise<void>): Promise<void> {
+        const raw = new Redis(server!.url);
+        const pid = Number(/process_id:(\d+)/.exec(await raw.info('server'))![1]);
+        await raw.quit();
+        process.kill(pid, 'SIGSTOP');
+        const started = performance.now();
+        try {
+          await during();
+          // The stall's own length is the fault under test, not a wait for something to happen.
+          await new Promise((resolve) =>
+            setTimeout(resolve, Math.max(0, ms - (performance.now() - started))),
+          );
+        } finally {
+          process.kill(pid, 'SIGCONT');
+        }
+      }
+
+      async function privateServer(context: { skip(): never }): Promise<RedisServer> {
+        // Needs a server of its own to pause, even when REDIS_URL names a shared one.
+        server = await startRedisServer().catch((error: unknown) => {
+          if (process.env.CI === 'true') throw error;
+          return undefined;
+        });
+        if (!server) return context.skip();
+        return server;
+      }
+
+      it('issue 13.12: a result that arrives during the stall lands once Redis answers, and no replica fails the task as lost', async (context) => {
+        const { url } = await privateServer(context);
+        const keyPrefix = freshPrefix();
+        const a = await open({ url, keyPrefix, ...STALL_OPTIONS });
+        const b = await open({ url, keyPrefix, ...STALL_OPTIONS });
+        const task = await a.create(newTask());
+        const other = await a.create(newTask());
+        // Long enough for the lease to lapse by the clock, and for B's sweeps to queue up before A's result.
+        await stall(3 * LEASE_MS, async () => {
+          await new Promise((resolve) => setTimeout(resolve, LEASE_MS));
+          const refused = await thrownBy(a.update(task.taskId, { status: 'completed', ...result('late') }));
+          expect(refused).toBeInstanceOf(TaskStoreUnavailableError);
+        });
+        const done = await within(b.waitForTerminal(task.taskId), 'the waiter on B');
+        expect(done).toMatchObject({ status: 'completed', outcome: result('late').outcome });
+        // Two leases after the stall, the replica that kept running still has its other task.
+        await new Promise((resolve) => setTimeout(resolve, 2 * LEASE_MS));
+        expect((await b.get(other.taskId)).status).toBe('working');
+      });
+
+      it('issue 13.2: a create that Redis confirms too late leaves no live task behind; it fails, saying so', async (context) => {
+        const { url } = await privateServer(context);
+        const store = await open({ url, ...STALL_OPTIONS });
+        const owner = `owner-${randomUUID()}`;
+        // A task of its own keeps the store renewing its lease: only the store itself can end the other.
+        const running = await store.create(newTask({ owner }));
+        const ended = new Promise<TaskRecord>((resolve) => store.onTransition(resolve));
+        await stall(2 * STALL_OPTIONS.commandTimeoutMs, async () => {
+          expect(await thrownBy(store.create(newTask({ owner })))).toBeInstanceOf(TaskStoreUnavailableError);
+        });
+        const late = await within(ended, 'the end of the unconfirmed task');
+        expect(late).toMatchObject({
+          status: 'failed',
+          statusMessage: expect.stringMatching(/did not confirm/),
+        });
+        const { tasks } = await store.list(owner, undefined, 10);
+        expect(tasks.map((t) => [t.taskId, t.status])).toEqual([
+          [running.taskId, 'working'],
+          [late.taskId, 'failed'],
+        ]);
+      });
     });
 
     describe('a restarted Redis', () => {
