@@ -14,6 +14,7 @@ import {
   McpError,
   type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { EXECUTOR_LOST } from '../../src/tasks/store.js';
 import { CheckedTransport } from '../helpers/checked-transport.js';
@@ -234,6 +235,39 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     expect(await thrownBy(onB.client.experimental.tasks.getTask(before.taskId))).toMatchObject({
       code: -32602,
     });
+  });
+
+  it("issue 13.12: Redis paused (SIGSTOP) for longer than the lease fails nobody's tasks, and a result that came meanwhile is recorded", async (context) => {
+    // Paused: a private server, even when REDIS_URL names a shared one.
+    const server = await startRedisServer().catch((error: unknown) => {
+      if (process.env.CI === 'true') throw error;
+      return undefined;
+    });
+    if (!server) return context.skip();
+    servers.push(server);
+    const prefix = freshPrefix();
+    const [a, b] = await Promise.all([replica(prefix, server.url), replica(prefix, server.url)]);
+    const [onA, onB] = await Promise.all([clientOf(a), clientOf(b)]);
+    const raw = new Redis(server.url);
+    const pid = Number(/process_id:(\d+)/.exec(await raw.info('server'))![1]);
+    await raw.quit();
+    const finishing = await createTask(onA, 'sleep', { ms: 1_000, label: 'ends-during-the-pause' });
+    const running = await createTask(onB, 'sleep', { ms: 60_000, label: 'outlives-the-pause' });
+    process.kill(pid, 'SIGSTOP');
+    try {
+      // The pause's length is the fault under test: three leases, while the sweeps and A's result queue up.
+      await new Promise((resolve) => setTimeout(resolve, 3 * LEASE_MS));
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    expect((await resultOf(onB, finishing.taskId)).content).toEqual([
+      { type: 'text', text: 'slept 1000 ms' },
+    ]);
+    // Two leases on, nobody has judged B by the lease that ran out while Redis was paused.
+    await new Promise((resolve) => setTimeout(resolve, 2 * LEASE_MS));
+    expect(await onA.client.experimental.tasks.getTask(running.taskId)).toMatchObject({ status: 'working' });
+    expect(a.stderr + b.stderr).not.toContain('executor lease lapsed');
+    await onB.client.experimental.tasks.cancelTask(running.taskId);
   });
 
   it('Redis down at start-up does not keep taskgate from starting; it recovers once Redis is there', async (context) => {
