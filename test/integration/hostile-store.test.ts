@@ -155,3 +155,44 @@ describe('issue 13.5: a Redis that forgot its tasks', () => {
     expect((await callAtOnce(peer, ['f'])).refused).toMatchObject([{ code: LIMIT_EXCEEDED }]);
   });
 });
+
+describe('issue 13.2: no task without its call', () => {
+  it(
+    'a task call during a Redis stall is refused, and the task Redis makes once it wakes fails instead of staying working',
+    { timeout: 60_000 },
+    async (context) => {
+      // Paused: a private server, even when REDIS_URL names a shared one.
+      const server = await startRedisServer().catch((error: unknown) => {
+        if (process.env.CI === 'true') throw error;
+        return undefined;
+      });
+      if (!server) return context.skip();
+      servers.push(server);
+      const peer = await rawPeer([...flagsFor(10, server.url), '--expose-task-list']);
+      // A task of its own keeps this replica's lease renewed: only taskgate itself can end the other one.
+      const { created } = await callAtOnce(peer, ['keep']);
+      const raw = new Redis(server.url);
+      const pid = Number(/process_id:(\d+)/.exec(await raw.info('server'))![1]);
+      await raw.quit();
+      process.kill(pid, 'SIGSTOP');
+      try {
+        peer.write(taskCall('late'));
+        // Refused once the store's command timeout (10 s) has passed; the create is still in Redis's input.
+        expect(await peer.response('late', 20_000)).toMatchObject({ error: { code: -32002 } });
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+      const failed = await peer.messages.waitFor(
+        (message) =>
+          message.method === 'notifications/tasks/status' &&
+          (message.params as { status?: string }).status === 'failed',
+        'the failure of the task Redis made late',
+      );
+      expect(failed.params).toMatchObject({ statusMessage: expect.stringMatching(/did not confirm/) });
+      peer.send({ jsonrpc: '2.0', id: 'list', method: 'tasks/list', params: {} });
+      const listed = (await peer.response('list')).result as { tasks: { taskId: string; status: string }[] };
+      expect(listed.tasks.map((task) => task.status).sort()).toEqual(['failed', 'working']);
+      expect(listed.tasks.find((task) => task.status === 'working')?.taskId).toBe(created[0]);
+    },
+  );
+});
