@@ -33,7 +33,8 @@
  * the store needs a single Redis node (standalone, Sentinel, or a managed single-shard Redis), not Cluster.
  *
  * Every script returns an array whose first element is a code: 'ok', or a refusal ('not_found',
- * 'illegal', 'too_large', 'full', 'caller_full', 'exists'). redis-store.ts maps the refusals to typed errors in one place.
+ * 'illegal', 'too_large', 'full', 'caller_full', 'exists'). redis-store.ts maps the refusals to typed
+ * errors in one place.
  */
 
 /** The task fields every script returns, in this order (then `outcome` when asked for). */
@@ -155,11 +156,11 @@ local function legal(allowed, from, to)
 end
 
 -- The bookkeeping of a task that has just become terminal (its hash already says so): it leaves the
--- live set, its executor's set and its caller's set, joins the LRU within the byte budget (evicting the least recently
--- used terminal tasks to make room), gets its expiry (PEXPIRE on the hash, and on the owner keys once
--- the owner has no live task left), and '<id> <status> <origin>' is published on P events.
--- t: {id, key, status, created, updated, ttl, owner, executor (or false), caller (or false), bytes}; grace: the late-result
--- grace cap in ms; origin: the replica that made the change.
+-- live set, its executor's set and its caller's set, joins the LRU within the byte budget (evicting the
+-- least recently used terminal tasks to make room), gets its expiry (PEXPIRE on the hash, and on the owner
+-- keys once the owner has no live task left), and '<id> <status> <origin>' is published on P events.
+-- t: {id, key, status, created, updated, ttl, owner, executor (or false), caller (or false), bytes};
+-- grace: the late-result grace cap in ms; origin: the replica that made the change.
 local function settle(t, grace, max_bytes, origin)
   local expires = math.max(t.created + t.ttl, t.updated + math.min(t.ttl, grace))
   sweep()

@@ -33,8 +33,9 @@
  *   EXECUTOR_LOST, in one script, which wakes every waiter everywhere. That script judges leases only once
  *   Redis has served for a whole lease without a gap in renewals and sweeps (Redis's own clock, so a
  *   stall, a restart or an outage of Redis all count): every replica has had the time to renew before
- *   any of them judges the others. `close` releases the store's own live tasks the same way at once. A replica that loses Redis for longer than its lease loses its tasks (they fail; their calls
- *   finish into nothing): the lease is the longest outage a replica survives with its tasks.
+ *   any of them judges the others. `close` releases the store's own live tasks the same way at once. A
+ *   replica that loses Redis for longer than its lease loses its tasks (they fail; their calls finish
+ *   into nothing): the lease is the longest outage a replica survives with its tasks.
  * - Redis down. No command waits for a connection: while Redis is unreachable every operation rejects at
  *   once with TaskStoreUnavailableError naming the server and the last connection error, and a command in
  *   flight when the connection drops is not resent (its outcome is unknown). ioredis keeps reconnecting
