@@ -137,6 +137,9 @@ export class Session {
   private readonly progressTokenOf = new Map<string | number, string | number>();
   /** Task → the client's open tasks/result of it, where related messages belong. */
   private readonly openTaskResults = new Map<string, RequestId>();
+  /** Client requests not answered yet: once the client's input has ended, the session closes when none is left. */
+  private readonly clientRequestsOpen = new Set<string | number>();
+  private clientInputEnded = false;
   private fromUpstreamSide: Side;
   private readonly augmenter: Augmenter;
   /** The upstream's own `capabilities.tasks`, once initialize has told; undefined when it has none. */
@@ -228,7 +231,8 @@ export class Session {
     this.client.start({
       message: (raw) => this.fromClient(raw),
       malformed: (error, id) => this.respond(id, errorResponse(id, error.toJson())),
-      closed: ({ reason }) => {
+      closed: ({ reason, inputEnded }) => {
+        if (inputEnded) return this.finishAnswering(reason);
         this.options.logger.info(`client went away (${reason})`);
         void this.close();
       },
@@ -265,8 +269,36 @@ export class Session {
     if (id !== null) this.answered(id);
   }
 
-  /** The client request is answered: nothing more belongs with it. */
+  /**
+   * The client's input ended (a pipe at its end): it asks nothing more, but what it asked is still answered,
+   * as the server alone would. What the upstream asks of it can no longer be answered, so it is refused.
+   */
+  private finishAnswering(reason: string): void {
+    this.clientInputEnded = true;
+    for (const [, entry] of this.toClient.takeWhere(() => true)) {
+      const error = { code: ErrorCode.ClientUnavailable, message: `The client closed its input (${reason})` };
+      if (entry.kind === 'own') entry.settle({ response: errorResponse(null, error), bytes: 0 });
+      else this.upstream.send(errorResponse(entry.upstreamId, error));
+    }
+    if (this.clientRequestsOpen.size === 0) {
+      this.options.logger.info(`client went away (${reason})`);
+      void this.close();
+      return;
+    }
+    this.options.logger.info(
+      `client closed its input (${reason}); answering the ${this.clientRequestsOpen.size} request(s) it sent before closing`,
+    );
+  }
+
+  /** The client request is answered (or cancelled): nothing more belongs with it. */
   private answered(id: RequestId): void {
+    if (
+      this.clientRequestsOpen.delete(idKey(id)) &&
+      this.clientInputEnded &&
+      this.clientRequestsOpen.size === 0
+    ) {
+      void this.close();
+    }
     if (this.progressTokenOf.size === 0) return;
     const token = this.progressTokenOf.get(idKey(id));
     if (token === undefined) return;
@@ -298,6 +330,7 @@ export class Session {
   }
 
   private clientRequest(request: Request, raw: Buffer): void {
+    this.clientRequestsOpen.add(idKey(request.id));
     const params = request.params;
     const limits = this.options.limits;
     if (
@@ -493,9 +526,7 @@ export class Session {
     from: Side = this.fromClientSide,
   ): void {
     handler().then(
-      (result) => {
-        if (!from.gone) from.channel.send(successResponse(request.id, result), { responseTo: request.id });
-      },
+      (result) => this.reply(from, request.id, successResponse(request.id, result)),
       (error: unknown) => this.replyError(from, request.id, error),
     );
   }
@@ -513,12 +544,13 @@ export class Session {
     handler(controller.signal)
       .then(
         (outcome) => {
-          if (controller.signal.aborted || from.gone) return;
-          from.channel.send(
+          if (controller.signal.aborted) return;
+          this.reply(
+            from,
+            request.id,
             'error' in outcome
               ? errorResponse(request.id, outcome.error)
               : successResponse(request.id, outcome.result),
-            { responseTo: request.id },
           );
         },
         (error: unknown) => {
@@ -532,9 +564,15 @@ export class Session {
   }
 
   private replyError(from: Side, id: RequestId, error: unknown): void {
-    if (from.gone) return;
     if (!(error instanceof ProtocolError)) this.options.logger.debug({ err: error }, 'request refused');
-    from.channel.send(errorResponse(id, toJsonRpcError(error)), { responseTo: id });
+    this.reply(from, id, errorResponse(id, toJsonRpcError(error)));
+  }
+
+  /** The answer to a request taskgate served itself, to whichever peer asked. */
+  private reply(from: Side, id: RequestId, message: object): void {
+    if (from.gone) return;
+    if (from === this.fromClientSide) return this.respond(id, message);
+    from.channel.send(message, { responseTo: id });
   }
 
   private clientNotification(notification: Notification, raw: Buffer): void {
@@ -544,6 +582,8 @@ export class Session {
     if (notification.method === 'notifications/cancelled') {
       const requestId = notification.params?.requestId;
       if (typeof requestId === 'string' || typeof requestId === 'number') {
+        // A cancelled request gets no answer: it is over for the client.
+        this.answered(requestId);
         const local = this.fromClientSide.blocking.get(idKey(requestId));
         if (local) {
           local.abort();
