@@ -1001,7 +1001,10 @@ export class Session {
       else this.nativeTaskTools.delete(tool.name);
       if (native && execution.taskSupport === 'required') this.nativeRequiredTools.add(tool.name);
       else this.nativeRequiredTools.delete(tool.name);
-      if (!this.clientHasTasks) return withoutTaskSupport(tool, execution);
+      // A client without tasks must not see "required" (SDK clients then refuse to call it); the rest is the server's.
+      if (!this.clientHasTasks) {
+        return execution.taskSupport === 'required' ? withoutTaskSupport(tool, execution) : tool;
+      }
       if (native) return tool;
       const { taskSupport } = this.options.policy.forTool(tool.name);
       return taskSupport === 'passthrough' ? tool : { ...tool, execution: { ...execution, taskSupport } };
