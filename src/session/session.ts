@@ -33,6 +33,7 @@ import { idOfResultFrame, parseFrame } from '../protocol/frames.js';
 import { ClientTasks } from '../tasks/client-tasks.js';
 import type { Lifecycle } from '../lifecycle.js';
 import type { AuditLog } from '../observability/audit.js';
+import type { TaskSightings } from '../observability/task-board.js';
 import type { Limits } from '../security/limits.js';
 import { Unwrapper, withoutRelatedTask } from '../tasks/unwrap.js';
 import { Augmenter, type AugmentHost } from '../tasks/augment.js';
@@ -53,6 +54,8 @@ type UpstreamPending =
       onResult?: (result: JsonObject) => JsonObject;
       /** For tasks/result of the upstream's own task: which one (answered, it is over for the client). */
       taskId?: string;
+      /** For tools/call: the tool, to name the upstream's task if it answers with one. */
+      tool?: string;
     }
   | OwnPending;
 
@@ -82,6 +85,8 @@ export interface SessionOptions {
   lifecycle?: Lifecycle;
   /** Told how long the upstream took to answer each forwarded request (for metrics). */
   onUpstreamAnswer?: (method: string, seconds: number) => void;
+  /** Told of tasks as they pass, for the operator's dashboard. */
+  sightings?: TaskSightings;
   config: Config;
   policy: Policy;
   store: TaskStore;
@@ -497,6 +502,9 @@ export class Session {
     if (onResult) entry.onResult = onResult;
     const taskId = request.params?.taskId;
     if (request.method === 'tasks/result' && typeof taskId === 'string') entry.taskId = taskId;
+    if (request.method === 'tools/call' && typeof request.params?.name === 'string') {
+      entry.tool = request.params.name;
+    }
     const wireId = this.toUpstream.forward(request.id, entry);
     if (request.method === 'tools/call') this.plainToolCalls.add(idKey(wireId));
     if (wireId === request.id && raw !== undefined) this.upstream.sendRaw(raw);
@@ -694,13 +702,21 @@ export class Session {
   }
 
   /** What a forwarded answer tells of the upstream's own tasks (to fail them here if it goes away). */
-  private followUpstreamTask(entry: { method: string; taskId?: string }, response?: Response): void {
+  private followUpstreamTask(
+    entry: { method: string; taskId?: string; tool?: string },
+    response?: Response,
+  ): void {
     if (entry.method === 'tasks/result') return this.upstreamTaskWatch.ended(entry.taskId);
     if (response === undefined || !('result' in response)) return;
-    if (entry.method === 'tools/call') this.upstreamTaskWatch.saw(response.result.task);
+    if (entry.method === 'tools/call') this.sawUpstreamTask(response.result.task, entry.tool);
     else if (entry.method === 'tasks/get' || entry.method === 'tasks/cancel') {
-      this.upstreamTaskWatch.saw(response.result);
+      this.sawUpstreamTask(response.result);
     }
+  }
+
+  private sawUpstreamTask(task: unknown, tool?: string): void {
+    this.upstreamTaskWatch.saw(task);
+    this.options.sightings?.upstreamTask(task, tool);
   }
 
   private upstreamRequest(request: Request, raw: Buffer, route: Route | undefined): void {
@@ -808,7 +824,7 @@ export class Session {
       if (typeof taskId === 'string' && this.unwrapper.follows(taskId)) {
         return this.unwrapper.statusAnnounced(notification.params);
       }
-      this.upstreamTaskWatch.saw(notification.params);
+      this.sawUpstreamTask(notification.params);
     }
     if (notification.method === 'notifications/progress') {
       const token = notification.params?.progressToken;
@@ -819,6 +835,7 @@ export class Session {
         typeof token === 'string' || typeof token === 'number'
           ? this.augmenter.taskForProgressToken(token)
           : undefined;
+      if (taskId !== undefined) this.options.sightings?.progress(taskId, notification.params);
       if (taskId !== undefined && metaOf(notification.params)?.[RELATED_TASK_META] === undefined) {
         this.client.send(
           { ...notification, params: withMeta(notification.params, RELATED_TASK_META, { taskId }) },
@@ -902,6 +919,7 @@ export class Session {
     }
     this.plainToolCalls.clear();
     for (const task of this.upstreamTaskWatch.lose(`Upstream server unavailable: ${reason}`)) {
+      this.options.sightings?.upstreamTask(task, undefined);
       if (this.options.config.tasks.statusNotifications) {
         this.client.send({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: task });
       }
