@@ -1,9 +1,24 @@
 import { defineConfig } from 'vitest/config';
 
+/** Long runs under load: in CI with the rest, out of the way of a quick check. */
+const SOAK = ['test/integration/load.test.ts', 'test/integration/fuzz.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts', 'src/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          exclude: SOAK,
+          globalSetup: ['test/helpers/fresh-build.ts'],
+        },
+      },
+      { extends: true, test: { name: 'soak', include: SOAK, globalSetup: ['test/helpers/fresh-build.ts'] } },
+    ],
   },
 });

@@ -94,6 +94,7 @@ export async function startHttpGateway(
             limits,
             audit,
             onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
+            sightings: observed.board.sightingsOf(channel.id),
             lifecycle,
             ...(caller === undefined ? {} : { identity: caller.identity, subject: caller.subject }),
           },

@@ -41,11 +41,12 @@ export async function startStdioProxy(config: Config): Promise<number> {
   );
   return new Promise<number>((resolve) => {
     let exitCode = 0;
+    const id = `stdio-${randomUUID()}`;
     const session = new Session(
       client,
       upstream.channel,
       {
-        id: `stdio-${randomUUID()}`,
+        id,
         config,
         policy: new Policy(config),
         store,
@@ -53,6 +54,7 @@ export async function startStdioProxy(config: Config): Promise<number> {
         limits: new Limits(config.limits, (limit) => audit.limitHit(limit, { session: 'stdio' })),
         audit,
         onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
+        sightings: observed.board.sightingsOf(id),
       },
       {
         upstreamGone: (state) => {

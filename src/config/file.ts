@@ -1,7 +1,8 @@
 /**
- * A config file: read, parsed as YAML or JSON (by its extension; both with `yaml`, which knows where each
- * value sits so a problem can name its line), `${VAR}` interpolated, and checked against the schema on
- * its own: a file is either valid or reported, whatever flags and variables override.
+ * A config file: read, parsed as YAML or JSON (by its extension; a .json file must be JSON to the letter,
+ * then both are read with `yaml`, which knows where each value sits so a problem can name its line),
+ * `${VAR}` interpolated, and checked against the schema on its own: a file is either valid or reported,
+ * whatever flags and variables override.
  */
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
@@ -39,6 +40,11 @@ export function readConfigFile(path: string, env: Readonly<Record<string, string
     const { line, col } = lines.linePos(offset);
     return `line ${line}, column ${col}`;
   };
+  // YAML accepts what JSON does not (a trailing comma, comments, single quotes).
+  const notJson = schema === 'json' ? jsonSyntaxError(text) : undefined;
+  if (notJson !== undefined) {
+    return { path, problems: [`${where(notJson.offset)}: not valid JSON: ${notJson.message}`] };
+  }
   if (document.errors.length > 0) {
     return {
       path,
@@ -65,6 +71,20 @@ export function readConfigFile(path: string, env: Readonly<Record<string, string
     input,
     problems: placed.map(({ problem, offset }) => `${problem.text} (line ${lines.linePos(offset).line})`),
   };
+}
+
+/** JSON.parse's own complaint, with the offset it names (the end of the text when it names none). */
+function jsonSyntaxError(text: string): { message: string; offset: number } | undefined {
+  try {
+    JSON.parse(text);
+    return undefined;
+  } catch (error) {
+    const message = (error as SyntaxError).message;
+    const position = / in JSON at position (\d+)/.exec(message);
+    return position
+      ? { message: message.slice(0, position.index), offset: Number(position[1]) }
+      : { message: message.replace(/ JSON input$/, ' of the file'), offset: text.length };
+  }
 }
 
 /** Where the value at `path` starts, or the closest enclosing value that exists. */

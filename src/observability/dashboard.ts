@@ -34,15 +34,22 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(seconds / 3_600)} h ${Math.floor((seconds % 3_600) / 60)} min`;
 }
 
+/** The last column: for a live task how long since it last changed, for a finished one how long it ran. */
+function lastColumnOf(task: BoardTask, now: number): number {
+  const live = task.status === 'working' || task.status === 'input_required';
+  return live ? now - task.updatedAt : task.updatedAt - task.createdAt;
+}
+
 function row(task: BoardTask, now: number): string {
-  const end = task.status === 'working' || task.status === 'input_required' ? now : task.updatedAt;
   const cells = [
     `<td class="id">${escapeHtml(task.id)}</td>`,
     `<td class="tool">${escapeHtml(task.tool)}</td>`,
+    `<td class="run-by">${escapeHtml(task.runBy)}</td>`,
     `<td><span class="status status-${escapeHtml(task.status)}">${escapeHtml(task.status)}</span></td>`,
     `<td class="message">${escapeHtml(task.statusMessage ?? '')}</td>`,
+    `<td class="progress">${escapeHtml(task.progress ?? '')}</td>`,
     `<td class="num">${escapeHtml(formatDuration(now - task.createdAt))}</td>`,
-    `<td class="num">${escapeHtml(formatDuration(end - task.createdAt))}</td>`,
+    `<td class="num">${escapeHtml(formatDuration(lastColumnOf(task, now)))}</td>`,
   ];
   return `<tr data-task="${escapeHtml(task.id)}" data-status="${escapeHtml(task.status)}">${cells.join('')}</tr>`;
 }
@@ -50,10 +57,10 @@ function row(task: BoardTask, now: number): string {
 function table(id: string, tasks: BoardTask[], now: number, empty: string, lastColumn: string): string {
   const body =
     tasks.length === 0
-      ? `<tr class="empty"><td colspan="6">${escapeHtml(empty)}</td></tr>`
+      ? `<tr class="empty"><td colspan="8">${escapeHtml(empty)}</td></tr>`
       : tasks.map((task) => row(task, now)).join('\n');
   return `<table id="${id}">
-<thead><tr><th>Task</th><th>Tool</th><th>Status</th><th>Status message</th><th>Age</th><th>${lastColumn}</th></tr></thead>
+<thead><tr><th>Task</th><th>Tool</th><th>Run by</th><th>Status</th><th>Status message</th><th>Progress</th><th>Age</th><th>${lastColumn}</th></tr></thead>
 <tbody>${body}</tbody>
 </table>`;
 }
@@ -108,13 +115,13 @@ export function renderDashboard(snapshot: BoardSnapshot, options: DashboardPageO
 </section>
 <section>
   <h2>Live tasks <span class="muted" id="live-total">${snapshot.liveTotal}</span></h2>
-  ${table('live', snapshot.live, now, 'No task is running.', 'Running for')}
+  ${table('live', snapshot.live, now, 'No task is running.', 'Last change')}
 </section>
 <section>
   <h2>Recently finished</h2>
   ${table('recent', snapshot.recent, now, 'No task has finished yet.', 'Duration')}
 </section>
-<footer class="muted">Task ids are cut to their first 8 characters. Read-only; refreshes every ${escapeHtml(formatDuration(refreshMs))}. Metrics: <a href="metrics">/metrics</a>.</footer>
+<footer class="muted">Task ids are cut to their first 8 characters. "Run by server": a task the upstream server runs itself, as taskgate saw it pass. Read-only; refreshes every ${escapeHtml(formatDuration(refreshMs))}. Metrics: <a href="metrics">/metrics</a>.</footer>
 <script nonce="${escapeHtml(nonce)}">${SCRIPT}</script>
 </body>
 </html>
@@ -194,16 +201,18 @@ const SCRIPT = `
       const live = t.status === 'working' || t.status === 'input_required';
       const tr = el('tr', { 'data-task': t.id, 'data-status': t.status });
       tr.append(el('td', { class: 'id' }, t.id), el('td', { class: 'tool' }, t.tool));
+      tr.append(el('td', { class: 'run-by' }, t.runBy));
       const status = el('td');
       status.append(el('span', { class: 'status status-' + t.status }, t.status));
       tr.append(status, el('td', { class: 'message' }, t.statusMessage || ''));
+      tr.append(el('td', { class: 'progress' }, t.progress || ''));
       tr.append(el('td', { class: 'num' }, duration(now - t.createdAt)));
-      tr.append(el('td', { class: 'num' }, duration((live ? now : t.updatedAt) - t.createdAt)));
+      tr.append(el('td', { class: 'num' }, duration(live ? now - t.updatedAt : t.updatedAt - t.createdAt)));
       return tr;
     });
     if (fresh.length === 0) {
       const tr = el('tr', { class: 'empty' });
-      tr.append(el('td', { colspan: '6' }, empty));
+      tr.append(el('td', { colspan: '8' }, empty));
       fresh.push(tr);
     }
     tbody.replaceChildren(...fresh);

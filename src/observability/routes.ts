@@ -1,7 +1,7 @@
 /**
  * The operator's pages: `GET /metrics` (Prometheus text format), `GET /dashboard` and the JSON it
- * refreshes from, `GET /dashboard/data`. Served beside the MCP endpoint by the HTTP front, or by the admin
- * listener (stdio mode, or to keep them off the front).
+ * refreshes from, `GET /dashboard/data`, and `GET /`, a page that links them. Served beside the MCP
+ * endpoint by the HTTP front, or by the admin listener (stdio mode, or to keep them off the front).
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -25,7 +25,7 @@ export interface OperationsRoutesOptions {
   authorize?: Authorize;
 }
 
-const PATHS = new Set(['/metrics', '/dashboard', '/dashboard/data']);
+const PATHS = new Set(['/', '/metrics', '/dashboard', '/dashboard/', '/dashboard/data']);
 const MIN_REFRESH_MS = 250;
 const MAX_REFRESH_MS = 60_000;
 
@@ -41,7 +41,13 @@ export function operationsRoutes(options: OperationsRoutesOptions): Routes {
       res.writeHead(401, { 'content-type': 'text/plain' }).end('Unauthorized\n');
       return true;
     }
-    if (path === '/metrics') {
+    if (path === '/') {
+      res
+        .writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' })
+        .end(INDEX);
+    } else if (path === '/dashboard/') {
+      res.writeHead(308, { location: '/dashboard' }).end();
+    } else if (path === '/metrics') {
       const text = await metrics.text();
       res.writeHead(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' }).end(text);
     } else if (path === '/dashboard/data') {
@@ -72,6 +78,20 @@ export function operationsRoutes(options: OperationsRoutesOptions): Routes {
     return true;
   };
 }
+
+const INDEX = `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>taskgate</title></head>
+<body>
+<h1>taskgate</h1>
+<ul>
+<li><a href="/dashboard">/dashboard</a>: the tasks this process knows of</li>
+<li><a href="/metrics">/metrics</a>: Prometheus metrics</li>
+<li><a href="/healthz">/healthz</a>: alive</li>
+</ul>
+</body>
+</html>
+`;
 
 /** `?refresh=MS`, kept within sensible bounds. */
 function refreshOf(req: IncomingMessage): number {

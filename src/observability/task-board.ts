@@ -1,7 +1,8 @@
 /**
  * What the task dashboard shows: the live tasks this process knows of, the most recent finished ones, and
  * per-minute counts by status over the last hour. Fed by the store's creations and transitions (only
- * those made in this process); everything it holds is bounded.
+ * those made in this process), by the progress of the calls behind them, and by what the sessions see of
+ * the tasks upstream servers run themselves (passed through); everything it holds is bounded.
  */
 import { isTerminal, type TaskRecord, type TaskStatus } from '../tasks/state.js';
 
@@ -21,8 +22,20 @@ export interface BoardTask {
   tool: string;
   status: TaskStatus;
   statusMessage?: string;
+  /** The last progress notification of the task's call, for people ("3/10 · fetching"). */
+  progress?: string;
+  /** Who runs it: taskgate (augment), or the upstream server itself (passed through). */
+  runBy: 'taskgate' | 'server';
   createdAt: number;
   updatedAt: number;
+}
+
+/** What a session tells the board of the tasks that pass through it. */
+export interface TaskSightings {
+  /** An upstream's own task, as it described it (a CreateTaskResult's task, tasks/get, a status notification). */
+  upstreamTask(task: unknown, tool: string | undefined): void;
+  /** A progress notification of the call behind one of taskgate's tasks. */
+  progress(taskId: string, params: Record<string, unknown> | undefined): void;
 }
 
 export interface BoardSnapshot {
@@ -88,24 +101,73 @@ export class TaskBoard {
     this.changed(record);
   }
 
-  /** A task was created or changed status (creations and transitions arrive here alike). */
+  /** One of taskgate's tasks was created or changed status (creations and transitions arrive here alike). */
   changed(record: TaskRecord): void {
-    const bucket = this.advance(this.now());
-    const before = this.live.get(record.taskId);
-    if (before) {
-      this.live.delete(record.taskId);
-      this.liveCounts[before.status]--;
-    }
-    const task: BoardTask = {
+    this.place(record.taskId, {
       id: record.taskId.slice(0, 8),
       tool: cut(record.toolName),
       status: record.status,
+      runBy: 'taskgate',
       createdAt: record.createdAt,
       updatedAt: record.lastUpdatedAt,
       ...(record.statusMessage === undefined ? {} : { statusMessage: cut(record.statusMessage) }),
+    });
+  }
+
+  /**
+   * A task an upstream server runs itself, as a session saw it go by. `key` tells apart equal ids of
+   * different upstream connections; the tool is known only from the call that created it (a task first
+   * seen through tasks/get shows "(unknown)").
+   */
+  upstreamTask(key: string, described: unknown, tool?: string): void {
+    const task = upstreamView(described);
+    if (task === undefined) return;
+    const before = this.live.get(key);
+    // Its end is counted once, when the board saw it live; later tasks/get of it change nothing.
+    if (before === undefined && isTerminal(task.status)) return;
+    this.place(key, {
+      id: task.taskId.slice(0, 8),
+      tool: cut(tool ?? before?.tool ?? '(unknown)'),
+      status: task.status,
+      runBy: 'server',
+      createdAt: task.createdAt,
+      updatedAt: task.updatedAt,
+      ...(task.statusMessage === undefined ? {} : { statusMessage: cut(task.statusMessage) }),
+    });
+  }
+
+  /** What one session sees: upstream task ids are its upstream's, so they are keyed by the session too. */
+  sightingsOf(sessionId: string): TaskSightings {
+    return {
+      upstreamTask: (task, tool) => {
+        const taskId = (task as { taskId?: unknown } | undefined)?.taskId;
+        if (typeof taskId === 'string') this.upstreamTask(`${sessionId} ${taskId}`, task, tool);
+      },
+      progress: (taskId, params) => this.progress(taskId, params ?? {}),
     };
-    if (isTerminal(record.status)) {
-      bucket[record.status]++;
+  }
+
+  /** The progress of a live task's call (`key` as the task was placed with). */
+  progress(key: string, progress: { progress?: unknown; total?: unknown; message?: unknown }): void {
+    const task = this.live.get(key);
+    if (task === undefined || typeof progress.progress !== 'number') return;
+    const amount =
+      typeof progress.total === 'number'
+        ? `${progress.progress}/${progress.total}`
+        : String(progress.progress);
+    task.progress = cut(typeof progress.message === 'string' ? `${amount} · ${progress.message}` : amount);
+  }
+
+  private place(key: string, task: BoardTask): void {
+    const bucket = this.advance(this.now());
+    const before = this.live.get(key);
+    if (before) {
+      this.live.delete(key);
+      this.liveCounts[before.status]--;
+      if (before.progress !== undefined) task.progress ??= before.progress;
+    }
+    if (isTerminal(task.status)) {
+      bucket[task.status]++;
       this.finished.push(task);
       if (this.finished.length > this.keepRecent) this.finished.shift();
       return;
@@ -116,8 +178,8 @@ export class TaskBoard {
       this.liveCounts[oldest.status]--;
     }
     // A changed task moves to the end: the most recently active are shown first.
-    this.live.set(record.taskId, task);
-    this.liveCounts[record.status]++;
+    this.live.set(key, task);
+    this.liveCounts[task.status]++;
   }
 
   snapshot(): BoardSnapshot {
@@ -158,4 +220,27 @@ export class TaskBoard {
     if (this.buckets.length > HISTORY_BUCKETS) this.buckets.splice(0, this.buckets.length - HISTORY_BUCKETS);
     return this.buckets.at(-1)!.counts;
   }
+}
+
+const STATUS_SET = new Set<unknown>(STATUSES);
+
+/** The fields the board shows of a task an upstream described, or undefined when it is not one. */
+function upstreamView(
+  value: unknown,
+):
+  | { taskId: string; status: TaskStatus; statusMessage?: string; createdAt: number; updatedAt: number }
+  | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const task = value as Record<string, unknown>;
+  if (typeof task.taskId !== 'string' || !STATUS_SET.has(task.status)) return undefined;
+  const createdAt = typeof task.createdAt === 'string' ? Date.parse(task.createdAt) : NaN;
+  const updatedAt = typeof task.lastUpdatedAt === 'string' ? Date.parse(task.lastUpdatedAt) : createdAt;
+  if (!Number.isFinite(createdAt)) return undefined;
+  return {
+    taskId: task.taskId,
+    status: task.status as TaskStatus,
+    createdAt,
+    updatedAt: Number.isFinite(updatedAt) ? updatedAt : createdAt,
+    ...(typeof task.statusMessage === 'string' ? { statusMessage: task.statusMessage } : {}),
+  };
 }

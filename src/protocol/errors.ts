@@ -22,6 +22,8 @@ export const ErrorCode = {
   LimitExceeded: -32001,
   /** Implementation-defined server error: the task store (Redis) cannot be reached; retrying may work. */
   StoreUnavailable: -32002,
+  /** Implementation-defined server error: the client can no longer answer what the server asked it. */
+  ClientUnavailable: -32003,
 } as const;
 
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];

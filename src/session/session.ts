@@ -33,6 +33,7 @@ import { idOfResultFrame, parseFrame } from '../protocol/frames.js';
 import { ClientTasks } from '../tasks/client-tasks.js';
 import type { Lifecycle } from '../lifecycle.js';
 import type { AuditLog } from '../observability/audit.js';
+import type { TaskSightings } from '../observability/task-board.js';
 import type { Limits } from '../security/limits.js';
 import { Unwrapper, withoutRelatedTask } from '../tasks/unwrap.js';
 import { Augmenter, type AugmentHost } from '../tasks/augment.js';
@@ -53,6 +54,8 @@ type UpstreamPending =
       onResult?: (result: JsonObject) => JsonObject;
       /** For tasks/result of the upstream's own task: which one (answered, it is over for the client). */
       taskId?: string;
+      /** For tools/call: the tool, to name the upstream's task if it answers with one. */
+      tool?: string;
     }
   | OwnPending;
 
@@ -82,6 +85,8 @@ export interface SessionOptions {
   lifecycle?: Lifecycle;
   /** Told how long the upstream took to answer each forwarded request (for metrics). */
   onUpstreamAnswer?: (method: string, seconds: number) => void;
+  /** Told of tasks as they pass, for the operator's dashboard. */
+  sightings?: TaskSightings;
   config: Config;
   policy: Policy;
   store: TaskStore;
@@ -137,6 +142,9 @@ export class Session {
   private readonly progressTokenOf = new Map<string | number, string | number>();
   /** Task → the client's open tasks/result of it, where related messages belong. */
   private readonly openTaskResults = new Map<string, RequestId>();
+  /** Client requests not answered yet: once the client's input has ended, the session closes when none is left. */
+  private readonly clientRequestsOpen = new Set<string | number>();
+  private clientInputEnded = false;
   private fromUpstreamSide: Side;
   private readonly augmenter: Augmenter;
   /** The upstream's own `capabilities.tasks`, once initialize has told; undefined when it has none. */
@@ -228,7 +236,8 @@ export class Session {
     this.client.start({
       message: (raw) => this.fromClient(raw),
       malformed: (error, id) => this.respond(id, errorResponse(id, error.toJson())),
-      closed: ({ reason }) => {
+      closed: ({ reason, inputEnded }) => {
+        if (inputEnded) return this.finishAnswering(reason);
         this.options.logger.info(`client went away (${reason})`);
         void this.close();
       },
@@ -265,8 +274,36 @@ export class Session {
     if (id !== null) this.answered(id);
   }
 
-  /** The client request is answered: nothing more belongs with it. */
+  /**
+   * The client's input ended (a pipe at its end): it asks nothing more, but what it asked is still answered,
+   * as the server alone would. What the upstream asks of it can no longer be answered, so it is refused.
+   */
+  private finishAnswering(reason: string): void {
+    this.clientInputEnded = true;
+    for (const [, entry] of this.toClient.takeWhere(() => true)) {
+      const error = { code: ErrorCode.ClientUnavailable, message: `The client closed its input (${reason})` };
+      if (entry.kind === 'own') entry.settle({ response: errorResponse(null, error), bytes: 0 });
+      else this.upstream.send(errorResponse(entry.upstreamId, error));
+    }
+    if (this.clientRequestsOpen.size === 0) {
+      this.options.logger.info(`client went away (${reason})`);
+      void this.close();
+      return;
+    }
+    this.options.logger.info(
+      `client closed its input (${reason}); answering the ${this.clientRequestsOpen.size} request(s) it sent before closing`,
+    );
+  }
+
+  /** The client request is answered (or cancelled): nothing more belongs with it. */
   private answered(id: RequestId): void {
+    if (
+      this.clientRequestsOpen.delete(idKey(id)) &&
+      this.clientInputEnded &&
+      this.clientRequestsOpen.size === 0
+    ) {
+      void this.close();
+    }
     if (this.progressTokenOf.size === 0) return;
     const token = this.progressTokenOf.get(idKey(id));
     if (token === undefined) return;
@@ -298,6 +335,7 @@ export class Session {
   }
 
   private clientRequest(request: Request, raw: Buffer): void {
+    this.clientRequestsOpen.add(idKey(request.id));
     const params = request.params;
     const limits = this.options.limits;
     if (
@@ -464,6 +502,9 @@ export class Session {
     if (onResult) entry.onResult = onResult;
     const taskId = request.params?.taskId;
     if (request.method === 'tasks/result' && typeof taskId === 'string') entry.taskId = taskId;
+    if (request.method === 'tools/call' && typeof request.params?.name === 'string') {
+      entry.tool = request.params.name;
+    }
     const wireId = this.toUpstream.forward(request.id, entry);
     if (request.method === 'tools/call') this.plainToolCalls.add(idKey(wireId));
     if (wireId === request.id && raw !== undefined) this.upstream.sendRaw(raw);
@@ -493,9 +534,7 @@ export class Session {
     from: Side = this.fromClientSide,
   ): void {
     handler().then(
-      (result) => {
-        if (!from.gone) from.channel.send(successResponse(request.id, result), { responseTo: request.id });
-      },
+      (result) => this.reply(from, request.id, successResponse(request.id, result)),
       (error: unknown) => this.replyError(from, request.id, error),
     );
   }
@@ -513,12 +552,13 @@ export class Session {
     handler(controller.signal)
       .then(
         (outcome) => {
-          if (controller.signal.aborted || from.gone) return;
-          from.channel.send(
+          if (controller.signal.aborted) return;
+          this.reply(
+            from,
+            request.id,
             'error' in outcome
               ? errorResponse(request.id, outcome.error)
               : successResponse(request.id, outcome.result),
-            { responseTo: request.id },
           );
         },
         (error: unknown) => {
@@ -532,9 +572,15 @@ export class Session {
   }
 
   private replyError(from: Side, id: RequestId, error: unknown): void {
-    if (from.gone) return;
     if (!(error instanceof ProtocolError)) this.options.logger.debug({ err: error }, 'request refused');
-    from.channel.send(errorResponse(id, toJsonRpcError(error)), { responseTo: id });
+    this.reply(from, id, errorResponse(id, toJsonRpcError(error)));
+  }
+
+  /** The answer to a request taskgate served itself, to whichever peer asked. */
+  private reply(from: Side, id: RequestId, message: object): void {
+    if (from.gone) return;
+    if (from === this.fromClientSide) return this.respond(id, message);
+    from.channel.send(message, { responseTo: id });
   }
 
   private clientNotification(notification: Notification, raw: Buffer): void {
@@ -544,6 +590,8 @@ export class Session {
     if (notification.method === 'notifications/cancelled') {
       const requestId = notification.params?.requestId;
       if (typeof requestId === 'string' || typeof requestId === 'number') {
+        // A cancelled request gets no answer: it is over for the client.
+        this.answered(requestId);
         const local = this.fromClientSide.blocking.get(idKey(requestId));
         if (local) {
           local.abort();
@@ -654,13 +702,21 @@ export class Session {
   }
 
   /** What a forwarded answer tells of the upstream's own tasks (to fail them here if it goes away). */
-  private followUpstreamTask(entry: { method: string; taskId?: string }, response?: Response): void {
+  private followUpstreamTask(
+    entry: { method: string; taskId?: string; tool?: string },
+    response?: Response,
+  ): void {
     if (entry.method === 'tasks/result') return this.upstreamTaskWatch.ended(entry.taskId);
     if (response === undefined || !('result' in response)) return;
-    if (entry.method === 'tools/call') this.upstreamTaskWatch.saw(response.result.task);
+    if (entry.method === 'tools/call') this.sawUpstreamTask(response.result.task, entry.tool);
     else if (entry.method === 'tasks/get' || entry.method === 'tasks/cancel') {
-      this.upstreamTaskWatch.saw(response.result);
+      this.sawUpstreamTask(response.result);
     }
+  }
+
+  private sawUpstreamTask(task: unknown, tool?: string): void {
+    this.upstreamTaskWatch.saw(task);
+    this.options.sightings?.upstreamTask(task, tool);
   }
 
   private upstreamRequest(request: Request, raw: Buffer, route: Route | undefined): void {
@@ -768,7 +824,7 @@ export class Session {
       if (typeof taskId === 'string' && this.unwrapper.follows(taskId)) {
         return this.unwrapper.statusAnnounced(notification.params);
       }
-      this.upstreamTaskWatch.saw(notification.params);
+      this.sawUpstreamTask(notification.params);
     }
     if (notification.method === 'notifications/progress') {
       const token = notification.params?.progressToken;
@@ -779,6 +835,7 @@ export class Session {
         typeof token === 'string' || typeof token === 'number'
           ? this.augmenter.taskForProgressToken(token)
           : undefined;
+      if (taskId !== undefined) this.options.sightings?.progress(taskId, notification.params);
       if (taskId !== undefined && metaOf(notification.params)?.[RELATED_TASK_META] === undefined) {
         this.client.send(
           { ...notification, params: withMeta(notification.params, RELATED_TASK_META, { taskId }) },
@@ -862,6 +919,7 @@ export class Session {
     }
     this.plainToolCalls.clear();
     for (const task of this.upstreamTaskWatch.lose(`Upstream server unavailable: ${reason}`)) {
+      this.options.sightings?.upstreamTask(task, undefined);
       if (this.options.config.tasks.statusNotifications) {
         this.client.send({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: task });
       }
@@ -961,7 +1019,10 @@ export class Session {
       else this.nativeTaskTools.delete(tool.name);
       if (native && execution.taskSupport === 'required') this.nativeRequiredTools.add(tool.name);
       else this.nativeRequiredTools.delete(tool.name);
-      if (!this.clientHasTasks) return withoutTaskSupport(tool, execution);
+      // A client without tasks must not see "required" (SDK clients then refuse to call it); the rest is the server's.
+      if (!this.clientHasTasks) {
+        return execution.taskSupport === 'required' ? withoutTaskSupport(tool, execution) : tool;
+      }
       if (native) return tool;
       const { taskSupport } = this.options.policy.forTool(tool.name);
       return taskSupport === 'passthrough' ? tool : { ...tool, execution: { ...execution, taskSupport } };

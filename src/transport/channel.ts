@@ -6,6 +6,11 @@ export interface CloseInfo {
   reason: string;
   /** The other side is coming back by itself (a restarted child): `reopened` follows once it has. */
   reopening?: boolean;
+  /**
+   * Only the other side's input to us ended (stdin reached its end): it sends nothing more, but answers to
+   * what it sent can still reach it.
+   */
+  inputEnded?: boolean;
 }
 
 /**

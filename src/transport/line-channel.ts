@@ -37,7 +37,7 @@ export class LineChannel implements Channel {
         ),
     });
     this.input.on('data', (chunk: Buffer) => framer.push(chunk));
-    if (this.closeOnEnd) this.input.on('end', () => this.markClosed(`${this.label} closed its output`));
+    if (this.closeOnEnd) this.input.on('end', () => this.inputEnded());
     this.input.on('error', (error) => this.markClosed(`${this.label} read failed: ${error.message}`));
     this.output.on('error', (error) => this.markClosed(`${this.label} write failed: ${error.message}`));
   }
@@ -67,6 +67,13 @@ export class LineChannel implements Channel {
   async close(): Promise<void> {
     this.closed = true;
     this.output.end();
+  }
+
+  /** Nothing more will arrive; the output stays open for the answers still owed. */
+  private inputEnded(): void {
+    const handlers = this.handlers;
+    this.handlers = undefined;
+    handlers?.closed({ reason: `${this.label} closed its output`, inputEnded: true });
   }
 
   /** Lets the owner report a closure it learned of first (the child exited). */

@@ -107,4 +107,45 @@ describe.skipIf(!available)('the task dashboard in Chromium', () => {
     expect(errors).toEqual([]);
     await page.close();
   });
+
+  it("issue 14.12: shows the last progress of a task's call", async () => {
+    const page: Page = await browser.newPage();
+    await page.goto(new URL('/dashboard?refresh=250', gateway.url).href);
+    const { task } = await client.request(
+      {
+        method: 'tools/call',
+        params: { name: 'progress', arguments: { steps: 3 }, task: {}, _meta: { progressToken: 'board' } },
+      },
+      CreateTaskResultSchema,
+    );
+    await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    const row = `#recent tr[data-task="${task.taskId.slice(0, 8)}"]`;
+    await page.waitForSelector(`${row} td.progress:text-is("3/3 · step 3")`, WAIT);
+    expect(await page.$eval(`${row} td.run-by`, (cell) => cell.textContent)).toBe('taskgate');
+    await page.close();
+  });
+
+  it('issue 14.12: shows a task the server runs itself, passed through, until it ends', async () => {
+    const native = await Gateway.start([process.execPath, FIXTURES.native]);
+    const nativeClient = new Client({ name: 'dashboard-test', version: '1' }, { capabilities: TASK_AWARE });
+    try {
+      await nativeClient.connect(new StreamableHTTPClientTransport(native.url));
+      const page: Page = await browser.newPage();
+      await page.goto(new URL('/dashboard?refresh=250', native.url).href);
+      const { task } = await nativeClient.request(
+        { method: 'tools/call', params: { name: 'sleep', arguments: { ms: 60_000 }, task: {} } },
+        CreateTaskResultSchema,
+      );
+      const id = task.taskId.slice(0, 8);
+      const live = await page.waitForSelector(`#live tr[data-task="${id}"][data-status="working"]`, WAIT);
+      expect(await live.$eval('td.run-by', (cell) => cell.textContent)).toBe('server');
+      expect(await live.$eval('td.tool', (cell) => cell.textContent)).toBe('sleep');
+      await nativeClient.experimental.tasks.cancelTask(task.taskId);
+      await page.waitForSelector(`#recent tr[data-task="${id}"][data-status="cancelled"]`, WAIT);
+      await page.close();
+    } finally {
+      await nativeClient.close();
+      await native.stop();
+    }
+  });
 });

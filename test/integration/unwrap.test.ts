@@ -40,6 +40,23 @@ const text = (result: Record<string, unknown>): string =>
   (result.content as { type: string; text: string }[]).map((item) => item.text).join('\n');
 
 describe('unwrap against server-everything', () => {
+  it('issue 14.5: lists the tools as the server does, hiding only the taskSupport it requires', async () => {
+    const direct = await legacyClient('everything', { direct: true });
+    const { tools: served } = await direct.client.listTools();
+    await direct.close();
+    const c = await legacyClient('everything');
+    const { tools } = await c.client.listTools();
+    const hidden = served.map((tool) =>
+      tool.execution?.taskSupport === 'required' ? { ...tool, execution: {} } : tool,
+    );
+    // Client-side tasks that taskgate declares for the client make the server list a few more tools.
+    const alsoServed = tools.filter((tool) => served.some((other) => other.name === tool.name));
+    expect(alsoServed.map(({ execution, ...tool }) => ({ ...tool, execution: execution ?? {} }))).toEqual(
+      hidden,
+    );
+    expect(tools.find((tool) => tool.name === 'echo')?.execution).toEqual({ taskSupport: 'forbidden' });
+  });
+
   it('shows its task-required tool as a normal tool and answers a plain call with the final report', async () => {
     const c = await legacyClient('everything');
     const { tools } = await c.client.listTools();

@@ -82,6 +82,15 @@ describe('a bad config file: one problem per mistake, with its path, line and wh
     expect(problem).toMatch(/^line \d+, column \d+: not valid JSON: /);
   });
 
+  it("issue 14.9: JSON that YAML would accept, a trailing comma, is refused in JSON's words", () => {
+    expect(problemsOf(['--config', file('{"tasks": {"maxTtl": 100,}}', 'json')])).toEqual([
+      'line 1, column 26: not valid JSON: Expected double-quoted property name',
+    ]);
+    expect(problemsOf(['--config', file('{\n  "tasks": {\n    "maxTtl": 5\n  \n', 'json')])).toEqual([
+      "line 5, column 1: not valid JSON: Expected ',' or '}' after property value",
+    ]);
+  });
+
   it('a file that does not exist', () => {
     const path = join(dir, 'nowhere.yaml');
     expect(problemsOf(['--config', path])).toEqual([`cannot read config file ${path}: no such file`]);

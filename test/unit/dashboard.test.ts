@@ -58,11 +58,53 @@ describe('TaskBoard', () => {
         tool: 'fast',
         status: 'failed',
         statusMessage: 'Tool call failed: boom',
+        runBy: 'taskgate',
         createdAt: T0,
         updatedAt: T0 + 2_500,
       },
-      { id: '00000001', tool: 'slow', status: 'completed', createdAt: T0, updatedAt: T0 + 2_500 },
+      {
+        id: '00000001',
+        tool: 'slow',
+        status: 'completed',
+        runBy: 'taskgate',
+        createdAt: T0,
+        updatedAt: T0 + 2_500,
+      },
     ]);
+  });
+
+  it('issue 14.12: shows the tasks servers run themselves, once each, and the last progress of a call', () => {
+    let now = T0;
+    const board = new TaskBoard({ now: () => now });
+    const upstream = (status: 'working' | 'completed', statusMessage?: string) => ({
+      taskId: 'upstream-task-1',
+      status,
+      createdAt: new Date(T0).toISOString(),
+      lastUpdatedAt: new Date(now).toISOString(),
+      ttl: 60_000,
+      ...(statusMessage === undefined ? {} : { statusMessage }),
+    });
+    board.upstreamTask('s1 upstream-task-1', upstream('working'), 'research');
+    board.upstreamTask('s2 upstream-task-1', upstream('working'));
+    board.created(record(1));
+    board.progress(record(1).taskId, { progress: 3, total: 10, message: 'fetching' });
+    now += 1_000;
+    board.upstreamTask('s1 upstream-task-1', upstream('working', 'Analyzing sources...'));
+    let snapshot = board.snapshot();
+    expect(
+      snapshot.live.map((task) => [task.id, task.tool, task.runBy, task.statusMessage, task.progress]),
+    ).toEqual([
+      ['upstream', 'research', 'server', 'Analyzing sources...', undefined],
+      ['00000001', 'slow', 'taskgate', undefined, '3/10 · fetching'],
+      ['upstream', '(unknown)', 'server', undefined, undefined],
+    ]);
+    now += 1_000;
+    board.upstreamTask('s1 upstream-task-1', upstream('completed'));
+    board.upstreamTask('s1 upstream-task-1', upstream('completed'));
+    snapshot = board.snapshot();
+    expect(snapshot.liveTotal).toBe(2);
+    expect(snapshot.recent.map((task) => [task.tool, task.status])).toEqual([['research', 'completed']]);
+    expect(snapshot.history.buckets.at(-1)?.completed).toBe(1);
   });
 
   it('counts each task once per minute: by how it ended in that minute, or its status at the end of it', () => {
@@ -208,6 +250,15 @@ describe('the admin listener', () => {
     expect(JSON.parse(data.body)).toMatchObject({
       live: [{ id: '00000007', tool: 'echo', status: 'working' }],
     });
+  });
+
+  it('issue 14.12: answers its root with links to the others, and /dashboard/ with a redirect', async () => {
+    await start();
+    const root = await get('/');
+    expect(root.status).toBe(200);
+    for (const path of ['/dashboard', '/metrics', '/healthz']) expect(root.body).toContain(`href="${path}"`);
+    const slash = await get('/dashboard/');
+    expect([slash.status, slash.headers.location]).toEqual([308, '/dashboard']);
   });
 
   it('refuses other methods, unknown paths, a foreign Host, and what authorize refuses', async () => {

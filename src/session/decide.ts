@@ -1,0 +1,52 @@
+/**
+ * What taskgate does with a tools/call: the table of DESIGN.md as one pure function. Everything it needs
+ * is an input, so that every combination can be tested in-process, and the next protocol era adds inputs
+ * here rather than branches in the session.
+ */
+import type { TaskSupport } from '../config/schema.js';
+
+/** What the upstream is known to do with one tool (from its initialize and tools/list answers). */
+export interface UpstreamTool {
+  /** It runs the tool as a task itself (its own taskSupport is optional or required). */
+  runsAsTask: boolean;
+  /** It accepts the tool only as a task. */
+  requiresTask: boolean;
+}
+
+export interface ToolCallFacts {
+  /** The call carries `task` (it asks to be run as a task). */
+  asTask: boolean;
+  /** The client declared the tasks capability in its initialize. */
+  clientHasTasks: boolean;
+  upstream: UpstreamTool;
+  /** The operator's rule for the tool: the taskSupport taskgate advertises, and whether to unwrap. */
+  policy: { taskSupport: TaskSupport; unwrap: boolean };
+}
+
+export type ToolCallPlan =
+  /** Run the call upstream as a task and follow it for a client that cannot (unwrap). */
+  | { kind: 'unwrap' }
+  /** Forward as it is: the upstream runs it as a task itself, or it is a plain call taskgate leaves alone. */
+  | { kind: 'forward' }
+  /** Serve the task here, running the plain call upstream (augment). */
+  | { kind: 'augment' }
+  /** A task for a tool whose taskSupport does not allow one. */
+  | { kind: 'refuse-task'; taskSupport: 'forbidden' | 'passthrough' }
+  /** A plain call to a tool that taskgate advertises as requiring a task, from a client that could send one. */
+  | { kind: 'refuse-plain' };
+
+export function decideToolCall(facts: ToolCallFacts): ToolCallPlan {
+  const { asTask, clientHasTasks, upstream, policy } = facts;
+  if (!clientHasTasks && !asTask && (upstream.requiresTask || (upstream.runsAsTask && policy.unwrap))) {
+    return { kind: 'unwrap' };
+  }
+  if (upstream.runsAsTask) return { kind: 'forward' };
+  if (asTask) {
+    return policy.taskSupport === 'forbidden' || policy.taskSupport === 'passthrough'
+      ? { kind: 'refuse-task', taskSupport: policy.taskSupport }
+      : { kind: 'augment' };
+  }
+  // A client without tasks could never satisfy "required": it gets the plain call.
+  if (policy.taskSupport === 'required' && clientHasTasks) return { kind: 'refuse-plain' };
+  return { kind: 'forward' };
+}
