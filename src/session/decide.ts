@@ -7,9 +7,11 @@ import type { TaskSupport } from '../config/schema.js';
 
 /** What the upstream is known to do with one tool (from its initialize and tools/list answers). */
 export interface UpstreamTool {
-  /** It runs the tool as a task itself (its own taskSupport is optional or required). */
-  runsAsTask: boolean;
-  /** It accepts the tool only as a task. */
+  /** Its tools/list says it runs the tool as a task itself (taskSupport optional or required). */
+  listedAsTask: boolean;
+  /** Listed so, or not listed yet by an upstream that has tasks for tools/call (the benefit of the doubt). */
+  mayRunAsTask: boolean;
+  /** Its tools/list says it accepts the tool only as a task. */
   requiresTask: boolean;
 }
 
@@ -37,10 +39,10 @@ export type ToolCallPlan =
 
 export function decideToolCall(facts: ToolCallFacts): ToolCallPlan {
   const { asTask, clientHasTasks, upstream, policy } = facts;
-  if (!clientHasTasks && !asTask && (upstream.requiresTask || (upstream.runsAsTask && policy.unwrap))) {
+  if (!clientHasTasks && !asTask && (upstream.requiresTask || (upstream.listedAsTask && policy.unwrap))) {
     return { kind: 'unwrap' };
   }
-  if (upstream.runsAsTask) return { kind: 'forward' };
+  if (upstream.mayRunAsTask) return { kind: 'forward' };
   if (asTask) {
     return policy.taskSupport === 'forbidden' || policy.taskSupport === 'passthrough'
       ? { kind: 'refuse-task', taskSupport: policy.taskSupport }

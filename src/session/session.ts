@@ -42,6 +42,7 @@ import type { TaskStore } from '../tasks/store.js';
 import { UpstreamTaskWatch } from '../tasks/upstream-tasks.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { dropCall, placeCall, type OwnCall, type OwnPending } from './own-calls.js';
+import { decideToolCall } from './decide.js';
 import { PendingRequests } from './pending.js';
 
 /** A request forwarded to the upstream, or one of taskgate's own. */
@@ -403,39 +404,57 @@ export class Session {
     );
   }
 
-  /** A tool the upstream runs as a task itself is left to it; any other is served here (augment). */
+  /** What DESIGN's table says for this call (decide.ts), carried out. */
   private toolCall(request: Request, raw: Buffer): void {
     const params = request.params;
     const name = typeof params?.name === 'string' ? params.name : undefined;
-    if (name !== undefined && !this.clientHasTasks && params?.task === undefined && this.shouldUnwrap(name)) {
-      const policy = this.options.policy.forTool(name);
-      return this.unwrapper.start(request, this.options.policy.ttlFor(policy, undefined));
-    }
-    if (name !== undefined && this.isNativeTaskTool(name)) return this.forwardRequest(request, raw);
-    if (params?.task !== undefined) {
-      if (this.upstreamState.goneReason !== undefined) return this.refuseUpstreamGone(request);
-      const limits = this.options.limits;
-      return this.answerLocally(request, () =>
-        limits
-          ? limits.withinLiveTasks(this.caller, (limit) => this.augmenter.createTask(params, limit))
-          : this.augmenter.createTask(params),
-      );
-    }
-    // A client without tasks could never satisfy "required": it gets the plain call.
-    const required = name !== undefined && this.options.policy.forTool(name).taskSupport === 'required';
-    if (required && this.clientHasTasks) {
-      this.respond(
-        request.id,
-        errorResponse(
+    const policy = name === undefined ? undefined : this.options.policy.forTool(name);
+    const plan = decideToolCall({
+      asTask: params?.task !== undefined,
+      clientHasTasks: this.clientHasTasks,
+      upstream:
+        name === undefined
+          ? { listedAsTask: false, mayRunAsTask: false, requiresTask: false }
+          : {
+              listedAsTask: this.nativeTaskTools.has(name),
+              mayRunAsTask: this.isNativeTaskTool(name),
+              requiresTask: this.nativeRequiredTools.has(name),
+            },
+      policy: policy ?? { taskSupport: 'optional', unwrap: false },
+    });
+    switch (plan.kind) {
+      case 'unwrap':
+        return this.unwrapper.start(request, this.options.policy.ttlFor(policy!, undefined));
+      case 'forward':
+        return this.forwardRequest(request, raw);
+      case 'refuse-task': {
+        const why = plan.taskSupport === 'forbidden' ? 'forbidden' : 'left to the server, which has no tasks';
+        return this.replyError(
+          this.fromClientSide,
+          request.id,
+          methodNotFound(
+            `Tool "${name}" cannot be called as a task (its taskSupport is "${why}"); call it without "task"`,
+          ),
+        );
+      }
+      case 'refuse-plain':
+        return this.replyError(
+          this.fromClientSide,
           request.id,
           methodNotFound(
             `Tool "${name}" must be called as a task (its taskSupport is "required"): add a "task" field to the tools/call params`,
-          ).toJson(),
-        ),
-      );
-      return;
+          ),
+        );
+      case 'augment': {
+        if (this.upstreamState.goneReason !== undefined) return this.refuseUpstreamGone(request);
+        const limits = this.options.limits;
+        return this.answerLocally(request, () =>
+          limits
+            ? limits.withinLiveTasks(this.caller, (limit) => this.augmenter.createTask(params, limit))
+            : this.augmenter.createTask(params),
+        );
+      }
     }
-    this.forwardRequest(request, raw);
   }
 
   /**
@@ -1045,12 +1064,6 @@ export class Session {
   /** A client that declared no tasks capability cannot make task-augmented requests. */
   private get clientHasTasks(): boolean {
     return isObject(this.clientCapabilities.tasks);
-  }
-
-  /** For a client without tasks: the upstream requires a task for this tool, or policy asks to use one. */
-  private shouldUnwrap(name: string): boolean {
-    if (this.nativeRequiredTools.has(name)) return true;
-    return this.nativeTaskTools.has(name) && this.options.policy.forTool(name).unwrap;
   }
 
   /** Whether the upstream declared tasks for this request type (`tasks.requests.<a>.<b>` for "a/b"). */

@@ -110,11 +110,6 @@ export class Augmenter {
       );
     }
     const policy = this.policy.forTool(call.name);
-    if (policy.taskSupport === 'forbidden' || policy.taskSupport === 'passthrough') {
-      throw methodNotFound(
-        `Tool "${call.name}" cannot be called as a task (its taskSupport is "${policy.taskSupport === 'forbidden' ? 'forbidden' : 'left to the server, which has no tasks'}"); call it without "task"`,
-      );
-    }
     const { task: _, ...plainParams } = call;
     const record = await this.tasks.create(
       {
