@@ -11,6 +11,9 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const milliseconds = (max: number) => z.number().int().positive().max(max);
 
+/** upstream.requestTimeout unless set: generous, since long work belongs in a task. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
+
 /**
  * `passthrough` leaves the tool exactly as the upstream lists it: taskgate neither marks it nor runs it
  * as a task (a task-augmented call of it is refused like a `forbidden` one unless the upstream runs it
@@ -46,7 +49,10 @@ export const UpstreamSchema = z
     url: z.url({ protocol: /^https?$/ }).optional(),
     /** Sent with every request to an HTTP upstream (e.g. an API key). */
     headers: z.record(z.string(), z.string()).optional(),
-    /** An HTTP upstream that does not answer a request within this (default 5 min) fails it clearly. */
+    /**
+     * A request the upstream (stdio or HTTP) has not answered this long after it was sent fails with a
+     * clear error (5 min unless set); progress does not extend it. A task's own call is bounded by its ttl.
+     */
     requestTimeout: milliseconds(MAX_TIMER_MS).optional(),
   })
   .strict()
@@ -232,6 +238,11 @@ export const ConfigSchema = z
         enabled: z.boolean().default(true),
         delay: milliseconds(MAX_TIMER_MS).default(500),
         maxDelay: milliseconds(MAX_TIMER_MS).default(30_000),
+        /**
+         * While a crashed upstream is being restarted, requests wait this long for it (then fail with
+         * -32000); 0 refuses them at once.
+         */
+        holdRequests: z.number().int().nonnegative().max(MAX_TIMER_MS).default(10_000),
       })
       .strict()
       .prefault({})

@@ -210,6 +210,13 @@ export const SETTINGS: readonly Setting[] = [
     help: 'the longest wait between restarts of a stdio upstream that keeps crashing',
   },
   {
+    path: ['upstreamRestart', 'holdRequests'],
+    flag: 'upstream-restart-hold',
+    metavar: 'MS',
+    group: 'Transport',
+    help: 'requests sent while a crashed stdio upstream restarts wait this long for it, then fail; 0 refuses them at once',
+  },
+  {
     path: ['maxMessageBytes'],
     flag: 'max-message-bytes',
     metavar: 'BYTES',
