@@ -9,7 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RawPeer } from '../helpers/taskgate.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { freePort } from '../helpers/ports.js';
+import { FIXTURES, Gateway, RawPeer } from '../helpers/taskgate.js';
 
 const SILENT = fileURLToPath(new URL('../fixtures/silent-server.js', import.meta.url));
 
@@ -22,9 +25,12 @@ const configFile = (yaml: string): string => {
 };
 
 let peers: RawPeer[] = [];
+let gateway: Gateway | undefined;
 afterEach(async () => {
   for (const peer of peers) if (peer.alive) peer.child.kill('SIGKILL');
   peers = [];
+  await gateway?.stop();
+  gateway = undefined;
 });
 const track = (peer: RawPeer): RawPeer => (peers.push(peer), peer);
 
@@ -172,5 +178,45 @@ describe('issue 13.13: requests during an upstream restart wait for the restarte
       status: 'failed',
       statusMessage: expect.stringMatching(/being restarted, and was not back within 300 ms/),
     });
+  });
+});
+
+describe('issue 13.17: secrets stay out of the logs', () => {
+  it('names an --upstream-url without its password or query values', async () => {
+    const url = `http://user:URLPASS@127.0.0.1:${await freePort()}/mcp?api_key=QSECRET`;
+    const peer = track(RawPeer.start(['--log-level', 'debug', '--upstream-url', url]));
+    peer.send({
+      jsonrpc: '2.0',
+      id: 'init',
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    });
+    expect(await peer.response('init')).toHaveProperty('error');
+    // Leaving, the client makes taskgate say which upstream never answered.
+    await peer.stop();
+    expect(peer.stderr).toContain('stopped before it answered initialize');
+    expect(peer.stderr).toContain('127.0.0.1');
+    expect(peer.stderr).not.toMatch(/URLPASS|QSECRET/);
+    expect(JSON.stringify(peer.messages.items)).not.toMatch(/URLPASS|QSECRET/);
+  });
+
+  it('cuts the session id in limit.hit audit lines as in every other line', async () => {
+    const config = configFile('limits:\n  taskRequestRate: 0.001\n  taskRequestBurst: 1\n');
+    gateway = await Gateway.start([process.execPath, FIXTURES.legacy], ['--config', config]);
+    const transport = new StreamableHTTPClientTransport(gateway.url);
+    const client = new Client({ name: 'hostile', version: '1' });
+    await client.connect(transport);
+    try {
+      for (let i = 0; i < 2; i++) {
+        await client.experimental.tasks.getTask('no-such-task').catch(() => undefined);
+      }
+      await gateway.logged('"event":"limit.hit"');
+      const sessionId = transport.sessionId!;
+      expect(sessionId.length).toBeGreaterThan(8);
+      expect(gateway.stderr).not.toContain(sessionId);
+      expect(gateway.stderr).toContain(`"subject":"session:${sessionId.slice(0, 8)}"`);
+    } finally {
+      await client.close();
+    }
   });
 });
