@@ -4,6 +4,7 @@
  * failed; requests during a restart wait for the new server; secrets stay out of logs and errors.
  * Built CLI, real processes.
  */
+import { getEventListeners } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { httpTransport } from '../helpers/http-client.js';
+import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
 import { freePort } from '../helpers/ports.js';
 import { FIXTURES, Gateway, RawPeer } from '../helpers/taskgate.js';
 
@@ -26,7 +29,10 @@ const configFile = (yaml: string): string => {
 
 let peers: RawPeer[] = [];
 let gateway: Gateway | undefined;
+let server: HttpFixture | undefined;
 afterEach(async () => {
+  await server?.stop();
+  server = undefined;
   for (const peer of peers) if (peer.alive) peer.child.kill('SIGKILL');
   peers = [];
   await gateway?.stop();
@@ -218,5 +224,27 @@ describe('issue 13.17: secrets stay out of the logs', () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+describe('issue 13.15: no listener piles up per request', () => {
+  it('calls through the HTTP front to an HTTP upstream add no abort listener each, in the client or taskgate', async () => {
+    server = await startHttpFixture('legacy');
+    gateway = await Gateway.start([], ['--upstream-url', server.url]);
+    const client = new Client({ name: 'hostile', version: '1' });
+    // Built as every HTTP client of the suite is (test/helpers/http-client.ts).
+    const transport = httpTransport(gateway.url);
+    await client.connect(transport);
+    try {
+      for (let round = 0; round < 50; round++) {
+        await Promise.all(Array.from({ length: 10 }, () => client.ping()));
+      }
+      // The one signal the SDK's transport gives every fetch (security.test.ts made 10 000 calls on one).
+      const signal = (transport as unknown as { _abortController: AbortController })._abortController.signal;
+      expect(getEventListeners(signal, 'abort').length).toBeLessThan(10);
+    } finally {
+      await client.close();
+    }
+    expect(gateway.stderr).not.toMatch(/MaxListenersExceededWarning/);
   });
 });
