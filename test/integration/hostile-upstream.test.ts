@@ -187,6 +187,33 @@ describe('issue 13.13: requests during an upstream restart wait for the restarte
   });
 });
 
+describe('issue 13.13: what waits for a restart is bounded', () => {
+  it('refuses at once a request that finds 1 000 messages waiting already', async () => {
+    const peer = track(
+      await RawPeer.initialized('legacy', [
+        '--log-level',
+        'info',
+        '--upstream-restart-delay',
+        '600000',
+        '--upstream-restart-max-delay',
+        '600000',
+        '--upstream-restart-hold',
+        '600000',
+      ]),
+    );
+    await peer.logged('upstream server started');
+    process.kill(latestUpstreamPid(peer.stderr), 'SIGKILL');
+    await peer.logged('restarting it in 600000 ms');
+    for (let i = 0; i <= 1_000; i++) peer.send({ jsonrpc: '2.0', id: `p${i}`, method: 'ping' });
+    expect(errorOf(await peer.response('p1000', 10_000))).toEqual({
+      code: -32000,
+      message: expect.stringMatching(/is being restarted, and 1000 messages already wait for it$/),
+    });
+    // The others still wait.
+    expect(peer.messages.items.filter((m) => 'error' in m || 'result' in m)).toHaveLength(2);
+  });
+});
+
 describe('issue 13.17: secrets stay out of the logs', () => {
   it('names an --upstream-url without its password or query values', async () => {
     const url = `http://user:URLPASS@127.0.0.1:${await freePort()}/mcp?api_key=QSECRET`;
