@@ -2,6 +2,7 @@
  * The upstream MCP server of one session: a child process on stdio, or a Streamable HTTP server.
  */
 import type { Logger } from 'pino';
+import { maskCommand, maskUrl } from './config/mask.js';
 import type { Config } from './config/schema.js';
 import type { Channel } from './transport/channel.js';
 import { HttpUpstream } from './transport/http-upstream.js';
@@ -9,7 +10,7 @@ import { SupervisedStdioUpstream, type SupervisionHooks } from './transport/supe
 
 export interface Upstream {
   channel: Channel;
-  /** For people: the command line or the URL. */
+  /** For people (logs): the command line or the URL, secrets masked. */
   description: string;
   stop(): Promise<void>;
 }
@@ -38,7 +39,7 @@ export async function openUpstream(
       },
       logger,
     );
-    return { channel, description: upstream.url, stop: () => channel.close() };
+    return { channel, description: maskUrl(upstream.url), stop: () => channel.close() };
   }
   if (upstream.command === undefined) throw new Error('no upstream server configured');
   const { command, args, env, cwd } = upstream;
@@ -49,7 +50,7 @@ export async function openUpstream(
     logger,
     hooks,
   );
-  return { channel, description: [command, ...args].join(' '), stop: () => channel.stop() };
+  return { channel, description: maskCommand(command, args), stop: () => channel.stop() };
 }
 
 /** The headers with `authorization` in place of any Authorization they had, whatever its case. */

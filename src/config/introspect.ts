@@ -82,12 +82,17 @@ export function defaultOf(path: string): unknown {
   return value;
 }
 
+function stringExpectation(minLength: number): string {
+  if (minLength > 1) return `a string of at least ${minLength} characters`;
+  return minLength === 1 ? 'a non-empty string' : 'a string';
+}
+
 /** What a value must look like, for a person: "an integer from 1 to 86400000", "one of a, b". */
 export function expectation(schema: z.ZodType): string {
   const inner = unwrap(schema);
   if (inner instanceof z.ZodNumber) return numberExpectation(inner);
   if (inner instanceof z.ZodURL) return urlExpectation(inner);
-  if (inner instanceof z.ZodString) return (inner.minLength ?? 0) > 0 ? 'a non-empty string' : 'a string';
+  if (inner instanceof z.ZodString) return stringExpectation(inner.minLength ?? 0);
   if (inner instanceof z.ZodBoolean) return 'true or false';
   if (inner instanceof z.ZodEnum) return `one of ${inner.options.join(', ')}`;
   if (inner instanceof z.ZodArray) return `a list of ${plural(expectation(inner.element as z.ZodType))}`;

@@ -4,6 +4,7 @@
  */
 import type { z } from 'zod';
 import { expectation, formatPath, keysAt, schemaAt, type ConfigPath } from './introspect.js';
+import { isSecretName } from './mask.js';
 import { didYouMean } from './suggest.js';
 
 /** A problem with the value at `path`; `text` names the path itself. */
@@ -21,9 +22,26 @@ export function show(value: unknown): string {
   return String(value);
 }
 
-/** `expected <what the schema accepts>, got <value>`. */
-export function expectedGot(schema: z.ZodType, value: unknown): string {
-  return `expected ${expectation(schema)}, got ${show(value)}`;
+/** A secret is never shown, not even a wrong one (it may be a real one, only too short): its length is. */
+function showSecret(value: unknown): string {
+  return typeof value === 'string' ? `a string of ${value.length} characters` : show(value);
+}
+
+/** `expected <what the schema accepts>, got <value>`; for a secret, what it is instead of the value. */
+export function expectedGot(schema: z.ZodType, value: unknown, secret = false): string {
+  return `expected ${expectation(schema)}, got ${secret ? showSecret(value) : show(value)}`;
+}
+
+/**
+ * What is wrong with a value, from the first issue zod found with it: a refinement's own message says it
+ * better than the shape of the value does, and so does a pattern's ("expected HOST:PORT").
+ */
+export function whatIsWrong(schema: z.ZodType, issue: z.core.$ZodIssue, secret = false): string {
+  if (issue.code === 'custom') return issue.message;
+  if (issue.code === 'invalid_format' && issue.format === 'regex') {
+    return `${issue.message}, got ${secret ? showSecret(issue.input) : show(issue.input)}`;
+  }
+  return expectedGot(schema, issue.input, secret);
 }
 
 /** One problem per wrong value or unknown key; several failed checks of one value are one problem. */
@@ -44,9 +62,8 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[]): Problem[] {
     const where = formatPath(path);
     if (problems.has(where)) continue;
     const schema = schemaAt(path);
-    // A refinement's own message says what is wrong better than the shape of the value does.
-    const what =
-      schema === undefined || issue.code === 'custom' ? issue.message : expectedGot(schema, issue.input);
+    const secret = isSecretName(String(path.at(-1) ?? ''));
+    const what = schema === undefined ? issue.message : whatIsWrong(schema, issue, secret);
     problems.set(where, { path, text: `${where}: ${what}` });
   }
   return [...problems.values()];

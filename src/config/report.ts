@@ -1,13 +1,13 @@
 /** What `check-config` and `print-config` say about a loaded config. */
 import { stringify } from 'yaml';
 import type { Loaded } from './load.js';
-import { maskSecrets } from './mask.js';
+import { maskCommand, maskSecrets, maskUrl } from './mask.js';
 
 /** One line for `check-config`: the file is fine, and what it sets up. */
 export function summary({ config, file }: Loaded): string {
-  const upstream = config.upstream
-    ? (config.upstream.url ?? [config.upstream.command, ...config.upstream.args].join(' '))
-    : 'none';
+  const { url, command, args } = config.upstream ?? {};
+  const upstream =
+    url !== undefined ? maskUrl(url) : command !== undefined ? maskCommand(command, args ?? []) : 'none';
   const rules = config.tools.length === 1 ? '1 tool rule' : `${config.tools.length} tool rules`;
   return `${file ?? '(no config file)'}: ok: upstream "${upstream}", ${rules}, up to ${config.tasks.maxTasks} tasks`;
 }

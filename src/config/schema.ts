@@ -11,6 +11,24 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const milliseconds = (max: number) => z.number().int().positive().max(max);
 
+/** An address to listen on, of this shape, whose port (the digits it ends with) is one there can be. */
+const listenAddress = (shape: RegExp, expected: string) =>
+  z
+    .string()
+    .regex(shape, expected)
+    .superRefine((address, context) => {
+      const port = Number(/\d+$/.exec(address)?.[0]);
+      if (port > 65_535) {
+        context.addIssue({
+          code: 'custom',
+          message: `port ${port} does not exist: expected a port from 0 to 65535 (0 picks a free one), got "${address}"`,
+        });
+      }
+    });
+
+/** upstream.requestTimeout unless set: generous, since long work belongs in a task. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
+
 /**
  * `passthrough` leaves the tool exactly as the upstream lists it: taskgate neither marks it nor runs it
  * as a task (a task-augmented call of it is refused like a `forbidden` one unless the upstream runs it
@@ -46,7 +64,10 @@ export const UpstreamSchema = z
     url: z.url({ protocol: /^https?$/ }).optional(),
     /** Sent with every request to an HTTP upstream (e.g. an API key). */
     headers: z.record(z.string(), z.string()).optional(),
-    /** An HTTP upstream that does not answer a request within this (default 5 min) fails it clearly. */
+    /**
+     * A request the upstream (stdio or HTTP) has not answered this long after it was sent fails with a
+     * clear error (5 min unless set); progress does not extend it. A task's own call is bounded by its ttl.
+     */
     requestTimeout: milliseconds(MAX_TIMER_MS).optional(),
   })
   .strict()
@@ -90,10 +111,7 @@ export const ConfigSchema = z
     http: z
       .object({
         /** HOST:PORT to listen on, e.g. 127.0.0.1:8080 ([::1]:8080 for IPv6). */
-        listen: z
-          .string()
-          .regex(/^(\[[0-9a-fA-F:]+\]|[^:]+):\d{1,5}$/, 'expected HOST:PORT')
-          .optional(),
+        listen: listenAddress(/^(\[[0-9a-fA-F:]+\]|[^:]+):\d{1,5}$/, 'expected HOST:PORT').optional(),
         path: z.string().startsWith('/').default('/mcp'),
         /** Origins allowed to call the front from a browser; loopback origins are always allowed. */
         allowedOrigins: z.array(z.string()).default([]),
@@ -108,10 +126,10 @@ export const ConfigSchema = z
     /** The admin listener for /metrics, /healthz and /dashboard: PORT (on 127.0.0.1) or HOST:PORT. */
     admin: z
       .object({
-        listen: z
-          .string()
-          .regex(/^((\[[0-9a-fA-F:]+\]|[^:]+):)?\d{1,5}$/, 'expected PORT or HOST:PORT')
-          .optional(),
+        listen: listenAddress(
+          /^((\[[0-9a-fA-F:]+\]|[^:]+):)?\d{1,5}$/,
+          'expected PORT or HOST:PORT',
+        ).optional(),
       })
       .strict()
       .prefault({}),
@@ -232,6 +250,11 @@ export const ConfigSchema = z
         enabled: z.boolean().default(true),
         delay: milliseconds(MAX_TIMER_MS).default(500),
         maxDelay: milliseconds(MAX_TIMER_MS).default(30_000),
+        /**
+         * While a crashed upstream is being restarted, requests wait this long for it (then fail with
+         * -32000); 0 refuses them at once.
+         */
+        holdRequests: z.number().int().nonnegative().max(MAX_TIMER_MS).default(10_000),
       })
       .strict()
       .prefault({})

@@ -6,7 +6,8 @@
  */
 import { z } from 'zod';
 import { schemaAt, unwrap } from './introspect.js';
-import { expectedGot } from './problems.js';
+import { isSecretName } from './mask.js';
+import { expectedGot, whatIsWrong } from './problems.js';
 import type { ConfigInput } from './schema.js';
 
 export type SettingGroup =
@@ -210,6 +211,13 @@ export const SETTINGS: readonly Setting[] = [
     help: 'the longest wait between restarts of a stdio upstream that keeps crashing',
   },
   {
+    path: ['upstreamRestart', 'holdRequests'],
+    flag: 'upstream-restart-hold',
+    metavar: 'MS',
+    group: 'Transport',
+    help: 'requests sent while a crashed stdio upstream restarts wait this long for it, then fail; 0 refuses them at once',
+  },
+  {
     path: ['maxMessageBytes'],
     flag: 'max-message-bytes',
     metavar: 'BYTES',
@@ -272,7 +280,11 @@ export function fromText(setting: Setting, text: string): unknown {
 /** `<label>: expected ..., got ...` when the value does not fit the setting, else undefined. */
 export function checkValue(setting: Setting, value: unknown, label: string): string | undefined {
   const schema = schemaOf(setting);
-  return schema.safeParse(value).success ? undefined : `${label}: ${expectedGot(schema, value)}`;
+  const parsed = schema.safeParse(value, { reportInput: true });
+  if (parsed.success) return undefined;
+  const secret = setting.secret === true || isSecretName(setting.path.at(-1)!);
+  const issue = parsed.error.issues[0];
+  return `${label}: ${issue === undefined ? expectedGot(schema, value, secret) : whatIsWrong(schema, issue, secret)}`;
 }
 
 /** The value this setting has in an input, if it is set there. */

@@ -45,6 +45,17 @@ export function countingDenials(audit: AuditLog, count: (subject: string | undef
   };
 }
 
+/**
+ * Without authentication a session's id is its only credential: logs carry its first 8 characters, enough
+ * to follow one session through them. Where a limit counts per session its caller is `session:<id>`.
+ */
+export const logSessionId = (id: string): string => id.slice(0, 8);
+const SESSION_CALLER = 'session:';
+const withoutSessionId = (subject: string): string =>
+  subject.startsWith(SESSION_CALLER)
+    ? SESSION_CALLER + logSessionId(subject.slice(SESSION_CALLER.length))
+    : subject;
+
 export function createAuditLog(
   logger: Logger,
   store: TaskStore,
@@ -52,7 +63,10 @@ export function createAuditLog(
 ): AuditLog {
   if (!options.enabled) return NO_AUDIT;
   const audit = logger.child({ name: 'audit' });
-  const who = (caller: Caller) => ({ subject: caller.subject ?? null, session: caller.session.slice(0, 8) });
+  const who = (caller: Caller) => ({
+    subject: caller.subject === undefined ? null : withoutSessionId(caller.subject),
+    session: logSessionId(caller.session),
+  });
   const unsubscribe = store.onTransition((record) =>
     audit.info(
       {

@@ -39,6 +39,17 @@ export function idOfOversized(head: string, tail: string): RequestId | null {
 }
 
 /**
+ * Best-effort id of a response that is not valid JSON (cut short, or corrupted), from its first and last
+ * bytes; null when unsure. Text with a "method" member anywhere may be a request or a notification: an id
+ * read off it could name one of the reader's own requests by accident, so none is read.
+ */
+export function idOfBrokenAnswer(raw: Buffer): RequestId | null {
+  const text = raw.toString('utf8');
+  if (/"method"\s*:/.test(text)) return null;
+  return idOfOversized(text.slice(0, EDGE_BYTES), text.slice(-EDGE_BYTES));
+}
+
+/**
  * The id of a success response laid out as the MCP SDK writes them (`{"result":{…},"jsonrpc":"2.0","id":…}`),
  * read off its first and last bytes; null for anything else. Lets a large result be forwarded without
  * decoding or parsing it.

@@ -3,8 +3,7 @@
  * putting a client-side task's request to the client), sharing the peer's pending-request table so
  * their ids never collide with forwarded ones.
  */
-import { ErrorCode } from '../protocol/errors.js';
-import { errorResponse, type JsonObject, type RequestId, type Response } from '../protocol/messages.js';
+import type { JsonObject, RequestId, Response } from '../protocol/messages.js';
 import type { PendingRequests } from './pending.js';
 
 export interface Answer {
@@ -16,6 +15,7 @@ export interface Answer {
 /** A request taskgate sent itself; settled with the answer, or undefined once given up. */
 export interface OwnPending {
   kind: 'own';
+  method: string;
   settle(answer: Answer | undefined): void;
 }
 
@@ -28,39 +28,19 @@ export interface OwnCall {
 export type Send = (message: object) => void;
 
 /**
- * Sends a request of taskgate's own. With a timeout, a peer that does not answer in time gets a
- * notifications/cancelled and the call settles with an error that says so.
+ * Sends a request of taskgate's own. A table with a deadline ends it when the peer does not answer in
+ * time (`timeoutMs` in place of the table's own); the table's owner says so to the peer and the call.
  */
 export function placeCall<Entry>(
   table: PendingRequests<Entry | OwnPending>,
   send: Send,
-  peer: string,
   method: string,
   params: JsonObject,
   timeoutMs?: number,
 ): OwnCall {
   let settle!: (answer: Answer | undefined) => void;
   const done = new Promise<Answer | undefined>((resolve) => (settle = resolve));
-  let timer: NodeJS.Timeout | undefined;
-  const wireId = table.own({
-    kind: 'own',
-    settle: (answer) => {
-      clearTimeout(timer);
-      settle(answer);
-    },
-  });
-  if (timeoutMs !== undefined) {
-    timer = setTimeout(() => {
-      const message = `The ${peer} did not answer ${method} within ${timeoutMs} ms`;
-      if (table.take(wireId) === undefined) return;
-      send({
-        jsonrpc: '2.0',
-        method: 'notifications/cancelled',
-        params: { requestId: wireId, reason: message },
-      });
-      settle({ response: errorResponse(wireId, { code: ErrorCode.UpstreamUnavailable, message }), bytes: 0 });
-    }, timeoutMs).unref();
-  }
+  const wireId = table.own({ kind: 'own', method, settle }, timeoutMs);
   send({ jsonrpc: '2.0', id: wireId, method, params });
   return { wireId, done };
 }

@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { Policy } from '../config/policy.js';
-import type { Config } from '../config/schema.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, type Config } from '../config/schema.js';
 import {
   ErrorCode,
   ProtocolError,
@@ -29,7 +29,7 @@ import {
   type RequestId,
   type Response,
 } from '../protocol/messages.js';
-import { idOfResultFrame, parseFrame } from '../protocol/frames.js';
+import { idOfBrokenAnswer, idOfResultFrame, parseFrame } from '../protocol/frames.js';
 import { ClientTasks } from '../tasks/client-tasks.js';
 import type { Lifecycle } from '../lifecycle.js';
 import type { AuditLog } from '../observability/audit.js';
@@ -132,7 +132,7 @@ function withoutTaskSupport(tool: JsonObject, execution: JsonObject): JsonObject
 const TASK_INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage']);
 
 export class Session {
-  private readonly toUpstream = new PendingRequests<UpstreamPending>();
+  private readonly toUpstream: PendingRequests<UpstreamPending>;
   private readonly toClient = new PendingRequests<ClientPending>();
   /** Wire ids of plain tools/call requests in flight upstream, to know when an upstream request is unambiguous. */
   private readonly plainToolCalls = new Set<string | number>();
@@ -165,6 +165,8 @@ export class Session {
   private readonly upstreamTaskWatch = new UpstreamTaskWatch();
   private readonly clientTasks: ClientTasks;
   private closing: Promise<void> | undefined;
+  /** The upstream is being restarted and requests wait for it (upstreamRestart.holdRequests). */
+  private holding = false;
   readonly upstreamState: UpstreamState = { initialized: false };
 
   constructor(
@@ -175,8 +177,12 @@ export class Session {
   ) {
     this.fromClientSide = { channel: client, blocking: new Map() };
     this.fromUpstreamSide = { channel: upstream, blocking: new Map() };
+    this.toUpstream = new PendingRequests<UpstreamPending>({
+      afterMs: options.config.upstream?.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS,
+      expired: (wireId, entry, afterMs) => this.upstreamTimedOut(wireId, entry, afterMs),
+    });
     const host: AugmentHost = {
-      callUpstream: (method, params) => this.callUpstream(method, params),
+      callUpstream: (method, params, timeoutMs) => this.callUpstream(method, params, timeoutMs),
       cancelUpstream: (wireId, reason) => this.cancelOwnCall(wireId, reason),
       notifyClient: (method, params) => this.client.send({ jsonrpc: '2.0', method, params }),
     };
@@ -200,8 +206,7 @@ export class Session {
       options.policy,
       options.config,
       {
-        callClient: (method, params) =>
-          placeCall(this.toClient, (m) => this.client.send(m), 'client', method, params),
+        callClient: (method, params) => placeCall(this.toClient, (m) => this.client.send(m), method, params),
         cancelClient: (wireId, reason) => dropCall(this.toClient, (m) => this.client.send(m), wireId, reason),
         // Nothing goes to a server that is down, nor to its successor, which never had these tasks.
         notifyUpstream: (method, params) => {
@@ -446,7 +451,7 @@ export class Session {
           ),
         );
       case 'augment': {
-        if (this.upstreamState.goneReason !== undefined) return this.refuseUpstreamGone(request);
+        if (this.upstreamRefuses) return this.refuseUpstreamGone(request);
         const limits = this.options.limits;
         return this.answerLocally(request, () =>
           limits
@@ -511,7 +516,7 @@ export class Session {
     raw?: Buffer,
     onResult?: (result: JsonObject) => JsonObject,
   ): void {
-    if (this.upstreamState.goneReason !== undefined) return this.refuseUpstreamGone(request);
+    if (this.upstreamRefuses) return this.refuseUpstreamGone(request);
     const entry: UpstreamPending = {
       kind: 'client',
       clientId: request.id,
@@ -656,8 +661,9 @@ export class Session {
       message = classify(value);
     } catch (error) {
       this.options.logger.warn({ err: error }, 'dropping an invalid message from the upstream server');
-      const id = salvageId(value);
-      if (id !== null && isObject(value) && value.method === undefined) {
+      // An answer that names its request fails that request now, rather than at its timeout.
+      const id = value === undefined ? idOfBrokenAnswer(raw) : salvageId(value);
+      if (id !== null && (value === undefined || (isObject(value) && value.method === undefined))) {
         this.upstreamResponse(
           errorResponse(id, badUpstreamAnswer('an invalid JSON-RPC response')),
           undefined,
@@ -917,9 +923,43 @@ export class Session {
     }
   }
 
-  /** Everything in flight upstream is answered with the reason; later calls too, until it is back. */
+  /** Requests are refused: the upstream is gone, and not coming back soon enough to wait for it. */
+  private get upstreamRefuses(): boolean {
+    return this.upstreamState.goneReason !== undefined && !this.holding;
+  }
+
+  /**
+   * A request the upstream did not answer in time: the upstream is told to stop, and the request's sender
+   * (the client, or taskgate itself: a task's call then fails its task) gets an error that says so.
+   */
+  private upstreamTimedOut(wireId: RequestId, entry: UpstreamPending, afterMs: number): void {
+    const message = `Upstream server did not answer ${entry.method} within ${afterMs} ms`;
+    this.options.logger.warn({ id: wireId }, message);
+    // MCP never cancels initialize.
+    if (entry.method !== 'initialize') {
+      this.upstream.send({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: wireId, reason: message },
+      });
+    }
+    const error = { code: ErrorCode.UpstreamUnavailable, message };
+    if (entry.kind === 'own') {
+      entry.settle({ response: errorResponse(wireId, error), bytes: 0 });
+      return;
+    }
+    this.plainToolCalls.delete(idKey(wireId));
+    this.respond(entry.clientId, errorResponse(entry.clientId, error));
+  }
+
+  /**
+   * Everything in flight upstream is answered with the reason. Later calls too until it is back, unless
+   * it is being restarted and requests are held for it (the restarting channel answers them if it is not
+   * back in time).
+   */
   private upstreamClosed(reason: string, reopening: boolean): void {
     this.upstreamState.goneReason = reopening ? `${reason}, and is being restarted` : reason;
+    this.holding = reopening && this.options.config.upstreamRestart.holdRequests > 0;
     this.forgetUpstreamRequests(reason);
     for (const entry of this.toUpstream.drain()) {
       const error = {
@@ -971,6 +1011,7 @@ export class Session {
   /** A restarted upstream is back: it is told the log level the client had set. */
   private upstreamReopened(): void {
     delete this.upstreamState.goneReason;
+    this.holding = false;
     if (this.clientLogLevel === undefined) return;
     void this.callUpstream('logging/setLevel', this.clientLogLevel).done.then((answer) => {
       if (answer !== undefined && 'error' in answer.response) {
@@ -985,21 +1026,14 @@ export class Session {
   // ── taskgate's own upstream calls (augment) ─────────────────────────────────────────────────────
 
   private callUpstream(method: string, params: JsonObject, timeoutMs?: number): OwnCall {
-    if (this.upstreamState.goneReason !== undefined) {
+    if (this.upstreamRefuses) {
       const error = {
         code: ErrorCode.UpstreamUnavailable,
         message: `Upstream server unavailable: ${this.upstreamState.goneReason}`,
       };
       return { wireId: '', done: Promise.resolve({ response: errorResponse(null, error), bytes: 0 }) };
     }
-    return placeCall(
-      this.toUpstream,
-      (m) => this.upstream.send(m),
-      'upstream server',
-      method,
-      params,
-      timeoutMs,
-    );
+    return placeCall(this.toUpstream, (m) => this.upstream.send(m), method, params, timeoutMs);
   }
 
   private cancelOwnCall(wireId: RequestId, reason: string): void {

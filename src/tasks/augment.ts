@@ -25,7 +25,8 @@ import { TaskService } from './task-service.js';
 
 /** What augment needs from the session it serves. */
 export interface AugmentHost {
-  callUpstream(method: string, params: JsonObject): OwnCall;
+  /** `timeoutMs` in place of upstream.requestTimeout. */
+  callUpstream(method: string, params: JsonObject, timeoutMs?: number): OwnCall;
   /** Sends notifications/cancelled for one of taskgate's own upstream calls and stops waiting for it. */
   cancelUpstream(wireId: RequestId, reason: string): void;
   notifyClient(method: string, params: JsonObject): void;
@@ -223,7 +224,8 @@ export class Augmenter {
 
   private start(record: TaskRecord, params: JsonObject, timeoutMs: number | undefined): void {
     const { taskId } = record;
-    const call = this.host.callUpstream('tools/call', params);
+    // A task is for work that takes long: its call is bounded by the task's ttl, not the request timeout.
+    const call = this.host.callUpstream('tools/call', params, record.ttl);
     const token = isObject(params._meta) ? params._meta.progressToken : undefined;
     const tokenKey = typeof token === 'string' || typeof token === 'number' ? idKey(token) : undefined;
     this.running.set(taskId, { wireId: call.wireId, openInputRequests: 0 });

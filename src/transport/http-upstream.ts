@@ -10,7 +10,7 @@
  * What the session can count on: every request it sends gets exactly one answer through `message`: the
  * server's, or one made here (code UpstreamUnavailable) when the server cannot be reached, answers with an
  * HTTP error, loses the stream and cannot resume it (GET with Last-Event-ID), ends the session while the
- * request was in flight, or stays silent for `requestTimeoutMs`. A request it cancels (notifications/cancelled)
+ * request was in flight, or has not answered within `requestTimeoutMs`. A request it cancels (notifications/cancelled)
  * gets none, as MCP says. An upstream that is down does not close the channel: only close() does.
  */
 import type { Logger } from 'pino';
@@ -41,7 +41,10 @@ export interface HttpUpstreamOptions {
   url: string;
   /** Sent with every HTTP request (an API key, say); the transport's own headers win over these. */
   headers?: Record<string, string> | undefined;
-  /** How long a request may wait for its answer with nothing arriving on its stream. Default 5 minutes. */
+  /**
+   * How long a request may wait for its answer from when it is sent, events on its stream (progress
+   * included) notwithstanding. Default 5 minutes.
+   */
   requestTimeoutMs?: number | undefined;
   /** Larger messages from the server are dropped and reported through `malformed`. */
   maxMessageBytes: number;
@@ -453,7 +456,6 @@ export class HttpUpstream implements Channel {
       call.lastEventId = event.id === '' ? undefined : event.id;
     }
     call.resumes = 0;
-    this.arm(call);
     if (event.data.length === 0 || (event.type !== '' && event.type !== 'message')) return false;
     return this.fromStream(call, event.data);
   }
@@ -544,10 +546,8 @@ export class HttpUpstream implements Channel {
     this.calls.delete(call);
   }
 
-  /** (Re)starts the request's timeout: it runs while nothing arrives for it. */
+  /** Starts the request's timeout: from its sending to its answer, whatever arrives meanwhile. */
   private arm(call: Call): void {
-    if (call.done) return;
-    clearTimeout(call.timer);
     call.timer = setTimeout(() => this.timedOut(call), this.requestTimeoutMs).unref();
   }
 

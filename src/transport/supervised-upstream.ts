@@ -6,8 +6,9 @@
  * retried ever more slowly and reported, never spun.
  *
  * The session hears `closed` with `reopening` when the child goes and `reopened` once the new one has
- * answered initialize as the first did; in between it answers calls itself, and what it still sends (a
- * client's notifications) is held for the new child. A child that exits before its first initialize
+ * answered initialize as the first did. What it sends in between is held for the new child (bounded in
+ * count and bytes); a request held longer than `holdRequests`, or one that does not fit, is answered here
+ * with an error that says the server is being restarted. A child that exits before its first initialize
  * answer is not restarted: that is a server that cannot start, and the session says so. Neither is one
  * whose restart answers initialize differently: the client was told what the first one can do.
  */
@@ -22,6 +23,8 @@ export interface RestartPolicy {
   /** Before the first restart of a streak; doubled for each crash in a row. */
   delay: number;
   maxDelay: number;
+  /** How long a request sent while the child is down waits for the next one. */
+  holdRequests: number;
 }
 
 export interface SupervisionHooks {
@@ -53,6 +56,14 @@ const CRASH_LOOP = 5;
 const INITIALIZE_TIMEOUT_MS = 30_000;
 /** Messages held for a restarted child at most (and max-message-bytes of them); past that they are dropped. */
 const MAX_HELD = 1_000;
+/** A message kept for the child to come; a request has its hold timer. */
+interface Held {
+  raw: Buffer | string;
+  bytes: number;
+  request?: { id: RequestId; method: string };
+  timer?: NodeJS.Timeout;
+}
+
 /** The id of the replayed initialize: a string the session never uses for its own requests. */
 const REPLAY_ID = 'taskgate:replayed-initialize';
 const INITIALIZED = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' });
@@ -72,9 +83,11 @@ export class SupervisedStdioUpstream implements Channel {
   private restartTimer: NodeJS.Timeout | undefined;
   private replayTimer: NodeJS.Timeout | undefined;
   private spawning: Promise<void> | undefined;
-  private readonly held: (Buffer | string)[] = [];
+  private readonly held: Held[] = [];
   private heldBytes = 0;
   private droppedWhileDown = 0;
+  /** Why the last child went, for the requests that wait for the next. */
+  private downReason = '';
   /** The exited child being made sure of (stopped), before another takes its place. */
   private exiting: Promise<void> | undefined;
 
@@ -108,13 +121,69 @@ export class SupervisedStdioUpstream implements Channel {
     if (!this.clientInitializedSeen && this.noteOutgoing(raw) === 'drop') return;
     if (this.phase === 'serving') return this.child.channel.sendRaw(raw);
     if (this.phase === 'stopped') return;
+    this.hold(raw);
+  }
+
+  /** A message for the child to come: kept (a request for a bounded time), or refused when there is no room. */
+  private hold(raw: Buffer | string): void {
+    const message = parse(raw);
+    const id = message?.id;
+    const request =
+      typeof message?.method === 'string' && (typeof id === 'string' || typeof id === 'number')
+        ? { id, method: message.method }
+        : undefined;
+    if (message?.method === 'notifications/cancelled' && this.withdraw(message.params)) return;
     const bytes = typeof raw === 'string' ? Buffer.byteLength(raw) : raw.length;
-    if (this.held.length < MAX_HELD && this.heldBytes + bytes <= this.maxMessageBytes) {
-      this.held.push(raw);
-      this.heldBytes += bytes;
-    } else {
-      this.droppedWhileDown++;
+    if (this.held.length >= MAX_HELD || this.heldBytes + bytes > this.maxMessageBytes) {
+      if (request === undefined) this.droppedWhileDown++;
+      else this.refuseHeld(request, `and ${this.held.length} messages already wait for it`);
+      return;
     }
+    const held: Held = { raw, bytes };
+    if (request !== undefined) {
+      held.request = request;
+      held.timer = setTimeout(() => {
+        this.unhold(held);
+        this.refuseHeld(request, `and was not back within ${this.policy.holdRequests} ms`);
+      }, this.policy.holdRequests).unref();
+    }
+    this.held.push(held);
+    this.heldBytes += bytes;
+  }
+
+  /** A cancel for a request still held: neither goes to the new child. */
+  private withdraw(params: unknown): boolean {
+    const requestId = isObject(params) ? params.requestId : undefined;
+    const held = this.held.find((entry) => entry.request !== undefined && entry.request.id === requestId);
+    if (held === undefined) return false;
+    this.unhold(held);
+    return true;
+  }
+
+  private unhold(held: Held): void {
+    clearTimeout(held.timer);
+    const at = this.held.indexOf(held);
+    if (at === -1) return;
+    this.held.splice(at, 1);
+    this.heldBytes -= held.bytes;
+  }
+
+  /** Answers a request the new child will not get, as if the child had (it goes the usual way back). */
+  private refuseHeld(request: { id: RequestId; method: string }, why: string): void {
+    const answer = {
+      jsonrpc: '2.0',
+      id: request.id,
+      error: {
+        code: ErrorCode.UpstreamUnavailable,
+        message: `Upstream server unavailable: ${this.downReason}, and is being restarted, ${why}`,
+      },
+    };
+    this.logger.warn(
+      { id: request.id },
+      `${request.method} was refused while the upstream server restarts: ${why}`,
+    );
+    // Not from within the sender's own call: it may not have finished its bookkeeping.
+    queueMicrotask(() => this.handlers?.message(Buffer.from(JSON.stringify(answer))));
   }
 
   send(message: object): void {
@@ -143,13 +212,14 @@ export class SupervisedStdioUpstream implements Channel {
 
   /** Empties the held messages, returning them, and says once how many did not fit. */
   private dropHeld(): (Buffer | string)[] {
+    for (const held of this.held) clearTimeout(held.timer);
     if (this.droppedWhileDown > 0) {
       this.logger.warn(
         `${this.droppedWhileDown} messages for the upstream server were dropped while it was down (more than ${MAX_HELD} or max-message-bytes)`,
       );
     }
     this.droppedWhileDown = this.heldBytes = 0;
-    return this.held.splice(0);
+    return this.held.splice(0).map((held) => held.raw);
   }
 
   private clearTimers(): void {
@@ -221,6 +291,7 @@ export class SupervisedStdioUpstream implements Channel {
       (this.hooks.mayRestart?.() ?? true);
     if (!restart) return this.giveUp(reason);
     const wasServing = this.phase === 'serving';
+    this.downReason = reason;
     if (wasServing && performance.now() - this.servingSince >= STABLE_MS) this.crashesInARow = 0;
     this.phase = 'waiting';
     this.scheduleRestart(reason);
@@ -342,9 +413,11 @@ export class SupervisedStdioUpstream implements Channel {
     child.channel.sendRaw(INITIALIZED);
     this.phase = 'serving';
     this.servingSince = performance.now();
-    for (const raw of this.dropHeld()) child.channel.sendRaw(raw);
     this.logger.info({ pid: child.pid }, 'upstream server is serving again');
+    // The session's own restoring (the client's log level) goes ahead of what waited.
+    const held = this.dropHeld();
     this.handlers?.reopened?.();
+    for (const raw of held) child.channel.sendRaw(raw);
   }
 }
 

@@ -7,9 +7,9 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { CheckedTransport } from './checked-transport.js';
+import { httpTransport } from './http-client.js';
 import { Inbox } from './inbox.js';
 
 const root = (path: string): string => fileURLToPath(new URL(`../../${path}`, import.meta.url));
@@ -159,7 +159,7 @@ export async function connect(server: FixtureName, options: ConnectOptions = {})
 
 async function connectOverHttp(upstream: string[], options: ConnectOptions): Promise<Connection> {
   const gateway = await Gateway.start(upstream, options.flags ?? [], options.env ?? {});
-  const transport = new CheckedTransport(new StreamableHTTPClientTransport(gateway.url));
+  const transport = new CheckedTransport(httpTransport(gateway.url));
   const client = new Client(
     { name: 'taskgate-test', version: '1.0.0' },
     { capabilities: options.capabilities ?? TASK_AWARE },

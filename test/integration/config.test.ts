@@ -129,6 +129,21 @@ describe('a bad config', () => {
     expect(stderr).toContain('--max-tasks: expected a positive integer, got 0');
   });
 
+  it('issue 13.18: refuses a port that does not exist, instead of dying with a stack trace', async () => {
+    const { code, stderr } = await run(['--listen', '127.0.0.1:99999']);
+    expect(code).toBe(1);
+    expect(stderr).toBe(
+      'taskgate: Invalid configuration:\n  - --listen: port 99999 does not exist: expected a port from 0 to 65535 (0 picks a free one), got "127.0.0.1:99999"\n',
+    );
+  });
+
+  it('issue 13.17: refuses a short --auth-token without echoing it', async () => {
+    const { code, stderr } = await run(['--listen', '127.0.0.1:0', '--auth-token', 'shortsecret=alice']);
+    expect(code).toBe(1);
+    expect(stderr).toContain('expected a string of at least 16 characters, got a string of 11 characters');
+    expect(stderr).not.toContain('shortsecret');
+  });
+
   it('check-config exits 1 with the problems', async () => {
     const { code, stderr } = await run(['check-config', configFile('tools:\n  - match: a\n    ttl: -5\n')]);
     expect(code).toBe(1);

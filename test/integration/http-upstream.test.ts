@@ -253,13 +253,17 @@ describe('HttpUpstream against the SDK’s Streamable HTTP server', () => {
     expect(cancelled).toContain('too-slow');
   });
 
-  it('keeps a request alive while its stream keeps delivering events', async () => {
+  it('issue 13.3: ends a request at its timeout even while its stream keeps delivering events', async () => {
     const server = await fixture('legacy');
     const h = open(server.url, { requestTimeoutMs: 400 });
     await h.initialize();
-    // 8 steps 150 ms apart: twice the timeout in all, never 400 ms without an event.
+    // 8 steps 150 ms apart: twice the timeout in all, never 400 ms without an event. The timeout counts
+    // from the sending: a server that keeps talking does not keep a request waiting for ever.
     const id = h.call('progress', { steps: 8, intervalMs: 150 }, { progressToken: 'slow' });
-    expect(text(await h.answer(id))).toBe('done 8 steps');
+    expect((await h.answer(id)).message.error).toEqual({
+      code: ErrorCode.UpstreamUnavailable,
+      message: 'Upstream server did not answer tools/call within 400 ms',
+    });
   });
 
   it('owes no answer to a request the session cancelled, and lets its stream go', async () => {

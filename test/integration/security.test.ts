@@ -6,12 +6,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
 import { sample } from '../helpers/prometheus.js';
+import { httpTransport } from '../helpers/http-client.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 import { thrownBy } from '../helpers/thrown.js';
 
@@ -46,9 +47,7 @@ async function start(extra = ''): Promise<Gateway> {
 async function clientWith(token: string): Promise<Client> {
   const client = new Client({ name: 'security-test', version: '1' }, { capabilities: TASK_AWARE });
   await client.connect(
-    new StreamableHTTPClientTransport(gateway!.url, {
-      requestInit: { headers: { authorization: `Bearer ${token}` } },
-    }),
+    httpTransport(gateway!.url, { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
   );
   clients.push(client);
   return client;

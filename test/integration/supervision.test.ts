@@ -1,6 +1,6 @@
 /**
  * A stdio upstream that crashes is started again (issue 8): what it was doing fails at once with its exit
- * status, calls meanwhile are refused clearly, the new child gets the client's handshake, and a server
+ * status, calls meanwhile wait for the new child a bounded time (then are refused clearly), the new child gets the client's handshake, and a server
  * that keeps crashing is retried ever more slowly up to the cap and reported. Real processes throughout.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -50,15 +50,17 @@ const announcedDelays = (stderr: string): number[] =>
   [...stderr.matchAll(/"delayMs":(\d+)/g)].map((m) => Number(m[1]));
 
 describe('a stdio upstream that crashes', () => {
-  it('fails what it was doing with the signal at once, and refuses calls while it is down', async () => {
+  it('fails what it was doing with the signal at once, and refuses calls that waited too long while it is down', async () => {
     const p = (peer = await RawPeer.initialized('legacy', [
       '--log-level',
       'info',
-      // Down for the whole test: every call below meets it gone.
+      // Down for the whole test: every call below meets it gone, and waits for it 300 ms (issue 13.13).
       '--upstream-restart-delay',
       '600000',
       '--upstream-restart-max-delay',
       '600000',
+      '--upstream-restart-hold',
+      '300',
     ]));
     await p.logged('upstream server started');
     p.send(call('t', 'sleep', { ms: 60_000 }, {}));
@@ -95,13 +97,26 @@ describe('a stdio upstream that crashes', () => {
     await p.logged('restarting it in 600000 ms');
     p.send(call('meanwhile', 'echo', { text: 'too early' }));
     p.send(call('task-meanwhile', 'echo', { text: 'too early' }, {}));
-    for (const id of ['meanwhile', 'task-meanwhile']) {
-      const answer = await p.response(id);
-      expect(answer).toMatchObject({ error: { code: -32000 } });
-      expect(String((answer.error as { message: string }).message)).toMatch(
-        /killed by SIGKILL, and is being restarted/,
-      );
-    }
+    const answer = await p.response('meanwhile');
+    expect(answer).toMatchObject({ error: { code: -32000 } });
+    expect(String((answer.error as { message: string }).message)).toMatch(
+      /killed by SIGKILL, and is being restarted, and was not back within 300 ms/,
+    );
+    // A task call is held too: its task is created, and fails when the hold runs out.
+    const heldTask = ((await p.response('task-meanwhile')).result as { task: { taskId: string } }).task;
+    p.send({
+      jsonrpc: '2.0',
+      id: 'held-result',
+      method: 'tasks/result',
+      params: { taskId: heldTask.taskId },
+    });
+    await p.response('held-result');
+    p.send({ jsonrpc: '2.0', id: 'held-get', method: 'tasks/get', params: { taskId: heldTask.taskId } });
+    expect((await p.response('held-get')).result).toMatchObject({
+      status: 'failed',
+      statusMessage: expect.stringMatching(/is being restarted, and was not back within 300 ms/),
+    });
+    // Held like any request (issue 13.13), then refused like them.
     p.send({ jsonrpc: '2.0', id: 'still', method: 'ping' });
     expect(await p.response('still')).toMatchObject({ error: { code: -32000 } });
 
@@ -325,7 +340,14 @@ describe('a stdio upstream that crashes', () => {
   it('is retried ever more slowly up to the cap when it keeps crashing, reported, and taskgate still exits cleanly', async () => {
     const p = (peer = await RawPeer.initialized(
       'legacy',
-      ['--upstream-restart-delay', '50', '--upstream-restart-max-delay', '200'],
+      [
+        '--upstream-restart-delay',
+        '50',
+        '--upstream-restart-max-delay',
+        '200',
+        '--upstream-restart-hold',
+        '200',
+      ],
       { FIXTURE_EXIT_ON_INITIALIZED: '9' },
     ));
 

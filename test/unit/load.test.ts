@@ -24,7 +24,7 @@ describe('resolveConfig', () => {
       unwrap: { minPollInterval: 50, maxPollInterval: 5_000, keepAliveInterval: 15_000 },
       store: { keyPrefix: 'taskgate:', leaseTtl: 15_000 },
       clientTasks: true,
-      upstreamRestart: { enabled: true, delay: 500, maxDelay: 30_000 },
+      upstreamRestart: { enabled: true, delay: 500, maxDelay: 30_000, holdRequests: 10_000 },
       admin: {},
       auth: { tokens: [] },
       limits: {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RequestId } from '../../src/protocol/messages.js';
 import { PendingRequests } from '../../src/session/pending.js';
 
@@ -151,5 +151,59 @@ describe('PendingRequests', () => {
     expect(pending.size).toBe(0);
     expect(pending.get(1)).toBeUndefined();
     expect(pending.drain()).toEqual([]);
+  });
+});
+
+describe('PendingRequests with a deadline (issue 13.3)', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  function withDeadline(afterMs: number) {
+    const expired: [RequestId, string, number][] = [];
+    const pending = new PendingRequests<Entry>({
+      afterMs,
+      expired: (wireId, { name }, ms) => expired.push([wireId, name, ms]),
+    });
+    return { pending, expired };
+  }
+
+  it('hands over an entry not answered in time, once, and forgets it', () => {
+    vi.useFakeTimers();
+    const { pending, expired } = withDeadline(1_000);
+    pending.forward(7, entry('slow'));
+    vi.advanceTimersByTime(999);
+    expect(expired).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(expired).toEqual([[7, 'slow', 1_000]]);
+    expect(pending.get(7)).toBeUndefined();
+    vi.advanceTimersByTime(10_000);
+    expect(expired).toHaveLength(1);
+  });
+
+  it('lets an entry go for good once it is taken, drained or taken by a match', () => {
+    vi.useFakeTimers();
+    const { pending, expired } = withDeadline(1_000);
+    pending.forward(1, entry('answered'));
+    pending.forward(2, entry('matched'));
+    pending.forward(3, entry('drained'));
+    pending.take(1);
+    pending.takeWhere(({ name }) => name === 'matched');
+    pending.drain();
+    // A new entry under a freed id has its own deadline.
+    pending.forward(1, entry('again'));
+    vi.advanceTimersByTime(1_000);
+    expect(expired).toEqual([[1, 'again', 1_000]]);
+  });
+
+  it('takes a deadline of its own for one entry, and holds one past the timer range', () => {
+    vi.useFakeTimers();
+    const { pending, expired } = withDeadline(1_000);
+    const own = pending.own(entry('own'), 50);
+    pending.forward('task', entry('task'), 30 * 86_400_000);
+    vi.advanceTimersByTime(50);
+    expect(expired).toEqual([[own, 'own', 50]]);
+    vi.advanceTimersByTime(86_400_000);
+    expect(pending.get('task')).toEqual(entry('task'));
   });
 });
