@@ -38,8 +38,8 @@ export class LineChannel implements Channel {
     });
     this.input.on('data', (chunk: Buffer) => framer.push(chunk));
     if (this.closeOnEnd) this.input.on('end', () => this.inputEnded());
-    this.input.on('error', (error) => this.markClosed(`${this.label} read failed: ${error.message}`));
-    this.output.on('error', (error) => this.markClosed(`${this.label} write failed: ${error.message}`));
+    this.input.on('error', (error) => this.broken(`${this.label} read failed: ${error.message}`));
+    this.output.on('error', (error) => this.broken(`${this.label} write failed: ${error.message}`));
   }
 
   sendRaw(raw: Buffer | string): void {
@@ -74,6 +74,15 @@ export class LineChannel implements Channel {
     const handlers = this.handlers;
     this.handlers = undefined;
     handlers?.closed({ reason: `${this.label} closed its output`, inputEnded: true });
+  }
+
+  /**
+   * A pipe broke. Writing stops; the closure is reported here unless the owner reports it, whose reason
+   * says more (a child that exited: its EPIPE comes first, its exit code is the news).
+   */
+  private broken(reason: string): void {
+    if (this.closeOnEnd) return this.markClosed(reason);
+    this.closed = true;
   }
 
   /** Lets the owner report a closure it learned of first (the child exited). */
