@@ -291,7 +291,7 @@ export class Session {
       if (entry.kind === 'own') entry.settle({ response: errorResponse(null, error), bytes: 0 });
       else this.upstream.send(errorResponse(entry.upstreamId, error));
     }
-    if (this.clientRequestsOpen.size === 0) {
+    if (this.onlyTasksAwaited) {
       this.options.logger.info(`client went away (${reason})`);
       void this.close();
       return;
@@ -301,13 +301,21 @@ export class Session {
     );
   }
 
+  /**
+   * Nothing the client asked is still on its way, except tasks/result waiting on tasks: those may wait for
+   * as long as a task runs, for a client that may be gone (its vanishing looks the same), so they are not
+   * waited for.
+   */
+  private get onlyTasksAwaited(): boolean {
+    const waiting = this.fromClientSide.blocking;
+    if (this.clientRequestsOpen.size > waiting.size) return false;
+    for (const key of this.clientRequestsOpen) if (!waiting.has(key)) return false;
+    return true;
+  }
+
   /** The client request is answered (or cancelled): nothing more belongs with it. */
   private answered(id: RequestId): void {
-    if (
-      this.clientRequestsOpen.delete(idKey(id)) &&
-      this.clientInputEnded &&
-      this.clientRequestsOpen.size === 0
-    ) {
+    if (this.clientRequestsOpen.delete(idKey(id)) && this.clientInputEnded && this.onlyTasksAwaited) {
       void this.close();
     }
     if (this.progressTokenOf.size === 0) return;
