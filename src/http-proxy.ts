@@ -71,6 +71,8 @@ export async function startHttpGateway(
       maxSessions: config.http.maxSessions,
       sessionIdleTimeoutMs: config.http.sessionIdleTimeout,
       eventLogSize: config.http.eventLogSize,
+      eventLogBytes: config.http.eventLogBytes,
+      eventLogTotalBytes: config.http.eventLogTotalBytes,
     },
     {
       openSession: async (channel: HttpSession, caller: Caller | undefined) => {

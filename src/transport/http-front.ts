@@ -11,7 +11,8 @@ import { ErrorCode, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/
 import { parseFrame } from '../protocol/frames.js';
 import { classify, salvageId, type RequestId } from '../protocol/messages.js';
 import type { Authentication } from '../security/auth.js';
-import { HttpSession } from './http-session.js';
+import { KeptBytes } from './event-stream.js';
+import { HttpSession, type Resumption } from './http-session.js';
 import { isLoopbackHost } from '../security/loopback.js';
 
 /**
@@ -35,6 +36,8 @@ export interface HttpFrontOptions {
   maxSessions: number;
   sessionIdleTimeoutMs: number;
   eventLogSize: number;
+  eventLogBytes: number;
+  eventLogTotalBytes: number;
 }
 
 export interface HttpFrontHooks {
@@ -62,6 +65,7 @@ export class HttpFront {
   private readonly sessions = new Map<string, HttpSession>();
   private readonly server: Server;
   private readonly sweeper: NodeJS.Timeout;
+  private readonly kept: KeptBytes;
   private opening = 0;
   private closing: Promise<void> | undefined;
 
@@ -83,6 +87,7 @@ export class HttpFront {
         });
       },
     );
+    this.kept = new KeptBytes(options.eventLogTotalBytes);
     this.sweeper = setInterval(
       () => this.closeIdleSessions(),
       Math.min(60_000, options.sessionIdleTimeoutMs),
@@ -221,8 +226,16 @@ export class HttpFront {
       caller,
     );
     if (!session) return;
-    if (message.kind === 'request') return session.request(message.msg.id, body, res);
-    session.accept(body);
+    if (message.kind === 'request') {
+      if (!session.request(message.msg.id, body, res)) {
+        reply(res, 409, message.msg.id, {
+          code: ErrorCode.InvalidRequest,
+          message: `Conflict: request id ${JSON.stringify(message.msg.id)} is already in use by a request in flight in this session`,
+        });
+      }
+      return;
+    }
+    session.accept(body, message.kind === 'notification' ? message.msg : undefined);
     res.writeHead(202).end();
   }
 
@@ -247,7 +260,14 @@ export class HttpFront {
         message: `Service Unavailable: all ${this.options.maxSessions} sessions are in use (max-sessions)`,
       });
     }
-    const session = new HttpSession(this.options.eventLogSize, caller?.identity);
+    const session = new HttpSession(
+      {
+        eventLogSize: this.options.eventLogSize,
+        eventLogBytes: this.options.eventLogBytes,
+        shared: this.kept,
+      },
+      caller?.identity,
+    );
     this.opening++;
     try {
       await this.hooks.openSession(session, caller);
@@ -261,8 +281,10 @@ export class HttpFront {
       this.opening--;
     }
     this.sessions.set(session.id, session);
-    res.setHeader('mcp-session-id', session.id);
-    session.request(id, body, res);
+    session.initialize(id, body, res, () => {
+      this.sessions.delete(session.id);
+      void session.close();
+    });
   }
 
   private get(req: IncomingMessage, res: ServerResponse, caller: Caller | undefined): void {
@@ -276,12 +298,8 @@ export class HttpFront {
     if (!session) return;
     const lastEventId = req.headers['last-event-id'];
     if (typeof lastEventId === 'string') {
-      if (!session.resume(lastEventId, res)) {
-        reply(res, 404, null, {
-          code: ErrorCode.InvalidRequest,
-          message: `No stream to resume for Last-Event-ID "${lastEventId}"`,
-        });
-      }
+      const resumption = session.resume(lastEventId, res);
+      if (resumption !== 'resumed') reply(res, ...refusedResumption(resumption, lastEventId));
       return;
     }
     if (!session.openStandalone(res)) {
@@ -354,6 +372,25 @@ export class HttpFront {
       }
     }
   }
+}
+
+function refusedResumption(
+  why: Exclude<Resumption, 'resumed'>,
+  lastEventId: string,
+): [number, null, JsonRpcErrorObject] {
+  const refusals = {
+    unknown: [404, `No stream to resume for Last-Event-ID "${lastEventId}"`],
+    busy: [
+      409,
+      `Conflict: the stream of Last-Event-ID "${lastEventId}" is still open on its own connection; resume it once that has dropped`,
+    ],
+    dropped: [
+      410,
+      `Gone: events after Last-Event-ID "${lastEventId}" are no longer kept (the replay log is bounded by http.eventLogBytes and http.eventLogTotalBytes)`,
+    ],
+  } as const;
+  const [status, message] = refusals[why];
+  return [status, null, { code: ErrorCode.InvalidRequest, message }];
 }
 
 function accepts(req: IncomingMessage, type: string): boolean {

@@ -1,0 +1,285 @@
+/**
+ * The Streamable HTTP front against clients that misuse it: cancelled and failed requests, duplicate ids,
+ * resumptions that race their own stream, initializations that fail, floods of large events, sessions
+ * ended while their tasks run, and callers who should not see the operator's pages.
+ */
+import { Writable } from 'node:stream';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { HttpFront } from '../../src/transport/http-front.js';
+import type { HttpSession } from '../../src/transport/http-session.js';
+import { Inbox } from '../helpers/inbox.js';
+import { FIXTURES, Gateway, INITIALIZE, TASK_AWARE } from '../helpers/taskgate.js';
+
+const LEGACY = [process.execPath, FIXTURES.legacy];
+const ACCEPT_BOTH = 'application/json, text/event-stream';
+
+let gateways: Gateway[] = [];
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(gateways.map((gateway) => gateway.stop()));
+  gateways = [];
+  await Promise.all(cleanups.splice(0).map((cleanup) => cleanup()));
+});
+
+const start = async (flags: string[] = [], upstream = LEGACY): Promise<Gateway> => {
+  const gateway = await Gateway.start(upstream, flags);
+  gateways.push(gateway);
+  return gateway;
+};
+
+const post = (url: URL, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
+  fetch(url, {
+    method: 'POST',
+    headers: { accept: ACCEPT_BOTH, 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    ...(signal ? { signal } : {}),
+  });
+
+const inSession = (sessionId: string): Record<string, string> => ({
+  'mcp-session-id': sessionId,
+  'mcp-protocol-version': '2025-11-25',
+});
+
+/** A session opened by hand: its id, after initialize and initialized. */
+async function openSession(url: URL): Promise<string> {
+  const response = await post(url, INITIALIZE);
+  expect(response.status).toBe(200);
+  await response.text();
+  const sessionId = response.headers.get('mcp-session-id')!;
+  const accepted = await post(
+    url,
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    inSession(sessionId),
+  );
+  expect(accepted.status).toBe(202);
+  return sessionId;
+}
+
+/** A tools/call of the fixture's `progress` tool: an SSE response that stays open for steps × intervalMs. */
+const progressCall = (id: string, steps: number, intervalMs: number) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name: 'progress', arguments: { steps, intervalMs }, _meta: { progressToken: `tok-${id}` } },
+});
+
+interface SseMessage {
+  id?: string | number;
+  method?: string;
+  result?: unknown;
+  error?: { code: number; message: string };
+}
+
+/** Reads an SSE response as it arrives: its event ids and messages, and when it ends. */
+class SseReader {
+  readonly eventIds = new Inbox<string>();
+  readonly messages = new Inbox<SseMessage>();
+  readonly ended: Promise<void>;
+
+  constructor(response: Response) {
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    this.ended = this.read(response);
+    this.ended.catch(() => undefined);
+  }
+
+  /** Resolves when the stream ends; fails after `withinMs`. */
+  async end(withinMs = 10_000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the stream did not end within ${withinMs} ms`)), withinMs);
+    });
+    try {
+      await Promise.race([this.ended, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async read(response: Response): Promise<void> {
+    const decoder = new TextDecoder();
+    let text = '';
+    for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+      text += decoder.decode(chunk, { stream: true });
+      let end;
+      while ((end = text.indexOf('\n\n')) !== -1) {
+        const event = text.slice(0, end);
+        text = text.slice(end + 2);
+        const id = /^id: (.*)$/m.exec(event)?.[1];
+        const data = /^data: (.*)$/m.exec(event)?.[1];
+        if (id !== undefined) this.eventIds.push(id);
+        if (data !== undefined) this.messages.push(JSON.parse(data) as SseMessage);
+      }
+    }
+  }
+}
+
+/** Resolves within `withinMs` with what the promise gives, or fails saying what did not happen. */
+async function within<T>(promise: Promise<T>, withinMs: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not happen within ${withinMs} ms`)), withinMs);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe('streams that must end', () => {
+  it('issue 13.9: a POST cancelled with notifications/cancelled ends its stream without an answer', async () => {
+    const { url } = await start();
+    const sessionId = await openSession(url);
+    const stream = new SseReader(await post(url, progressCall('c1', 100, 100), inSession(sessionId)));
+    await stream.messages.waitFor((m) => m.method === 'notifications/progress', 'a first progress event');
+    const cancel = await post(
+      url,
+      { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'c1', reason: 'timeout' } },
+      inSession(sessionId),
+    );
+    expect(cancel.status).toBe(202);
+    await stream.end(5_000);
+    expect(stream.messages.items.filter((m) => m.id === 'c1')).toEqual([]);
+  });
+
+  it('issue 13.9: the POST of a call an SDK client timed out (and so cancelled) ends', async () => {
+    const gateway = await start();
+    let done!: () => void;
+    const ended = new Promise<void>((resolve) => (done = resolve));
+    // The client's fetch, watching the response to the call's POST to its end.
+    const watching = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const watched = init?.method === 'POST' && String(init.body).includes('"sleep"');
+      const response = await fetch(input, init);
+      if (!watched || !response.body) return response;
+      const body = response.body.pipeThrough(new TransformStream({ flush: () => done() }));
+      return new Response(body, { status: response.status, headers: response.headers });
+    };
+    const client = new Client({ name: 'hostile', version: '1' }, { capabilities: TASK_AWARE });
+    await client.connect(new StreamableHTTPClientTransport(gateway.url, { fetch: watching }));
+    cleanups.push(() => client.close());
+    await expect(
+      client.callTool({ name: 'sleep', arguments: { ms: 60_000 } }, undefined, { timeout: 300 }),
+    ).rejects.toThrow(/timed out/i);
+    await within(ended, 5_000, 'the end of the cancelled POST');
+  });
+
+  it('issue 13.9: a session whose SDK client timed out a call and went away expires when idle', async () => {
+    const gateway = await start(['--session-idle-timeout', '1000']);
+    const client = new Client({ name: 'hostile', version: '1' }, { capabilities: TASK_AWARE });
+    await client.connect(new StreamableHTTPClientTransport(gateway.url));
+    await expect(
+      client.callTool({ name: 'sleep', arguments: { ms: 60_000 } }, undefined, { timeout: 300 }),
+    ).rejects.toThrow(/timed out/i);
+    await client.close();
+    await gateway.logged('ending an idle session', 5_000);
+  });
+
+  it('issue 13.9 / 13.18: a request that fails inside taskgate gets HTTP 500 with its id, and the session still expires', async () => {
+    const logs = new Inbox<string>();
+    const logger = pino(
+      { level: 'info' },
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          logs.push(chunk.toString());
+          done();
+        },
+      }),
+    );
+    const front = new HttpFront(
+      {
+        host: '127.0.0.1',
+        port: 0,
+        path: '/mcp',
+        allowedOrigins: [],
+        maxMessageBytes: 1024 * 1024,
+        maxSessions: 10,
+        sessionIdleTimeoutMs: 300,
+        eventLogSize: 100,
+        eventLogBytes: 1024 * 1024,
+        eventLogTotalBytes: 8 * 1024 * 1024,
+      },
+      {
+        openSession: async (session: HttpSession) => {
+          session.start({
+            message: (raw) => {
+              const message = JSON.parse(raw.toString()) as { id?: string | number; method: string };
+              if (message.method === 'initialize') {
+                session.send(
+                  { jsonrpc: '2.0', id: message.id, result: { ...INITIALIZE.params, serverInfo: {} } },
+                  { responseTo: message.id! },
+                );
+              } else if (message.method === 'explode') {
+                throw new Error('a bug in the session');
+              }
+            },
+            malformed: () => undefined,
+            closed: () => undefined,
+          });
+        },
+        ready: async () => true,
+      },
+      logger,
+    );
+    const url = await front.listen();
+    cleanups.push(() => front.close());
+    const sessionId = await openSession(url);
+    const failed = await post(url, { jsonrpc: '2.0', id: 77, method: 'explode' }, inSession(sessionId));
+    expect(failed.status).toBe(500);
+    expect(await failed.json()).toMatchObject({ jsonrpc: '2.0', id: 77, error: { code: -32603 } });
+    await logs.waitFor((line) => line.includes('ending an idle session'), 'the idle session ending', 5_000);
+    expect(front.sessionCount).toBe(0);
+  });
+});
+
+describe('request ids and resumption', () => {
+  it('issue 13.10: a second POST with the id of a request in flight is refused at once; the first is answered', async () => {
+    const { url } = await start();
+    const sessionId = await openSession(url);
+    const first = new SseReader(await post(url, progressCall('same', 5, 100), inSession(sessionId)));
+    await first.messages.waitFor((m) => m.method === 'notifications/progress', 'a first progress event');
+    const second = await within(
+      post(url, { jsonrpc: '2.0', id: 'same', method: 'tools/list' }, inSession(sessionId)),
+      2_000,
+      'the refusal of the duplicate id',
+    );
+    expect(second.status).toBe(409);
+    const refusal = (await second.json()) as SseMessage;
+    expect(refusal).toMatchObject({ id: 'same', error: { code: -32600 } });
+    expect(refusal.error!.message).toMatch(/already in use/);
+    const answer = await first.messages.waitFor((m) => m.id === 'same', 'the answer to the first request');
+    expect(answer.result).toMatchObject({ content: [{ text: 'done 5 steps' }] });
+    await first.end();
+  });
+
+  it('issue 13.11: a GET with Last-Event-ID of a stream still open on its POST is refused; the POST ends with its answer', async () => {
+    const { url } = await start();
+    const sessionId = await openSession(url);
+    const stream = new SseReader(await post(url, progressCall('r1', 5, 100), inSession(sessionId)));
+    const eventId = await stream.eventIds.waitFor(() => true, 'a first event id');
+    const resumed = await fetch(url, {
+      headers: { accept: 'text/event-stream', 'last-event-id': eventId, ...inSession(sessionId) },
+    });
+    expect(resumed.status).toBe(409);
+    expect(await resumed.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32600 } });
+    const answer = await stream.messages.waitFor((m) => m.id === 'r1', 'the answer on the POST');
+    expect(answer.result).toMatchObject({ content: [{ text: 'done 5 steps' }] });
+    await stream.end();
+  });
+});
+
+describe('sessions that must not hold a slot', () => {
+  it('issue 13.7: an initialize the upstream died before answering gets no session id and holds no slot', async () => {
+    const dying = [process.execPath, '-e', "process.stdin.once('data', () => process.exit(3))"];
+    const { url } = await start(['--max-sessions', '1'], dying);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const response = await post(url, INITIALIZE);
+      const body = (await response.json()) as SseMessage;
+      expect(body).toMatchObject({ id: 'init', error: { code: -32000 } });
+      expect(body.error!.message).toMatch(/exited with code 3/);
+      expect(response.headers.get('mcp-session-id')).toBeNull();
+    }
+  });
+});
