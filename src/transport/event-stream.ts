@@ -5,12 +5,12 @@
  */
 import type { ServerResponse } from 'node:http';
 
-/** A message kept for a client: for replay after a dropped connection, or until a stream opens. */
+/** The bookkeeping of a message kept for a client: for replay after a dropped connection, or until a stream opens. */
 export interface Kept {
   readonly bytes: number;
   /** Set once it is no longer kept (dropped for room, delivered, or its session is over). */
   released: boolean;
-  readonly holder: { drop(item: Kept): void };
+  readonly holder: { drop(kept: Kept): void };
 }
 
 /**
@@ -26,31 +26,31 @@ export class KeptBytes {
 
   constructor(private readonly maxBytes: number) {}
 
-  add(item: Kept): void {
-    this.total += item.bytes;
+  add(kept: Kept): void {
+    this.total += kept.bytes;
     this.live++;
-    this.order.push(item);
+    this.order.push(kept);
     while (this.total > this.maxBytes && this.head < this.order.length) {
       const oldest = this.order[this.head++]!;
       if (!oldest.released) oldest.holder.drop(oldest);
     }
     if (this.order.length - this.head > 2 * this.live + 1024) {
-      this.order = this.order.slice(this.head).filter((kept) => !kept.released);
+      this.order = this.order.slice(this.head).filter((entry) => !entry.released);
       this.head = 0;
     }
   }
 
-  release(item: Kept): void {
-    if (item.released) return;
-    item.released = true;
-    this.total -= item.bytes;
+  release(kept: Kept): void {
+    if (kept.released) return;
+    kept.released = true;
+    this.total -= kept.bytes;
     this.live--;
   }
 }
 
 /** Messages kept by one session, oldest first, bounded by count and by bytes (and by the shared total). */
 export class KeptMessages<T extends { data: Buffer | string }> {
-  private readonly items: (T & Kept)[] = [];
+  private readonly items: { value: T; kept: Kept }[] = [];
   private bytes = 0;
 
   constructor(
@@ -63,14 +63,14 @@ export class KeptMessages<T extends { data: Buffer | string }> {
     return this.items.length;
   }
 
-  get all(): readonly T[] {
-    return this.items;
+  get all(): T[] {
+    return this.items.map((item) => item.value);
   }
 
-  push(item: T): void {
-    const bytes = typeof item.data === 'string' ? Buffer.byteLength(item.data) : item.data.length;
-    const kept = Object.assign(item, { bytes, released: false, holder: this });
-    this.items.push(kept);
+  push(value: T): void {
+    const bytes = typeof value.data === 'string' ? Buffer.byteLength(value.data) : value.data.length;
+    const kept: Kept = { bytes, released: false, holder: this };
+    this.items.push({ value, kept });
     this.bytes += bytes;
     this.shared.add(kept);
     while (this.items.length > this.maxCount || this.bytes > this.maxBytes) this.shift();
@@ -79,22 +79,22 @@ export class KeptMessages<T extends { data: Buffer | string }> {
   /** Takes the oldest message out. */
   shift(): T | undefined {
     const item = this.items.shift();
-    if (item) this.forget(item);
-    return item;
+    if (item) this.forget(item.kept);
+    return item?.value;
   }
 
-  drop(item: Kept): void {
-    const at = this.items[0] === item ? 0 : this.items.indexOf(item as T & Kept);
-    if (at !== -1) this.forget(this.items.splice(at, 1)[0]!);
+  drop(kept: Kept): void {
+    const at = this.items[0]?.kept === kept ? 0 : this.items.findIndex((item) => item.kept === kept);
+    if (at !== -1) this.forget(this.items.splice(at, 1)[0]!.kept);
   }
 
   clear(): void {
-    for (const item of this.items.splice(0)) this.forget(item);
+    for (const item of this.items.splice(0)) this.forget(item.kept);
   }
 
-  private forget(item: T & Kept): void {
-    this.bytes -= item.bytes;
-    this.shared.release(item);
+  private forget(kept: Kept): void {
+    this.bytes -= kept.bytes;
+    this.shared.release(kept);
   }
 }
 

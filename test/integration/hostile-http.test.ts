@@ -3,17 +3,22 @@
  * resumptions that race their own stream, initializations that fail, floods of large events, sessions
  * ended while their tasks run, and callers who should not see the operator's pages.
  */
+import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { KeptBytes, KeptMessages } from '../../src/transport/event-stream.js';
 import { HttpFront } from '../../src/transport/http-front.js';
 import type { HttpSession } from '../../src/transport/http-session.js';
 import { Inbox } from '../helpers/inbox.js';
 import { FIXTURES, Gateway, INITIALIZE, TASK_AWARE } from '../helpers/taskgate.js';
 
 const LEGACY = [process.execPath, FIXTURES.legacy];
+const FLOOD = [process.execPath, fileURLToPath(new URL('../fixtures/flood-server.js', import.meta.url))];
+const MIB = 1024 * 1024;
 const ACCEPT_BOTH = 'application/json, text/event-stream';
 
 let gateways: Gateway[] = [];
@@ -281,5 +286,73 @@ describe('sessions that must not hold a slot', () => {
       expect(body.error!.message).toMatch(/exited with code 3/);
       expect(response.headers.get('mcp-session-id')).toBeNull();
     }
+  });
+});
+
+/** A process's peak resident set size so far, in MiB (Linux). */
+function peakRssMib(pid: number): number {
+  const kib = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kib) / 1024;
+}
+
+describe('memory kept for clients', () => {
+  it('issue 13.8: 300 events of 1 MB on a stream its client left keep only http.eventLogBytes (16 MiB); a resumption that needs a dropped one gets 410', async () => {
+    const gateway = await start([], FLOOD);
+    const sessionId = await openSession(gateway.url);
+    const controller = new AbortController();
+    const flood = {
+      jsonrpc: '2.0',
+      id: 'flood',
+      method: 'tools/call',
+      params: { name: 'flood', arguments: { count: 300, bytes: MIB }, _meta: { progressToken: 'f' } },
+    };
+    const response = await post(gateway.url, flood, inSession(sessionId), controller.signal);
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    const reader = response.body!.getReader();
+    let head = '';
+    while (!/^id: (\S+)$/m.test(head)) head += new TextDecoder().decode((await reader.read()).value);
+    const firstId = /^id: (\S+)$/m.exec(head)![1]!;
+    // The client goes away; the 300 events and the answer are kept for it, within bounds.
+    controller.abort();
+    await gateway.logged('flood done 300', 60_000);
+    const streamId = firstId.slice(0, firstId.lastIndexOf('.'));
+    const headers = { accept: 'text/event-stream', ...inSession(sessionId) };
+    // The answer follows the last progress event (301 events); keeping them all is what 13.8 was about.
+    await within(
+      (async () => {
+        for (;;) {
+          const late = await fetch(gateway.url, {
+            headers: { ...headers, 'last-event-id': `${streamId}.300` },
+          });
+          const text = await late.text();
+          if (late.status === 200 && text.includes('flooded 300')) return;
+        }
+      })(),
+      10_000,
+      'a resumption from the last progress event with the answer',
+    );
+    const early = await fetch(gateway.url, { headers: { ...headers, 'last-event-id': firstId } });
+    expect(early.status).toBe(410);
+    const refusal = (await early.json()) as SseMessage;
+    expect(refusal.error).toMatchObject({ code: -32600 });
+    expect(refusal.error!.message).toMatch(/no longer kept/);
+    const peak = peakRssMib(gateway.child.pid!);
+    console.log(`issue 13.8: taskgate peak RSS ${peak.toFixed(0)} MiB after 300 events of 1 MiB`);
+    // Kept in full it was over 400 MiB; kept within the bound, about 200 (the rest is garbage not yet swept).
+    expect(peak).toBeLessThan(300);
+  });
+
+  it('issue 13.8: what all sessions keep together is bounded too, the oldest anywhere dropped first', () => {
+    const shared = new KeptBytes(3 * MIB);
+    const alice = new KeptMessages<{ data: Buffer; n: number }>(100, 10 * MIB, shared);
+    const bob = new KeptMessages<{ data: Buffer; n: number }>(100, 10 * MIB, shared);
+    for (let n = 0; n < 4; n++) (n % 2 === 0 ? alice : bob).push({ data: Buffer.alloc(MIB), n });
+    expect(alice.all.map((kept) => kept.n)).toEqual([2]);
+    expect(bob.all.map((kept) => kept.n)).toEqual([1, 3]);
+    // Taking one out frees its room: nothing else has to go for the next.
+    bob.shift();
+    alice.push({ data: Buffer.alloc(MIB), n: 4 });
+    expect(alice.all.map((kept) => kept.n)).toEqual([2, 4]);
+    expect(bob.all.map((kept) => kept.n)).toEqual([3]);
   });
 });
