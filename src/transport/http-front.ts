@@ -63,6 +63,11 @@ export interface HttpFrontHooks {
 
 export class HttpFront {
   private readonly sessions = new Map<string, HttpSession>();
+  /**
+   * Sessions over for their client whose upstream still runs, finishing their tasks: each holds a
+   * max-sessions slot until its upstream has stopped (`forget`), so that the limit bounds servers too.
+   */
+  private readonly lingering = new Set<string>();
   private readonly server: Server;
   private readonly sweeper: NodeJS.Timeout;
   private readonly kept: KeptBytes;
@@ -111,6 +116,7 @@ export class HttpFront {
   /** The session is over (the session says so once its upstream is closed). */
   forget(sessionId: string): void {
     this.sessions.delete(sessionId);
+    this.lingering.delete(sessionId);
   }
 
   close(): Promise<void> {
@@ -252,12 +258,17 @@ export class HttpFront {
         message: 'Service Unavailable: taskgate is shutting down and takes no new sessions',
       });
     }
-    if (this.sessions.size + this.opening >= this.options.maxSessions) {
+    const lingering = this.lingering.size;
+    if (this.sessions.size + this.opening + lingering >= this.options.maxSessions) {
       this.hooks.sessionRefused?.();
       res.setHeader('retry-after', '5');
+      const why =
+        lingering === 0
+          ? ''
+          : `, ${lingering} of them by ended sessions whose upstream servers are still finishing tasks`;
       return reply(res, 503, id, {
         code: ErrorCode.LimitExceeded,
-        message: `Service Unavailable: all ${this.options.maxSessions} sessions are in use (max-sessions)`,
+        message: `Service Unavailable: all ${this.options.maxSessions} sessions are in use (max-sessions)${why}`,
       });
     }
     const session = new HttpSession(
@@ -313,8 +324,7 @@ export class HttpFront {
   private async delete(req: IncomingMessage, res: ServerResponse, caller: Caller | undefined): Promise<void> {
     const session = this.sessionFor(req.headers['mcp-session-id'], res, null, caller);
     if (!session) return;
-    await session.close();
-    this.sessions.delete(session.id);
+    await this.retire(session);
     res.writeHead(200).end();
   }
 
@@ -362,13 +372,18 @@ export class HttpFront {
     return !loopbackListener || isLoopbackHost(req.headers.host ?? '');
   }
 
+  /** Ends a session for its client; its slot is held until its upstream has stopped. */
+  private retire(session: HttpSession): Promise<void> {
+    if (this.sessions.delete(session.id)) this.lingering.add(session.id);
+    return session.close();
+  }
+
   private closeIdleSessions(): void {
     const before = Date.now() - this.options.sessionIdleTimeoutMs;
     for (const session of this.sessions.values()) {
       if (session.openStreams === 0 && session.lastActivity < before) {
         this.logger.info({ session: session.id }, 'ending an idle session');
-        void session.close();
-        this.sessions.delete(session.id);
+        void this.retire(session);
       }
     }
   }

@@ -3,6 +3,7 @@
  * resumptions that race their own stream, initializations that fail, floods of large events, sessions
  * ended while their tasks run, and callers who should not see the operator's pages.
  */
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -294,6 +295,42 @@ function peakRssMib(pid: number): number {
   const kib = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
   return Number(kib) / 1024;
 }
+
+describe('server processes', () => {
+  it('issue 13.6: sessions ended while their tasks run hold their max-sessions slot until their upstream stops; the 503 says so', async () => {
+    const gateway = await start(['--max-sessions', '2']);
+    const { url } = gateway;
+    for (let cycle = 0; cycle < 2; cycle++) {
+      const sessionId = await openSession(url);
+      const call = await post(
+        url,
+        {
+          jsonrpc: '2.0',
+          id: `t${cycle}`,
+          method: 'tools/call',
+          params: { name: 'sleep', arguments: { ms: 2_000 }, task: {} },
+        },
+        inSession(sessionId),
+      );
+      expect(await call.json()).toMatchObject({ result: { task: { status: 'working' } } });
+      expect((await fetch(url, { method: 'DELETE', headers: inSession(sessionId) })).status).toBe(200);
+    }
+    const refused = await post(url, INITIALIZE);
+    expect(refused.status).toBe(503);
+    const body = (await refused.json()) as SseMessage;
+    expect(body.error!.message).toMatch(
+      /max-sessions.*2 of them by ended sessions whose upstream servers are still finishing tasks/,
+    );
+    // Once their tasks are done their servers stop, and the slots are free again.
+    const signal = AbortSignal.timeout(15_000);
+    while ((gateway.stderr.match(/upstream server exited/g) ?? []).length < 2) {
+      await once(gateway.child.stderr, 'data', { signal });
+    }
+    const opened = await post(url, INITIALIZE);
+    expect(opened.status).toBe(200);
+    await opened.text();
+  });
+});
 
 describe('memory kept for clients', () => {
   it('issue 13.8: 300 events of 1 MB on a stream its client left keep only http.eventLogBytes (16 MiB); a resumption that needs a dropped one gets 410', async () => {
