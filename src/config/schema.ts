@@ -198,6 +198,11 @@ export const ConfigSchema = z
           .object({ secret: z.string().min(16) })
           .strict()
           .optional(),
+        /**
+         * The subjects (of `tokens` or `trustedHeader`) who may read /metrics and /dashboard on the front;
+         * other callers get 403. Without any, those pages are served on the admin listener only.
+         */
+        adminSubjects: z.array(z.string().min(1)).default([]),
       })
       .strict()
       .refine(

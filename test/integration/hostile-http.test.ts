@@ -4,7 +4,9 @@
  * ended while their tasks run, and callers who should not see the operator's pages.
  */
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -391,5 +393,37 @@ describe('memory kept for clients', () => {
     alice.push({ data: Buffer.alloc(MIB), n: 4 });
     expect(alice.all.map((kept) => kept.n)).toEqual([2, 4]);
     expect(bob.all.map((kept) => kept.n)).toEqual([3]);
+  });
+});
+
+describe("the operator's pages", () => {
+  it('issue 13.16: with auth, /metrics and /dashboard on the front are for auth.adminSubjects only; any other caller gets 403', async () => {
+    const alice = 'token-of-alice-0123456789';
+    const bob = 'token-of-bob-0123456789ab';
+    const config = join(mkdtempSync(join(tmpdir(), 'taskgate-hostile-http-')), 'config.yaml');
+    writeFileSync(
+      config,
+      `auth:\n  tokens:\n    - { token: ${alice}, subject: alice }\n    - { token: ${bob}, subject: bob }\n  adminSubjects: [alice]\n`,
+    );
+    const { url } = await start(['--config', config]);
+    const page = (path: string, token?: string) =>
+      fetch(new URL(path, url), token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } });
+    for (const path of ['/metrics', '/dashboard', '/dashboard/data']) {
+      const refused = await page(path, bob);
+      expect(refused.status).toBe(403);
+      expect(await refused.text()).toMatch(/for operators/);
+      expect((await page(path)).status).toBe(401);
+      const served = await page(path, alice);
+      expect(served.status).toBe(200);
+      await served.text();
+    }
+  });
+
+  it('issue 13.16: with auth and no admin subjects, the pages are not readable on the front by any token', async () => {
+    const token = 'token-of-alice-0123456789';
+    const { url } = await start(['--auth-token', `${token}=alice`]);
+    const metrics = await fetch(new URL('/metrics', url), { headers: { authorization: `Bearer ${token}` } });
+    expect(metrics.status).toBe(403);
+    expect(await metrics.text()).toMatch(/--admin-listen/);
   });
 });
