@@ -140,6 +140,8 @@ export class ResponseStream {
     sink: ServerResponse,
     private readonly log: EventLog,
     private readonly onDone: () => void,
+    /** A GET stream is over when its connection drops (its missed events can still be replayed). */
+    private readonly endsWithConnection = false,
   ) {
     this.attach(sink);
   }
@@ -193,15 +195,15 @@ export class ResponseStream {
   }
 
   /**
-   * A GET with Last-Event-ID resumes the stream: missed events first, then what is still to come. Refused
-   * while the stream is still being sent on a connection of its own, and when the log no longer holds
-   * all the events it missed.
+   * A GET with Last-Event-ID resumes the stream: missed events first, then what is still to come. The
+   * connection it was still sent on, if any, ends there (a client resumes one it lost, maybe before
+   * taskgate noticed). Refused when the log no longer holds all the events it missed.
    */
-  resume(sink: ServerResponse, afterSeq: number): 'resumed' | 'busy' | 'dropped' {
-    if (this.attached) return 'busy';
+  resume(sink: ServerResponse, afterSeq: number): 'resumed' | 'dropped' {
     const missed = this.log.after(this.streamId, afterSeq);
     const expected = Math.max(0, this.seq - afterSeq);
     if (missed.length < expected) return 'dropped';
+    if (this.attached) this.sink?.end();
     sink.writeHead(200, SSE_HEADERS);
     sink.flushHeaders();
     for (const event of missed) writeEvent(sink, eventId(this.streamId, event.seq), event.data);
@@ -233,7 +235,7 @@ export class ResponseStream {
       // The connection dropped: keep logging events, a GET with Last-Event-ID may pick them up. A stream
       // that sent none has no id to resume by, so it is over.
       this.sink = undefined;
-      if (this.mode === 'undecided') this.abort();
+      if (this.mode === 'undecided' || this.endsWithConnection) this.abort();
     });
   }
 }

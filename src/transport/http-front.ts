@@ -6,6 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ErrorCode, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { parseFrame } from '../protocol/frames.js';
@@ -21,6 +22,9 @@ import { isLoopbackHost } from '../security/loopback.js';
  * SYNs and clients saw resets and connect timeouts (test/integration/load.test.ts).
  */
 const LISTEN_BACKLOG = 4096;
+
+/** How long a DELETE waits for the session's upstream to stop, so that its 200 means the slot is free. */
+const DELETE_WAITS_MS = 1_000;
 
 /** An authenticated caller: the binding key of its tasks, and who it is for the logs. */
 export type Caller = Extract<Authentication, { identity: string }>;
@@ -67,7 +71,7 @@ export class HttpFront {
    * Sessions over for their client whose upstream still runs, finishing their tasks: each holds a
    * max-sessions slot until its upstream has stopped (`forget`), so that the limit bounds servers too.
    */
-  private readonly lingering = new Set<string>();
+  private readonly lingering = new Map<string, () => void>();
   private readonly server: Server;
   private readonly sweeper: NodeJS.Timeout;
   private readonly kept: KeptBytes;
@@ -116,7 +120,9 @@ export class HttpFront {
   /** The session is over (the session says so once its upstream is closed). */
   forget(sessionId: string): void {
     this.sessions.delete(sessionId);
+    const stopped = this.lingering.get(sessionId);
     this.lingering.delete(sessionId);
+    stopped?.();
   }
 
   close(): Promise<void> {
@@ -324,7 +330,11 @@ export class HttpFront {
   private async delete(req: IncomingMessage, res: ServerResponse, caller: Caller | undefined): Promise<void> {
     const session = this.sessionFor(req.headers['mcp-session-id'], res, null, caller);
     if (!session) return;
-    await this.retire(session);
+    // Its 200 waits for the upstream to stop, unless that waits for tasks: then the slot stays held.
+    const timer = new AbortController();
+    const waited = delay(DELETE_WAITS_MS, undefined, { signal: timer.signal }).catch(() => undefined);
+    await Promise.race([this.retire(session), waited]);
+    timer.abort();
     res.writeHead(200).end();
   }
 
@@ -372,10 +382,14 @@ export class HttpFront {
     return !loopbackListener || isLoopbackHost(req.headers.host ?? '');
   }
 
-  /** Ends a session for its client; its slot is held until its upstream has stopped. */
+  /** Ends a session for its client; its slot is held until its upstream has stopped (then this resolves). */
   private retire(session: HttpSession): Promise<void> {
-    if (this.sessions.delete(session.id)) this.lingering.add(session.id);
-    return session.close();
+    const stopped = new Promise<void>((resolve) => {
+      if (this.sessions.delete(session.id)) this.lingering.set(session.id, resolve);
+      else resolve();
+    });
+    void session.close();
+    return stopped;
   }
 
   private closeIdleSessions(): void {
@@ -395,10 +409,6 @@ function refusedResumption(
 ): [number, null, JsonRpcErrorObject] {
   const refusals = {
     unknown: [404, `No stream to resume for Last-Event-ID "${lastEventId}"`],
-    busy: [
-      409,
-      `Conflict: the stream of Last-Event-ID "${lastEventId}" is still open on its own connection; resume it once that has dropped`,
-    ],
     dropped: [
       410,
       `Gone: events after Last-Event-ID "${lastEventId}" are no longer kept (the replay log is bounded by http.eventLogBytes and http.eventLogTotalBytes)`,

@@ -23,7 +23,7 @@ export interface SessionRetention {
   shared: KeptBytes;
 }
 
-export type Resumption = 'resumed' | 'unknown' | 'busy' | 'dropped';
+export type Resumption = 'resumed' | 'unknown' | 'dropped';
 
 export class HttpSession implements Channel {
   readonly id = randomBytes(16).toString('base64url');
@@ -116,8 +116,7 @@ export class HttpSession implements Channel {
   openStandalone(res: ServerResponse): boolean {
     if (this.standalone?.open) return false;
     this.lastActivity = Date.now();
-    this.standalone = this.newStream(res, () => undefined);
-    res.on('close', () => this.standalone?.abort());
+    this.standalone = this.newStream(res, () => undefined, true);
     this.standalone.begin();
     while (this.queued.length > 0 && this.standalone.open) this.standalone.event(this.queued.shift()!.data);
     return true;
@@ -176,16 +175,22 @@ export class HttpSession implements Channel {
     res.on('close', () => (this.lastActivity = Date.now()));
   }
 
-  private newStream(res: ServerResponse, onDone: () => void): ResponseStream {
+  private newStream(res: ServerResponse, onDone: () => void, endsWithConnection = false): ResponseStream {
     const streamId = `${this.id.slice(0, 8)}${(this.nextStream++).toString(36)}`;
     this.countsAsActivity(res);
-    const stream = new ResponseStream(streamId, res, this.log, () => {
-      this.lastActivity = Date.now();
-      onDone();
-      // A finished stream stays resumable while its events are in the log; one answered with plain JSON
-      // has none to replay.
-      if (!stream.resumable) this.streams.delete(streamId);
-    });
+    const stream = new ResponseStream(
+      streamId,
+      res,
+      this.log,
+      () => {
+        this.lastActivity = Date.now();
+        onDone();
+        // A finished stream stays resumable while its events are in the log; one answered with plain JSON
+        // has none to replay.
+        if (!stream.resumable) this.streams.delete(streamId);
+      },
+      endsWithConnection,
+    );
     this.streams.set(streamId, stream);
     if (this.streams.size > 1_000) this.streams.delete(this.streams.keys().next().value!);
     return stream;

@@ -77,6 +77,7 @@ const progressCall = (id: string, steps: number, intervalMs: number) => ({
 interface SseMessage {
   id?: string | number;
   method?: string;
+  params?: { progress?: number };
   result?: unknown;
   error?: { code: number; message: string };
 }
@@ -262,19 +263,25 @@ describe('request ids and resumption', () => {
     await first.end();
   });
 
-  it('issue 13.11: a GET with Last-Event-ID of a stream still open on its POST is refused; the POST ends with its answer', async () => {
+  it('issue 13.11: a GET with Last-Event-ID of a stream still open on its POST takes it over; the POST ends cleanly', async () => {
     const { url } = await start();
     const sessionId = await openSession(url);
-    const stream = new SseReader(await post(url, progressCall('r1', 5, 100), inSession(sessionId)));
+    const stream = new SseReader(await post(url, progressCall('r1', 5, 200), inSession(sessionId)));
     const eventId = await stream.eventIds.waitFor(() => true, 'a first event id');
     const resumed = await fetch(url, {
       headers: { accept: 'text/event-stream', 'last-event-id': eventId, ...inSession(sessionId) },
     });
-    expect(resumed.status).toBe(409);
-    expect(await resumed.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32600 } });
-    const answer = await stream.messages.waitFor((m) => m.id === 'r1', 'the answer on the POST');
+    expect(resumed.status).toBe(200);
+    await stream.end(5_000);
+    const taken = new SseReader(resumed);
+    const answer = await taken.messages.waitFor((m) => m.id === 'r1', 'the answer on the resumed stream');
     expect(answer.result).toMatchObject({ content: [{ text: 'done 5 steps' }] });
-    await stream.end();
+    await taken.end();
+    // Every message exactly once, across the two.
+    const progress = [...stream.messages.items, ...taken.messages.items]
+      .filter((m) => m.method === 'notifications/progress')
+      .map((m) => m.params?.progress);
+    expect(progress).toEqual([1, 2, 3, 4, 5]);
   });
 });
 
@@ -310,7 +317,7 @@ describe('server processes', () => {
           jsonrpc: '2.0',
           id: `t${cycle}`,
           method: 'tools/call',
-          params: { name: 'sleep', arguments: { ms: 2_000 }, task: {} },
+          params: { name: 'sleep', arguments: { ms: 5_000 }, task: {} },
         },
         inSession(sessionId),
       );
