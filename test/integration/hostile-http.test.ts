@@ -377,13 +377,13 @@ describe('memory kept for clients', () => {
       10_000,
       'a resumption from the last progress event with the answer',
     );
+    const peak = peakRssMib(gateway.child.pid!);
+    console.log(`issue 13.8: taskgate peak RSS ${peak.toFixed(0)} MiB after 300 events of 1 MiB`);
     const early = await fetch(gateway.url, { headers: { ...headers, 'last-event-id': firstId } });
     expect(early.status).toBe(410);
     const refusal = (await early.json()) as SseMessage;
     expect(refusal.error).toMatchObject({ code: -32600 });
     expect(refusal.error!.message).toMatch(/no longer kept/);
-    const peak = peakRssMib(gateway.child.pid!);
-    console.log(`issue 13.8: taskgate peak RSS ${peak.toFixed(0)} MiB after 300 events of 1 MiB`);
     // Kept in full it was over 400 MiB; kept within the bound, about 200 (the rest is garbage not yet swept).
     expect(peak).toBeLessThan(300);
   });
