@@ -38,12 +38,21 @@ export async function startHttpGateway(
   const colon = listen.lastIndexOf(':');
   const policy = new Policy(config);
   const authenticate = createAuthenticator(config.auth);
-  // The operator's pages on the front are behind the same authentication as MCP.
+  // The operator's pages on the front are behind the same authentication as MCP, and for operators only.
+  const admins = new Set(config.auth.adminSubjects);
   const observed = observeTasks(
     tasks,
     metrics,
     logger,
-    authenticate ? { authorize: (req) => !('refused' in authenticate(req)) } : {},
+    authenticate
+      ? {
+          authorize: (req) => {
+            const caller = authenticate(req);
+            if ('refused' in caller) return 'unauthenticated';
+            return admins.has(caller.subject) ? 'allowed' : 'forbidden';
+          },
+        }
+      : {},
   );
   const store = observed.store;
   const audit = countingDenials(createAuditLog(logger, store, config.audit), (subject) =>
@@ -58,6 +67,9 @@ export async function startHttpGateway(
   const admin = config.admin.listen;
   const pagesOnFront = admin === undefined && config.auth.bearerPassthrough === undefined;
   warnOfPlainTokens(config, logger);
+  if (pagesOnFront && authenticate !== undefined && admins.size === 0) {
+    logger.info('no auth.adminSubjects: /metrics and /dashboard on the front answer 403; use --admin-listen');
+  }
   if (admin === undefined && !pagesOnFront) {
     logger.info('auth.bearerPassthrough admits any token: /metrics and /dashboard need --admin-listen');
   }
@@ -71,6 +83,8 @@ export async function startHttpGateway(
       maxSessions: config.http.maxSessions,
       sessionIdleTimeoutMs: config.http.sessionIdleTimeout,
       eventLogSize: config.http.eventLogSize,
+      eventLogBytes: config.http.eventLogBytes,
+      eventLogTotalBytes: config.http.eventLogTotalBytes,
     },
     {
       openSession: async (channel: HttpSession, caller: Caller | undefined) => {

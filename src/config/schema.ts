@@ -120,6 +120,21 @@ export const ConfigSchema = z
         sessionIdleTimeout: milliseconds(MAX_TIMER_MS).default(1_800_000),
         /** SSE events kept per session for resumption (Last-Event-ID). */
         eventLogSize: z.number().int().positive().max(100_000).default(1_000),
+        /**
+         * Bytes of those events kept per session (and, apart, of messages queued for a GET stream not yet
+         * open): past it the oldest are dropped.
+         */
+        eventLogBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(16 * MIB),
+        /** Bytes of events kept by all sessions together: past it the oldest anywhere are dropped. */
+        eventLogTotalBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(256 * MIB),
       })
       .strict()
       .prefault({}),
@@ -201,6 +216,11 @@ export const ConfigSchema = z
           .object({ secret: z.string().min(16) })
           .strict()
           .optional(),
+        /**
+         * The subjects (of `tokens` or `trustedHeader`) who may read /metrics and /dashboard on the front;
+         * other callers get 403. Without any, those pages are served on the admin listener only.
+         */
+        adminSubjects: z.array(z.string().min(1)).default([]),
       })
       .strict()
       .refine(

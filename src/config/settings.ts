@@ -183,6 +183,20 @@ export const SETTINGS: readonly Setting[] = [
     help: 'end a session with no request and no open stream for this long',
   },
   {
+    path: ['http', 'eventLogBytes'],
+    flag: 'event-log-bytes',
+    metavar: 'BYTES',
+    group: 'HTTP front',
+    help: 'SSE events a session keeps for replay (Last-Event-ID), in bytes; the oldest go first',
+  },
+  {
+    path: ['http', 'eventLogTotalBytes'],
+    flag: 'event-log-total-bytes',
+    metavar: 'BYTES',
+    group: 'HTTP front',
+    help: 'SSE events all sessions keep for replay together, in bytes; the oldest anywhere go first',
+  },
+  {
     path: ['shutdownGrace'],
     flag: 'shutdown-grace',
     metavar: 'MS',

@@ -13,11 +13,11 @@ import type { TaskBoard } from './task-board.js';
 export type Routes = (req: IncomingMessage, res: ServerResponse, path: string) => Promise<boolean>;
 
 /**
- * Whether this request may see the operator's pages. taskgate has no authentication yet, so every request
- * that reached here (past the front's Origin and Host checks) may; once the front authenticates clients,
- * the same check goes here.
+ * Whether this request may see the operator's pages: without authentication every request that reached
+ * here (past the Origin and Host checks) may; with it, only an operator.
  */
-export type Authorize = (req: IncomingMessage) => boolean | Promise<boolean>;
+export type Authorize = (req: IncomingMessage) => Verdict | Promise<Verdict>;
+export type Verdict = 'allowed' | 'unauthenticated' | 'forbidden';
 
 export interface OperationsRoutesOptions {
   metrics: Metrics;
@@ -30,15 +30,24 @@ const MIN_REFRESH_MS = 250;
 const MAX_REFRESH_MS = 60_000;
 
 export function operationsRoutes(options: OperationsRoutesOptions): Routes {
-  const { metrics, board, authorize = () => true } = options;
+  const { metrics, board, authorize = () => 'allowed' } = options;
   return async (req, res, path) => {
     if (!PATHS.has(path)) return false;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' }).end('Method not allowed\n');
       return true;
     }
-    if (!(await authorize(req))) {
+    const verdict = await authorize(req);
+    if (verdict === 'unauthenticated') {
       res.writeHead(401, { 'content-type': 'text/plain' }).end('Unauthorized\n');
+      return true;
+    }
+    if (verdict === 'forbidden') {
+      res
+        .writeHead(403, { 'content-type': 'text/plain' })
+        .end(
+          'Forbidden: /metrics and /dashboard are for operators: the subjects named in auth.adminSubjects, or the admin listener (--admin-listen)\n',
+        );
       return true;
     }
     if (path === '/') {

@@ -5,20 +5,118 @@
  */
 import type { ServerResponse } from 'node:http';
 
-/** Events of one session, bounded, for replay after a dropped connection (Last-Event-ID). */
-export class EventLog {
-  private readonly events: { streamId: string; seq: number; data: Buffer | string }[] = [];
+/** The bookkeeping of a message kept for a client: for replay after a dropped connection, or until a stream opens. */
+export interface Kept {
+  readonly bytes: number;
+  /** Set once it is no longer kept (dropped for room, delivered, or its session is over). */
+  released: boolean;
+  readonly holder: { drop(kept: Kept): void };
+}
 
-  constructor(private readonly capacity: number) {}
+/**
+ * The bytes kept for clients across all sessions, bounded: past the bound, the oldest message kept
+ * anywhere is dropped first.
+ */
+export class KeptBytes {
+  private total = 0;
+  private live = 0;
+  /** Everything kept, oldest first; released entries are skipped, and swept out now and then. */
+  private order: Kept[] = [];
+  private head = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  add(kept: Kept): void {
+    this.total += kept.bytes;
+    this.live++;
+    this.order.push(kept);
+    while (this.total > this.maxBytes && this.head < this.order.length) {
+      const oldest = this.order[this.head++]!;
+      if (!oldest.released) oldest.holder.drop(oldest);
+    }
+    if (this.order.length - this.head > 2 * this.live + 1024) {
+      this.order = this.order.slice(this.head).filter((entry) => !entry.released);
+      this.head = 0;
+    }
+  }
+
+  release(kept: Kept): void {
+    if (kept.released) return;
+    kept.released = true;
+    this.total -= kept.bytes;
+    this.live--;
+  }
+}
+
+/** Messages kept by one session, oldest first, bounded by count and by bytes (and by the shared total). */
+export class KeptMessages<T extends { data: Buffer | string }> {
+  private readonly items: { value: T; kept: Kept }[] = [];
+  private bytes = 0;
+
+  constructor(
+    private readonly maxCount: number,
+    private readonly maxBytes: number,
+    private readonly shared: KeptBytes,
+  ) {}
+
+  get length(): number {
+    return this.items.length;
+  }
+
+  get all(): T[] {
+    return this.items.map((item) => item.value);
+  }
+
+  push(value: T): void {
+    const bytes = typeof value.data === 'string' ? Buffer.byteLength(value.data) : value.data.length;
+    const kept: Kept = { bytes, released: false, holder: this };
+    this.items.push({ value, kept });
+    this.bytes += bytes;
+    this.shared.add(kept);
+    while (this.items.length > this.maxCount || this.bytes > this.maxBytes) this.shift();
+  }
+
+  /** Takes the oldest message out. */
+  shift(): T | undefined {
+    const item = this.items.shift();
+    if (item) this.forget(item.kept);
+    return item?.value;
+  }
+
+  drop(kept: Kept): void {
+    const at = this.items[0]?.kept === kept ? 0 : this.items.findIndex((item) => item.kept === kept);
+    if (at !== -1) this.forget(this.items.splice(at, 1)[0]!.kept);
+  }
+
+  clear(): void {
+    for (const item of this.items.splice(0)) this.forget(item.kept);
+  }
+
+  private forget(kept: Kept): void {
+    this.bytes -= kept.bytes;
+    this.shared.release(kept);
+  }
+}
+
+/** Events of one session, for replay after a dropped connection (Last-Event-ID). */
+export class EventLog {
+  private readonly events: KeptMessages<{ streamId: string; seq: number; data: Buffer | string }>;
+
+  constructor(maxCount: number, maxBytes: number, shared: KeptBytes) {
+    this.events = new KeptMessages(maxCount, maxBytes, shared);
+  }
 
   append(streamId: string, seq: number, data: Buffer | string): void {
     this.events.push({ streamId, seq, data });
-    if (this.events.length > this.capacity) this.events.shift();
   }
 
   /** The events of a stream after the given sequence number, in order. */
   after(streamId: string, seq: number): { seq: number; data: Buffer | string }[] {
-    return this.events.filter((event) => event.streamId === streamId && event.seq > seq);
+    return this.events.all.filter((event) => event.streamId === streamId && event.seq > seq);
+  }
+
+  clear(): void {
+    this.events.clear();
   }
 }
 
@@ -42,12 +140,19 @@ export class ResponseStream {
     sink: ServerResponse,
     private readonly log: EventLog,
     private readonly onDone: () => void,
+    /** A GET stream is over when its connection drops (its missed events can still be replayed). */
+    private readonly endsWithConnection = false,
   ) {
     this.attach(sink);
   }
 
   get open(): boolean {
     return this.mode !== 'done';
+  }
+
+  /** Still being sent on a connection (not over, nor waiting for a GET to resume it). */
+  get attached(): boolean {
+    return this.mode !== 'done' && this.sink !== undefined;
   }
 
   /** It sent events (kept in the log), so a GET with Last-Event-ID may pick it up. */
@@ -72,11 +177,14 @@ export class ResponseStream {
     if (this.sink) writeEvent(this.sink, eventId(this.streamId, this.seq), data);
   }
 
-  /** The last message: as JSON if nothing was sent before it, else as the last event. */
-  finish(data: Buffer | string): void {
+  /**
+   * The last message: as JSON if nothing was sent before it (with this HTTP status), else as the last
+   * event.
+   */
+  finish(data: Buffer | string, status = 200): void {
     if (this.mode === 'done') return;
     if (this.mode === 'undecided' && this.sink) {
-      this.sink.writeHead(200, { 'content-type': 'application/json' });
+      this.sink.writeHead(status, { 'content-type': 'application/json' });
       this.sink.end(data);
     } else {
       this.event(data);
@@ -86,24 +194,35 @@ export class ResponseStream {
     this.onDone();
   }
 
-  /** A GET with Last-Event-ID resumes the stream: missed events first, then what is still to come. */
-  resume(sink: ServerResponse, afterSeq: number): void {
+  /**
+   * A GET with Last-Event-ID resumes the stream: missed events first, then what is still to come. The
+   * connection it was still sent on, if any, ends there (a client resumes one it lost, maybe before
+   * taskgate noticed). Refused when the log no longer holds all the events it missed.
+   */
+  resume(sink: ServerResponse, afterSeq: number): 'resumed' | 'dropped' {
+    const missed = this.log.after(this.streamId, afterSeq);
+    const expected = Math.max(0, this.seq - afterSeq);
+    if (missed.length < expected) return 'dropped';
+    if (this.attached) this.sink?.end();
     sink.writeHead(200, SSE_HEADERS);
     sink.flushHeaders();
-    for (const event of this.log.after(this.streamId, afterSeq)) {
-      writeEvent(sink, eventId(this.streamId, event.seq), event.data);
-    }
+    for (const event of missed) writeEvent(sink, eventId(this.streamId, event.seq), event.data);
     if (this.mode === 'done') {
       sink.end();
-      return;
+      return 'resumed';
     }
     this.mode = 'sse';
     this.attach(sink);
+    return 'resumed';
   }
 
-  /** Ends the stream without a final message (the session is over). */
+  /**
+   * Ends the stream without a final message (the session is over, or the request was cancelled): a
+   * response not yet begun becomes an SSE stream without events, a valid answer that carries nothing.
+   */
   abort(): void {
     if (this.mode === 'done') return;
+    this.begin();
     this.mode = 'done';
     this.sink?.end();
     this.onDone();
@@ -112,8 +231,11 @@ export class ResponseStream {
   private attach(sink: ServerResponse): void {
     this.sink = sink;
     sink.on('close', () => {
-      // The connection dropped: keep logging events, a GET with Last-Event-ID may pick them up.
-      if (this.sink === sink) this.sink = undefined;
+      if (this.sink !== sink) return;
+      // The connection dropped: keep logging events, a GET with Last-Event-ID may pick them up. A stream
+      // that sent none has no id to resume by, so it is over.
+      this.sink = undefined;
+      if (this.mode === 'undecided' || this.endsWithConnection) this.abort();
     });
   }
 }

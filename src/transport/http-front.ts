@@ -6,12 +6,14 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ErrorCode, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { parseFrame } from '../protocol/frames.js';
 import { classify, salvageId, type RequestId } from '../protocol/messages.js';
 import type { Authentication } from '../security/auth.js';
-import { HttpSession } from './http-session.js';
+import { KeptBytes } from './event-stream.js';
+import { HttpSession, type Resumption } from './http-session.js';
 import { isLoopbackHost } from '../security/loopback.js';
 
 /**
@@ -20,6 +22,9 @@ import { isLoopbackHost } from '../security/loopback.js';
  * SYNs and clients saw resets and connect timeouts (test/integration/load.test.ts).
  */
 const LISTEN_BACKLOG = 4096;
+
+/** How long a DELETE waits for the session's upstream to stop, so that its 200 means the slot is free. */
+const DELETE_WAITS_MS = 1_000;
 
 /** An authenticated caller: the binding key of its tasks, and who it is for the logs. */
 export type Caller = Extract<Authentication, { identity: string }>;
@@ -35,6 +40,8 @@ export interface HttpFrontOptions {
   maxSessions: number;
   sessionIdleTimeoutMs: number;
   eventLogSize: number;
+  eventLogBytes: number;
+  eventLogTotalBytes: number;
 }
 
 export interface HttpFrontHooks {
@@ -60,8 +67,14 @@ export interface HttpFrontHooks {
 
 export class HttpFront {
   private readonly sessions = new Map<string, HttpSession>();
+  /**
+   * Sessions over for their client whose upstream still runs, finishing their tasks: each holds a
+   * max-sessions slot until its upstream has stopped (`forget`), so that the limit bounds servers too.
+   */
+  private readonly lingering = new Map<string, () => void>();
   private readonly server: Server;
   private readonly sweeper: NodeJS.Timeout;
+  private readonly kept: KeptBytes;
   private opening = 0;
   private closing: Promise<void> | undefined;
 
@@ -83,6 +96,7 @@ export class HttpFront {
         });
       },
     );
+    this.kept = new KeptBytes(options.eventLogTotalBytes);
     this.sweeper = setInterval(
       () => this.closeIdleSessions(),
       Math.min(60_000, options.sessionIdleTimeoutMs),
@@ -106,6 +120,9 @@ export class HttpFront {
   /** The session is over (the session says so once its upstream is closed). */
   forget(sessionId: string): void {
     this.sessions.delete(sessionId);
+    const stopped = this.lingering.get(sessionId);
+    this.lingering.delete(sessionId);
+    stopped?.();
   }
 
   close(): Promise<void> {
@@ -221,8 +238,16 @@ export class HttpFront {
       caller,
     );
     if (!session) return;
-    if (message.kind === 'request') return session.request(message.msg.id, body, res);
-    session.accept(body);
+    if (message.kind === 'request') {
+      if (!session.request(message.msg.id, body, res)) {
+        reply(res, 409, message.msg.id, {
+          code: ErrorCode.InvalidRequest,
+          message: `Conflict: request id ${JSON.stringify(message.msg.id)} is already in use by a request in flight in this session`,
+        });
+      }
+      return;
+    }
+    session.accept(body, message.kind === 'notification' ? message.msg : undefined);
     res.writeHead(202).end();
   }
 
@@ -239,15 +264,27 @@ export class HttpFront {
         message: 'Service Unavailable: taskgate is shutting down and takes no new sessions',
       });
     }
-    if (this.sessions.size + this.opening >= this.options.maxSessions) {
+    const lingering = this.lingering.size;
+    if (this.sessions.size + this.opening + lingering >= this.options.maxSessions) {
       this.hooks.sessionRefused?.();
       res.setHeader('retry-after', '5');
+      const why =
+        lingering === 0
+          ? ''
+          : `, ${lingering} of them by ended sessions whose upstream servers are still finishing tasks`;
       return reply(res, 503, id, {
         code: ErrorCode.LimitExceeded,
-        message: `Service Unavailable: all ${this.options.maxSessions} sessions are in use (max-sessions)`,
+        message: `Service Unavailable: all ${this.options.maxSessions} sessions are in use (max-sessions)${why}`,
       });
     }
-    const session = new HttpSession(this.options.eventLogSize, caller?.identity);
+    const session = new HttpSession(
+      {
+        eventLogSize: this.options.eventLogSize,
+        eventLogBytes: this.options.eventLogBytes,
+        shared: this.kept,
+      },
+      caller?.identity,
+    );
     this.opening++;
     try {
       await this.hooks.openSession(session, caller);
@@ -261,8 +298,10 @@ export class HttpFront {
       this.opening--;
     }
     this.sessions.set(session.id, session);
-    res.setHeader('mcp-session-id', session.id);
-    session.request(id, body, res);
+    session.initialize(id, body, res, () => {
+      this.sessions.delete(session.id);
+      void session.close();
+    });
   }
 
   private get(req: IncomingMessage, res: ServerResponse, caller: Caller | undefined): void {
@@ -276,12 +315,8 @@ export class HttpFront {
     if (!session) return;
     const lastEventId = req.headers['last-event-id'];
     if (typeof lastEventId === 'string') {
-      if (!session.resume(lastEventId, res)) {
-        reply(res, 404, null, {
-          code: ErrorCode.InvalidRequest,
-          message: `No stream to resume for Last-Event-ID "${lastEventId}"`,
-        });
-      }
+      const resumption = session.resume(lastEventId, res);
+      if (resumption !== 'resumed') reply(res, ...refusedResumption(resumption, lastEventId));
       return;
     }
     if (!session.openStandalone(res)) {
@@ -295,8 +330,11 @@ export class HttpFront {
   private async delete(req: IncomingMessage, res: ServerResponse, caller: Caller | undefined): Promise<void> {
     const session = this.sessionFor(req.headers['mcp-session-id'], res, null, caller);
     if (!session) return;
-    await session.close();
-    this.sessions.delete(session.id);
+    // Its 200 waits for the upstream to stop, unless that waits for tasks: then the slot stays held.
+    const timer = new AbortController();
+    const waited = delay(DELETE_WAITS_MS, undefined, { signal: timer.signal }).catch(() => undefined);
+    await Promise.race([this.retire(session), waited]);
+    timer.abort();
     res.writeHead(200).end();
   }
 
@@ -344,16 +382,40 @@ export class HttpFront {
     return !loopbackListener || isLoopbackHost(req.headers.host ?? '');
   }
 
+  /** Ends a session for its client; its slot is held until its upstream has stopped (then this resolves). */
+  private retire(session: HttpSession): Promise<void> {
+    const stopped = new Promise<void>((resolve) => {
+      if (this.sessions.delete(session.id)) this.lingering.set(session.id, resolve);
+      else resolve();
+    });
+    void session.close();
+    return stopped;
+  }
+
   private closeIdleSessions(): void {
     const before = Date.now() - this.options.sessionIdleTimeoutMs;
     for (const session of this.sessions.values()) {
       if (session.openStreams === 0 && session.lastActivity < before) {
         this.logger.info({ session: session.id }, 'ending an idle session');
-        void session.close();
-        this.sessions.delete(session.id);
+        void this.retire(session);
       }
     }
   }
+}
+
+function refusedResumption(
+  why: Exclude<Resumption, 'resumed'>,
+  lastEventId: string,
+): [number, null, JsonRpcErrorObject] {
+  const refusals = {
+    unknown: [404, `No stream to resume for Last-Event-ID "${lastEventId}"`],
+    dropped: [
+      410,
+      `Gone: events after Last-Event-ID "${lastEventId}" are no longer kept (the replay log is bounded by http.eventLogBytes and http.eventLogTotalBytes)`,
+    ],
+  } as const;
+  const [status, message] = refusals[why];
+  return [status, null, { code: ErrorCode.InvalidRequest, message }];
 }
 
 function accepts(req: IncomingMessage, type: string): boolean {

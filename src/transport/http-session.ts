@@ -6,11 +6,24 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { idKey, type RequestId } from '../protocol/messages.js';
+import { toJsonRpcError } from '../protocol/errors.js';
+import { errorResponse, idKey, type Notification, type RequestId } from '../protocol/messages.js';
 import type { Channel, ChannelHandlers, Route } from './channel.js';
-import { EventLog, ResponseStream, parseEventId } from './event-stream.js';
+import { EventLog, type KeptBytes, KeptMessages, ResponseStream, parseEventId } from './event-stream.js';
 
 const MAX_QUEUED = 1_000;
+
+/** How many bytes of messages a session keeps for its client, for replay and until a stream opens. */
+export interface SessionRetention {
+  /** SSE events kept for replay (Last-Event-ID). */
+  eventLogSize: number;
+  /** Bytes of those, and (separately) of messages queued for a GET stream not yet open. */
+  eventLogBytes: number;
+  /** What all sessions keep together. */
+  shared: KeptBytes;
+}
+
+export type Resumption = 'resumed' | 'unknown' | 'dropped';
 
 export class HttpSession implements Channel {
   readonly id = randomBytes(16).toString('base64url');
@@ -18,80 +31,114 @@ export class HttpSession implements Channel {
   private readonly byRequest = new Map<string | number, ResponseStream>();
   private readonly streams = new Map<string, ResponseStream>();
   private standalone: ResponseStream | undefined;
-  private readonly queued: (Buffer | string)[] = [];
+  private readonly queued: KeptMessages<{ data: Buffer | string }>;
   private readonly log: EventLog;
   private nextStream = 0;
   private closed = false;
+  /** The session's own initialize while it is unanswered, and what to do if it fails. */
+  private opening: { key: string | number; res: ServerResponse; failed: () => void } | undefined;
   lastActivity = Date.now();
 
   constructor(
-    eventLogSize: number,
+    retention: SessionRetention,
     /** The identity that opened the session; only it may use the session. */
     readonly identity?: string,
   ) {
-    this.log = new EventLog(eventLogSize);
+    this.log = new EventLog(retention.eventLogSize, retention.eventLogBytes, retention.shared);
+    this.queued = new KeptMessages(MAX_QUEUED, retention.eventLogBytes, retention.shared);
   }
 
   get isClosed(): boolean {
     return this.closed;
   }
 
-  /** Streams still open (a session with none and no activity for a while is idle). */
+  /**
+   * Streams still open on a connection (a session with none and no activity for a while is idle; one whose
+   * client dropped it waits for a resumption only that long).
+   */
   get openStreams(): number {
-    return this.byRequest.size + (this.standalone?.open ? 1 : 0);
+    let open = this.standalone?.open ? 1 : 0;
+    for (const stream of this.byRequest.values()) if (stream.attached) open++;
+    return open;
   }
 
   start(handlers: ChannelHandlers): void {
     this.handlers = handlers;
   }
 
-  /** A POSTed request: its answer (and anything related) goes on this response. */
-  request(id: RequestId, raw: Buffer, res: ServerResponse): void {
+  /**
+   * The initialize that opens the session. Its answer carries the session id; when it is an error, the
+   * id is kept back and `failed` ends the session at once.
+   */
+  initialize(id: RequestId, raw: Buffer, res: ServerResponse, failed: () => void): void {
+    res.setHeader('mcp-session-id', this.id);
+    this.opening = { key: idKey(id), res, failed };
+    this.request(id, raw, res);
+  }
+
+  /**
+   * A POSTed request: its answer (and anything related) goes on this response. False, and nothing done,
+   * when a request with this id is still in flight.
+   */
+  request(id: RequestId, raw: Buffer, res: ServerResponse): boolean {
     this.lastActivity = Date.now();
     const key = idKey(id);
+    if (this.byRequest.has(key)) return false;
     const stream = this.newStream(res, () => {
       if (this.byRequest.get(key) === stream) this.byRequest.delete(key);
     });
     this.byRequest.set(key, stream);
-    this.handlers?.message(raw);
+    try {
+      this.handlers?.message(raw);
+    } catch (error) {
+      // A bug on the way in: the request gets its own error, and its stream ends with it.
+      this.answer(key, JSON.stringify(errorResponse(id, toJsonRpcError(error))), 500);
+      throw error;
+    }
+    return true;
   }
 
-  /** A POSTed notification or response: accepted (202) at once. */
-  accept(raw: Buffer): void {
+  /**
+   * A POSTed notification or response: accepted (202) at once. A cancelled request gets no answer (MCP
+   * cancellation), so its stream ends here, empty.
+   */
+  accept(raw: Buffer, notification?: Notification): void {
     this.lastActivity = Date.now();
     this.handlers?.message(raw);
+    const cancelled = notification?.method === 'notifications/cancelled' && notification.params?.requestId;
+    if (typeof cancelled !== 'string' && typeof cancelled !== 'number') return;
+    const key = idKey(cancelled);
+    // initialize cannot be cancelled.
+    if (key !== this.opening?.key) this.byRequest.get(key)?.abort();
   }
 
   /** GET: the standalone stream for messages not tied to a request. False when one is already open. */
   openStandalone(res: ServerResponse): boolean {
     if (this.standalone?.open) return false;
     this.lastActivity = Date.now();
-    this.standalone = this.newStream(res, () => undefined);
-    res.on('close', () => this.standalone?.abort());
+    this.standalone = this.newStream(res, () => undefined, true);
     this.standalone.begin();
-    while (this.queued.length > 0 && this.standalone.open) this.standalone.event(this.queued.shift()!);
+    while (this.queued.length > 0 && this.standalone.open) this.standalone.event(this.queued.shift()!.data);
     return true;
   }
 
-  /** GET with Last-Event-ID: false when the id names no stream of this session. */
-  resume(lastEventId: string, res: ServerResponse): boolean {
+  /** GET with Last-Event-ID: picks up the stream the id names, unless it cannot be (why not, then). */
+  resume(lastEventId: string, res: ServerResponse): Resumption {
     const at = parseEventId(lastEventId);
     const stream = at && this.streams.get(at.streamId);
-    if (!at || !stream) return false;
-    stream.resume(res, at.seq);
-    return true;
+    if (!at || !stream) return 'unknown';
+    const resumption = stream.resume(res, at.seq);
+    if (resumption === 'resumed') this.countsAsActivity(res);
+    return resumption;
   }
 
   sendRaw(raw: Buffer | string, route?: Route): void {
     if (this.closed) return;
-    if (route && 'responseTo' in route) {
-      this.byRequest.get(idKey(route.responseTo))?.finish(raw);
-      return;
-    }
+    if (route && 'responseTo' in route) return this.answer(idKey(route.responseTo), raw);
     const related = route && this.byRequest.get(idKey(route.relatedTo));
     const stream = related ?? (this.standalone?.open ? this.standalone : this.newestRequestStream());
     if (stream) stream.event(raw);
-    else if (this.queued.length < MAX_QUEUED) this.queued.push(raw);
+    else this.queued.push({ data: raw });
   }
 
   send(message: object, route?: Route): void {
@@ -104,19 +151,46 @@ export class HttpSession implements Channel {
     this.closed = true;
     for (const stream of [...this.byRequest.values(), ...(this.standalone ? [this.standalone] : [])])
       stream.abort();
+    this.log.clear();
+    this.queued.clear();
     const handlers = this.handlers;
     this.handlers = undefined;
     handlers?.closed({ reason: 'the client ended the HTTP session' });
   }
 
-  private newStream(res: ServerResponse, onDone: () => void): ResponseStream {
+  /** The final message for a request: a failed initialize ends the session, its id never given out. */
+  private answer(key: string | number, raw: Buffer | string, status?: number): void {
+    const stream = this.byRequest.get(key);
+    const opening = this.opening;
+    if (opening?.key !== key) return stream?.finish(raw, status);
+    this.opening = undefined;
+    if (!isError(raw)) return stream?.finish(raw, status);
+    if (!opening.res.headersSent) opening.res.removeHeader('mcp-session-id');
+    stream?.finish(raw, status);
+    opening.failed();
+  }
+
+  /** Idleness counts from the end of the last stream, or from when its connection dropped. */
+  private countsAsActivity(res: ServerResponse): void {
+    res.on('close', () => (this.lastActivity = Date.now()));
+  }
+
+  private newStream(res: ServerResponse, onDone: () => void, endsWithConnection = false): ResponseStream {
     const streamId = `${this.id.slice(0, 8)}${(this.nextStream++).toString(36)}`;
-    const stream = new ResponseStream(streamId, res, this.log, () => {
-      onDone();
-      // A finished stream stays resumable while its events are in the log; one answered with plain JSON
-      // has none to replay.
-      if (!stream.resumable) this.streams.delete(streamId);
-    });
+    this.countsAsActivity(res);
+    const stream = new ResponseStream(
+      streamId,
+      res,
+      this.log,
+      () => {
+        this.lastActivity = Date.now();
+        onDone();
+        // A finished stream stays resumable while its events are in the log; one answered with plain JSON
+        // has none to replay.
+        if (!stream.resumable) this.streams.delete(streamId);
+      },
+      endsWithConnection,
+    );
     this.streams.set(streamId, stream);
     if (this.streams.size > 1_000) this.streams.delete(this.streams.keys().next().value!);
     return stream;
@@ -126,5 +200,15 @@ export class HttpSession implements Channel {
     let newest: ResponseStream | undefined;
     for (const stream of this.byRequest.values()) newest = stream;
     return newest;
+  }
+}
+
+/** Whether a response is an error (only the session's initialize is looked at this way: it is small). */
+function isError(raw: Buffer | string): boolean {
+  try {
+    const value: unknown = JSON.parse(typeof raw === 'string' ? raw : raw.toString('utf8'));
+    return typeof value === 'object' && value !== null && 'error' in value;
+  } catch {
+    return true;
   }
 }

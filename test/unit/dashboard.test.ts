@@ -8,7 +8,7 @@ import { startAdminListener, parseListen, type AdminListener } from '../../src/o
 import { escapeHtml, formatDuration, renderDashboard } from '../../src/observability/dashboard.js';
 import { Metrics } from '../../src/observability/metrics.js';
 import { observeTasks } from '../../src/observability/observe.js';
-import { operationsRoutes } from '../../src/observability/routes.js';
+import { operationsRoutes, type Verdict } from '../../src/observability/routes.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { BUCKET_MS, HISTORY_BUCKETS, TaskBoard } from '../../src/observability/task-board.js';
 import type { TaskRecord } from '../../src/tasks/state.js';
@@ -218,7 +218,7 @@ describe('the admin listener', () => {
     });
   }
 
-  async function start(authorize?: () => boolean): Promise<TaskBoard> {
+  async function start(authorize?: () => Verdict): Promise<TaskBoard> {
     const board = new TaskBoard();
     const metrics = new Metrics({ defaultMetrics: false });
     const routes = operationsRoutes({ metrics, board, ...(authorize ? { authorize } : {}) });
@@ -267,8 +267,13 @@ describe('the admin listener', () => {
     expect((await get('/nothing')).status).toBe(404);
     expect((await get('/dashboard', { host: 'evil.example:80' })).status).toBe(403);
     await admin!.close();
-    await start(() => false);
+    await start(() => 'unauthenticated');
     expect((await get('/dashboard')).status).toBe(401);
+    await admin!.close();
+    await start(() => 'forbidden');
+    const forbidden = await get('/dashboard');
+    expect(forbidden.status).toBe(403);
+    expect(forbidden.body).toMatch(/for operators.*auth\.adminSubjects/);
     expect((await get('/healthz')).status).toBe(200);
   });
 
@@ -276,9 +281,9 @@ describe('the admin listener', () => {
     const store = new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1_000 });
     const metrics = new Metrics({ defaultMetrics: false });
     const seen: string[] = [];
-    const authorize = (req: IncomingMessage): boolean => {
+    const authorize = (req: IncomingMessage): Verdict => {
       seen.push(req.url ?? '');
-      return req.headers.authorization === 'Bearer operator';
+      return req.headers.authorization === 'Bearer operator' ? 'allowed' : 'unauthenticated';
     };
     const observed = observeTasks(store, metrics, { debug: () => undefined } as never, { authorize });
     admin = await startAdminListener('127.0.0.1:0', observed.routes, { error: () => undefined } as never);

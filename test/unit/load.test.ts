@@ -26,7 +26,7 @@ describe('resolveConfig', () => {
       clientTasks: true,
       upstreamRestart: { enabled: true, delay: 500, maxDelay: 30_000, holdRequests: 10_000 },
       admin: {},
-      auth: { tokens: [] },
+      auth: { tokens: [], adminSubjects: [] },
       limits: {
         maxLiveTasks: 100,
         taskCreationRate: 10,
@@ -41,6 +41,8 @@ describe('resolveConfig', () => {
         maxSessions: 100,
         sessionIdleTimeout: 1_800_000,
         eventLogSize: 1_000,
+        eventLogBytes: 16 * 1024 * 1024,
+        eventLogTotalBytes: 256 * 1024 * 1024,
       },
       tools: [],
     });
