@@ -9,6 +9,13 @@ import {
   TaskNotFoundError,
   TaskStoreUnavailableError,
 } from '../tasks/errors.js';
+import {
+  HeaderMismatchError,
+  InvalidMetaError,
+  MissingCapabilityError,
+  RequestStateError,
+  UnsupportedVersionError,
+} from './modern/errors.js';
 
 export const ErrorCode = {
   ParseError: -32700,
@@ -24,6 +31,12 @@ export const ErrorCode = {
   StoreUnavailable: -32002,
   /** Implementation-defined server error: the client can no longer answer what the server asked it. */
   ClientUnavailable: -32003,
+  /** 2026-07-28: Streamable HTTP routing headers missing, malformed, or not matching the body (HTTP 400). */
+  HeaderMismatch: -32020,
+  /** 2026-07-28: serving the request needs a client capability the request did not declare (HTTP 400). */
+  MissingRequiredClientCapability: -32021,
+  /** 2026-07-28: the request's protocol version is not served; `data` has `supported` and `requested`. */
+  UnsupportedProtocolVersion: -32022,
 } as const;
 
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -83,5 +96,23 @@ export function toJsonRpcError(error: unknown): JsonRpcErrorObject {
       message: 'Task store unavailable: retry later, or call the tool without a task',
     };
   }
+  if (error instanceof InvalidMetaError || error instanceof RequestStateError) {
+    return { code: ErrorCode.InvalidParams, message: error.message };
+  }
+  if (error instanceof UnsupportedVersionError) {
+    return {
+      code: ErrorCode.UnsupportedProtocolVersion,
+      message: error.message,
+      data: { supported: [...error.supported], requested: error.requested },
+    };
+  }
+  if (error instanceof MissingCapabilityError) {
+    return {
+      code: ErrorCode.MissingRequiredClientCapability,
+      message: error.message,
+      data: { requiredCapabilities: error.required },
+    };
+  }
+  if (error instanceof HeaderMismatchError) return { code: ErrorCode.HeaderMismatch, message: error.message };
   return { code: ErrorCode.InternalError, message: 'Internal error in taskgate' };
 }

@@ -1,0 +1,133 @@
+import { describe, expect, it } from 'vitest';
+import { toJsonRpcError } from '../../src/protocol/errors.js';
+import type { Checked } from '../../src/protocol/modern/errors.js';
+import { checkModernHeaders, type HeaderMap } from '../../src/protocol/modern/headers.js';
+import { PROTOCOL_VERSION_META } from '../../src/protocol/modern/meta.js';
+
+const META = { [PROTOCOL_VERSION_META]: '2026-07-28' };
+const call = { method: 'tools/call', params: { name: 'get_weather', arguments: {}, _meta: META } };
+const good: HeaderMap = {
+  'mcp-protocol-version': '2026-07-28',
+  'mcp-method': 'tools/call',
+  'mcp-name': 'get_weather',
+};
+const base64 = (text: string) => `=?base64?${Buffer.from(text).toString('base64')}?=`;
+
+function mismatch(checked: Checked<void>) {
+  if (checked.ok) throw new Error('expected a refusal');
+  return { ...toJsonRpcError(checked.error), status: checked.error.httpStatus };
+}
+
+describe('checkModernHeaders', () => {
+  it('accepts headers that mirror the body', () => {
+    expect(checkModernHeaders(good, call).ok).toBe(true);
+  });
+
+  it('2026-07-28 streamable-http Case Sensitivity: header names MUST be compared case-insensitively', () => {
+    const headers = {
+      'MCP-Protocol-Version': '2026-07-28',
+      'Mcp-Method': 'tools/call',
+      'MCP-NAME': 'get_weather',
+    };
+    expect(checkModernHeaders(headers, call).ok).toBe(true);
+  });
+
+  it('2026-07-28 streamable-http Protocol Version Header: a value not matching _meta MUST be -32020 with HTTP 400', () => {
+    expect(mismatch(checkModernHeaders({ ...good, 'mcp-protocol-version': '2025-11-25' }, call))).toEqual({
+      code: -32020,
+      message:
+        "Header mismatch: MCP-Protocol-Version header value '2025-11-25' does not match body value '2026-07-28'",
+      status: 400,
+    });
+  });
+
+  it.each(['mcp-protocol-version', 'mcp-method', 'mcp-name'])(
+    '2026-07-28 streamable-http Server Validation: a missing required header %s MUST be -32020',
+    (name) => {
+      const { [name]: _dropped, ...headers } = good;
+      const error = mismatch(checkModernHeaders(headers, call));
+      expect(error).toMatchObject({ code: -32020, status: 400 });
+      expect(error.message.toLowerCase()).toContain(`${name} is missing`);
+    },
+  );
+
+  it('2026-07-28 streamable-http Server Validation: Mcp-Method MUST match the body method', () => {
+    expect(mismatch(checkModernHeaders({ ...good, 'mcp-method': 'tools/list' }, call))).toMatchObject({
+      code: -32020,
+      message: "Header mismatch: Mcp-Method header value 'tools/list' does not match body value 'tools/call'",
+    });
+  });
+
+  it('2026-07-28 streamable-http Server Validation: Mcp-Name MUST match params.name (spec example)', () => {
+    const body = { method: 'prompts/get', params: { name: 'bar', _meta: META } };
+    const headers = { ...good, 'mcp-method': 'prompts/get', 'mcp-name': 'foo' };
+    expect(mismatch(checkModernHeaders(headers, body)).message).toBe(
+      "Header mismatch: Mcp-Name header value 'foo' does not match body value 'bar'",
+    );
+  });
+
+  it('2026-07-28 streamable-http Standard Request Headers: Mcp-Name mirrors params.uri on resources/read', () => {
+    const uri = 'file:///projects/myapp/config.json';
+    const body = { method: 'resources/read', params: { uri, _meta: META } };
+    const headers = { ...good, 'mcp-method': 'resources/read', 'mcp-name': uri };
+    expect(checkModernHeaders(headers, body).ok).toBe(true);
+    expect(checkModernHeaders({ ...headers, 'mcp-name': 'file:///other' }, body).ok).toBe(false);
+  });
+
+  it.each(['tasks/get', 'tasks/update', 'tasks/cancel'])(
+    'ext-tasks Streamable HTTP Routing Headers: %s MUST carry Mcp-Name = params.taskId',
+    (method) => {
+      const body = { method, params: { taskId: 'abc', _meta: META } };
+      const headers = { ...good, 'mcp-method': method, 'mcp-name': 'abc' };
+      expect(checkModernHeaders(headers, body).ok).toBe(true);
+      expect(checkModernHeaders({ ...headers, 'mcp-name': 'other' }, body).ok).toBe(false);
+      const { 'mcp-name': _dropped, ...without } = headers;
+      expect(checkModernHeaders(without, body).ok).toBe(false);
+    },
+  );
+
+  it('methods without a name need no Mcp-Name', () => {
+    const body = { method: 'tools/list', params: { _meta: META } };
+    expect(
+      checkModernHeaders({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' }, body).ok,
+    ).toBe(true);
+  });
+
+  it('2026-07-28 streamable-http Value Encoding: servers MUST decode a Base64 Mcp-Name before comparing', () => {
+    const body = { ...call, params: { ...call.params, name: 'Hello, 世界' } };
+    expect(checkModernHeaders({ ...good, 'mcp-name': base64('Hello, 世界') }, body).ok).toBe(true);
+    expect(checkModernHeaders({ ...good, 'mcp-name': base64('Hello') }, body).ok).toBe(false);
+    const literal = { ...call, params: { ...call.params, name: '=?base64?literal?=' } };
+    expect(checkModernHeaders({ ...good, 'mcp-name': base64('=?base64?literal?=') }, literal).ok).toBe(true);
+  });
+
+  it.each([
+    ['invalid base64', '=?base64?not base64!?='],
+    ['bytes that are not UTF-8', `=?base64?${Buffer.from([0xff, 0xfe]).toString('base64')}?=`],
+    ['characters outside the header-safe set', 'get_weather\u0001'],
+  ])(
+    '2026-07-28 streamable-http Server Validation: a malformed header value (%s) MUST be -32020',
+    (_, value) => {
+      expect(mismatch(checkModernHeaders({ ...good, 'mcp-name': value }, call))).toMatchObject({
+        code: -32020,
+      });
+    },
+  );
+
+  it('a header given twice is malformed', () => {
+    expect(
+      mismatch(checkModernHeaders({ ...good, 'mcp-method': ['tools/call', 'tools/call'] }, call)).message,
+    ).toContain('more than once');
+  });
+
+  it('leaves a body without the mirrored fields to the _meta and params checks (-32602)', () => {
+    expect(checkModernHeaders(good, { method: 'tools/call', params: {} }).ok).toBe(true);
+  });
+
+  it('clips long values in the message', () => {
+    const long = 'x'.repeat(5000);
+    expect(mismatch(checkModernHeaders({ ...good, 'mcp-name': long }, call)).message.length).toBeLessThan(
+      600,
+    );
+  });
+});
