@@ -29,7 +29,7 @@ import {
   type RequestId,
   type Response,
 } from '../protocol/messages.js';
-import { idOfResultFrame, parseFrame } from '../protocol/frames.js';
+import { MAX_NESTING, TooDeepError, idOfUnparsable, parseFrame } from '../protocol/frames.js';
 import { ClientTasks } from '../tasks/client-tasks.js';
 import type { Lifecycle } from '../lifecycle.js';
 import type { AuditLog } from '../observability/audit.js';
@@ -105,9 +105,6 @@ export interface SessionEvents {
   /** The session is over: the client went away or close() was called; the upstream channel is closed. */
   closed(): Promise<void> | void;
 }
-
-/** Below this size parsing costs less than it saves to skip it. */
-const SNIFF_MIN_BYTES = 16 * 1024;
 
 /** The client capability a server-to-client request needs. */
 const CAPABILITY_FOR: Record<string, string | undefined> = {
@@ -283,9 +280,8 @@ export class Session {
       value = parseFrame(raw, 'the client');
       message = classify(value);
     } catch (error) {
-      const id = salvageId(value);
-      this.respond(id, errorResponse(id, toJsonRpcError(error)));
-      return;
+      const parsed = error instanceof TooDeepError ? error.value : value;
+      return this.refuseFromClient(error, parsed);
     }
     switch (message.kind) {
       case 'request':
@@ -295,6 +291,17 @@ export class Session {
       case 'response':
         return this.clientResponse(message.msg, raw);
     }
+  }
+
+  /** A client message taskgate cannot take: one error, to its id when it has one. */
+  private refuseFromClient(error: unknown, value: unknown): void {
+    // A notification is never answered (JSON-RPC), even one refused for its depth.
+    if (error instanceof TooDeepError && typeof error.value.method === 'string' && !('id' in error.value)) {
+      this.options.logger.warn(`dropping a notification from the client: ${error.message}`);
+      return;
+    }
+    const id = salvageId(value);
+    this.respond(id, errorResponse(id, toJsonRpcError(error)));
   }
 
   private clientRequest(request: Request, raw: Buffer): void {
@@ -581,22 +588,14 @@ export class Session {
   // ── upstream → client ────────────────────────────────────────────────────────────────────────────
 
   private fromUpstream(raw: Buffer, arrival?: Arrival): void {
-    if (raw.length >= SNIFF_MIN_BYTES && this.forwardResultUnparsed(raw)) return;
     let value: unknown;
     let message;
     try {
       value = parseFrame(raw, 'the upstream server');
       message = classify(value);
     } catch (error) {
-      this.options.logger.warn({ err: error }, 'dropping an invalid message from the upstream server');
-      const id = salvageId(value);
-      if (id !== null && isObject(value) && value.method === undefined) {
-        this.upstreamResponse(
-          errorResponse(id, badUpstreamAnswer('an invalid JSON-RPC response')),
-          undefined,
-        );
-      }
-      return;
+      const parsed = error instanceof TooDeepError ? error.value : value;
+      return this.upstreamInvalid(error, parsed, raw);
     }
     switch (message.kind) {
       case 'response':
@@ -609,21 +608,33 @@ export class Session {
   }
 
   /**
-   * The fast path for large results: when the bytes show a plain success response to a forwarded request
-   * that needs no rewriting, they go to the client as they are, never decoded or parsed.
+   * An upstream message taskgate cannot take is dropped; when it answers a call, that call fails, and when
+   * it is a request, the upstream is told why, so that neither side waits for what will never come.
    */
-  private forwardResultUnparsed(raw: Buffer): boolean {
-    const id = idOfResultFrame(raw);
-    if (id === null) return false;
-    const entry = this.toUpstream.get(id);
-    if (entry?.kind !== 'client' || entry.onResult !== undefined || entry.clientId !== id) return false;
-    this.toUpstream.take(id);
-    this.options.onUpstreamAnswer?.(entry.method, (performance.now() - entry.sentAt) / 1000);
-    if (this.upstreamTasks !== undefined) this.followUpstreamTask(entry);
-    this.plainToolCalls.delete(idKey(id));
-    this.client.sendRaw(raw, { responseTo: id });
-    this.answered(id);
-    return true;
+  private upstreamInvalid(error: unknown, value: unknown, raw: Buffer): void {
+    this.options.logger.warn({ err: error }, 'dropping an invalid message from the upstream server');
+    if (error instanceof ProtocolError && error.code === ErrorCode.ParseError) {
+      // Not JSON, yet it may still say which call it answers: that call fails now rather than never.
+      const id = idOfUnparsable(raw);
+      if (id !== null && this.toUpstream.get(id) !== undefined) {
+        this.upstreamResponse(
+          errorResponse(id, badUpstreamAnswer('a line that is not valid JSON')),
+          undefined,
+        );
+      }
+      return;
+    }
+    const id = salvageId(value);
+    if (id === null || !isObject(value)) return;
+    if (value.method === undefined) {
+      const what =
+        error instanceof TooDeepError
+          ? `a message nested deeper than ${MAX_NESTING} levels (the limit of taskgate)`
+          : 'an invalid JSON-RPC response';
+      this.upstreamResponse(errorResponse(id, badUpstreamAnswer(what)), undefined);
+    } else if ('id' in value && this.upstreamState.goneReason === undefined) {
+      this.upstream.send(errorResponse(id, toJsonRpcError(error)));
+    }
   }
 
   private upstreamResponse(response: Response, raw: Buffer | undefined): void {

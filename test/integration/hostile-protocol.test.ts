@@ -1,0 +1,174 @@
+/**
+ * Hostile input at the protocol level (issue 13): values nested deeper than taskgate allows, from either
+ * side and over either front, lines that only look like JSON, and ids JSON.parse cannot hold exactly. The
+ * client side is a raw pipe (RawPeer), the upstream a raw-stdio fixture that writes whatever line a test
+ * gives it (test/fixtures/scripted-server.js), so nothing on the way tidies the bytes up.
+ */
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Gateway, INITIALIZE, RawPeer } from '../helpers/taskgate.js';
+
+const SCRIPTED = fileURLToPath(new URL('../fixtures/scripted-server.js', import.meta.url));
+/** Deep enough to make JSON.stringify overflow the stack (about 4 000 levels on Node 20). */
+const DEPTH = 6000;
+const deepArray = (depth: number): string => '['.repeat(depth) + ']'.repeat(depth);
+const NESTING_LIMIT = /nested deeper than 512 levels/;
+
+let peers: RawPeer[] = [];
+let gateways: Gateway[] = [];
+afterEach(async () => {
+  await Promise.all(peers.map((peer) => peer.stop()));
+  await Promise.all(gateways.map((gateway) => gateway.stop()));
+  peers = [];
+  gateways = [];
+});
+
+async function scripted(flags: string[] = []): Promise<RawPeer> {
+  const peer = RawPeer.start([...flags, '--', process.execPath, SCRIPTED]);
+  peers.push(peer);
+  await peer.initialize();
+  return peer;
+}
+
+/** The upstream answers this call by writing `lines` (`$ID` is the call's id). */
+const script = (id: string, lines: string[], extra: Record<string, unknown> = {}): unknown => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name: 'script', arguments: { lines }, ...extra },
+});
+
+/** The task of a task-augmented call, once it has ended, and the answer to its tasks/result. */
+async function taskOutcome(
+  peer: RawPeer,
+  id: string,
+): Promise<{ task: Record<string, unknown>; result: Record<string, unknown> }> {
+  const created = await peer.response(id);
+  const taskId = (created.result as { task: { taskId: string } }).task.taskId;
+  peer.send({ jsonrpc: '2.0', id: `${id}-result`, method: 'tasks/result', params: { taskId } });
+  const result = await peer.response(`${id}-result`);
+  peer.send({ jsonrpc: '2.0', id: `${id}-get`, method: 'tasks/get', params: { taskId } });
+  const task = (await peer.response(`${id}-get`)).result as Record<string, unknown>;
+  return { task, result };
+}
+
+async function stillServes(peer: RawPeer, id = 'after'): Promise<void> {
+  peer.send({ jsonrpc: '2.0', id, method: 'ping' });
+  expect(await peer.response(id)).toMatchObject({ result: {} });
+  expect(peer.alive).toBe(true);
+  expect(peer.badStdout).toEqual([]);
+}
+
+describe('issue 13.1: JSON nested deeper than the limit', () => {
+  it('refuses a deep client request over stdio with -32600 naming the limit, addressed to its id', async () => {
+    const peer = await scripted();
+    // The issue's line: its `task` is taken off, so the params would be serialized again.
+    peer.write(`{"jsonrpc":"2.0","id":"d1","method":"foo/bar","params":{"task":{},"x":${deepArray(DEPTH)}}}`);
+    const answer = await peer.response('d1');
+    expect(answer.error).toMatchObject({ code: -32600, message: expect.stringMatching(NESTING_LIMIT) });
+    // A deep task-augmented call, and a deep notification (never answered), change nothing either.
+    peer.write(
+      `{"jsonrpc":"2.0","id":"d2","method":"tools/call","params":{"name":"echo","task":{},"arguments":{"text":"x","deep":${deepArray(DEPTH)}}}}`,
+    );
+    peer.write(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"x":${deepArray(DEPTH)}}}`);
+    expect((await peer.response('d2')).error).toMatchObject({ code: -32600 });
+    await stillServes(peer);
+    expect(peer.messages.items.filter((m) => 'error' in m && m.id === null)).toEqual([]);
+  });
+
+  it('fails a task whose upstream result is too deep, and answers its tasks/result, without dying', async () => {
+    const peer = await scripted();
+    peer.send(
+      script('t1', [`{"jsonrpc":"2.0","id":$ID,"result":{"content":[],"x":${deepArray(DEPTH)}}}`], {
+        task: {},
+      }),
+    );
+    const { task, result } = await taskOutcome(peer, 't1');
+    expect(task).toMatchObject({ status: 'failed', statusMessage: expect.stringMatching(NESTING_LIMIT) });
+    expect(JSON.stringify(result)).toMatch(NESTING_LIMIT);
+    await stillServes(peer);
+  });
+
+  it('fails a plain call whose upstream answer is too deep', async () => {
+    const peer = await scripted();
+    peer.send(script('p1', [`{"jsonrpc":"2.0","id":$ID,"result":{"x":${deepArray(DEPTH)}}}`]));
+    expect((await peer.response('p1')).error).toMatchObject({
+      code: -32603,
+      message: expect.stringMatching(NESTING_LIMIT),
+    });
+    await stillServes(peer);
+  });
+
+  it('answers a deep request from the upstream with -32600 to the upstream, during a task', async () => {
+    const peer = await scripted();
+    peer.refuseRequests();
+    const deepRequest = `{"jsonrpc":"2.0","id":"up1","method":"elicitation/create","params":{"message":"?","requestedSchema":{"type":"object","properties":{}},"x":${deepArray(DEPTH)}}}`;
+    peer.send({
+      jsonrpc: '2.0',
+      id: 't2',
+      method: 'tools/call',
+      params: { name: 'script', arguments: { lines: [deepRequest], awaitReply: 'up1' }, task: {} },
+    });
+    const { task, result } = await taskOutcome(peer, 't2');
+    expect(task).toMatchObject({ status: 'completed' });
+    const told = JSON.parse((result.result as { content: { text: string }[] }).content[0]!.text);
+    expect(told).toMatchObject({
+      id: 'up1',
+      error: { code: -32600, message: expect.stringMatching(NESTING_LIMIT) },
+    });
+    expect(peer.messages.items.filter((m) => m.method === 'elicitation/create')).toEqual([]);
+    await stillServes(peer);
+  });
+
+  it('refuses deep initialize and logging/setLevel params over HTTP, so none is kept for a replay', async () => {
+    const gateway = await Gateway.start([process.execPath, SCRIPTED]);
+    gateways.push(gateway);
+    const post = (body: string, sessionId?: string): Promise<Response> =>
+      fetch(gateway.url, {
+        method: 'POST',
+        headers: {
+          accept: 'application/json, text/event-stream',
+          'content-type': 'application/json',
+          ...(sessionId === undefined ? {} : { 'mcp-session-id': sessionId }),
+        },
+        body,
+      });
+    const { params } = INITIALIZE;
+    const deepInit = await post(
+      JSON.stringify({ ...INITIALIZE, id: 'i1', params: { ...params, x: '@' } }).replace(
+        '"@"',
+        deepArray(DEPTH),
+      ),
+    );
+    expect(deepInit.status).toBe(400);
+    expect(deepInit.headers.get('mcp-session-id')).toBeNull();
+    expect(await deepInit.json()).toMatchObject({
+      id: 'i1',
+      error: { code: -32600, message: expect.stringMatching(NESTING_LIMIT) },
+    });
+    const init = await post(JSON.stringify(INITIALIZE));
+    expect(init.status).toBe(200);
+    const sessionId = init.headers.get('mcp-session-id')!;
+    await init.text();
+    const deepLevel = await post(
+      `{"jsonrpc":"2.0","id":"l1","method":"logging/setLevel","params":{"level":"info","x":${deepArray(DEPTH)}}}`,
+      sessionId,
+    );
+    expect(deepLevel.status).toBe(400);
+    expect(await deepLevel.json()).toMatchObject({ id: 'l1', error: { code: -32600 } });
+    expect(gateway.child.exitCode).toBeNull();
+  });
+});
+
+describe('issue 13.14: large answers that only look like JSON', () => {
+  it('never passes on a line that is not JSON; the call it names fails instead', async () => {
+    const peer = await scripted();
+    // Starts like a result, ends with the id, is 20 KB long: and is not JSON.
+    peer.send(script('big', [`{"result":{${'x'.repeat(20_000)},"id":$ID}`]));
+    expect((await peer.response('big')).error).toMatchObject({
+      code: -32603,
+      message: expect.stringMatching(/not valid JSON/),
+    });
+    await stillServes(peer);
+  });
+});
