@@ -4,6 +4,7 @@
  */
 import { ErrorCode, ProtocolError } from './errors.js';
 import type { RequestId } from './messages.js';
+import { aliasOf } from './exact-ids.js';
 import { nestingDepth, topLevelMembers } from './nesting.js';
 
 /**
@@ -30,17 +31,27 @@ export class TooDeepError extends ProtocolError {
   }
 }
 
+/**
+ * The value of one message. Nesting is judged before syntax: a message deeper than the limit is refused
+ * as such, whether or not the rest of it is JSON.
+ */
 export function parseFrame(raw: Buffer, from: string): unknown {
   // Nesting to depth d takes 2d bytes at least: most messages are too short to need looking at.
-  if (raw.length > 2 * MAX_NESTING && nestingDepth(raw) > MAX_NESTING) {
-    throw new TooDeepError(from, shallowValue(raw));
+  if (raw.length > 2 * MAX_NESTING) {
+    const depth = nestingDepth(raw);
+    if (depth > MAX_NESTING) throw new TooDeepError(from, shallowValue(raw));
+    // Unbalanced: not JSON, and JSON.parse could build a great deal before it found out.
+    if (depth === -1) throw parseError(from);
   }
   try {
     return JSON.parse(raw.toString('utf8'));
   } catch {
-    throw new ProtocolError(ErrorCode.ParseError, `Parse error: ${from} sent a line that is not valid JSON`);
+    throw parseError(from);
   }
 }
+
+const parseError = (from: string): ProtocolError =>
+  new ProtocolError(ErrorCode.ParseError, `Parse error: ${from} sent a line that is not valid JSON`);
 
 function shallowValue(raw: Buffer): Record<string, unknown> {
   const value: Record<string, unknown> = {};
@@ -67,6 +78,8 @@ const EDGE_BYTES = 256;
 
 function parseId(text: string | undefined): RequestId | null {
   if (text === undefined) return null;
+  const alias = aliasOf(text);
+  if (alias !== undefined) return alias;
   try {
     return JSON.parse(text) as RequestId;
   } catch {

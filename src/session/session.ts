@@ -30,6 +30,7 @@ import {
   type Response,
 } from '../protocol/messages.js';
 import { MAX_NESTING, TooDeepError, idOfUnparsable, parseFrame } from '../protocol/frames.js';
+import { digitsOf, serialize, withExactId } from '../protocol/exact-ids.js';
 import { ClientTasks } from '../tasks/client-tasks.js';
 import type { Lifecycle } from '../lifecycle.js';
 import type { AuditLog } from '../observability/audit.js';
@@ -40,6 +41,7 @@ import { IllegalTransitionError } from '../tasks/errors.js';
 import type { TaskStore } from '../tasks/store.js';
 import { UpstreamTaskWatch } from '../tasks/upstream-tasks.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
+import { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { dropCall, placeCall, type OwnCall, type OwnPending } from './own-calls.js';
 import { PendingRequests } from './pending.js';
 
@@ -155,14 +157,19 @@ export class Session {
   private closing: Promise<void> | undefined;
   readonly upstreamState: UpstreamState = { initialized: false };
 
+  private readonly client: Channel;
+  private readonly upstream: Channel;
+
   constructor(
-    private readonly client: Channel,
-    private readonly upstream: Channel,
+    client: Channel,
+    upstream: Channel,
     private readonly options: SessionOptions,
     private readonly events: SessionEvents,
   ) {
-    this.fromClientSide = { channel: client, blocking: new Map() };
-    this.fromUpstreamSide = { channel: upstream, blocking: new Map() };
+    this.client = new ExactIdChannel(client, false);
+    this.upstream = new ExactIdChannel(upstream, true);
+    this.fromClientSide = { channel: this.client, blocking: new Map() };
+    this.fromUpstreamSide = { channel: this.upstream, blocking: new Map() };
     const host: AugmentHost = {
       callUpstream: (method, params) => this.callUpstream(method, params),
       cancelUpstream: (wireId, reason) => this.cancelOwnCall(wireId, reason),
@@ -277,11 +284,15 @@ export class Session {
     let value: unknown;
     let message;
     try {
-      value = parseFrame(raw, 'the client');
+      value = withExactId(parseFrame(raw, 'the client'), raw);
       message = classify(value);
     } catch (error) {
-      const parsed = error instanceof TooDeepError ? error.value : value;
+      const parsed = error instanceof TooDeepError ? withExactId(error.value, raw) : value;
       return this.refuseFromClient(error, parsed);
+    }
+    // Forwarded, a request must carry the alias of a large id: the upstream answers with what it was sent.
+    if (message.kind === 'request' && digitsOf(message.msg.id) !== undefined) {
+      raw = Buffer.from(JSON.stringify(message.msg));
     }
     switch (message.kind) {
       case 'request':
@@ -293,12 +304,18 @@ export class Session {
     }
   }
 
-  /** A client message taskgate cannot take: one error, to its id when it has one. */
+  /**
+   * A client message taskgate cannot take: one error, to its id when it has one. A notification or a
+   * response refused for its depth is not answered (JSON-RPC answers neither); a response that answers
+   * the upstream gives it the error instead.
+   */
   private refuseFromClient(error: unknown, value: unknown): void {
-    // A notification is never answered (JSON-RPC), even one refused for its depth.
-    if (error instanceof TooDeepError && typeof error.value.method === 'string' && !('id' in error.value)) {
-      this.options.logger.warn(`dropping a notification from the client: ${error.message}`);
-      return;
+    if (error instanceof TooDeepError && isNotificationOrResponse(error.value)) {
+      this.options.logger.warn(`dropping a message from the client: ${error.message}`);
+      const id = salvageId(error.value);
+      if (id === null || this.toClient.get(id) === undefined) return;
+      const response = errorResponse(id, toJsonRpcError(error));
+      return this.clientResponse(response, Buffer.from(serialize(response)));
     }
     const id = salvageId(value);
     this.respond(id, errorResponse(id, toJsonRpcError(error)));
@@ -591,10 +608,10 @@ export class Session {
     let value: unknown;
     let message;
     try {
-      value = parseFrame(raw, 'the upstream server');
+      value = withExactId(parseFrame(raw, 'the upstream server'), raw);
       message = classify(value);
     } catch (error) {
-      const parsed = error instanceof TooDeepError ? error.value : value;
+      const parsed = error instanceof TooDeepError ? withExactId(error.value, raw) : value;
       return this.upstreamInvalid(error, parsed, raw);
     }
     switch (message.kind) {
@@ -1029,6 +1046,11 @@ export class Session {
     if (direct?.kind === 'upstream' && direct.upstreamId === upstreamId) return upstreamId;
     return this.toClient.findId((entry) => entry.kind === 'upstream' && entry.upstreamId === upstreamId);
   }
+}
+
+function isNotificationOrResponse(value: JsonObject): boolean {
+  if (typeof value.method === 'string') return !('id' in value);
+  return value.method === undefined && 'id' in value && ('result' in value || 'error' in value);
 }
 
 function badUpstreamAnswer(what: string): { code: number; message: string } {

@@ -6,6 +6,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { Inbox } from '../helpers/inbox.js';
 import { Gateway, INITIALIZE, RawPeer } from '../helpers/taskgate.js';
 
 const SCRIPTED = fileURLToPath(new URL('../fixtures/scripted-server.js', import.meta.url));
@@ -107,7 +108,7 @@ describe('issue 13.1: JSON nested deeper than the limit', () => {
       jsonrpc: '2.0',
       id: 't2',
       method: 'tools/call',
-      params: { name: 'script', arguments: { lines: [deepRequest], awaitReply: 'up1' }, task: {} },
+      params: { name: 'script', arguments: { lines: [deepRequest], awaitReply: '"up1"' }, task: {} },
     });
     const { task, result } = await taskOutcome(peer, 't2');
     expect(task).toMatchObject({ status: 'completed' });
@@ -170,5 +171,56 @@ describe('issue 13.14: large answers that only look like JSON', () => {
       message: expect.stringMatching(/not valid JSON/),
     });
     await stillServes(peer);
+  });
+});
+
+/** Every line taskgate writes to stdout, as text: JSON.parse would round the ids these tests are about. */
+function linesOf(peer: RawPeer): Inbox<string> {
+  const lines = new Inbox<string>();
+  let buffered = '';
+  peer.child.stdout.on('data', (chunk: string) => {
+    buffered += chunk;
+    for (let newline; (newline = buffered.indexOf('\n')) !== -1; buffered = buffered.slice(newline + 1)) {
+      lines.push(buffered.slice(0, newline));
+    }
+  });
+  return lines;
+}
+
+describe('issue 13.18: ids beyond 2^53', () => {
+  it('answers and forwards them with their own digits', async () => {
+    const peer = await scripted();
+    const lines = linesOf(peer);
+    const answerTo = (digits: string): Promise<string> =>
+      lines.waitFor(
+        (line) => line.includes(`"id":${digits}`) && !line.includes('"method"'),
+        `the answer to ${digits}`,
+      );
+    // Answered by taskgate itself, forwarded to the upstream and back, and refused.
+    peer.write('{"jsonrpc":"2.0","id":9007199254740993,"method":"tasks/get","params":{"taskId":"none"}}');
+    peer.write(
+      '{"jsonrpc":"2.0","id":9007199254740995,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}',
+    );
+    peer.write('{"jsonrpc":"2.0","id":-12345678901234567890,"method":"ping","params":[1]}');
+    expect(JSON.parse(await answerTo('9007199254740993'))).toMatchObject({
+      error: { message: expect.stringMatching(/Task not found/) },
+    });
+    expect(JSON.parse(await answerTo('9007199254740995'))).toMatchObject({
+      result: { content: [{ type: 'text', text: 'hi' }] },
+    });
+    expect(JSON.parse(await answerTo('-12345678901234567890'))).toMatchObject({ error: { code: -32602 } });
+    await stillServes(peer);
+  });
+
+  it('passes the upstream’s own large ids to the client and its answers back, digit for digit', async () => {
+    const peer = await scripted();
+    const lines = linesOf(peer);
+    const request = '{"jsonrpc":"2.0","id":9007199254740993,"method":"roots/list"}';
+    peer.send(script('r1', [request], { arguments: { lines: [request], awaitReply: '9007199254740993' } }));
+    const asked = await lines.waitFor((line) => line.includes('"method":"roots/list"'), 'roots/list');
+    expect(asked).toContain('"id":9007199254740993');
+    peer.write('{"jsonrpc":"2.0","id":9007199254740993,"result":{"roots":[]}}');
+    const told = (await peer.response('r1')).result as { content: { text: string }[] };
+    expect(told.content[0]!.text).toContain('"id":9007199254740993');
   });
 });
