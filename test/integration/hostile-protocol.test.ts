@@ -224,3 +224,31 @@ describe('issue 13.18: ids beyond 2^53', () => {
     expect(told.content[0]!.text).toContain('"id":9007199254740993');
   });
 });
+
+describe('issue 13.15: requests an SDK server drops without a word', () => {
+  it('refuses them at once with a clear error, instead of forwarding them to wait for ever', async () => {
+    const peer = await RawPeer.initialized('legacy');
+    peers.push(peer);
+    const echo = (id: string, params: Record<string, unknown>, extra = ''): void =>
+      peer.write(
+        `{"jsonrpc":"2.0","id":"${id}","method":"tools/call","params":${JSON.stringify({ name: 'echo', arguments: { text: 'x' }, ...params })}${extra}}`,
+      );
+    echo('member', {}, ',"extra":1');
+    echo('meta', { _meta: 5 });
+    echo('token', { _meta: { progressToken: { a: 1 } } });
+    echo('related', { _meta: { 'io.modelcontextprotocol/related-task': 5 } });
+    const answers = await Promise.all(
+      ['member', 'meta', 'token', 'related'].map((id) => peer.response(id, 3000)),
+    );
+    expect(answers.map((answer) => answer.error)).toEqual([
+      { code: -32600, message: expect.stringMatching(/unexpected member "extra"/) },
+      { code: -32602, message: expect.stringMatching(/"params._meta" of tools\/call must be an object/) },
+      { code: -32602, message: expect.stringMatching(/progressToken .* must be a string or an integer/) },
+      {
+        code: -32602,
+        message: expect.stringMatching(/related-task" .* must be an object with a string "taskId"/),
+      },
+    ]);
+    await stillServes(peer);
+  });
+});
