@@ -121,6 +121,22 @@ describe('issue 13.1: JSON nested deeper than the limit', () => {
     await stillServes(peer);
   });
 
+  it('gives the upstream the error when the client answers its request too deeply, and answers the client nothing', async () => {
+    const peer = await scripted();
+    const request = '{"jsonrpc":"2.0","id":"up2","method":"roots/list"}';
+    peer.send(script('c1', [request], { arguments: { lines: [request], awaitReply: '"up2"' } }));
+    await peer.messages.waitFor((m) => m.id === 'up2' && m.method === 'roots/list', 'roots/list');
+    peer.write(`{"jsonrpc":"2.0","id":"up2","result":{"roots":[],"x":${deepArray(DEPTH)}}}`);
+    const told = ((await peer.response('c1')).result as { content: { text: string }[] }).content[0]!.text;
+    expect(told.length, 'what the upstream was told is short').toBeLessThan(1000);
+    expect(JSON.parse(told)).toMatchObject({
+      id: 'up2',
+      error: { code: -32600, message: expect.stringMatching(NESTING_LIMIT) },
+    });
+    expect(peer.messages.items.filter((m) => m.id === 'up2' && 'error' in m)).toEqual([]);
+    await stillServes(peer);
+  });
+
   it('refuses deep initialize and logging/setLevel params over HTTP, so none is kept for a replay', async () => {
     const gateway = await Gateway.start([process.execPath, SCRIPTED]);
     gateways.push(gateway);
