@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { JsonObject, RequestId } from './messages.js';
-import { topLevelMembers } from './nesting.js';
+import { topLevelMembers, topLevelSpans } from './nesting.js';
 
 const PREFIX = `taskgate-exact-id-${randomBytes(4).toString('hex')}:`;
 const INTEGER = /^-?(?:0|[1-9]\d*)$/;
@@ -27,12 +27,30 @@ export function digitsOf(id: unknown): string | undefined {
  */
 export function withExactId(value: unknown, raw: Buffer): unknown {
   if (typeof value !== 'object' || value === null || !('id' in value)) return value;
-  const id = (value as JsonObject).id;
-  if (typeof id !== 'number' || !Number.isInteger(id) || Number.isSafeInteger(id)) return value;
+  if (!isUnsafeInteger((value as JsonObject).id)) return value;
   const text = topLevelMembers(raw).get('id');
   const alias = text === undefined ? undefined : aliasOf(text);
   return alias === undefined ? value : { ...value, id: alias };
 }
+
+/**
+ * A notifications/cancelled with its requestId as taskgate uses it inside (see withExactId); the value
+ * itself when nothing needed changing.
+ */
+export function withExactRequestId<T extends { method: string; params?: JsonObject }>(
+  value: T,
+  raw: Buffer,
+): T {
+  const params = value.params;
+  if (value.method !== 'notifications/cancelled' || !isUnsafeInteger(params?.requestId)) return value;
+  const span = topLevelSpans(raw).get('params');
+  const text = span && topLevelMembers(raw.subarray(span.start, span.end)).get('requestId');
+  const alias = text === undefined ? undefined : aliasOf(text);
+  return alias === undefined ? value : { ...value, params: { ...params, requestId: alias } };
+}
+
+const isUnsafeInteger = (value: unknown): boolean =>
+  typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value);
 
 /** The text of a message whose id may be an alias: the id as the number it stands for. */
 export function serialize(message: object): string {

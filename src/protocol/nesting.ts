@@ -47,23 +47,25 @@ export function nestingDepth(raw: Buffer): number {
   return depth === 0 ? deepest : -1;
 }
 
-/**
- * The members of the top-level object of a JSON text, each with the text of its value as it stands in
- * the bytes; an array or object value is given as `[]` or `{}` instead, so that no member is large or
- * deep. Empty when the text is not an object. For messages that must not be parsed whole (too deep) and
- * for the exact digits of a number JSON.parse would round.
- */
-export function topLevelMembers(raw: Buffer): Map<string, string> {
-  const members = new Map<string, string>();
+/** Where the value of one member stands in the bytes, and whether it is an array or object. */
+export interface MemberSpan {
+  start: number;
+  end: number;
+  nested?: '[]' | '{}';
+}
+
+/** The members of the top-level object of a JSON text, each with where its value stands; empty for a non-object. */
+export function topLevelSpans(raw: Buffer): Map<string, MemberSpan> {
+  const members = new Map<string, MemberSpan>();
   const first = raw.toString('latin1', 0, 64).trimStart();
   if (!first.startsWith('{')) return members;
   let depth = 0;
   let key: string | undefined;
   let valueStart = -1;
-  let nested: string | undefined;
+  let nested: '[]' | '{}' | undefined;
   const take = (end: number): void => {
     if (key !== undefined && valueStart !== -1) {
-      members.set(key, nested ?? raw.toString('utf8', valueStart, end).trim());
+      members.set(key, { start: valueStart, end, ...(nested && { nested }) });
     }
     key = undefined;
     valueStart = -1;
@@ -87,6 +89,20 @@ export function topLevelMembers(raw: Buffer): Map<string, string> {
     } else if (byte === COMMA && depth === 1) {
       take(i);
     }
+  }
+  return members;
+}
+
+/**
+ * The members of the top-level object of a JSON text, each with the text of its value as it stands in
+ * the bytes; an array or object value is given as `[]` or `{}` instead, so that no member is large or
+ * deep. Empty when the text is not an object. For messages that must not be parsed whole (too deep) and
+ * for the exact digits of a number JSON.parse would round.
+ */
+export function topLevelMembers(raw: Buffer): Map<string, string> {
+  const members = new Map<string, string>();
+  for (const [key, { start, end, nested }] of topLevelSpans(raw)) {
+    members.set(key, nested ?? raw.toString('utf8', start, end).trim());
   }
   return members;
 }

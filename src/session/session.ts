@@ -30,7 +30,7 @@ import {
   type Response,
 } from '../protocol/messages.js';
 import { MAX_NESTING, TooDeepError, idOfUnparsable, parseFrame } from '../protocol/frames.js';
-import { digitsOf, serialize, withExactId } from '../protocol/exact-ids.js';
+import { digitsOf, serialize, withExactId, withExactRequestId } from '../protocol/exact-ids.js';
 import { ClientTasks } from '../tasks/client-tasks.js';
 import type { Lifecycle } from '../lifecycle.js';
 import type { AuditLog } from '../observability/audit.js';
@@ -290,15 +290,19 @@ export class Session {
       const parsed = error instanceof TooDeepError ? withExactId(error.value, raw) : value;
       return this.refuseFromClient(error, parsed);
     }
-    // Forwarded, a request must carry the alias of a large id: the upstream answers with what it was sent.
+    // Forwarded, a request must carry the alias of a large id (the upstream answers with what it was
+    // sent), and so must a cancellation of one (below).
     if (message.kind === 'request' && digitsOf(message.msg.id) !== undefined) {
       raw = Buffer.from(JSON.stringify(message.msg));
     }
     switch (message.kind) {
       case 'request':
         return this.clientRequest(message.msg, raw);
-      case 'notification':
-        return this.clientNotification(message.msg, raw);
+      case 'notification': {
+        const notification = withExactRequestId(message.msg, raw);
+        const forwarded = notification === message.msg ? raw : Buffer.from(JSON.stringify(notification));
+        return this.clientNotification(notification, forwarded);
+      }
       case 'response':
         return this.clientResponse(message.msg, raw);
     }
@@ -619,8 +623,10 @@ export class Session {
         return this.upstreamResponse(message.msg, raw);
       case 'request':
         return this.upstreamRequest(message.msg, raw, this.routeFor(message.msg.params, arrival));
-      case 'notification':
-        return this.upstreamNotification(message.msg, raw, this.routeFor(message.msg.params, arrival));
+      case 'notification': {
+        const notification = withExactRequestId(message.msg, raw);
+        return this.upstreamNotification(notification, raw, this.routeFor(notification.params, arrival));
+      }
     }
   }
 

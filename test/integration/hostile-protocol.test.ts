@@ -239,6 +239,31 @@ describe('issue 13.18: ids beyond 2^53', () => {
     const told = (await peer.response('r1')).result as { content: { text: string }[] };
     expect(told.content[0]!.text).toContain('"id":9007199254740993');
   });
+
+  it('cancels one: the notification reaches the upstream for the request it was given', async () => {
+    const peer = await RawPeer.initialized('legacy');
+    peers.push(peer);
+    peer.write(
+      '{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":20000,"label":"large"}}}',
+    );
+    peer.write(
+      '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9007199254740993}}',
+    );
+    // The fixture notes a cancelled sleep once its abort has run: asked until it has (or 20 times).
+    const cancelledSoFar = async (n: number): Promise<string> => {
+      const id = `seen-${n}`;
+      peer.send({
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'cancelled-calls', arguments: {} },
+      });
+      return ((await peer.response(id)).result as { content: { text: string }[] }).content[0]!.text;
+    };
+    let seen = '[]';
+    for (let n = 0; seen === '[]' && n < 20; n++) seen = await cancelledSoFar(n);
+    expect(JSON.parse(seen)).toEqual(['large']);
+  });
 });
 
 describe('issue 13.15: requests an SDK server drops without a word', () => {
