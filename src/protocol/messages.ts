@@ -70,9 +70,9 @@ export function classify(value: unknown): Message {
         `"params" of ${value.method} must be an object`,
       );
     }
-    return hasId
-      ? { kind: 'request', msg: value as unknown as Request }
-      : { kind: 'notification', msg: value as unknown as Notification };
+    if (!hasId) return { kind: 'notification', msg: value as unknown as Notification };
+    checkRequest(value);
+    return { kind: 'request', msg: value as unknown as Request };
   }
   if ('method' in value) throw invalid('"method" must be a string');
   if (hasId && isObject(value.result) && !('error' in value)) {
@@ -87,6 +87,41 @@ export function classify(value: unknown): Message {
   throw invalid(
     hasId ? 'a message with an "id" needs a "method", a "result" or an "error"' : 'missing "method"',
   );
+}
+
+const REQUEST_MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params']);
+
+/**
+ * What an MCP SDK peer (1.x) checks of a request before it will answer it: one that fails is dropped
+ * there without a word, and its caller would wait for ever. Refused here instead.
+ */
+function checkRequest(value: JsonObject): void {
+  for (const key in value) {
+    if (!REQUEST_MEMBERS.has(key)) {
+      throw invalid(
+        `unexpected member ${JSON.stringify(key.slice(0, 40))}: a request has only "jsonrpc", "id", "method" and "params"`,
+      );
+    }
+  }
+  const params = value.params as JsonObject | undefined;
+  if (params?._meta === undefined) return;
+  const meta = params._meta;
+  const name = `"params._meta" of ${String(value.method)}`;
+  if (!isObject(meta)) throw new ProtocolError(ErrorCode.InvalidParams, `${name} must be an object`);
+  const token = meta.progressToken;
+  if (token !== undefined && typeof token !== 'string' && !Number.isSafeInteger(token)) {
+    throw new ProtocolError(
+      ErrorCode.InvalidParams,
+      `progressToken in ${name} must be a string or an integer`,
+    );
+  }
+  const related = meta[RELATED_TASK_META];
+  if (related !== undefined && !(isObject(related) && typeof related.taskId === 'string')) {
+    throw new ProtocolError(
+      ErrorCode.InvalidParams,
+      `"${RELATED_TASK_META}" in ${name} must be an object with a string "taskId"`,
+    );
+  }
 }
 
 function invalid(message: string): ProtocolError {

@@ -29,7 +29,8 @@ import {
   type RequestId,
   type Response,
 } from '../protocol/messages.js';
-import { idOfBrokenAnswer, idOfResultFrame, parseFrame } from '../protocol/frames.js';
+import { MAX_NESTING, TooDeepError, idOfBrokenAnswer, parseFrame } from '../protocol/frames.js';
+import { digitsOf, serialize, withExactId, withExactRequestId } from '../protocol/exact-ids.js';
 import { ClientTasks } from '../tasks/client-tasks.js';
 import type { Lifecycle } from '../lifecycle.js';
 import type { AuditLog } from '../observability/audit.js';
@@ -41,6 +42,7 @@ import { IllegalTransitionError } from '../tasks/errors.js';
 import type { TaskStore } from '../tasks/store.js';
 import { UpstreamTaskWatch } from '../tasks/upstream-tasks.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
+import { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { dropCall, placeCall, type OwnCall, type OwnPending } from './own-calls.js';
 import { decideToolCall } from './decide.js';
 import { PendingRequests } from './pending.js';
@@ -112,9 +114,6 @@ export interface SessionEvents {
   closed(): Promise<void> | void;
 }
 
-/** Below this size parsing costs less than it saves to skip it. */
-const SNIFF_MIN_BYTES = 16 * 1024;
-
 /** The client capability a server-to-client request needs. */
 const CAPABILITY_FOR: Record<string, string | undefined> = {
   'elicitation/create': 'elicitation',
@@ -169,14 +168,19 @@ export class Session {
   private holding = false;
   readonly upstreamState: UpstreamState = { initialized: false };
 
+  private readonly client: Channel;
+  private readonly upstream: Channel;
+
   constructor(
-    private readonly client: Channel,
-    private readonly upstream: Channel,
+    client: Channel,
+    upstream: Channel,
     private readonly options: SessionOptions,
     private readonly events: SessionEvents,
   ) {
-    this.fromClientSide = { channel: client, blocking: new Map() };
-    this.fromUpstreamSide = { channel: upstream, blocking: new Map() };
+    this.client = new ExactIdChannel(client, false);
+    this.upstream = new ExactIdChannel(upstream, true);
+    this.fromClientSide = { channel: this.client, blocking: new Map() };
+    this.fromUpstreamSide = { channel: this.upstream, blocking: new Map() };
     this.toUpstream = new PendingRequests<UpstreamPending>({
       afterMs: options.config.upstream?.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS,
       expired: (wireId, entry, afterMs) => this.upstreamTimedOut(wireId, entry, afterMs),
@@ -331,21 +335,45 @@ export class Session {
     let value: unknown;
     let message;
     try {
-      value = parseFrame(raw, 'the client');
+      value = withExactId(parseFrame(raw, 'the client'), raw);
       message = classify(value);
     } catch (error) {
-      const id = salvageId(value);
-      this.respond(id, errorResponse(id, toJsonRpcError(error)));
-      return;
+      const parsed = error instanceof TooDeepError ? withExactId(error.value, raw) : value;
+      return this.refuseFromClient(error, parsed);
+    }
+    // Forwarded, a request must carry the alias of a large id (the upstream answers with what it was
+    // sent), and so must a cancellation of one (below).
+    if (message.kind === 'request' && digitsOf(message.msg.id) !== undefined) {
+      raw = Buffer.from(JSON.stringify(message.msg));
     }
     switch (message.kind) {
       case 'request':
         return this.clientRequest(message.msg, raw);
-      case 'notification':
-        return this.clientNotification(message.msg, raw);
+      case 'notification': {
+        const notification = withExactRequestId(message.msg, raw);
+        const forwarded = notification === message.msg ? raw : Buffer.from(JSON.stringify(notification));
+        return this.clientNotification(notification, forwarded);
+      }
       case 'response':
         return this.clientResponse(message.msg, raw);
     }
+  }
+
+  /**
+   * A client message taskgate cannot take: one error, to its id when it has one. A notification or a
+   * response refused for its depth is not answered (JSON-RPC answers neither); a response that answers
+   * the upstream gives it the error instead.
+   */
+  private refuseFromClient(error: unknown, value: unknown): void {
+    if (error instanceof TooDeepError && isNotificationOrResponse(error.value)) {
+      this.options.logger.warn(`dropping a message from the client: ${error.message}`);
+      const id = salvageId(error.value);
+      if (id === null || this.toClient.get(id) === undefined) return;
+      const response = errorResponse(id, toJsonRpcError(error));
+      return this.clientResponse(response, Buffer.from(serialize(response)));
+    }
+    const id = salvageId(value);
+    this.respond(id, errorResponse(id, toJsonRpcError(error)));
   }
 
   private clientRequest(request: Request, raw: Buffer): void {
@@ -661,50 +689,55 @@ export class Session {
   // ── upstream → client ────────────────────────────────────────────────────────────────────────────
 
   private fromUpstream(raw: Buffer, arrival?: Arrival): void {
-    if (raw.length >= SNIFF_MIN_BYTES && this.forwardResultUnparsed(raw)) return;
     let value: unknown;
     let message;
     try {
-      value = parseFrame(raw, 'the upstream server');
+      value = withExactId(parseFrame(raw, 'the upstream server'), raw);
       message = classify(value);
     } catch (error) {
-      this.options.logger.warn({ err: error }, 'dropping an invalid message from the upstream server');
-      // An answer that names its request fails that request now, rather than at its timeout.
-      const id = value === undefined ? idOfBrokenAnswer(raw) : salvageId(value);
-      if (id !== null && (value === undefined || (isObject(value) && value.method === undefined))) {
-        this.upstreamResponse(
-          errorResponse(id, badUpstreamAnswer('an invalid JSON-RPC response')),
-          undefined,
-        );
-      }
-      return;
+      const parsed = error instanceof TooDeepError ? withExactId(error.value, raw) : value;
+      return this.upstreamInvalid(error, parsed, raw);
     }
     switch (message.kind) {
       case 'response':
         return this.upstreamResponse(message.msg, raw);
       case 'request':
         return this.upstreamRequest(message.msg, raw, this.routeFor(message.msg.params, arrival));
-      case 'notification':
-        return this.upstreamNotification(message.msg, raw, this.routeFor(message.msg.params, arrival));
+      case 'notification': {
+        const notification = withExactRequestId(message.msg, raw);
+        return this.upstreamNotification(notification, raw, this.routeFor(notification.params, arrival));
+      }
     }
   }
 
   /**
-   * The fast path for large results: when the bytes show a plain success response to a forwarded request
-   * that needs no rewriting, they go to the client as they are, never decoded or parsed.
+   * An upstream message taskgate cannot take is dropped; when it answers a call, that call fails, and when
+   * it is a request, the upstream is told why, so that neither side waits for what will never come.
    */
-  private forwardResultUnparsed(raw: Buffer): boolean {
-    const id = idOfResultFrame(raw);
-    if (id === null) return false;
-    const entry = this.toUpstream.get(id);
-    if (entry?.kind !== 'client' || entry.onResult !== undefined || entry.clientId !== id) return false;
-    this.toUpstream.take(id);
-    this.options.onUpstreamAnswer?.(entry.method, (performance.now() - entry.sentAt) / 1000);
-    if (this.upstreamTasks !== undefined) this.followUpstreamTask(entry);
-    this.plainToolCalls.delete(idKey(id));
-    this.client.sendRaw(raw, { responseTo: id });
-    this.answered(id);
-    return true;
+  private upstreamInvalid(error: unknown, value: unknown, raw: Buffer): void {
+    this.options.logger.warn({ err: error }, 'dropping an invalid message from the upstream server');
+    if (error instanceof ProtocolError && error.code === ErrorCode.ParseError) {
+      // Not JSON, yet it may still say which call it answers: that call fails now rather than at its timeout.
+      const id = idOfBrokenAnswer(raw);
+      if (id !== null && this.toUpstream.get(id) !== undefined) {
+        this.upstreamResponse(
+          errorResponse(id, badUpstreamAnswer('a line that is not valid JSON')),
+          undefined,
+        );
+      }
+      return;
+    }
+    const id = salvageId(value);
+    if (id === null || !isObject(value)) return;
+    if (value.method === undefined) {
+      const what =
+        error instanceof TooDeepError
+          ? `a message nested deeper than ${MAX_NESTING} levels (the limit of taskgate)`
+          : 'an invalid JSON-RPC response';
+      this.upstreamResponse(errorResponse(id, badUpstreamAnswer(what)), undefined);
+    } else if ('id' in value && this.upstreamState.goneReason === undefined) {
+      this.upstream.send(errorResponse(id, toJsonRpcError(error)));
+    }
   }
 
   private upstreamResponse(response: Response, raw: Buffer | undefined): void {
@@ -1134,6 +1167,11 @@ export class Session {
     if (direct?.kind === 'upstream' && direct.upstreamId === upstreamId) return upstreamId;
     return this.toClient.findId((entry) => entry.kind === 'upstream' && entry.upstreamId === upstreamId);
   }
+}
+
+function isNotificationOrResponse(value: JsonObject): boolean {
+  if (typeof value.method === 'string') return !('id' in value);
+  return value.method === undefined && 'id' in value && ('result' in value || 'error' in value);
 }
 
 function badUpstreamAnswer(what: string): { code: number; message: string } {

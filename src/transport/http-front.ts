@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ErrorCode, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/errors.js';
-import { parseFrame } from '../protocol/frames.js';
+import { TooDeepError, parseFrame } from '../protocol/frames.js';
 import { classify, salvageId, type RequestId } from '../protocol/messages.js';
 import type { Authentication } from '../security/auth.js';
 import { KeptBytes } from './event-stream.js';
@@ -219,7 +219,12 @@ export class HttpFront {
       value = parseFrame(body, 'the client');
       message = classify(value);
     } catch (error) {
-      return reply(res, 400, salvageId(value), toJsonRpcError(error));
+      return reply(
+        res,
+        400,
+        salvageId(error instanceof TooDeepError ? error.value : value),
+        toJsonRpcError(error),
+      );
     }
     const sessionId = req.headers['mcp-session-id'];
     if (message.kind === 'request' && message.msg.method === 'initialize') {

@@ -15,6 +15,7 @@
 import type { Logger } from 'pino';
 import { isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
 import { ErrorCode } from '../protocol/errors.js';
+import { parseFrame } from '../protocol/frames.js';
 import type { Arrival, Channel, ChannelHandlers } from './channel.js';
 import { spawnStdioUpstream, type StdioUpstream, type UpstreamCommand } from './stdio-upstream.js';
 
@@ -423,7 +424,8 @@ export class SupervisedStdioUpstream implements Channel {
 
 function parse(raw: Buffer | string): JsonObject | undefined {
   try {
-    const value: unknown = JSON.parse(raw.toString());
+    // Bounded like every parse: a deep initialize result must not overflow the stack when it is compared.
+    const value = parseFrame(typeof raw === 'string' ? Buffer.from(raw) : raw, 'the upstream server');
     return isObject(value) ? value : undefined;
   } catch {
     return undefined;

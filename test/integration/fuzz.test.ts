@@ -12,6 +12,8 @@
 import { dirname } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
+import { MAX_NESTING } from '../../src/protocol/frames.js';
+import { nestingDepth, topLevelMembers } from '../../src/protocol/nesting.js';
 import { RawPeer, TASKGATE } from '../helpers/taskgate.js';
 
 type Id = string | number;
@@ -360,6 +362,18 @@ const badEnvelope: fc.Arbitrary<Line> = fc.oneof(
     .map((value) => line_(JSON.stringify(value), error(null, INVALID))),
 );
 
+/**
+ * Nesting is judged before syntax: a line nested deeper than taskgate allows gets -32600 even when it is
+ * not JSON, addressed to the id its top level shows (issue 13.1).
+ */
+function deeperThanAllowed(raw: string): Expect | undefined {
+  const bytes = Buffer.from(raw);
+  if (nestingDepth(bytes) <= MAX_NESTING) return undefined;
+  const text = topLevelMembers(bytes).get('id');
+  const id: unknown = text === undefined ? null : JSON.parse(text);
+  return error(typeof id === 'string' || Number.isSafeInteger(id) ? (id as Id) : null, [-32600]);
+}
+
 /** Lines that are not JSON: garbage, truncated messages, JSON with a trailing comma. */
 const notJson: fc.Arbitrary<Line> = fc
   .oneof(
@@ -378,7 +392,7 @@ const notJson: fc.Arbitrary<Line> = fc
       return true;
     }
   })
-  .map((raw) => line_(raw, error(null, [-32700])));
+  .map((raw) => line_(raw, deeperThanAllowed(raw) ?? error(null, [-32700])));
 
 const line: fc.Arbitrary<Line> = fc.oneof(
   { weight: 10, arbitrary: request },
