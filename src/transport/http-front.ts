@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ErrorCode, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { digitsOf, serialize, withExactId } from '../protocol/exact-ids.js';
 import { TooDeepError, parseFrame } from '../protocol/frames.js';
 import { classify, salvageId, type RequestId } from '../protocol/messages.js';
 import type { Authentication } from '../security/auth.js';
@@ -216,13 +217,13 @@ export class HttpFront {
     let value: unknown;
     let message;
     try {
-      value = parseFrame(body, 'the client');
+      value = withExactId(parseFrame(body, 'the client'), body);
       message = classify(value);
     } catch (error) {
       return reply(
         res,
         400,
-        salvageId(error instanceof TooDeepError ? error.value : value),
+        salvageId(error instanceof TooDeepError ? withExactId(error.value, body) : value),
         toJsonRpcError(error),
       );
     }
@@ -247,7 +248,7 @@ export class HttpFront {
       if (!session.request(message.msg.id, body, res)) {
         reply(res, 409, message.msg.id, {
           code: ErrorCode.InvalidRequest,
-          message: `Conflict: request id ${JSON.stringify(message.msg.id)} is already in use by a request in flight in this session`,
+          message: `Conflict: request id ${digitsOf(message.msg.id) ?? JSON.stringify(message.msg.id)} is already in use by a request in flight in this session`,
         });
       }
       return;
@@ -441,7 +442,7 @@ async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | u
 }
 
 function reply(res: ServerResponse, status: number, id: RequestId | null, error: JsonRpcErrorObject): void {
-  json(res, status, { jsonrpc: '2.0', id, error });
+  res.writeHead(status, { 'content-type': 'application/json' }).end(serialize({ jsonrpc: '2.0', id, error }));
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { toJsonRpcError } from '../protocol/errors.js';
+import { serialize } from '../protocol/exact-ids.js';
 import { errorResponse, idKey, type Notification, type RequestId } from '../protocol/messages.js';
 import type { Channel, ChannelHandlers, Route } from './channel.js';
 import { EventLog, type KeptBytes, KeptMessages, ResponseStream, parseEventId } from './event-stream.js';
@@ -92,7 +93,7 @@ export class HttpSession implements Channel {
       this.handlers?.message(raw);
     } catch (error) {
       // A bug on the way in: the request gets its own error, and its stream ends with it.
-      this.answer(key, JSON.stringify(errorResponse(id, toJsonRpcError(error))), 500);
+      this.answer(key, serialize(errorResponse(id, toJsonRpcError(error))), 500);
       throw error;
     }
     return true;

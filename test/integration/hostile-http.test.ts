@@ -17,12 +17,12 @@ import { KeptBytes, KeptMessages } from '../../src/transport/event-stream.js';
 import { HttpFront } from '../../src/transport/http-front.js';
 import type { HttpSession } from '../../src/transport/http-session.js';
 import { Inbox } from '../helpers/inbox.js';
+import { inSession, openSession, post } from '../helpers/raw-http.js';
 import { FIXTURES, Gateway, INITIALIZE, TASK_AWARE } from '../helpers/taskgate.js';
 
 const LEGACY = [process.execPath, FIXTURES.legacy];
 const FLOOD = [process.execPath, fileURLToPath(new URL('../fixtures/flood-server.js', import.meta.url))];
 const MIB = 1024 * 1024;
-const ACCEPT_BOTH = 'application/json, text/event-stream';
 
 let gateways: Gateway[] = [];
 const cleanups: (() => Promise<void>)[] = [];
@@ -37,34 +37,6 @@ const start = async (flags: string[] = [], upstream = LEGACY): Promise<Gateway> 
   gateways.push(gateway);
   return gateway;
 };
-
-const post = (url: URL, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
-  fetch(url, {
-    method: 'POST',
-    headers: { accept: ACCEPT_BOTH, 'content-type': 'application/json', ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-    ...(signal ? { signal } : {}),
-  });
-
-const inSession = (sessionId: string): Record<string, string> => ({
-  'mcp-session-id': sessionId,
-  'mcp-protocol-version': '2025-11-25',
-});
-
-/** A session opened by hand: its id, after initialize and initialized. */
-async function openSession(url: URL): Promise<string> {
-  const response = await post(url, INITIALIZE);
-  expect(response.status).toBe(200);
-  await response.text();
-  const sessionId = response.headers.get('mcp-session-id')!;
-  const accepted = await post(
-    url,
-    { jsonrpc: '2.0', method: 'notifications/initialized' },
-    inSession(sessionId),
-  );
-  expect(accepted.status).toBe(202);
-  return sessionId;
-}
 
 /** A tools/call of the fixture's `progress` tool: an SSE response that stays open for steps × intervalMs. */
 const progressCall = (id: string, steps: number, intervalMs: number) => ({
@@ -244,6 +216,23 @@ describe('streams that must end', () => {
 });
 
 describe('request ids and resumption', () => {
+  it('issue 13.18: ids beyond 2^53 come back with their own digits, answered or refused', async () => {
+    const { url } = await start();
+    const sessionId = await openSession(url);
+    const body = (id: string, rest: string) => `{"jsonrpc":"2.0","id":${id},${rest}}`;
+    const answered = await post(url, body('9007199254740993', '"method":"tools/list"'), inSession(sessionId));
+    expect(await answered.text()).toMatch(
+      /"id":9007199254740993[,}][\s\S]*"tools"|"tools"[\s\S]*"id":9007199254740993[,}]/,
+    );
+    const refused = await post(
+      url,
+      body('-12345678901234567890', '"method":"ping","params":[1]'),
+      inSession(sessionId),
+    );
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toContain('"id":-12345678901234567890,');
+  });
+
   it('issue 13.10: a second POST with the id of a request in flight is refused at once; the first is answered', async () => {
     const { url } = await start();
     const sessionId = await openSession(url);

@@ -6,10 +6,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ACCEPT_BOTH, openSession, post } from '../helpers/raw-http.js';
 import { FIXTURES, Gateway, INITIALIZE, TASK_AWARE } from '../helpers/taskgate.js';
 
 const LEGACY = [process.execPath, FIXTURES.legacy];
-const ACCEPT_BOTH = 'application/json, text/event-stream';
 
 let gateways: Gateway[] = [];
 afterEach(async () => {
@@ -22,28 +22,6 @@ const start = async (flags: string[] = []): Promise<Gateway> => {
   gateways.push(gateway);
   return gateway;
 };
-
-const post = (url: URL, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(url, {
-    method: 'POST',
-    headers: { accept: ACCEPT_BOTH, 'content-type': 'application/json', ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-
-/** A session opened by hand: its id, after initialize and initialized. */
-async function openSession(url: URL): Promise<string> {
-  const response = await post(url, INITIALIZE);
-  expect(response.status).toBe(200);
-  await response.text();
-  const sessionId = response.headers.get('mcp-session-id')!;
-  const accepted = await post(
-    url,
-    { jsonrpc: '2.0', method: 'notifications/initialized' },
-    { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' },
-  );
-  expect(accepted.status).toBe(202);
-  return sessionId;
-}
 
 async function sdkClient(url: URL): Promise<Client> {
   const client = new Client({ name: 'http-test', version: '1' }, { capabilities: TASK_AWARE });

@@ -1,0 +1,34 @@
+/** Streamable HTTP by hand, for tests that send what an SDK client never would. */
+import { expect } from 'vitest';
+import { INITIALIZE } from './taskgate.js';
+
+export const ACCEPT_BOTH = 'application/json, text/event-stream';
+
+export const post = (url: URL, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
+  fetch(url, {
+    method: 'POST',
+    headers: { accept: ACCEPT_BOTH, 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    ...(signal ? { signal } : {}),
+  });
+
+/** The headers of a request in an open 2025-11-25 session. */
+export const inSession = (sessionId: string): Record<string, string> => ({
+  'mcp-session-id': sessionId,
+  'mcp-protocol-version': '2025-11-25',
+});
+
+/** A session opened by hand: its id, after initialize and initialized. */
+export async function openSession(url: URL): Promise<string> {
+  const response = await post(url, INITIALIZE);
+  expect(response.status).toBe(200);
+  await response.text();
+  const sessionId = response.headers.get('mcp-session-id')!;
+  const accepted = await post(
+    url,
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    inSession(sessionId),
+  );
+  expect(accepted.status).toBe(202);
+  return sessionId;
+}
