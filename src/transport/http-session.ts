@@ -98,15 +98,15 @@ export class HttpSession implements Channel {
     this.sendRaw(JSON.stringify(message), route);
   }
 
-  /** The client ended the session (DELETE), or taskgate did. */
-  async close(): Promise<void> {
+  /** The client ended the session (DELETE), or taskgate did (and says why). */
+  async close(reason = 'the client ended the HTTP session'): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     for (const stream of [...this.byRequest.values(), ...(this.standalone ? [this.standalone] : [])])
       stream.abort();
     const handlers = this.handlers;
     this.handlers = undefined;
-    handlers?.closed({ reason: 'the client ended the HTTP session' });
+    handlers?.closed({ reason });
   }
 
   private newStream(res: ServerResponse, onDone: () => void): ResponseStream {
