@@ -51,7 +51,7 @@ export async function startStdioProxy(config: Config): Promise<number> {
         policy: new Policy(config),
         store,
         logger,
-        limits: new Limits(config.limits, (limit) => audit.limitHit(limit, { session: 'stdio' })),
+        limits: new Limits(config.limits, (limit) => audit.limitHit(limit, { session: id })),
         audit,
         onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
         sightings: observed.board.sightingsOf(id),
@@ -74,7 +74,12 @@ export async function startStdioProxy(config: Config): Promise<number> {
         },
       },
     );
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void session.close());
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      process.once(signal, () => {
+        logger.info(`taskgate is shutting down (${signal}): closing the session and the upstream server`);
+        void session.close();
+      });
+    }
     session.start();
   });
 }

@@ -59,6 +59,7 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
     configFile = ours[0];
     ours = ours.slice(1);
   }
+  ours = withNegativeValues(ours);
   refuseUnknown(ours);
   let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
   try {
@@ -109,6 +110,24 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
     ...(configFile === undefined ? {} : { configFile }),
     input,
   };
+}
+
+/**
+ * `--max-tasks -1` as `--max-tasks=-1`: node's parser takes a value that starts with "-" for a flag and
+ * calls it ambiguous; a negative number is a value, which the config then checks (and names the range).
+ */
+function withNegativeValues(args: readonly string[]): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const next = args[i + 1];
+    const takesValue = arg.startsWith('--') && OPTIONS[arg.slice(2)]?.type === 'string';
+    if (takesValue && next !== undefined && /^-\.?\d/.test(next)) {
+      joined.push(`${arg}=${next}`);
+      i++;
+    } else joined.push(arg);
+  }
+  return joined;
 }
 
 /** An unknown flag or a stray argument, named with the closest thing we know (node's own message does not). */

@@ -28,7 +28,8 @@ function readable(value: number, units: [number, string][]): string {
 
 function defaultText(setting: Setting): string {
   const value = defaultOf(setting.path.join('.'));
-  if (setting.sets !== undefined) return value === setting.sets ? 'on' : 'off';
+  // The setting's own default, also for a --no-X flag: "--no-status-notifications (default on)".
+  if (setting.sets !== undefined) return value === true ? 'on' : 'off';
   if (value === undefined) return 'none';
   if (typeof value !== 'number') return String(value);
   if (setting.metavar === 'MS') return readable(value, MS_UNITS);
@@ -109,7 +110,8 @@ command and without an upstream in the config file, taskgate serves the bundled 
     entry('--allowed-origin ORIGIN', 'a browser Origin allowed besides loopback ones; repeatable'),
     entry(
       '--auth-token TOKEN=SUBJECT',
-      'a bearer token callers must present, and the subject it stands for; tasks are bound to it; repeatable',
+      'a bearer token callers must present, and the subject it stands for; tasks are bound to it; ' +
+        'repeatable; visible to every user of the machine in the process list: prefer auth.tokens in the config file',
     ),
   ]),
   group('Transport', settingEntries('Transport')),
@@ -122,7 +124,7 @@ command and without an upstream in the config file, taskgate serves the bundled 
   Each single-value flag has a variable: TASKGATE_ and the flag's name in capitals, "-" as "_"
   (--max-ttl is TASKGATE_MAX_TTL, --config is TASKGATE_CONFIG). A --no-X flag's variable is
   TASKGATE_X=true|false. Flags win over variables, variables over the file, the file over defaults.
-  Secrets have a variable and no flag (a command line is visible to every user of the machine):
+  These secrets have a variable and no flag (any user of the machine can read a command line):
 ${SETTINGS.filter((setting) => setting.secret === true)
   .map((setting) => entry(envName(setting), setting.help))
   .join('\n')}

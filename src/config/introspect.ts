@@ -124,19 +124,33 @@ function numberExpectation(schema: z.ZodNumber): string {
   const integer = schema.isInt === true;
   let low: number | undefined;
   let high: number | undefined;
+  /** For a number that is not an integer, an exclusive bound cannot be moved to the next value. */
+  let lowExcluded = false;
+  let highExcluded = false;
   for (const check of schema.def.checks ?? []) {
     const def = check._zod.def as { check: string; value?: unknown; inclusive?: boolean };
     if (typeof def.value !== 'number') continue;
-    const step = integer && def.inclusive === false ? 1 : 0;
-    if (def.check === 'greater_than') low = Math.max(low ?? -Infinity, def.value + step);
-    if (def.check === 'less_than') high = Math.min(high ?? Infinity, def.value - step);
+    const excluded = def.inclusive === false;
+    const step = integer && excluded ? 1 : 0;
+    if (def.check === 'greater_than' && def.value + step >= (low ?? -Infinity)) {
+      low = def.value + step;
+      lowExcluded = !integer && excluded;
+    }
+    if (def.check === 'less_than' && def.value - step <= (high ?? Infinity)) {
+      high = def.value - step;
+      highExcluded = !integer && excluded;
+    }
   }
   const noun = integer ? 'integer' : 'number';
   const some = integer ? 'an integer' : 'a number';
-  if (low !== undefined && high !== undefined) return `${some} from ${low} to ${high}`;
+  const above = low === undefined ? '' : lowExcluded ? `greater than ${low}` : `of at least ${low}`;
+  const below = high === undefined ? '' : highExcluded ? `less than ${high}` : `of at most ${high}`;
+  if (low !== undefined && high !== undefined) {
+    return lowExcluded || highExcluded ? `${some} ${above} and ${below}` : `${some} from ${low} to ${high}`;
+  }
   if (low === 1 && integer) return 'a positive integer';
-  if (low === 0) return `a non-negative ${noun}`;
-  if (low !== undefined) return `${some} of at least ${low}`;
-  if (high !== undefined) return `${some} of at most ${high}`;
+  if (low === 0 && !lowExcluded) return `a non-negative ${noun}`;
+  if (low !== undefined) return `${some} ${above}`;
+  if (high !== undefined) return `${some} ${below}`;
   return some;
 }

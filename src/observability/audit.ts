@@ -4,6 +4,7 @@
  * never a token, and never arguments or results unless the operator turns arguments on.
  */
 import type { Logger } from 'pino';
+import { named } from './logger.js';
 import type { TaskRecord } from '../tasks/state.js';
 import type { TaskStore } from '../tasks/store.js';
 
@@ -62,7 +63,7 @@ export function createAuditLog(
   options: { enabled: boolean; logArguments: boolean },
 ): AuditLog {
   if (!options.enabled) return NO_AUDIT;
-  const audit = logger.child({ name: 'audit' });
+  const audit = named(logger, 'audit');
   const who = (caller: Caller) => ({
     subject: caller.subject === undefined ? null : withoutSessionId(caller.subject),
     session: logSessionId(caller.session),

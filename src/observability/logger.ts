@@ -14,6 +14,19 @@ export function createLogger(level: string, options: LoggerOptions = {}): Logger
 }
 
 /**
+ * A child logger under another name, with the parent's other bindings (a session id). pino's child() would
+ * add a second "name" key after the parent's, and setBindings() appends too: the child's bindings are
+ * written anew (pino.symbols is pino's interface for this).
+ */
+export function named(logger: Logger, name: string): Logger {
+  const { name: _parent, ...others } = logger.bindings();
+  const child = logger.child({});
+  (child as unknown as Record<symbol, string>)[pino.symbols.chindingsSym] = '';
+  child.setBindings({ name, ...others });
+  return child;
+}
+
+/**
  * Pretty lines on stderr, written synchronously like the JSON ones (nothing is lost at exit). pino-pretty is
  * a development dependency: where it is not installed (a production install), logs stay JSON.
  */

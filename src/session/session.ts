@@ -248,7 +248,7 @@ export class Session {
       malformed: (error, id) => this.respond(id, errorResponse(id, error.toJson())),
       closed: ({ reason, inputEnded }) => {
         if (inputEnded) return this.finishAnswering(reason);
-        this.options.logger.info(`client went away (${reason})`);
+        this.options.logger.info(`session closed: ${reason}`);
         void this.close();
       },
     });

@@ -129,7 +129,9 @@ export class HttpFront {
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.sweeper);
-      await Promise.all([...this.sessions.values()].map((session) => session.close()));
+      await Promise.all(
+        [...this.sessions.values()].map((session) => session.close('taskgate is shutting down')),
+      );
       this.server.closeAllConnections();
       await new Promise((resolve) => this.server.close(resolve));
     })();

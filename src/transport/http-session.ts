@@ -146,8 +146,8 @@ export class HttpSession implements Channel {
     this.sendRaw(JSON.stringify(message), route);
   }
 
-  /** The client ended the session (DELETE), or taskgate did. */
-  async close(): Promise<void> {
+  /** The client ended the session (DELETE), or taskgate did (and says why). */
+  async close(reason = 'the client ended the HTTP session'): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     for (const stream of [...this.byRequest.values(), ...(this.standalone ? [this.standalone] : [])])
@@ -156,7 +156,7 @@ export class HttpSession implements Channel {
     this.queued.clear();
     const handlers = this.handlers;
     this.handlers = undefined;
-    handlers?.closed({ reason: 'the client ended the HTTP session' });
+    handlers?.closed({ reason });
   }
 
   /** The final message for a request: a failed initialize ends the session, its id never given out. */

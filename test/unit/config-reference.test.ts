@@ -64,7 +64,10 @@ describe('--help', () => {
         .replace(/\s+/g, ' ');
       const value = defaultOf(setting.path.join('.'));
       const shown = value === undefined ? 'none' : String(value);
-      expect(entry).toContain(setting.sets === undefined ? `(default ${shown}` : '(default off)');
+      // A boolean flag shows the setting's default, a --no-X flag's too (issue 14.10).
+      expect(entry).toContain(
+        setting.sets === undefined ? `(default ${shown}` : `(default ${value === true ? 'on' : 'off'})`,
+      );
     },
   );
 
