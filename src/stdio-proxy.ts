@@ -18,6 +18,9 @@ import { openStore } from './store.js';
 import { LineChannel } from './transport/line-channel.js';
 import { openUpstream } from './upstream.js';
 
+/** How long a client that has not asked anything yet is waited for, to get the reason as its answer. */
+const UNANSWERED_CLIENT_GRACE_MS = 2_000;
+
 export async function startStdioProxy(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
   const metrics = new Metrics();
@@ -63,7 +66,7 @@ export async function startStdioProxy(config: Config): Promise<number> {
             `the upstream server "${upstream.description}" stopped before it answered initialize (${state.goneReason}); exiting`,
           );
           exitCode = 1;
-          void session.close();
+          session.closeOnceAnswered(UNANSWERED_CLIENT_GRACE_MS);
         },
         closed: async () => {
           await upstream.stop();

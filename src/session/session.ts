@@ -145,6 +145,9 @@ export class Session {
   /** Client requests not answered yet: once the client's input has ended, the session closes when none is left. */
   private readonly clientRequestsOpen = new Set<string | number>();
   private clientInputEnded = false;
+  /** The client has sent a request (it knows the session is there). */
+  private clientAsked = false;
+  private closeWhenAnswered = false;
   private fromUpstreamSide: Side;
   private readonly augmenter: Augmenter;
   /** The upstream's own `capabilities.tasks`, once initialize has told; undefined when it has none. */
@@ -278,6 +281,19 @@ export class Session {
     return this.closing;
   }
 
+  /**
+   * Closes the session once the client has had an answer (an upstream that never started: the client's
+   * initialize gets the reason, whenever it comes), or after `graceMs` if it asks nothing.
+   */
+  closeOnceAnswered(graceMs: number): void {
+    if (this.clientAsked && this.onlyTasksAwaited) {
+      void this.close();
+      return;
+    }
+    this.closeWhenAnswered = true;
+    setTimeout(() => void this.close(), graceMs).unref();
+  }
+
   /** Sends the answer to a client request, on that request's stream. */
   private respond(id: RequestId | null, message: object): void {
     this.client.send(message, id === null ? undefined : { responseTo: id });
@@ -319,7 +335,8 @@ export class Session {
 
   /** The client request is answered (or cancelled): nothing more belongs with it. */
   private answered(id: RequestId): void {
-    if (this.clientRequestsOpen.delete(idKey(id)) && this.clientInputEnded && this.onlyTasksAwaited) {
+    const last = this.clientRequestsOpen.delete(idKey(id)) && this.onlyTasksAwaited;
+    if (last && (this.clientInputEnded || this.closeWhenAnswered)) {
       void this.close();
     }
     if (this.progressTokenOf.size === 0) return;
@@ -377,6 +394,7 @@ export class Session {
   }
 
   private clientRequest(request: Request, raw: Buffer): void {
+    this.clientAsked = true;
     this.clientRequestsOpen.add(idKey(request.id));
     const params = request.params;
     const limits = this.options.limits;

@@ -68,6 +68,17 @@ describe('issue 14.7: a server that exits at once', () => {
     ).toBe(true);
   });
 
+  it('reaches a stdio client that asks only after the server is gone, in the answer to its initialize', async () => {
+    const peer = track(RawPeer.start(['--', ...FAILING]));
+    await peer.logged('stopped before it answered initialize');
+    peer.send(INITIALIZE);
+    expect((await peer.response('init')).error).toMatchObject({
+      code: -32000,
+      message: expect.stringMatching(/exited with code 7 \(stderr: starting up \| fatal: missing API key\)/),
+    });
+    expect((await peer.exited)[0]).toBe(1);
+  });
+
   it('reaches a client of the HTTP front in the JSON-RPC error of its initialize', async () => {
     const gateway = await Gateway.start(FAILING);
     cleanups.push(() => gateway.stop());
