@@ -51,7 +51,10 @@ export async function startStdioProxy(config: Config): Promise<number> {
         policy: new Policy(config),
         store,
         logger,
-        limits: new Limits(config.limits, (limit) => audit.limitHit(limit, { session: 'stdio' })),
+        limits: new Limits(config.limits, (limit) => {
+          metrics.limitRefused(limit);
+          audit.limitHit(limit, { session: 'stdio' });
+        }),
         audit,
         onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
         sightings: observed.board.sightingsOf(id),

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { HELP } from '../../src/config/help.js';
-import { defaultOf, leafPaths } from '../../src/config/introspect.js';
+import { defaultOf, frontDefaultsOf, leafPaths } from '../../src/config/introspect.js';
 import { FLAG_SETTINGS, SETTINGS, envName } from '../../src/config/settings.js';
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
@@ -62,9 +62,17 @@ describe('--help', () => {
         .join('\n')
         .split(/\n {2}-/)[0]!
         .replace(/\s+/g, ' ');
-      const value = defaultOf(setting.path.join('.'));
+      const path = setting.path.join('.');
+      const byFront = frontDefaultsOf(path);
+      const value = defaultOf(path);
       const shown = value === undefined ? 'none' : String(value);
-      expect(entry).toContain(setting.sets === undefined ? `(default ${shown}` : '(default off)');
+      if (byFront !== undefined) {
+        const text = (front: unknown): string =>
+          setting.sets === undefined ? String(front ?? 'none') : front === setting.sets ? 'on' : 'off';
+        expect(entry).toContain(
+          `(default ${text(byFront.stdio)} over stdio, ${text(byFront.http)} on the HTTP front)`,
+        );
+      } else expect(entry).toContain(setting.sets === undefined ? `(default ${shown}` : '(default off)');
     },
   );
 
