@@ -58,6 +58,18 @@ describe('issue 14.2: limits refuse abuse, not an ordinary fan-out', () => {
     );
   }, 120_000);
 
+  it('holds one client’s 1 000 live tasks at once on the HTTP front, and cancels them all', async () => {
+    const c = (connection = await connect('legacy', { front: 'http' }));
+    const settled = await Promise.allSettled(
+      Array.from({ length: 1_000 }, () => taskCall(c, 'sleep', { ms: 60_000 })),
+    );
+    const refused = settled.filter((outcome) => outcome.status === 'rejected');
+    expect(refused.map((outcome) => String(outcome.reason)).slice(0, 3)).toEqual([]);
+    const ids = settled.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value.task.taskId : ''));
+    const cancelled = await Promise.all(ids.map((id) => c.client.experimental.tasks.cancelTask(id)));
+    expect(new Set(cancelled.map((task) => task.status))).toEqual(new Set(['cancelled']));
+  }, 120_000);
+
   it('creates all of 50 concurrent task calls over stdio', async () => {
     const c = (connection = await connect('legacy'));
     const { ids, refused } = await fanOut(c, 50);

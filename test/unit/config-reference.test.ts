@@ -39,6 +39,14 @@ describe('the README’s config reference', () => {
     },
   );
 
+  it.each(leafPaths().filter((path) => frontDefaultsOf(path) !== undefined))(
+    'gives the default on each front for %s',
+    (path) => {
+      const { stdio, http } = frontDefaultsOf(path)!;
+      expect(rowOf(path)).toContain(`stdio: ${String(stdio ?? 'none')}; HTTP: ${String(http)}`);
+    },
+  );
+
   it.each(SETTINGS.map((setting) => [setting.path.join('.'), setting] as const))(
     'names the flag and variable of %s',
     (path, setting) => {
