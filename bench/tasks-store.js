@@ -15,11 +15,10 @@
  *   the task completes: the whole task path, wake-up included.
  * - across replicas (Redis): `echo` created on gateway A, tasks/result asked of gateway B (HTTP fronts).
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 // The root's SDK, by path: bench/ has a node_modules of its own, with an older SDK a bare import would find.
@@ -42,25 +41,7 @@ const WARMUP = QUICK ? 20 : 200;
 const PREFIX = `taskgate-bench:${randomUUID()}:`;
 const ENV = { ...process.env, TASKGATE_STORE_CURSOR_SECRET: 'bench cursor secret, 32 bytes long' };
 
-/**
- * A config that lifts the per-caller limits, which are there to stop one caller from flooding a shared
- * gateway and would refuse the bench's own load (when this taskgate has them).
- */
-function benchConfig() {
-  const printed = execFileSync(process.execPath, [TASKGATE, 'print-config'], { encoding: 'utf8' });
-  const lines = ['tasks:', '  maxTasks: 50000'];
-  if (/^limits:/m.test(printed)) {
-    lines.push('limits:', '  maxLiveTasks: 50000');
-    for (const key of ['taskCreationRate', 'taskCreationBurst', 'taskRequestRate', 'taskRequestBurst']) {
-      lines.push(`  ${key}: 1000000`);
-    }
-  }
-  const path = join(mkdtempSync(join(tmpdir(), 'taskgate-bench-store-')), 'taskgate.yaml');
-  writeFileSync(path, `${lines.join('\n')}\n`);
-  return path;
-}
-const CONFIG = ['--config', benchConfig()];
-const STORE_FLAGS = [...CONFIG, '--store', REDIS_URL, '--store-key-prefix', PREFIX];
+const STORE_FLAGS = ['--store', REDIS_URL, '--store-key-prefix', PREFIX];
 const CAPABILITIES = { capabilities: { tasks: { requests: {}, cancel: {}, list: {} } } };
 
 /** @param {string[]} flags */
@@ -134,7 +115,7 @@ const MEASURES = /** @type {const} */ (['tasks/get', 'tasks/result, done', 'crea
 async function main() {
   const load = loadavg().map((value) => Number(value.toFixed(2)));
   /** @type {Record<string, Client>} */
-  const targets = { memory: await overStdio(CONFIG), redis: await overStdio(STORE_FLAGS) };
+  const targets = { memory: await overStdio([]), redis: await overStdio(STORE_FLAGS) };
   /** @type {Record<string, Record<string, number[]>>} */
   const samples = {};
   /** @type {Record<string, string>} */

@@ -58,9 +58,10 @@ export async function startHttpGateway(
   const audit = countingDenials(createAuditLog(logger, store, config.audit), (subject) =>
     metrics.taskLookupDenied(subject),
   );
-  const limits = new Limits(config.limits, (limit, caller) =>
-    audit.limitHit(limit, { session: '-', subject: caller }),
-  );
+  const limits = new Limits(config.limits, (limit, caller) => {
+    metrics.limitRefused(limit);
+    audit.limitHit(limit, { session: '-', subject: caller });
+  });
   // With an admin listener the operator's pages live there only, off the front. With bearer pass-through
   // any token gets past the front (the upstream judges it), so the pages are served on the admin listener
   // or not at all.

@@ -54,7 +54,10 @@ export async function startStdioProxy(config: Config): Promise<number> {
         policy: new Policy(config),
         store,
         logger,
-        limits: new Limits(config.limits, (limit) => audit.limitHit(limit, { session: id })),
+        limits: new Limits(config.limits, (limit) => {
+          metrics.limitRefused(limit);
+          audit.limitHit(limit, { session: id });
+        }),
         audit,
         onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
         sightings: observed.board.sightingsOf(id),

@@ -490,6 +490,38 @@ export function describeTaskStoreContract(
         expect(rest.tasks.map((task) => task.taskId)).toEqual([late.taskId]);
       });
 
+      it('issue 14.4: no page with a cursor is empty, however many of the listed tasks expired or were evicted', async () => {
+        /** Walks every page of `size`: each one with a cursor holds a task; returns the ids visited. */
+        const walk = async (store: TaskStore, owner: string, size: number): Promise<string[]> => {
+          const visited: string[] = [];
+          let cursor: string | undefined;
+          for (let pages = 0; pages < 20; pages++) {
+            const page = await store.list(owner, cursor, size);
+            cursor = page.nextCursor;
+            if (cursor !== undefined) expect(page.tasks.length).toBeGreaterThan(0);
+            visited.push(...page.tasks.map((task) => task.taskId));
+            if (cursor === undefined) break;
+          }
+          return visited;
+        };
+        const expiring = await setup();
+        const kept = [await expiring.create()];
+        for (let i = 0; i < 3; i++) await expiring.createIn('completed', { ttl: 10_000 });
+        kept.push(await expiring.create());
+        expiring.clock.advance(10 * 60_000);
+        for (const size of [1, 2, 3]) {
+          expect(await walk(expiring.store, expiring.owner, size)).toEqual(kept.map((task) => task.taskId));
+        }
+        // Full of two live and two finished tasks: each new one evicts a finished one.
+        const evicting = await setup({ maxTasks: 4 });
+        const live = [await evicting.create()];
+        for (let i = 0; i < 2; i++) await evicting.createIn('completed');
+        live.push(await evicting.create(), await evicting.create(), await evicting.create());
+        for (const size of [1, 2, 3]) {
+          expect(await walk(evicting.store, evicting.owner, size)).toEqual(live.map((task) => task.taskId));
+        }
+      });
+
       it('refuses a cursor issued to another owner (spec: Task Listing 3; Error Handling, invalid cursor)', async () => {
         const { store, owner, create } = await setup();
         const other = `owner-${randomUUID()}`;

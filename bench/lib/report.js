@@ -279,7 +279,7 @@ export function markdown(report) {
       'Clients: the SDK `Client` for the calls; a bare JSON-lines client (`bench/lib/raw-client.js`) for the task workloads, so that the client is not what limits them.',
   );
   lines.push(
-    '- taskgate runs `--config bench/taskgate.yaml --log-level warn`: the defaults, with the per-caller limits raised (they would refuse one client making 10 000 tasks). ' +
+    '- taskgate runs `--config bench/taskgate.yaml --log-level warn`: the defaults, with room for the 20 000 tasks the held-tasks workload keeps (`tasks.maxTasks`). ' +
       'supergateway 4.0.0 runs `--outputTransport streamableHttp --stateful --logLevel none` (stateful: one child per session; `bench/loopback.js` makes it bind 127.0.0.1, as it has no option for that); mcp-proxy 6.7.19 runs with its defaults on `--host 127.0.0.1`.',
   );
   lines.push(

@@ -1,7 +1,7 @@
 /**
  * `taskgate --help`: every flag, grouped, with its default read from the schema so the two cannot drift.
  */
-import { defaultOf, expectation } from './introspect.js';
+import { defaultOf, expectation, frontDefaultsOf } from './introspect.js';
 import { TASK_SUPPORT_VALUES } from './schema.js';
 import { FLAG_SETTINGS, SETTINGS, envName, schemaOf, type Setting } from './settings.js';
 
@@ -27,8 +27,13 @@ function readable(value: number, units: [number, string][]): string {
 }
 
 function defaultText(setting: Setting): string {
-  const value = defaultOf(setting.path.join('.'));
-  // The setting's own default, also for a --no-X flag: "--no-status-notifications (default on)".
+  const byFront = frontDefaultsOf(setting.path.join('.'));
+  if (byFront === undefined) return valueText(setting, defaultOf(setting.path.join('.')));
+  return `${valueText(setting, byFront.stdio)} over stdio, ${valueText(setting, byFront.http)} on the HTTP front`;
+}
+
+function valueText(setting: Setting, value: unknown): string {
+  // The setting's own value, also for a --no-X flag: "--no-status-notifications (default on)".
   if (setting.sets !== undefined) return value === true ? 'on' : 'off';
   if (value === undefined) return 'none';
   if (typeof value !== 'number') return String(value);
@@ -103,6 +108,7 @@ command and without an upstream in the config file, taskgate serves the bundled 
     ),
   ]),
   group('Tasks', settingEntries('Tasks')),
+  group('Limits per caller', settingEntries('Limits per caller')),
   group('Task store', settingEntries('Task store')),
   group('Unwrap (clients without tasks)', settingEntries('Unwrap (clients without tasks)')),
   group('HTTP front', [

@@ -3,7 +3,7 @@
  * problem messages and the README check are derived from here so they cannot drift from the schema.
  */
 import { z } from 'zod';
-import { ConfigSchema } from './schema.js';
+import { ConfigSchema, FRONT_DEFAULTS } from './schema.js';
 
 export type ConfigPath = readonly (string | number)[];
 
@@ -72,7 +72,16 @@ export function leafPaths(schema: z.ZodType = ConfigSchema, prefix = ''): string
 
 const DEFAULTS: unknown = ConfigSchema.parse({});
 
-/** The default of a setting (`tasks.maxTtl`), or undefined when it has none. */
+/** A setting's default on each front, for the settings whose default depends on the front. */
+export function frontDefaultsOf(path: string): { stdio: unknown; http: unknown } | undefined {
+  const [section, key] = path.split('.');
+  const on = (front: keyof typeof FRONT_DEFAULTS): unknown =>
+    (FRONT_DEFAULTS[front] as Record<string, Record<string, unknown> | undefined>)[section!]?.[key!];
+  const http = on('http');
+  return http === undefined ? undefined : { stdio: on('stdio'), http };
+}
+
+/** The default of a setting (`tasks.maxTtl`), or undefined when it has none (or one per front). */
 export function defaultOf(path: string): unknown {
   let value = DEFAULTS;
   for (const part of path.split('.')) {

@@ -171,10 +171,10 @@ export const ConfigSchema = z
           .default(256 * MIB),
         statusNotifications: z.boolean().default(true),
         /**
-         * Serve and advertise tasks/list although tasks are not bound to an identity. The spec advises
-         * against it: anyone on the connection can then list every task of that connection.
+         * Serve and advertise tasks/list although tasks are not bound to an identity: anyone on the
+         * connection can then list every task of that connection. Its default depends on the front.
          */
-        exposeList: z.boolean().default(false),
+        exposeList: z.boolean().optional(),
         listPageSize: z.number().int().positive().max(1000).default(100),
       })
       .strict()
@@ -233,16 +233,19 @@ export const ConfigSchema = z
         { message: 'choose one way to identify callers: tokens, trustedHeader or bearerPassthrough' },
       )
       .prefault({}),
-    /** Per caller (an identity, or a session without one), so that one caller cannot starve the others. */
+    /**
+     * Per caller (an identity, or a session without one), so that one caller cannot starve the others.
+     * No default here: it depends on the front (FRONT_DEFAULTS).
+     */
     limits: z
       .object({
-        maxLiveTasks: z.number().int().positive().default(100),
+        maxLiveTasks: z.number().int().positive().optional(),
         /** Task-augmented calls a caller may start per second, with bursts up to `taskCreationBurst`. */
-        taskCreationRate: z.number().positive().default(10),
-        taskCreationBurst: z.number().int().positive().default(20),
+        taskCreationRate: z.number().positive().optional(),
+        taskCreationBurst: z.number().int().positive().optional(),
         /** tasks/get, tasks/result, tasks/list and tasks/cancel per second, with bursts. */
-        taskRequestRate: z.number().positive().default(100),
-        taskRequestBurst: z.number().int().positive().default(200),
+        taskRequestRate: z.number().positive().optional(),
+        taskRequestBurst: z.number().int().positive().optional(),
       })
       .strict()
       .prefault({}),
@@ -287,9 +290,56 @@ export const ConfigSchema = z
   .strict();
 
 /**
+ * Defaults that depend on the front. Over stdio the one client is the process that started taskgate: its
+ * connection is the binding context (tasks/list is served, as the SDK's own task servers do), and no
+ * per-caller limit applies unless one is set. The HTTP front is shared: without an identity tasks/list stays
+ * off, and the limits are there against abuse, not as a throttle: one well-behaved client's burst of 1 000
+ * task calls, polled at the default pollInterval, is never refused.
+ */
+export const FRONT_DEFAULTS = {
+  stdio: { tasks: { exposeList: true }, limits: {} },
+  http: {
+    tasks: { exposeList: false },
+    limits: {
+      maxLiveTasks: 1_000,
+      taskCreationRate: 100,
+      taskCreationBurst: 1_000,
+      taskRequestRate: 1_000,
+      taskRequestBurst: 2_000,
+    },
+  },
+} as const;
+
+type Front = keyof typeof FRONT_DEFAULTS;
+type ParsedConfig = z.infer<typeof ConfigSchema>;
+
+/** A rate and its burst are one token bucket: set either one, and the other keeps its HTTP-front default. */
+const BUCKETS = [
+  ['taskCreationRate', 'taskCreationBurst'],
+  ['taskRequestRate', 'taskRequestBurst'],
+] as const;
+
+function withFrontDefaults(config: ParsedConfig): ParsedConfig & { tasks: { exposeList: boolean } } {
+  const front: Front = config.http.listen === undefined ? 'stdio' : 'http';
+  const defaults = FRONT_DEFAULTS[front];
+  const limits = { ...defaults.limits, ...config.limits };
+  for (const pair of BUCKETS) {
+    if (pair.some((key) => limits[key] !== undefined)) {
+      for (const key of pair) limits[key] ??= FRONT_DEFAULTS.http.limits[key];
+    }
+  }
+  return {
+    ...config,
+    tasks: { ...config.tasks, exposeList: config.tasks.exposeList ?? defaults.tasks.exposeList },
+    limits,
+  };
+}
+
+/**
  * The effective configuration: ConfigSchema, plus the requirements that only all sources together can
- * meet. A config file is checked with ConfigSchema alone (every value in it must be good), since such a
- * requirement is often met elsewhere: the cursor secret of a Redis store belongs in the environment.
+ * meet, and the defaults of its front. A config file is checked with ConfigSchema alone (every value in it
+ * must be good), since such a requirement is often met elsewhere: the cursor secret of a Redis store
+ * belongs in the environment.
  */
 export const EffectiveConfigSchema = ConfigSchema.superRefine(({ store }, context) => {
   if (store.url !== undefined && store.cursorSecret === undefined) {
@@ -299,7 +349,7 @@ export const EffectiveConfigSchema = ConfigSchema.superRefine(({ store }, contex
       message: `required with store.url: tasks/list cursors are signed with it, so every replica needs the same secret of at least ${MIN_CURSOR_SECRET_BYTES} bytes (e.g. TASKGATE_STORE_CURSOR_SECRET=$(openssl rand -hex 32))`,
     });
   }
-});
+}).transform(withFrontDefaults);
 
-export type Config = z.infer<typeof ConfigSchema>;
+export type Config = z.output<typeof EffectiveConfigSchema>;
 export type ConfigInput = z.input<typeof ConfigSchema>;

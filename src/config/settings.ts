@@ -11,7 +11,13 @@ import { expectedGot, whatIsWrong } from './problems.js';
 import type { ConfigInput } from './schema.js';
 
 export type SettingGroup =
-  'Tasks' | 'Task store' | 'Unwrap (clients without tasks)' | 'HTTP front' | 'Transport' | 'Output';
+  | 'Tasks'
+  | 'Limits per caller'
+  | 'Task store'
+  | 'Unwrap (clients without tasks)'
+  | 'HTTP front'
+  | 'Transport'
+  | 'Output';
 
 export interface Setting {
   /** Where the value goes in the config. */
@@ -93,6 +99,41 @@ export const SETTINGS: readonly Setting[] = [
     sets: false,
     group: 'Tasks',
     help: 'do not declare client-side tasks (sampling, elicitation) to the upstream for a client that lacks them',
+  },
+  {
+    path: ['limits', 'maxLiveTasks'],
+    flag: 'max-live-tasks',
+    metavar: 'N',
+    group: 'Limits per caller',
+    help: 'live tasks per caller (identity, or session without one)',
+  },
+  {
+    path: ['limits', 'taskCreationRate'],
+    flag: 'task-creation-rate',
+    metavar: 'N',
+    group: 'Limits per caller',
+    help: 'task-augmented calls per second per caller (a token bucket)',
+  },
+  {
+    path: ['limits', 'taskCreationBurst'],
+    flag: 'task-creation-burst',
+    metavar: 'N',
+    group: 'Limits per caller',
+    help: '...with bursts up to this',
+  },
+  {
+    path: ['limits', 'taskRequestRate'],
+    flag: 'task-request-rate',
+    metavar: 'N',
+    group: 'Limits per caller',
+    help: 'tasks/get, tasks/result, tasks/list and tasks/cancel per second per caller',
+  },
+  {
+    path: ['limits', 'taskRequestBurst'],
+    flag: 'task-request-burst',
+    metavar: 'N',
+    group: 'Limits per caller',
+    help: '...with bursts up to this',
   },
   {
     path: ['store', 'url'],

@@ -15,8 +15,14 @@ const MAX_LABEL_LENGTH = 100;
 /** The subject label of a caller without an identity (an open front, or stdio). */
 export const NO_SUBJECT = '_none';
 
-/** Why a limit refused something: a setting's name. */
-export type LimitName = 'max_tasks' | 'max_result_bytes' | 'max_sessions';
+/** Why a limit refused something: a setting's name (a fixed set, so the label stays bounded). */
+export type LimitName =
+  | 'max_tasks'
+  | 'max_result_bytes'
+  | 'max_sessions'
+  | 'max_live_tasks'
+  | 'task_creation_rate'
+  | 'task_request_rate';
 
 export interface StoreSize {
   live: number;

@@ -2,10 +2,12 @@
  * Per-caller limits: live tasks and token-bucket rates, keyed by identity (or by session where there is
  * none). Each refusal names the limit, and touches no other caller. Live tasks are counted by the task
  * store, in the step that creates a task (so creations in flight cannot all pass, and a store that lost
- * its tasks no longer counts them); the rates are counted here.
+ * its tasks no longer counts them); the rates are counted here. A limit that is not set (over stdio,
+ * unless the operator sets it) refuses nothing.
  */
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../config/schema.js';
+import type { LimitName } from '../observability/metrics.js';
 import { ErrorCode, ProtocolError } from '../protocol/errors.js';
 import { CallerLimitError } from '../tasks/errors.js';
 import type { LiveLimit } from '../tasks/store.js';
@@ -35,7 +37,13 @@ class TokenBucket {
   }
 }
 
-export type LimitKind = 'live tasks' | 'task creation rate' | 'task request rate';
+/** The per-caller limits, by the names metrics and the audit log give them. */
+export type LimitKind = Extract<LimitName, 'max_live_tasks' | 'task_creation_rate' | 'task_request_rate'>;
+
+const SETTING: Record<Exclude<LimitKind, 'max_live_tasks'>, string> = {
+  task_creation_rate: 'limits.taskCreationRate',
+  task_request_rate: 'limits.taskRequestRate',
+};
 
 export class Limits {
   private readonly creation = new LRUCache<string, TokenBucket>({ max: 10_000 });
@@ -54,7 +62,7 @@ export class Limits {
       caller,
       this.config.taskCreationRate,
       this.config.taskCreationBurst,
-      'task creation rate',
+      'task_creation_rate',
     );
   }
 
@@ -65,7 +73,7 @@ export class Limits {
       caller,
       this.config.taskRequestRate,
       this.config.taskRequestBurst,
-      'task request rate',
+      'task_request_rate',
     );
   }
 
@@ -73,13 +81,15 @@ export class Limits {
    * Creates a task for the caller within limits.maxLiveTasks: `create` hands the bound to the store, which
    * checks and counts it atomically; its refusal becomes the one that names the setting.
    */
-  async withinLiveTasks<T>(caller: string, create: (limit: LiveLimit) => Promise<T>): Promise<T> {
+  async withinLiveTasks<T>(caller: string, create: (limit?: LiveLimit) => Promise<T>): Promise<T> {
+    const max = this.config.maxLiveTasks;
+    if (max === undefined) return create();
     try {
-      return await create({ caller, max: this.config.maxLiveTasks });
+      return await create({ caller, max });
     } catch (error) {
       if (!(error instanceof CallerLimitError)) throw error;
       this.refuse(
-        'live tasks',
+        'max_live_tasks',
         caller,
         `Limit reached: ${error.live} live tasks for this caller (limits.maxLiveTasks); wait for one to end`,
       );
@@ -89,19 +99,20 @@ export class Limits {
   private throttle(
     buckets: LRUCache<string, TokenBucket>,
     caller: string,
-    rate: number,
-    burst: number,
-    kind: LimitKind,
+    rate: number | undefined,
+    burst: number | undefined,
+    kind: Exclude<LimitKind, 'max_live_tasks'>,
   ): void {
+    // The effective config sets both of a bucket or neither.
+    if (rate === undefined || burst === undefined) return;
     let bucket = buckets.get(caller);
     if (!bucket) buckets.set(caller, (bucket = new TokenBucket(rate, burst, this.now())));
     const wait = bucket.take(this.now());
     if (wait > 0) {
-      const setting = kind === 'task creation rate' ? 'limits.taskCreationRate' : 'limits.taskRequestRate';
       this.refuse(
         kind,
         caller,
-        `Rate limit: too many requests for this caller (${setting}: ${rate}/s); retry in ${wait} ms`,
+        `Rate limit: too many requests for this caller (${SETTING[kind]}: ${rate}/s); retry in ${wait} ms`,
       );
     }
   }

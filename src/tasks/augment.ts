@@ -78,8 +78,7 @@ export class Augmenter {
 
   /**
    * The `capabilities.tasks` the client sees: the upstream's own, plus tasks for tools/call and cancel
-   * served here. `list` is offered when either side may list; then both sides' tasks are listed, since a
-   * task the client can get must also be listable.
+   * served here. `list` is offered when either side may list; each side lists only what it may.
    */
   capabilities(upstreamTasks: JsonObject | undefined): JsonObject {
     const requests = isObject(upstreamTasks?.requests) ? upstreamTasks.requests : {};
@@ -147,9 +146,10 @@ export class Augmenter {
   }
 
   /**
-   * tasks/list over both sides: taskgate's own tasks first, then the upstream's, behind one cursor. A
-   * cursor is either one of the store's (prefixed "own.") or the upstream's own cursor (prefixed "up."),
-   * which the upstream validates itself.
+   * tasks/list over both sides: taskgate's own tasks first (where it may list them), then the upstream's,
+   * behind one cursor. A cursor is either one of the store's (prefixed "own.") or the upstream's own
+   * cursor (prefixed "up."), which the upstream validates itself. No page is empty while it has a cursor:
+   * a client may stop at an empty page.
    */
   async listTasks(params: JsonObject | undefined, upstreamLists: boolean): Promise<JsonObject> {
     if (!this.listsOwnTasks && !upstreamLists) {
@@ -159,12 +159,19 @@ export class Augmenter {
     }
     const { cursor } = parseParams(ListTasksParams, params, 'tasks/list');
     if (cursor?.startsWith(UPSTREAM_CURSOR)) return this.listUpstream(cursor.slice(UPSTREAM_CURSOR.length));
+    if (!this.listsOwnTasks) {
+      if (cursor !== undefined) throw new InvalidCursorError();
+      return this.listUpstream('');
+    }
     if (cursor !== undefined && !cursor.startsWith(OWN_CURSOR)) throw new InvalidCursorError();
     const page = await this.tasks.list(cursor?.slice(OWN_CURSOR.length));
-    const result: JsonObject = { tasks: page.tasks.map(toWireTask) };
-    if (page.nextCursor !== undefined) result.nextCursor = OWN_CURSOR + page.nextCursor;
-    else if (upstreamLists) result.nextCursor = UPSTREAM_CURSOR;
-    return result;
+    if (page.nextCursor !== undefined) {
+      return { tasks: page.tasks.map(toWireTask), nextCursor: OWN_CURSOR + page.nextCursor };
+    }
+    if (!upstreamLists) return { tasks: page.tasks.map(toWireTask) };
+    // After the store's last page comes the upstream's first; an empty one (no own tasks) is skipped.
+    if (page.tasks.length === 0) return this.listUpstream('');
+    return { tasks: page.tasks.map(toWireTask), nextCursor: UPSTREAM_CURSOR };
   }
 
   /** The task whose progress notifications carry this token, if one is running. */

@@ -58,6 +58,8 @@ export const EXECUTOR_LOST = 'executor lost: the taskgate replica running this t
  *   them. A single-process store needs no lease: its tasks and their work end with the process.
  * - `list` returns an owner's tasks in creation order, at most `limit` per page, with an opaque cursor
  *   that is bound to the owner; a cursor that was not issued for that owner throws InvalidCursorError.
+ *   A page with a cursor MUST hold a task (a client may stop at an empty page): tasks that expired or
+ *   were evicted are skipped before the page is cut, not left as holes in it.
  * - `waitForTerminal` resolves with the task once it is terminal (at once if it already is), rejects
  *   with TaskNotFoundError if it vanishes, and with the signal's reason when aborted.
  */

@@ -169,8 +169,8 @@ describe('augment: ttl and policy', () => {
 });
 
 describe('augment: tasks/list', () => {
-  it('is neither advertised nor served without an identity (spec: Security, Task Isolation)', async () => {
-    const c = await open();
+  it('is neither advertised nor served on the HTTP front without an identity (spec: Security, Task Isolation)', async () => {
+    const c = (connection = await connect('legacy', { front: 'http' }));
     expect(c.client.getServerCapabilities()?.tasks?.list).toBeUndefined();
     const error = await rpcError(c.client.experimental.tasks.listTasks());
     expect(error.code).toBe(-32601);

@@ -34,10 +34,9 @@ const REQUEST_TIMEOUT_MS = 120_000;
 const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/', import.meta.url));
 
 /**
- * Per-caller limits (keyed by session here, there being no identity) sized for the load. The creation rate
- * (default 10/s, bursts of 20) would refuse most of a session's 50 calls, which a load test must not
- * confuse with lost responses. maxLiveTasks (100) and the task request rate (100/s, bursts of 200) already
- * fit: at most 50 live tasks and about 50 task requests per session.
+ * Per-caller limits (keyed by session here, there being no identity) sized for the load, so that a refusal,
+ * which a load test must not confuse with a lost response, cannot come of a change of the HTTP front's
+ * defaults (which fit it too: bursts of 1 000 task calls and 2 000 task requests, 1 000 live tasks).
  */
 const CONFIG = `limits:
   taskCreationRate: 10000

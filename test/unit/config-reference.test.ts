@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { HELP } from '../../src/config/help.js';
-import { defaultOf, leafPaths } from '../../src/config/introspect.js';
+import { defaultOf, frontDefaultsOf, leafPaths } from '../../src/config/introspect.js';
 import { FLAG_SETTINGS, SETTINGS, envName } from '../../src/config/settings.js';
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
@@ -39,6 +39,14 @@ describe('the README’s config reference', () => {
     },
   );
 
+  it.each(leafPaths().filter((path) => frontDefaultsOf(path) !== undefined))(
+    'gives the default on each front for %s',
+    (path) => {
+      const { stdio, http } = frontDefaultsOf(path)!;
+      expect(rowOf(path)).toContain(`stdio: ${String(stdio ?? 'none')}; HTTP: ${String(http)}`);
+    },
+  );
+
   it.each(SETTINGS.map((setting) => [setting.path.join('.'), setting] as const))(
     'names the flag and variable of %s',
     (path, setting) => {
@@ -62,12 +70,22 @@ describe('--help', () => {
         .join('\n')
         .split(/\n {2}-/)[0]!
         .replace(/\s+/g, ' ');
-      const value = defaultOf(setting.path.join('.'));
+      const path = setting.path.join('.');
+      const byFront = frontDefaultsOf(path);
+      const value = defaultOf(path);
       const shown = value === undefined ? 'none' : String(value);
-      // A boolean flag shows the setting's default, a --no-X flag's too (issue 14.10).
-      expect(entry).toContain(
-        setting.sets === undefined ? `(default ${shown}` : `(default ${value === true ? 'on' : 'off'})`,
-      );
+      if (byFront !== undefined) {
+        const text = (front: unknown): string =>
+          setting.sets === undefined ? String(front ?? 'none') : front === true ? 'on' : 'off';
+        expect(entry).toContain(
+          `(default ${text(byFront.stdio)} over stdio, ${text(byFront.http)} on the HTTP front)`,
+        );
+      } else {
+        // A boolean flag shows the setting's default, a --no-X flag's too (issue 14.10).
+        expect(entry).toContain(
+          setting.sets === undefined ? `(default ${shown}` : `(default ${value === true ? 'on' : 'off'})`,
+        );
+      }
     },
   );
 

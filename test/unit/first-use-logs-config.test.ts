@@ -60,7 +60,7 @@ describe('issue 14.10: --help tells the truth', () => {
   it("shows a --no-X flag's setting as on by default", () => {
     expect(helpFor('--no-status-notifications')).toContain('(default on)');
     expect(helpFor('--no-upstream-restart')).toContain('(default on)');
-    expect(helpFor('--expose-task-list')).toContain('(default off)');
+    expect(helpFor('--expose-task-list')).toContain('(default on over stdio, off on the HTTP front)');
   });
 
   it('does not say secrets have no flag next to --auth-token, which is one', () => {

@@ -18,7 +18,7 @@ describe('resolveConfig', () => {
         maxTasks: 10_000,
         maxResultBytes: 256 * 1024 * 1024,
         statusNotifications: true,
-        exposeList: false,
+        exposeList: true,
         listPageSize: 100,
       },
       unwrap: { minPollInterval: 50, maxPollInterval: 5_000, keepAliveInterval: 15_000 },
@@ -27,13 +27,7 @@ describe('resolveConfig', () => {
       upstreamRestart: { enabled: true, delay: 500, maxDelay: 30_000, holdRequests: 10_000 },
       admin: {},
       auth: { tokens: [], adminSubjects: [] },
-      limits: {
-        maxLiveTasks: 100,
-        taskCreationRate: 10,
-        taskCreationBurst: 20,
-        taskRequestRate: 100,
-        taskRequestBurst: 200,
-      },
+      limits: {},
       audit: { enabled: true, logArguments: false },
       http: {
         path: '/mcp',
@@ -46,6 +40,31 @@ describe('resolveConfig', () => {
       },
       tools: [],
     });
+  });
+
+  it('issue 14.2: applies no per-caller limit over stdio unless one is set, and the HTTP front’s otherwise', () => {
+    expect(resolveConfig({ limits: { maxLiveTasks: 3 } }).limits).toEqual({ maxLiveTasks: 3 });
+    // A rate and its burst are one bucket: the one not given keeps its HTTP-front default.
+    expect(resolveConfig({ limits: { taskCreationRate: 5 } }).limits).toEqual({
+      taskCreationRate: 5,
+      taskCreationBurst: 1_000,
+    });
+    const http = resolveConfig({ http: { listen: '127.0.0.1:0' }, limits: { taskRequestBurst: 7 } });
+    expect(http.limits).toEqual({
+      maxLiveTasks: 1_000,
+      taskCreationRate: 100,
+      taskCreationBurst: 1_000,
+      taskRequestRate: 1_000,
+      taskRequestBurst: 7,
+    });
+  });
+
+  it('issue 14.4: lists tasks by default over stdio, not on the HTTP front, unless told', () => {
+    expect(resolveConfig({ http: { listen: '127.0.0.1:0' } }).tasks.exposeList).toBe(false);
+    expect(resolveConfig({ tasks: { exposeList: false } }).tasks.exposeList).toBe(false);
+    expect(
+      resolveConfig({ http: { listen: '127.0.0.1:0' }, tasks: { exposeList: true } }).tasks.exposeList,
+    ).toBe(true);
   });
 
   it('keeps given values and fills the rest', () => {
