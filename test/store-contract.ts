@@ -11,11 +11,11 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   CallerLimitError,
-  IllegalTransitionError,
   InvalidCursorError,
   TaskLimitError,
   TaskNotFoundError,
 } from '../src/tasks/errors.js';
+import { IllegalTransitionError } from '../src/tasks/state.js';
 import type { TaskOutcome, TaskRecord, TaskStatus } from '../src/tasks/state.js';
 import type { NewTask, TaskStore } from '../src/tasks/store.js';
 import { thrownBy } from './helpers/thrown.js';

@@ -3,12 +3,12 @@
  * Internal failures (a bug, a closed pipe) are not ProtocolErrors: they become -32603 with a generic message.
  */
 import {
-  IllegalTransitionError,
   InvalidCursorError,
   TaskLimitError,
   TaskNotFoundError,
   TaskStoreUnavailableError,
 } from '../tasks/errors.js';
+import { IllegalTransitionError } from '../tasks/state.js';
 import {
   HeaderMismatchError,
   InvalidMetaError,

@@ -38,7 +38,7 @@ import type { TaskSightings } from '../observability/task-board.js';
 import type { Limits } from '../security/limits.js';
 import { Unwrapper, withoutRelatedTask } from '../tasks/unwrap.js';
 import { Augmenter, type AugmentHost } from '../tasks/augment.js';
-import { IllegalTransitionError } from '../tasks/errors.js';
+import { IllegalTransitionError } from '../tasks/state.js';
 import type { TaskStore } from '../tasks/store.js';
 import { UpstreamTaskWatch } from '../tasks/upstream-tasks.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';

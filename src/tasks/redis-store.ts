@@ -56,13 +56,8 @@ import { Redis, ReplyError } from 'ioredis';
 import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/errors.js';
 import { CursorCodec } from './cursor.js';
-import {
-  CallerLimitError,
-  IllegalTransitionError,
-  TaskLimitError,
-  TaskNotFoundError,
-  TaskStoreUnavailableError,
-} from './errors.js';
+import { CallerLimitError, TaskLimitError, TaskNotFoundError, TaskStoreUnavailableError } from './errors.js';
+import { IllegalTransitionError } from './state.js';
 import { LATE_RESULT_GRACE_MS } from './memory-store.js';
 import { RECORD_FIELDS, SCRIPTS, SHARED_KEYS, type ScriptName } from './redis-scripts.js';
 import {

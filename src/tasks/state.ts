@@ -18,7 +18,18 @@
  *     cancelled --> [*]
  * ```
  */
-import { IllegalTransitionError } from './errors.js';
+
+/** A move the state machine does not allow (out of a terminal status, or not in the table). */
+export class IllegalTransitionError extends Error {
+  constructor(
+    readonly taskId: string,
+    readonly from: TaskStatus,
+    readonly to: TaskStatus,
+  ) {
+    super(`Task ${taskId} cannot move from ${from} to ${to}`);
+    this.name = 'IllegalTransitionError';
+  }
+}
 
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
 export type TerminalStatus = Extract<TaskStatus, 'completed' | 'failed' | 'cancelled'>;

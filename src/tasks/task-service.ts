@@ -8,9 +8,10 @@ import type { Config } from '../config/schema.js';
 import { NO_AUDIT, type AuditLog, type Caller } from '../observability/audit.js';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { RELATED_TASK_META, isObject, type JsonObject, type Response } from '../protocol/messages.js';
-import { IllegalTransitionError, TaskLimitError, TaskNotFoundError } from './errors.js';
+import { TaskLimitError, TaskNotFoundError } from './errors.js';
 import { TaskIdParams, parseParams } from './params.js';
 import {
+  IllegalTransitionError,
   toWireTask,
   type TaskOutcome,
   type TaskRecord,

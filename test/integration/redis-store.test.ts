@@ -8,12 +8,12 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
   CallerLimitError,
-  IllegalTransitionError,
   InvalidCursorError,
   TaskLimitError,
   TaskNotFoundError,
   TaskStoreUnavailableError,
 } from '../../src/tasks/errors.js';
+import { IllegalTransitionError } from '../../src/tasks/state.js';
 import { RedisTaskStore, type RedisStoreOptions } from '../../src/tasks/redis-store.js';
 import type { TaskOutcome, TaskRecord, TaskStatus } from '../../src/tasks/state.js';
 import { EXECUTOR_LOST, type NewTask, type TaskStore } from '../../src/tasks/store.js';

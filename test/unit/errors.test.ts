@@ -7,12 +7,12 @@ import {
   toJsonRpcError,
 } from '../../src/protocol/errors.js';
 import {
-  IllegalTransitionError,
   InvalidCursorError,
   TaskLimitError,
   TaskNotFoundError,
   TaskStoreUnavailableError,
 } from '../../src/tasks/errors.js';
+import { IllegalTransitionError } from '../../src/tasks/state.js';
 
 const TASK_ID = '786512e2-9e0d-44bd-8f29-789f320fe840';
 

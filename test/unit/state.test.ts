@@ -1,6 +1,6 @@
 import { TaskSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { IllegalTransitionError } from '../../src/tasks/errors.js';
+import { IllegalTransitionError } from '../../src/tasks/state.js';
 import {
   canTransition,
   isTerminal,

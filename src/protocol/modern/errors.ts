@@ -3,7 +3,6 @@
  * one place that turns them into JSON-RPC errors. On Streamable HTTP every one of them is sent with HTTP 400
  * (basic/index.mdx "Per-request protocol fields"; transports/streamable-http.mdx "Server Validation").
  */
-import type { JsonObject } from '../messages.js';
 
 /** A request refused before it is served; `httpStatus` is what Streamable HTTP answers with. */
 export abstract class ModernRequestError extends Error {
@@ -34,7 +33,7 @@ export class UnsupportedVersionError extends ModernRequestError {
 
 /** Serving the request needs client capabilities it did not declare; `required` lists only those: -32021. */
 export class MissingCapabilityError extends ModernRequestError {
-  constructor(readonly required: JsonObject) {
+  constructor(readonly required: Record<string, unknown>) {
     super(`Missing required client capability: ${capabilityPaths(required).join(', ')}`);
     this.name = 'MissingCapabilityError';
   }
@@ -72,11 +71,11 @@ export const ok = <T>(value: T): Checked<T> => ({ ok: true, value });
 export const refused = (error: ModernRequestError): Checked<never> => ({ ok: false, error });
 
 /** "elicitation.form", "extensions.io.modelcontextprotocol/tasks": the leaves of a capabilities object. */
-function capabilityPaths(capabilities: JsonObject, prefix = ''): string[] {
+function capabilityPaths(capabilities: Record<string, unknown>, prefix = ''): string[] {
   return Object.entries(capabilities).flatMap(([key, value]) => {
     const path = `${prefix}${key}`;
     const nested =
       typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length > 0;
-    return nested ? capabilityPaths(value as JsonObject, `${path}.`) : [path];
+    return nested ? capabilityPaths(value as Record<string, unknown>, `${path}.`) : [path];
   });
 }
