@@ -9,7 +9,9 @@ import { startAdminListener } from './observability/admin.js';
 import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
 import { observeTasks } from './observability/observe.js';
+import { ObservedStore } from './observability/observed-store.js';
 import { Lifecycle } from './lifecycle.js';
+import { RunningTasks } from './session/running-tasks.js';
 import { Session } from './session/session.js';
 import { openStore } from './store.js';
 import type { TaskStore } from './tasks/store.js';
@@ -54,7 +56,14 @@ export async function startHttpGateway(
         }
       : {},
   );
-  const store = observed.store;
+  const running = new RunningTasks();
+  // Creations are not transitions: the store the sessions use reports them too.
+  const store = new ObservedStore(observed.store, {
+    created: (record) => running.changed(record),
+    refused: () => undefined,
+    waiting: () => undefined,
+  });
+  const stopFollowing = store.onTransition((record) => running.changed(record));
   const audit = countingDenials(createAuditLog(logger, store, config.audit), (subject) =>
     metrics.taskLookupDenied(subject),
   );
@@ -82,6 +91,7 @@ export async function startHttpGateway(
       maxMessageBytes: config.maxMessageBytes,
       maxSessions: config.http.maxSessions,
       sessionIdleTimeoutMs: config.http.sessionIdleTimeout,
+      abandonedSessionTimeoutMs: config.http.abandonedSessionTimeout,
       eventLogSize: config.http.eventLogSize,
       eventLogBytes: config.http.eventLogBytes,
       eventLogTotalBytes: config.http.eventLogTotalBytes,
@@ -89,6 +99,8 @@ export async function startHttpGateway(
     {
       openSession: async (channel: HttpSession, caller: Caller | undefined) => {
         const sessionLogger = logger.child({ session: channel.id.slice(0, 8) });
+        const sightings = observed.board.sightingsOf(channel.id);
+        running.follow(channel.id);
         const upstream = await openUpstream(config, sessionLogger, {
           restarted: () => metrics.upstreamRestarted(),
           // Servers killed along with taskgate (a signal to the process group) stay down.
@@ -108,7 +120,13 @@ export async function startHttpGateway(
             limits,
             audit,
             onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
-            sightings: observed.board.sightingsOf(channel.id),
+            sightings: {
+              ...sightings,
+              upstreamTask: (task, tool) => {
+                running.seen(channel.id, task);
+                sightings.upstreamTask(task, tool);
+              },
+            },
             lifecycle,
             ...(caller === undefined ? {} : { identity: caller.identity, subject: caller.subject }),
           },
@@ -116,6 +134,7 @@ export async function startHttpGateway(
             upstreamGone: () => undefined,
             closed: async () => {
               await upstream.stop();
+              running.forget(channel.id);
               front.forget(channel.id);
             },
           },
@@ -127,6 +146,8 @@ export async function startHttpGateway(
       ...(authenticate === undefined ? {} : { authenticate }),
       ...(pagesOnFront ? { extraRoutes: observed.routes } : {}),
       sessionRefused: () => metrics.limitRefused('max_sessions'),
+      sessionEnded: (why) => metrics.sessionEnded(why),
+      tasksEndedAt: (sessionId) => running.endedAt(sessionId),
     },
     logger,
   );
@@ -148,6 +169,7 @@ export async function startHttpGateway(
       await front.close();
       await adminListener?.close();
       audit.close();
+      stopFollowing();
       observed.close();
     },
   };

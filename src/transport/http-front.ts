@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { ErrorCode, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { parseFrame } from '../protocol/frames.js';
 import { classify, salvageId, type RequestId } from '../protocol/messages.js';
+import type { SessionEnd } from '../observability/metrics.js';
 import type { Authentication } from '../security/auth.js';
 import { KeptBytes } from './event-stream.js';
 import { HttpSession, type Resumption } from './http-session.js';
@@ -26,6 +27,14 @@ const LISTEN_BACKLOG = 4096;
 /** How long a DELETE waits for the session's upstream to stop, so that its 200 means the slot is free. */
 const DELETE_WAITS_MS = 1_000;
 
+/** Why taskgate ends a session, as its client is told (and the log says). */
+const ENDED_BECAUSE: Record<SessionEnd, string> = {
+  deleted: 'the client ended the HTTP session',
+  idle: 'nothing was heard from the client for http.sessionIdleTimeout',
+  abandoned: 'its client left: no stream, request or task for http.abandonedSessionTimeout',
+  shutdown: 'taskgate is shutting down',
+};
+
 /** An authenticated caller: the binding key of its tasks, and who it is for the logs. */
 export type Caller = Extract<Authentication, { identity: string }>;
 
@@ -39,6 +48,7 @@ export interface HttpFrontOptions {
   maxMessageBytes: number;
   maxSessions: number;
   sessionIdleTimeoutMs: number;
+  abandonedSessionTimeoutMs: number;
   eventLogSize: number;
   eventLogBytes: number;
   eventLogTotalBytes: number;
@@ -63,6 +73,13 @@ export interface HttpFrontHooks {
   extraRoutes?(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean>;
   /** A new session was refused because all max-sessions slots are in use. */
   sessionRefused?(): void;
+  /** A session was ended, and why. */
+  sessionEnded?(why: SessionEnd): void;
+  /**
+   * When the last task the session ran ended: Infinity while one runs, 0 when none ran. A session is
+   * abandoned only that long after its tasks.
+   */
+  tasksEndedAt?(sessionId: string): number;
 }
 
 export class HttpFront {
@@ -97,9 +114,11 @@ export class HttpFront {
       },
     );
     this.kept = new KeptBytes(options.eventLogTotalBytes);
+    // Sessions are ended at most a quarter of their timeout late.
+    const shortest = Math.min(options.sessionIdleTimeoutMs, options.abandonedSessionTimeoutMs);
     this.sweeper = setInterval(
       () => this.closeIdleSessions(),
-      Math.min(60_000, options.sessionIdleTimeoutMs),
+      Math.max(10, Math.min(60_000, shortest / 4)),
     ).unref();
   }
 
@@ -128,7 +147,12 @@ export class HttpFront {
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.sweeper);
-      await Promise.all([...this.sessions.values()].map((session) => session.close()));
+      await Promise.all(
+        [...this.sessions.values()].map((session) => {
+          this.hooks.sessionEnded?.('shutdown');
+          return session.close(ENDED_BECAUSE.shutdown);
+        }),
+      );
       this.server.closeAllConnections();
       await new Promise((resolve) => this.server.close(resolve));
     })();
@@ -333,7 +357,7 @@ export class HttpFront {
     // Its 200 waits for the upstream to stop, unless that waits for tasks: then the slot stays held.
     const timer = new AbortController();
     const waited = delay(DELETE_WAITS_MS, undefined, { signal: timer.signal }).catch(() => undefined);
-    await Promise.race([this.retire(session), waited]);
+    await Promise.race([this.retire(session, 'deleted'), waited]);
     timer.abort();
     res.writeHead(200).end();
   }
@@ -383,22 +407,35 @@ export class HttpFront {
   }
 
   /** Ends a session for its client; its slot is held until its upstream has stopped (then this resolves). */
-  private retire(session: HttpSession): Promise<void> {
+  private retire(session: HttpSession, why: SessionEnd): Promise<void> {
     const stopped = new Promise<void>((resolve) => {
-      if (this.sessions.delete(session.id)) this.lingering.set(session.id, resolve);
-      else resolve();
+      if (this.sessions.delete(session.id)) {
+        this.lingering.set(session.id, resolve);
+        this.hooks.sessionEnded?.(why);
+      } else resolve();
     });
-    void session.close();
+    void session.close(ENDED_BECAUSE[why]);
     return stopped;
   }
 
+  /**
+   * A session without an open stream whose client was not heard from for the idle timeout is ended, even
+   * while its tasks run (they finish in its lingering upstream). One with nothing at all going on — no
+   * stream, no request, no task — was left by its client (which did not DELETE it): it is ended sooner.
+   */
   private closeIdleSessions(): void {
-    const before = Date.now() - this.options.sessionIdleTimeoutMs;
+    const now = Date.now();
     for (const session of this.sessions.values()) {
-      if (session.openStreams === 0 && session.lastActivity < before) {
-        this.logger.info({ session: session.id }, 'ending an idle session');
-        void this.retire(session);
+      if (session.openStreams > 0) continue;
+      let why: SessionEnd | undefined;
+      if (session.lastActivity < now - this.options.sessionIdleTimeoutMs) why = 'idle';
+      else if (session.requestsInFlight === 0) {
+        const quietSince = Math.max(session.lastActivity, this.hooks.tasksEndedAt?.(session.id) ?? 0);
+        if (quietSince < now - this.options.abandonedSessionTimeoutMs) why = 'abandoned';
       }
+      if (why === undefined) continue;
+      this.logger.info({ session: session.id.slice(0, 8) }, `ending an ${why} session`);
+      void this.retire(session, why);
     }
   }
 }

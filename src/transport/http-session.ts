@@ -62,6 +62,11 @@ export class HttpSession implements Channel {
     return open;
   }
 
+  /** Requests of the client not answered yet, on a connection or waiting for a resumption. */
+  get requestsInFlight(): number {
+    return this.byRequest.size;
+  }
+
   start(handlers: ChannelHandlers): void {
     this.handlers = handlers;
   }
@@ -145,8 +150,8 @@ export class HttpSession implements Channel {
     this.sendRaw(JSON.stringify(message), route);
   }
 
-  /** The client ended the session (DELETE), or taskgate did. */
-  async close(): Promise<void> {
+  /** The client ended the session (DELETE), or taskgate did (saying why). */
+  async close(reason = 'the client ended the HTTP session'): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     for (const stream of [...this.byRequest.values(), ...(this.standalone ? [this.standalone] : [])])
@@ -155,7 +160,7 @@ export class HttpSession implements Channel {
     this.queued.clear();
     const handlers = this.handlers;
     this.handlers = undefined;
-    handlers?.closed({ reason: 'the client ended the HTTP session' });
+    handlers?.closed({ reason });
   }
 
   /** The final message for a request: a failed initialize ends the session, its id never given out. */

@@ -1,0 +1,91 @@
+/**
+ * What a first real user hits on the HTTP front (issue 14): sessions of clients that left, addresses that
+ * cannot be listened on, and readiness with an upstream that cannot start.
+ */
+import { readFileSync } from 'node:fs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { httpTransport } from '../helpers/http-client.js';
+import { sample } from '../helpers/prometheus.js';
+import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
+
+const gateways: Gateway[] = [];
+
+afterEach(async () => {
+  await Promise.all(gateways.splice(0).map((gateway) => gateway.stop()));
+});
+
+async function start(upstream: string[], flags: string[] = []): Promise<Gateway> {
+  const gateway = await Gateway.start(upstream, flags);
+  gateways.push(gateway);
+  return gateway;
+}
+
+/** The processes taskgate started (its upstream servers), by pid (Linux). */
+function children(pid: number): number[] {
+  return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+}
+
+async function metrics(gateway: Gateway): Promise<string> {
+  return (await fetch(new URL('/metrics', gateway.url))).text();
+}
+
+describe('issue 14.3: sessions of clients that left', () => {
+  const LEGACY = [process.execPath, FIXTURES.legacy];
+
+  it('issue 14.3: a client that closes without DELETE loses its session and its server within http.abandonedSessionTimeout', async () => {
+    const gateway = await start(LEGACY, ['--abandoned-session-timeout', '500']);
+    const client = new Client({ name: 'leaves', version: '1' }, { capabilities: TASK_AWARE });
+    const transport = httpTransport(gateway.url);
+    await client.connect(transport);
+    await client.listTools();
+    const sessionId = transport.sessionId!;
+    expect(children(gateway.child.pid!)).toHaveLength(1);
+    // The SDK's close() ends its streams and sends no DELETE.
+    await client.close();
+    await gateway.logged('ending an abandoned session', 5_000);
+    await gateway.logged('"msg":"upstream server exited', 5_000);
+    expect(children(gateway.child.pid!)).toEqual([]);
+    expect(sample(await metrics(gateway), 'taskgate_sessions_closed_total', { reason: 'abandoned' })).toBe(1);
+    const gone = await fetch(gateway.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': sessionId,
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
+    expect(gone.status).toBe(404);
+  });
+
+  it('issue 14.3: a session whose task still runs is kept until the task ends, then reclaimed', async () => {
+    const gateway = await start(LEGACY, ['--abandoned-session-timeout', '300', '--log-level', 'debug']);
+    const client = new Client({ name: 'leaves', version: '1' }, { capabilities: TASK_AWARE });
+    await client.connect(httpTransport(gateway.url));
+    const created = await client.request(
+      { method: 'tools/call', params: { name: 'sleep', arguments: { ms: 2_000 }, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
+    expect(created.task.status).toBe('working');
+    await client.close();
+    await gateway.logged('"status":"completed"', 10_000);
+    expect(gateway.stderr).not.toContain('ending an abandoned session');
+    expect(children(gateway.child.pid!)).toHaveLength(1);
+    await gateway.logged('ending an abandoned session', 5_000);
+    const text = await metrics(gateway);
+    expect(sample(text, 'taskgate_sessions_closed_total', { reason: 'abandoned' })).toBe(1);
+    expect(sample(text, 'taskgate_sessions_open')).toBe(0);
+  });
+
+  it('issue 14.3: a client that DELETEs its session is counted as deleted', async () => {
+    const gateway = await start(LEGACY);
+    const transport = httpTransport(gateway.url);
+    const client = new Client({ name: 'polite', version: '1' }, { capabilities: TASK_AWARE });
+    await client.connect(transport);
+    await transport.terminateSession();
+    await client.close();
+    expect(sample(await metrics(gateway), 'taskgate_sessions_closed_total', { reason: 'deleted' })).toBe(1);
+  });
+});
