@@ -181,7 +181,13 @@ export async function runHttpGateway(config: Config): Promise<number> {
   const metrics = new Metrics();
   const store = await openStore(config, logger, { onExpired: (record) => metrics.taskExpired(record) });
   const lifecycle = new Lifecycle();
-  const gateway = await startHttpGateway(config, logger, store, metrics, lifecycle);
+  // A store left open (a Redis connection) would keep a process that could not listen alive.
+  const gateway = await startHttpGateway(config, logger, store, metrics, lifecycle).catch(
+    async (error: unknown) => {
+      await store.close();
+      throw error;
+    },
+  );
   await new Promise((resolve) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, resolve);
   });

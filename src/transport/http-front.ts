@@ -15,6 +15,7 @@ import type { SessionEnd } from '../observability/metrics.js';
 import type { Authentication } from '../security/auth.js';
 import { KeptBytes } from './event-stream.js';
 import { HttpSession, type Resumption } from './http-session.js';
+import { listenOn } from './listen.js';
 import { isLoopbackHost } from '../security/loopback.js';
 
 /**
@@ -127,11 +128,9 @@ export class HttpFront {
   }
 
   async listen(): Promise<URL> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      const host = this.options.host.replace(/^\[|\]$/g, '');
-      this.server.listen({ port: this.options.port, host, backlog: LISTEN_BACKLOG }, () => resolve());
-    });
+    await listenOn(this.server, this.options.host, this.options.port, LISTEN_BACKLOG);
+    // Once listening, an error is one connection's (a failed accept), not the listener's.
+    this.server.on('error', (error) => this.logger.error({ err: error }, 'HTTP front: listener error'));
     const { port } = this.server.address() as AddressInfo;
     return new URL(`http://${this.options.host}:${port}${this.options.path}`);
   }

@@ -2,13 +2,15 @@
  * What a first real user hits on the HTTP front (issue 14): sessions of clients that left, addresses that
  * cannot be listened on, and readiness with an upstream that cannot start.
  */
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport } from '../helpers/http-client.js';
 import { sample } from '../helpers/prometheus.js';
-import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
+import { FIXTURES, Gateway, TASK_AWARE, TASKGATE } from '../helpers/taskgate.js';
 
 const gateways: Gateway[] = [];
 
@@ -87,5 +89,64 @@ describe('issue 14.3: sessions of clients that left', () => {
     await transport.terminateSession();
     await client.close();
     expect(sample(await metrics(gateway), 'taskgate_sessions_closed_total', { reason: 'deleted' })).toBe(1);
+  });
+});
+
+/** Runs the built CLI to its end: its exit code and what it wrote to stderr. */
+function run(args: string[]): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      [TASKGATE, ...args],
+      { timeout: 15_000 },
+      (error, _out, stderr) => resolve({ code: error ? (error.code as number | null) : 0, stderr }),
+    );
+    child.stdin?.end();
+  });
+}
+
+/** A port taken by another listener on the loopback, for the test's length. */
+async function takenPort(): Promise<{ port: number; server: Server }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as { port: number }).port, server };
+}
+
+describe('issue 14.6: addresses that cannot be listened on', () => {
+  const LEGACY = ['--', process.execPath, FIXTURES.legacy];
+  const expectOneLine = (stderr: string, line: string): void => {
+    expect(stderr).not.toMatch(/^\s+at /m);
+    expect(stderr).toBe(`taskgate: ${line}\n`);
+  };
+
+  it('issue 14.6: --listen and --admin-listen on a port in use say so in one line and exit 1', async () => {
+    const { port, server } = await takenPort();
+    try {
+      const front = await run(['--listen', `127.0.0.1:${port}`, ...LEGACY]);
+      expect(front.code).toBe(1);
+      expectOneLine(front.stderr, `cannot listen on 127.0.0.1:${port}: the address is already in use`);
+      // In stdio mode, and beside an HTTP front (whose own log lines come first).
+      const stdio = await run(['--admin-listen', String(port), ...LEGACY]);
+      expect(stdio.code).toBe(1);
+      expectOneLine(stdio.stderr, `cannot listen on 127.0.0.1:${port}: the address is already in use`);
+      const beside = await run(['--listen', '127.0.0.1:0', '--admin-listen', `127.0.0.1:${port}`, ...LEGACY]);
+      expect(beside.code).toBe(1);
+      expect(beside.stderr).not.toMatch(/^\s+at /m);
+      expect(beside.stderr.trimEnd().split('\n').at(-1)).toBe(
+        `taskgate: cannot listen on 127.0.0.1:${port}: the address is already in use`,
+      );
+    } finally {
+      server.close();
+    }
+  });
+
+  it('issue 14.6: an address not on this machine is named, in one line, exit 1', async () => {
+    // TEST-NET-1 (RFC 5737): never assigned to a machine; a bind attempt sends nothing.
+    const front = await run(['--listen', '192.0.2.1:8080', ...LEGACY]);
+    expect(front.code).toBe(1);
+    expectOneLine(front.stderr, 'cannot listen on 192.0.2.1:8080: the address is not one of this machine');
+    const admin = await run(['--admin-listen', '192.0.2.1:8080', ...LEGACY]);
+    expect(admin.code).toBe(1);
+    expectOneLine(admin.stderr, 'cannot listen on 192.0.2.1:8080: the address is not one of this machine');
   });
 });
