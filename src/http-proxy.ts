@@ -22,6 +22,7 @@ import { HttpFront, type Caller } from './transport/http-front.js';
 import type { HttpSession } from './transport/http-session.js';
 import { isLoopbackHost } from './security/loopback.js';
 import { openUpstream } from './upstream.js';
+import { upstreamProblem } from './upstream-readiness.js';
 
 export interface RunningGateway {
   url: URL;
@@ -141,7 +142,7 @@ export async function startHttpGateway(
         );
         session.start();
       },
-      ready: async () => config.upstream !== undefined,
+      notReady: () => upstreamProblem(config.upstream),
       accepting: () => lifecycle.isAccepting,
       ...(authenticate === undefined ? {} : { authenticate }),
       ...(pagesOnFront ? { extraRoutes: observed.routes } : {}),

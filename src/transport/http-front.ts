@@ -65,8 +65,8 @@ export interface HttpFrontHooks {
   authenticate?(req: IncomingMessage): Authentication;
   /** False once taskgate is shutting down: new sessions are refused. */
   accepting?(): boolean;
-  /** Whether the upstream is reachable or can be started, for /readyz. */
-  ready(): Promise<boolean>;
+  /** Why the upstream cannot be reached or started now (undefined when it can), for /readyz. */
+  notReady(): Promise<string | undefined>;
   /**
    * Routes beside the MCP endpoint (the operator's /metrics and /dashboard), asked after the Origin and
    * Host checks: true when one of them answered.
@@ -168,8 +168,9 @@ export class HttpFront {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     if (path === '/healthz' && req.method === 'GET') return json(res, 200, { status: 'ok' });
     if (path === '/readyz' && req.method === 'GET') {
-      const ready = await this.hooks.ready();
-      return json(res, ready ? 200 : 503, { status: ready ? 'ready' : 'upstream unavailable' });
+      const cause = await this.hooks.notReady();
+      if (cause === undefined) return json(res, 200, { status: 'ready' });
+      return json(res, 503, { status: 'upstream unavailable', cause });
     }
     if (path !== this.options.path && (await this.hooks.extraRoutes?.(req, res, path))) return;
     if (path !== this.options.path)

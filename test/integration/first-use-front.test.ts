@@ -4,11 +4,15 @@
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type Server } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport } from '../helpers/http-client.js';
+import { freePort } from '../helpers/ports.js';
 import { sample } from '../helpers/prometheus.js';
 import { FIXTURES, Gateway, TASK_AWARE, TASKGATE } from '../helpers/taskgate.js';
 
@@ -148,5 +152,66 @@ describe('issue 14.6: addresses that cannot be listened on', () => {
     const admin = await run(['--admin-listen', '192.0.2.1:8080', ...LEGACY]);
     expect(admin.code).toBe(1);
     expectOneLine(admin.stderr, 'cannot listen on 192.0.2.1:8080: the address is not one of this machine');
+  });
+});
+
+async function readiness(gateway: Gateway): Promise<{ status: number; body: unknown }> {
+  const response = await fetch(new URL('/readyz', gateway.url));
+  return { status: response.status, body: await response.json() };
+}
+
+describe('issue 14.8: readiness says the upstream cannot start', () => {
+  it('issue 14.8: /readyz is 503 naming a command not on PATH', async () => {
+    const gateway = await start(['no-such-command-14-8']);
+    expect(await readiness(gateway)).toEqual({
+      status: 503,
+      body: {
+        status: 'upstream unavailable',
+        cause: 'the upstream command "no-such-command-14-8" is not found on PATH',
+      },
+    });
+  });
+
+  it('issue 14.8: /readyz turns 200 once the command can be started, and a session then works', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'taskgate-14-8-'));
+    try {
+      const server = join(dir, 'server');
+      const gateway = await start([server]);
+      expect(await readiness(gateway)).toEqual({
+        status: 503,
+        body: {
+          status: 'upstream unavailable',
+          cause: `the upstream command "${server}" is not an executable file`,
+        },
+      });
+      await writeFile(server, `#!/bin/sh\nexec "${process.execPath}" "${FIXTURES.legacy}"\n`);
+      await chmod(server, 0o755);
+      expect(await readiness(gateway)).toEqual({ status: 200, body: { status: 'ready' } });
+      const client = new Client({ name: 'after', version: '1' }, { capabilities: TASK_AWARE });
+      await client.connect(httpTransport(gateway.url));
+      expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+      await client.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('issue 14.8: with --upstream-url, /readyz is 503 while the server refuses connections, 200 once it listens', async () => {
+    const port = await freePort();
+    const gateway = await start([], ['--upstream-url', `http://127.0.0.1:${port}/mcp?api_key=SECRET`]);
+    expect(await readiness(gateway)).toEqual({
+      status: 503,
+      body: {
+        status: 'upstream unavailable',
+        cause: `the upstream server at http://127.0.0.1:${port} refuses connections`,
+      },
+    });
+    const server = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    try {
+      expect(await readiness(gateway)).toEqual({ status: 200, body: { status: 'ready' } });
+    } finally {
+      server.close();
+    }
   });
 });

@@ -229,7 +229,7 @@ describe('streams that must end', () => {
             closed: () => undefined,
           });
         },
-        ready: async () => true,
+        notReady: async () => undefined,
       },
       logger,
     );
