@@ -85,6 +85,22 @@ describe('issue 14.3: sessions of clients that left', () => {
     expect(sample(text, 'taskgate_sessions_open')).toBe(0);
   });
 
+  it('issue 14.3: a session whose server runs its own task is kept until the server says the task ended', async () => {
+    const gateway = await start([process.execPath, FIXTURES.native], ['--abandoned-session-timeout', '300']);
+    const client = new Client({ name: 'leaves', version: '1' }, { capabilities: TASK_AWARE });
+    await client.connect(httpTransport(gateway.url));
+    const created = await client.request(
+      { method: 'tools/call', params: { name: 'sleep', arguments: { ms: 2_000 }, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
+    const startedAt = Date.now();
+    expect(created.task.status).toBe('working');
+    await client.close();
+    await gateway.logged('ending an abandoned session', 10_000);
+    // Not before the server's task ended (2 s after it started), then within the timeout.
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(1_900);
+  });
+
   it('issue 14.3: a client that DELETEs its session is counted as deleted', async () => {
     const gateway = await start(LEGACY);
     const transport = httpTransport(gateway.url);
