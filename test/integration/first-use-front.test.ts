@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createServer, type Server } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -15,6 +16,12 @@ import { httpTransport } from '../helpers/http-client.js';
 import { freePort } from '../helpers/ports.js';
 import { sample } from '../helpers/prometheus.js';
 import { FIXTURES, Gateway, TASK_AWARE, TASKGATE } from '../helpers/taskgate.js';
+
+const root = (path: string): string => fileURLToPath(new URL(`../../${path}`, import.meta.url));
+const NODE_22 = root('test/inspector/node_modules/node/bin/node');
+const INSPECTOR = root(
+  'test/inspector/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js',
+);
 
 const gateways: Gateway[] = [];
 
@@ -64,6 +71,34 @@ describe('issue 14.3: sessions of clients that left', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
     });
     expect(gone.status).toBe(404);
+  });
+
+  it('issue 14.3: an Inspector --cli run leaves no session and no server behind', async () => {
+    const gateway = await start(LEGACY, ['--abandoned-session-timeout', '500']);
+    const listed = await new Promise<string>((resolve, reject) =>
+      execFile(
+        NODE_22,
+        [
+          INSPECTOR,
+          '--cli',
+          gateway.url.href,
+          '--transport',
+          'http',
+          '--method',
+          'tools/list',
+          '--format',
+          'json',
+          '-q',
+        ],
+        { timeout: 60_000 },
+        (error, stdout) => (error ? reject(error) : resolve(stdout)),
+      ),
+    );
+    expect(listed).toContain('"name":"echo"');
+    await gateway.logged('ending an abandoned session', 5_000);
+    await gateway.logged('"msg":"upstream server exited', 5_000);
+    expect(children(gateway.child.pid!)).toEqual([]);
+    expect(sample(await metrics(gateway), 'taskgate_sessions_open')).toBe(0);
   });
 
   it('issue 14.3: a session whose task still runs is kept until the task ends, then reclaimed', async () => {
