@@ -9,9 +9,8 @@ import { startAdminListener } from './observability/admin.js';
 import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
 import { observeTasks } from './observability/observe.js';
-import { ObservedStore } from './observability/observed-store.js';
 import { Lifecycle } from './lifecycle.js';
-import { RunningTasks } from './session/running-tasks.js';
+import { RunningTasks, noticingCreations } from './session/running-tasks.js';
 import { Session } from './session/session.js';
 import { openStore } from './store.js';
 import type { TaskStore } from './tasks/store.js';
@@ -58,12 +57,7 @@ export async function startHttpGateway(
       : {},
   );
   const running = new RunningTasks();
-  // Creations are not transitions: the store the sessions use reports them too.
-  const store = new ObservedStore(observed.store, {
-    created: (record) => running.changed(record),
-    refused: () => undefined,
-    waiting: () => undefined,
-  });
+  const store = noticingCreations(observed.store, running);
   const stopFollowing = store.onTransition((record) => running.changed(record));
   const audit = countingDenials(createAuditLog(logger, store, config.audit), (subject) =>
     metrics.taskLookupDenied(subject),

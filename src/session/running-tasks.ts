@@ -4,6 +4,7 @@
  * A session is kept while one runs; its quiet time counts from when the last one ended.
  */
 import { isTerminal, type TaskRecord, type TaskStatus } from '../tasks/state.js';
+import type { TaskStore } from '../tasks/store.js';
 
 export class RunningTasks {
   /** The sessions followed: those of this front (a shared store also reports other processes' tasks). */
@@ -52,4 +53,25 @@ export class RunningTasks {
     if (tasks.size === 0) this.running.delete(sessionId);
     this.lastEnded.set(sessionId, Date.now());
   }
+}
+
+/**
+ * The store as the sessions use it, telling `running` of each task created (its transitions are heard
+ * with onTransition). Every other call is the inner store's own, its very promise: an extra step on the
+ * way to a tasks/result answer could let a shutdown close the session first.
+ */
+export function noticingCreations(store: TaskStore, running: RunningTasks): TaskStore {
+  return {
+    create: async (task) => {
+      const record = await store.create(task);
+      running.changed(record);
+      return record;
+    },
+    get: (taskId) => store.get(taskId),
+    update: (taskId, change) => store.update(taskId, change),
+    list: (owner, cursor, limit) => store.list(owner, cursor, limit),
+    waitForTerminal: (taskId, signal) => store.waitForTerminal(taskId, signal),
+    onTransition: (listener) => store.onTransition(listener),
+    close: () => store.close(),
+  };
 }
