@@ -8,6 +8,7 @@ import { ConfigError, loadConfig } from './config/load.js';
 import { printable, summary } from './config/report.js';
 import { runHttpGateway } from './http-proxy.js';
 import { startStdioProxy } from './stdio-proxy.js';
+import { ListenError } from './transport/listen.js';
 import { UpstreamStartError } from './transport/stdio-upstream.js';
 
 const EXAMPLE_SERVER = fileURLToPath(new URL('../examples/legacy-server.js', import.meta.url));
@@ -48,7 +49,11 @@ main().then(
   (error: unknown) => {
     if (error instanceof UsageError) {
       process.stderr.write(`taskgate: ${error.message}\nRun "taskgate --help" for the flags.\n`);
-    } else if (error instanceof ConfigError || error instanceof UpstreamStartError) {
+    } else if (
+      error instanceof ConfigError ||
+      error instanceof UpstreamStartError ||
+      error instanceof ListenError
+    ) {
       process.stderr.write(`taskgate: ${error.message}\n`);
     } else process.stderr.write(`taskgate: ${error instanceof Error ? error.stack : String(error)}\n`);
     process.exitCode = error instanceof UsageError ? 2 : 1;

@@ -10,6 +10,7 @@ import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
 import { observeTasks } from './observability/observe.js';
 import { Lifecycle } from './lifecycle.js';
+import { RunningTasks, noticingCreations } from './session/running-tasks.js';
 import { Session } from './session/session.js';
 import { openStore } from './store.js';
 import type { TaskStore } from './tasks/store.js';
@@ -20,6 +21,7 @@ import { HttpFront, type Caller } from './transport/http-front.js';
 import type { HttpSession } from './transport/http-session.js';
 import { isLoopbackHost } from './security/loopback.js';
 import { openUpstream } from './upstream.js';
+import { upstreamProblem } from './upstream-readiness.js';
 
 export interface RunningGateway {
   url: URL;
@@ -54,7 +56,9 @@ export async function startHttpGateway(
         }
       : {},
   );
-  const store = observed.store;
+  const running = new RunningTasks();
+  const store = noticingCreations(observed.store, running);
+  const stopFollowing = store.onTransition((record) => running.changed(record));
   const audit = countingDenials(createAuditLog(logger, store, config.audit), (subject) =>
     metrics.taskLookupDenied(subject),
   );
@@ -83,6 +87,7 @@ export async function startHttpGateway(
       maxMessageBytes: config.maxMessageBytes,
       maxSessions: config.http.maxSessions,
       sessionIdleTimeoutMs: config.http.sessionIdleTimeout,
+      abandonedSessionTimeoutMs: config.http.abandonedSessionTimeout,
       eventLogSize: config.http.eventLogSize,
       eventLogBytes: config.http.eventLogBytes,
       eventLogTotalBytes: config.http.eventLogTotalBytes,
@@ -90,6 +95,8 @@ export async function startHttpGateway(
     {
       openSession: async (channel: HttpSession, caller: Caller | undefined) => {
         const sessionLogger = logger.child({ session: channel.id.slice(0, 8) });
+        const sightings = observed.board.sightingsOf(channel.id);
+        running.follow(channel.id);
         const upstream = await openUpstream(config, sessionLogger, {
           restarted: () => metrics.upstreamRestarted(),
           // Servers killed along with taskgate (a signal to the process group) stay down.
@@ -109,7 +116,13 @@ export async function startHttpGateway(
             limits,
             audit,
             onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
-            sightings: observed.board.sightingsOf(channel.id),
+            sightings: {
+              ...sightings,
+              upstreamTask: (task, tool) => {
+                running.seen(channel.id, task);
+                sightings.upstreamTask(task, tool);
+              },
+            },
             lifecycle,
             ...(caller === undefined ? {} : { identity: caller.identity, subject: caller.subject }),
           },
@@ -117,17 +130,20 @@ export async function startHttpGateway(
             upstreamGone: () => undefined,
             closed: async () => {
               await upstream.stop();
+              running.forget(channel.id);
               front.forget(channel.id);
             },
           },
         );
         session.start();
       },
-      ready: async () => config.upstream !== undefined,
+      notReady: () => upstreamProblem(config.upstream),
       accepting: () => lifecycle.isAccepting,
       ...(authenticate === undefined ? {} : { authenticate }),
       ...(pagesOnFront ? { extraRoutes: observed.routes } : {}),
       sessionRefused: () => metrics.limitRefused('max_sessions'),
+      sessionEnded: (why) => metrics.sessionEnded(why),
+      tasksEndedAt: (sessionId) => running.endedAt(sessionId),
     },
     logger,
   );
@@ -149,6 +165,7 @@ export async function startHttpGateway(
       await front.close();
       await adminListener?.close();
       audit.close();
+      stopFollowing();
       observed.close();
     },
   };
@@ -160,7 +177,13 @@ export async function runHttpGateway(config: Config): Promise<number> {
   const metrics = new Metrics();
   const store = await openStore(config, logger, { onExpired: (record) => metrics.taskExpired(record) });
   const lifecycle = new Lifecycle();
-  const gateway = await startHttpGateway(config, logger, store, metrics, lifecycle);
+  // A store left open (a Redis connection) would keep a process that could not listen alive.
+  const gateway = await startHttpGateway(config, logger, store, metrics, lifecycle).catch(
+    async (error: unknown) => {
+      await store.close();
+      throw error;
+    },
+  );
   await new Promise((resolve) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, resolve);
   });

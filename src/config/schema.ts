@@ -118,6 +118,11 @@ export const ConfigSchema = z
         maxSessions: z.number().int().positive().default(100),
         /** A session with no request and no open stream for this long is ended. */
         sessionIdleTimeout: milliseconds(MAX_TIMER_MS).default(1_800_000),
+        /**
+         * A session with no open stream, no request in flight and no running task for this long is ended:
+         * its client left without DELETE.
+         */
+        abandonedSessionTimeout: milliseconds(MAX_TIMER_MS).default(60_000),
         /** SSE events kept per session for resumption (Last-Event-ID). */
         eventLogSize: z.number().int().positive().max(100_000).default(1_000),
         /**

@@ -224,6 +224,13 @@ export const SETTINGS: readonly Setting[] = [
     help: 'end a session with no request and no open stream for this long',
   },
   {
+    path: ['http', 'abandonedSessionTimeout'],
+    flag: 'abandoned-session-timeout',
+    metavar: 'MS',
+    group: 'HTTP front',
+    help: 'end a session with no open stream, no request in flight and no running task for this long',
+  },
+  {
     path: ['http', 'eventLogBytes'],
     flag: 'event-log-bytes',
     metavar: 'BYTES',

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Routes } from './routes.js';
 import { isLoopbackHost } from '../security/loopback.js';
+import { listenOn } from '../transport/listen.js';
 
 export const DEFAULT_ADMIN_HOST = '127.0.0.1';
 
@@ -51,13 +52,8 @@ export async function startAdminListener(
         res.end();
       });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host.replace(/^\[|\]$/g, ''), () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  await listenOn(server, host, port);
+  server.on('error', (error) => logger.error({ err: error }, 'admin listener error'));
   const url = new URL(`http://${host}:${(server.address() as AddressInfo).port}/`);
   let closing: Promise<void> | undefined;
   return {

@@ -24,6 +24,9 @@ export type LimitName =
   | 'task_creation_rate'
   | 'task_request_rate';
 
+/** Why an HTTP session ended: its client DELETEd it, or taskgate ended it (idle, abandoned, shutting down). */
+export type SessionEnd = 'deleted' | 'idle' | 'abandoned' | 'shutdown';
+
 export interface StoreSize {
   live: number;
   terminal: number;
@@ -111,6 +114,12 @@ export class Metrics {
     name: 'taskgate_task_lookups_denied_total',
     help: 'tasks/get, tasks/result and tasks/cancel of a task that is unknown or not the caller’s, by subject',
     labelNames: ['subject'],
+    registers: [this.registry],
+  });
+  private readonly sessionsClosed = new Counter({
+    name: 'taskgate_sessions_closed_total',
+    help: 'HTTP client sessions ended, by why: deleted (by the client), idle, abandoned (the client left), shutdown',
+    labelNames: ['reason'],
     registers: [this.registry],
   });
   private readonly restarts = new Counter({
@@ -233,6 +242,10 @@ export class Metrics {
   /** A caller asked for a task that does not exist or is not its own; `subject` is absent without auth. */
   taskLookupDenied(subject: string | undefined): void {
     this.denials.inc({ subject: subject === undefined ? NO_SUBJECT : this.subjects.of(subject) });
+  }
+
+  sessionEnded(reason: SessionEnd): void {
+    this.sessionsClosed.inc({ reason });
   }
 
   upstreamRestarted(): void {

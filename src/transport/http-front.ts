@@ -12,9 +12,11 @@ import { ErrorCode, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/
 import { digitsOf, serialize, withExactId } from '../protocol/exact-ids.js';
 import { TooDeepError, parseFrame } from '../protocol/frames.js';
 import { classify, salvageId, type RequestId } from '../protocol/messages.js';
+import type { SessionEnd } from '../observability/metrics.js';
 import type { Authentication } from '../security/auth.js';
 import { KeptBytes } from './event-stream.js';
 import { HttpSession, type Resumption } from './http-session.js';
+import { listenOn } from './listen.js';
 import { isLoopbackHost } from '../security/loopback.js';
 
 /**
@@ -26,6 +28,14 @@ const LISTEN_BACKLOG = 4096;
 
 /** How long a DELETE waits for the session's upstream to stop, so that its 200 means the slot is free. */
 const DELETE_WAITS_MS = 1_000;
+
+/** Why taskgate ends a session, as its client is told (and the log says). */
+const ENDED_BECAUSE: Record<SessionEnd, string> = {
+  deleted: 'the client ended the HTTP session',
+  idle: 'nothing was heard from the client for http.sessionIdleTimeout',
+  abandoned: 'its client left: no stream, request or task for http.abandonedSessionTimeout',
+  shutdown: 'taskgate is shutting down',
+};
 
 /** An authenticated caller: the binding key of its tasks, and who it is for the logs. */
 export type Caller = Extract<Authentication, { identity: string }>;
@@ -40,6 +50,7 @@ export interface HttpFrontOptions {
   maxMessageBytes: number;
   maxSessions: number;
   sessionIdleTimeoutMs: number;
+  abandonedSessionTimeoutMs: number;
   eventLogSize: number;
   eventLogBytes: number;
   eventLogTotalBytes: number;
@@ -55,8 +66,8 @@ export interface HttpFrontHooks {
   authenticate?(req: IncomingMessage): Authentication;
   /** False once taskgate is shutting down: new sessions are refused. */
   accepting?(): boolean;
-  /** Whether the upstream is reachable or can be started, for /readyz. */
-  ready(): Promise<boolean>;
+  /** Why the upstream cannot be reached or started now (undefined when it can), for /readyz. */
+  notReady(): Promise<string | undefined>;
   /**
    * Routes beside the MCP endpoint (the operator's /metrics and /dashboard), asked after the Origin and
    * Host checks: true when one of them answered.
@@ -64,6 +75,13 @@ export interface HttpFrontHooks {
   extraRoutes?(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean>;
   /** A new session was refused because all max-sessions slots are in use. */
   sessionRefused?(): void;
+  /** A session was ended, and why. */
+  sessionEnded?(why: SessionEnd): void;
+  /**
+   * When the last task the session ran ended: Infinity while one runs, 0 when none ran. A session is
+   * abandoned only that long after its tasks.
+   */
+  tasksEndedAt?(sessionId: string): number;
 }
 
 export class HttpFront {
@@ -98,9 +116,11 @@ export class HttpFront {
       },
     );
     this.kept = new KeptBytes(options.eventLogTotalBytes);
+    // Sessions are ended at most a quarter of their timeout late.
+    const shortest = Math.min(options.sessionIdleTimeoutMs, options.abandonedSessionTimeoutMs);
     this.sweeper = setInterval(
       () => this.closeIdleSessions(),
-      Math.min(60_000, options.sessionIdleTimeoutMs),
+      Math.max(10, Math.min(60_000, shortest / 4)),
     ).unref();
   }
 
@@ -109,11 +129,9 @@ export class HttpFront {
   }
 
   async listen(): Promise<URL> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      const host = this.options.host.replace(/^\[|\]$/g, '');
-      this.server.listen({ port: this.options.port, host, backlog: LISTEN_BACKLOG }, () => resolve());
-    });
+    await listenOn(this.server, this.options.host, this.options.port, LISTEN_BACKLOG);
+    // Once listening, an error is one connection's (a failed accept), not the listener's.
+    this.server.on('error', (error) => this.logger.error({ err: error }, 'HTTP front: listener error'));
     const { port } = this.server.address() as AddressInfo;
     return new URL(`http://${this.options.host}:${port}${this.options.path}`);
   }
@@ -130,7 +148,10 @@ export class HttpFront {
     this.closing ??= (async () => {
       clearInterval(this.sweeper);
       await Promise.all(
-        [...this.sessions.values()].map((session) => session.close('taskgate is shutting down')),
+        [...this.sessions.values()].map((session) => {
+          this.hooks.sessionEnded?.('shutdown');
+          return session.close(ENDED_BECAUSE.shutdown);
+        }),
       );
       this.server.closeAllConnections();
       await new Promise((resolve) => this.server.close(resolve));
@@ -148,8 +169,9 @@ export class HttpFront {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     if (path === '/healthz' && req.method === 'GET') return json(res, 200, { status: 'ok' });
     if (path === '/readyz' && req.method === 'GET') {
-      const ready = await this.hooks.ready();
-      return json(res, ready ? 200 : 503, { status: ready ? 'ready' : 'upstream unavailable' });
+      const cause = await this.hooks.notReady();
+      if (cause === undefined) return json(res, 200, { status: 'ready' });
+      return json(res, 503, { status: 'upstream unavailable', cause });
     }
     if (path !== this.options.path && (await this.hooks.extraRoutes?.(req, res, path))) return;
     if (path !== this.options.path)
@@ -341,7 +363,7 @@ export class HttpFront {
     // Its 200 waits for the upstream to stop, unless that waits for tasks: then the slot stays held.
     const timer = new AbortController();
     const waited = delay(DELETE_WAITS_MS, undefined, { signal: timer.signal }).catch(() => undefined);
-    await Promise.race([this.retire(session), waited]);
+    await Promise.race([this.retire(session, 'deleted'), waited]);
     timer.abort();
     res.writeHead(200).end();
   }
@@ -391,22 +413,35 @@ export class HttpFront {
   }
 
   /** Ends a session for its client; its slot is held until its upstream has stopped (then this resolves). */
-  private retire(session: HttpSession): Promise<void> {
+  private retire(session: HttpSession, why: SessionEnd): Promise<void> {
     const stopped = new Promise<void>((resolve) => {
-      if (this.sessions.delete(session.id)) this.lingering.set(session.id, resolve);
-      else resolve();
+      if (this.sessions.delete(session.id)) {
+        this.lingering.set(session.id, resolve);
+        this.hooks.sessionEnded?.(why);
+      } else resolve();
     });
-    void session.close();
+    void session.close(ENDED_BECAUSE[why]);
     return stopped;
   }
 
+  /**
+   * A session without an open stream whose client was not heard from for the idle timeout is ended, even
+   * while its tasks run (they finish in its lingering upstream). One with nothing at all going on — no
+   * stream, no request, no task — was left by its client (which did not DELETE it): it is ended sooner.
+   */
   private closeIdleSessions(): void {
-    const before = Date.now() - this.options.sessionIdleTimeoutMs;
+    const now = Date.now();
     for (const session of this.sessions.values()) {
-      if (session.openStreams === 0 && session.lastActivity < before) {
-        this.logger.info({ session: session.id }, 'ending an idle session');
-        void this.retire(session);
+      if (session.openStreams > 0) continue;
+      let why: SessionEnd | undefined;
+      if (session.lastActivity < now - this.options.sessionIdleTimeoutMs) why = 'idle';
+      else if (session.requestsInFlight === 0) {
+        const quietSince = Math.max(session.lastActivity, this.hooks.tasksEndedAt?.(session.id) ?? 0);
+        if (quietSince < now - this.options.abandonedSessionTimeoutMs) why = 'abandoned';
       }
+      if (why === undefined) continue;
+      this.logger.info({ session: session.id.slice(0, 8) }, `ending an ${why} session`);
+      void this.retire(session, why);
     }
   }
 }

@@ -63,6 +63,11 @@ export class HttpSession implements Channel {
     return open;
   }
 
+  /** Requests of the client not answered yet, on a connection or waiting for a resumption. */
+  get requestsInFlight(): number {
+    return this.byRequest.size;
+  }
+
   start(handlers: ChannelHandlers): void {
     this.handlers = handlers;
   }

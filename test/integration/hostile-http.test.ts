@@ -178,6 +178,7 @@ describe('streams that must end', () => {
         maxMessageBytes: 1024 * 1024,
         maxSessions: 10,
         sessionIdleTimeoutMs: 300,
+        abandonedSessionTimeoutMs: 60_000,
         eventLogSize: 100,
         eventLogBytes: 1024 * 1024,
         eventLogTotalBytes: 8 * 1024 * 1024,
@@ -200,7 +201,7 @@ describe('streams that must end', () => {
             closed: () => undefined,
           });
         },
-        ready: async () => true,
+        notReady: async () => undefined,
       },
       logger,
     );

@@ -174,6 +174,6 @@ describe('the admin listener in stdio mode', () => {
     const peer = RawPeer.start(['--admin-listen', admin.host, '--', process.execPath, FIXTURES.legacy]);
     const [code] = await peer.exited;
     expect(code).toBe(1);
-    expect(peer.stderr).toContain('EADDRINUSE');
+    expect(peer.stderr).toContain(`cannot listen on ${admin.host}: the address is already in use`);
   });
 });

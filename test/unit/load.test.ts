@@ -34,6 +34,7 @@ describe('resolveConfig', () => {
         allowedOrigins: [],
         maxSessions: 100,
         sessionIdleTimeout: 1_800_000,
+        abandonedSessionTimeout: 60_000,
         eventLogSize: 1_000,
         eventLogBytes: 16 * 1024 * 1024,
         eventLogTotalBytes: 256 * 1024 * 1024,
