@@ -115,6 +115,27 @@ function latestUpstreamPid(stderr: string): number {
   return pid;
 }
 
+/** taskgate whose upstream was killed and will not be back during the test; requests wait `holdMs` for it. */
+async function downForGood(holdMs: number): Promise<RawPeer> {
+  const peer = track(
+    await RawPeer.initialized('legacy', [
+      ...[
+        '--log-level',
+        'info',
+        '--upstream-restart-delay',
+        '600000',
+        '--upstream-restart-max-delay',
+        '600000',
+      ],
+      ...['--upstream-restart-hold', String(holdMs)],
+    ]),
+  );
+  await peer.logged('upstream server started');
+  process.kill(latestUpstreamPid(peer.stderr), 'SIGKILL');
+  await peer.logged('restarting it in 600000 ms');
+  return peer;
+}
+
 describe('issue 13.13: requests during an upstream restart wait for the restarted server', () => {
   it('serves what came while it was down once it is back; only what was in flight fails', async () => {
     const peer = track(
@@ -150,21 +171,7 @@ describe('issue 13.13: requests during an upstream restart wait for the restarte
   });
 
   it('answers -32000 to what waited longer than upstreamRestart.holdRequests, and fails its task', async () => {
-    const peer = track(
-      await RawPeer.initialized('legacy', [
-        '--log-level',
-        'info',
-        '--upstream-restart-delay',
-        '600000',
-        '--upstream-restart-max-delay',
-        '600000',
-        '--upstream-restart-hold',
-        '300',
-      ]),
-    );
-    await peer.logged('upstream server started');
-    process.kill(latestUpstreamPid(peer.stderr), 'SIGKILL');
-    await peer.logged('restarting it in 600000 ms');
+    const peer = await downForGood(300);
     const started = performance.now();
     peer.send({ jsonrpc: '2.0', id: 'ping', method: 'ping' });
     peer.send({ ...call('task', 'echo', {}), params: { name: 'echo', arguments: { text: 'x' }, task: {} } });
@@ -189,21 +196,7 @@ describe('issue 13.13: requests during an upstream restart wait for the restarte
 
 describe('issue 13.13: what waits for a restart is bounded', () => {
   it('refuses at once a request that finds 1 000 messages waiting already', async () => {
-    const peer = track(
-      await RawPeer.initialized('legacy', [
-        '--log-level',
-        'info',
-        '--upstream-restart-delay',
-        '600000',
-        '--upstream-restart-max-delay',
-        '600000',
-        '--upstream-restart-hold',
-        '600000',
-      ]),
-    );
-    await peer.logged('upstream server started');
-    process.kill(latestUpstreamPid(peer.stderr), 'SIGKILL');
-    await peer.logged('restarting it in 600000 ms');
+    const peer = await downForGood(600_000);
     for (let i = 0; i <= 1_000; i++) peer.send({ jsonrpc: '2.0', id: `p${i}`, method: 'ping' });
     expect(errorOf(await peer.response('p1000', 10_000))).toEqual({
       code: -32000,
