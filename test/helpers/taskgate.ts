@@ -196,6 +196,13 @@ async function logged(
   }
 }
 
+/** The pid in the most recent "upstream server started/restarted" line of a taskgate log. */
+export function latestUpstreamPid(stderr: string): number {
+  const pid = [...stderr.matchAll(/"pid":(\d+),"command"/g)].map((m) => Number(m[1])).at(-1);
+  if (pid === undefined) throw new Error(`no upstream pid in the log:\n${stderr}`);
+  return pid;
+}
+
 /**
  * taskgate on raw pipes, as a client that writes its own lines (what an SDK client would never send: bad
  * JSON, bad envelopes, huge lines) and keeps every line taskgate writes.

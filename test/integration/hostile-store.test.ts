@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { CreateTaskResultSchema, type McpError } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { freshPrefix, redisForTests, startRedisServer, type RedisServer } from '../helpers/redis.js';
+import { freshPrefix, privateRedisServer, redisForTests, type RedisServer } from '../helpers/redis.js';
 import { connect, RawPeer, type Connection } from '../helpers/taskgate.js';
 
 const redis = await redisForTests();
@@ -133,11 +133,7 @@ describe('issue 13.4: limits.maxLiveTasks holds for task calls in flight', () =>
 describe('issue 13.5: a Redis that forgot its tasks', () => {
   it("no longer counts them: after FLUSHALL the caller's task calls are accepted again", async (context) => {
     // Flushed: a private server, even when REDIS_URL names a shared one.
-    const server = await startRedisServer().catch((error: unknown) => {
-      if (process.env.CI === 'true') throw error;
-      return undefined;
-    });
-    if (!server) return context.skip();
+    const server = await privateRedisServer(context);
     servers.push(server);
     const peer = await rawPeer(flagsFor(2, server.url));
     expect((await callAtOnce(peer, ['a', 'b'])).created).toHaveLength(2);
@@ -162,11 +158,7 @@ describe('issue 13.2: no task without its call', () => {
     { timeout: 60_000 },
     async (context) => {
       // Paused: a private server, even when REDIS_URL names a shared one.
-      const server = await startRedisServer().catch((error: unknown) => {
-        if (process.env.CI === 'true') throw error;
-        return undefined;
-      });
-      if (!server) return context.skip();
+      const server = await privateRedisServer(context);
       servers.push(server);
       const peer = await rawPeer([...flagsFor(10, server.url), '--expose-task-list']);
       // A task of its own keeps this replica's lease renewed: only taskgate itself can end the other one.

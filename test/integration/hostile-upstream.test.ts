@@ -15,7 +15,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { httpTransport } from '../helpers/http-client.js';
 import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
 import { freePort } from '../helpers/ports.js';
-import { FIXTURES, Gateway, RawPeer } from '../helpers/taskgate.js';
+import { FIXTURES, Gateway, RawPeer, latestUpstreamPid } from '../helpers/taskgate.js';
 
 const SILENT = fileURLToPath(new URL('../fixtures/silent-server.js', import.meta.url));
 
@@ -107,13 +107,6 @@ describe('issue 13.3: no call waits for ever on an upstream that does not answer
     });
   });
 });
-
-/** The pid in the most recent "upstream server started/restarted" log line. */
-function latestUpstreamPid(stderr: string): number {
-  const pid = [...stderr.matchAll(/"pid":(\d+),"command"/g)].map((m) => Number(m[1])).at(-1);
-  if (pid === undefined) throw new Error(`no upstream pid in the log:\n${stderr}`);
-  return pid;
-}
 
 /** taskgate whose upstream was killed and will not be back during the test; requests wait `holdMs` for it. */
 async function downForGood(holdMs: number): Promise<RawPeer> {

@@ -18,7 +18,13 @@ import { RedisTaskStore, type RedisStoreOptions } from '../../src/tasks/redis-st
 import type { TaskOutcome, TaskRecord, TaskStatus } from '../../src/tasks/state.js';
 import { EXECUTOR_LOST, type NewTask, type TaskStore } from '../../src/tasks/store.js';
 import { freePort } from '../helpers/ports.js';
-import { freshPrefix, redisForTests, startRedisServer, type RedisServer } from '../helpers/redis.js';
+import {
+  freshPrefix,
+  privateRedisServer,
+  redisForTests,
+  type RedisServer,
+  startRedisServer,
+} from '../helpers/redis.js';
 import { describeTaskStoreContract } from '../store-contract.js';
 import { thrownBy } from '../helpers/thrown.js';
 
@@ -479,11 +485,7 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
 
       async function privateServer(context: { skip(): never }): Promise<RedisServer> {
         // Needs a server of its own to pause, even when REDIS_URL names a shared one.
-        server = await startRedisServer().catch((error: unknown) => {
-          if (process.env.CI === 'true') throw error;
-          return undefined;
-        });
-        if (!server) return context.skip();
+        server = await privateRedisServer(context);
         return server;
       }
 
@@ -536,11 +538,7 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
 
       it('fails fast while Redis is down, recovers by itself when it is back, and wakes waiters whose task is gone', async (context) => {
         // Needs a server of its own to stop and start, even when REDIS_URL names a shared one.
-        server = await startRedisServer().catch((error: unknown) => {
-          if (process.env.CI === 'true') throw error;
-          return undefined;
-        });
-        if (!server) return context.skip();
+        server = await privateRedisServer(context);
         const store = await open({ url: server.url, fallbackPollMs: 3_600_000 });
         const task = await store.create(newTask());
         const waiting = store.waitForTerminal(task.taskId);

@@ -18,7 +18,13 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { EXECUTOR_LOST } from '../../src/tasks/store.js';
 import { CheckedTransport } from '../helpers/checked-transport.js';
-import { freshPrefix, redisForTests, startRedisServer, type RedisServer } from '../helpers/redis.js';
+import {
+  freshPrefix,
+  privateRedisServer,
+  redisForTests,
+  type RedisServer,
+  startRedisServer,
+} from '../helpers/redis.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 import { thrownBy } from '../helpers/thrown.js';
 
@@ -198,11 +204,7 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
   });
 
   it('Redis restarted mid-run: clear errors while it is down, plain calls unaffected, then recovery without a restart', async (context) => {
-    const server = await startRedisServer().catch((error: unknown) => {
-      if (process.env.CI === 'true') throw error;
-      return undefined;
-    });
-    if (!server) return context.skip();
+    const server = await privateRedisServer(context);
     servers.push(server);
     const prefix = freshPrefix();
     const [a, b] = await Promise.all([replica(prefix, server.url), replica(prefix, server.url)]);
@@ -239,11 +241,7 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
 
   it("issue 13.12: Redis paused (SIGSTOP) for longer than the lease fails nobody's tasks, and a result that came meanwhile is recorded", async (context) => {
     // Paused: a private server, even when REDIS_URL names a shared one.
-    const server = await startRedisServer().catch((error: unknown) => {
-      if (process.env.CI === 'true') throw error;
-      return undefined;
-    });
-    if (!server) return context.skip();
+    const server = await privateRedisServer(context);
     servers.push(server);
     const prefix = freshPrefix();
     const [a, b] = await Promise.all([replica(prefix, server.url), replica(prefix, server.url)]);
@@ -272,11 +270,7 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
 
   it('Redis down at start-up does not keep taskgate from starting; it recovers once Redis is there', async (context) => {
     // A private server, stopped before taskgate starts and started again on its port afterwards.
-    const probe = await startRedisServer().catch((error: unknown) => {
-      if (process.env.CI === 'true') throw error;
-      return undefined;
-    });
-    if (!probe) return context.skip();
+    const probe = await privateRedisServer(context);
     await probe.stop();
     const { port, url } = probe;
     const a = await replica(freshPrefix(), url);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sample } from '../helpers/prometheus.js';
-import { FIXTURES, Gateway, RawPeer, TASK_AWARE } from '../helpers/taskgate.js';
+import { FIXTURES, Gateway, RawPeer, TASK_AWARE, latestUpstreamPid } from '../helpers/taskgate.js';
 
 const EVERYTHING = fileURLToPath(
   new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url),
@@ -32,14 +32,6 @@ const call = (id: string, name: string, args: Record<string, unknown>, task?: ob
   method: 'tools/call',
   params: { name, arguments: args, ...(task && { task }) },
 });
-
-/** The pid in the most recent "upstream server started/restarted" log line. */
-function latestUpstreamPid(stderr: string): number {
-  const pids = [...stderr.matchAll(/"pid":(\d+),"command"/g)].map((m) => Number(m[1]));
-  const pid = pids.at(-1);
-  if (pid === undefined) throw new Error(`no upstream pid in the log:\n${stderr}`);
-  return pid;
-}
 
 /** taskgate on raw pipes, logging at info, in front of a node script (no handshake done yet). */
 const startBehind = (script: string[], flags: string[], env: Record<string, string> = {}): RawPeer =>
