@@ -32,16 +32,8 @@ export interface TaskFacts {
   inputRequests?: JsonObject;
 }
 
-/** v2 Task: what CreateTaskResult and every DetailedTask share. */
-export interface TaskV2Face {
-  taskId: string;
-  status: TaskStatus;
-  statusMessage?: string;
-  createdAt: string;
-  lastUpdatedAt: string;
-  ttlMs: number | null;
-  pollIntervalMs?: number;
-}
+/** v2 Task: what CreateTaskResult and every DetailedTask share (the facts without the outcome or input). */
+export type TaskV2Face = Omit<TaskFacts, 'outcome' | 'inputRequests'>;
 
 export type DetailedTaskV2Face = TaskV2Face &
   (
