@@ -1,0 +1,79 @@
+/**
+ * Two Channels joined in memory: what one end sends, the other receives, on a later tick as a pipe would
+ * deliver it. taskgate uses a pair where one of its own parts speaks to another as a peer (the modern
+ * front is a 2025 client of a Session); tests use it to run the core without processes.
+ */
+import type { Arrival, Channel, ChannelHandlers, CloseInfo, Route } from './channel.js';
+
+export interface MemoryChannelPair {
+  readonly a: MemoryChannel;
+  readonly b: MemoryChannel;
+}
+
+export function memoryChannelPair(): MemoryChannelPair {
+  const a = new MemoryChannel();
+  const b = new MemoryChannel();
+  a.peer = b;
+  b.peer = a;
+  return { a, b };
+}
+
+export class MemoryChannel implements Channel {
+  /** @internal set by memoryChannelPair */
+  peer: MemoryChannel | undefined;
+  private handlers: ChannelHandlers | undefined;
+  /** Messages that arrived before start(): delivered then, in order. */
+  private early: { raw: Buffer; arrival?: Arrival }[] = [];
+  private closed = false;
+  /** Each message's route as its sender gave it, for tests that check where a message was meant to go. */
+  readonly sentRoutes: (Route | undefined)[] = [];
+  private keepRoutes = false;
+
+  start(handlers: ChannelHandlers): void {
+    this.handlers = handlers;
+    const early = this.early;
+    this.early = [];
+    for (const { raw, arrival } of early) handlers.message(raw, arrival);
+  }
+
+  /** Records the routes given to send/sendRaw (tests only; off by default so nothing grows). */
+  recordRoutes(): this {
+    this.keepRoutes = true;
+    return this;
+  }
+
+  sendRaw(raw: Buffer | string, route?: Route): void {
+    if (this.closed) return;
+    if (this.keepRoutes) this.sentRoutes.push(route);
+    const peer = this.peer;
+    const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
+    queueMicrotask(() => peer?.receive(bytes));
+  }
+
+  send(message: object, route?: Route): void {
+    this.sendRaw(JSON.stringify(message), route);
+  }
+
+  /** Closing one end is, for the other, its peer going away. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.handlers = undefined;
+    const peer = this.peer;
+    queueMicrotask(() => peer?.peerClosed({ reason: 'the other end closed' }));
+  }
+
+  private receive(raw: Buffer, arrival?: Arrival): void {
+    if (this.closed) return;
+    if (this.handlers === undefined) this.early.push(arrival === undefined ? { raw } : { raw, arrival });
+    else this.handlers.message(raw, arrival);
+  }
+
+  private peerClosed(info: CloseInfo): void {
+    if (this.closed) return;
+    this.closed = true;
+    const handlers = this.handlers;
+    this.handlers = undefined;
+    handlers?.closed(info);
+  }
+}
