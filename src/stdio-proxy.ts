@@ -13,7 +13,14 @@ import { observeTasks } from './observability/observe.js';
 import type { Routes } from './observability/routes.js';
 import { countingDenials, createAuditLog } from './observability/audit.js';
 import { Limits } from './security/limits.js';
-import { Session } from './session/session.js';
+import { Session, type SessionEvents, type SessionOptions } from './session/session.js';
+import { ModernBridge } from './modern/bridge.js';
+import { ModernChannelFront } from './modern/channel-front.js';
+import { opensModernConnection } from './modern/era.js';
+import { MODERN_INPUT_WAIT_MS, MODERN_MAX_PARKED, TASKGATE_INFO } from './modern/defaults.js';
+import { ALL_VERSIONS } from './protocol/versions.js';
+import { awaitFirstMessage } from './transport/held-channel.js';
+import { memoryChannelPair } from './transport/memory-channel.js';
 import { openStore } from './store.js';
 import { LineChannel } from './transport/line-channel.js';
 import { openUpstream } from './upstream.js';
@@ -42,51 +49,73 @@ export async function startStdioProxy(config: Config): Promise<number> {
   const audit = countingDenials(createAuditLog(logger, store, config.audit), (subject) =>
     metrics.taskLookupDenied(subject),
   );
+  const id = `stdio-${randomUUID()}`;
+  const options: SessionOptions = {
+    id,
+    config,
+    policy: new Policy(config),
+    store,
+    logger,
+    limits: new Limits(config.limits, (limit) => {
+      metrics.limitRefused(limit);
+      audit.limitHit(limit, { session: id });
+    }),
+    audit,
+    onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
+    sightings: observed.board.sightingsOf(id),
+  };
+  const { first, channel } = await awaitFirstMessage(client);
+  const modern = first !== undefined && opensModernConnection(first);
   return new Promise<number>((resolve) => {
     let exitCode = 0;
-    const id = `stdio-${randomUUID()}`;
-    const session = new Session(
-      client,
-      upstream.channel,
-      {
-        id,
-        config,
-        policy: new Policy(config),
-        store,
+    let stopFront: () => void = () => undefined;
+    const events: SessionEvents = {
+      upstreamGone: (state) => {
+        if (state.initialized) return;
+        logger.error(
+          `the upstream server "${upstream.description}" stopped before it answered initialize (${state.goneReason}); exiting`,
+        );
+        exitCode = 1;
+        session.closeOnceAnswered(UNANSWERED_CLIENT_GRACE_MS);
+      },
+      closed: async () => {
+        stopFront();
+        await upstream.stop();
+        await admin?.close();
+        observed.close();
+        await store.close();
+        resolve(exitCode);
+      },
+    };
+    let session: Session;
+    if (modern) {
+      // A 2026-07-28 client: the bridge is the 2025 client of this connection's session.
+      const pair = memoryChannelPair();
+      session = new Session(pair.a, upstream.channel, options, events);
+      const bridge = new ModernBridge({
+        legacyClient: pair.b,
         logger,
-        limits: new Limits(config.limits, (limit) => {
-          metrics.limitRefused(limit);
-          audit.limitHit(limit, { session: id });
-        }),
-        audit,
-        onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
-        sightings: observed.board.sightingsOf(id),
-      },
-      {
-        upstreamGone: (state) => {
-          if (state.initialized) return;
-          logger.error(
-            `the upstream server "${upstream.description}" stopped before it answered initialize (${state.goneReason}); exiting`,
-          );
-          exitCode = 1;
-          session.closeOnceAnswered(UNANSWERED_CLIENT_GRACE_MS);
-        },
-        closed: async () => {
-          await upstream.stop();
-          await admin?.close();
-          observed.close();
-          await store.close();
-          resolve(exitCode);
-        },
-      },
-    );
+        supportedVersions: ALL_VERSIONS,
+        replica: id,
+        inputWaitMs: MODERN_INPUT_WAIT_MS,
+        maxParked: MODERN_MAX_PARKED,
+        clientInfo: TASKGATE_INFO,
+      });
+      const front = new ModernChannelFront(channel, bridge, logger, () => void session.close());
+      stopFront = () => void front.close();
+      session.start();
+      bridge.start();
+      front.start();
+    } else {
+      session = new Session(channel, upstream.channel, options, events);
+      session.start();
+    }
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       process.once(signal, () => {
         logger.info(`taskgate is shutting down (${signal}): closing the session and the upstream server`);
         void session.close();
       });
     }
-    session.start();
   });
 }
 

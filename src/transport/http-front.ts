@@ -12,6 +12,7 @@ import { ErrorCode, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/
 import { digitsOf, serialize, withExactId } from '../protocol/exact-ids.js';
 import { TooDeepError, parseFrame } from '../protocol/frames.js';
 import { classify, salvageId, type RequestId } from '../protocol/messages.js';
+import { LEGACY_VERSIONS } from '../protocol/versions.js';
 import type { SessionEnd } from '../observability/metrics.js';
 import type { Authentication } from '../security/auth.js';
 import { KeptBytes } from './event-stream.js';
@@ -39,8 +40,6 @@ const ENDED_BECAUSE: Record<SessionEnd, string> = {
 
 /** An authenticated caller: the binding key of its tasks, and who it is for the logs. */
 export type Caller = Extract<Authentication, { identity: string }>;
-
-export const SUPPORTED_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'];
 
 export interface HttpFrontOptions {
   host: string;
@@ -180,10 +179,10 @@ export class HttpFront {
         message: `Not found: the MCP endpoint is ${this.options.path}`,
       });
     const version = req.headers['mcp-protocol-version'];
-    if (typeof version === 'string' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
+    if (typeof version === 'string' && !LEGACY_VERSIONS.includes(version)) {
       return reply(res, 400, null, {
         code: ErrorCode.InvalidRequest,
-        message: `Unsupported MCP-Protocol-Version "${version}" (supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
+        message: `Unsupported MCP-Protocol-Version "${version}" (supported: ${LEGACY_VERSIONS.join(', ')})`,
       });
     }
     let caller: Caller | undefined;

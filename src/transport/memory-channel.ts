@@ -1,7 +1,8 @@
 /**
  * Two Channels joined in memory: what one end sends, the other receives, on a later tick as a pipe would
  * deliver it. taskgate uses a pair where one of its own parts speaks to another as a peer (the modern
- * front is a 2025 client of a Session); tests use it to run the core without processes.
+ * front is a 2025 client of a Session); tests use it to run the core without processes. A message sent
+ * with a route arrives saying which request it belongs to, as one on that request's HTTP stream would.
  */
 import type { Arrival, Channel, ChannelHandlers, CloseInfo, Route } from './channel.js';
 
@@ -47,7 +48,8 @@ export class MemoryChannel implements Channel {
     if (this.keepRoutes) this.sentRoutes.push(route);
     const peer = this.peer;
     const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
-    queueMicrotask(() => peer?.receive(bytes));
+    const arrival = arrivalOf(route);
+    queueMicrotask(() => peer?.receive(bytes, arrival));
   }
 
   send(message: object, route?: Route): void {
@@ -76,4 +78,9 @@ export class MemoryChannel implements Channel {
     this.handlers = undefined;
     handlers?.closed(info);
   }
+}
+
+function arrivalOf(route: Route | undefined): Arrival | undefined {
+  if (route === undefined) return undefined;
+  return { onStreamOf: 'responseTo' in route ? route.responseTo : route.relatedTo };
 }

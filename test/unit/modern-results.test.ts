@@ -90,6 +90,18 @@ describe('toModernError', () => {
       message: 'm',
     });
   });
+
+  it('basic/index Error Codes: codes of the reserved range the spec does not define leave it by +1000', () => {
+    const moved = (code: number) => toModernError('tools/call', { code, message: 'x' }).code;
+    expect(moved(ErrorCode.UpstreamUnavailable)).toBe(-31000);
+    expect(moved(ErrorCode.LimitExceeded)).toBe(-31001);
+    expect(moved(-32002)).toBe(-31002);
+    expect(moved(-32042)).toBe(-31042);
+    expect(moved(ErrorCode.MissingRequiredClientCapability)).toBe(-32021);
+    expect(moved(ErrorCode.HeaderMismatch)).toBe(-32020);
+    expect(moved(ErrorCode.InvalidParams)).toBe(-32602);
+    expect(moved(-32100)).toBe(-32100);
+  });
 });
 
 describe('buildDiscoverResult', () => {

@@ -68,15 +68,26 @@ export function toLegacyResult(result: JsonObject): JsonObject {
 }
 
 /**
- * An error for a modern client: resources/read answered "not found" with -32002 up to 2025-11-25; that code
+ * An error for a modern client. resources/read answered "not found" with -32002 up to 2025-11-25; that code
  * MUST NOT be emitted any more and is -32602 now (basic/index.mdx "Error Codes"; changelog minor change 6).
+ * The rest of -32099..-32000 is the specification's now: -32000..-32019 are legacy codes new implementations
+ * SHOULD NOT use (taskgate's own -32000..-32003 among them) and nothing undefined in -32020..-32099 may be
+ * emitted. Such a code, from taskgate or from a 2025 upstream, is moved out of the reserved range by +1000
+ * (-32000 becomes -31000), keeping its message: the client can still tell the errors apart.
  */
 export function toModernError(method: string, error: JsonRpcErrorObject): JsonRpcErrorObject {
-  return method === 'resources/read' && error.code === LEGACY_RESOURCE_NOT_FOUND
-    ? { ...error, code: ErrorCode.InvalidParams }
-    : error;
+  if (method === 'resources/read' && error.code === LEGACY_RESOURCE_NOT_FOUND) {
+    return { ...error, code: ErrorCode.InvalidParams };
+  }
+  const reserved = error.code >= -32099 && error.code <= -32000;
+  return reserved && !MODERN_CODES.has(error.code) ? { ...error, code: error.code + 1000 } : error;
 }
 
+const MODERN_CODES: ReadonlySet<number> = new Set([
+  ErrorCode.HeaderMismatch,
+  ErrorCode.MissingRequiredClientCapability,
+  ErrorCode.UnsupportedProtocolVersion,
+]);
 const LEGACY_RESOURCE_NOT_FOUND = -32002;
 
 /** The 2026-07-28 Tool has no `execution`: task support is the server's decision per call now. */

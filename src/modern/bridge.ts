@@ -1,0 +1,632 @@
+/**
+ * 2026-07-28 clients in front of a 2025 upstream. The bridge is a 2025 client of a Session (over a memory
+ * channel pair): it initializes once, then carries each modern request as a legacy one, so augment, unwrap,
+ * policy, limits and supervision apply to modern traffic exactly as to a 2025 client's. What only the
+ * modern era has is done here: per-request `_meta` checked, `server/discover` answered, results given
+ * `resultType` and the server's identity, and a server-to-client request turned into an MRTR
+ * `input_required` answer whose retry carries the client's answer back to the waiting server.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { ErrorCode, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { serialize, withExactId } from '../protocol/exact-ids.js';
+import { parseFrame } from '../protocol/frames.js';
+import {
+  classify,
+  errorResponse,
+  isObject,
+  metaOf,
+  successResponse,
+  type JsonObject,
+  type Request,
+  type RequestId,
+} from '../protocol/messages.js';
+import {
+  checkCapabilities,
+  requiredForInputRequest,
+  requiredForRequest,
+} from '../protocol/modern/capabilities.js';
+import { buildDiscoverResult, type LegacyInitializeResult } from '../protocol/modern/discover.js';
+import {
+  CLIENT_CAPABILITIES_META,
+  CLIENT_INFO_META,
+  LOG_LEVELS,
+  LOG_LEVEL_META,
+  PROTOCOL_VERSION_META,
+  readRequestMeta,
+  type Implementation,
+  type LogLevel,
+  type ModernRequestMeta,
+} from '../protocol/modern/meta.js';
+import {
+  createRequestStateSealer,
+  requestDigest,
+  type RequestStateSealer,
+} from '../protocol/modern/request-state.js';
+import { CONSERVATIVE_CACHE, toModernError, toModernResult } from '../protocol/modern/results.js';
+import type { Arrival, Channel } from '../transport/channel.js';
+import type { ModernAnswer, ModernExchange } from './exchange.js';
+import { ParkedCalls } from './parked-calls.js';
+
+/** The 2025 version the bridge speaks to the Session. */
+const LEGACY_VERSION = '2025-11-25';
+
+/**
+ * What the bridge declares in its initialize: everything a modern client may declare per request, so the
+ * upstream may ask for it; each request is then checked against what that request declared.
+ */
+const BRIDGE_CAPABILITIES = {
+  elicitation: { form: {}, url: {} },
+  sampling: { tools: {}, context: {} },
+  roots: {},
+};
+
+/** Requests whose answer may be `input_required` (basic/patterns/mrtr.mdx "Supported Requests"). */
+const MAY_ASK_FOR_INPUT: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
+
+/** Methods of the 2025 era that a modern request cannot use (changelog; tasks extension "tasks/result"). */
+const NOT_MODERN: Readonly<Record<string, string>> = {
+  initialize: 'there is no initialize in 2026-07-28: send server/discover, or requests with _meta',
+  ping: 'ping was removed in 2026-07-28',
+  'logging/setLevel': `logging/setLevel was removed in 2026-07-28: send _meta["${LOG_LEVEL_META}"] per request`,
+  'tasks/result': 'tasks/result is not part of 2026-07-28: the tasks extension returns results in tasks/get',
+  'tasks/list': 'tasks/list is not part of 2026-07-28',
+  'resources/subscribe': 'resources/subscribe was removed in 2026-07-28',
+  'resources/unsubscribe': 'resources/unsubscribe was removed in 2026-07-28',
+};
+
+/** What taskgate does not serve to modern clients yet, with what is missing. */
+const NOT_YET: Readonly<Record<string, string>> = {
+  'tasks/get': 'taskgate does not serve the tasks extension to 2026-07-28 clients yet',
+  'tasks/update': 'taskgate does not serve the tasks extension to 2026-07-28 clients yet',
+  'tasks/cancel': 'taskgate does not serve the tasks extension to 2026-07-28 clients yet',
+  'subscriptions/listen': 'taskgate does not serve subscriptions/listen yet',
+};
+
+const INITIALIZE_ID = 0;
+
+export interface ModernBridgeOptions {
+  /** The client end of a channel whose other end a Session serves. */
+  legacyClient: Channel;
+  logger: Logger;
+  /** Every version the front serves, modern and legacy (discover, and -32022's `supported`). */
+  supportedVersions: readonly string[];
+  /** This process among replicas: a requestState is honoured only where its call is parked. */
+  replica: string;
+  /** How long a call waits for the client's retry with the input its server asked for. */
+  inputWaitMs: number;
+  /** Calls waiting for input at most; beyond it the oldest is given up. */
+  maxParked: number;
+  clientInfo: Implementation;
+}
+
+/** A pending input request: what the server asked, and its id on the Session's side. */
+interface AskedInput {
+  serverRequestId: RequestId;
+  method: string;
+  params: JsonObject | undefined;
+}
+
+interface Waiter {
+  exchange: ModernExchange;
+  resolve(answer: ModernAnswer): void;
+  stopListening(): void;
+}
+
+/** One modern request carried as a 2025 request, across as many MRTR rounds as its server needs. */
+interface Call {
+  legacyId: number;
+  method: string;
+  digest: string;
+  principal: string | undefined;
+  meta: ModernRequestMeta;
+  /** The client's progress token of the current attempt; the Session sees the bridge's own. */
+  clientProgressToken: string | number | undefined;
+  /** The modern request now waiting for this call's outcome; none while parked. */
+  waiter: Waiter | undefined;
+  /** Input the server asked for and the client has not answered yet, by the key the client sees. */
+  inputs: Map<string, AskedInput>;
+  /** Input asked since the last answer to the client: sent together, once. */
+  unsent: boolean;
+  /** The outcome that came while the call was parked. */
+  outcome: { result: JsonObject } | { error: JsonRpcErrorObject } | undefined;
+  /** The key its requestState names, while parked. */
+  parkedAs: string | undefined;
+}
+
+export class ModernBridge {
+  private readonly calls = new Map<number, Call>();
+  private readonly byProgressToken = new Map<string, Call>();
+  private nextId = INITIALIZE_ID + 1;
+  /** Input keys are never reused, so an answer can never reach a request it was not meant for. */
+  private nextInputKey = 1;
+  private readonly initialized: Promise<LegacyInitializeResult>;
+  private settleInitialize!: (outcome: { result: JsonObject } | { error: JsonRpcErrorObject }) => void;
+  private readonly parked: ParkedCalls<Call>;
+  private readonly sealer: RequestStateSealer;
+  private closedReason: string | undefined;
+  /** The upstream's identity, put in every result's `_meta`. */
+  private serverInfo: Implementation | undefined;
+
+  constructor(private readonly options: ModernBridgeOptions) {
+    this.initialized = new Promise<LegacyInitializeResult>((resolve, reject) => {
+      this.settleInitialize = (outcome) => {
+        if ('error' in outcome) reject(new InitializeFailed(outcome.error));
+        else resolve(asInitializeResult(outcome.result));
+      };
+    });
+    this.initialized.catch(() => undefined);
+    this.parked = new ParkedCalls(options.inputWaitMs, options.maxParked, (call, why) =>
+      this.abandon(call, why),
+    );
+    this.sealer = createRequestStateSealer({
+      secret: randomBytes(32),
+      now: Date.now,
+      ttlMs: options.inputWaitMs,
+    });
+  }
+
+  /** Starts the 2025 session the modern requests are carried on. */
+  start(): void {
+    this.options.legacyClient.start({
+      message: (raw, arrival) => this.fromSession(raw, arrival),
+      malformed: () => undefined,
+      closed: ({ reason }) => this.sessionClosed(reason),
+    });
+    this.options.legacyClient.send({
+      jsonrpc: '2.0',
+      id: INITIALIZE_ID,
+      method: 'initialize',
+      params: {
+        protocolVersion: LEGACY_VERSION,
+        capabilities: BRIDGE_CAPABILITIES,
+        clientInfo: this.options.clientInfo,
+      },
+    });
+  }
+
+  /** Serves one modern request; resolves with its answer, or undefined once the client gave it up. */
+  async handle(exchange: ModernExchange): Promise<ModernAnswer> {
+    const { request } = exchange;
+    const read = readRequestMeta(request.params, this.options.supportedVersions);
+    if (!read.ok) return this.refuse(request, toJsonRpcError(read.error));
+    const meta = read.value;
+    const needed = checkCapabilities(
+      requiredForRequest(request.method, request.params),
+      meta.clientCapabilities,
+    );
+    if (!needed.ok) return this.refuse(request, toJsonRpcError(needed.error));
+    const removed = NOT_MODERN[request.method] ?? NOT_YET[request.method];
+    if (removed !== undefined)
+      return this.refuse(request, { code: ErrorCode.MethodNotFound, message: removed });
+
+    let upstream: LegacyInitializeResult;
+    try {
+      upstream = await this.initialized;
+    } catch (error) {
+      return this.refuse(request, error instanceof InitializeFailed ? error.error : toJsonRpcError(error));
+    }
+    if (this.closedReason !== undefined) return this.refuse(request, this.unavailable());
+    if (request.method === 'server/discover') {
+      return successResponse(
+        request.id,
+        buildDiscoverResult(upstream, {
+          supportedVersions: this.options.supportedVersions,
+          cache: CONSERVATIVE_CACHE,
+        }),
+      );
+    }
+    const params = request.params;
+    if (params?.requestState !== undefined || params?.inputResponses !== undefined) {
+      return this.resume(exchange, meta);
+    }
+    return this.forward(exchange, meta);
+  }
+
+  close(): Promise<void> {
+    this.sessionClosed('taskgate closed the bridge');
+    return this.options.legacyClient.close();
+  }
+
+  private forward(exchange: ModernExchange, meta: ModernRequestMeta): Promise<ModernAnswer> {
+    const { request } = exchange;
+    const legacyId = this.nextId++;
+    const call: Call = {
+      legacyId,
+      method: request.method,
+      digest: requestDigest(request.method, request.params),
+      principal: exchange.principal,
+      meta,
+      clientProgressToken: progressTokenOf(request.params),
+      waiter: undefined,
+      inputs: new Map(),
+      unsent: false,
+      outcome: undefined,
+      parkedAs: undefined,
+    };
+    this.calls.set(legacyId, call);
+    this.byProgressToken.set(bridgeToken(legacyId), call);
+    const answer = this.wait(call, exchange);
+    this.options.legacyClient.send({
+      jsonrpc: '2.0',
+      id: legacyId,
+      method: request.method,
+      params: legacyParams(request.params, bridgeToken(legacyId)),
+    });
+    return answer;
+  }
+
+  /** A retry with inputResponses: the answers go to the server requests they answer, and the call goes on. */
+  private resume(exchange: ModernExchange, meta: ModernRequestMeta): Promise<ModernAnswer> | ModernAnswer {
+    const { request } = exchange;
+    const params = request.params ?? {};
+    const { requestState, inputResponses } = params;
+    if (typeof requestState !== 'string') {
+      return this.refuse(request, {
+        code: ErrorCode.InvalidParams,
+        message:
+          'Invalid params: inputResponses without requestState: send the requestState the input_required result came with',
+      });
+    }
+    if (inputResponses !== undefined && !isObject(inputResponses)) {
+      return this.refuse(request, {
+        code: ErrorCode.InvalidParams,
+        message: 'Invalid params: inputResponses must map the keys of inputRequests to results',
+      });
+    }
+    const opened = this.sealer.open(requestState, {
+      method: request.method,
+      digest: requestDigest(request.method, params),
+      ...(exchange.principal === undefined ? {} : { principal: exchange.principal }),
+    });
+    if (!opened.ok) return this.refuse(request, toJsonRpcError(opened.error));
+    if (opened.value.replica !== this.options.replica) {
+      return this.refuse(request, {
+        code: ErrorCode.InvalidParams,
+        message:
+          'Invalid requestState: it was issued by another taskgate replica, which holds the waiting call; send the retry there, or the original request again without requestState',
+      });
+    }
+    const call = this.parked.take(opened.value.pending);
+    if (call === undefined) {
+      return this.refuse(request, {
+        code: ErrorCode.InvalidParams,
+        message:
+          'Invalid requestState: it was already used, or its call stopped waiting; send the original request again without requestState and inputResponses',
+      });
+    }
+    call.parkedAs = undefined;
+    call.meta = meta;
+    call.clientProgressToken = progressTokenOf(params);
+    for (const [key, response] of Object.entries(inputResponses ?? {})) {
+      const asked = call.inputs.get(key);
+      if (asked === undefined) continue;
+      call.inputs.delete(key);
+      this.answerServer(
+        isObject(response)
+          ? successResponse(asked.serverRequestId, response)
+          : errorResponse(asked.serverRequestId, {
+              code: ErrorCode.InvalidParams,
+              message: `The client's answer to ${asked.method} was not a result object`,
+            }),
+      );
+    }
+    // What is still unanswered is asked again with the next answer.
+    call.unsent = call.inputs.size > 0;
+    return this.wait(call, exchange);
+  }
+
+  /** The exchange becomes the one the call answers; its outcome or next input request goes to it. */
+  private wait(call: Call, exchange: ModernExchange): Promise<ModernAnswer> {
+    return new Promise<ModernAnswer>((resolve) => {
+      const given = () => this.clientGaveUp(call);
+      exchange.signal.addEventListener('abort', given, { once: true });
+      call.waiter = {
+        exchange,
+        resolve,
+        stopListening: () => exchange.signal.removeEventListener('abort', given),
+      };
+      if (exchange.signal.aborted) return given();
+      if (call.outcome !== undefined) return this.finish(call, call.outcome);
+      if (call.unsent) this.askForInput(call);
+    });
+  }
+
+  private fromSession(raw: Buffer, arrival: Arrival | undefined): void {
+    let message;
+    try {
+      message = classify(withExactId(parseFrame(raw, 'the session'), raw));
+    } catch (error) {
+      this.options.logger.warn({ err: error }, 'modern bridge: unreadable message from the session');
+      return;
+    }
+    switch (message.kind) {
+      case 'response': {
+        const response = message.msg;
+        const outcome = 'error' in response ? { error: response.error } : { result: response.result };
+        if (response.id === INITIALIZE_ID) return this.initializeAnswered(outcome);
+        const call = typeof response.id === 'number' ? this.calls.get(response.id) : undefined;
+        if (call !== undefined) this.finish(call, outcome);
+        return;
+      }
+      case 'request':
+        return this.serverRequest(message.msg, arrival);
+      case 'notification':
+        return this.serverNotification(message.msg.method, message.msg.params, arrival);
+    }
+  }
+
+  private initializeAnswered(outcome: { result: JsonObject } | { error: JsonRpcErrorObject }): void {
+    this.settleInitialize(outcome);
+    if ('result' in outcome) {
+      this.serverInfo = asInitializeResult(outcome.result).serverInfo;
+      this.options.legacyClient.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    } else {
+      this.options.logger.error(`the upstream server refused initialize: ${outcome.error.message}`);
+    }
+  }
+
+  /** A server-to-client request: put to the client whose request it belongs to, as MRTR input. */
+  private serverRequest(request: Request, arrival: Arrival | undefined): void {
+    if (request.method === 'ping') return this.answerServer(successResponse(request.id, {}));
+    const required = requiredForInputRequest(request);
+    if (required === undefined) {
+      return this.answerServer(
+        errorResponse(request.id, {
+          code: ErrorCode.MethodNotFound,
+          message: `${request.method} cannot be put to a 2026-07-28 client`,
+        }),
+      );
+    }
+    const open = [...this.calls.values()].filter((each) => MAY_ASK_FOR_INPUT.has(each.method));
+    const call = this.callOf(arrival, open);
+    if (call === undefined || !MAY_ASK_FOR_INPUT.has(call.method)) {
+      return this.answerServer(
+        errorResponse(request.id, {
+          code: ErrorCode.ClientUnavailable,
+          message:
+            open.length === 0
+              ? `${request.method} outside any request: a 2026-07-28 client can only be asked for input while its tools/call, prompts/get or resources/read is open`
+              : `${request.method} could belong to any of ${open.length} requests in flight, and the server did not say which: it was put to no client`,
+        }),
+      );
+    }
+    const declared = checkCapabilities(required, call.meta.clientCapabilities);
+    if (!declared.ok) {
+      return this.answerServer(
+        errorResponse(request.id, {
+          code: ErrorCode.MethodNotFound,
+          message: `The client cannot answer ${request.method}: ${declared.error.message}`,
+        }),
+      );
+    }
+    call.inputs.set(`input-${this.nextInputKey++}`, {
+      serverRequestId: request.id,
+      method: request.method,
+      params: request.params,
+    });
+    if (call.unsent) return;
+    call.unsent = true;
+    // Requests the server sends together reach the client in one input_required answer.
+    setImmediate(() => this.askForInput(call));
+  }
+
+  /** The call a server request belongs to: the one whose stream carried it, or the only one that may ask. */
+  private callOf(arrival: Arrival | undefined, mayAsk: readonly Call[]): Call | undefined {
+    const onStreamOf = arrival?.onStreamOf;
+    if (typeof onStreamOf === 'number') return this.calls.get(onStreamOf);
+    return mayAsk.length === 1 ? mayAsk[0] : undefined;
+  }
+
+  private askForInput(call: Call): void {
+    const waiter = call.waiter;
+    if (!call.unsent || waiter === undefined || call.inputs.size === 0) return;
+    call.unsent = false;
+    const inputRequests: JsonObject = {};
+    for (const [key, asked] of call.inputs) {
+      inputRequests[key] =
+        asked.params === undefined
+          ? { method: asked.method }
+          : { method: asked.method, params: asked.params };
+    }
+    call.waiter = undefined;
+    waiter.stopListening();
+    call.parkedAs = this.parked.park(call);
+    const requestState = this.sealer.seal({
+      pending: call.parkedAs,
+      replica: this.options.replica,
+      method: call.method,
+      digest: call.digest,
+      ...(call.principal === undefined ? {} : { principal: call.principal }),
+    });
+    waiter.resolve(
+      successResponse(waiter.exchange.request.id, {
+        resultType: 'input_required',
+        inputRequests,
+        requestState,
+      }),
+    );
+  }
+
+  private serverNotification(
+    method: string,
+    params: JsonObject | undefined,
+    arrival: Arrival | undefined,
+  ): void {
+    if (method === 'notifications/progress') {
+      const token = params?.progressToken;
+      const call = typeof token === 'string' ? this.byProgressToken.get(token) : undefined;
+      const waiter = call?.waiter;
+      if (call === undefined || waiter === undefined || call.clientProgressToken === undefined) return;
+      waiter.exchange.notify({
+        jsonrpc: '2.0',
+        method,
+        params: { ...params, progressToken: call.clientProgressToken },
+      });
+      return;
+    }
+    if (method === 'notifications/message') {
+      const call = typeof arrival?.onStreamOf === 'number' ? this.calls.get(arrival.onStreamOf) : undefined;
+      const wanted = call?.meta.logLevel;
+      if (call?.waiter === undefined || wanted === undefined || !atLeast(params?.level, wanted)) return;
+      call.waiter.exchange.notify({ jsonrpc: '2.0', method, params });
+      return;
+    }
+    if (method === 'notifications/cancelled') {
+      // The server withdrew a request it had put to a client: it is not asked again.
+      const requestId = params?.requestId;
+      for (const call of this.calls.values()) {
+        for (const [key, asked] of call.inputs) {
+          if (asked.serverRequestId === requestId) call.inputs.delete(key);
+        }
+      }
+    }
+    // List changes and resource updates need subscriptions/listen, which is not served yet.
+  }
+
+  private finish(call: Call, outcome: { result: JsonObject } | { error: JsonRpcErrorObject }): void {
+    const waiter = call.waiter;
+    if (waiter === undefined) {
+      // Parked: the client's retry gets it.
+      call.outcome = outcome;
+      return;
+    }
+    this.forget(call);
+    waiter.stopListening();
+    const id = waiter.exchange.request.id;
+    waiter.resolve(
+      'error' in outcome
+        ? errorResponse(id, toModernError(call.method, outcome.error))
+        : successResponse(id, toModernResult(call.method, outcome.result, this.resultOptions())),
+    );
+  }
+
+  private resultOptions(): { serverInfo?: Implementation } {
+    return this.serverInfo === undefined ? {} : { serverInfo: this.serverInfo };
+  }
+
+  /** The client gave the request up: the upstream is told, and nothing more is sent for it. */
+  private clientGaveUp(call: Call): void {
+    const waiter = call.waiter;
+    if (waiter === undefined) return;
+    waiter.stopListening();
+    this.cancelUpstream(call, 'the 2026-07-28 client cancelled the request');
+    waiter.resolve(undefined);
+  }
+
+  /** A parked call nobody came back for. */
+  private abandon(call: Call, why: string): void {
+    this.options.logger.info(
+      { method: call.method },
+      `a call waiting for the client's input was given up: ${why}`,
+    );
+    call.parkedAs = undefined;
+    this.cancelUpstream(call, `the client did not come back with the input: ${why}`);
+  }
+
+  private cancelUpstream(call: Call, reason: string): void {
+    const open = this.calls.has(call.legacyId);
+    for (const asked of call.inputs.values()) {
+      this.answerServer(
+        errorResponse(asked.serverRequestId, { code: ErrorCode.ClientUnavailable, message: reason }),
+      );
+    }
+    this.forget(call);
+    if (!open || call.outcome !== undefined) return;
+    this.options.legacyClient.send({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: call.legacyId, reason },
+    });
+  }
+
+  private forget(call: Call): void {
+    call.inputs.clear();
+    call.waiter = undefined;
+    if (call.parkedAs !== undefined) this.parked.take(call.parkedAs);
+    this.calls.delete(call.legacyId);
+    this.byProgressToken.delete(bridgeToken(call.legacyId));
+  }
+
+  private answerServer(response: object): void {
+    this.options.legacyClient.sendRaw(serialize(response));
+  }
+
+  private sessionClosed(reason: string): void {
+    if (this.closedReason !== undefined) return;
+    this.closedReason = reason;
+    this.settleInitialize({ error: this.unavailable() });
+    this.parked.close();
+    for (const call of [...this.calls.values()]) {
+      const waiter = call.waiter;
+      this.forget(call);
+      waiter?.stopListening();
+      waiter?.resolve(
+        errorResponse(waiter.exchange.request.id, toModernError(call.method, this.unavailable())),
+      );
+    }
+  }
+
+  private unavailable(): JsonRpcErrorObject {
+    return {
+      code: ErrorCode.UpstreamUnavailable,
+      message: `Upstream server unavailable: ${this.closedReason ?? 'it is not connected'}`,
+    };
+  }
+
+  private refuse(request: Request, error: JsonRpcErrorObject): ModernAnswer {
+    return errorResponse(request.id, toModernError(request.method, error));
+  }
+}
+
+class InitializeFailed extends Error {
+  constructor(readonly error: JsonRpcErrorObject) {
+    super(error.message);
+  }
+}
+
+function asInitializeResult(result: JsonObject): LegacyInitializeResult {
+  const capabilities = isObject(result.capabilities) ? result.capabilities : {};
+  const info = result.serverInfo;
+  const serverInfo =
+    isObject(info) && typeof info.name === 'string' && typeof info.version === 'string'
+      ? (info as Implementation)
+      : { name: 'unknown', version: '0' };
+  return typeof result.instructions === 'string'
+    ? { capabilities, serverInfo, instructions: result.instructions }
+    : { capabilities, serverInfo };
+}
+
+/** The bridge's own progress token for a call: client tokens may collide between clients of one bridge. */
+const bridgeToken = (legacyId: number): string => `taskgate-modern-${legacyId}`;
+
+function progressTokenOf(params: JsonObject | undefined): string | number | undefined {
+  const token = metaOf(params)?.progressToken;
+  return typeof token === 'string' || typeof token === 'number' ? token : undefined;
+}
+
+/** The params as a 2025 request has them: no per-request protocol fields, no MRTR fields, no 2025 `task`. */
+function legacyParams(params: JsonObject | undefined, progressToken: string): JsonObject {
+  const {
+    _meta,
+    task: _task,
+    inputResponses: _inputResponses,
+    requestState: _requestState,
+    ...rest
+  } = params ?? {};
+  const {
+    [PROTOCOL_VERSION_META]: _version,
+    [CLIENT_CAPABILITIES_META]: _capabilities,
+    [CLIENT_INFO_META]: _info,
+    [LOG_LEVEL_META]: _level,
+    progressToken: clientToken,
+    ...meta
+  } = isObject(_meta) ? _meta : {};
+  if (clientToken !== undefined) meta.progressToken = progressToken;
+  return Object.keys(meta).length === 0 ? rest : { ...rest, _meta: meta };
+}
+
+function atLeast(level: unknown, wanted: LogLevel): boolean {
+  const rank = LOG_LEVELS.indexOf(level as LogLevel);
+  return rank >= LOG_LEVELS.indexOf(wanted);
+}

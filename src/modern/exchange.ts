@@ -1,0 +1,18 @@
+/**
+ * One 2026-07-28 request as a front hands it to the bridge: the request, who sent it, where messages
+ * about it go before its answer, and how the client says it no longer wants it.
+ */
+import type { Request } from '../protocol/messages.js';
+
+export interface ModernExchange {
+  readonly request: Request;
+  /** The authenticated caller, when callers are identified: a requestState is bound to it. */
+  readonly principal?: string;
+  /** A message that belongs with the request before its answer (progress, log messages): on its stream. */
+  notify(message: object): void;
+  /** Aborted when the client gives the request up (its HTTP stream closed, or notifications/cancelled). */
+  readonly signal: AbortSignal;
+}
+
+/** What the client gets for a request: a JSON-RPC response, or nothing once it gave the request up. */
+export type ModernAnswer = object | undefined;
