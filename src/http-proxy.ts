@@ -12,6 +12,7 @@ import { observeTasks } from './observability/observe.js';
 import { Lifecycle } from './lifecycle.js';
 import { RunningTasks, noticingCreations } from './session/running-tasks.js';
 import { Session } from './session/session.js';
+import { SharedModernBridge, openModernSession } from './modern/shared-bridge.js';
 import { openStore } from './store.js';
 import type { TaskStore } from './tasks/store.js';
 import { countingDenials, createAuditLog } from './observability/audit.js';
@@ -78,6 +79,30 @@ export async function startHttpGateway(
   if (admin === undefined && !pagesOnFront) {
     logger.info('auth.bearerPassthrough admits any token: /metrics and /dashboard need --admin-listen');
   }
+  const modern = new SharedModernBridge(() =>
+    openModernSession({
+      logger: logger.child({ session: 'modern' }),
+      openChannel: async (sessionLogger) => {
+        const upstream = await openUpstream(config, sessionLogger, {
+          restarted: () => metrics.upstreamRestarted(),
+          mayRestart: () => lifecycle.isAccepting,
+        });
+        return { channel: upstream.channel, stop: () => upstream.stop() };
+      },
+      sessionOptions: (id, sessionLogger) => ({
+        id,
+        config,
+        policy,
+        store,
+        logger: sessionLogger,
+        limits,
+        audit,
+        lifecycle,
+        onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
+        sightings: observed.board.sightingsOf(id),
+      }),
+    }),
+  );
   const front: HttpFront = new HttpFront(
     {
       host: listen.slice(0, colon),
@@ -139,6 +164,7 @@ export async function startHttpGateway(
       },
       notReady: () => upstreamProblem(config.upstream),
       accepting: () => lifecycle.isAccepting,
+      modern: (exchange) => modern.handle(exchange),
       ...(authenticate === undefined ? {} : { authenticate }),
       ...(pagesOnFront ? { extraRoutes: observed.routes } : {}),
       sessionRefused: () => metrics.limitRefused('max_sessions'),
@@ -163,6 +189,7 @@ export async function startHttpGateway(
     url,
     close: async () => {
       await front.close();
+      await modern.close();
       await adminListener?.close();
       audit.close();
       stopFollowing();

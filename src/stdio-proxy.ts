@@ -14,13 +14,10 @@ import type { Routes } from './observability/routes.js';
 import { countingDenials, createAuditLog } from './observability/audit.js';
 import { Limits } from './security/limits.js';
 import { Session, type SessionEvents, type SessionOptions } from './session/session.js';
-import { ModernBridge } from './modern/bridge.js';
 import { ModernChannelFront } from './modern/channel-front.js';
 import { opensModernConnection } from './modern/era.js';
-import { MODERN_INPUT_WAIT_MS, MODERN_MAX_PARKED, TASKGATE_INFO } from './modern/defaults.js';
-import { ALL_VERSIONS } from './protocol/versions.js';
+import { bridgeSession } from './modern/shared-bridge.js';
 import { awaitFirstMessage } from './transport/held-channel.js';
-import { memoryChannelPair } from './transport/memory-channel.js';
 import { openStore } from './store.js';
 import { LineChannel } from './transport/line-channel.js';
 import { openUpstream } from './upstream.js';
@@ -90,21 +87,11 @@ export async function startStdioProxy(config: Config): Promise<number> {
     let session: Session;
     if (modern) {
       // A 2026-07-28 client: the bridge is the 2025 client of this connection's session.
-      const pair = memoryChannelPair();
-      session = new Session(pair.a, upstream.channel, options, events);
-      const bridge = new ModernBridge({
-        legacyClient: pair.b,
-        logger,
-        supportedVersions: ALL_VERSIONS,
-        replica: id,
-        inputWaitMs: MODERN_INPUT_WAIT_MS,
-        maxParked: MODERN_MAX_PARKED,
-        clientInfo: TASKGATE_INFO,
-      });
+      const bridged = bridgeSession(upstream.channel, options, events);
+      session = bridged.session;
+      const bridge = bridged.bridge;
       const front = new ModernChannelFront(channel, bridge, logger, () => void session.close());
       stopFront = () => void front.close();
-      session.start();
-      bridge.start();
       front.start();
     } else {
       session = new Session(channel, upstream.channel, options, events);

@@ -45,7 +45,7 @@ import {
 } from '../protocol/modern/request-state.js';
 import { CONSERVATIVE_CACHE, toModernError, toModernResult } from '../protocol/modern/results.js';
 import type { Arrival, Channel } from '../transport/channel.js';
-import type { ModernAnswer, ModernExchange } from './exchange.js';
+import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
 import { ParkedCalls } from './parked-calls.js';
 
 /** The 2025 version the bridge speaks to the Session. */
@@ -204,17 +204,15 @@ export class ModernBridge {
     try {
       upstream = await this.initialized;
     } catch (error) {
-      return this.refuse(request, error instanceof InitializeFailed ? error.error : toJsonRpcError(error));
+      return this.fail(request, error instanceof InitializeFailed ? error.error : toJsonRpcError(error));
     }
-    if (this.closedReason !== undefined) return this.refuse(request, this.unavailable());
+    if (this.closedReason !== undefined) return this.fail(request, this.unavailable());
     if (request.method === 'server/discover') {
-      return successResponse(
-        request.id,
-        buildDiscoverResult(upstream, {
-          supportedVersions: this.options.supportedVersions,
-          cache: CONSERVATIVE_CACHE,
-        }),
-      );
+      const discovered = buildDiscoverResult(upstream, {
+        supportedVersions: this.options.supportedVersions,
+        cache: CONSERVATIVE_CACHE,
+      });
+      return { response: successResponse(request.id, discovered) };
     }
     const params = request.params;
     if (params?.requestState !== undefined || params?.inputResponses !== undefined) {
@@ -439,13 +437,13 @@ export class ModernBridge {
       digest: call.digest,
       ...(call.principal === undefined ? {} : { principal: call.principal }),
     });
-    waiter.resolve(
-      successResponse(waiter.exchange.request.id, {
+    waiter.resolve({
+      response: successResponse(waiter.exchange.request.id, {
         resultType: 'input_required',
         inputRequests,
         requestState,
       }),
-    );
+    });
   }
 
   private serverNotification(
@@ -494,11 +492,12 @@ export class ModernBridge {
     this.forget(call);
     waiter.stopListening();
     const id = waiter.exchange.request.id;
-    waiter.resolve(
-      'error' in outcome
-        ? errorResponse(id, toModernError(call.method, outcome.error))
-        : successResponse(id, toModernResult(call.method, outcome.result, this.resultOptions())),
-    );
+    waiter.resolve({
+      response:
+        'error' in outcome
+          ? errorResponse(id, toModernError(call.method, outcome.error))
+          : successResponse(id, toModernResult(call.method, outcome.result, this.resultOptions())),
+    });
   }
 
   private resultOptions(): { serverInfo?: Implementation } {
@@ -561,9 +560,9 @@ export class ModernBridge {
       const waiter = call.waiter;
       this.forget(call);
       waiter?.stopListening();
-      waiter?.resolve(
-        errorResponse(waiter.exchange.request.id, toModernError(call.method, this.unavailable())),
-      );
+      waiter?.resolve({
+        response: errorResponse(waiter.exchange.request.id, toModernError(call.method, this.unavailable())),
+      });
     }
   }
 
@@ -574,8 +573,14 @@ export class ModernBridge {
     };
   }
 
+  /** An error the upstream side caused (it is away, or refused initialize). */
+  private fail(request: Request, error: JsonRpcErrorObject): ModernAnswer {
+    return { response: errorResponse(request.id, toModernError(request.method, error)) };
+  }
+
+  /** taskgate refuses the request itself, for what the request is. */
   private refuse(request: Request, error: JsonRpcErrorObject): ModernAnswer {
-    return errorResponse(request.id, toModernError(request.method, error));
+    return { response: errorResponse(request.id, toModernError(request.method, error)), refused: true };
   }
 }
 

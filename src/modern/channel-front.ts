@@ -86,7 +86,7 @@ export class ModernChannelFront {
       .handle({ request, notify: (message) => this.send(message), signal: controller.signal })
       .then(
         (answer) => {
-          if (answer !== undefined) this.send(answer);
+          if (answer !== undefined) this.send(answer.response);
         },
         (error: unknown) => {
           this.logger.error({ err: error }, 'modern request failed');

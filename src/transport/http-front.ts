@@ -11,7 +11,11 @@ import type { Logger } from 'pino';
 import { ErrorCode, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { digitsOf, serialize, withExactId } from '../protocol/exact-ids.js';
 import { TooDeepError, parseFrame } from '../protocol/frames.js';
-import { classify, salvageId, type RequestId } from '../protocol/messages.js';
+import { classify, isObject, salvageId, type Message, type RequestId } from '../protocol/messages.js';
+import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
+import { checkModernHeaders } from '../protocol/modern/headers.js';
+import { toModernError } from '../protocol/modern/results.js';
+import { MODERN_VERSIONS, isModernRequest } from '../protocol/modern/meta.js';
 import { LEGACY_VERSIONS } from '../protocol/versions.js';
 import type { SessionEnd } from '../observability/metrics.js';
 import type { Authentication } from '../security/auth.js';
@@ -65,6 +69,8 @@ export interface HttpFrontHooks {
   authenticate?(req: IncomingMessage): Authentication;
   /** False once taskgate is shutting down: new sessions are refused. */
   accepting?(): boolean;
+  /** Serves a 2026-07-28 request (no session); absent, such requests are refused. */
+  modern?(exchange: ModernExchange): Promise<ModernAnswer>;
   /** Why the upstream cannot be reached or started now (undefined when it can), for /readyz. */
   notReady(): Promise<string | undefined>;
   /**
@@ -178,13 +184,6 @@ export class HttpFront {
         code: ErrorCode.InvalidRequest,
         message: `Not found: the MCP endpoint is ${this.options.path}`,
       });
-    const version = req.headers['mcp-protocol-version'];
-    if (typeof version === 'string' && !LEGACY_VERSIONS.includes(version)) {
-      return reply(res, 400, null, {
-        code: ErrorCode.InvalidRequest,
-        message: `Unsupported MCP-Protocol-Version "${version}" (supported: ${LEGACY_VERSIONS.join(', ')})`,
-      });
-    }
     let caller: Caller | undefined;
     if (this.hooks.authenticate) {
       const outcome = this.hooks.authenticate(req);
@@ -199,6 +198,18 @@ export class HttpFront {
         });
       }
       caller = outcome;
+    }
+    const version = req.headers['mcp-protocol-version'];
+    if (req.method !== 'POST' && typeof version === 'string' && MODERN_VERSIONS.includes(version)) {
+      // 2026-07-28 has no GET stream and no session to delete (streamable-http.mdx "Backward Compatibility").
+      res.setHeader('allow', 'POST');
+      return reply(res, 405, null, {
+        code: ErrorCode.InvalidRequest,
+        message: `Method ${req.method} not allowed for MCP-Protocol-Version ${version}: 2026-07-28 requests are POSTed, with no session`,
+      });
+    }
+    if (req.method !== 'POST' && typeof version === 'string' && !LEGACY_VERSIONS.includes(version)) {
+      return reply(res, 400, null, unsupportedVersion(version));
     }
     switch (req.method) {
       case 'POST':
@@ -251,6 +262,13 @@ export class HttpFront {
       );
     }
     const sessionId = req.headers['mcp-session-id'];
+    const version = req.headers['mcp-protocol-version'];
+    if (sessionId === undefined && this.hooks.modern !== undefined && isModernTraffic(message, version)) {
+      return this.modernPost(req, res, message, caller, this.hooks.modern);
+    }
+    if (typeof version === 'string' && !LEGACY_VERSIONS.includes(version)) {
+      return reply(res, 400, message.kind === 'request' ? message.msg.id : null, unsupportedVersion(version));
+    }
     if (message.kind === 'request' && message.msg.method === 'initialize') {
       if (sessionId !== undefined) {
         return reply(res, 400, message.msg.id, {
@@ -278,6 +296,69 @@ export class HttpFront {
     }
     session.accept(body, message.kind === 'notification' ? message.msg : undefined);
     res.writeHead(202).end();
+  }
+
+  /**
+   * A 2026-07-28 message: no session; the routing headers are checked against the body, the answer is
+   * JSON, or an SSE stream once something about the request comes before it; a closed stream cancels.
+   */
+  private async modernPost(
+    req: IncomingMessage,
+    res: ServerResponse,
+    message: Message,
+    caller: Caller | undefined,
+    serve: (exchange: ModernExchange) => Promise<ModernAnswer>,
+  ): Promise<void> {
+    // No client notification is defined for Streamable HTTP in 2026-07-28; one is taken and dropped.
+    if (message.kind === 'notification') return void res.writeHead(202).end();
+    if (message.kind === 'response') {
+      return reply(res, 400, null, {
+        code: ErrorCode.InvalidRequest,
+        message:
+          'A 2026-07-28 client sends no responses: it is never asked anything over HTTP (input comes by MRTR)',
+      });
+    }
+    const request = message.msg;
+    const headers = checkModernHeaders(req.headers, request);
+    if (!headers.ok) return reply(res, 400, request.id, toJsonRpcError(headers.error));
+    if (this.hooks.accepting?.() === false) {
+      res.setHeader('connection', 'close');
+      return reply(
+        res,
+        503,
+        request.id,
+        toModernError(request.method, {
+          code: ErrorCode.UpstreamUnavailable,
+          message: 'Service Unavailable: taskgate is shutting down',
+        }),
+      );
+    }
+    const cancelled = new AbortController();
+    let answered = false;
+    let streaming = false;
+    res.on('close', () => {
+      if (!answered) cancelled.abort();
+    });
+    const answer = await serve({
+      request,
+      ...(caller === undefined ? {} : { principal: caller.identity }),
+      signal: cancelled.signal,
+      notify: (related) => {
+        if (answered || res.destroyed) return;
+        if (!streaming) {
+          streaming = true;
+          res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+        }
+        res.write(sseEvent(related));
+      },
+    });
+    answered = true;
+    if (res.destroyed) return;
+    if (answer === undefined) return void res.end();
+    if (streaming) return void res.end(sseEvent(answer.response));
+    res
+      .writeHead(modernStatus(answer), { 'content-type': 'application/json' })
+      .end(serialize(answer.response));
   }
 
   private async initialize(
@@ -458,6 +539,36 @@ function refusedResumption(
   } as const;
   const [status, message] = refusals[why];
   return [status, null, { code: ErrorCode.InvalidRequest, message }];
+}
+
+/** 2026-07-28 traffic: modern `_meta`, the discovery probe, or a modern version header. */
+function isModernTraffic(message: Message, version: string | string[] | undefined): boolean {
+  if (message.kind === 'response') return typeof version === 'string' && MODERN_VERSIONS.includes(version);
+  const params = isObject(message.msg.params) ? message.msg.params : undefined;
+  return (
+    isModernRequest(params) ||
+    message.msg.method === 'server/discover' ||
+    (typeof version === 'string' && MODERN_VERSIONS.includes(version))
+  );
+}
+
+/**
+ * A refusal is 400, and a method taskgate does not serve 404 (streamable-http.mdx "Protocol Version
+ * Header"); the upstream's own answers, errors included, are 200 like any JSON-RPC response.
+ */
+function modernStatus(answer: NonNullable<ModernAnswer>): number {
+  const { error } = answer.response as { error?: { code?: unknown } };
+  if (error?.code === ErrorCode.MethodNotFound) return 404;
+  return answer.refused === true ? 400 : 200;
+}
+
+const sseEvent = (message: object): string => `event: message\ndata: ${serialize(message)}\n\n`;
+
+function unsupportedVersion(version: string): JsonRpcErrorObject {
+  return {
+    code: ErrorCode.InvalidRequest,
+    message: `Unsupported MCP-Protocol-Version "${version}" (supported: ${[...MODERN_VERSIONS, ...LEGACY_VERSIONS].join(', ')})`,
+  };
 }
 
 function accepts(req: IncomingMessage, type: string): boolean {

@@ -2,7 +2,7 @@
  * One 2026-07-28 request as a front hands it to the bridge: the request, who sent it, where messages
  * about it go before its answer, and how the client says it no longer wants it.
  */
-import type { Request } from '../protocol/messages.js';
+import type { Request } from '../messages.js';
 
 export interface ModernExchange {
   readonly request: Request;
@@ -14,5 +14,9 @@ export interface ModernExchange {
   readonly signal: AbortSignal;
 }
 
-/** What the client gets for a request: a JSON-RPC response, or nothing once it gave the request up. */
-export type ModernAnswer = object | undefined;
+/**
+ * What the client gets for a request: a JSON-RPC response, or nothing once it gave the request up.
+ * `refused`: taskgate refused the request itself (its `_meta`, a capability, a method the era lacks), which
+ * Streamable HTTP answers with an error status rather than 200.
+ */
+export type ModernAnswer = { response: object; refused?: boolean } | undefined;

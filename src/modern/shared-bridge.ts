@@ -1,0 +1,126 @@
+/**
+ * How a bridge is put together (a Session over a memory pair, the bridge as its 2025 client), and the one
+ * bridge the HTTP front serves every 2026-07-28 request through: opened on the first such request, opened
+ * again when its upstream is gone for good.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { ErrorCode } from '../protocol/errors.js';
+import { errorResponse } from '../protocol/messages.js';
+import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
+import { toModernError } from '../protocol/modern/results.js';
+import { ALL_VERSIONS } from '../protocol/versions.js';
+import { Session, type SessionEvents, type SessionOptions } from '../session/session.js';
+import type { Channel } from '../transport/channel.js';
+import { memoryChannelPair } from '../transport/memory-channel.js';
+import { ModernBridge } from './bridge.js';
+import { MODERN_INPUT_WAIT_MS, MODERN_MAX_PARKED, TASKGATE_INFO } from './defaults.js';
+
+export interface BridgedSession {
+  bridge: ModernBridge;
+  session: Session;
+}
+
+/** A Session between `upstream` and a new bridge, both started. */
+export function bridgeSession(
+  upstream: Channel,
+  options: SessionOptions,
+  events: SessionEvents,
+): BridgedSession {
+  const pair = memoryChannelPair();
+  const session = new Session(pair.a, upstream, options, events);
+  const bridge = new ModernBridge({
+    legacyClient: pair.b,
+    logger: options.logger,
+    supportedVersions: ALL_VERSIONS,
+    replica: options.id,
+    inputWaitMs: MODERN_INPUT_WAIT_MS,
+    maxParked: MODERN_MAX_PARKED,
+    clientInfo: TASKGATE_INFO,
+  });
+  session.start();
+  bridge.start();
+  return { bridge, session };
+}
+
+export interface OpenedBridge {
+  bridge: ModernBridge;
+  /** Settles once the bridge's session is over. */
+  ended: Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ModernSessionParts {
+  logger: Logger;
+  openChannel(logger: Logger): Promise<{ channel: Channel; stop(): Promise<void> }>;
+  sessionOptions(id: string, logger: Logger): SessionOptions;
+}
+
+/** Opens an upstream and a bridged session on it; the session ends when its upstream is gone for good. */
+export async function openModernSession(parts: ModernSessionParts): Promise<OpenedBridge> {
+  const upstream = await parts.openChannel(parts.logger);
+  let ended!: () => void;
+  const over = new Promise<void>((resolve) => (ended = resolve));
+  const { bridge, session } = bridgeSession(
+    upstream.channel,
+    parts.sessionOptions(`modern-${randomUUID()}`, parts.logger),
+    {
+      upstreamGone: () => void session.close(),
+      closed: async () => {
+        await upstream.stop();
+        ended();
+      },
+    },
+  );
+  return { bridge, ended: over, close: () => session.close() };
+}
+
+export class SharedModernBridge {
+  private opening: Promise<OpenedBridge> | undefined;
+
+  constructor(private readonly open: () => Promise<OpenedBridge>) {}
+
+  async handle(exchange: ModernExchange): Promise<ModernAnswer> {
+    let opened: OpenedBridge;
+    try {
+      opened = await this.current();
+    } catch (error) {
+      const { request } = exchange;
+      const reason = error instanceof Error ? error.message : 'it could not be started';
+      return {
+        response: errorResponse(
+          request.id,
+          toModernError(request.method, {
+            code: ErrorCode.UpstreamUnavailable,
+            message: `Upstream server unavailable: ${reason}`,
+          }),
+        ),
+      };
+    }
+    return opened.bridge.handle(exchange);
+  }
+
+  async close(): Promise<void> {
+    const opening = this.opening;
+    this.opening = undefined;
+    const opened = await opening?.catch(() => undefined);
+    await opened?.close();
+  }
+
+  private current(): Promise<OpenedBridge> {
+    if (this.opening === undefined) {
+      const opening = this.open();
+      this.opening = opening;
+      opening.then(
+        (opened) =>
+          void opened.ended.then(() => {
+            if (this.opening === opening) this.opening = undefined;
+          }),
+        () => {
+          if (this.opening === opening) this.opening = undefined;
+        },
+      );
+    }
+    return this.opening;
+  }
+}
