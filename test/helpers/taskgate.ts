@@ -20,6 +20,7 @@ export const FIXTURES = {
   native: root('test/fixtures/native-server.js'),
   example: root('examples/legacy-server.js'),
   plainAnswer: root('test/fixtures/plain-answer-server.js'),
+  modern: root('test/fixtures/modern-server.js'),
 } as const;
 export type FixtureName = keyof typeof FIXTURES;
 
