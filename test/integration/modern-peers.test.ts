@@ -15,6 +15,7 @@ import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
 import { Inbox } from '../helpers/inbox.js';
 import { connectModern, MODERN_VERSION, type ModernConnection } from '../helpers/modern-client.js';
 import { connect, FIXTURES, type Connection } from '../helpers/taskgate.js';
+import { textOf, untilCancelledOnServer } from '../helpers/tool-results.js';
 
 const MODERN_SERVER = [process.execPath, FIXTURES.modern];
 
@@ -32,25 +33,6 @@ const PEERS: Peer[] = [
   { name: 'pinned over HTTP', transport: 'http', mode: 'pin' },
   { name: 'auto over HTTP', transport: 'http', mode: 'auto' },
 ];
-
-/** The text of a tool result's first content, which must be text. */
-function textOf(result: object): string {
-  const content: unknown = 'content' in result ? result.content : undefined;
-  const first: unknown = Array.isArray(content) ? content[0] : undefined;
-  if (typeof first !== 'object' || first === null || !('text' in first) || typeof first.text !== 'string') {
-    throw new Error(`not a text result: ${JSON.stringify(result)}`);
-  }
-  return first.text;
-}
-
-/** Resolves once `check` is true, asking again every 20 ms; fails after `withinMs`. */
-async function until(check: () => Promise<boolean>, what: string, withinMs = 5_000): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${withinMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe.each(PEERS)('SDK v2 client $name to the SDK v2 server', (peer) => {
   const elicitations: ElicitRequest['params'][] = [];
@@ -181,10 +163,7 @@ describe.each(PEERS)('SDK v2 client $name to the SDK v2 server', (peer) => {
       { signal: abort.signal, onprogress: () => abort.abort('the test cancels') },
     );
     await expect(call).rejects.toThrow('the test cancels');
-    await until(async () => {
-      const result = await connection.client.callTool({ name: 'cancelled-calls', arguments: {} });
-      return (JSON.parse(textOf(result)) as string[]).includes(label);
-    }, `the server records ${label} as cancelled`);
+    await untilCancelledOnServer((params) => connection.client.callTool(params), label);
   });
 });
 
@@ -233,10 +212,7 @@ describe('an SDK 1.x client (2025-11-25) to the same server', () => {
       },
     );
     await expect(call).rejects.toThrow('the test cancels');
-    await until(async () => {
-      const result = await stdio.client.callTool({ name: 'cancelled-calls', arguments: {} });
-      return (JSON.parse(textOf(result)) as string[]).includes('cancel-2025');
-    }, 'the server records cancel-2025 as cancelled');
+    await untilCancelledOnServer((params) => stdio.client.callTool(params), 'cancel-2025');
   });
 
   it('over HTTP, 2025 requests are served statelessly: elicit cannot reach the client and is an isError result', async () => {
