@@ -4,9 +4,16 @@
 import type { Logger } from 'pino';
 import { maskCommand, maskUrl } from './config/mask.js';
 import type { Config } from './config/schema.js';
+import { ProbingUpstream } from './modern/probing-upstream.js';
 import type { Channel } from './transport/channel.js';
 import { HttpUpstream } from './transport/http-upstream.js';
 import { SupervisedStdioUpstream, type SupervisionHooks } from './transport/supervised-upstream.js';
+
+/**
+ * How long a stdio server is given to answer the era probe. A 2025 server answers an unknown method at
+ * once (usually -32601); one that says nothing is taken for 2025 after this.
+ */
+const ERA_PROBE_TIMEOUT_MS = 3_000;
 
 export interface Upstream {
   channel: Channel;
@@ -50,7 +57,11 @@ export async function openUpstream(
     logger,
     hooks,
   );
-  return { channel, description: maskCommand(command, args), stop: () => channel.stop() };
+  return {
+    channel: new ProbingUpstream(channel, upstream.era, ERA_PROBE_TIMEOUT_MS, logger),
+    description: maskCommand(command, args),
+    stop: () => channel.stop(),
+  };
 }
 
 /** The headers with `authorization` in place of any Authorization they had, whatever its case. */

@@ -69,6 +69,11 @@ export const UpstreamSchema = z
      * clear error (5 min unless set); progress does not extend it. A task's own call is bounded by its ttl.
      */
     requestTimeout: milliseconds(MAX_TIMER_MS).optional(),
+    /**
+     * Which protocol generation taskgate speaks to a stdio upstream: `auto` asks with `server/discover`
+     * before anything else and speaks 2026-07-28 to a server that answers it, 2025 to any other.
+     */
+    era: z.enum(['auto', 'legacy', 'modern']).default('auto'),
   })
   .strict()
   .refine((upstream) => (upstream.command === undefined) !== (upstream.url === undefined), {

@@ -1,0 +1,160 @@
+/**
+ * A stdio upstream whose era is not known yet. Before anything else it is sent `server/discover` (the
+ * probe basic/transports/stdio.mdx "Backward Compatibility" recommends): a DiscoverResult or a recognised
+ * modern error means 2026-07-28, and the Session is served through a ModernUpstreamTranslator; any other
+ * answer, or none in time, means 2025, and messages pass as they are. What the Session sends meanwhile
+ * waits, in order. The verdict holds for the upstream's restarts.
+ */
+import type { Logger } from 'pino';
+import { withExactId } from '../protocol/exact-ids.js';
+import { parseFrame } from '../protocol/frames.js';
+import { isObject, type JsonObject } from '../protocol/messages.js';
+import {
+  CLIENT_CAPABILITIES_META,
+  CLIENT_INFO_META,
+  MODERN_VERSIONS,
+  PROTOCOL_VERSION_META,
+} from '../protocol/modern/meta.js';
+import { chooseVersion, stdioProbeVerdict } from '../protocol/modern/probe.js';
+import type { Channel, ChannelHandlers, Route } from '../transport/channel.js';
+import { TASKGATE_INFO } from './defaults.js';
+import { ModernUpstreamTranslator } from './upstream-translator.js';
+
+const PROBE_ID = 'taskgate-era-probe';
+
+export type UpstreamEra = 'auto' | 'legacy' | 'modern';
+
+export class ProbingUpstream implements Channel {
+  /** Where the inner channel's events go: the Session's handlers, or the translator's. */
+  private receiver: ChannelHandlers | undefined;
+  /** Where the Session's messages go once the era is known. */
+  private target: Channel | undefined;
+  private waiting: { raw: Buffer | string; route?: Route }[] = [];
+
+  constructor(
+    private readonly inner: Channel,
+    private readonly era: UpstreamEra,
+    private readonly probeTimeoutMs: number,
+    private readonly logger: Logger,
+  ) {}
+
+  start(handlers: ChannelHandlers): void {
+    if (this.era === 'legacy') {
+      this.target = this.inner;
+      this.inner.start(handlers);
+      return;
+    }
+    const decide = (discover: JsonObject | undefined, why: string): void => {
+      if (this.target !== undefined) return;
+      clearTimeout(timer);
+      this.decided(handlers, discover, why);
+    };
+    const timer = setTimeout(
+      () => decide(undefined, `no answer within ${this.probeTimeoutMs} ms`),
+      this.probeTimeoutMs,
+    ).unref();
+    this.inner.start({
+      message: (raw, arrival) => {
+        if (this.target === undefined || isProbeAnswer(raw)) {
+          const answer = isProbeAnswer(raw) ? parsed(raw) : undefined;
+          if (answer !== undefined) return decide(discoverOf(answer), describe(answer));
+          if (this.target === undefined) return;
+        }
+        this.receiver?.message(raw, arrival);
+      },
+      malformed: (error, id) => this.receiver?.malformed(error, id) ?? handlers.malformed(error, id),
+      closed: (info) => {
+        decide(undefined, `it went away first (${info.reason})`);
+        this.receiver?.closed(info);
+      },
+      reopened: () => this.receiver?.reopened?.(),
+    });
+    this.inner.send({
+      jsonrpc: '2.0',
+      id: PROBE_ID,
+      method: 'server/discover',
+      params: {
+        _meta: {
+          [PROTOCOL_VERSION_META]: MODERN_VERSIONS[0],
+          [CLIENT_CAPABILITIES_META]: {},
+          [CLIENT_INFO_META]: TASKGATE_INFO,
+        },
+      },
+    });
+  }
+
+  sendRaw(raw: Buffer | string, route?: Route): void {
+    if (this.target === undefined) this.waiting.push(route === undefined ? { raw } : { raw, route });
+    else this.target.sendRaw(raw, route);
+  }
+
+  send(message: object, route?: Route): void {
+    this.sendRaw(JSON.stringify(message), route);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  private decided(handlers: ChannelHandlers, discover: JsonObject | undefined, why: string): void {
+    const version =
+      discover === undefined
+        ? undefined
+        : chooseVersion(MODERN_VERSIONS, stringsOf(discover.supportedVersions) ?? MODERN_VERSIONS);
+    if (discover === undefined || version === undefined || this.era === 'legacy') {
+      if (this.era === 'modern') {
+        this.logger.warn(
+          `upstream.era is modern, but the upstream server did not answer server/discover (${why}): speaking 2025 to it`,
+        );
+      } else this.logger.info(`the upstream server speaks 2025 (server/discover: ${why})`);
+      this.receiver = handlers;
+      this.target = this.inner;
+    } else {
+      this.logger.info(`the upstream server speaks ${version}: taskgate translates for 2025 clients`);
+      const translator = new ModernUpstreamTranslator(this.innerView(), discover, version, this.logger);
+      this.target = translator;
+      translator.start(handlers);
+    }
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const { raw, route } of waiting) this.target.sendRaw(raw, route);
+  }
+
+  /** The inner channel as the translator sees it: started already, its events handed on. */
+  private innerView(): Channel {
+    return {
+      start: (handlers) => (this.receiver = handlers),
+      sendRaw: (raw, route) => this.inner.sendRaw(raw, route),
+      send: (message, route) => this.inner.send(message, route),
+      close: () => this.inner.close(),
+    };
+  }
+}
+
+function isProbeAnswer(raw: Buffer): boolean {
+  return raw.includes(PROBE_ID) && parsed(raw)?.id === PROBE_ID;
+}
+
+function parsed(raw: Buffer): JsonObject | undefined {
+  try {
+    const value = withExactId(parseFrame(raw, 'the upstream server'), raw);
+    return isObject(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The DiscoverResult of a modern answer; undefined for a legacy one (or a modern error). */
+function discoverOf(answer: JsonObject): JsonObject | undefined {
+  if (stdioProbeVerdict(answer).era !== 'modern') return undefined;
+  return isObject(answer.result) ? answer.result : undefined;
+}
+
+function describe(answer: JsonObject): string {
+  if (isObject(answer.error)) return `error ${String(answer.error.code)} ${String(answer.error.message)}`;
+  return isObject(answer.result) ? 'a result' : 'an unreadable answer';
+}
+
+function stringsOf(value: unknown): string[] | undefined {
+  return Array.isArray(value) && value.every((each) => typeof each === 'string') ? value : undefined;
+}
