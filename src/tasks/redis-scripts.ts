@@ -33,7 +33,7 @@
  * the store needs a single Redis node (standalone, Sentinel, or a managed single-shard Redis), not Cluster.
  *
  * Every script returns an array whose first element is a code: 'ok', or a refusal ('not_found',
- * 'illegal', 'too_large', 'full', 'caller_full', 'exists'). redis-store.ts maps the refusals to typed
+ * 'stale', 'illegal', 'too_large', 'full', 'caller_full', 'exists'). redis-store.ts maps the refusals to typed
  * errors in one place.
  */
 
@@ -282,9 +282,10 @@ return {'ok', record(id, true)}
 -- KEYS[9] P task:<id>
 -- ARGV[3] JSON of the transition table {status: [allowed next statuses]}; terminal = no next status
 -- ARGV[4] the late-result grace cap in ms; ARGV[5] maxResultBytes
--- ARGV[6] JSON {status, message?, hasOutcome, outcomeBytes?, by}; ARGV[7] the outcome JSON (if hasOutcome)
+-- ARGV[6] JSON {from?, status, message?, hasOutcome, outcomeBytes?, by}; ARGV[7] the outcome JSON (if hasOutcome)
 -- Returns {'ok', record (with the stored outcome only when the change has none)}
---       | {'not_found'} | {'illegal', from} | {'too_large', bytes}: a refusal changes nothing.
+--       | {'not_found'} | {'stale', status} when "from" is given and the task is not in it
+--       | {'illegal', from} | {'too_large', bytes}: a refusal changes nothing.
 -- On a terminal status: settle() (see the prelude); the message names "by", the replica that made it.
 `,
     `
@@ -298,6 +299,7 @@ end
 local allowed = cjson.decode(ARGV[3])
 local change = cjson.decode(ARGV[6])
 local to = change.status
+if change.from and change.from ~= from then return {'stale', from} end
 if not legal(allowed, from, to) then return {'illegal', from} end
 local bytes = tonumber(h[7])
 if change.hasOutcome then bytes = tonumber(change.outcomeBytes or 0) end

@@ -57,7 +57,7 @@ import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/errors.js';
 import { CursorCodec } from './cursor.js';
 import { CallerLimitError, TaskLimitError, TaskNotFoundError, TaskStoreUnavailableError } from './errors.js';
-import { IllegalTransitionError } from './state.js';
+import { IllegalTransitionError, StaleStatusError } from './state.js';
 import { LATE_RESULT_GRACE_MS } from './memory-store.js';
 import { RECORD_FIELDS, SCRIPTS, SHARED_KEYS, type ScriptName } from './redis-scripts.js';
 import {
@@ -303,6 +303,7 @@ export class RedisTaskStore implements TaskStore {
         String(LATE_RESULT_GRACE_MS),
         String(this.options.maxResultBytes),
         JSON.stringify({
+          from: change.from,
           status: change.status,
           message: change.statusMessage,
           hasOutcome,
@@ -321,7 +322,7 @@ export class RedisTaskStore implements TaskStore {
     this.deferredEnds.delete(taskId);
     let values: Values;
     try {
-      values = this.accepted(reply, taskId, change.status)[0] as Values;
+      values = this.accepted(reply, taskId, change)[0] as Values;
     } catch (error) {
       if (error instanceof TaskNotFoundError) this.executing.delete(taskId);
       throw error;
@@ -537,10 +538,10 @@ export class RedisTaskStore implements TaskStore {
   }
 
   /** The rest of an 'ok' reply; any refusal becomes its typed error. */
-  private accepted(reply: Reply, taskId: string, to?: TaskStatus, maxLive?: number): unknown[] {
+  private accepted(reply: Reply, taskId: string, change?: TransitionChange, maxLive?: number): unknown[] {
     const [code, ...rest] = reply;
     if (code === 'ok') return rest;
-    throw refusal(code, rest, taskId, to, { ...this.options, maxLive });
+    throw refusal(code, rest, taskId, change, { ...this.options, maxLive });
   }
 
   private async subscribe(): Promise<void> {
@@ -708,14 +709,17 @@ function refusal(
   code: string,
   rest: unknown[],
   taskId: string,
-  to: TaskStatus | undefined,
+  change: TransitionChange | undefined,
   limits: { maxTasks: number; maxResultBytes: number; maxLive?: number | undefined },
 ): Error {
+  const to = change?.status as TaskStatus;
   switch (code) {
     case 'not_found':
       return new TaskNotFoundError(taskId);
+    case 'stale':
+      return new StaleStatusError(taskId, change?.from as TaskStatus, rest[0] as TaskStatus, to);
     case 'illegal':
-      return new IllegalTransitionError(taskId, rest[0] as TaskStatus, to as TaskStatus);
+      return new IllegalTransitionError(taskId, rest[0] as TaskStatus, to);
     case 'too_large':
       return TaskLimitError.resultBytes(Number(rest[0]), limits.maxResultBytes);
     case 'full':

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import {
   CallerLimitError,
@@ -13,6 +14,9 @@ import {
   TaskNotFoundError,
   TaskStoreUnavailableError,
 } from '../../src/tasks/errors.js';
+import { resolveConfig } from '../../src/config/load.js';
+import { Policy } from '../../src/config/policy.js';
+import { Augmenter } from '../../src/tasks/augment.js';
 import { IllegalTransitionError } from '../../src/tasks/state.js';
 import { RedisTaskStore, type RedisStoreOptions } from '../../src/tasks/redis-store.js';
 import type { TaskOutcome, TaskRecord, TaskStatus } from '../../src/tasks/state.js';
@@ -32,6 +36,7 @@ const redis = await redisForTests();
 afterAll(() => redis?.stop());
 
 const SECRET = 'a cursor secret shared by the replicas';
+const config = resolveConfig({});
 /** The bound on every wait for something that should happen (a guard, not a sleep). */
 const WITHIN_MS = 5_000;
 
@@ -172,6 +177,34 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
         expect(after).not.toHaveProperty('outcome');
       }
       expect(await a.stats()).toMatchObject({ live: 0, terminal: tasks.length });
+    });
+
+    it('issue 15: an input request answered at once leaves the task working: the two moves, issued without waiting, apply in order', async () => {
+      const store = await open();
+      const session = `session-${randomUUID()}`;
+      const augmenter = new Augmenter(
+        store,
+        new Policy(config),
+        config,
+        {
+          callUpstream: () => ({ wireId: 'never-answered', done: new Promise(() => undefined) }),
+          cancelUpstream: () => undefined,
+          notifyClient: () => undefined,
+        },
+        { sessionId: session },
+        pino({ level: 'silent' }),
+      );
+      const created = await augmenter.createTask({ name: 'slow_tool', arguments: {}, task: {} });
+      const { taskId } = created.task as { taskId: string };
+      const seen: TaskStatus[] = [];
+      store.onTransition((record) => seen.push(record.status));
+      for (let round = 0; round < 20; round++) {
+        // As the session does: neither call waits for the other.
+        await Promise.all([augmenter.inputRequested(taskId), augmenter.inputAnswered(taskId)]);
+        expect((await store.get(taskId)).status).toBe('working');
+      }
+      expect(seen).toEqual(Array.from({ length: 20 }, () => ['input_required', 'working']).flat());
+      augmenter.close();
     });
   });
 
