@@ -3,8 +3,7 @@
  * one Lua script (redis-scripts.ts), so two replicas racing on one task end in exactly one state.
  *
  * - Expiry. A live task has no expiry at all: it never expires, whoever runs it. When it becomes terminal
- *   its hash gets a PEXPIRE for `max(createdAt + ttl, lastUpdatedAt + min(ttl, 60 s))`, the memory store's
- *   rule; the owner's index keys expire with the owner's last task once none of its tasks is live. The
+ *   its hash gets a PEXPIRE for the instant of expiry.ts, the memory store's rule; the owner's index keys expire with the owner's last task once none of its tasks is live. The
  *   same instant is also stored and checked by every script, so a read never sees a task past its time
  *   even before Redis has removed it, and index entries are swept on the next create or update.
  * - Clock. Without `now`, the scripts take Redis's own clock (TIME): every replica stamps tasks with one
@@ -58,7 +57,6 @@ import { ErrorCode } from '../protocol/errors.js';
 import { CursorCodec } from './cursor.js';
 import { CallerLimitError, TaskLimitError, TaskNotFoundError, TaskStoreUnavailableError } from './errors.js';
 import { IllegalTransitionError, StaleStatusError } from './state.js';
-import { LATE_RESULT_GRACE_MS } from './memory-store.js';
 import { RECORD_FIELDS, SCRIPTS, SHARED_KEYS, type ScriptName } from './redis-scripts.js';
 import {
   ALLOWED_TRANSITIONS,
@@ -76,6 +74,7 @@ import {
   type TransitionListener,
 } from './store.js';
 import { newTaskId } from './task-id.js';
+import { TaskWaiters } from './waiters.js';
 
 export interface RedisStoreOptions {
   /** `redis://[[user]:password@]host[:port][/db]`, or `rediss://…` for TLS. */
@@ -151,11 +150,6 @@ const SHAS = Object.fromEntries(
 type Reply = [code: string, ...rest: unknown[]];
 type Values = (string | null)[];
 
-interface Waiter {
-  resolve(record: TaskRecord): void;
-  reject(error: unknown): void;
-}
-
 export class RedisTaskStore implements TaskStore {
   /** This store object as an executor: the tasks it creates are its to run, under its lease. */
   readonly executorId = randomUUID();
@@ -167,7 +161,7 @@ export class RedisTaskStore implements TaskStore {
   private readonly where: string;
   private readonly cursors: CursorCodec;
   private readonly listeners = new Set<TransitionListener>();
-  private readonly waiters = new Map<string, Set<Waiter>>();
+  private readonly waiters = new TaskWaiters(() => this.schedulePoll());
   /** Tasks being re-read → whether another read was asked for meanwhile. */
   private readonly checking = new Map<string, boolean>();
   /** Live tasks created through this store object: their end, made elsewhere, is reported to listeners. */
@@ -300,7 +294,6 @@ export class RedisTaskStore implements TaskStore {
       [this.taskKey(taskId)],
       [
         TRANSITIONS_JSON,
-        String(LATE_RESULT_GRACE_MS),
         String(this.options.maxResultBytes),
         JSON.stringify({
           from: change.from,
@@ -331,7 +324,7 @@ export class RedisTaskStore implements TaskStore {
     if (change.outcome !== undefined) record.outcome = change.outcome;
     if (isTerminal(record.status)) this.executing.delete(taskId);
     this.emit(record);
-    if (isTerminal(record.status)) this.wake(taskId, record);
+    if (isTerminal(record.status)) this.waiters.resolve(taskId, record);
     return record;
   }
 
@@ -347,37 +340,16 @@ export class RedisTaskStore implements TaskStore {
 
   waitForTerminal(taskId: string, signal?: AbortSignal): Promise<TaskRecord> {
     if (this.closing) return Promise.reject(this.closedError());
-    return new Promise((resolve, reject) => {
-      let waiting = this.waiters.get(taskId);
-      if (!waiting) this.waiters.set(taskId, (waiting = new Set()));
-      const waiters = waiting;
-      let settled = false;
-      const settle = (): boolean => {
-        if (settled) return false;
-        settled = true;
-        signal?.removeEventListener('abort', onAbort);
-        waiters.delete(waiter);
-        if (waiters.size === 0 && this.waiters.get(taskId) === waiters) this.waiters.delete(taskId);
-        this.schedulePoll();
-        return true;
-      };
-      const waiter: Waiter = {
-        resolve: (record) => settle() && resolve(record),
-        reject: (error) => settle() && reject(error),
-      };
-      const onAbort = (): void => waiter.reject(signal?.reason);
-      waiters.add(waiter);
-      this.schedulePoll();
-      if (signal && !signal.aborted) signal.addEventListener('abort', onAbort, { once: true });
-      // The first look comes after the waiter is registered, so a message published meanwhile is not missed.
-      this.fetch(taskId, true).then(
-        (record) => {
-          if (isTerminal(record.status)) waiter.resolve(record);
-          else if (signal?.aborted) waiter.reject(signal.reason);
-        },
-        (error: unknown) => waiter.reject(error),
-      );
-    });
+    const wait = this.waiters.add(taskId, signal);
+    // The first look comes after the wait is registered, so a message published meanwhile is not missed.
+    this.fetch(taskId, true).then(
+      (record) => {
+        if (isTerminal(record.status)) wait.resolve(record);
+        else if (signal?.aborted) wait.reject(signal.reason);
+      },
+      (error: unknown) => wait.reject(error),
+    );
+    return wait.promise;
   }
 
   onTransition(listener: TransitionListener): () => void {
@@ -405,11 +377,11 @@ export class RedisTaskStore implements TaskStore {
   }
 
   private async shutdown(): Promise<void> {
+    // Before the poll is stopped: a settled wait may (re)schedule it.
+    this.waiters.rejectAll(this.closedError());
     clearInterval(this.poller);
     this.poller = undefined;
     for (const timer of this.leaseTimers) clearInterval(timer);
-    const error = this.closedError();
-    for (const waiting of [...this.waiters.values()]) for (const waiter of waiting) waiter.reject(error);
     this.state.emit('change');
     if (this.leaseTtlMs > 0 && this.executing.size > 0 && this.cmd.status === 'ready') {
       // Release this executor's live tasks at once rather than a lease later; if Redis cannot be told,
@@ -460,7 +432,6 @@ export class RedisTaskStore implements TaskStore {
     };
     return [
       TRANSITIONS_JSON,
-      String(LATE_RESULT_GRACE_MS),
       String(this.options.maxResultBytes),
       JSON.stringify(lost),
       executor,
@@ -604,7 +575,7 @@ export class RedisTaskStore implements TaskStore {
       this.endedElsewhere.add(taskId);
       this.check(taskId);
     }
-    for (const taskId of this.waiters.keys()) this.check(taskId);
+    for (const taskId of this.waiters.taskIds()) this.check(taskId);
   }
 
   private connectionLost(): void {
@@ -625,7 +596,7 @@ export class RedisTaskStore implements TaskStore {
     if (taskId === undefined) return;
     if (status === 'gone') {
       this.executing.delete(taskId);
-      this.settleAll(taskId, new TaskNotFoundError(taskId));
+      this.waiters.reject(taskId, new TaskNotFoundError(taskId));
       return;
     }
     const elsewhere = by !== this.executorId && this.executing.has(taskId);
@@ -650,13 +621,13 @@ export class RedisTaskStore implements TaskStore {
         (record) => {
           if (!isTerminal(record.status)) return;
           if (this.endedElsewhere.delete(taskId) && this.executing.delete(taskId)) this.emit(record);
-          this.wake(taskId, record);
+          this.waiters.resolve(taskId, record);
         },
         (error: unknown) => {
           if (!(error instanceof TaskNotFoundError)) return;
           this.endedElsewhere.delete(taskId);
           this.executing.delete(taskId);
-          this.settleAll(taskId, error);
+          this.waiters.reject(taskId, error);
         },
       )
       .finally(() => {
@@ -666,19 +637,11 @@ export class RedisTaskStore implements TaskStore {
       });
   }
 
-  private wake(taskId: string, record: TaskRecord): void {
-    for (const waiter of [...(this.waiters.get(taskId) ?? [])]) waiter.resolve(record);
-  }
-
-  private settleAll(taskId: string, error: unknown): void {
-    for (const waiter of [...(this.waiters.get(taskId) ?? [])]) waiter.reject(error);
-  }
-
   /** The fallback poll runs only while someone waits. */
   private schedulePoll(): void {
     if (this.waiters.size > 0 && !this.poller && !this.closing) {
       this.poller = setInterval(() => {
-        for (const taskId of this.waiters.keys()) this.check(taskId);
+        for (const taskId of this.waiters.taskIds()) this.check(taskId);
       }, this.options.fallbackPollMs ?? DEFAULT_FALLBACK_POLL_MS);
       this.poller.unref();
     } else if (this.waiters.size === 0 && this.poller) {
