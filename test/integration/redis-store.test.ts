@@ -61,14 +61,14 @@ async function open(options: Partial<RedisStoreOptions> = {}): Promise<RedisTask
   return store;
 }
 
-const internals = (store: TaskStore): { prefix: string; cmd: Redis; sub: Redis } =>
-  store as unknown as { prefix: string; cmd: Redis; sub: Redis };
+const internals = (store: TaskStore): { prefix: string; link: { cmd: Redis; sub: Redis } } =>
+  store as unknown as { prefix: string; link: { cmd: Redis; sub: Redis } };
 const prefixOf = (store: TaskStore): string => internals(store).prefix;
 
 /** The process behind the store dies: its connections drop at once and nothing is said to Redis. */
 function crash(store: TaskStore): void {
-  internals(store).cmd.disconnect();
-  internals(store).sub.disconnect();
+  internals(store).link.cmd.disconnect();
+  internals(store).link.sub.disconnect();
 }
 
 /** Two stores sharing one prefix and one secret: two replicas of one deployment. */
@@ -327,7 +327,7 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
       } finally {
         await raw.quit();
       }
-      internals(a).sub.disconnect(true);
+      internals(a).link.sub.disconnect(true);
       expect(await within(heard, "A's listener")).toMatchObject({ taskId: task.taskId, status: 'cancelled' });
     });
   });
@@ -337,7 +337,7 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
       const [a, b] = await replicas({ leaseTtlMs: 0 });
       const task = await a.create(newTask());
       const waiting = b.waitForTerminal(task.taskId);
-      internals(a).cmd.disconnect(true);
+      internals(a).link.cmd.disconnect(true);
       const refused = await thrownBy(a.update(task.taskId, { status: 'completed', ...result('late') }));
       expect(refused).toBeInstanceOf(TaskStoreUnavailableError);
       const done = await within(waiting, 'the waiter on B');
