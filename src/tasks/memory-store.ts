@@ -149,11 +149,19 @@ export class MemoryTaskStore implements TaskStore {
     return more ? { tasks, nextCursor: this.cursors.encode(owner, lastPosition) } : { tasks };
   }
 
-  async waitForTerminal(taskId: string, signal?: AbortSignal): Promise<TaskRecord> {
-    this.refuseIfClosed();
-    const record = this.read(taskId);
-    if (isTerminal(record.status)) return record;
-    signal?.throwIfAborted();
+  /**
+   * Not async: the wait's own promise is returned, so that a tasks/result answer takes no extra turn
+   * after the update that ends the task (a shutdown closes sessions right after failing their tasks).
+   */
+  waitForTerminal(taskId: string, signal?: AbortSignal): Promise<TaskRecord> {
+    try {
+      this.refuseIfClosed();
+      const record = this.read(taskId);
+      if (isTerminal(record.status)) return Promise.resolve(record);
+      signal?.throwIfAborted();
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
     return this.waiters.add(taskId, signal).promise;
   }
 

@@ -33,8 +33,8 @@
  * the store needs a single Redis node (standalone, Sentinel, or a managed single-shard Redis), not Cluster.
  *
  * Every script returns an array whose first element is a code: 'ok', or a refusal ('not_found',
- * 'stale', 'illegal', 'too_large', 'full', 'caller_full', 'exists'). redis-codec.ts maps the refusals to typed
- * errors in one place.
+ * 'stale', 'illegal', 'too_large', 'full', 'caller_full', 'exists'). redis-codec.ts maps the refusals
+ * to typed errors in one place.
  */
 import { LUA_EXPIRES_AT } from './expiry.js';
 
