@@ -5,7 +5,8 @@
  *
  * Only the TaskStore interface is used, plus the three options below; time is the injected clock, never
  * a sleep. Every test opens its own store and uses fresh owners, so a shared backend (Redis with a key
- * prefix per store) needs no cleanup between tests; the stores are closed after each test.
+ * prefix per store) needs no cleanup between tests; the stores are closed after each test. A backend
+ * that keeps an executor lease says so (`{ executorLease: true }`) and also runs the lease cases.
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
