@@ -9,14 +9,13 @@ import { ErrorCode } from '../protocol/errors.js';
 import { TaskStoreUnavailableError } from './errors.js';
 import { accepted } from './redis-codec.js';
 import type { RedisLink } from './redis-link.js';
-import { ALLOWED_TRANSITIONS } from './state.js';
+import { TRANSITIONS_JSON } from './redis-scripts.js';
 import { EXECUTOR_LOST } from './store.js';
 
 /** Lease sweeps are this often at most, and at least four times per lease. */
 const MAX_LAPSE_SWEEP_MS = 1_000;
 /** What a task whose executor was lost fails with, as the outcome its tasks/result answers. */
 const LOST_OUTCOME = JSON.stringify({ error: { code: ErrorCode.InternalError, message: EXECUTOR_LOST } });
-export const TRANSITIONS_JSON = JSON.stringify(ALLOWED_TRANSITIONS);
 
 export interface LeaseOptions {
   executorId: string;

@@ -52,9 +52,9 @@ const SHAS = Object.fromEntries(
 export class RedisLink {
   readonly cmd: Redis;
   readonly sub: Redis;
-  readonly channel: string;
+  private readonly channel: string;
   /** The server, without credentials, for messages and logs. */
-  readonly where: string;
+  private readonly where: string;
   private readonly sharedKeys: string[];
   /** Emits 'change' when the connections' state changes, for ready(). */
   private readonly state = new EventEmitter();

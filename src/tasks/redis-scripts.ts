@@ -37,6 +37,10 @@
  * to typed errors in one place.
  */
 import { LUA_EXPIRES_AT } from './expiry.js';
+import { ALLOWED_TRANSITIONS } from './state.js';
+
+/** The transition table (state.ts), as the data the scripts that change a status are given. */
+export const TRANSITIONS_JSON = JSON.stringify(ALLOWED_TRANSITIONS);
 
 /** The task fields every script returns, in this order (then `outcome` when asked for). */
 export const RECORD_FIELDS = [
