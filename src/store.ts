@@ -8,7 +8,8 @@
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import { MemoryTaskStore, type MemoryStoreOptions } from './tasks/memory-store.js';
-import { RedisTaskStore, redact } from './tasks/redis-store.js';
+import { redact } from './tasks/redis-link.js';
+import { RedisTaskStore } from './tasks/redis-store.js';
 import type { TaskStore } from './tasks/store.js';
 
 /** How long start-up waits for Redis before it goes on without it. */

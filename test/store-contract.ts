@@ -5,7 +5,8 @@
  *
  * Only the TaskStore interface is used, plus the three options below; time is the injected clock, never
  * a sleep. Every test opens its own store and uses fresh owners, so a shared backend (Redis with a key
- * prefix per store) needs no cleanup between tests; the stores are closed after each test.
+ * prefix per store) needs no cleanup between tests; the stores are closed after each test. A backend
+ * that keeps an executor lease says so (`{ executorLease: true }`) and also runs the lease cases.
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -14,10 +15,11 @@ import {
   InvalidCursorError,
   TaskLimitError,
   TaskNotFoundError,
+  TaskStoreUnavailableError,
 } from '../src/tasks/errors.js';
-import { IllegalTransitionError } from '../src/tasks/state.js';
+import { IllegalTransitionError, StaleStatusError } from '../src/tasks/state.js';
 import type { TaskOutcome, TaskRecord, TaskStatus } from '../src/tasks/state.js';
-import type { NewTask, TaskStore } from '../src/tasks/store.js';
+import { EXECUTOR_LOST, type NewTask, type TaskStore } from '../src/tasks/store.js';
 import { thrownBy } from './helpers/thrown.js';
 
 export interface StoreContractOptions {
@@ -33,6 +35,12 @@ export type MakeStore = (options: StoreContractOptions) => Promise<TaskStore> | 
  * single-process store (memory) has no other process: it returns `store` itself.
  */
 export type MakeReplica = (store: TaskStore, options: StoreContractOptions) => Promise<TaskStore> | TaskStore;
+
+/** What the backend under test does beyond what every store does. */
+export interface StoreFeatures {
+  /** It keeps an executor lease for each store object (a store shared by several processes). */
+  executorLease?: boolean;
+}
 
 const START = Date.UTC(2025, 10, 25, 10, 30, 0);
 const HOUR = 3_600_000;
@@ -114,6 +122,7 @@ export function describeTaskStoreContract(
   name: string,
   makeStore: MakeStore,
   makeReplica: MakeReplica,
+  features: StoreFeatures = {},
 ): void {
   describe(`TaskStore contract: ${name}`, () => {
     const opened: TaskStore[] = [];
@@ -322,6 +331,53 @@ export function describeTaskStoreContract(
         const after = await store.get(task.taskId);
         expect(after.status).toBe('cancelled');
         expect(after).not.toHaveProperty('outcome');
+      });
+
+      it('issue 15: a change that expects a status is applied only while the task is in it; otherwise StaleStatusError, and nothing changes', async () => {
+        const { store, clock, createIn } = await setup();
+        const task = await createIn('input_required');
+        clock.advance(1_000);
+        const error = await thrownBy(store.update(task.taskId, { from: 'working', status: 'completed' }));
+        expect(error).toBeInstanceOf(StaleStatusError);
+        expect(error).toMatchObject({
+          taskId: task.taskId,
+          expected: 'working',
+          actual: 'input_required',
+          to: 'completed',
+        });
+        expect(await store.get(task.taskId)).toEqual(task);
+        const moved = await store.update(task.taskId, { from: 'input_required', status: 'working' });
+        expect(moved.status).toBe('working');
+        expect(moved).not.toHaveProperty('from');
+        expect(await store.get(task.taskId)).toEqual(moved);
+      });
+
+      it('issue 15: moves issued without waiting, each expecting the status the one before leaves, apply in order', async () => {
+        const { store, create } = await setup();
+        const task = await create();
+        const seen: TaskStatus[] = [];
+        store.onTransition((record) => seen.push(record.status));
+        const moves = await Promise.allSettled([
+          store.update(task.taskId, { from: 'working', status: 'input_required' }),
+          store.update(task.taskId, { from: 'input_required', status: 'working' }),
+          store.update(task.taskId, { from: 'working', status: 'input_required' }),
+          store.update(task.taskId, { from: 'input_required', status: 'working' }),
+        ]);
+        expect(moves.map((move) => move.status)).toEqual(Array(4).fill('fulfilled'));
+        expect(seen).toEqual(['input_required', 'working', 'input_required', 'working']);
+        expect((await store.get(task.taskId)).status).toBe('working');
+      });
+
+      it('issue 15: a move that expects a live status loses to an end made first: StaleStatusError, the end stays', async () => {
+        const { store, create } = await setup();
+        const task = await create();
+        const [cancel, move] = await Promise.allSettled([
+          store.update(task.taskId, { status: 'cancelled' }),
+          store.update(task.taskId, { from: 'working', status: 'input_required' }),
+        ]);
+        expect(cancel.status).toBe('fulfilled');
+        expect(move.status === 'rejected' && move.reason).toBeInstanceOf(StaleStatusError);
+        expect((await store.get(task.taskId)).status).toBe('cancelled');
       });
 
       it('update of an unknown id throws TaskNotFoundError', async () => {
@@ -633,6 +689,78 @@ export function describeTaskStoreContract(
         const { store } = await setup();
         const error = await settled(thrownBy(store.waitForTerminal(randomUUID())), 'wait');
         expect(error).toBeInstanceOf(TaskNotFoundError);
+      });
+    });
+
+    describe('close', () => {
+      it('issue 15: rejects every pending wait with TaskStoreUnavailableError; twice at once and again is fine; then every call rejects the same', async () => {
+        const { store, create, newTask } = await setup();
+        const task = await create();
+        const other = await create();
+        const waits = [
+          thrownBy(store.waitForTerminal(task.taskId)),
+          thrownBy(store.waitForTerminal(task.taskId)),
+          thrownBy(store.waitForTerminal(other.taskId, new AbortController().signal)),
+        ];
+        await Promise.all([store.close(), store.close()]);
+        await store.close();
+        for (const error of await settled(Promise.all(waits), 'the pending waits')) {
+          expect(error).toBeInstanceOf(TaskStoreUnavailableError);
+        }
+        for (const call of [
+          () => store.get(task.taskId),
+          () => store.create(newTask()),
+          () => store.update(task.taskId, { status: 'completed' }),
+          () => store.list(task.owner, undefined, 10),
+          () => store.waitForTerminal(task.taskId),
+        ]) {
+          expect(await settled(thrownBy(call()), 'a call after close')).toBeInstanceOf(
+            TaskStoreUnavailableError,
+          );
+        }
+      });
+
+      describe.runIf(features.executorLease)('with an executor lease', () => {
+        it("fails the closing store's live tasks at once with EXECUTOR_LOST, waking waiters elsewhere; its ended tasks and other stores' tasks stay", async () => {
+          const { store, create, newTask, replica } = await setup();
+          const other = await replica();
+          const working = await create();
+          const asking = await create();
+          await store.update(asking.taskId, { status: 'input_required' });
+          const done = await create();
+          const completed = await store.update(done.taskId, { status: 'completed', ...outcomeOfBytes(100) });
+          const kept = await other.create(newTask());
+          const waits = Promise.all([
+            other.waitForTerminal(working.taskId),
+            other.waitForTerminal(asking.taskId),
+          ]);
+          await store.close();
+          for (const record of await settled(waits, 'the waiters on the other store')) {
+            expect(record).toMatchObject({
+              status: 'failed',
+              statusMessage: EXECUTOR_LOST,
+              outcome: { error: { message: EXECUTOR_LOST } },
+            });
+          }
+          expect(await other.get(done.taskId)).toEqual(completed);
+          expect((await other.get(kept.taskId)).status).toBe('working');
+        });
+
+        it('a lost task can no longer be moved or finished by anyone', async () => {
+          const { store, create, replica } = await setup();
+          const other = await replica();
+          const task = await create();
+          await store.close();
+          for (const change of [
+            { from: 'working', status: 'input_required' },
+            { status: 'completed' },
+          ] as const) {
+            expect(await thrownBy(other.update(task.taskId, change))).toBeInstanceOf(
+              change.from ? StaleStatusError : IllegalTransitionError,
+            );
+          }
+          expect((await other.get(task.taskId)).statusMessage).toBe(EXECUTOR_LOST);
+        });
       });
     });
 

@@ -1,13 +1,16 @@
 /**
  * The default store: one process, bounded. Live tasks sit in a plain map and are never evicted; terminal
- * tasks sit in an LRU bounded by count and by the bytes of their outcomes.
+ * tasks sit in an LRU bounded by count and by the bytes of their outcomes. Once closed, it rejects every
+ * pending wait and every call with TaskStoreUnavailableError, as the Redis store does.
  */
 import { LRUCache } from 'lru-cache';
 import { CursorCodec } from './cursor.js';
-import { CallerLimitError, TaskLimitError, TaskNotFoundError } from './errors.js';
+import { CallerLimitError, TaskLimitError, TaskNotFoundError, TaskStoreUnavailableError } from './errors.js';
+import { expiresAt } from './expiry.js';
 import { isTerminal, transition, type TaskRecord, type TransitionChange } from './state.js';
 import type { NewTask, TaskPage, TaskStore, TransitionListener } from './store.js';
 import { newTaskId } from './task-id.js';
+import { TaskWaiters } from './waiters.js';
 
 export interface MemoryStoreOptions {
   maxTasks: number;
@@ -19,14 +22,6 @@ export interface MemoryStoreOptions {
   onExpired?: (record: TaskRecord) => void;
 }
 
-/** How long a task that ended after its ttl stays readable, at most. */
-export const LATE_RESULT_GRACE_MS = 60_000;
-
-interface Waiter {
-  resolve(record: TaskRecord): void;
-  reject(error: unknown): void;
-}
-
 export class MemoryTaskStore implements TaskStore {
   private readonly live = new Map<string, TaskRecord>();
   private readonly terminal: LRUCache<string, TaskRecord>;
@@ -35,12 +30,13 @@ export class MemoryTaskStore implements TaskStore {
   /** Live tasks created with a liveLimit, by caller, and the caller of each. */
   private readonly liveByCaller = new Map<string, Set<string>>();
   private readonly callerOf = new Map<string, string>();
-  private readonly waiters = new Map<string, Set<Waiter>>();
+  private readonly waiters = new TaskWaiters();
   private readonly listeners = new Set<TransitionListener>();
   private readonly cursors = new CursorCodec();
   private readonly now: () => number;
   private readonly sweeper: NodeJS.Timeout;
   private nextPosition = 1;
+  private closing: Promise<void> | undefined;
   evictions = 0;
 
   constructor(private readonly options: MemoryStoreOptions) {
@@ -65,6 +61,7 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   async create(task: NewTask): Promise<TaskRecord> {
+    this.refuseIfClosed();
     const limit = task.liveLimit;
     const callerLive = limit && this.liveByCaller.get(limit.caller);
     if (limit && (callerLive?.size ?? 0) >= limit.max) {
@@ -103,10 +100,12 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   async get(taskId: string): Promise<TaskRecord> {
+    this.refuseIfClosed();
     return this.read(taskId);
   }
 
   async update(taskId: string, change: TransitionChange): Promise<TaskRecord> {
+    this.refuseIfClosed();
     const next = transition(this.read(taskId), change, this.now());
     if (next.outcomeBytes > this.options.maxResultBytes) {
       throw TaskLimitError.resultBytes(next.outcomeBytes, this.options.maxResultBytes);
@@ -126,11 +125,12 @@ export class MemoryTaskStore implements TaskStore {
         process.emitWarning(error as Error);
       }
     }
-    if (isTerminal(next.status)) this.wake(taskId, next);
+    if (isTerminal(next.status)) this.waiters.resolve(taskId, next);
     return next;
   }
 
   async list(owner: string, cursor: string | undefined, limit: number): Promise<TaskPage> {
+    this.refuseIfClosed();
     const after = cursor === undefined ? 0 : this.cursors.decode(owner, cursor);
     const tasks: TaskRecord[] = [];
     let lastPosition = 0;
@@ -149,30 +149,20 @@ export class MemoryTaskStore implements TaskStore {
     return more ? { tasks, nextCursor: this.cursors.encode(owner, lastPosition) } : { tasks };
   }
 
+  /**
+   * Not async: the wait's own promise is returned, so that a tasks/result answer takes no extra turn
+   * after the update that ends the task (a shutdown closes sessions right after failing their tasks).
+   */
   waitForTerminal(taskId: string, signal?: AbortSignal): Promise<TaskRecord> {
-    return new Promise((resolve, reject) => {
+    try {
+      this.refuseIfClosed();
       const record = this.read(taskId);
-      if (isTerminal(record.status)) return resolve(record);
+      if (isTerminal(record.status)) return Promise.resolve(record);
       signal?.throwIfAborted();
-      let waiting = this.waiters.get(taskId);
-      if (!waiting) this.waiters.set(taskId, (waiting = new Set()));
-      const onAbort = (): void => {
-        waiting.delete(waiter);
-        reject(signal?.reason);
-      };
-      const waiter: Waiter = {
-        resolve: (done) => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve(done);
-        },
-        reject: (error) => {
-          signal?.removeEventListener('abort', onAbort);
-          reject(error);
-        },
-      };
-      waiting.add(waiter);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+    return this.waiters.add(taskId, signal).promise;
   }
 
   onTransition(listener: TransitionListener): () => void {
@@ -180,8 +170,19 @@ export class MemoryTaskStore implements TaskStore {
     return () => this.listeners.delete(listener);
   }
 
-  async close(): Promise<void> {
+  /** Safe to call twice. */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
     clearInterval(this.sweeper);
+    this.waiters.rejectAll(closedError());
+  }
+
+  private refuseIfClosed(): void {
+    if (this.closing) throw closedError();
   }
 
   /** The task if it exists and has not expired; expired tasks are deleted on the way. */
@@ -205,11 +206,7 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   private expired(record: TaskRecord): boolean {
-    const expiresAt = Math.max(
-      record.createdAt + record.ttl,
-      record.lastUpdatedAt + Math.min(record.ttl, LATE_RESULT_GRACE_MS),
-    );
-    return this.now() >= expiresAt;
+    return this.now() >= expiresAt(record);
   }
 
   private sweep(): void {
@@ -235,17 +232,9 @@ export class MemoryTaskStore implements TaskStore {
     const owned = this.byOwner.get(owner);
     owned?.delete(taskId);
     if (owned?.size === 0) this.byOwner.delete(owner);
-    const waiting = this.waiters.get(taskId);
-    if (waiting) {
-      this.waiters.delete(taskId);
-      for (const waiter of waiting) waiter.reject(new TaskNotFoundError(taskId));
-    }
-  }
-
-  private wake(taskId: string, record: TaskRecord): void {
-    const waiting = this.waiters.get(taskId);
-    if (!waiting) return;
-    this.waiters.delete(taskId);
-    for (const waiter of waiting) waiter.resolve(record);
+    if (this.waiters.has(taskId)) this.waiters.reject(taskId, new TaskNotFoundError(taskId));
   }
 }
+
+const closedError = (): TaskStoreUnavailableError =>
+  new TaskStoreUnavailableError('Task store closed (in this process)');

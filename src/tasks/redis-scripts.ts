@@ -33,9 +33,14 @@
  * the store needs a single Redis node (standalone, Sentinel, or a managed single-shard Redis), not Cluster.
  *
  * Every script returns an array whose first element is a code: 'ok', or a refusal ('not_found',
- * 'illegal', 'too_large', 'full', 'caller_full', 'exists'). redis-store.ts maps the refusals to typed
- * errors in one place.
+ * 'stale', 'illegal', 'too_large', 'full', 'caller_full', 'exists'). redis-codec.ts maps the refusals
+ * to typed errors in one place.
  */
+import { LUA_EXPIRES_AT } from './expiry.js';
+import { ALLOWED_TRANSITIONS } from './state.js';
+
+/** The transition table (state.ts), as the data the scripts that change a status are given. */
+export const TRANSITIONS_JSON = JSON.stringify(ALLOWED_TRANSITIONS);
 
 /** The task fields every script returns, in this order (then `outcome` when asked for). */
 export const RECORD_FIELDS = [
@@ -95,7 +100,7 @@ local function owner_meta_key(owner) return PREFIX .. 'owner-meta:' .. owner end
 local function executing_key(executor) return PREFIX .. 'executing:' .. executor end
 local function caller_key(caller) return PREFIX .. 'caller-live:' .. caller end
 local function expired(expires) return expires and NOW >= tonumber(expires) end
-
+${LUA_EXPIRES_AT}
 -- The task as FIELDS values (false where absent), then its outcome when asked for.
 local function record(id, with_outcome)
   local values = redis.call('HMGET', task_key(id), unpack(FIELDS))
@@ -160,9 +165,9 @@ end
 -- least recently used terminal tasks to make room), gets its expiry (PEXPIRE on the hash, and on the owner
 -- keys once the owner has no live task left), and '<id> <status> <origin>' is published on P events.
 -- t: {id, key, status, created, updated, ttl, owner, executor (or false), caller (or false), bytes};
--- grace: the late-result grace cap in ms; origin: the replica that made the change.
-local function settle(t, grace, max_bytes, origin)
-  local expires = math.max(t.created + t.ttl, t.updated + math.min(t.ttl, grace))
+-- origin: the replica that made the change.
+local function settle(t, max_bytes, origin)
+  local expires = expires_at(t.created, t.updated, t.ttl)
   sweep()
   redis.call('ZREM', LIVE, t.id)
   if t.executor then redis.call('SREM', executing_key(t.executor), t.id) end
@@ -281,10 +286,11 @@ return {'ok', record(id, true)}
 -- update: the one guarded status change.
 -- KEYS[9] P task:<id>
 -- ARGV[3] JSON of the transition table {status: [allowed next statuses]}; terminal = no next status
--- ARGV[4] the late-result grace cap in ms; ARGV[5] maxResultBytes
--- ARGV[6] JSON {status, message?, hasOutcome, outcomeBytes?, by}; ARGV[7] the outcome JSON (if hasOutcome)
+-- ARGV[4] maxResultBytes
+-- ARGV[5] JSON {from?, status, message?, hasOutcome, outcomeBytes?, by}; ARGV[6] the outcome JSON (if hasOutcome)
 -- Returns {'ok', record (with the stored outcome only when the change has none)}
---       | {'not_found'} | {'illegal', from} | {'too_large', bytes}: a refusal changes nothing.
+--       | {'not_found'} | {'stale', status} when "from" is given and the task is not in it
+--       | {'illegal', from} | {'too_large', bytes}: a refusal changes nothing.
 -- On a terminal status: settle() (see the prelude); the message names "by", the replica that made it.
 `,
     `
@@ -296,12 +302,13 @@ if expired(h[8]) then
   return {'not_found'}
 end
 local allowed = cjson.decode(ARGV[3])
-local change = cjson.decode(ARGV[6])
+local change = cjson.decode(ARGV[5])
 local to = change.status
+if change.from and change.from ~= from then return {'stale', from} end
 if not legal(allowed, from, to) then return {'illegal', from} end
 local bytes = tonumber(h[7])
 if change.hasOutcome then bytes = tonumber(change.outcomeBytes or 0) end
-local max_bytes = tonumber(ARGV[5])
+local max_bytes = tonumber(ARGV[4])
 if bytes > max_bytes then return {'too_large', int(bytes)} end
 
 local updated = math.max(NOW, tonumber(h[4]))
@@ -311,13 +318,12 @@ if change.message ~= nil then
 else
   redis.call('HDEL', KEYS[9], 'message')
 end
-if change.hasOutcome then redis.call('HSET', KEYS[9], 'outcome', ARGV[7], 'bytes', int(bytes)) end
+if change.hasOutcome then redis.call('HSET', KEYS[9], 'outcome', ARGV[6], 'bytes', int(bytes)) end
 
 local next_allowed = allowed[to]
 if next_allowed and #next_allowed == 0 then
   settle({id = id, key = KEYS[9], status = to, created = tonumber(h[3]), updated = updated,
-    ttl = tonumber(h[5]), owner = h[6], executor = h[9], caller = h[10], bytes = bytes}, tonumber(ARGV[4]),
-    max_bytes, change.by)
+    ttl = tonumber(h[5]), owner = h[6], executor = h[9], caller = h[10], bytes = bytes}, max_bytes, change.by)
 end
 return {'ok', record(id, not change.hasOutcome)}
 `,
@@ -340,10 +346,10 @@ return {'ok'}
     `
 -- lapse: fails the live tasks of executors that are gone: every executor whose lease has lapsed (at most
 -- ${LAPSE_BATCH} per call), or the one named (an executor that stops releases its own tasks).
--- ARGV[3] JSON of the transition table; ARGV[4] the late-result grace cap in ms; ARGV[5] maxResultBytes
--- ARGV[6] JSON {message, outcome (JSON text), outcomeBytes, by}: what a lost task fails with, and the
---         replica doing it; ARGV[7] the executor to release, or '' for every lapsed one
--- ARGV[8] the lease in ms; ARGV[9] the gap that starts a new stretch (awake_since)
+-- ARGV[3] JSON of the transition table; ARGV[4] maxResultBytes
+-- ARGV[5] JSON {message, outcome (JSON text), outcomeBytes, by}: what a lost task fails with, and the
+--         replica doing it; ARGV[6] the executor to release, or '' for every lapsed one
+-- ARGV[7] the lease in ms; ARGV[8] the gap that starts a new stretch (awake_since)
 -- Returns {'ok', number of tasks failed}. Each failed task is settled (see the prelude), so every waiter
 -- on every replica wakes; the executor's set and lease entry are removed. Lapsed leases are judged only
 -- once Redis has served a whole lease without a gap: a lease that ran out while Redis itself was away
@@ -351,12 +357,12 @@ return {'ok'}
 `,
     `
 local allowed = cjson.decode(ARGV[3])
-local grace, max_bytes = tonumber(ARGV[4]), tonumber(ARGV[5])
-local lost = cjson.decode(ARGV[6])
-local executors = {ARGV[7]}
-local since = awake_since(tonumber(ARGV[9]))
-if ARGV[7] == '' then
-  if NOW - since < tonumber(ARGV[8]) then return {'ok', 0} end
+local max_bytes = tonumber(ARGV[4])
+local lost = cjson.decode(ARGV[5])
+local executors = {ARGV[6]}
+local since = awake_since(tonumber(ARGV[8]))
+if ARGV[6] == '' then
+  if NOW - since < tonumber(ARGV[7]) then return {'ok', 0} end
   executors = redis.call('ZRANGEBYSCORE', EXECUTORS, '-inf', int(NOW), 'LIMIT', 0, ${LAPSE_BATCH})
 end
 local failed = 0
@@ -373,8 +379,8 @@ for _, executor in ipairs(executors) do
         redis.call('HSET', key, 'outcome', lost.outcome, 'bytes', int(bytes))
       end
       settle({id = id, key = key, status = 'failed', created = tonumber(h[3]), updated = updated,
-        ttl = tonumber(h[5]), owner = h[6], executor = executor, caller = h[8], bytes = bytes}, grace,
-        max_bytes, lost.by)
+        ttl = tonumber(h[5]), owner = h[6], executor = executor, caller = h[8], bytes = bytes}, max_bytes,
+        lost.by)
       failed = failed + 1
     end
   end

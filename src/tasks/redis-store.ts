@@ -2,11 +2,15 @@
  * The task store for several replicas: every task lives in one Redis (or Valkey), every state change is
  * one Lua script (redis-scripts.ts), so two replicas racing on one task end in exactly one state.
  *
+ * The store wires together what lives in its own modules: the connections and scripts (redis-link.ts),
+ * what the scripts return (redis-codec.ts), hearing of ends and waiting (redis-watch.ts), the executor
+ * lease (redis-lease.ts) and the ends kept through an outage (redis-outbox.ts).
+ *
  * - Expiry. A live task has no expiry at all: it never expires, whoever runs it. When it becomes terminal
- *   its hash gets a PEXPIRE for `max(createdAt + ttl, lastUpdatedAt + min(ttl, 60 s))`, the memory store's
- *   rule; the owner's index keys expire with the owner's last task once none of its tasks is live. The
- *   same instant is also stored and checked by every script, so a read never sees a task past its time
- *   even before Redis has removed it, and index entries are swept on the next create or update.
+ *   its hash gets a PEXPIRE for the instant of expiry.ts, the memory store's rule; the owner's index
+ *   keys expire with the owner's last task once none of its tasks is live. The same instant is also
+ *   stored and checked by every script, so a read never sees a task past its time even before Redis has
+ *   removed it, and index entries are swept on the next create or update.
  * - Clock. Without `now`, the scripts take Redis's own clock (TIME): every replica stamps tasks with one
  *   clock, and no replica's skew moves an expiry. With `now` (tests), that clock is used instead.
  * - Limits, across every replica (give all of them the same values): at most `maxTasks` tasks, live and
@@ -50,31 +54,18 @@
  * - Topology. One Redis node (standalone, Sentinel, or a single-shard managed Redis): a script may evict
  *   tasks whose keys it cannot declare in advance, which Redis Cluster does not allow.
  */
-import { createHash, createHmac, randomUUID } from 'node:crypto';
-import { EventEmitter, once } from 'node:events';
-import { Redis, ReplyError } from 'ioredis';
+import { createHmac, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ErrorCode } from '../protocol/errors.js';
 import { CursorCodec } from './cursor.js';
-import { CallerLimitError, TaskLimitError, TaskNotFoundError, TaskStoreUnavailableError } from './errors.js';
-import { IllegalTransitionError } from './state.js';
-import { LATE_RESULT_GRACE_MS } from './memory-store.js';
-import { RECORD_FIELDS, SCRIPTS, SHARED_KEYS, type ScriptName } from './redis-scripts.js';
-import {
-  ALLOWED_TRANSITIONS,
-  isTerminal,
-  type TaskOutcome,
-  type TaskRecord,
-  type TaskStatus,
-  type TransitionChange,
-} from './state.js';
-import {
-  EXECUTOR_LOST,
-  type NewTask,
-  type TaskPage,
-  type TaskStore,
-  type TransitionListener,
-} from './store.js';
+import { TaskNotFoundError, TaskStoreUnavailableError } from './errors.js';
+import { accepted, decode, type RefusalContext, type Values } from './redis-codec.js';
+import { ExecutorLease } from './redis-lease.js';
+import { RedisLink, redact } from './redis-link.js';
+import { DeferredEnds, UNCONFIRMED_END } from './redis-outbox.js';
+import { TRANSITIONS_JSON } from './redis-scripts.js';
+import { TaskWatch } from './redis-watch.js';
+import { isTerminal, type TaskRecord, type TransitionChange } from './state.js';
+import type { NewTask, TaskPage, TaskStore, TransitionListener } from './store.js';
 import { newTaskId } from './task-id.js';
 
 export interface RedisStoreOptions {
@@ -120,72 +111,19 @@ export const DEFAULT_KEY_PREFIX = 'taskgate:';
 const DEFAULT_FALLBACK_POLL_MS = 10_000;
 const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
 const DEFAULT_COMMAND_TIMEOUT_MS = 10_000;
-const MAX_RECONNECT_DELAY_MS = 2_000;
-/** What ioredis rejects a command with once commandTimeout has passed. */
-const COMMAND_TIMED_OUT = 'Command timed out';
 export const DEFAULT_LEASE_TTL_MS = 15_000;
-/** Lease sweeps are this often at most, and at least four times per lease. */
-const MAX_LAPSE_SWEEP_MS = 1_000;
-/** What a task whose executor was lost fails with, as the outcome its tasks/result answers. */
-const LOST_OUTCOME = JSON.stringify({ error: { code: ErrorCode.InternalError, message: EXECUTOR_LOST } });
-/**
- * What a task fails with whose creation Redis did not confirm in time although it may have made it (a
- * stalled Redis runs what it was sent once it wakes): its call never started, so it must not stay live.
- */
-const UNCONFIRMED = "The task store did not confirm this task's creation in time, so its call never started";
-const UNCONFIRMED_OUTCOME = { error: { code: ErrorCode.StoreUnavailable, message: UNCONFIRMED } };
-const UNCONFIRMED_END: TransitionChange = {
-  status: 'failed',
-  statusMessage: UNCONFIRMED,
-  outcome: UNCONFIRMED_OUTCOME,
-  outcomeBytes: Buffer.byteLength(JSON.stringify(UNCONFIRMED_OUTCOME)),
-};
-/** Replies of Redis that mean "not now" rather than "your script is wrong". */
-const UNAVAILABLE_REPLY = /^(OOM|LOADING|READONLY|MASTERDOWN|BUSY|NOREPLICAS|CLUSTERDOWN|TRYAGAIN)\b/;
-
-const TRANSITIONS_JSON = JSON.stringify(ALLOWED_TRANSITIONS);
-const SHAS = Object.fromEntries(
-  Object.entries(SCRIPTS).map(([name, lua]) => [name, createHash('sha1').update(lua).digest('hex')]),
-) as Record<ScriptName, string>;
-
-type Reply = [code: string, ...rest: unknown[]];
-type Values = (string | null)[];
-
-interface Waiter {
-  resolve(record: TaskRecord): void;
-  reject(error: unknown): void;
-}
 
 export class RedisTaskStore implements TaskStore {
   /** This store object as an executor: the tasks it creates are its to run, under its lease. */
   readonly executorId = randomUUID();
-  private readonly cmd: Redis;
-  private readonly sub: Redis;
   private readonly prefix: string;
-  private readonly channel: string;
-  private readonly sharedKeys: string[];
-  private readonly where: string;
+  private readonly link: RedisLink;
+  private readonly watch: TaskWatch;
+  private readonly lease: ExecutorLease | undefined;
+  private readonly deferredEnds = new DeferredEnds();
   private readonly cursors: CursorCodec;
   private readonly listeners = new Set<TransitionListener>();
-  private readonly waiters = new Map<string, Set<Waiter>>();
-  /** Tasks being re-read → whether another read was asked for meanwhile. */
-  private readonly checking = new Map<string, boolean>();
-  /** Live tasks created through this store object: their end, made elsewhere, is reported to listeners. */
-  private readonly executing = new Set<string>();
-  /** Tasks being re-read whose end, if found, was made elsewhere (or may have been: after a reconnection). */
-  private readonly endedElsewhere = new Set<string>();
-  /** Ends of tasks run here that Redis was not there to take: sent again once it is back. */
-  private readonly deferredEnds = new Map<string, TransitionChange>();
   private readonly leaseTtlMs: number;
-  private leaseTimers: NodeJS.Timeout[] = [];
-  /** A command timed out while the connection stayed up: Redis is treated as down until it answers again. */
-  private stalled = false;
-  /** Emits 'change' when the connections' state changes, for ready(). */
-  private readonly state = new EventEmitter();
-  private subscribed = false;
-  private lastError: Error | undefined;
-  private lost = false;
-  private poller: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
 
   constructor(private readonly options: RedisStoreOptions) {
@@ -196,96 +134,82 @@ export class RedisTaskStore implements TaskStore {
       throw new Error('The Redis store needs a cursorSecret of at least 16 bytes, the same on every replica');
     }
     this.prefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
-    this.channel = `${this.prefix}events`;
-    this.sharedKeys = SHARED_KEYS.map((name) => this.prefix + name);
-    this.where = redact(options.url);
     this.cursors = new CursorCodec(
       createHmac('sha256', options.cursorSecret)
         .update(`taskgate tasks/list cursor\0${this.prefix}`)
         .digest(),
     );
-    const common = {
-      connectTimeout: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-      retryStrategy: (attempt: number) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      autoResendUnfulfilledCommands: false,
-      autoResubscribe: false,
-      ...(options.password === undefined ? {} : { password: options.password }),
-      ...(options.db === undefined ? {} : { db: options.db }),
-    };
-    this.cmd = new Redis(options.url, {
-      ...common,
-      connectionName: 'taskgate',
-      commandTimeout: options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
-    });
-    this.sub = new Redis(options.url, { ...common, connectionName: 'taskgate-events' });
-    for (const connection of [this.cmd, this.sub]) {
-      connection.on('error', (error: Error) => (this.lastError = error));
-      connection.on('close', () => this.connectionLost());
-    }
-    this.cmd.on('ready', () => this.connectionUp());
-    this.sub.on('ready', () => void this.subscribe());
-    this.sub.on('message', (channel: string, message: string) => {
-      if (channel === this.channel) this.onEvent(message);
-    });
     this.leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
-    if (this.leaseTtlMs > 0) {
-      const sweepEvery = Math.min(MAX_LAPSE_SWEEP_MS, Math.max(1, Math.floor(this.leaseTtlMs / 4)));
-      this.leaseTimers = [
-        setInterval(() => this.renewLease(), Math.max(1, Math.floor(this.leaseTtlMs / 3))),
-        setInterval(() => this.sweepLapsed(), sweepEvery),
-      ];
-      for (const timer of this.leaseTimers) timer.unref();
-    }
+    this.watch = new TaskWatch({
+      executorId: this.executorId,
+      fallbackPollMs: options.fallbackPollMs ?? DEFAULT_FALLBACK_POLL_MS,
+      read: (taskId) => this.fetch(taskId, false),
+      endedElsewhere: (record) => this.emit(record),
+    });
+    this.link = new RedisLink(
+      {
+        url: options.url,
+        password: options.password,
+        db: options.db,
+        prefix: this.prefix,
+        now: options.now,
+        connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+        commandTimeoutMs: options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+        logger: options.logger,
+      },
+      { message: (message) => this.watch.onEvent(message), up: () => this.resume() },
+    );
+    this.lease =
+      this.leaseTtlMs > 0
+        ? new ExecutorLease(this.link, {
+            ...options,
+            executorId: this.executorId,
+            leaseTtlMs: this.leaseTtlMs,
+            runsTasks: () => this.watch.executing.size > 0,
+          })
+        : undefined;
   }
 
   /** Resolves once both connections are up and the events are subscribed; TaskStoreUnavailableError if not within the time. */
-  async ready(timeoutMs = this.options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS): Promise<void> {
-    const signal = AbortSignal.timeout(timeoutMs);
-    while (!(this.cmd.status === 'ready' && this.subscribed)) {
-      if (this.closing) throw this.closedError();
-      try {
-        await once(this.state, 'change', { signal });
-      } catch {
-        const why = this.lastError ? ` (${this.lastError.message})` : '';
-        throw this.unavailable(`did not connect within ${timeoutMs} ms${why}`);
-      }
-    }
+  ready(timeoutMs = this.options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS): Promise<void> {
+    return this.link.ready(timeoutMs);
   }
 
   async create(task: NewTask): Promise<TaskRecord> {
     const taskId = newTaskId();
     const owner = this.ownerKey(task.owner);
-    const sent = this.cmd.status === 'ready';
-    const reply = await this.run(
-      'create',
-      [this.taskKey(taskId), owner, `${this.prefix}owner-meta:${task.owner}`],
-      [
-        String(this.options.maxTasks),
-        JSON.stringify({
-          id: taskId,
-          owner: task.owner,
-          identity: task.identity,
-          session: task.sessionId,
-          tool: task.toolName,
-          ttl: task.ttl,
-          poll: task.pollInterval,
-          ...(this.leaseTtlMs > 0 ? { executor: this.executorId, lease: this.leaseTtlMs } : {}),
-          ...(task.liveLimit === undefined ? {} : { limit: task.liveLimit }),
-        }),
-      ],
-    ).catch((error: unknown) => {
-      // Sent but not confirmed: the task may exist, or come to exist once Redis wakes. Its end is kept
-      // like any other, so that it fails instead of staying live (a task that never was is then not found).
-      if (error instanceof TaskStoreUnavailableError && sent && !this.closing) {
-        this.executing.add(taskId);
-        this.deferredEnds.set(taskId, UNCONFIRMED_END);
-      }
-      throw error;
-    });
-    const { record } = decode(this.accepted(reply, taskId, undefined, task.liveLimit?.max)[0] as Values);
-    this.executing.add(taskId);
+    const sent = this.link.connected;
+    const reply = await this.link
+      .run(
+        'create',
+        [this.taskKey(taskId), owner, `${this.prefix}owner-meta:${task.owner}`],
+        [
+          String(this.options.maxTasks),
+          JSON.stringify({
+            id: taskId,
+            owner: task.owner,
+            identity: task.identity,
+            session: task.sessionId,
+            tool: task.toolName,
+            ttl: task.ttl,
+            poll: task.pollInterval,
+            ...(this.leaseTtlMs > 0 ? { executor: this.executorId, lease: this.leaseTtlMs } : {}),
+            ...(task.liveLimit === undefined ? {} : { limit: task.liveLimit }),
+          }),
+        ],
+      )
+      .catch((error: unknown) => {
+        // Sent but not confirmed: the task may exist, or come to exist once Redis wakes. Its end is kept
+        // like any other, so that it fails instead of staying live (a task that never was is then not found).
+        if (error instanceof TaskStoreUnavailableError && sent && !this.closing) {
+          this.watch.executing.add(taskId);
+          this.deferredEnds.keep(taskId, UNCONFIRMED_END);
+        }
+        throw error;
+      });
+    const values = accepted(reply, this.refusal(taskId, undefined, task.liveLimit?.max))[0] as Values;
+    const { record } = decode(values);
+    this.watch.executing.add(taskId);
     return record;
   }
 
@@ -295,49 +219,52 @@ export class RedisTaskStore implements TaskStore {
 
   async update(taskId: string, change: TransitionChange): Promise<TaskRecord> {
     const hasOutcome = change.outcome !== undefined;
-    const reply = await this.run(
-      'update',
-      [this.taskKey(taskId)],
-      [
-        TRANSITIONS_JSON,
-        String(LATE_RESULT_GRACE_MS),
-        String(this.options.maxResultBytes),
-        JSON.stringify({
-          status: change.status,
-          message: change.statusMessage,
-          hasOutcome,
-          outcomeBytes: hasOutcome ? (change.outcomeBytes ?? 0) : undefined,
-          by: this.executorId,
-        }),
-        hasOutcome ? JSON.stringify(change.outcome) : '',
-      ],
-    ).catch((error: unknown) => {
-      const runsHere = this.executing.has(taskId) && !this.closing;
-      if (error instanceof TaskStoreUnavailableError && isTerminal(change.status) && runsHere) {
-        this.deferredEnds.set(taskId, change);
-      }
-      throw error;
-    });
-    this.deferredEnds.delete(taskId);
+    const { executing } = this.watch;
+    const reply = await this.link
+      .run(
+        'update',
+        [this.taskKey(taskId)],
+        [
+          TRANSITIONS_JSON,
+          String(this.options.maxResultBytes),
+          JSON.stringify({
+            from: change.from,
+            status: change.status,
+            message: change.statusMessage,
+            hasOutcome,
+            outcomeBytes: hasOutcome ? (change.outcomeBytes ?? 0) : undefined,
+            by: this.executorId,
+          }),
+          hasOutcome ? JSON.stringify(change.outcome) : '',
+        ],
+      )
+      .catch((error: unknown) => {
+        const runsHere = executing.has(taskId) && !this.closing;
+        if (error instanceof TaskStoreUnavailableError && isTerminal(change.status) && runsHere) {
+          this.deferredEnds.keep(taskId, change);
+        }
+        throw error;
+      });
+    this.deferredEnds.sent(taskId);
     let values: Values;
     try {
-      values = this.accepted(reply, taskId, change.status)[0] as Values;
+      values = accepted(reply, this.refusal(taskId, change))[0] as Values;
     } catch (error) {
-      if (error instanceof TaskNotFoundError) this.executing.delete(taskId);
+      if (error instanceof TaskNotFoundError) executing.delete(taskId);
       throw error;
     }
     const { record } = decode(values);
     if (change.outcome !== undefined) record.outcome = change.outcome;
-    if (isTerminal(record.status)) this.executing.delete(taskId);
+    if (isTerminal(record.status)) executing.delete(taskId);
     this.emit(record);
-    if (isTerminal(record.status)) this.wake(taskId, record);
+    if (isTerminal(record.status)) this.watch.waiters.resolve(taskId, record);
     return record;
   }
 
   async list(owner: string, cursor: string | undefined, limit: number): Promise<TaskPage> {
     const after = cursor === undefined ? 0 : this.cursors.decode(owner, cursor);
-    const reply = await this.run('list', [this.ownerKey(owner)], [String(after), String(limit)]);
-    const [more, rows] = this.accepted(reply, '') as [number, Values[]];
+    const reply = await this.link.run('list', [this.ownerKey(owner)], [String(after), String(limit)]);
+    const [more, rows] = accepted(reply, this.refusal('')) as [number, Values[]];
     const page = rows.map(decode);
     const tasks = page.map((row) => row.record);
     if (more !== 1) return { tasks };
@@ -345,38 +272,17 @@ export class RedisTaskStore implements TaskStore {
   }
 
   waitForTerminal(taskId: string, signal?: AbortSignal): Promise<TaskRecord> {
-    if (this.closing) return Promise.reject(this.closedError());
-    return new Promise((resolve, reject) => {
-      let waiting = this.waiters.get(taskId);
-      if (!waiting) this.waiters.set(taskId, (waiting = new Set()));
-      const waiters = waiting;
-      let settled = false;
-      const settle = (): boolean => {
-        if (settled) return false;
-        settled = true;
-        signal?.removeEventListener('abort', onAbort);
-        waiters.delete(waiter);
-        if (waiters.size === 0 && this.waiters.get(taskId) === waiters) this.waiters.delete(taskId);
-        this.schedulePoll();
-        return true;
-      };
-      const waiter: Waiter = {
-        resolve: (record) => settle() && resolve(record),
-        reject: (error) => settle() && reject(error),
-      };
-      const onAbort = (): void => waiter.reject(signal?.reason);
-      waiters.add(waiter);
-      this.schedulePoll();
-      if (signal && !signal.aborted) signal.addEventListener('abort', onAbort, { once: true });
-      // The first look comes after the waiter is registered, so a message published meanwhile is not missed.
-      this.fetch(taskId, true).then(
-        (record) => {
-          if (isTerminal(record.status)) waiter.resolve(record);
-          else if (signal?.aborted) waiter.reject(signal.reason);
-        },
-        (error: unknown) => waiter.reject(error),
-      );
-    });
+    if (this.closing) return Promise.reject(this.link.closedError());
+    const wait = this.watch.waiters.add(taskId, signal);
+    // The first look comes after the wait is registered, so a message published meanwhile is not missed.
+    this.fetch(taskId, true).then(
+      (record) => {
+        if (isTerminal(record.status)) wait.resolve(record);
+        else if (signal?.aborted) wait.reject(signal.reason);
+      },
+      (error: unknown) => wait.reject(error),
+    );
+    return wait.promise;
   }
 
   onTransition(listener: TransitionListener): () => void {
@@ -386,12 +292,13 @@ export class RedisTaskStore implements TaskStore {
 
   /** Counts across every replica sharing the prefix. */
   async stats(): Promise<RedisStoreStats> {
-    const [live, terminal, bytes, evictions] = await this.redis(() =>
+    const { cmd } = this.link;
+    const [live, terminal, bytes, evictions] = await this.link.redis(() =>
       Promise.all([
-        this.cmd.zcard(`${this.prefix}live`),
-        this.cmd.zcard(`${this.prefix}lru`),
-        this.cmd.get(`${this.prefix}bytes`),
-        this.cmd.get(`${this.prefix}evictions`),
+        cmd.zcard(`${this.prefix}live`),
+        cmd.zcard(`${this.prefix}lru`),
+        cmd.get(`${this.prefix}bytes`),
+        cmd.get(`${this.prefix}evictions`),
       ]),
     );
     return { live, terminal, bytes: Number(bytes ?? 0), evictions: Number(evictions ?? 0) };
@@ -404,82 +311,17 @@ export class RedisTaskStore implements TaskStore {
   }
 
   private async shutdown(): Promise<void> {
-    clearInterval(this.poller);
-    this.poller = undefined;
-    for (const timer of this.leaseTimers) clearInterval(timer);
-    const error = this.closedError();
-    for (const waiting of [...this.waiters.values()]) for (const waiter of waiting) waiter.reject(error);
-    this.state.emit('change');
-    if (this.leaseTtlMs > 0 && this.executing.size > 0 && this.cmd.status === 'ready') {
-      // Release this executor's live tasks at once rather than a lease later; if Redis cannot be told,
-      // the lease lapses and another replica does it.
-      await this.script('lapse', [], this.lapseArgs(this.executorId)).catch(() => undefined);
-    }
-    await Promise.all([quit(this.cmd), quit(this.sub)]);
+    this.watch.stop(this.link.closedError());
+    this.link.beginClose();
+    await this.lease?.release();
+    await this.link.quit();
   }
 
-  /** Renews this executor's lease, while it runs tasks; a failure waits for the next turn. */
-  private renewLease(): void {
-    if (this.executing.size === 0 || this.cmd.status !== 'ready' || this.closing) return;
-    this.run('renew', [], [this.executorId, String(this.leaseTtlMs), String(this.gapMs)]).catch(
-      (error: unknown) => this.backgroundFailed('renewing the executor lease', error),
-    );
-  }
-
-  /**
-   * Fails the live tasks of replicas whose lease lapsed; the script itself waits until Redis has served a
-   * whole lease without a gap. While Redis is stalled it is only asked whether it answers again.
-   */
-  private sweepLapsed(): void {
-    if (this.closing || this.cmd.status !== 'ready' || !this.subscribed) return;
-    if (this.stalled) {
-      this.redis(() => this.cmd.ping()).catch(() => undefined);
-      return;
-    }
-    this.run('lapse', [], this.lapseArgs('')).then(
-      (reply) => {
-        const failed = Number(this.accepted(reply, '')[0]);
-        if (failed > 0) {
-          this.options.logger?.warn(
-            { tasks: failed },
-            'task store: failed the live tasks of a replica whose executor lease lapsed',
-          );
-        }
-      },
-      (error: unknown) => this.backgroundFailed('sweeping lapsed executor leases', error),
-    );
-  }
-
-  private lapseArgs(executor: string): string[] {
-    const lost = {
-      message: EXECUTOR_LOST,
-      outcome: LOST_OUTCOME,
-      outcomeBytes: Buffer.byteLength(LOST_OUTCOME),
-      by: this.executorId,
-    };
-    return [
-      TRANSITIONS_JSON,
-      String(LATE_RESULT_GRACE_MS),
-      String(this.options.maxResultBytes),
-      JSON.stringify(lost),
-      executor,
-      String(this.leaseTtlMs),
-      String(this.gapMs),
-    ];
-  }
-
-  /**
-   * A gap this long in renewals and sweeps means Redis (or every replica) was away: well above the sweep
-   * period, and short enough that no lease renewed before the gap has lapsed when it is noticed.
-   */
-  private get gapMs(): number {
-    return Math.floor(this.leaseTtlMs / 2);
-  }
-
-  /** An unreachable Redis is logged where the connection is watched; anything else is worth a warning. */
-  private backgroundFailed(what: string, error: unknown): void {
-    if (error instanceof TaskStoreUnavailableError) return;
-    this.options.logger?.warn({ err: (error as Error).message }, `task store: ${what} failed`);
+  /** Redis is back (reconnected, or answering after a stall): what it missed meanwhile is made up for. */
+  private resume(): void {
+    this.lease?.renew();
+    this.deferredEnds.flush((taskId, change) => this.update(taskId, change));
+    this.watch.missedEvents();
   }
 
   /** Tells the listeners of a change; a failing listener must not keep it from the others or the waiters. */
@@ -494,196 +336,13 @@ export class RedisTaskStore implements TaskStore {
   }
 
   private async fetch(taskId: string, touch: boolean): Promise<TaskRecord> {
-    const reply = await this.run('get', [this.taskKey(taskId)], [taskId, touch ? '1' : '0']);
-    return decode(this.accepted(reply, taskId)[0] as Values).record;
+    const reply = await this.link.run('get', [this.taskKey(taskId)], [taskId, touch ? '1' : '0']);
+    return decode(accepted(reply, this.refusal(taskId))[0] as Values).record;
   }
 
-  /** Runs a script unless closed; a lost or refused connection becomes TaskStoreUnavailableError. */
-  private run(name: ScriptName, keys: string[], args: string[]): Promise<Reply> {
-    return this.redis(() => this.script(name, keys, args));
-  }
-
-  /** Runs a script (by its SHA, loading it on NOSCRIPT) with the shared keys and arguments first. */
-  private async script(name: ScriptName, keys: string[], args: string[]): Promise<Reply> {
-    const now = this.options.now ? String(this.options.now()) : '';
-    const all = [...this.sharedKeys, ...keys];
-    const argv = [this.prefix, now, ...args];
-    try {
-      return (await this.cmd.evalsha(SHAS[name], all.length, ...all, ...argv)) as Reply;
-    } catch (error) {
-      if (!(error instanceof ReplyError) || !(error as Error).message.startsWith('NOSCRIPT')) throw error;
-      return (await this.cmd.eval(SCRIPTS[name], all.length, ...all, ...argv)) as Reply;
-    }
-  }
-
-  /** Sends commands unless closed, and turns a lost or refused connection into TaskStoreUnavailableError. */
-  private async redis<T>(send: () => Promise<T>): Promise<T> {
-    if (this.closing) throw this.closedError();
-    try {
-      const value = await send();
-      if (this.stalled) this.answersAgain();
-      return value;
-    } catch (error) {
-      if (error instanceof ReplyError && !UNAVAILABLE_REPLY.test((error as Error).message)) throw error;
-      if (this.closing) throw this.closedError();
-      if (this.cmd.status === 'ready' && (error as Error).message === COMMAND_TIMED_OUT) this.stall();
-      throw this.unavailable(
-        this.cmd.status === 'ready'
-          ? `failed: ${(error as Error).message}`
-          : `is not connected (${this.cmd.status}${this.lastError ? `: ${this.lastError.message}` : ''})`,
-        error,
-      );
-    }
-  }
-
-  /** The rest of an 'ok' reply; any refusal becomes its typed error. */
-  private accepted(reply: Reply, taskId: string, to?: TaskStatus, maxLive?: number): unknown[] {
-    const [code, ...rest] = reply;
-    if (code === 'ok') return rest;
-    throw refusal(code, rest, taskId, to, { ...this.options, maxLive });
-  }
-
-  private async subscribe(): Promise<void> {
-    if (this.closing) return;
-    try {
-      await this.sub.subscribe(this.channel);
-    } catch (error) {
-      // The connection dropped again: the next 'ready' subscribes.
-      this.lastError = error as Error;
-      return;
-    }
-    this.subscribed = true;
-    this.connectionUp();
-  }
-
-  /** Called when either connection is up; acts once both are. */
-  private connectionUp(): void {
-    if (this.cmd.status === 'ready' && this.subscribed) {
-      this.stalled = false;
-      if (this.lost) {
-        this.lost = false;
-        this.options.logger?.info({ redis: this.where }, 'task store: Redis connection restored');
-      }
-      this.resume();
-    }
-    this.state.emit('change');
-  }
-
-  /**
-   * A command timed out on a connection that is still up (a stalled, overloaded or paused Redis): as in
-   * an outage, ends are kept until it answers again, and no lease is judged meanwhile.
-   */
-  private stall(): void {
-    if (this.stalled) return;
-    this.stalled = true;
-    this.options.logger?.warn(
-      { redis: this.where },
-      'task store: Redis does not answer (a command timed out); treating it as down until it answers',
-    );
-  }
-
-  private answersAgain(): void {
-    this.stalled = false;
-    this.options.logger?.info({ redis: this.where }, 'task store: Redis answers again');
-    this.resume();
-  }
-
-  /** Redis is back (reconnected, or answering after a stall): what it missed meanwhile is made up for. */
-  private resume(): void {
-    this.renewLease();
-    for (const [taskId, change] of [...this.deferredEnds]) {
-      this.deferredEnds.delete(taskId);
-      // Refused again while Redis is still away, it is deferred again; any other refusal means the
-      // task ended otherwise meanwhile.
-      this.update(taskId, change).catch(() => undefined);
-    }
-    // Whatever was published while a connection was away is lost: look at every waited task now, and
-    // at every task run here (another replica may have cancelled it meanwhile).
-    for (const taskId of this.executing) {
-      this.endedElsewhere.add(taskId);
-      this.check(taskId);
-    }
-    for (const taskId of this.waiters.keys()) this.check(taskId);
-  }
-
-  private connectionLost(): void {
-    if (this.sub.status !== 'ready') this.subscribed = false;
-    if (!this.lost && !this.closing) {
-      this.lost = true;
-      this.options.logger?.warn(
-        { redis: this.where, err: this.lastError?.message },
-        'task store: Redis unreachable; reconnecting',
-      );
-    }
-    this.state.emit('change');
-  }
-
-  /** `<id> <status> <replica>` (a task ended) or `<id> gone`. */
-  private onEvent(message: string): void {
-    const [taskId, status, by] = message.split(' ');
-    if (taskId === undefined) return;
-    if (status === 'gone') {
-      this.executing.delete(taskId);
-      this.settleAll(taskId, new TaskNotFoundError(taskId));
-      return;
-    }
-    const elsewhere = by !== this.executorId && this.executing.has(taskId);
-    if (elsewhere) this.endedElsewhere.add(taskId);
-    if (elsewhere || this.waiters.has(taskId)) this.check(taskId);
-  }
-
-  /**
-   * Re-reads a task: wakes its waiters if it is terminal or gone, and reports its end to the listeners
-   * when it was made elsewhere; a failed read waits for the next reconnection or poll. A check asked for
-   * while one is in flight runs again after it.
-   */
-  private check(taskId: string): void {
-    if (this.closing) return;
-    if (this.checking.has(taskId)) {
-      this.checking.set(taskId, true);
-      return;
-    }
-    this.checking.set(taskId, false);
-    void this.fetch(taskId, false)
-      .then(
-        (record) => {
-          if (!isTerminal(record.status)) return;
-          if (this.endedElsewhere.delete(taskId) && this.executing.delete(taskId)) this.emit(record);
-          this.wake(taskId, record);
-        },
-        (error: unknown) => {
-          if (!(error instanceof TaskNotFoundError)) return;
-          this.endedElsewhere.delete(taskId);
-          this.executing.delete(taskId);
-          this.settleAll(taskId, error);
-        },
-      )
-      .finally(() => {
-        const again = this.checking.get(taskId) === true;
-        this.checking.delete(taskId);
-        if (again && (this.waiters.has(taskId) || this.endedElsewhere.has(taskId))) this.check(taskId);
-      });
-  }
-
-  private wake(taskId: string, record: TaskRecord): void {
-    for (const waiter of [...(this.waiters.get(taskId) ?? [])]) waiter.resolve(record);
-  }
-
-  private settleAll(taskId: string, error: unknown): void {
-    for (const waiter of [...(this.waiters.get(taskId) ?? [])]) waiter.reject(error);
-  }
-
-  /** The fallback poll runs only while someone waits. */
-  private schedulePoll(): void {
-    if (this.waiters.size > 0 && !this.poller && !this.closing) {
-      this.poller = setInterval(() => {
-        for (const taskId of this.waiters.keys()) this.check(taskId);
-      }, this.options.fallbackPollMs ?? DEFAULT_FALLBACK_POLL_MS);
-      this.poller.unref();
-    } else if (this.waiters.size === 0 && this.poller) {
-      clearInterval(this.poller);
-      this.poller = undefined;
-    }
+  private refusal(taskId: string, change?: TransitionChange, maxLive?: number): RefusalContext {
+    const { maxTasks, maxResultBytes } = this.options;
+    return { taskId, change, maxTasks, maxResultBytes, maxLive };
   }
 
   private taskKey(taskId: string): string {
@@ -693,87 +352,4 @@ export class RedisTaskStore implements TaskStore {
   private ownerKey(owner: string): string {
     return `${this.prefix}owner:${owner}`;
   }
-
-  private unavailable(what: string, cause?: unknown): TaskStoreUnavailableError {
-    return new TaskStoreUnavailableError(`Task store unavailable: Redis at ${this.where} ${what}`, { cause });
-  }
-
-  private closedError(): TaskStoreUnavailableError {
-    return new TaskStoreUnavailableError(`Task store closed (Redis at ${this.where})`);
-  }
-}
-
-/** The one place where the scripts' refusals become the store's typed errors (same words as the memory store). */
-function refusal(
-  code: string,
-  rest: unknown[],
-  taskId: string,
-  to: TaskStatus | undefined,
-  limits: { maxTasks: number; maxResultBytes: number; maxLive?: number | undefined },
-): Error {
-  switch (code) {
-    case 'not_found':
-      return new TaskNotFoundError(taskId);
-    case 'illegal':
-      return new IllegalTransitionError(taskId, rest[0] as TaskStatus, to as TaskStatus);
-    case 'too_large':
-      return TaskLimitError.resultBytes(Number(rest[0]), limits.maxResultBytes);
-    case 'full':
-      return TaskLimitError.liveTasks(limits.maxTasks);
-    case 'caller_full':
-      return new CallerLimitError(Number(rest[0]), limits.maxLive ?? Number(rest[0]));
-    case 'exists':
-      return new Error(`Task id collision on ${taskId} (a broken random source?)`);
-    default:
-      return new Error(`Unexpected reply from a task store script: ${String(code)}`);
-  }
-}
-
-/** A task as the scripts return it: RECORD_FIELDS in order, then the outcome when it was asked for. */
-function decode(values: Values): { record: TaskRecord; position: number } {
-  const field = Object.fromEntries(RECORD_FIELDS.map((name, i) => [name, values[i] ?? null])) as Record<
-    (typeof RECORD_FIELDS)[number],
-    string | null
-  >;
-  const record: TaskRecord = {
-    taskId: String(field.id),
-    status: field.status as TaskStatus,
-    createdAt: Number(field.created),
-    lastUpdatedAt: Number(field.updated),
-    ttl: Number(field.ttl),
-    pollInterval: Number(field.poll),
-    owner: String(field.owner),
-    sessionId: String(field.session),
-    toolName: String(field.tool),
-    outcomeBytes: Number(field.bytes),
-  };
-  if (field.message !== null) record.statusMessage = field.message;
-  if (field.identity !== null) record.identity = field.identity;
-  const outcome = values[RECORD_FIELDS.length];
-  if (typeof outcome === 'string') record.outcome = JSON.parse(outcome) as TaskOutcome;
-  return { record, position: Number(field.pos) };
-}
-
-/** The URL without its credentials, for messages and logs. */
-export function redact(url: string): string {
-  try {
-    const parsed = new URL(url);
-    parsed.username = '';
-    parsed.password = '';
-    return parsed.toString();
-  } catch {
-    return '(an unparsable URL)';
-  }
-}
-
-async function quit(connection: Redis): Promise<void> {
-  if (connection.status === 'ready') {
-    try {
-      await connection.quit();
-      return;
-    } catch {
-      // Fall through: drop the connection instead.
-    }
-  }
-  connection.disconnect();
 }

@@ -31,6 +31,22 @@ export class IllegalTransitionError extends Error {
   }
 }
 
+/**
+ * A change that expected the task in one status found it in another: something else moved it first
+ * (a lost race, not a bug). Nothing was changed.
+ */
+export class StaleStatusError extends Error {
+  constructor(
+    readonly taskId: string,
+    readonly expected: TaskStatus,
+    readonly actual: TaskStatus,
+    readonly to: TaskStatus,
+  ) {
+    super(`Task ${taskId} is ${actual}, not ${expected}: it was not moved to ${to}`);
+    this.name = 'StaleStatusError';
+  }
+}
+
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
 export type TerminalStatus = Extract<TaskStatus, 'completed' | 'failed' | 'cancelled'>;
 
@@ -75,14 +91,22 @@ export interface TaskRecord {
 }
 
 export interface TransitionChange {
+  /** Apply the change only while the task is still in this status (StaleStatusError otherwise). */
+  from?: TaskStatus;
   status: TaskStatus;
   statusMessage?: string;
   outcome?: TaskOutcome;
   outcomeBytes?: number;
 }
 
-/** The one guarded state change: returns the new record, or throws IllegalTransitionError. */
+/**
+ * The one guarded state change: returns the new record, or throws StaleStatusError (the task is not in
+ * the status the change expects) or IllegalTransitionError.
+ */
 export function transition(record: TaskRecord, change: TransitionChange, now: number): TaskRecord {
+  if (change.from !== undefined && change.from !== record.status) {
+    throw new StaleStatusError(record.taskId, change.from, record.status, change.status);
+  }
   if (!canTransition(record.status, change.status)) {
     throw new IllegalTransitionError(record.taskId, record.status, change.status);
   }

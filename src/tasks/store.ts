@@ -42,8 +42,10 @@ export const EXECUTOR_LOST = 'executor lost: the taskgate replica running this t
  *   but never while it is live, and a task that ends after its ttl stays readable for a short grace period
  *   so that the requestor who saw it finish can still fetch its result.
  * - `update` changes status only through `transition` (state.ts): IllegalTransitionError otherwise, so a
- *   terminal task never changes again. An outcome larger than the store's byte budget throws
- *   TaskLimitError and changes nothing.
+ *   terminal task never changes again. A change that names the status it expects (`from`) MUST be
+ *   checked against the task in the same atomic step that makes it: StaleStatusError, changing nothing,
+ *   when the task is in another status, so that two changes sent one after the other apply in that order.
+ *   An outcome larger than the store's byte budget throws TaskLimitError and changes nothing.
  * - Listeners (`onTransition`) see every successful change made through this store object, in order, as
  *   the updated record. A store shared by several processes MUST also report to the store object that
  *   created a task (its executor: the process running the task's work) the change that ends the task when
@@ -62,6 +64,8 @@ export const EXECUTOR_LOST = 'executor lost: the taskgate replica running this t
  *   were evicted are skipped before the page is cut, not left as holes in it.
  * - `waitForTerminal` resolves with the task once it is terminal (at once if it already is), rejects
  *   with TaskNotFoundError if it vanishes, and with the signal's reason when aborted.
+ * - `close` is safe to call twice. It rejects every pending wait with TaskStoreUnavailableError, and every
+ *   call made after it the same way.
  */
 export interface TaskStore {
   create(task: NewTask): Promise<TaskRecord>;

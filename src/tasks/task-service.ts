@@ -12,6 +12,7 @@ import { TaskLimitError, TaskNotFoundError } from './errors.js';
 import { TaskIdParams, parseParams } from './params.js';
 import {
   IllegalTransitionError,
+  StaleStatusError,
   toWireTask,
   type TaskOutcome,
   type TaskRecord,
@@ -163,11 +164,13 @@ export class TaskService {
     }
   }
 
-  /** Moves a task from one live status to another, unless something already moved it on. */
+  /**
+   * Moves a task from one live status to another, unless something already moved it on: the store checks
+   * the status and moves it in one step, so two moves issued back to back apply in order.
+   */
   async move(taskId: string, from: TaskStatus, to: TaskStatus): Promise<void> {
     try {
-      const current = await this.store.get(taskId);
-      if (current.status === from) await this.store.update(taskId, { status: to });
+      await this.store.update(taskId, { from, status: to });
     } catch (error) {
       ignoreLostRace(error);
     }
@@ -226,9 +229,13 @@ export function outcomeChange(outcome: TaskOutcome, bytes: number, describe: Des
   return { status: 'completed', outcome, outcomeBytes: bytes };
 }
 
-/** Losing a race to a cancellation, a completion or an expiry is normal; anything else is not. */
+/** Losing a race to a cancellation, a completion, an expiry or another move is normal; anything else is not. */
 function ignoreLostRace(error: unknown): void {
-  if (!(error instanceof IllegalTransitionError || error instanceof TaskNotFoundError)) throw error;
+  const lost =
+    error instanceof IllegalTransitionError ||
+    error instanceof StaleStatusError ||
+    error instanceof TaskNotFoundError;
+  if (!lost) throw error;
 }
 
 /**

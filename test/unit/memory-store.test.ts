@@ -1,10 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { TaskNotFoundError } from '../../src/tasks/errors.js';
-import {
-  LATE_RESULT_GRACE_MS,
-  MemoryTaskStore,
-  type MemoryStoreOptions,
-} from '../../src/tasks/memory-store.js';
+import { LATE_RESULT_GRACE_MS } from '../../src/tasks/expiry.js';
+import { MemoryTaskStore, type MemoryStoreOptions } from '../../src/tasks/memory-store.js';
 import type { TaskOutcome } from '../../src/tasks/state.js';
 import type { NewTask } from '../../src/tasks/store.js';
 import { describeTaskStoreContract } from '../store-contract.js';

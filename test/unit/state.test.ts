@@ -1,6 +1,6 @@
 import { TaskSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { IllegalTransitionError } from '../../src/tasks/state.js';
+import { IllegalTransitionError, StaleStatusError } from '../../src/tasks/state.js';
 import {
   canTransition,
   isTerminal,
@@ -172,6 +172,25 @@ describe('transition', () => {
     const next = transition(record(), { status: 'cancelled' }, CREATED + 1);
     expect(next).not.toHaveProperty('outcome');
     expect(next.outcomeBytes).toBe(0);
+  });
+
+  it('issue 15: a change that expects the status the task is in is applied', () => {
+    const next = transition(record(), { from: 'working', status: 'input_required' }, CREATED + 1);
+    expect(next.status).toBe('input_required');
+    expect(next).not.toHaveProperty('from');
+  });
+
+  it('issue 15: a change that expects another status throws StaleStatusError, even where the table allows the move', () => {
+    const asking = record({ status: 'input_required' });
+    let thrown: unknown;
+    try {
+      transition(asking, { from: 'working', status: 'completed' }, CREATED + 1);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(StaleStatusError);
+    expect(thrown).toMatchObject({ expected: 'working', actual: 'input_required', to: 'completed' });
+    expect(asking.status).toBe('input_required');
   });
 });
 

@@ -1,0 +1,82 @@
+/**
+ * What the Redis scripts return, read back: records as RECORD_FIELDS values, and the one place where the
+ * scripts' refusals become the store's typed errors (the same words as the memory store's).
+ */
+import { CallerLimitError, TaskLimitError, TaskNotFoundError } from './errors.js';
+import type { Reply } from './redis-link.js';
+import { RECORD_FIELDS } from './redis-scripts.js';
+import {
+  IllegalTransitionError,
+  StaleStatusError,
+  type TaskOutcome,
+  type TaskRecord,
+  type TaskStatus,
+  type TransitionChange,
+} from './state.js';
+
+/** A task as the scripts return it: RECORD_FIELDS in order, then the outcome when it was asked for. */
+export type Values = (string | null)[];
+
+/** What a refusal is about, for its error. */
+export interface RefusalContext {
+  taskId: string;
+  change?: TransitionChange | undefined;
+  maxTasks: number;
+  maxResultBytes: number;
+  /** The live limit of a create. */
+  maxLive?: number | undefined;
+}
+
+/** The rest of an 'ok' reply; any refusal becomes its typed error. */
+export function accepted(reply: Reply, context: RefusalContext): unknown[] {
+  const [code, ...rest] = reply;
+  if (code === 'ok') return rest;
+  throw refusal(code, rest, context);
+}
+
+function refusal(code: string, rest: unknown[], context: RefusalContext): Error {
+  const { taskId, change } = context;
+  const to = change?.status as TaskStatus;
+  switch (code) {
+    case 'not_found':
+      return new TaskNotFoundError(taskId);
+    case 'stale':
+      return new StaleStatusError(taskId, change?.from as TaskStatus, rest[0] as TaskStatus, to);
+    case 'illegal':
+      return new IllegalTransitionError(taskId, rest[0] as TaskStatus, to);
+    case 'too_large':
+      return TaskLimitError.resultBytes(Number(rest[0]), context.maxResultBytes);
+    case 'full':
+      return TaskLimitError.liveTasks(context.maxTasks);
+    case 'caller_full':
+      return new CallerLimitError(Number(rest[0]), context.maxLive ?? Number(rest[0]));
+    case 'exists':
+      return new Error(`Task id collision on ${taskId} (a broken random source?)`);
+    default:
+      return new Error(`Unexpected reply from a task store script: ${String(code)}`);
+  }
+}
+
+export function decode(values: Values): { record: TaskRecord; position: number } {
+  const field = Object.fromEntries(RECORD_FIELDS.map((name, i) => [name, values[i] ?? null])) as Record<
+    (typeof RECORD_FIELDS)[number],
+    string | null
+  >;
+  const record: TaskRecord = {
+    taskId: String(field.id),
+    status: field.status as TaskStatus,
+    createdAt: Number(field.created),
+    lastUpdatedAt: Number(field.updated),
+    ttl: Number(field.ttl),
+    pollInterval: Number(field.poll),
+    owner: String(field.owner),
+    sessionId: String(field.session),
+    toolName: String(field.tool),
+    outcomeBytes: Number(field.bytes),
+  };
+  if (field.message !== null) record.statusMessage = field.message;
+  if (field.identity !== null) record.identity = field.identity;
+  const outcome = values[RECORD_FIELDS.length];
+  if (typeof outcome === 'string') record.outcome = JSON.parse(outcome) as TaskOutcome;
+  return { record, position: Number(field.pos) };
+}
