@@ -17,6 +17,7 @@ import type { Logger } from 'pino';
 import { ErrorCode, ProtocolError, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { idOfOversized, idOfResultFrame } from '../protocol/frames.js';
 import { errorResponse, idKey, isObject, type RequestId } from '../protocol/messages.js';
+import { backoffDelay } from './backoff.js';
 import type { Channel, ChannelHandlers } from './channel.js';
 import {
   HttpOrigin,
@@ -602,7 +603,8 @@ export class HttpUpstream implements Channel {
           `Upstream server unavailable: the stream carrying the answer to ${method} was lost (${reason}) and ${tried}`,
         );
       }
-      const delay = call.retryMs ?? this.backoff(call.resumes);
+      const delay =
+        call.retryMs ?? backoffDelay(this.reconnectDelayMs, this.reconnectMaxDelayMs, call.resumes);
       call.resumes++;
       if (!(await pause(delay, call.controller.signal))) return;
       const headers: Headers = {
@@ -630,10 +632,6 @@ export class HttpUpstream implements Channel {
       discard(reply.body);
       reason = `resuming was answered ${statusLine(status)}`;
     }
-  }
-
-  private backoff(failures: number): number {
-    return Math.min(this.reconnectDelayMs * 2 ** Math.min(failures, 20), this.reconnectMaxDelayMs);
   }
 
   // ── sessions ─────────────────────────────────────────────────────────────────────────────────────

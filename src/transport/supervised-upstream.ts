@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import { isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
 import { ErrorCode } from '../protocol/errors.js';
 import { parseFrame } from '../protocol/frames.js';
+import { backoffDelay } from './backoff.js';
 import type { Arrival, Channel, ChannelHandlers } from './channel.js';
 import { spawnStdioUpstream, type StdioUpstream, type UpstreamCommand } from './stdio-upstream.js';
 
@@ -309,7 +310,7 @@ export class SupervisedStdioUpstream implements Channel {
 
   private scheduleRestart(reason: string): void {
     this.crashesInARow++;
-    const delay = Math.min(this.policy.delay * 2 ** (this.crashesInARow - 1), this.policy.maxDelay);
+    const delay = backoffDelay(this.policy.delay, this.policy.maxDelay, this.crashesInARow - 1);
     const details = { crashesInARow: this.crashesInARow, delayMs: delay };
     if (this.crashesInARow >= CRASH_LOOP) {
       this.logger.error(
