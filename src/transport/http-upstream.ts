@@ -16,7 +16,7 @@
 import type { Logger } from 'pino';
 import { ErrorCode, ProtocolError, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { idOfOversized, idOfResultFrame } from '../protocol/frames.js';
-import { errorResponse, idKey, isObject, type RequestId } from '../protocol/messages.js';
+import { errorResponse, idKey, isId, isObject, type RequestId } from '../protocol/messages.js';
 import { backoffDelay } from './backoff.js';
 import type { Channel, ChannelHandlers } from './channel.js';
 import {
@@ -769,9 +769,6 @@ export class HttpUpstream implements Channel {
 
 // ── envelopes (read only as far as needed) ─────────────────────────────────────────────────────────
 
-const isId = (value: unknown): value is RequestId =>
-  typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
-
 function isRequest(out: Outgoing): out is OutgoingRequest {
   return out.id !== undefined && out.method !== undefined;
 }
@@ -803,6 +800,8 @@ function answerOf(raw: Buffer): { id: RequestId | null; error?: JsonRpcErrorObje
   if (id !== null) return { id };
   const value = safeParse(raw);
   if (!isObject(value) || 'method' in value || !('result' in value || 'error' in value)) return undefined;
+  // An id that is no id at all (a fraction, say) answers nothing here: the session judges the message.
+  if (value.id !== undefined && value.id !== null && !isId(value.id)) return undefined;
   const error = isErrorObject(value.error) ? value.error : undefined;
   return { id: isId(value.id) ? value.id : null, ...(error === undefined ? {} : { error }) };
 }
