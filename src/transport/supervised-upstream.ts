@@ -18,6 +18,7 @@ import { ErrorCode } from '../protocol/errors.js';
 import { parseFrame } from '../protocol/frames.js';
 import { backoffDelay } from './backoff.js';
 import type { Arrival, Channel, ChannelHandlers } from './channel.js';
+import { promiseOf } from './handshake-promise.js';
 import { spawnStdioUpstream, type StdioUpstream, type UpstreamCommand } from './stdio-upstream.js';
 
 export interface RestartPolicy {
@@ -431,11 +432,4 @@ function parse(raw: Buffer | string): JsonObject | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** What an initialize result commits the server to, for the client: its protocol version and capabilities. */
-function promiseOf(result: JsonObject): string {
-  return JSON.stringify([result.protocolVersion, result.capabilities], (_key, value: unknown) =>
-    isObject(value) ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : 1))) : value,
-  );
 }
