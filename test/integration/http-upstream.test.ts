@@ -379,6 +379,34 @@ describe('HttpUpstream against the SDK’s Streamable HTTP server', () => {
     expect(h.inbox.items.filter((r) => r.message.result?.protocolVersion !== undefined)).toHaveLength(1);
   });
 
+  it('tries a new session again while it cannot be started, and is back by itself once it can', async () => {
+    const server = await fixture('legacy');
+    let refusals = 0;
+    // In front of the server: answers 503 to an initialize (a POST without a session id) while told to.
+    const gate = createServer((req, res) => {
+      if (req.method === 'POST' && req.headers['mcp-session-id'] === undefined && refusals > 0) {
+        refusals--;
+        req.resume();
+        return void res.writeHead(503).end();
+      }
+      const forward = httpRequest(server.url, { method: req.method, headers: req.headers }, (reply) => {
+        res.writeHead(reply.statusCode ?? 502, reply.headers).flushHeaders();
+        reply.pipe(res);
+      });
+      req.pipe(forward);
+    });
+    const h = open(await listen(gate));
+    await h.initialize();
+    expect(await h.upstream.standaloneStream()).toBe(true);
+    refusals = 3;
+    await server.endSessions();
+    // Nothing is sent meanwhile: the channel comes back by itself, as a restarted child does.
+    await h.reopened();
+    expect(refusals).toBe(0);
+    expect(h.lost).toEqual(['the upstream server ended its session (HTTP 404)']);
+    expect(text(await h.answer(h.call('echo', { text: 'back' })))).toBe('back');
+  });
+
   it('is not let back when the new session answers initialize differently, and says why', async () => {
     const first = await fixture('legacy');
     const h = open(first.url);
