@@ -176,8 +176,12 @@ export class HttpUpstream implements Channel {
   private initializedSent = false;
   /** What the first session's initialize answer committed to: every later session is held to it. */
   private promised: string | undefined;
-  /** New sessions that could not be started, in a row: the next attempt waits the longer. */
-  private renewFailures = 0;
+  /**
+   * Sessions lost, and new ones that could not be started, since the server last answered a request: from
+   * the second on, the next new session waits the longer (a server that forgets every session at once is
+   * not asked for sessions in a spin).
+   */
+  private setbacks = 0;
   private renewTimer: NodeJS.Timeout | undefined;
   private readonly calls = new Set<Call>();
   /** Messages waiting for a session (while initializing or renewing), in order. */
@@ -498,6 +502,7 @@ export class HttpUpstream implements Channel {
   private answer(call: Call, raw: Buffer): void {
     this.finish(call);
     const { id, opens } = call.out;
+    if (!call.own) this.setbacks = 0;
     const result = opens ? initializeResultOf(raw) : undefined;
     if (opens) this.protocolVersion = result?.protocolVersion as string | undefined;
     if (call.own) return call.own.resolve(raw);
@@ -667,10 +672,23 @@ export class HttpUpstream implements Channel {
         this.finish(call);
         call.controller.abort();
       }
+      this.setbacks++;
       this.handlers?.closed({ reason, reopening: true });
     }
     if (resend !== undefined) this.dispatch(resend);
-    else if (this.phase === 'expired') this.background(this.renew());
+    else if (this.phase === 'expired') this.renewSoon();
+  }
+
+  /** Starts a new session: at once after the first setback, then after a delay that doubles with each. */
+  private renewSoon(): void {
+    if (this.setbacks <= 1) return this.background(this.renew());
+    const delay = backoffDelay(this.reconnectDelayMs, this.reconnectMaxDelayMs, this.setbacks - 2);
+    this.logger.warn(
+      { setbacks: this.setbacks, delayMs: delay },
+      `starting a new upstream session in ${delay} ms`,
+    );
+    clearTimeout(this.renewTimer);
+    this.renewTimer = setTimeout(() => this.background(this.renew()), delay).unref();
   }
 
   /**
@@ -715,21 +733,16 @@ export class HttpUpstream implements Channel {
     }
     if (this.closed) return;
     this.logger.info('new upstream session started');
-    this.renewFailures = 0;
     this.phase = 'ready';
     // The session's own restoring (the client's log level) goes ahead of what waited.
     this.handlers?.reopened?.();
     this.flush();
   }
 
-  /** What waited for the new session fails; another is tried after a delay, or at once for the next message. */
+  /** What waited for the new session fails; another is tried later, or at once for the next message. */
   private renewFailed(reason: string): void {
-    this.renewFailures++;
-    const delay = backoffDelay(this.reconnectDelayMs, this.reconnectMaxDelayMs, this.renewFailures - 1);
-    this.logger.warn(
-      { failuresInARow: this.renewFailures, delayMs: delay },
-      `could not start a new upstream session: ${reason}`,
-    );
+    this.setbacks++;
+    this.logger.warn(`could not start a new upstream session: ${reason}`);
     this.phase = 'expired';
     const queued = this.queue;
     this.queue = [];
@@ -738,7 +751,7 @@ export class HttpUpstream implements Channel {
         this.deliverError(out.id, `Upstream server unavailable: could not start a new session (${reason})`);
       }
     }
-    this.renewTimer = setTimeout(() => this.background(this.renew()), delay).unref();
+    this.renewSoon();
   }
 
   private openStandalone(): void {

@@ -407,6 +407,29 @@ describe('HttpUpstream against the SDK’s Streamable HTTP server', () => {
     expect(text(await h.answer(h.call('echo', { text: 'back' })))).toBe('back');
   });
 
+  it('does not spin on a server that forgets every session at once: the next new session waits', async () => {
+    const server = await fixture('legacy');
+    let initializes = 0;
+    // In front of the server: every standalone GET is told the session is gone (404).
+    const gate = createServer((req, res) => {
+      if (req.method === 'GET') return void res.writeHead(404).end();
+      if (req.headers['mcp-session-id'] === undefined) initializes++;
+      const forward = httpRequest(server.url, { method: req.method, headers: req.headers }, (reply) => {
+        res.writeHead(reply.statusCode ?? 502, reply.headers).flushHeaders();
+        reply.pipe(res);
+      });
+      req.pipe(forward);
+    });
+    const h = open(await listen(gate), { reconnectDelayMs: 1_000, reconnectMaxDelayMs: 1_000 });
+    await h.initialize();
+    // The first loss is renewed at once; the next, lost before it answered anything, waits.
+    await h.reopened(1);
+    const firstBack = performance.now();
+    await h.reopened(2);
+    expect(performance.now() - firstBack).toBeGreaterThanOrEqual(1_000);
+    expect(initializes).toBe(3);
+  });
+
   it('is not let back when the new session answers initialize differently, and says why', async () => {
     const first = await fixture('legacy');
     const h = open(first.url);
