@@ -7,17 +7,18 @@
  * with `arrival.onStreamOf` = the id of that request. The standalone GET stream, opened once the client's
  * notifications/initialized has gone out, carries the rest.
  *
- * What the session can count on: every request it sends gets exactly one answer through `message`: the
- * server's, or one made here (code UpstreamUnavailable) when the server cannot be reached, answers with an
- * HTTP error, loses the stream and cannot resume it (GET with Last-Event-ID), or does not answer initialize
- * within `handshakeTimeoutMs`. A request it cancels (notifications/cancelled) gets none, as MCP says; that is
- * how the session's deadline ends one. An upstream that is down does not close the channel.
+ * What the session can count on: every request it sends gets exactly one answer through `message`, or
+ * is handed back by a `closed` (below). The answer is the server's, or one made here (code
+ * UpstreamUnavailable) when the server cannot be reached, answers with an HTTP error, loses the stream and
+ * cannot resume it (GET with Last-Event-ID), or does not answer initialize within `handshakeTimeoutMs`. A
+ * request it cancels (notifications/cancelled) gets none, as MCP says: that is how the session's deadline
+ * ends one. An upstream that is down does not close the channel.
  *
  * A server that ends the session (HTTP 404 to its id) is reported as a stdio child that exits and is
  * restarted: `closed` with `reopening` (what was in flight in that session is the session's to answer),
  * then a new session set up with the client's own handshake, then `reopened` once the server has answered
- * it as it did the first time. One that answers otherwise is left: a final `closed` says so. A new session
- * that cannot be started fails what waits for it and is tried again, ever more slowly.
+ * it as it did the first time. One that answers otherwise is not used: a final `closed` says so. A new
+ * session that cannot be started fails what waits for it and is tried again, ever more slowly.
  */
 import type { Logger } from 'pino';
 import { ErrorCode, ProtocolError, type JsonRpcErrorObject } from '../protocol/errors.js';
