@@ -41,7 +41,7 @@ export async function openUpstream(
         url: upstream.url,
         headers:
           authorization === undefined ? upstream.headers : withAuthorization(upstream.headers, authorization),
-        requestTimeoutMs: upstream.requestTimeout,
+        handshakeTimeoutMs: upstream.requestTimeout,
         maxMessageBytes: config.maxMessageBytes,
       },
       logger,

@@ -42,7 +42,7 @@ const isObject = (value: unknown): value is JsonObject =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** MCP request ids are strings or integers; a fractional or imprecise number would be dropped upstream. */
-const isId = (value: unknown): value is RequestId =>
+export const isId = (value: unknown): value is RequestId =>
   typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value));
 
 /** The id of a message that failed classification, when it has a usable one (to address the error reply). */

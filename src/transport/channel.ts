@@ -4,7 +4,11 @@ import type { RequestId } from '../protocol/messages.js';
 export interface CloseInfo {
   /** For people: why the other side went away ("exited with code 3", "stdin closed"). */
   reason: string;
-  /** The other side is coming back by itself (a restarted child): `reopened` follows once it has. */
+  /**
+   * The other side is coming back by itself, with none of its state: a restarted stdio child, a new
+   * session of an HTTP server that ended the last one. `reopened` follows once it is back (or a final
+   * `closed`, when it cannot be).
+   */
   reopening?: boolean;
   /**
    * Only the other side's input to us ended (stdin reached its end): it sends nothing more, but answers to
@@ -28,17 +32,38 @@ export interface Arrival {
  */
 export type Route = { responseTo: RequestId } | { relatedTo: RequestId };
 
+/**
+ * What a channel reports, in this order: messages, then `closed`. A `closed` with `reopening` may be
+ * followed by `reopened` and more messages, then by further `closed`s; one without `reopening` is the last
+ * thing heard. Every upstream kind keeps this contract alike, so that the session treats a crashed stdio
+ * child and an HTTP server that lost its session the same way.
+ */
 export interface ChannelHandlers {
   /** The exact bytes of one message, not yet parsed (forwarded as they are when nothing changes). */
   message(raw: Buffer, arrival?: Arrival): void;
   /** A frame that could not become a message: over the size limit. */
   malformed(error: ProtocolError, id: RequestId | null): void;
+  /**
+   * The other side is gone. Requests sent to it before this and not answered yet never will be, by the
+   * channel: they are the receiver's to answer. What the other side asked before this is moot: answers to
+   * it must not reach whatever comes back.
+   */
   closed(info: CloseInfo): void;
-  /** After a `closed` with `reopening`: the other side is back and takes messages again. */
+  /**
+   * After a `closed` with `reopening`: the other side is back, has answered the handshake as it did the
+   * first time (protocol version and capabilities; one that answers otherwise is not let back, and a final
+   * `closed` says why), and takes messages again. Called before anything sent meanwhile goes out to it, so
+   * that the receiver's own restoring (the client's log level) goes first.
+   */
   reopened?(): void;
 }
 
-/** One side of a proxied connection, speaking JSON-RPC messages. */
+/**
+ * One side of a proxied connection, speaking JSON-RPC messages. Deadlines are not the channel's: whoever
+ * sends a request bounds its wait, and ends it with notifications/cancelled (the upstream's one deadline is
+ * `upstream.requestTimeout`, held by the session). A channel only bounds what the session cannot cancel:
+ * the initialize handshake.
+ */
 export interface Channel {
   start(handlers: ChannelHandlers): void;
   /** Sends the bytes of one serialized JSON-RPC message, as they are. */

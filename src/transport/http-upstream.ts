@@ -7,17 +7,33 @@
  * with `arrival.onStreamOf` = the id of that request. The standalone GET stream, opened once the client's
  * notifications/initialized has gone out, carries the rest.
  *
- * What the session can count on: every request it sends gets exactly one answer through `message`: the
- * server's, or one made here (code UpstreamUnavailable) when the server cannot be reached, answers with an
- * HTTP error, loses the stream and cannot resume it (GET with Last-Event-ID), ends the session while the
- * request was in flight, or has not answered within `requestTimeoutMs`. A request it cancels (notifications/cancelled)
- * gets none, as MCP says. An upstream that is down does not close the channel: only close() does.
+ * What the session can count on: every request it sends gets exactly one answer through `message`, or
+ * is handed back by a `closed` (below). The answer is the server's, or one made here (code
+ * UpstreamUnavailable) when the server cannot be reached, answers with an HTTP error, loses the stream and
+ * cannot resume it (GET with Last-Event-ID), or does not answer initialize within `handshakeTimeoutMs`. A
+ * request it cancels (notifications/cancelled) gets none, as MCP says: that is how the session's deadline
+ * ends one. An upstream that is down does not close the channel.
+ *
+ * A server that ends the session (HTTP 404 to its id) is reported as a stdio child that exits and is
+ * restarted: `closed` with `reopening` (what was in flight in that session is the session's to answer),
+ * then a new session set up with the client's own handshake, then `reopened` once the server has answered
+ * it as it did the first time. One that answers otherwise is not used: a final `closed` says so. A new
+ * session that cannot be started fails what waits for it and is tried again, ever more slowly.
  */
 import type { Logger } from 'pino';
 import { ErrorCode, ProtocolError, type JsonRpcErrorObject } from '../protocol/errors.js';
-import { idOfOversized, idOfResultFrame } from '../protocol/frames.js';
-import { errorResponse, idKey, isObject, type RequestId } from '../protocol/messages.js';
+import { idOfOversized, idOfResultFrame, parseFrame } from '../protocol/frames.js';
+import {
+  errorResponse,
+  idKey,
+  isId,
+  isObject,
+  type JsonObject,
+  type RequestId,
+} from '../protocol/messages.js';
+import { backoffDelay } from './backoff.js';
 import type { Channel, ChannelHandlers } from './channel.js';
+import { promiseOf } from './handshake-promise.js';
 import {
   HttpOrigin,
   connectionBroke,
@@ -42,10 +58,11 @@ export interface HttpUpstreamOptions {
   /** Sent with every HTTP request (an API key, say); the transport's own headers win over these. */
   headers?: Record<string, string> | undefined;
   /**
-   * How long a request may wait for its answer from when it is sent, events on its stream (progress
-   * included) notwithstanding. Default 5 minutes.
+   * How long initialize (the client's, or the one that opens a new session) may wait for its answer, and a
+   * one-way POST for its acceptance: nobody cancels those. Other requests are bounded by their sender (the
+   * session's `upstream.requestTimeout`), which cancels them. Default 5 minutes.
    */
-  requestTimeoutMs?: number | undefined;
+  handshakeTimeoutMs?: number | undefined;
   /** Larger messages from the server are dropped and reported through `malformed`. */
   maxMessageBytes: number;
   /** Attempts to resume a dropped response stream before its request fails. Default 3. */
@@ -56,7 +73,7 @@ export interface HttpUpstreamOptions {
 }
 
 export const HTTP_UPSTREAM_DEFAULTS = {
-  requestTimeoutMs: 5 * 60_000,
+  handshakeTimeoutMs: 5 * 60_000,
   resumeAttempts: 3,
   reconnectDelayMs: 250,
   reconnectMaxDelayMs: 10_000,
@@ -107,7 +124,7 @@ interface Outgoing {
   method?: string;
   /** The request a notifications/cancelled is about. */
   cancels?: RequestId;
-  /** Already sent again once, after the server had forgotten the session. */
+  /** A notification already sent again once, after the server had forgotten the session. */
   resent?: boolean;
   /** The initialize that opens a session: its reply sets the session id and the protocol version. */
   opens?: boolean;
@@ -144,7 +161,7 @@ export class HttpUpstream implements Channel {
   private readonly origin: HttpOrigin;
   private readonly staticHeaders: Headers;
   private readonly logger: Logger;
-  private readonly requestTimeoutMs: number;
+  private readonly handshakeTimeoutMs: number;
   private readonly resumeAttempts: number;
   private readonly reconnectDelayMs: number;
   private readonly reconnectMaxDelayMs: number;
@@ -158,6 +175,15 @@ export class HttpUpstream implements Channel {
   /** The client's initialize and whether its notifications/initialized went out: replayed for a new session. */
   private initializeBody: Buffer | string | undefined;
   private initializedSent = false;
+  /** What the first session's initialize answer committed to: every later session is held to it. */
+  private promised: string | undefined;
+  /**
+   * Sessions lost, and new ones that could not be started, since the server last answered a request: from
+   * the second on, the next new session waits the longer (a server that forgets every session at once is
+   * not asked for sessions in a spin).
+   */
+  private setbacks = 0;
+  private renewTimer: NodeJS.Timeout | undefined;
   private readonly calls = new Set<Call>();
   /** Messages waiting for a session (while initializing or renewing), in order. */
   private queue: Outgoing[] = [];
@@ -177,7 +203,7 @@ export class HttpUpstream implements Channel {
     // Never the query string or credentials in logs: either may carry a secret.
     this.logger = logger.child({ upstream: `${url.origin}${url.pathname}` });
     this.maxMessageBytes = options.maxMessageBytes;
-    this.requestTimeoutMs = options.requestTimeoutMs ?? HTTP_UPSTREAM_DEFAULTS.requestTimeoutMs;
+    this.handshakeTimeoutMs = options.handshakeTimeoutMs ?? HTTP_UPSTREAM_DEFAULTS.handshakeTimeoutMs;
     this.resumeAttempts = options.resumeAttempts ?? HTTP_UPSTREAM_DEFAULTS.resumeAttempts;
     this.reconnectDelayMs = options.reconnectDelayMs ?? HTTP_UPSTREAM_DEFAULTS.reconnectDelayMs;
     this.reconnectMaxDelayMs = options.reconnectMaxDelayMs ?? HTTP_UPSTREAM_DEFAULTS.reconnectMaxDelayMs;
@@ -228,7 +254,7 @@ export class HttpUpstream implements Channel {
   }
 
   close(): Promise<void> {
-    this.closing ??= this.shutDown();
+    this.closing ??= this.shutDown('taskgate closed its connection to the upstream server');
     return this.closing;
   }
 
@@ -310,7 +336,7 @@ export class HttpUpstream implements Channel {
       ...(own === undefined ? {} : { own }),
     };
     this.calls.add(call);
-    this.arm(call);
+    if (out.opens) this.arm(call);
     return call;
   }
 
@@ -338,13 +364,9 @@ export class HttpUpstream implements Channel {
     if (call.done) return discard(reply.body);
     const status = reply.statusCode;
     if (status === 404 && headers['mcp-session-id'] !== undefined && !call.own) {
-      // The server has forgotten the session and did not take the request: it goes to the next session.
+      // The server has forgotten the session: the request is lost with it, as it would be with a child that died.
       discard(reply.body);
-      this.finish(call);
-      if (call.out.resent) {
-        return this.deliverError(call.out.id, 'Upstream server keeps refusing its new session (HTTP 404)');
-      }
-      return this.sessionGone(call.generation, { ...call.out, resent: true });
+      return this.sessionGone(call.generation);
     }
     if (status >= 300) return this.failFromReply(call, reply);
     if (call.out.opens) this.upstreamSessionId = header(reply, 'mcp-session-id');
@@ -370,7 +392,7 @@ export class HttpUpstream implements Channel {
       reply = await this.origin.request(
         'POST',
         headers,
-        AbortSignal.timeout(this.requestTimeoutMs),
+        AbortSignal.timeout(this.handshakeTimeoutMs),
         out.body,
       );
     } catch (error) {
@@ -481,10 +503,13 @@ export class HttpUpstream implements Channel {
   private answer(call: Call, raw: Buffer): void {
     this.finish(call);
     const { id, opens } = call.out;
-    if (opens) this.protocolVersion = protocolVersionOf(raw);
+    if (!call.own) this.setbacks = 0;
+    const result = opens ? initializeResultOf(raw) : undefined;
+    if (opens) this.protocolVersion = result?.protocolVersion as string | undefined;
     if (call.own) return call.own.resolve(raw);
     if (opens) {
-      this.phase = this.protocolVersion === undefined ? 'new' : 'ready';
+      if (result !== undefined) this.promised = promiseOf(result);
+      this.phase = result === undefined ? 'new' : 'ready';
       this.flush();
     }
     this.handlers?.message(raw, { onStreamOf: id });
@@ -546,25 +571,16 @@ export class HttpUpstream implements Channel {
     this.calls.delete(call);
   }
 
-  /** Starts the request's timeout: from its sending to its answer, whatever arrives meanwhile. */
+  /** Starts an initialize's timeout: from its sending to its answer, whatever arrives meanwhile. */
   private arm(call: Call): void {
-    call.timer = setTimeout(() => this.timedOut(call), this.requestTimeoutMs).unref();
+    call.timer = setTimeout(() => this.timedOut(call), this.handshakeTimeoutMs).unref();
   }
 
+  /** MCP never cancels initialize: it only fails. */
   private timedOut(call: Call): void {
-    const { id, method } = call.out;
-    const message = `Upstream server did not answer ${method} within ${this.requestTimeoutMs} ms`;
+    const message = `Upstream server did not answer ${call.out.method} within ${this.handshakeTimeoutMs} ms`;
     this.logger.warn(message);
     this.fail(call, message);
-    // Tell the server to stop working on it (MCP never cancels initialize).
-    if (call.own || method === 'initialize' || call.generation !== this.generation) return;
-    const cancel = {
-      jsonrpc: '2.0',
-      method: 'notifications/cancelled',
-      params: { requestId: id, reason: message },
-    };
-    if (this.phase === 'ready')
-      this.background(this.postOneWay({ body: JSON.stringify(cancel), method: cancel.method }));
   }
 
   /**
@@ -602,7 +618,8 @@ export class HttpUpstream implements Channel {
           `Upstream server unavailable: the stream carrying the answer to ${method} was lost (${reason}) and ${tried}`,
         );
       }
-      const delay = call.retryMs ?? this.backoff(call.resumes);
+      const delay =
+        call.retryMs ?? backoffDelay(this.reconnectDelayMs, this.reconnectMaxDelayMs, call.resumes);
       call.resumes++;
       if (!(await pause(delay, call.controller.signal))) return;
       const headers: Headers = {
@@ -632,42 +649,57 @@ export class HttpUpstream implements Channel {
     }
   }
 
-  private backoff(failures: number): number {
-    return Math.min(this.reconnectDelayMs * 2 ** Math.min(failures, 20), this.reconnectMaxDelayMs);
-  }
-
   // ── sessions ─────────────────────────────────────────────────────────────────────────────────────
 
   /**
-   * The server answered 404 to the session id: it has ended the session. The requests in flight in it are
-   * lost and fail; a new session is started with the client's own initialize, and what comes next (with
-   * `resend`, a message the server refused unread) goes to it.
+   * The server answered 404 to the session id: it has ended the session. The session hears of it as of a
+   * server that went and is coming back: what was in flight in it is lost, and the session answers it. A
+   * new session is started with the client's own initialize, and what comes next (with `resend`, a
+   * notification the server refused unread) goes to it.
    */
   private sessionGone(generation: number, resend?: Outgoing): void {
     if (this.phase === 'closed') return;
     if (generation === this.generation && (this.phase === 'ready' || this.phase === 'initializing')) {
       this.generation++;
-      this.logger.warn('the upstream server ended the session (HTTP 404); starting a new one');
+      const reason = 'the upstream server ended its session (HTTP 404)';
+      this.logger.warn(`${reason}; starting a new one`);
       this.upstreamSessionId = undefined;
       this.protocolVersion = undefined;
       this.standalone?.stop();
       this.standalone = undefined;
-      for (const call of [...this.calls]) {
-        if (call.generation !== generation || call.own) continue;
-        this.fail(
-          call,
-          `Upstream server ended its session while ${call.out.method} was in flight (HTTP 404); a new session was started: retry the request`,
-        );
-      }
       this.phase = 'expired';
+      for (const call of [...this.calls]) {
+        if (call.generation !== generation) continue;
+        this.finish(call);
+        call.controller.abort();
+      }
+      this.setbacks++;
+      this.handlers?.closed({ reason, reopening: true });
     }
     if (resend !== undefined) this.dispatch(resend);
-    else if (this.phase === 'expired') this.background(this.renew());
+    else if (this.phase === 'expired') this.renewSoon();
   }
 
-  /** A new session, set up as the client set up the first one; its initialize result stays here. */
+  /** Starts a new session: at once after the first setback, then after a delay that doubles with each. */
+  private renewSoon(): void {
+    if (this.setbacks <= 1) return this.background(this.renew());
+    const delay = backoffDelay(this.reconnectDelayMs, this.reconnectMaxDelayMs, this.setbacks - 2);
+    this.logger.warn(
+      { setbacks: this.setbacks, delayMs: delay },
+      `starting a new upstream session in ${delay} ms`,
+    );
+    clearTimeout(this.renewTimer);
+    this.renewTimer = setTimeout(() => this.background(this.renew()), delay).unref();
+  }
+
+  /**
+   * A new session, set up as the client set up the first one; its initialize result stays here, and is
+   * held to the first one's.
+   */
   private async renew(): Promise<void> {
     if (this.phase !== 'expired') return;
+    clearTimeout(this.renewTimer);
+    this.renewTimer = undefined;
     const body = this.initializeBody;
     if (body === undefined) {
       this.phase = 'new';
@@ -676,11 +708,19 @@ export class HttpUpstream implements Channel {
     this.phase = 'renewing';
     try {
       const id = envelopeOf(safeParse(body)).id ?? 0;
-      await new Promise<Buffer>((resolve, reject) => {
+      const raw = await new Promise<Buffer>((resolve, reject) => {
         const call = this.newCall({ body, id, method: 'initialize', opens: true }, { resolve, reject });
         this.runCall(call).catch(reject);
       });
-      if (this.protocolVersion === undefined) throw new Error('the server refused the initialize request');
+      const result = initializeResultOf(raw);
+      if (result === undefined) throw new Error('the server refused the initialize request');
+      if (promiseOf(result) !== this.promised) {
+        const reason =
+          'the upstream server answered initialize differently in its new session (another protocol version or other capabilities), so taskgate does not use it';
+        this.logger.error({ answered: result }, reason);
+        this.closing ??= this.shutDown(reason);
+        return;
+      }
       if (this.initializedSent) {
         const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
         // Sent while still "renewing" so that nothing overtakes it; it opens the standalone stream.
@@ -690,22 +730,29 @@ export class HttpUpstream implements Channel {
       }
     } catch (error) {
       if (this.closed) return;
-      const reason = error instanceof Error ? error.message : String(error);
-      this.logger.warn(`could not start a new upstream session: ${reason}`);
-      this.phase = 'expired';
-      const queued = this.queue;
-      this.queue = [];
-      for (const out of queued) {
-        if (out.id !== undefined && out.method !== undefined) {
-          this.deliverError(out.id, `Upstream server unavailable: could not start a new session (${reason})`);
-        }
-      }
-      return;
+      return this.renewFailed(error instanceof Error ? error.message : String(error));
     }
     if (this.closed) return;
     this.logger.info('new upstream session started');
     this.phase = 'ready';
+    // The session's own restoring (the client's log level) goes ahead of what waited.
+    this.handlers?.reopened?.();
     this.flush();
+  }
+
+  /** What waited for the new session fails; another is tried later, or at once for the next message. */
+  private renewFailed(reason: string): void {
+    this.setbacks++;
+    this.logger.warn(`could not start a new upstream session: ${reason}`);
+    this.phase = 'expired';
+    const queued = this.queue;
+    this.queue = [];
+    for (const out of queued) {
+      if (isRequest(out)) {
+        this.deliverError(out.id, `Upstream server unavailable: could not start a new session (${reason})`);
+      }
+    }
+    this.renewSoon();
   }
 
   private openStandalone(): void {
@@ -735,8 +782,9 @@ export class HttpUpstream implements Channel {
     for (const resolve of waiters) resolve(stream);
   }
 
-  private async shutDown(): Promise<void> {
+  private async shutDown(reason: string): Promise<void> {
     this.phase = 'closed';
+    clearTimeout(this.renewTimer);
     this.standalone?.stop();
     for (const resolve of this.standaloneWaiters) resolve(undefined);
     this.standaloneWaiters = [];
@@ -765,14 +813,11 @@ export class HttpUpstream implements Channel {
     await this.origin.close().catch(() => undefined);
     const handlers = this.handlers;
     this.handlers = undefined;
-    handlers?.closed({ reason: 'taskgate closed its connection to the upstream server' });
+    handlers?.closed({ reason });
   }
 }
 
 // ── envelopes (read only as far as needed) ─────────────────────────────────────────────────────────
-
-const isId = (value: unknown): value is RequestId =>
-  typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
 
 function isRequest(out: Outgoing): out is OutgoingRequest {
   return out.id !== undefined && out.method !== undefined;
@@ -805,6 +850,8 @@ function answerOf(raw: Buffer): { id: RequestId | null; error?: JsonRpcErrorObje
   if (id !== null) return { id };
   const value = safeParse(raw);
   if (!isObject(value) || 'method' in value || !('result' in value || 'error' in value)) return undefined;
+  // An id that is no id at all (a fraction, say) answers nothing here: the session judges the message.
+  if (value.id !== undefined && value.id !== null && !isId(value.id)) return undefined;
   const error = isErrorObject(value.error) ? value.error : undefined;
   return { id: isId(value.id) ? value.id : null, ...(error === undefined ? {} : { error }) };
 }
@@ -819,10 +866,17 @@ function jsonRpcErrorOf(raw: Buffer): JsonRpcErrorObject | undefined {
   return isObject(value) && value.jsonrpc === '2.0' && isErrorObject(value.error) ? value.error : undefined;
 }
 
-function protocolVersionOf(raw: Buffer): string | undefined {
-  const value = safeParse(raw);
+/** The result of an initialize answer, if it is one (it names a protocol version). */
+function initializeResultOf(raw: Buffer): JsonObject | undefined {
+  let value: unknown;
+  try {
+    // Bounded like every parse: a deep result must not overflow the stack when it is compared.
+    value = parseFrame(raw, 'the upstream server');
+  } catch {
+    return undefined;
+  }
   const result = isObject(value) ? value.result : undefined;
-  return isObject(result) && typeof result.protocolVersion === 'string' ? result.protocolVersion : undefined;
+  return isObject(result) && typeof result.protocolVersion === 'string' ? result : undefined;
 }
 
 const unknownError = (): JsonRpcErrorObject => ({

@@ -5,6 +5,7 @@
  * the server asked for (`retry:`) or a doubling one, capped.
  */
 import type { Logger } from 'pino';
+import { backoffDelay } from './backoff.js';
 import { type Headers, type HttpOrigin, discard, mediaType, pause, pump, statusLine } from './http-wire.js';
 import { SseParser } from './sse.js';
 
@@ -117,8 +118,8 @@ export class StandaloneStream {
   /** The delay before the next attempt: what the server asked for, else doubling from the first, capped. */
   private wait(): Promise<boolean> {
     const { reconnectDelayMs, reconnectMaxDelayMs } = this.host;
-    const backoff = Math.min(reconnectDelayMs * 2 ** Math.min(this.failures, 20), reconnectMaxDelayMs);
+    const delay = this.retryMs ?? backoffDelay(reconnectDelayMs, reconnectMaxDelayMs, this.failures);
     this.failures++;
-    return pause(this.retryMs ?? backoff, this.controller.signal);
+    return pause(delay, this.controller.signal);
   }
 }

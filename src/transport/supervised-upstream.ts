@@ -16,7 +16,9 @@ import type { Logger } from 'pino';
 import { isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
 import { ErrorCode } from '../protocol/errors.js';
 import { parseFrame } from '../protocol/frames.js';
+import { backoffDelay } from './backoff.js';
 import type { Arrival, Channel, ChannelHandlers } from './channel.js';
+import { promiseOf } from './handshake-promise.js';
 import { spawnStdioUpstream, type StdioUpstream, type UpstreamCommand } from './stdio-upstream.js';
 
 export interface RestartPolicy {
@@ -309,7 +311,7 @@ export class SupervisedStdioUpstream implements Channel {
 
   private scheduleRestart(reason: string): void {
     this.crashesInARow++;
-    const delay = Math.min(this.policy.delay * 2 ** (this.crashesInARow - 1), this.policy.maxDelay);
+    const delay = backoffDelay(this.policy.delay, this.policy.maxDelay, this.crashesInARow - 1);
     const details = { crashesInARow: this.crashesInARow, delayMs: delay };
     if (this.crashesInARow >= CRASH_LOOP) {
       this.logger.error(
@@ -430,11 +432,4 @@ function parse(raw: Buffer | string): JsonObject | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** What an initialize result commits the server to, for the client: its protocol version and capabilities. */
-function promiseOf(result: JsonObject): string {
-  return JSON.stringify([result.protocolVersion, result.capabilities], (_key, value: unknown) =>
-    isObject(value) ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : 1))) : value,
-  );
 }

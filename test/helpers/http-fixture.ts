@@ -13,6 +13,10 @@ export interface HttpFixture {
   child: ChildProcess;
   /** Everything it wrote to stderr so far. */
   stderr: () => string;
+  /** Resolves once it has written `text` to stderr; fails after `withinMs`. */
+  logged(text: string, withinMs?: number): Promise<void>;
+  /** Makes it end every session at once, as a server that forgets them (POST /end-sessions). */
+  endSessions(): Promise<void>;
   /** Ends it (SIGKILL by default: a crash) and waits until it is gone. */
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
@@ -49,6 +53,25 @@ export async function startHttpFixture(
     port: Number(new URL(url).port),
     child,
     stderr: () => stderr,
+    logged: (text, withinMs = 10_000) =>
+      new Promise<void>((resolve, reject) => {
+        if (stderr.includes(text)) return resolve();
+        const onData = (): void => {
+          if (!stderr.includes(text)) return;
+          clearTimeout(timer);
+          child.stderr!.off('data', onData);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          child.stderr!.off('data', onData);
+          reject(new Error(`fixture ${name} did not log "${text}" within ${withinMs} ms:\n${stderr}`));
+        }, withinMs);
+        child.stderr!.on('data', onData);
+      }),
+    async endSessions() {
+      const reply = await fetch(new URL('/end-sessions', url), { method: 'POST' });
+      if (!reply.ok) throw new Error(`POST /end-sessions was answered ${reply.status}`);
+    },
     async stop(signal = 'SIGKILL') {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = once(child, 'exit');

@@ -5,8 +5,11 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -16,6 +19,7 @@ import { HttpUpstream, type HttpUpstreamOptions } from '../../src/transport/http
 import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
 import { freePort } from '../helpers/ports.js';
 import { Inbox } from '../helpers/inbox.js';
+import { FIXTURES, RawPeer } from '../helpers/taskgate.js';
 
 const EVERYTHING = fileURLToPath(
   new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url),
@@ -49,12 +53,16 @@ function open(url: string, options: Partial<HttpUpstreamOptions> = {}) {
   );
   const inbox = new Inbox<Received>();
   const malformed: { message: string; id: RequestId | null }[] = [];
-  const closed: string[] = [];
+  /** Final closures, and the ones the channel comes back from (`reopening`), by reason. */
+  const closed = new Inbox<string>();
+  const lost: string[] = [];
+  const reopened = new Inbox<number>();
   upstream.start({
     message: (raw, arrival) =>
       inbox.push({ raw, message: JSON.parse(raw.toString('utf8')), onStreamOf: arrival?.onStreamOf }),
     malformed: (error, id) => malformed.push({ message: error.message, id }),
-    closed: ({ reason }) => closed.push(reason),
+    closed: ({ reason, reopening }) => (reopening ? lost.push(reason) : closed.push(reason)),
+    reopened: () => reopened.push(reopened.items.length + 1),
   });
   cleanups.push(() => upstream.close());
   let nextId = 1;
@@ -63,6 +71,9 @@ function open(url: string, options: Partial<HttpUpstreamOptions> = {}) {
     inbox,
     malformed,
     closed,
+    lost,
+    /** Resolves once the channel has reported being back `times` times in all. */
+    reopened: (times = 1) => reopened.waitFor((n) => n === times, `reopened #${times}`),
     /** Sends the exact bytes of a message, as the session forwards a client's. */
     send(message: object): void {
       upstream.sendRaw(Buffer.from(JSON.stringify(message)));
@@ -209,7 +220,7 @@ describe('HttpUpstream against the SDK’s Streamable HTTP server', () => {
       code: ErrorCode.UpstreamUnavailable,
       message: 'Upstream server unavailable: connection refused (ECONNREFUSED)',
     });
-    expect(h.closed).toEqual([]);
+    expect(h.closed.items).toEqual([]);
   });
 
   it('sends a request that only reads once more when its connection breaks unanswered', async () => {
@@ -235,35 +246,13 @@ describe('HttpUpstream against the SDK’s Streamable HTTP server', () => {
     expect(h.answersTo(id)).toHaveLength(1);
   });
 
-  it('ends a request the server does not answer in time, and tells the server to stop', async () => {
+  it('bounds only initialize itself: a quiet request waits for its answer until its sender cancels it', async () => {
     const server = await fixture('legacy');
-    const h = open(server.url, { requestTimeoutMs: 300 });
+    const h = open(server.url, { handshakeTimeoutMs: 300 });
     await h.initialize();
-    const id = h.call('sleep', { ms: 5_000, label: 'too-slow' });
-    const answer = await h.answer(id);
-    expect(answer.message.error).toEqual({
-      code: ErrorCode.UpstreamUnavailable,
-      message: 'Upstream server did not answer tools/call within 300 ms',
-    });
-    // The server got notifications/cancelled for it.
-    let cancelled: string[] = [];
-    for (let attempt = 0; attempt < 20 && !cancelled.includes('too-slow'); attempt++) {
-      cancelled = JSON.parse(text(await h.answer(h.call('cancelled-calls'))));
-    }
-    expect(cancelled).toContain('too-slow');
-  });
-
-  it('issue 13.3: ends a request at its timeout even while its stream keeps delivering events', async () => {
-    const server = await fixture('legacy');
-    const h = open(server.url, { requestTimeoutMs: 400 });
-    await h.initialize();
-    // 8 steps 150 ms apart: twice the timeout in all, never 400 ms without an event. The timeout counts
-    // from the sending: a server that keeps talking does not keep a request waiting for ever.
-    const id = h.call('progress', { steps: 8, intervalMs: 150 }, { progressToken: 'slow' });
-    expect((await h.answer(id)).message.error).toEqual({
-      code: ErrorCode.UpstreamUnavailable,
-      message: 'Upstream server did not answer tools/call within 400 ms',
-    });
+    // The session holds the one deadline (upstream.requestTimeout, or a task's ttl for a task's call).
+    const id = h.call('sleep', { ms: 1_000 });
+    expect(text(await h.answer(id))).toBe('slept 1000 ms');
   });
 
   it('owes no answer to a request the session cancelled, and lets its stream go', async () => {
@@ -325,7 +314,7 @@ describe('HttpUpstream against the SDK’s Streamable HTTP server', () => {
     // A request sent while it is down fails at once, with the same code.
     const later = await h.answer(h.call('echo', { text: 'anyone?' }));
     expect(later.message.error.code).toBe(ErrorCode.UpstreamUnavailable);
-    expect(h.closed).toEqual([]);
+    expect(h.closed.items).toEqual([]);
   });
 
   it('resumes a dropped SSE stream with Last-Event-ID and delivers every message exactly once', async () => {
@@ -346,7 +335,7 @@ describe('HttpUpstream against the SDK’s Streamable HTTP server', () => {
     expect(h.answersTo(id)).toHaveLength(1);
   });
 
-  it('when the server ends the session: fails only what was in flight, starts a new session, and goes on', async () => {
+  it('when the server ends the session: reports it lost and back, as a restarted child, and goes on', async () => {
     const server = await fixture('legacy');
     const h = open(server.url);
     await h.initialize();
@@ -358,22 +347,22 @@ describe('HttpUpstream against the SDK’s Streamable HTTP server', () => {
       headers: { 'mcp-session-id': oldSession, 'mcp-protocol-version': '2025-11-25' },
     });
     expect(ended.status).toBe(200);
-    const failed = await h.answer(inFlight);
-    expect(failed.message.error).toEqual({
-      code: ErrorCode.UpstreamUnavailable,
-      message:
-        'Upstream server ended its session while tools/call was in flight (HTTP 404); a new session was started: retry the request',
-    });
+    await h.reopened();
+    expect(h.lost).toEqual(['the upstream server ended its session (HTTP 404)']);
+    // What was in flight is the session's to answer, as for a child that exited: the channel says nothing.
+    expect(h.answersTo(inFlight)).toEqual([]);
     const after = await h.answer(h.call('echo', { text: 'new session' }));
     expect(text(after)).toBe('new session');
+    expect(h.answersTo(inFlight)).toEqual([]);
     expect(h.upstream.sessionId).toBeDefined();
     expect(h.upstream.sessionId).not.toBe(oldSession);
     // The new session's initialize result stayed inside the channel.
     expect(h.inbox.items.filter((r) => r.message.result?.protocolVersion !== undefined)).toHaveLength(1);
     expect(await h.upstream.standaloneStream()).toBe(true);
+    expect(h.closed.items).toEqual([]);
   });
 
-  it('after a server restart on the same port, a new request starts a new session and is answered', async () => {
+  it('after a server restart on the same port, starts a new session and serves in it', async () => {
     const first = await fixture('legacy');
     const h = open(first.url);
     await h.initialize();
@@ -382,10 +371,78 @@ describe('HttpUpstream against the SDK’s Streamable HTTP server', () => {
     await first.stop('SIGTERM');
     const second = await fixture('legacy', { port: first.port });
     expect(second.url).toBe(first.url);
+    // The standalone stream finds the session gone (404) once it reconnects.
+    await h.reopened();
     const answer = await h.answer(h.call('echo', { text: 'still here' }), 15_000);
     expect(text(answer)).toBe('still here');
     expect(h.upstream.sessionId).not.toBe(oldSession);
     expect(h.inbox.items.filter((r) => r.message.result?.protocolVersion !== undefined)).toHaveLength(1);
+  });
+
+  it('tries a new session again while it cannot be started, and is back by itself once it can', async () => {
+    const server = await fixture('legacy');
+    let refusals = 0;
+    // In front of the server: answers 503 to an initialize (a POST without a session id) while told to.
+    const gate = createServer((req, res) => {
+      if (req.method === 'POST' && req.headers['mcp-session-id'] === undefined && refusals > 0) {
+        refusals--;
+        req.resume();
+        return void res.writeHead(503).end();
+      }
+      const forward = httpRequest(server.url, { method: req.method, headers: req.headers }, (reply) => {
+        res.writeHead(reply.statusCode ?? 502, reply.headers).flushHeaders();
+        reply.pipe(res);
+      });
+      req.pipe(forward);
+    });
+    const h = open(await listen(gate));
+    await h.initialize();
+    expect(await h.upstream.standaloneStream()).toBe(true);
+    refusals = 3;
+    await server.endSessions();
+    // Nothing is sent meanwhile: the channel comes back by itself, as a restarted child does.
+    await h.reopened();
+    expect(refusals).toBe(0);
+    expect(h.lost).toEqual(['the upstream server ended its session (HTTP 404)']);
+    expect(text(await h.answer(h.call('echo', { text: 'back' })))).toBe('back');
+  });
+
+  it('does not spin on a server that forgets every session at once: the next new session waits', async () => {
+    const server = await fixture('legacy');
+    let initializes = 0;
+    // In front of the server: every standalone GET is told the session is gone (404).
+    const gate = createServer((req, res) => {
+      if (req.method === 'GET') return void res.writeHead(404).end();
+      if (req.headers['mcp-session-id'] === undefined) initializes++;
+      const forward = httpRequest(server.url, { method: req.method, headers: req.headers }, (reply) => {
+        res.writeHead(reply.statusCode ?? 502, reply.headers).flushHeaders();
+        reply.pipe(res);
+      });
+      req.pipe(forward);
+    });
+    const h = open(await listen(gate), { reconnectDelayMs: 1_000, reconnectMaxDelayMs: 1_000 });
+    await h.initialize();
+    // The first loss is renewed at once; the next, lost before it answered anything, waits.
+    await h.reopened(1);
+    const firstBack = performance.now();
+    await h.reopened(2);
+    expect(performance.now() - firstBack).toBeGreaterThanOrEqual(1_000);
+    expect(initializes).toBe(3);
+  });
+
+  it('is not let back when the new session answers initialize differently, and says why', async () => {
+    const first = await fixture('legacy');
+    const h = open(first.url);
+    await h.initialize();
+    expect(await h.upstream.standaloneStream()).toBe(true);
+    await first.stop('SIGTERM');
+    // Another server on the same address: it has tasks, the first had none.
+    await fixture('native', { port: first.port });
+    const reason = await h.closed.waitFor(() => true, 'the final closure', 15_000);
+    expect(reason).toMatch(/answered initialize differently in its new session/);
+    expect(h.lost).toEqual(['the upstream server ended its session (HTTP 404)']);
+    await h.upstream.close();
+    expect(h.closed.items).toHaveLength(1);
   });
 
   it('close() ends the upstream session with DELETE, reports closed once, and is safe to call twice', async () => {
@@ -395,7 +452,7 @@ describe('HttpUpstream against the SDK’s Streamable HTTP server', () => {
     const session = h.upstream.sessionId!;
     await Promise.all([h.upstream.close(), h.upstream.close()]);
     await h.upstream.close();
-    expect(h.closed).toEqual(['taskgate closed its connection to the upstream server']);
+    expect(h.closed.items).toEqual(['taskgate closed its connection to the upstream server']);
     const probe = await fetch(server.url, {
       method: 'POST',
       headers: {
@@ -542,3 +599,146 @@ async function cuttingProxy(target: string) {
     },
   };
 }
+
+/**
+ * Issue 15: taskgate in front of an HTTP server does what it does in front of a stdio one. The stdio side
+ * of each is in supervision.test.ts; here the same things over HTTP, through the built CLI.
+ */
+describe('taskgate in front of an HTTP upstream, as in front of a stdio one', () => {
+  /** taskgate on raw pipes (logging at info) in front of `upstream`, handshake done. */
+  async function behind(upstream: object, flags: string[] = []): Promise<RawPeer> {
+    const dir = mkdtempSync(join(tmpdir(), 'taskgate-http-upstream-'));
+    const file = join(dir, 'taskgate.json');
+    writeFileSync(file, JSON.stringify({ upstream }));
+    const peer = RawPeer.start(['--log-level', 'info', '--config', file, ...flags]);
+    cleanups.push(async () => {
+      if (peer.alive) peer.child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    });
+    await peer.initialize();
+    return peer;
+  }
+
+  const toolCall = (id: string, name: string, args: object, extra: object = {}) => ({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name, arguments: args, ...extra },
+  });
+
+  describe.each(['stdio', 'http'] as const)('one upstream deadline, over %s', (kind) => {
+    async function upstreamWithTimeout(requestTimeout: number): Promise<object> {
+      if (kind === 'stdio') return { command: process.execPath, args: [FIXTURES.legacy], requestTimeout };
+      return { url: (await fixture('legacy')).url, requestTimeout };
+    }
+
+    it('a call not answered within upstream.requestTimeout fails, and the server is told to stop', async () => {
+      const p = await behind(await upstreamWithTimeout(1_500));
+      p.send(toolCall('slow', 'sleep', { ms: 10_000, label: 'too-slow' }));
+      expect(await p.response('slow')).toMatchObject({
+        error: {
+          code: ErrorCode.UpstreamUnavailable,
+          message: 'Upstream server did not answer tools/call within 1500 ms',
+        },
+      });
+      let cancelled: string[] = [];
+      for (let attempt = 0; attempt < 20 && !cancelled.includes('too-slow'); attempt++) {
+        p.send(toolCall(`c${attempt}`, 'cancelled-calls', {}));
+        const answer = (await p.response(`c${attempt}`)) as Json;
+        cancelled = JSON.parse(answer.result.content[0].text);
+      }
+      expect(cancelled).toContain('too-slow');
+    });
+
+    it('issue 13.3: the deadline counts from the sending, however much progress comes meanwhile', async () => {
+      const p = await behind(await upstreamWithTimeout(1_500));
+      p.send(
+        toolCall('chatty', 'progress', { steps: 8, intervalMs: 400 }, { _meta: { progressToken: 't' } }),
+      );
+      expect(await p.response('chatty')).toMatchObject({
+        error: { message: 'Upstream server did not answer tools/call within 1500 ms' },
+      });
+    });
+
+    it('a task’s own call is bounded by the task’s ttl, not by upstream.requestTimeout', async () => {
+      const p = await behind(await upstreamWithTimeout(1_500));
+      p.send(toolCall('task', 'sleep', { ms: 3_000 }, { task: { ttl: 60_000 } }));
+      const taskId = ((await p.response('task')) as Json).result.task.taskId;
+      p.send({ jsonrpc: '2.0', id: 'result', method: 'tasks/result', params: { taskId } });
+      expect(((await p.response('result')) as Json).result).toMatchObject({
+        content: [{ type: 'text', text: 'slept 3000 ms' }],
+      });
+    });
+  });
+
+  describe('when the server ends the session and a new one starts', () => {
+    it('the new session is told the log level the client had set', async () => {
+      const server = await fixture('legacy', { env: { FIXTURE_REPORT: '1' } });
+      const p = await behind({ url: server.url });
+      p.send({ jsonrpc: '2.0', id: 'level', method: 'logging/setLevel', params: { level: 'error' } });
+      expect(await p.response('level')).toHaveProperty('result');
+      await server.logged('session 1: logging/setLevel {"level":"error"}');
+      await server.endSessions();
+      await server.logged('session 2: logging/setLevel {"level":"error"}');
+      await p.logged('new upstream session started');
+    });
+
+    it('the tasks the server ran itself in the old session fail, instead of vanishing', async () => {
+      // It sends no status notifications: only what taskgate passes on tells how its tasks stand.
+      const server = await fixture('native', { env: { FIXTURE_MISBEHAVE: 'no-status-notifications' } });
+      const p = await behind({ url: server.url });
+      p.send(toolCall('t', 'sleep', { ms: 60_000 }, { task: {} }));
+      const taskId = ((await p.response('t')) as Json).result.task.taskId;
+      p.send({ jsonrpc: '2.0', id: 'before', method: 'tasks/get', params: { taskId } });
+      expect((await p.response('before')).result).toMatchObject({ taskId, status: 'working' });
+      await server.endSessions();
+      const status = (await p.messages.waitFor(
+        (m) =>
+          m.method === 'notifications/tasks/status' &&
+          (m.params as Json).taskId === taskId &&
+          (m.params as Json).status === 'failed',
+        'the failed status of the server’s task',
+      )) as Json;
+      expect(status.params.statusMessage).toMatch(/ended its session/);
+      await p.logged('new upstream session started');
+      p.send({ jsonrpc: '2.0', id: 'after', method: 'tasks/get', params: { taskId } });
+      expect((await p.response('after')).result).toMatchObject({ taskId, status: 'failed' });
+    });
+
+    it('what the old session asked the client is withdrawn, and its call fails', async () => {
+      const server = await fixture('legacy');
+      const p = await behind({ url: server.url });
+      p.send(toolCall('ask', 'elicit', { message: 'never answered' }));
+      const elicitation = await p.messages.waitFor(
+        (m) => m.method === 'elicitation/create',
+        'the elicitation of the call',
+      );
+      await server.endSessions();
+      await p.messages.waitFor(
+        (m) => m.method === 'notifications/cancelled' && (m.params as Json).requestId === elicitation.id,
+        'the elicitation to be withdrawn',
+      );
+      expect(await p.response('ask')).toMatchObject({
+        error: { code: ErrorCode.UpstreamUnavailable, message: expect.stringMatching(/ended its session/) },
+      });
+    });
+
+    it('a server that answers initialize differently in the new session is left, and calls say why', async () => {
+      const first = await fixture('legacy');
+      const p = await behind({ url: first.url });
+      // Once it has answered, the handshake is over and the standalone stream is on its way.
+      p.send(toolCall('before', 'echo', { text: 'first server' }));
+      expect(await p.response('before')).toHaveProperty('result');
+      await first.stop('SIGTERM');
+      await fixture('native', { port: first.port });
+      await p.logged('answered initialize differently in its new session', 15_000);
+      p.send(toolCall('after', 'echo', { text: 'anyone?' }));
+      expect(await p.response('after')).toMatchObject({
+        error: {
+          code: ErrorCode.UpstreamUnavailable,
+          message: expect.stringMatching(/answered initialize differently/),
+        },
+      });
+    });
+  });
+});
