@@ -1,15 +1,19 @@
 /**
  * The Channel contract (test/channel-contract.ts) for the channels that need a process or a socket: the
  * supervised stdio upstream, whose peer is a real child process (it relays its stdin and stdout to a
- * socket of the test's, so that the test drives the far end of the pipes), and the HTTP upstream, whose
- * peer is a Streamable HTTP server of the test's, answering the handshake and holding the GET stream.
+ * socket of the test's, so that the test drives the far end of the pipes); the HTTP upstream, whose
+ * peer is a Streamable HTTP server of the test's, answering the handshake and holding the GET stream; and
+ * the HTTP session of taskgate's own front, whose peer is an HTTP client POSTing and holding a GET stream.
  */
 import { once } from 'node:events';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { text } from 'node:stream/consumers';
 import { pino } from 'pino';
+import { HttpFront } from '../../src/transport/http-front.js';
+import type { HttpSession } from '../../src/transport/http-session.js';
 import { HttpUpstream } from '../../src/transport/http-upstream.js';
+import { SseParser } from '../../src/transport/sse.js';
 import { SupervisedStdioUpstream } from '../../src/transport/supervised-upstream.js';
 import { describeChannelContract, type ChannelUnderTest } from '../channel-contract.js';
 import { Inbox } from '../helpers/inbox.js';
@@ -136,4 +140,103 @@ describeChannelContract('HttpUpstream (a Streamable HTTP server)', httpUpstreamU
   keepsEarlyMessages: false,
   maxMessageBytes: LIMIT,
   reportsPeerGone: false,
+});
+
+const SESSION_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+
+/**
+ * An HttpSession of the real front, past its handshake (answered by the pair itself, before the contract
+ * starts the channel for good): the peer POSTs one message at a time, as a client that wants them in
+ * order does, reads the GET stream, and DELETEs the session to go away.
+ */
+async function httpSessionUnderTest(): Promise<ChannelUnderTest> {
+  let opened!: (session: HttpSession) => void;
+  const sessionOpened = new Promise<HttpSession>((resolve) => (opened = resolve));
+  const front = new HttpFront(
+    {
+      host: '127.0.0.1',
+      port: 0,
+      path: '/mcp',
+      allowedOrigins: [],
+      maxMessageBytes: LIMIT,
+      maxSessions: 4,
+      sessionIdleTimeoutMs: 60_000,
+      abandonedSessionTimeoutMs: 60_000,
+      eventLogSize: 1_000,
+      eventLogBytes: 1_000_000,
+      eventLogTotalBytes: 1_000_000,
+    },
+    {
+      openSession: async (session) => {
+        session.start({
+          message: (raw) => {
+            const { id } = JSON.parse(raw.toString('utf8')) as { id: string };
+            const result = {
+              protocolVersion: '2025-11-25',
+              capabilities: {},
+              serverInfo: { name: 'gw', version: '1' },
+            };
+            queueMicrotask(() => session.send({ jsonrpc: '2.0', id, result }, { responseTo: id }));
+          },
+          malformed: () => undefined,
+          closed: () => undefined,
+        });
+        opened(session);
+      },
+      notReady: async () => undefined,
+    },
+    pino({ level: 'silent' }),
+  );
+  const url = await front.listen();
+  const initialized = await fetch(url, {
+    method: 'POST',
+    headers: SESSION_HEADERS,
+    body: JSON.stringify(INITIALIZE),
+  });
+  await initialized.text();
+  const sessionId = initialized.headers.get('mcp-session-id') ?? '';
+  const headers = { ...SESSION_HEADERS, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
+  const session = await sessionOpened;
+
+  const received = new Inbox<string>();
+  const closesSeen = new Inbox<'closed'>();
+  const stream = await fetch(url, { headers: { ...headers, accept: 'text/event-stream' } });
+  const parser = new SseParser(LIMIT, {
+    event: ({ data }) => {
+      if (data.length > 0) received.push(data.toString('utf8'));
+    },
+    retry: () => undefined,
+    oversized: () => undefined,
+  });
+  void (async () => {
+    try {
+      for await (const chunk of stream.body as AsyncIterable<Uint8Array>) parser.push(Buffer.from(chunk));
+    } catch {
+      // The stream was cut rather than ended: the close is seen all the same.
+    }
+    closesSeen.push('closed');
+  })();
+
+  let posting = Promise.resolve();
+  const inTurn = (request: () => Promise<Response>): void => {
+    posting = posting.then(async () => void (await (await request()).text()));
+  };
+  return {
+    channel: session,
+    peer: {
+      send: (raw) => inTurn(() => fetch(url, { method: 'POST', headers, body: raw })),
+      received,
+      close: () => inTurn(() => fetch(url, { method: 'DELETE', headers })),
+      closesSeen,
+    },
+    dispose: async () => {
+      await posting.catch(() => undefined);
+      await front.close();
+    },
+  };
+}
+
+describeChannelContract('HttpSession (the front’s, its peer an HTTP client)', httpSessionUnderTest, {
+  // What is POSTed before start() has no handler to go to: the front starts the session's channel at once.
+  keepsEarlyMessages: false,
 });
