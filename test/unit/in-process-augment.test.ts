@@ -270,6 +270,69 @@ describe('in process: augment', () => {
     expect(statusesOf(g, task.taskId)).toEqual(['input_required', 'working', 'completed']);
   });
 
+  it('passes an elicitation on untagged when two calls are in flight and it cannot say whose it is', async () => {
+    const g = await open();
+    const asked: unknown[] = [];
+    g.client.setRequestHandler(ElicitRequestSchema, (request) => {
+      asked.push(request.params._meta?.[RELATED]);
+      return { action: 'decline' };
+    });
+    const { task } = await createTask(g, 'held');
+    const plain = g.client.callTool({ name: 'held', arguments: {} });
+    const first = await held.calls.waitFor(() => true, 'the task’s call upstream');
+    await held.calls.waitFor((call) => call !== first, 'the plain call upstream');
+    const answer = await first.extra.sendRequest(
+      {
+        method: 'elicitation/create',
+        params: { message: 'whose?', requestedSchema: { type: 'object', properties: {} } },
+      },
+      ElicitResultSchema,
+    );
+    expect(answer.action).toBe('decline');
+    expect(asked).toEqual([undefined]);
+    expect(statusesOf(g, task.taskId)).toEqual([]);
+    held.releaseAll();
+    await plain;
+  });
+
+  it('tasks.statusNotifications false: no notifications/tasks/status', async () => {
+    const g = await open({ config: { tasks: { statusNotifications: false } } });
+    const { task } = await createTask(g, 'echo', { text: 'quiet' });
+    await g.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(g.clientTransport.received.items.filter(isMethod('notifications/tasks/status'))).toEqual([]);
+  });
+
+  it('refuses a task that is not an object, a negative or non-numeric ttl, and a call without a name (-32602)', async () => {
+    const g = await open();
+    for (const params of [
+      { name: 'echo', arguments: { text: 'x' }, task: 'soon' },
+      { name: 'echo', arguments: { text: 'x' }, task: { ttl: -5 } },
+      { name: 'echo', arguments: { text: 'x' }, task: { ttl: 'long' } },
+      { arguments: { text: 'x' }, task: {} },
+    ]) {
+      const error = await rpcError(
+        g.client.request({ method: 'tools/call', params } as never, CreateTaskResultSchema),
+      );
+      expect(error.code).toBe(-32602);
+      expect(error.message).toMatch(/Invalid params for tools\/call/);
+    }
+    expect(upstreamCalls(g)).toEqual([]);
+  });
+
+  it('fails a running task, saying why, and wakes its waiters when the server goes away (nothing lost)', async () => {
+    const g = await open();
+    const { task } = await createTask(g, 'held');
+    await held.calls.waitFor(() => true, 'the call upstream');
+    const waiting = rpcError(g.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema));
+    await g.server.close();
+    const error = await waiting;
+    expect(error.code).toBe(-32000);
+    expect(error.message).toMatch(/Upstream server unavailable: the other end closed/);
+    const failed = await g.client.experimental.tasks.getTask(task.taskId);
+    expect(failed.status).toBe('failed');
+    expect(failed.statusMessage).toMatch(/Upstream server unavailable/);
+  });
+
   it('grants ttl up to tasks.maxTtl, tasks.defaultTtl when none is asked, and the configured pollInterval (spec: TTL 3, 4)', async () => {
     const g = await open({ config: { tasks: { maxTtl: 5_000, defaultTtl: 2_000, pollInterval: 250 } } });
     const capped = await createTask(g, 'echo', { text: 'a' }, { ttl: 60_000 });
