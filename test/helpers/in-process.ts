@@ -45,7 +45,7 @@ export interface FakeTool {
 }
 
 export interface GatewayOptions {
-  /** taskgate's settings, as a config file would give them. */
+  /** taskgate's settings, as a config file would give them (an upstream.command there is never run). */
   config?: ConfigInput;
   tools?: FakeTool[];
   /** The client declares tasks (true unless set). */
