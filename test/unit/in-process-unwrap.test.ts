@@ -134,6 +134,36 @@ describe('in process: unwrap', () => {
     );
   });
 
+  it('relays the task’s elicitation to the client as an ordinary request, and its answer back', async () => {
+    const g = await open();
+    await g.client.listTools();
+    const asked: unknown[] = [];
+    g.client.setRequestHandler(ElicitRequestSchema, (request) => {
+      asked.push(request.params);
+      return { action: 'accept', content: { interpretation: 'snake' } };
+    });
+    const call = g.client.callTool({ name: 'research', arguments: { topic: 'python' } });
+    const started = await held.calls.waitFor(() => true, 'the task’s work upstream');
+    const [task] = g.serverTasks?.getAllTasks() ?? [];
+    // As the SDK's own task servers ask: the task input_required, the request queued for it and delivered
+    // through tasks/result.
+    await g.serverTasks?.updateTaskStatus(task!.taskId, 'input_required');
+    const answer = await g.server.request(
+      {
+        method: 'elicitation/create',
+        params: { message: 'which python?', requestedSchema: { type: 'object', properties: {} } },
+      },
+      ElicitResultSchema,
+      { relatedRequestId: started.extra.requestId, relatedTask: { taskId: task!.taskId } },
+    );
+    expect(answer).toMatchObject({ action: 'accept', content: { interpretation: 'snake' } });
+    expect(asked).toEqual([
+      { message: 'which python?', requestedSchema: { type: 'object', properties: {} } },
+    ]);
+    started.answer(textResult('report on python (snake)'));
+    expect((await call).content).toEqual([{ type: 'text', text: 'report on python (snake)' }]);
+  });
+
   it('ends the call with the upstream task’s failure when it fails', async () => {
     const g = await open();
     await g.client.listTools();
