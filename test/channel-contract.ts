@@ -146,7 +146,7 @@ export function describeChannelContract(
     );
 
     it('still delivers what was sent before close(), then the peer sees the close, once', async () => {
-      const { channel, peer } = await started();
+      const { channel, peer, near } = await started();
       channel.sendRaw(notification(1));
       await channel.close();
       await peer.closesSeen.waitFor(() => true, 'the peer seeing the close');
@@ -155,6 +155,8 @@ export function describeChannelContract(
       await channel.close();
       await setImmediate();
       expect(peer.closesSeen.items).toHaveLength(1);
+      // The owner's own close() is told back to it by some channels (those over a process or HTTP), never twice.
+      expect(near.closes.items.length).toBeLessThanOrEqual(1);
     });
 
     it('drops what is sent after close(), without throwing', async () => {
