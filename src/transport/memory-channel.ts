@@ -25,6 +25,8 @@ export class MemoryChannel implements Channel {
   private handlers: ChannelHandlers | undefined;
   /** Messages that arrived before start(): delivered then, in order. */
   private early: { raw: Buffer; arrival?: Arrival }[] = [];
+  /** The peer went away before start(): reported then, after the early messages. */
+  private closedEarly: CloseInfo | undefined;
   private closed = false;
   /** Each message's route as its sender gave it, for tests that check where a message was meant to go. */
   readonly sentRoutes: (Route | undefined)[] = [];
@@ -35,6 +37,11 @@ export class MemoryChannel implements Channel {
     const early = this.early;
     this.early = [];
     for (const { raw, arrival } of early) handlers.message(raw, arrival);
+    const closedEarly = this.closedEarly;
+    if (closedEarly === undefined) return;
+    this.closedEarly = undefined;
+    this.handlers = undefined;
+    handlers.closed(closedEarly);
   }
 
   /** Records the routes given to send/sendRaw (tests only; off by default so nothing grows). */
@@ -76,7 +83,8 @@ export class MemoryChannel implements Channel {
     this.closed = true;
     const handlers = this.handlers;
     this.handlers = undefined;
-    handlers?.closed(info);
+    if (handlers) handlers.closed(info);
+    else this.closedEarly = info;
   }
 }
 

@@ -1,0 +1,201 @@
+/**
+ * taskgate's core in the test's own process: a real SDK Client, taskgate's Session and a real SDK Server,
+ * joined by two memory channel pairs, with a MemoryTaskStore. Every message the client or the server
+ * receives is schema-checked (CheckedTransport); `violations` collects what broke a schema.
+ *
+ *   const gate = await inProcessGateway({ tools: [{ name: 'echo', run: (args) => text(args.text) }] });
+ *
+ * Build it after vi.useFakeTimers() where time matters: the store, the limits and the session read the
+ * clock they are built with.
+ */
+import { setImmediate as realSetImmediate } from 'node:timers';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTaskMessageQueue, InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type ClientCapabilities,
+  type ServerNotification,
+  type ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
+import { pino } from 'pino';
+import { resolveConfig } from '../../src/config/load.js';
+import { Policy } from '../../src/config/policy.js';
+import type { ConfigInput } from '../../src/config/schema.js';
+import { Limits, type LimitKind } from '../../src/security/limits.js';
+import { Session } from '../../src/session/session.js';
+import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
+import { memoryChannelPair } from '../../src/transport/memory-channel.js';
+import { ChannelTransport } from './channel-transport.js';
+import { CheckedTransport } from './checked-transport.js';
+
+export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+export interface FakeTool {
+  name: string;
+  /** As the server lists it. A server with any tool that has one declares tasks and runs them itself. */
+  taskSupport?: 'required' | 'optional' | 'forbidden';
+  /** Runs a plain call, or the work of the server's own task. A thrown McpError is the call's error. */
+  run(args: Record<string, unknown>, extra: ToolExtra): Promise<CallToolResult> | CallToolResult;
+}
+
+export interface GatewayOptions {
+  /** taskgate's settings, as a config file would give them (an upstream.command there is never run). */
+  config?: ConfigInput;
+  tools?: FakeTool[];
+  /** The client declares tasks (true unless set). */
+  clientTasks?: boolean;
+  /** Replaces the client's default capabilities (which offer elicitation and sampling). */
+  clientCapabilities?: ClientCapabilities;
+}
+
+export interface Gateway {
+  client: Client;
+  /** What the client received, checked against the schemas. */
+  clientTransport: CheckedTransport;
+  server: Server;
+  /** What the server received from taskgate. */
+  serverTransport: CheckedTransport;
+  /** The server's own task store, where it runs tasks itself. */
+  serverTasks: InMemoryTaskStore | undefined;
+  session: Session;
+  store: MemoryTaskStore;
+  /** The per-caller limits refused, in order. */
+  refusals: LimitKind[];
+  /** Schema violations seen on either side. */
+  readonly violations: string[];
+  close(): Promise<void>;
+}
+
+/** The pollInterval the server gives its own tasks. */
+export const SERVER_POLL_INTERVAL_MS = 100;
+
+const TASK_CLIENT: ClientCapabilities = {
+  tasks: { list: {}, cancel: {}, requests: {} },
+  elicitation: { form: {} },
+  sampling: {},
+};
+const PLAIN_CLIENT: ClientCapabilities = { elicitation: { form: {} }, sampling: {} };
+
+export const textResult = (text: string): CallToolResult => ({ content: [{ type: 'text', text }] });
+
+export async function inProcessGateway(options: GatewayOptions = {}): Promise<Gateway> {
+  const config = resolveConfig(options.config ?? {});
+  const tools = options.tools ?? [];
+  const toClient = memoryChannelPair();
+  const toServer = memoryChannelPair();
+
+  const { server, serverTasks } = fakeServer(tools);
+  const serverTransport = new CheckedTransport(new ChannelTransport(toServer.b));
+  await server.connect(serverTransport);
+
+  const store = new MemoryTaskStore({
+    maxTasks: config.tasks.maxTasks,
+    maxResultBytes: config.tasks.maxResultBytes,
+  });
+  const refusals: LimitKind[] = [];
+  const session = new Session(
+    toClient.b,
+    toServer.a,
+    {
+      id: 'in-process',
+      config,
+      policy: new Policy(config),
+      store,
+      logger: pino({ level: 'silent' }),
+      limits: new Limits(config.limits, (kind) => refusals.push(kind)),
+    },
+    { upstreamGone: () => undefined, closed: () => undefined },
+  );
+  session.start();
+
+  const clientTransport = new CheckedTransport(new ChannelTransport(toClient.a));
+  const client = new Client(
+    { name: 'in-process-client', version: '1.0.0' },
+    {
+      capabilities:
+        options.clientCapabilities ?? (options.clientTasks === false ? PLAIN_CLIENT : TASK_CLIENT),
+    },
+  );
+  await client.connect(clientTransport);
+
+  return {
+    client,
+    clientTransport,
+    server,
+    serverTransport,
+    serverTasks,
+    session,
+    store,
+    refusals,
+    get violations() {
+      return [...clientTransport.violations, ...serverTransport.violations];
+    },
+    close: async () => {
+      await client.close();
+      await session.close();
+      await server.close();
+      serverTasks?.cleanup();
+      await store.close();
+    },
+  };
+}
+
+/** A server built on the SDK's low-level Server, so that a thrown McpError reaches taskgate as it is. */
+function fakeServer(tools: FakeTool[]): { server: Server; serverTasks: InMemoryTaskStore | undefined } {
+  const native = tools.some((tool) => tool.taskSupport !== undefined);
+  const serverTasks = native ? new InMemoryTaskStore() : undefined;
+  const server = new Server(
+    { name: 'in-process-server', version: '1.0.0' },
+    {
+      capabilities: {
+        tools: {},
+        ...(native ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
+      },
+      ...(serverTasks ? { taskStore: serverTasks, taskMessageQueue: new InMemoryTaskMessageQueue() } : {}),
+    },
+  );
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: tools.map(({ name, taskSupport }) => ({
+      name,
+      inputSchema: { type: 'object' as const },
+      ...(taskSupport === undefined ? {} : { execution: { taskSupport } }),
+    })),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const { name, task } = request.params;
+    const tool = tools.find((candidate) => candidate.name === name);
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    const args = request.params.arguments ?? {};
+    if (task === undefined || !extra.taskStore) {
+      if (tool.taskSupport === 'required') {
+        throw new McpError(ErrorCode.MethodNotFound, `Tool ${name} must be called as a task`);
+      }
+      return tool.run(args, extra);
+    }
+    const taskStore = extra.taskStore;
+    const created = await taskStore.createTask({
+      pollInterval: SERVER_POLL_INTERVAL_MS,
+      ...(task.ttl === undefined ? {} : { ttl: task.ttl }),
+    });
+    const work = async (): Promise<void> => {
+      const result = await Promise.resolve(tool.run(args, extra)).catch((error: unknown): CallToolResult => ({
+        isError: true,
+        ...textResult(String(error)),
+      }));
+      const current = await taskStore.getTask(created.taskId);
+      if (current.status === 'working' || current.status === 'input_required') {
+        await taskStore.storeTaskResult(created.taskId, result.isError ? 'failed' : 'completed', result);
+      }
+    };
+    // After the CreateTaskResult has gone out (a timer of the real clock: fake timers never fire it).
+    realSetImmediate(() => void work());
+    return { task: created };
+  });
+  return { server, serverTasks };
+}
