@@ -1,22 +1,32 @@
 /**
- * The official MCP conformance suite's server scenarios (test/conformance: Node 22, the suite in two
- * versions) through taskgate's HTTP front, in front of test/fixtures/conformance-server.js (SDK 1.32,
- * stdio), and against that fixture directly over HTTP, so that a taskgate bug can be told from a gap in
- * the fixture: a scenario that passes directly but fails through taskgate is a taskgate bug.
+ * The official MCP conformance suite's server scenarios (test/conformance: its two versions, on Node 22)
+ * through taskgate's HTTP front in front of test/fixtures/conformance-server.js (SDK 1.32, stdio), and
+ * against that fixture's own HTTP mode, to tell a taskgate bug from a gap in the fixture: a scenario that
+ * passes directly but fails through taskgate is a taskgate bug.
  *
- * Each table says, per scenario, whether it passes or why it fails. A scenario that behaves otherwise
- * fails its test, in both directions: once a failing scenario passes, drop its entry.
+ * Each run has a table: per scenario, it passes, or it fails (and why), or it has no check that could pass
+ * or fail (and why). A scenario that gives anything else fails its test, in every direction: once a
+ * failing scenario passes, its entry has to change. For the 2026-07-28 run, that table is
+ * THROUGH_TASKGATE_2026.
  */
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NODE_22, runServerScenarios, SUITES, type ScenarioOutcome } from '../conformance/suite.js';
-import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
+import { startHttpFixture } from '../helpers/http-fixture.js';
 import { FIXTURES, Gateway } from '../helpers/taskgate.js';
 
-type Expected = 'passes' | { fails: string };
+/** What a scenario gives: every check passes, some fail (why), or it has no check to pass or fail (why). */
+type Expected = 'passes' | { fails: string } | { checksNothing: string };
 
-/** The scenarios of 0.1.16 (`--suite all`, pending ones included), in the order the suite runs them. */
-const SCENARIOS_2025 = [
+/** A table of `scenarios`, each expected to pass unless `exceptions` says otherwise. */
+const table = (
+  scenarios: readonly string[],
+  exceptions: Record<string, Expected> = {},
+): Record<string, Expected> =>
+  Object.fromEntries(scenarios.map((scenario) => [scenario, exceptions[scenario] ?? 'passes']));
+
+/** The server scenarios of 0.1.16 (`--suite all`: pending ones included), in the order it runs them. */
+const SCENARIOS_0_1_16 = [
   'server-initialize',
   'logging-set-level',
   'ping',
@@ -49,110 +59,190 @@ const SCENARIOS_2025 = [
   'prompts-get-embedded-resource',
   'prompts-get-with-image',
   'dns-rebinding-protection',
-] as const;
+];
 
-/** 0.1.16 against the fixture's own HTTP mode (test/fixtures/http-serve.js). */
-const DIRECT_2025: Partial<Record<(typeof SCENARIOS_2025)[number], Expected>> = {
-  'dns-rebinding-protection': {
-    fails:
-      'http-serve.js checks neither Host nor Origin (a fixture, not a product); taskgate answers 403 to a foreign Origin',
-  },
+/**
+ * 0.2.0-alpha.12 `--requirements 2025-11-25`: the same scenarios with more checks (each message against the
+ * spec's JSON schema, SSE priming under 2025-11-25), scored ones first, then three it runs unscored.
+ */
+const SCENARIOS_2025_REQUIREMENTS = [
+  ...SCENARIOS_0_1_16.filter((scenario) => !['json-schema-2020-12', 'server-sse-polling'].includes(scenario)),
+  'server-session-lifecycle',
+  'json-schema-2020-12',
+  'server-sse-polling',
+];
+
+const NO_HOST_CHECK = {
+  fails:
+    'http-serve.js checks neither Host nor Origin (a fixture, not a product); taskgate answers 403 to a foreign Origin',
+};
+/** server-sse-polling has no check to pass when the POST that calls test_reconnection is not an SSE stream it closes. */
+const SDK_DOES_NOT_CLOSE = {
+  checksNothing:
+    '0.1.16 sends MCP-Protocol-Version 2025-03-26, under which the SDK neither primes nor closes the stream: it only warns',
+};
+const TASKGATE_ANSWERS_JSON = {
+  checksNothing:
+    'taskgate answers that POST with a JSON body, as the transport allows (its stdio upstream cannot close a stream), so the SSE checks do not apply',
 };
 
-/** 0.1.16 through taskgate. */
-const THROUGH_TASKGATE_2025: Partial<Record<(typeof SCENARIOS_2025)[number], Expected>> = {};
+const DIRECT_0_1_16 = table(SCENARIOS_0_1_16, {
+  'server-sse-polling': SDK_DOES_NOT_CLOSE,
+  'dns-rebinding-protection': NO_HOST_CHECK,
+});
+const THROUGH_TASKGATE_0_1_16 = table(SCENARIOS_0_1_16, { 'server-sse-polling': TASKGATE_ANSWERS_JSON });
+const DIRECT_2025_REQUIREMENTS = table(SCENARIOS_2025_REQUIREMENTS, {
+  'dns-rebinding-protection': NO_HOST_CHECK,
+});
+const THROUGH_TASKGATE_2025_REQUIREMENTS = table(SCENARIOS_2025_REQUIREMENTS, {
+  'server-sse-polling': TASKGATE_ANSWERS_JSON,
+});
 
 /** Why a 2026-07-28 scenario fails through taskgate today. */
 const NO_MODERN_FRONT =
   'no modern front yet: taskgate answers a 2026-07-28 request (no initialize, MCP-Protocol-Version 2026-07-28) with HTTP 400, -32600 "Unsupported MCP-Protocol-Version"';
-const NO_MODERN_FRONT_ID_NULL = `${NO_MODERN_FRONT}, and with id null, which the suite's schema check refuses`;
-/** Where the 2025 fixture lacks what a 2026 scenario calls, so that it fails even with a modern front. */
-const fixtureLacks = (what: string): Expected => ({
-  fails: `${NO_MODERN_FRONT}; also, conformance-server.js has no ${what}`,
-});
+const NO_MODERN_FRONT_ID_NULL = {
+  fails: `${NO_MODERN_FRONT}, with id null, which the suite's schema check refuses`,
+};
+const FAILS_NO_MODERN_FRONT = { fails: NO_MODERN_FRONT };
+/**
+ * The input-required-result scenarios want the server's own input keys (`user_name`, ...) and requestState:
+ * a 2025 server cannot name them, so these can pass only in front of a server that answers
+ * InputRequiredResult itself (an SDK v2 fixture).
+ */
+const NEEDS_MRTR_SERVER = {
+  fails: `${NO_MODERN_FRONT}; and conformance-server.js (2025) cannot name the input keys and requestState it checks`,
+};
+
+/** Which tools of conformance-2026-tools.js taskgate runs as tasks for the 2026 suite (first match wins). */
+const TASK_POLICY_2026 = [
+  'test_tool_with_task=required',
+  'slow_compute=optional',
+  'failing_job=optional',
+  'protocol_error_job=optional',
+  'confirm_delete=optional',
+  'multi_input=optional',
+  '*=forbidden',
+].flatMap((rule) => ['--tool-task-support', rule]);
 
 /**
- * 0.2.0-alpha.12 `--requirements 2026-07-28` through taskgate: the scored scenarios, then the ones it runs
- * but does not score (the tasks extension, and three pending ones), in the order the suite runs them.
+ * 0.2.0-alpha.12 `--requirements 2026-07-28` through taskgate: the scored scenarios, then those it runs
+ * unscored (the tasks extension, and three pending ones), in the order it runs them.
  */
 const THROUGH_TASKGATE_2026: Record<string, Expected> = {
-  'server-stateless': { fails: NO_MODERN_FRONT_ID_NULL },
-  'completion-complete': { fails: NO_MODERN_FRONT },
-  'tools-list': { fails: NO_MODERN_FRONT },
-  'tools-call-simple-text': { fails: NO_MODERN_FRONT },
-  'tools-call-image': { fails: NO_MODERN_FRONT },
-  'tools-call-audio': { fails: NO_MODERN_FRONT },
-  'tools-call-embedded-resource': { fails: NO_MODERN_FRONT },
-  'tools-call-mixed-content': { fails: NO_MODERN_FRONT },
-  'tools-call-error': { fails: NO_MODERN_FRONT },
-  'tools-call-with-progress': { fails: NO_MODERN_FRONT },
-  'server-sse-multiple-streams': { fails: NO_MODERN_FRONT },
-  'resources-list': { fails: NO_MODERN_FRONT },
-  'resources-read-text': { fails: NO_MODERN_FRONT },
-  'resources-read-binary': { fails: NO_MODERN_FRONT },
-  'resources-templates-read': { fails: NO_MODERN_FRONT },
-  'sep-2164-resource-not-found': { fails: NO_MODERN_FRONT_ID_NULL },
-  'prompts-list': { fails: NO_MODERN_FRONT },
-  'prompts-get-simple': { fails: NO_MODERN_FRONT },
-  'prompts-get-with-args': { fails: NO_MODERN_FRONT },
-  'prompts-get-embedded-resource': { fails: NO_MODERN_FRONT },
-  'prompts-get-with-image': { fails: NO_MODERN_FRONT },
-  // The foreign Host is refused (as by any 2025 request); the valid one is a 2026 request.
-  'dns-rebinding-protection': { fails: NO_MODERN_FRONT },
-  caching: { fails: NO_MODERN_FRONT },
-  'input-required-result-basic-elicitation': fixtureLacks('test_input_required_result_elicitation'),
-  'input-required-result-basic-sampling': fixtureLacks('test_input_required_result_sampling'),
-  'input-required-result-basic-list-roots': fixtureLacks('test_input_required_result_list_roots'),
-  'input-required-result-request-state': fixtureLacks('test_input_required_result_request_state'),
-  'input-required-result-multiple-input-requests': fixtureLacks('test_input_required_result_multiple_inputs'),
-  'input-required-result-multi-round': fixtureLacks('test_input_required_result_multi_round'),
-  'input-required-result-missing-input-response': { fails: NO_MODERN_FRONT_ID_NULL },
-  'input-required-result-non-tool-request': fixtureLacks('test_input_required_result_prompt prompt'),
-  'input-required-result-result-type': fixtureLacks('test_input_required_result_elicitation'),
-  'input-required-result-unsupported-methods': { fails: NO_MODERN_FRONT_ID_NULL },
-  'input-required-result-tampered-state': fixtureLacks('test_input_required_result_tampered_state'),
-  'input-required-result-capability-check': fixtureLacks('test_input_required_result_capabilities'),
-  'input-required-result-ignore-extra-params': { fails: NO_MODERN_FRONT_ID_NULL },
-  // Its checks accept any JSON-RPC error to a malformed inputResponses, the version refusal included.
+  'server-stateless': NO_MODERN_FRONT_ID_NULL,
+  'completion-complete': FAILS_NO_MODERN_FRONT,
+  'tools-list': FAILS_NO_MODERN_FRONT,
+  'tools-call-simple-text': FAILS_NO_MODERN_FRONT,
+  'tools-call-image': FAILS_NO_MODERN_FRONT,
+  'tools-call-audio': FAILS_NO_MODERN_FRONT,
+  'tools-call-embedded-resource': FAILS_NO_MODERN_FRONT,
+  'tools-call-mixed-content': FAILS_NO_MODERN_FRONT,
+  'tools-call-error': FAILS_NO_MODERN_FRONT,
+  'tools-call-with-progress': FAILS_NO_MODERN_FRONT,
+  'server-sse-multiple-streams': FAILS_NO_MODERN_FRONT,
+  'resources-list': FAILS_NO_MODERN_FRONT,
+  'resources-read-text': FAILS_NO_MODERN_FRONT,
+  'resources-read-binary': FAILS_NO_MODERN_FRONT,
+  'resources-templates-read': FAILS_NO_MODERN_FRONT,
+  'sep-2164-resource-not-found': NO_MODERN_FRONT_ID_NULL,
+  'prompts-list': FAILS_NO_MODERN_FRONT,
+  'prompts-get-simple': FAILS_NO_MODERN_FRONT,
+  'prompts-get-with-args': FAILS_NO_MODERN_FRONT,
+  'prompts-get-embedded-resource': FAILS_NO_MODERN_FRONT,
+  'prompts-get-with-image': FAILS_NO_MODERN_FRONT,
+  // The foreign Host is refused (as for any request); the valid one is a 2026 request.
+  'dns-rebinding-protection': FAILS_NO_MODERN_FRONT,
+  caching: FAILS_NO_MODERN_FRONT,
+  'input-required-result-basic-elicitation': NEEDS_MRTR_SERVER,
+  'input-required-result-basic-sampling': NEEDS_MRTR_SERVER,
+  'input-required-result-basic-list-roots': NEEDS_MRTR_SERVER,
+  'input-required-result-request-state': NEEDS_MRTR_SERVER,
+  'input-required-result-multiple-input-requests': NEEDS_MRTR_SERVER,
+  'input-required-result-multi-round': NEEDS_MRTR_SERVER,
+  'input-required-result-missing-input-response': NO_MODERN_FRONT_ID_NULL,
+  'input-required-result-non-tool-request': NEEDS_MRTR_SERVER,
+  'input-required-result-result-type': NEEDS_MRTR_SERVER,
+  'input-required-result-unsupported-methods': NO_MODERN_FRONT_ID_NULL,
+  'input-required-result-tampered-state': NEEDS_MRTR_SERVER,
+  'input-required-result-capability-check': NEEDS_MRTR_SERVER,
+  'input-required-result-ignore-extra-params': NO_MODERN_FRONT_ID_NULL,
+  // Its checks take any JSON-RPC error to a malformed inputResponses, the version refusal included.
   'input-required-result-validate-input': 'passes',
-  'tasks-lifecycle': fixtureLacks('greet, slow_compute, failing_job or protocol_error_job'),
-  'tasks-capability-negotiation': fixtureLacks('greet or slow_compute'),
-  'tasks-wire-fields': fixtureLacks('slow_compute'),
-  'tasks-request-state-removal': fixtureLacks('slow_compute'),
-  'tasks-mrtr-input': fixtureLacks('confirm_delete or multi_input'),
-  'tasks-request-headers': fixtureLacks('slow_compute'),
+  'tasks-lifecycle': FAILS_NO_MODERN_FRONT,
+  'tasks-capability-negotiation': FAILS_NO_MODERN_FRONT,
+  'tasks-wire-fields': FAILS_NO_MODERN_FRONT,
+  'tasks-request-state-removal': FAILS_NO_MODERN_FRONT,
+  'tasks-mrtr-input': FAILS_NO_MODERN_FRONT,
+  'tasks-request-headers': FAILS_NO_MODERN_FRONT,
   'tasks-dispatch-and-envelope': {
     fails: `${NO_MODERN_FRONT}: -32600 where it expects -32601 for the removed tasks/result and tasks/list`,
   },
-  // It has no checks in 0.2.0-alpha.12: nothing to fail.
-  'tasks-status-notifications': 'passes',
-  'tasks-required-task-error': fixtureLacks('test_tool_with_task (taskSupport required)'),
-  'tasks-mrtr-composition': fixtureLacks('confirm_delete'),
-  'json-schema-2020-12': { fails: NO_MODERN_FRONT },
-  'http-header-validation': { fails: NO_MODERN_FRONT },
-  'http-custom-header-server-validation': fixtureLacks('test_custom_headers'),
+  'tasks-status-notifications': { checksNothing: 'it has no checks in 0.2.0-alpha.12' },
+  'tasks-required-task-error': FAILS_NO_MODERN_FRONT,
+  'tasks-mrtr-composition': FAILS_NO_MODERN_FRONT,
+  'json-schema-2020-12': FAILS_NO_MODERN_FRONT,
+  'http-header-validation': FAILS_NO_MODERN_FRONT,
+  'http-custom-header-server-validation': FAILS_NO_MODERN_FRONT,
 };
 
-/** Whole-suite bounds: the 2025 suite through taskgate starts one upstream per scenario. */
+/** Bounds a whole run: through taskgate, each scenario's session starts an upstream process. */
 const SUITE_TIMEOUT_MS = 90_000;
 
-function expectOutcomes(
-  outcomes: () => Map<string, ScenarioOutcome>,
-  scenarios: readonly string[],
-  expected: Partial<Record<string, Expected>>,
-): void {
-  it('runs exactly the scenarios of the table', () => {
-    expect([...outcomes().keys()]).toEqual(scenarios);
-  });
+const outcomeOf = (outcome: ScenarioOutcome | undefined): string =>
+  outcome === undefined
+    ? 'not run'
+    : outcome.failed > 0
+      ? 'fails'
+      : outcome.passed === 0
+        ? 'checks nothing'
+        : 'passes';
 
-  it.each(scenarios)('%s', (scenario) => {
-    const outcome = outcomes().get(scenario);
-    const wanted = expected[scenario] ?? 'passes';
-    const got = outcome === undefined ? 'not run' : outcome.failed === 0 ? 'passes' : 'fails';
-    const why = wanted === 'passes' ? 'expected to pass' : `expected to fail: ${wanted.fails}`;
-    expect(got, `${why}\n${outcome?.failures.join('\n') ?? ''}`).toBe(
-      wanted === 'passes' ? 'passes' : 'fails',
-    );
+const wantedOutcome = (expected: Expected): string =>
+  expected === 'passes' ? 'passes' : 'fails' in expected ? 'fails' : 'checks nothing';
+
+interface Run {
+  suite: keyof typeof SUITES;
+  /** Which scenarios, as the CLI's options. */
+  selection: string[];
+  /** Where the suite connects: the fixture's own HTTP mode, or taskgate in front of it (with `flags`). */
+  target: 'fixture' | { taskgate: string[] };
+  expected: Record<string, Expected>;
+}
+
+/** One run of the suite, then one test per scenario of the table. */
+function describeRun(title: string, run: Run): void {
+  describe(title, () => {
+    let stop: () => Promise<void>;
+    let outcomes: Map<string, ScenarioOutcome>;
+
+    beforeAll(async () => {
+      let url: string;
+      if (run.target === 'fixture') {
+        const fixture = await startHttpFixture('conformance');
+        stop = () => fixture.stop('SIGTERM');
+        url = fixture.url;
+      } else {
+        const gateway = await Gateway.start([process.execPath, FIXTURES.conformance], run.target.taskgate);
+        stop = () => gateway.stop();
+        url = gateway.url.href;
+      }
+      outcomes = await runServerScenarios(run.suite, url, run.selection, SUITE_TIMEOUT_MS);
+    }, SUITE_TIMEOUT_MS + 15_000);
+    afterAll(() => stop?.());
+
+    it('runs exactly the scenarios of its table, in order', () => {
+      expect([...outcomes.keys()]).toEqual(Object.keys(run.expected));
+    });
+
+    it.each(Object.entries(run.expected))('%s', (scenario, expected) => {
+      const outcome = outcomes.get(scenario);
+      const why = typeof expected === 'string' ? '' : `, as expected because ${Object.values(expected)[0]}`;
+      expect(
+        outcomeOf(outcome),
+        `${wantedOutcome(expected)}${why}\n${outcome?.failures.join('\n') ?? ''}`,
+      ).toBe(wantedOutcome(expected));
+    });
   });
 }
 
@@ -163,47 +253,34 @@ describe('the official conformance suite', () => {
     expect(existsSync(SUITES['2026'])).toBe(true);
   });
 
-  describe('0.1.16 (2025-11-25) against the fixture directly', () => {
-    let fixture: HttpFixture;
-    let outcomes: Map<string, ScenarioOutcome>;
-
-    beforeAll(async () => {
-      fixture = await startHttpFixture('conformance');
-      outcomes = await runServerScenarios('2025', fixture.url, ['--suite', 'all'], SUITE_TIMEOUT_MS);
-    }, SUITE_TIMEOUT_MS + 15_000);
-    afterAll(() => fixture?.stop('SIGTERM'));
-
-    expectOutcomes(() => outcomes, SCENARIOS_2025, DIRECT_2025);
+  describeRun('0.1.16 against the fixture directly', {
+    suite: '2025',
+    selection: ['--suite', 'all'],
+    target: 'fixture',
+    expected: DIRECT_0_1_16,
   });
-
-  describe('0.1.16 (2025-11-25) through taskgate in front of the fixture', () => {
-    let gateway: Gateway;
-    let outcomes: Map<string, ScenarioOutcome>;
-
-    beforeAll(async () => {
-      gateway = await Gateway.start([process.execPath, FIXTURES.conformance]);
-      outcomes = await runServerScenarios('2025', gateway.url.href, ['--suite', 'all'], SUITE_TIMEOUT_MS);
-    }, SUITE_TIMEOUT_MS + 15_000);
-    afterAll(() => gateway?.stop());
-
-    expectOutcomes(() => outcomes, SCENARIOS_2025, THROUGH_TASKGATE_2025);
+  describeRun('0.1.16 through taskgate in front of the fixture', {
+    suite: '2025',
+    selection: ['--suite', 'all'],
+    target: { taskgate: [] },
+    expected: THROUGH_TASKGATE_0_1_16,
   });
-
-  describe('0.2.0-alpha.12 --requirements 2026-07-28 through taskgate in front of the fixture', () => {
-    let gateway: Gateway;
-    let outcomes: Map<string, ScenarioOutcome>;
-
-    beforeAll(async () => {
-      gateway = await Gateway.start([process.execPath, FIXTURES.conformance]);
-      outcomes = await runServerScenarios(
-        '2026',
-        gateway.url.href,
-        ['--requirements', '2026-07-28', '--timeout', '10000'],
-        SUITE_TIMEOUT_MS,
-      );
-    }, SUITE_TIMEOUT_MS + 15_000);
-    afterAll(() => gateway?.stop());
-
-    expectOutcomes(() => outcomes, Object.keys(THROUGH_TASKGATE_2026), THROUGH_TASKGATE_2026);
+  describeRun('0.2.0-alpha.12 --requirements 2025-11-25 against the fixture directly', {
+    suite: '2026',
+    selection: ['--requirements', '2025-11-25'],
+    target: 'fixture',
+    expected: DIRECT_2025_REQUIREMENTS,
+  });
+  describeRun('0.2.0-alpha.12 --requirements 2025-11-25 through taskgate in front of the fixture', {
+    suite: '2026',
+    selection: ['--requirements', '2025-11-25'],
+    target: { taskgate: [] },
+    expected: THROUGH_TASKGATE_2025_REQUIREMENTS,
+  });
+  describeRun('0.2.0-alpha.12 --requirements 2026-07-28 through taskgate in front of the fixture', {
+    suite: '2026',
+    selection: ['--requirements', '2026-07-28', '--timeout', '15000'],
+    target: { taskgate: TASK_POLICY_2026 },
+    expected: THROUGH_TASKGATE_2026,
   });
 });
