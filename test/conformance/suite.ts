@@ -2,9 +2,11 @@
  * Runs one version of the official MCP conformance suite (installed in this folder, on its own Node 22)
  * against a server URL, and reads what each server scenario gave.
  *
- * The CLI prints one summary line per scenario (`✓ name: 3 passed, 0 failed`) and, with `-o DIR`, saves
- * each scenario's checks in `DIR/server-<scenario>-<timestamp>/checks.json`; a scenario that throws before
- * it has checks gets only its summary line and a `Failed to run scenario <name>: <error>` line.
+ * The CLI prints `=== Running scenario: <name> ===` as it starts each scenario and, with `-o DIR`, saves the
+ * scenario's checks in `DIR/server-<name>-<timestamp>/checks.json` once it ends; a scenario that throws
+ * leaves that folder empty and prints `Failed to run scenario <name>: <error>` (the suite counts that as one
+ * failed check). Reading these rather than the closing summary keeps what a run that had to be stopped
+ * did get through.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -27,7 +29,7 @@ export const SUITES = {
 export interface ScenarioOutcome {
   passed: number;
   failed: number;
-  /** The error message of each failed check, or why the scenario could not run. */
+  /** The error message of each failed check, or why the scenario did not run to its end. */
   failures: string[];
 }
 
@@ -37,11 +39,14 @@ interface Check {
   errorMessage?: string;
 }
 
-const SUMMARY_LINE = /^[✓✗] (\S+): (\d+) passed, (\d+) failed$/gm;
+const STARTED = /^=== Running scenario: (\S+) ===$/gm;
 const CHECKS_DIR = /^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$/;
 const COULD_NOT_RUN = /^Failed to run scenario (\S+): (.*)$/gm;
 
-/** Runs the suite's server scenarios chosen by `selection` (e.g. `--suite all`) against `url`. */
+/**
+ * Runs the suite's server scenarios chosen by `selection` (e.g. `--suite all`) against `url`; each scenario
+ * it started, in order, with its outcome. A run still going after `timeoutMs` is stopped.
+ */
 export async function runServerScenarios(
   suite: keyof typeof SUITES,
   url: string,
@@ -50,28 +55,43 @@ export async function runServerScenarios(
 ): Promise<Map<string, ScenarioOutcome>> {
   const outputDir = await mkdtemp(join(tmpdir(), 'taskgate-conformance-'));
   try {
-    const { stdout, stderr } = await run(
+    const { stdout, stderr, stopped } = await run(
       [SUITES[suite], 'server', '--url', url, ...selection, '-o', outputDir],
       timeoutMs,
     );
     const outcomes = new Map<string, ScenarioOutcome>();
-    for (const [, name, passed, failed] of stdout.matchAll(SUMMARY_LINE)) {
-      outcomes.set(name!, { passed: Number(passed), failed: Number(failed), failures: [] });
-    }
-    if (outcomes.size === 0) throw new Error(`the suite reported no scenario:\n${stdout}\n${stderr}`);
+    for (const [, name] of stdout.matchAll(STARTED))
+      outcomes.set(name!, { passed: 0, failed: 0, failures: [] });
+    if (outcomes.size === 0) throw new Error(`the suite ran no scenario:\n${stdout}\n${stderr}`);
+
+    const ended = new Set<string>();
     for (const dir of await readdir(outputDir)) {
-      const scenario = CHECKS_DIR.exec(dir)?.[1];
-      const outcome = scenario === undefined ? undefined : outcomes.get(scenario);
-      // A scenario that threw leaves its folder empty.
+      const name = CHECKS_DIR.exec(dir)?.[1];
+      const outcome = name === undefined ? undefined : outcomes.get(name);
       const checksFile = join(outputDir, dir, 'checks.json');
       if (outcome === undefined || !existsSync(checksFile)) continue;
-      const checks = JSON.parse(await readFile(checksFile, 'utf8')) as Check[];
-      for (const check of checks) {
-        if (check.status === 'FAILURE') outcome.failures.push(`${check.name}: ${check.errorMessage}`);
+      ended.add(name!);
+      for (const check of JSON.parse(await readFile(checksFile, 'utf8')) as Check[]) {
+        if (check.status === 'SUCCESS') outcome.passed++;
+        if (check.status === 'FAILURE') {
+          outcome.failed++;
+          outcome.failures.push(`${check.name}: ${check.errorMessage}`);
+        }
       }
     }
-    for (const [, name, error] of `${stdout}\n${stderr}`.matchAll(COULD_NOT_RUN)) {
-      outcomes.get(name!)?.failures.push(`could not run: ${error}`);
+    for (const [, name, error] of stderr.matchAll(COULD_NOT_RUN)) {
+      const outcome = outcomes.get(name!);
+      if (outcome === undefined) continue;
+      ended.add(name!);
+      outcome.failed++;
+      outcome.failures.push(`could not run: ${error}`);
+    }
+    for (const [name, outcome] of outcomes) {
+      if (ended.has(name)) continue;
+      outcome.failed++;
+      outcome.failures.push(
+        stopped ? `still running when the suite was stopped after ${timeoutMs} ms` : 'no result',
+      );
     }
     return outcomes;
   } finally {
@@ -79,13 +99,17 @@ export async function runServerScenarios(
   }
 }
 
-/** The CLI exits 1 when any scenario fails: that is an outcome, not an error; anything else is. */
-function run(args: string[], timeoutMs: number): Promise<{ stdout: string; stderr: string }> {
+/** The CLI exits 1 when any scenario fails: that is an outcome, as is a run stopped at its time limit. */
+function run(
+  args: string[],
+  timeoutMs: number,
+): Promise<{ stdout: string; stderr: string; stopped: boolean }> {
   return new Promise((resolve, reject) => {
     execFile(NODE_22, args, { timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error && error.code !== 1) {
+      const stopped = error?.killed === true;
+      if (error && error.code !== 1 && !stopped) {
         reject(new Error(`the conformance suite failed (${error.message}):\n${stdout}\n${stderr}`));
-      } else resolve({ stdout, stderr });
+      } else resolve({ stdout, stderr, stopped });
     });
   });
 }
