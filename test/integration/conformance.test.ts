@@ -83,7 +83,7 @@ const SDK_DOES_NOT_CLOSE = {
 };
 const TASKGATE_ANSWERS_JSON = {
   checksNothing:
-    'taskgate answers that POST with a JSON body, as the transport allows (its stdio upstream cannot close a stream), so the SSE checks do not apply',
+    'taskgate answers that POST with one JSON body, as the transport allows (whether its upstream is on stdio or closes its own SSE stream mid-call over HTTP), so the SSE checks do not apply',
 };
 
 const DIRECT_0_1_16 = table(SCENARIOS_0_1_16, {
@@ -205,29 +205,45 @@ interface Run {
   suite: keyof typeof SUITES;
   /** Which scenarios, as the CLI's options. */
   selection: string[];
-  /** Where the suite connects: the fixture's own HTTP mode, or taskgate in front of it (with `flags`). */
-  target: 'fixture' | { taskgate: string[] };
+  /**
+   * Where the suite connects: the fixture's own HTTP mode; taskgate (with these flags) in front of the
+   * fixture on stdio; or taskgate as a sidecar (`--upstream-url`) in front of the fixture's HTTP mode.
+   */
+  target: 'fixture' | { taskgate: string[] } | 'sidecar';
   expected: Record<string, Expected>;
+}
+
+/** Starts what `target` names; its URL, and how to stop it all. */
+async function start(target: Run['target']): Promise<{ url: string; stop: () => Promise<void> }> {
+  if (target === 'fixture' || target === 'sidecar') {
+    const fixture = await startHttpFixture('conformance');
+    if (target === 'fixture') return { url: fixture.url, stop: () => fixture.stop('SIGTERM') };
+    const gateway = await Gateway.start([], ['--upstream-url', fixture.url]).catch(async (error: unknown) => {
+      await fixture.stop('SIGTERM');
+      throw error;
+    });
+    return {
+      url: gateway.url.href,
+      stop: async () => {
+        await gateway.stop();
+        await fixture.stop('SIGTERM');
+      },
+    };
+  }
+  const gateway = await Gateway.start([process.execPath, FIXTURES.conformance], target.taskgate);
+  return { url: gateway.url.href, stop: () => gateway.stop() };
 }
 
 /** One run of the suite, then one test per scenario of the table. */
 function describeRun(title: string, run: Run): void {
   describe(title, () => {
-    let stop: () => Promise<void>;
+    let stop: (() => Promise<void>) | undefined;
     let outcomes: Map<string, ScenarioOutcome>;
 
     beforeAll(async () => {
-      let url: string;
-      if (run.target === 'fixture') {
-        const fixture = await startHttpFixture('conformance');
-        stop = () => fixture.stop('SIGTERM');
-        url = fixture.url;
-      } else {
-        const gateway = await Gateway.start([process.execPath, FIXTURES.conformance], run.target.taskgate);
-        stop = () => gateway.stop();
-        url = gateway.url.href;
-      }
-      outcomes = await runServerScenarios(run.suite, url, run.selection, SUITE_TIMEOUT_MS);
+      const started = await start(run.target);
+      stop = started.stop;
+      outcomes = await runServerScenarios(run.suite, started.url, run.selection, SUITE_TIMEOUT_MS);
     }, SUITE_TIMEOUT_MS + 15_000);
     afterAll(() => stop?.());
 
@@ -237,11 +253,11 @@ function describeRun(title: string, run: Run): void {
 
     it.each(Object.entries(run.expected))('%s', (scenario, expected) => {
       const outcome = outcomes.get(scenario);
-      const why = typeof expected === 'string' ? '' : `, as expected because ${Object.values(expected)[0]}`;
-      expect(
-        outcomeOf(outcome),
-        `${wantedOutcome(expected)}${why}\n${outcome?.failures.join('\n') ?? ''}`,
-      ).toBe(wantedOutcome(expected));
+      const reason = typeof expected === 'string' ? '' : ` (${Object.values(expected)[0]})`;
+      const failures = outcome?.failures.map((failure) => `\n  ${failure}`).join('') ?? '';
+      expect(outcomeOf(outcome), `the table says: ${wantedOutcome(expected)}${reason}${failures}`).toBe(
+        wantedOutcome(expected),
+      );
     });
   });
 }
@@ -265,6 +281,12 @@ describe('the official conformance suite', () => {
     target: { taskgate: [] },
     expected: THROUGH_TASKGATE_0_1_16,
   });
+  describeRun('0.1.16 through taskgate as a sidecar in front of the fixture over HTTP', {
+    suite: '2025',
+    selection: ['--suite', 'all'],
+    target: 'sidecar',
+    expected: THROUGH_TASKGATE_0_1_16,
+  });
   describeRun('0.2.0-alpha.12 --requirements 2025-11-25 against the fixture directly', {
     suite: '2026',
     selection: ['--requirements', '2025-11-25'],
@@ -277,6 +299,15 @@ describe('the official conformance suite', () => {
     target: { taskgate: [] },
     expected: THROUGH_TASKGATE_2025_REQUIREMENTS,
   });
+  describeRun(
+    '0.2.0-alpha.12 --requirements 2025-11-25 through taskgate as a sidecar in front of the fixture over HTTP',
+    {
+      suite: '2026',
+      selection: ['--requirements', '2025-11-25'],
+      target: 'sidecar',
+      expected: THROUGH_TASKGATE_2025_REQUIREMENTS,
+    },
+  );
   describeRun('0.2.0-alpha.12 --requirements 2026-07-28 through taskgate in front of the fixture', {
     suite: '2026',
     selection: ['--requirements', '2026-07-28', '--timeout', '15000'],
