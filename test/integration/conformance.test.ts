@@ -76,7 +76,7 @@ const NO_HOST_CHECK = {
   fails:
     'http-serve.js checks neither Host nor Origin (a fixture, not a product); taskgate answers 403 to a foreign Origin',
 };
-/** server-sse-polling has no check to pass when the POST that calls test_reconnection is not an SSE stream it closes. */
+/** server-sse-polling checks nothing unless the POST calling test_reconnection is an SSE stream closed mid-call. */
 const SDK_DOES_NOT_CLOSE = {
   checksNothing:
     '0.1.16 sends MCP-Protocol-Version 2025-03-26, under which the SDK neither primes nor closes the stream: it only warns',
