@@ -133,7 +133,7 @@ const TASK_POLICY_2026 = [
 const THROUGH_TASKGATE_2026: Record<string, Expected> = {
   'server-stateless': {
     fails:
-      'conformance-server.js has no test_missing_capability, test_streaming_elicitation or test_logging_tool; and taskgate answers subscriptions/listen with -32601 although the server declares resources.subscribe',
+      "test_missing_capability's sampling request, for a client that declared no sampling, ends the call with -32601 where -32021 (data.requiredCapabilities {sampling: {}}) is required; and taskgate answers subscriptions/listen with -32601 although the server declares resources.subscribe",
   },
   'completion-complete': 'passes',
   'tools-list': 'passes',
