@@ -1,0 +1,115 @@
+/**
+ * Runs one version of the official MCP conformance suite (installed in this folder, on its own Node 22)
+ * against a server URL, and reads what each server scenario gave.
+ *
+ * The CLI prints `=== Running scenario: <name> ===` as it starts each scenario and, with `-o DIR`, saves the
+ * scenario's checks in `DIR/server-<name>-<timestamp>/checks.json` once it ends; a scenario that throws
+ * leaves that folder empty and prints `Failed to run scenario <name>: <error>` (the suite counts that as one
+ * failed check). Reading these rather than the closing summary keeps what a run that had to be stopped
+ * did get through.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
+
+export const NODE_22 = here('node_modules/node/bin/node');
+
+export const SUITES = {
+  /** 0.1.16: the 2025-06-18 and 2025-11-25 scenarios. */
+  '2025': here('node_modules/conformance-2025/dist/index.js'),
+  /** 0.2.0-alpha.12: adds 2026-07-28 and the tasks extension. */
+  '2026': here('node_modules/conformance-2026/dist/index.js'),
+} as const;
+
+export interface ScenarioOutcome {
+  passed: number;
+  failed: number;
+  /** The error message of each failed check, or why the scenario did not run to its end. */
+  failures: string[];
+}
+
+interface Check {
+  status: string;
+  name?: string;
+  errorMessage?: string;
+}
+
+const STARTED = /^=== Running scenario: (\S+) ===$/gm;
+const CHECKS_DIR = /^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$/;
+const COULD_NOT_RUN = /^Failed to run scenario (\S+): (.*)$/gm;
+
+/**
+ * Runs the suite's server scenarios chosen by `selection` (e.g. `--suite all`) against `url`; each scenario
+ * it started, in order, with its outcome. A run still going after `timeoutMs` is stopped.
+ */
+export async function runServerScenarios(
+  suite: keyof typeof SUITES,
+  url: string,
+  selection: string[],
+  timeoutMs: number,
+): Promise<Map<string, ScenarioOutcome>> {
+  const outputDir = await mkdtemp(join(tmpdir(), 'taskgate-conformance-'));
+  try {
+    const { stdout, stderr, stopped } = await run(
+      [SUITES[suite], 'server', '--url', url, ...selection, '-o', outputDir],
+      timeoutMs,
+    );
+    const outcomes = new Map<string, ScenarioOutcome>();
+    for (const [, name] of stdout.matchAll(STARTED))
+      outcomes.set(name!, { passed: 0, failed: 0, failures: [] });
+    if (outcomes.size === 0) throw new Error(`the suite ran no scenario:\n${stdout}\n${stderr}`);
+
+    const ended = new Set<string>();
+    for (const dir of await readdir(outputDir)) {
+      const name = CHECKS_DIR.exec(dir)?.[1];
+      const outcome = name === undefined ? undefined : outcomes.get(name);
+      const checksFile = join(outputDir, dir, 'checks.json');
+      if (outcome === undefined || !existsSync(checksFile)) continue;
+      ended.add(name!);
+      for (const check of JSON.parse(await readFile(checksFile, 'utf8')) as Check[]) {
+        if (check.status === 'SUCCESS') outcome.passed++;
+        if (check.status === 'FAILURE') {
+          outcome.failed++;
+          outcome.failures.push(`${check.name}: ${check.errorMessage}`);
+        }
+      }
+    }
+    for (const [, name, error] of stderr.matchAll(COULD_NOT_RUN)) {
+      const outcome = outcomes.get(name!);
+      if (outcome === undefined) continue;
+      ended.add(name!);
+      outcome.failed++;
+      outcome.failures.push(`could not run: ${error}`);
+    }
+    for (const [name, outcome] of outcomes) {
+      if (ended.has(name)) continue;
+      outcome.failed++;
+      outcome.failures.push(
+        stopped ? `still running when the suite was stopped after ${timeoutMs} ms` : 'no result',
+      );
+    }
+    return outcomes;
+  } finally {
+    await rm(outputDir, { recursive: true, force: true });
+  }
+}
+
+/** The CLI exits 1 when any scenario fails: that is an outcome, as is a run stopped at its time limit. */
+function run(
+  args: string[],
+  timeoutMs: number,
+): Promise<{ stdout: string; stderr: string; stopped: boolean }> {
+  return new Promise((resolve, reject) => {
+    execFile(NODE_22, args, { timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const stopped = error?.killed === true;
+      if (error && error.code !== 1 && !stopped) {
+        reject(new Error(`the conformance suite failed (${error.message}):\n${stdout}\n${stderr}`));
+      } else resolve({ stdout, stderr, stopped });
+    });
+  });
+}

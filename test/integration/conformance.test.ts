@@ -1,0 +1,333 @@
+/**
+ * The official MCP conformance suite's server scenarios (test/conformance: its two versions, on Node 22)
+ * through taskgate's HTTP front in front of test/fixtures/conformance-server.js (SDK 1.32, stdio), and
+ * against that fixture's own HTTP mode, to tell a taskgate bug from a gap in the fixture: a scenario that
+ * passes directly but fails through taskgate is a taskgate bug.
+ *
+ * Each run has a table: per scenario, it passes, or it fails (and why), or it has no check that could pass
+ * or fail (and why). A scenario that gives anything else fails its test, in every direction: once a
+ * failing scenario passes, its entry has to change. For the 2026-07-28 run, that table is
+ * THROUGH_TASKGATE_2026.
+ */
+import { existsSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NODE_22, runServerScenarios, SUITES, type ScenarioOutcome } from '../conformance/suite.js';
+import { startHttpFixture } from '../helpers/http-fixture.js';
+import { FIXTURES, Gateway } from '../helpers/taskgate.js';
+
+/** What a scenario gives: every check passes, some fail (why), or it has no check to pass or fail (why). */
+type Expected = 'passes' | { fails: string } | { checksNothing: string };
+
+/** A table of `scenarios`, each expected to pass unless `exceptions` says otherwise. */
+const table = (
+  scenarios: readonly string[],
+  exceptions: Record<string, Expected> = {},
+): Record<string, Expected> =>
+  Object.fromEntries(scenarios.map((scenario) => [scenario, exceptions[scenario] ?? 'passes']));
+
+/** The server scenarios of 0.1.16 (`--suite all`: pending ones included), in the order it runs them. */
+const SCENARIOS_0_1_16 = [
+  'server-initialize',
+  'logging-set-level',
+  'ping',
+  'completion-complete',
+  'tools-list',
+  'tools-call-simple-text',
+  'tools-call-image',
+  'tools-call-audio',
+  'tools-call-embedded-resource',
+  'tools-call-mixed-content',
+  'tools-call-with-logging',
+  'tools-call-error',
+  'tools-call-with-progress',
+  'tools-call-sampling',
+  'tools-call-elicitation',
+  'json-schema-2020-12',
+  'elicitation-sep1034-defaults',
+  'server-sse-polling',
+  'server-sse-multiple-streams',
+  'elicitation-sep1330-enums',
+  'resources-list',
+  'resources-read-text',
+  'resources-read-binary',
+  'resources-templates-read',
+  'resources-subscribe',
+  'resources-unsubscribe',
+  'prompts-list',
+  'prompts-get-simple',
+  'prompts-get-with-args',
+  'prompts-get-embedded-resource',
+  'prompts-get-with-image',
+  'dns-rebinding-protection',
+];
+
+/**
+ * 0.2.0-alpha.12 `--requirements 2025-11-25`: the same scenarios with more checks (each message against the
+ * spec's JSON schema, SSE priming under 2025-11-25), scored ones first, then three it runs unscored.
+ */
+const SCENARIOS_2025_REQUIREMENTS = [
+  ...SCENARIOS_0_1_16.filter((scenario) => !['json-schema-2020-12', 'server-sse-polling'].includes(scenario)),
+  'server-session-lifecycle',
+  'json-schema-2020-12',
+  'server-sse-polling',
+];
+
+const NO_HOST_CHECK = {
+  fails:
+    'http-serve.js checks neither Host nor Origin (a fixture, not a product); taskgate answers 403 to a foreign Origin',
+};
+/** server-sse-polling checks nothing unless the POST calling test_reconnection is an SSE stream closed mid-call. */
+const SDK_DOES_NOT_CLOSE = {
+  checksNothing:
+    '0.1.16 sends MCP-Protocol-Version 2025-03-26, under which the SDK neither primes nor closes the stream: it only warns',
+};
+const TASKGATE_ANSWERS_JSON = {
+  checksNothing:
+    'taskgate answers that POST with one JSON body, as the transport allows (whether its upstream is on stdio or closes its own SSE stream mid-call over HTTP), so the SSE checks do not apply',
+};
+
+const DIRECT_0_1_16 = table(SCENARIOS_0_1_16, {
+  'server-sse-polling': SDK_DOES_NOT_CLOSE,
+  'dns-rebinding-protection': NO_HOST_CHECK,
+});
+const THROUGH_TASKGATE_0_1_16 = table(SCENARIOS_0_1_16, { 'server-sse-polling': TASKGATE_ANSWERS_JSON });
+const DIRECT_2025_REQUIREMENTS = table(SCENARIOS_2025_REQUIREMENTS, {
+  'dns-rebinding-protection': NO_HOST_CHECK,
+});
+const THROUGH_TASKGATE_2025_REQUIREMENTS = table(SCENARIOS_2025_REQUIREMENTS, {
+  'server-sse-polling': TASKGATE_ANSWERS_JSON,
+});
+
+/**
+ * The input-required-result scenarios (and tasks-mrtr-composition) check input keys the server names
+ * (`user_name`, ...) and its requestState: through taskgate, a 2025 server's elicitation/create becomes an
+ * input request under a key taskgate names, so these can pass only in front of a server that answers with
+ * an InputRequiredResult itself (an SDK v2 fixture).
+ */
+const NEEDS_MRTR_SERVER = {
+  fails:
+    'conformance-server.js has no test_input_required_result_* tool, and a 2025 server could not name the input keys and requestState these check',
+};
+/** What the modern front does not do yet: the tasks extension (SEP-2663). */
+const NO_MODERN_TASKS = 'taskgate does not serve the tasks extension to 2026-07-28 clients yet';
+const NO_TASK_CREATED = { fails: `${NO_MODERN_TASKS}: a task-supporting tool answers as a plain call` };
+const SLOW_CALL_TIMES_OUT = {
+  fails: `${NO_MODERN_TASKS}: slow_compute {seconds: 60} runs as a plain call and the scenario runs out of time`,
+};
+
+/** Which tools of conformance-2026-tools.js taskgate runs as tasks for the 2026 suite (first match wins). */
+const TASK_POLICY_2026 = [
+  'test_tool_with_task=required',
+  'failing_job=required',
+  'slow_compute=optional',
+  'protocol_error_job=optional',
+  'confirm_delete=optional',
+  'multi_input=optional',
+  '*=forbidden',
+].flatMap((rule) => ['--tool-task-support', rule]);
+
+/**
+ * 0.2.0-alpha.12 `--requirements 2026-07-28` through taskgate's modern front: the scored scenarios, then
+ * those it runs unscored (the tasks extension, and three pending ones), in the order it runs them.
+ */
+const THROUGH_TASKGATE_2026: Record<string, Expected> = {
+  'server-stateless': {
+    fails:
+      "test_missing_capability's sampling request, for a client that declared no sampling, ends the call with -32601 where -32021 (data.requiredCapabilities {sampling: {}}) is required; and taskgate answers subscriptions/listen with -32601 although the server declares resources.subscribe",
+  },
+  'completion-complete': 'passes',
+  'tools-list': 'passes',
+  'tools-call-simple-text': 'passes',
+  'tools-call-image': 'passes',
+  'tools-call-audio': 'passes',
+  'tools-call-embedded-resource': 'passes',
+  'tools-call-mixed-content': 'passes',
+  'tools-call-error': 'passes',
+  'tools-call-with-progress': 'passes',
+  'server-sse-multiple-streams': 'passes',
+  'resources-list': 'passes',
+  'resources-read-text': 'passes',
+  'resources-read-binary': 'passes',
+  'resources-templates-read': 'passes',
+  'sep-2164-resource-not-found': 'passes',
+  'prompts-list': 'passes',
+  'prompts-get-simple': 'passes',
+  'prompts-get-with-args': 'passes',
+  'prompts-get-embedded-resource': 'passes',
+  'prompts-get-with-image': 'passes',
+  'dns-rebinding-protection': 'passes',
+  caching: 'passes',
+  'input-required-result-basic-elicitation': NEEDS_MRTR_SERVER,
+  'input-required-result-basic-sampling': NEEDS_MRTR_SERVER,
+  'input-required-result-basic-list-roots': NEEDS_MRTR_SERVER,
+  'input-required-result-request-state': NEEDS_MRTR_SERVER,
+  'input-required-result-multiple-input-requests': NEEDS_MRTR_SERVER,
+  'input-required-result-multi-round': NEEDS_MRTR_SERVER,
+  'input-required-result-missing-input-response': 'passes',
+  'input-required-result-non-tool-request': NEEDS_MRTR_SERVER,
+  'input-required-result-result-type': NEEDS_MRTR_SERVER,
+  'input-required-result-unsupported-methods': 'passes',
+  'input-required-result-tampered-state': NEEDS_MRTR_SERVER,
+  'input-required-result-capability-check': NEEDS_MRTR_SERVER,
+  'input-required-result-ignore-extra-params': 'passes',
+  'input-required-result-validate-input': 'passes',
+  'tasks-lifecycle': SLOW_CALL_TIMES_OUT,
+  'tasks-capability-negotiation': {
+    fails: `${NO_MODERN_TASKS}: server/discover declares no io.modelcontextprotocol/tasks, and no call becomes a task`,
+  },
+  'tasks-wire-fields': NO_TASK_CREATED,
+  'tasks-request-state-removal': SLOW_CALL_TIMES_OUT,
+  'tasks-mrtr-input': {
+    fails: `${NO_MODERN_TASKS}; and confirm_delete's elicitation is refused ("could belong to any of 2 requests in flight"): over a stdio upstream the one shared bridge cannot attribute it while another client's call is parked for input`,
+  },
+  'tasks-request-headers': SLOW_CALL_TIMES_OUT,
+  'tasks-dispatch-and-envelope': {
+    fails: `${NO_MODERN_TASKS}: the exchange it drives does not end within the scenario's time`,
+  },
+  'tasks-status-notifications': { checksNothing: 'it has no checks in 0.2.0-alpha.12' },
+  'tasks-required-task-error': {
+    fails: `${NO_MODERN_TASKS}: failing_job, task-required by policy, runs for a client without the extension instead of -32021`,
+  },
+  'tasks-mrtr-composition': {
+    fails: `${NO_MODERN_TASKS}; and its first round wants the input key user_name, which a 2025 server cannot name`,
+  },
+  'json-schema-2020-12': 'passes',
+  'http-header-validation': 'passes',
+  'http-custom-header-server-validation': {
+    fails:
+      "taskgate's modern front does not check Mcp-Param-* headers against a tool's x-mcp-header parameters (SEP-2243): a missing, mismatched or badly encoded one gets 200",
+  },
+};
+
+/** Bounds a whole run: through taskgate, each scenario's session starts an upstream process. */
+const SUITE_TIMEOUT_MS = 90_000;
+
+const outcomeOf = (outcome: ScenarioOutcome | undefined): string =>
+  outcome === undefined
+    ? 'not run'
+    : outcome.failed > 0
+      ? 'fails'
+      : outcome.passed === 0
+        ? 'checks nothing'
+        : 'passes';
+
+const wantedOutcome = (expected: Expected): string =>
+  expected === 'passes' ? 'passes' : 'fails' in expected ? 'fails' : 'checks nothing';
+
+interface Run {
+  suite: keyof typeof SUITES;
+  /** Which scenarios, as the CLI's options. */
+  selection: string[];
+  /**
+   * Where the suite connects: the fixture's own HTTP mode; taskgate (with these flags) in front of the
+   * fixture on stdio; or taskgate as a sidecar (`--upstream-url`) in front of the fixture's HTTP mode.
+   */
+  target: 'fixture' | { taskgate: string[] } | 'sidecar';
+  expected: Record<string, Expected>;
+}
+
+/** Starts what `target` names; its URL, and how to stop it all. */
+async function start(target: Run['target']): Promise<{ url: string; stop: () => Promise<void> }> {
+  if (target === 'fixture' || target === 'sidecar') {
+    const fixture = await startHttpFixture('conformance');
+    if (target === 'fixture') return { url: fixture.url, stop: () => fixture.stop('SIGTERM') };
+    const gateway = await Gateway.start([], ['--upstream-url', fixture.url]).catch(async (error: unknown) => {
+      await fixture.stop('SIGTERM');
+      throw error;
+    });
+    return {
+      url: gateway.url.href,
+      stop: async () => {
+        await gateway.stop();
+        await fixture.stop('SIGTERM');
+      },
+    };
+  }
+  const gateway = await Gateway.start([process.execPath, FIXTURES.conformance], target.taskgate);
+  return { url: gateway.url.href, stop: () => gateway.stop() };
+}
+
+/** One run of the suite, then one test per scenario of the table. */
+function describeRun(title: string, run: Run): void {
+  describe(title, () => {
+    let stop: (() => Promise<void>) | undefined;
+    let outcomes: Map<string, ScenarioOutcome>;
+
+    beforeAll(async () => {
+      const started = await start(run.target);
+      stop = started.stop;
+      outcomes = await runServerScenarios(run.suite, started.url, run.selection, SUITE_TIMEOUT_MS);
+    }, SUITE_TIMEOUT_MS + 15_000);
+    afterAll(() => stop?.());
+
+    it('runs exactly the scenarios of its table, in order', () => {
+      expect([...outcomes.keys()]).toEqual(Object.keys(run.expected));
+    });
+
+    it.each(Object.entries(run.expected))('%s', (scenario, expected) => {
+      const outcome = outcomes.get(scenario);
+      const reason = typeof expected === 'string' ? '' : ` (${Object.values(expected)[0]})`;
+      const failures = outcome?.failures.map((failure) => `\n  ${failure}`).join('') ?? '';
+      expect(outcomeOf(outcome), `the table says: ${wantedOutcome(expected)}${reason}${failures}`).toBe(
+        wantedOutcome(expected),
+      );
+    });
+  });
+}
+
+describe('the official conformance suite', () => {
+  it('is installed (npm test installs test/conformance)', () => {
+    expect(existsSync(NODE_22)).toBe(true);
+    expect(existsSync(SUITES['2025'])).toBe(true);
+    expect(existsSync(SUITES['2026'])).toBe(true);
+  });
+
+  describeRun('0.1.16 against the fixture directly', {
+    suite: '2025',
+    selection: ['--suite', 'all'],
+    target: 'fixture',
+    expected: DIRECT_0_1_16,
+  });
+  describeRun('0.1.16 through taskgate in front of the fixture', {
+    suite: '2025',
+    selection: ['--suite', 'all'],
+    target: { taskgate: [] },
+    expected: THROUGH_TASKGATE_0_1_16,
+  });
+  describeRun('0.1.16 through taskgate as a sidecar in front of the fixture over HTTP', {
+    suite: '2025',
+    selection: ['--suite', 'all'],
+    target: 'sidecar',
+    expected: THROUGH_TASKGATE_0_1_16,
+  });
+  describeRun('0.2.0-alpha.12 --requirements 2025-11-25 against the fixture directly', {
+    suite: '2026',
+    selection: ['--requirements', '2025-11-25'],
+    target: 'fixture',
+    expected: DIRECT_2025_REQUIREMENTS,
+  });
+  describeRun('0.2.0-alpha.12 --requirements 2025-11-25 through taskgate in front of the fixture', {
+    suite: '2026',
+    selection: ['--requirements', '2025-11-25'],
+    target: { taskgate: [] },
+    expected: THROUGH_TASKGATE_2025_REQUIREMENTS,
+  });
+  describeRun(
+    '0.2.0-alpha.12 --requirements 2025-11-25 through taskgate as a sidecar in front of the fixture over HTTP',
+    {
+      suite: '2026',
+      selection: ['--requirements', '2025-11-25'],
+      target: 'sidecar',
+      expected: THROUGH_TASKGATE_2025_REQUIREMENTS,
+    },
+  );
+  describeRun(
+    "0.2.0-alpha.12 --requirements 2026-07-28 through taskgate's modern front in front of the fixture",
+    {
+      suite: '2026',
+      selection: ['--requirements', '2026-07-28', '--timeout', '10000'],
+      target: { taskgate: TASK_POLICY_2026 },
+      expected: THROUGH_TASKGATE_2026,
+    },
+  );
+});
