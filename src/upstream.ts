@@ -58,7 +58,7 @@ export async function openUpstream(
     hooks,
   );
   return {
-    channel: new ProbingUpstream(channel, upstream.era, ERA_PROBE_TIMEOUT_MS, logger),
+    channel: new ProbingUpstream(channel, upstream.era ?? 'auto', ERA_PROBE_TIMEOUT_MS, logger),
     description: maskCommand(command, args),
     stop: () => channel.stop(),
   };

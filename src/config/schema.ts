@@ -71,9 +71,10 @@ export const UpstreamSchema = z
     requestTimeout: milliseconds(MAX_TIMER_MS).optional(),
     /**
      * Which protocol generation taskgate speaks to a stdio upstream: `auto` asks with `server/discover`
-     * before anything else and speaks 2026-07-28 to a server that answers it, 2025 to any other.
+     * before anything else and speaks 2026-07-28 to a server that answers it, 2025 to any other (`auto`
+     * unless set).
      */
-    era: z.enum(['auto', 'legacy', 'modern']).default('auto'),
+    era: z.enum(['auto', 'legacy', 'modern']).optional(),
   })
   .strict()
   .refine((upstream) => (upstream.command === undefined) !== (upstream.url === undefined), {
