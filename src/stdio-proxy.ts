@@ -13,10 +13,12 @@ import { observeTasks } from './observability/observe.js';
 import type { Routes } from './observability/routes.js';
 import { countingDenials, createAuditLog } from './observability/audit.js';
 import { Limits } from './security/limits.js';
-import { Session, type SessionEvents, type SessionOptions } from './session/session.js';
+import { Session, type SessionOptions } from './session/session.js';
 import { ModernChannelFront } from './modern/channel-front.js';
 import { opensModernConnection } from './modern/era.js';
-import { bridgeSession } from './modern/shared-bridge.js';
+import { startBridge } from './modern/shared-bridge.js';
+import { DeferredChannel } from './transport/deferred-channel.js';
+import { memoryChannelPair } from './transport/memory-channel.js';
 import { awaitFirstMessage } from './transport/held-channel.js';
 import { openStore } from './store.js';
 import { LineChannel } from './transport/line-channel.js';
@@ -61,12 +63,12 @@ export async function startStdioProxy(config: Config): Promise<number> {
     onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
     sightings: observed.board.sightingsOf(id),
   };
-  const { first, channel } = await awaitFirstMessage(client);
-  const modern = first !== undefined && opensModernConnection(first);
+  // The session starts at once, to watch the upstream; its client is known from the first message.
+  const toClient = new DeferredChannel();
   return new Promise<number>((resolve) => {
     let exitCode = 0;
     let stopFront: () => void = () => undefined;
-    const events: SessionEvents = {
+    const session = new Session(toClient, upstream.channel, options, {
       upstreamGone: (state) => {
         if (state.initialized) return;
         logger.error(
@@ -83,20 +85,18 @@ export async function startStdioProxy(config: Config): Promise<number> {
         await store.close();
         resolve(exitCode);
       },
-    };
-    let session: Session;
-    if (modern) {
+    });
+    session.start();
+    void awaitFirstMessage(client).then(({ first, channel }) => {
+      if (first === undefined || !opensModernConnection(first)) return toClient.connect(channel);
       // A 2026-07-28 client: the bridge is the 2025 client of this connection's session.
-      const bridged = bridgeSession(upstream.channel, options, events);
-      session = bridged.session;
-      const bridge = bridged.bridge;
+      const pair = memoryChannelPair();
+      toClient.connect(pair.a);
+      const bridge = startBridge(pair.b, logger, id);
       const front = new ModernChannelFront(channel, bridge, logger, () => void session.close());
       stopFront = () => void front.close();
       front.start();
-    } else {
-      session = new Session(channel, upstream.channel, options, events);
-      session.start();
-    }
+    });
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       process.once(signal, () => {
         logger.info(`taskgate is shutting down (${signal}): closing the session and the upstream server`);

@@ -3,7 +3,7 @@
  */
 import type { Logger } from 'pino';
 import { maskCommand, maskUrl } from './config/mask.js';
-import type { Config } from './config/schema.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, type Config } from './config/schema.js';
 import { ProbingUpstream } from './modern/probing-upstream.js';
 import type { Channel } from './transport/channel.js';
 import { HttpUpstream } from './transport/http-upstream.js';
@@ -11,7 +11,8 @@ import { SupervisedStdioUpstream, type SupervisionHooks } from './transport/supe
 
 /**
  * How long a stdio server is given to answer the era probe. A 2025 server answers an unknown method at
- * once (usually -32601); one that says nothing is taken for 2025 after this.
+ * once (usually -32601); one that says nothing is taken for 2025 after this, or after a quarter of
+ * upstream.requestTimeout if that is shorter: the wait must not eat the deadline of the initialize it holds.
  */
 const ERA_PROBE_TIMEOUT_MS = 3_000;
 
@@ -58,7 +59,12 @@ export async function openUpstream(
     hooks,
   );
   return {
-    channel: new ProbingUpstream(channel, upstream.era ?? 'auto', ERA_PROBE_TIMEOUT_MS, logger),
+    channel: new ProbingUpstream(
+      channel,
+      upstream.era ?? 'auto',
+      Math.min(ERA_PROBE_TIMEOUT_MS, (upstream.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS) / 4),
+      logger,
+    ),
     description: maskCommand(command, args),
     stop: () => channel.stop(),
   };

@@ -26,6 +26,7 @@ import {
   requiredForInputRequest,
   requiredForRequest,
 } from '../protocol/modern/capabilities.js';
+import type { ModernRequestError } from '../protocol/modern/errors.js';
 import { buildDiscoverResult, type LegacyInitializeResult } from '../protocol/modern/discover.js';
 import {
   CLIENT_CAPABILITIES_META,
@@ -376,7 +377,10 @@ export class ModernBridge {
         }),
       );
     }
-    const open = [...this.calls.values()].filter((each) => MAY_ASK_FOR_INPUT.has(each.method));
+    // A parked call's server is waiting for the answer it already asked for: it is not the one asking.
+    const open = [...this.calls.values()].filter(
+      (each) => MAY_ASK_FOR_INPUT.has(each.method) && each.parkedAs === undefined,
+    );
     const call = this.callOf(arrival, open);
     if (call === undefined || !MAY_ASK_FOR_INPUT.has(call.method)) {
       return this.answerServer(
@@ -390,14 +394,7 @@ export class ModernBridge {
       );
     }
     const declared = checkCapabilities(required, call.meta.clientCapabilities);
-    if (!declared.ok) {
-      return this.answerServer(
-        errorResponse(request.id, {
-          code: ErrorCode.MethodNotFound,
-          message: `The client cannot answer ${request.method}: ${declared.error.message}`,
-        }),
-      );
-    }
+    if (!declared.ok) return this.refuseUndeclared(call, request, declared.error);
     call.inputs.set(`input-${this.nextInputKey++}`, {
       serverRequestId: request.id,
       method: request.method,
@@ -407,6 +404,24 @@ export class ModernBridge {
     call.unsent = true;
     // Requests the server sends together reach the client in one input_required answer.
     setImmediate(() => this.askForInput(call));
+  }
+
+  /**
+   * The server needs input the request did not declare it can give: the request is refused with -32021
+   * naming what is missing (basic/index.mdx "Per-request protocol fields"), and the call is given up.
+   */
+  private refuseUndeclared(call: Call, request: Request, missing: ModernRequestError): void {
+    this.answerServer(
+      errorResponse(request.id, {
+        code: ErrorCode.MethodNotFound,
+        message: `The client cannot answer ${request.method}: ${missing.message}`,
+      }),
+    );
+    const waiter = call.waiter;
+    this.cancelUpstream(call, `the client did not declare what ${request.method} needs`);
+    if (waiter === undefined) return;
+    waiter.stopListening();
+    waiter.resolve(this.refuse(waiter.exchange.request, toJsonRpcError(missing)));
   }
 
   /** The call a server request belongs to: the one whose stream carried it, or the only one that may ask. */

@@ -1,9 +1,10 @@
 /**
  * A stdio upstream whose era is not known yet. Before anything else it is sent `server/discover` (the
- * probe basic/transports/stdio.mdx "Backward Compatibility" recommends): a DiscoverResult or a recognised
- * modern error means 2026-07-28, and the Session is served through a ModernUpstreamTranslator; any other
- * answer, or none in time, means 2025, and messages pass as they are. What the Session sends meanwhile
- * waits, in order. The verdict holds for the upstream's restarts.
+ * probe basic/transports/stdio.mdx "Backward Compatibility" recommends): a DiscoverResult means
+ * 2026-07-28, and the Session is served through a ModernUpstreamTranslator; any other answer, or none in
+ * time, means 2025, and messages pass as they are. What the Session sends meanwhile waits, in order: a
+ * dual-era server takes the first message after the probe as its choice of era, so even the Session's
+ * initialize must wait for the verdict. The verdict holds for the upstream's restarts.
  */
 import type { Logger } from 'pino';
 import { withExactId } from '../protocol/exact-ids.js';
@@ -55,12 +56,11 @@ export class ProbingUpstream implements Channel {
     ).unref();
     this.inner.start({
       message: (raw, arrival) => {
-        if (this.target === undefined || isProbeAnswer(raw)) {
-          const answer = isProbeAnswer(raw) ? parsed(raw) : undefined;
-          if (answer !== undefined) return decide(discoverOf(answer), describe(answer));
-          if (this.target === undefined) return;
+        if (isProbeAnswer(raw)) {
+          const answer = parsed(raw);
+          return answer === undefined ? undefined : decide(discoverOf(answer), describe(answer));
         }
-        this.receiver?.message(raw, arrival);
+        if (this.target !== undefined) this.receiver?.message(raw, arrival);
       },
       malformed: (error, id) => this.receiver?.malformed(error, id) ?? handlers.malformed(error, id),
       closed: (info) => {
@@ -84,8 +84,8 @@ export class ProbingUpstream implements Channel {
   }
 
   sendRaw(raw: Buffer | string, route?: Route): void {
-    if (this.target === undefined) this.waiting.push(route === undefined ? { raw } : { raw, route });
-    else this.target.sendRaw(raw, route);
+    if (this.target !== undefined) this.target.sendRaw(raw, route);
+    else this.waiting.push(route === undefined ? { raw } : { raw, route });
   }
 
   send(message: object, route?: Route): void {

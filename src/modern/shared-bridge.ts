@@ -21,6 +21,21 @@ export interface BridgedSession {
   session: Session;
 }
 
+/** A started bridge on `legacyClient`, the client end of a channel a Session serves. */
+export function startBridge(legacyClient: Channel, logger: Logger, replica: string): ModernBridge {
+  const bridge = new ModernBridge({
+    legacyClient,
+    logger,
+    supportedVersions: ALL_VERSIONS,
+    replica,
+    inputWaitMs: MODERN_INPUT_WAIT_MS,
+    maxParked: MODERN_MAX_PARKED,
+    clientInfo: TASKGATE_INFO,
+  });
+  bridge.start();
+  return bridge;
+}
+
 /** A Session between `upstream` and a new bridge, both started. */
 export function bridgeSession(
   upstream: Channel,
@@ -29,18 +44,8 @@ export function bridgeSession(
 ): BridgedSession {
   const pair = memoryChannelPair();
   const session = new Session(pair.a, upstream, options, events);
-  const bridge = new ModernBridge({
-    legacyClient: pair.b,
-    logger: options.logger,
-    supportedVersions: ALL_VERSIONS,
-    replica: options.id,
-    inputWaitMs: MODERN_INPUT_WAIT_MS,
-    maxParked: MODERN_MAX_PARKED,
-    clientInfo: TASKGATE_INFO,
-  });
   session.start();
-  bridge.start();
-  return { bridge, session };
+  return { bridge: startBridge(pair.b, options.logger, options.id), session };
 }
 
 export interface OpenedBridge {

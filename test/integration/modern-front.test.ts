@@ -1,7 +1,7 @@
 /**
- * A 2026-07-28 client through taskgate to a 2025 server: the SDK v2 client (pinned and auto, over stdio and
- * over the HTTP gateway) in front of the SDK 1.x fixture, and in front of the SDK v2 fixture, which taskgate
- * speaks 2025 to. The same calls as test/integration/modern-peers.test.ts makes directly, so each cell of
+ * A 2026-07-28 client through taskgate: the SDK v2 client (pinned and auto, over stdio and over the HTTP
+ * gateway) in front of the SDK 1.x fixture, and in front of the SDK v2 fixture, which taskgate finds to be
+ * modern (server/discover) and speaks 2026-07-28 to. The same calls as test/integration/modern-peers.test.ts makes directly, so each cell of
  * the eras table in the README is a row here. Then what an SDK client never sends: the front's refusals,
  * read off the wire (basic/index.mdx "Per-request protocol fields", streamable-http.mdx "Server
  * Validation", mrtr.mdx "Server Requirements").
@@ -33,7 +33,7 @@ const ROUTES: Route[] = [
 const SERVERS = [
   { server: 'the SDK 1.x fixture', fixture: FIXTURES.legacy, serverName: 'legacy-fixture' },
   {
-    server: 'the SDK v2 fixture (spoken to in 2025)',
+    server: 'the SDK v2 fixture (spoken to in 2026-07-28)',
     fixture: FIXTURES.modern,
     serverName: 'modern-fixture',
   },
@@ -317,15 +317,14 @@ describe('the HTTP front refuses what a 2026-07-28 request must not be, with the
     expect(without.error!.message).toContain('without requestState');
   });
 
-  it('elicitation is not put to a client that did not declare it: the server gets an error, the call goes on', async () => {
+  it('input the request did not declare it can give: 400, -32021 naming it, and the call is given up upstream', async () => {
     const meta = { ...META, 'io.modelcontextprotocol/clientCapabilities': {} };
-    const answer = (await (
-      await post(gateway.url, elicit(41, 'who?', {}, meta), routing('tools/call', 'elicit'))
-    ).json()) as Answer;
-    expect(answer.id).toBe(41);
-    // The fixture's elicitation failed: the call fails with what the server made of that.
-    expect(JSON.stringify(answer)).toContain('Missing required client capability: elicitation.form');
-    expect(answer.result?.resultType ?? 'complete').not.toBe('input_required');
+    const response = await post(gateway.url, elicit(41, 'who?', {}, meta), routing('tools/call', 'elicit'));
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({
+      id: 41,
+      error: { code: -32021, data: { requiredCapabilities: { elicitation: { form: {} } } } },
+    });
   });
 
   function elicit(id: number, message = 'who?', extra: object = {}, meta: object = META) {

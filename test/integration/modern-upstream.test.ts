@@ -1,0 +1,102 @@
+/**
+ * A 2025 client through taskgate to a 2026-07-28 server: the SDK 1.32 client, over stdio and over the HTTP
+ * gateway, in front of the SDK v2 fixture on stdio, which taskgate finds to be modern by `server/discover`
+ * and speaks 2026-07-28 to. The client sees a 2025 server: initialize answered, no resultType, the server's
+ * MRTR input rounds as elicitation requests, ping and logging/setLevel answered; augment still gives it
+ * tasks. `upstream.era: legacy` keeps the 2025 hop.
+ */
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  CallToolResultSchema,
+  CreateTaskResultSchema,
+  ElicitRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { connect, FIXTURES, type Connection } from '../helpers/taskgate.js';
+import { textOf, untilCancelledOnServer } from '../helpers/tool-results.js';
+
+describe.each(['stdio', 'http'] as const)(
+  'an SDK 1.x client on the %s front to the SDK v2 server',
+  (front) => {
+    let connection: Connection;
+    const asked: unknown[] = [];
+
+    beforeAll(async () => {
+      connection = await connect('modern', { front });
+      connection.client.setRequestHandler(ElicitRequestSchema, async (request) => {
+        asked.push(request.params);
+        return { action: 'accept', content: { answer: 'forty-two' } };
+      });
+    });
+    afterAll(() => connection?.close());
+    afterEach(() => expect(connection.transport.violations).toEqual([]));
+
+    it('meets a 2025 server, and taskgate says it speaks 2026-07-28 upstream', async () => {
+      expect(connection.client.getServerVersion()).toMatchObject({ name: 'modern-fixture' });
+      expect(connection.stderr()).toContain('the upstream server speaks 2026-07-28');
+    });
+
+    it('gets results without resultType', async () => {
+      const result = await connection.client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+      expect(textOf(result)).toBe('hi');
+      expect(result).not.toHaveProperty('resultType');
+    });
+
+    it("gets the server's MRTR input round as an elicitation request, and its answer reaches the server", async () => {
+      const result = await connection.client.callTool({ name: 'elicit', arguments: { message: 'q?' } });
+      expect(result.isError).toBeFalsy();
+      expect(JSON.parse(textOf(result))).toEqual({ action: 'accept', content: { answer: 'forty-two' } });
+      expect(asked).toEqual([expect.objectContaining({ mode: 'form', message: 'q?' })]);
+    });
+
+    it('ping and logging/setLevel, which 2026-07-28 removed, are answered', async () => {
+      await expect(connection.client.ping()).resolves.toEqual({});
+      await expect(connection.client.setLoggingLevel('debug')).resolves.toEqual({});
+    });
+
+    it('cancelling a running call stops it on the server', async () => {
+      const label = `legacy-client-${front}`;
+      const abort = new AbortController();
+      const call = connection.client.callTool({ name: 'slow', arguments: { ms: 30_000, label } }, undefined, {
+        signal: abort.signal,
+        onprogress: () => abort.abort('the test cancels'),
+      });
+      await expect(call).rejects.toThrow('the test cancels');
+      await untilCancelledOnServer((params) => connection.client.callTool(params), label);
+    });
+
+    it('a task-augmented call is augmented as before: a task, then its result', async () => {
+      const { task } = await connection.client.request(
+        {
+          method: 'tools/call',
+          params: { name: 'echo', arguments: { text: 'task' }, task: { ttl: 60_000 } },
+        },
+        CreateTaskResultSchema,
+      );
+      const result = await connection.client.request(
+        { method: 'tasks/result', params: { taskId: task.taskId } },
+        CallToolResultSchema,
+      );
+      expect(textOf(result)).toBe('task');
+    });
+  },
+);
+
+describe('upstream.era: legacy', () => {
+  let connection: Connection;
+  beforeAll(async () => {
+    const file = join(tmpdir(), `taskgate-era-legacy-${process.pid}.json`);
+    const upstream = { command: process.execPath, args: [FIXTURES.modern], era: 'legacy' };
+    writeFileSync(file, JSON.stringify({ upstream }));
+    connection = await connect('modern', { flags: ['--config', file], upstream: [] });
+  });
+  afterAll(() => connection?.close());
+
+  it('never asks server/discover: the server is spoken to in 2025 (the SDK v2 server serves it)', async () => {
+    const result = await connection.client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+    expect(textOf(result)).toBe('hi');
+    expect(connection.stderr()).not.toContain('server/discover');
+  });
+});
