@@ -1,7 +1,8 @@
 /**
  * A stdio upstream that comes back after it crashes. Once the client's initialize has been answered, a
  * child that exits is started again after a delay that doubles with each crash in a row up to a cap,
- * and is given the same handshake before anything else. A child that stays up for STABLE_MS ends the
+ * and is given the same handshake before anything else (a 2026-07-28 server, which has none, the
+ * server/discover that found its era). A child that stays up for STABLE_MS ends the
  * streak: a server that crashes now and then is back after the first delay, one that cannot stay up is
  * retried ever more slowly and reported, never spun.
  *
@@ -44,9 +45,13 @@ export interface SupervisionHooks {
  */
 type Phase = 'serving' | 'waiting' | 'spawning' | 'replaying' | 'stopped';
 
-/** What the first child was told and answered in the handshake. */
+/**
+ * What the first child was told and answered in the handshake: the client's initialize, or for a
+ * 2026-07-28 server, which has no handshake, the server/discover that found its era.
+ */
 interface Handshake {
-  initializeParams: JsonObject;
+  method: 'initialize' | 'server/discover';
+  params: JsonObject;
   /** protocolVersion and capabilities of its answer, to hold a restarted child to. */
   promised: string;
 }
@@ -75,7 +80,7 @@ export class SupervisedStdioUpstream implements Channel {
   private handlers: ChannelHandlers | undefined;
   private phase: Phase = 'serving';
   /** The client's initialize as it went to the first child, until that child answers it. */
-  private initializing: { id: RequestId; params: JsonObject } | undefined;
+  private initializing: { id: RequestId; method: Handshake['method']; params: JsonObject } | undefined;
   private handshake: Handshake | undefined;
   /** The client's own notifications/initialized has gone out (to the first child, or been dropped). */
   private clientInitializedSeen = false;
@@ -256,13 +261,14 @@ export class SupervisedStdioUpstream implements Channel {
    */
   private noteOutgoing(raw: Buffer | string): 'drop' | undefined {
     // A search is cheaper than a parse, for the few messages before the client's initialized.
-    if (!raw.includes('initialize')) return undefined;
+    if (!raw.includes('initialize') && !raw.includes('server/discover')) return undefined;
     const message = parse(raw);
     if (
-      message?.method === 'initialize' &&
+      (message?.method === 'initialize' || message?.method === 'server/discover') &&
       (typeof message.id === 'string' || typeof message.id === 'number')
     ) {
-      this.initializing = { id: message.id, params: isObject(message.params) ? message.params : {} };
+      const params = isObject(message.params) ? message.params : {};
+      this.initializing = { id: message.id, method: message.method, params };
     } else if (message?.method === 'notifications/initialized') {
       this.clientInitializedSeen = true;
       // A restarted child is given its own (and is being given it while this one is held).
@@ -277,9 +283,9 @@ export class SupervisedStdioUpstream implements Channel {
     if (initializing === undefined) return;
     const message = parse(raw);
     if (message === undefined || message.id !== initializing.id || 'method' in message) return;
-    if (isObject(message.result)) {
-      this.handshake = { initializeParams: initializing.params, promised: promiseOf(message.result) };
-    }
+    const { method, params } = initializing;
+    // A server/discover answered with an error is a 2025 server's: its initialize is the handshake.
+    if (isObject(message.result)) this.handshake = { method, params, promised: promiseOf(message.result) };
     this.initializing = undefined;
   }
 
@@ -352,12 +358,7 @@ export class SupervisedStdioUpstream implements Channel {
       'upstream server restarted; replaying the initialize handshake',
     );
     this.attach(child);
-    child.channel.send({
-      jsonrpc: '2.0',
-      id: REPLAY_ID,
-      method: 'initialize',
-      params: handshake.initializeParams,
-    });
+    child.channel.send({ jsonrpc: '2.0', id: REPLAY_ID, method: handshake.method, params: handshake.params });
     this.replayTimer = setTimeout(() => {
       this.replayTimer = undefined;
       this.logger.error(
@@ -413,7 +414,7 @@ export class SupervisedStdioUpstream implements Channel {
       void child.stop();
       return this.giveUp(reason);
     }
-    child.channel.sendRaw(INITIALIZED);
+    if (this.handshake?.method === 'initialize') child.channel.sendRaw(INITIALIZED);
     this.phase = 'serving';
     this.servingSince = performance.now();
     this.logger.info({ pid: child.pid }, 'upstream server is serving again');

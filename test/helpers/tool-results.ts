@@ -12,19 +12,26 @@ export function textOf(result: object): string {
 
 type CallTool = (params: { name: string; arguments: Record<string, unknown> }) => Promise<object>;
 
-/**
- * Resolves once the server (a fixture with `cancelled-calls`) lists `label` among its cancelled calls,
- * asking every 20 ms; fails after 5 s. Nothing answers a cancellation (a notification on stdio, a closed
- * stream over HTTP), so the test asks.
- */
-export async function untilCancelledOnServer(callTool: CallTool, label: string): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  const cancelled = async () =>
-    (JSON.parse(textOf(await callTool({ name: 'cancelled-calls', arguments: {} }))) as string[]).includes(
-      label,
-    );
-  while (!(await cancelled())) {
-    if (Date.now() > deadline) throw new Error(`the server did not record ${label} as cancelled within 5 s`);
+/** Resolves once `check` is true, asking again every 20 ms; fails after `withinMs`. */
+export async function until(check: () => Promise<boolean>, what: string, withinMs = 5_000): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not within ${withinMs} ms: ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/**
+ * Resolves once the server (a fixture with `cancelled-calls`) lists `label` among its cancelled calls; fails
+ * after 5 s. Nothing answers a cancellation (a notification on stdio, a closed stream over HTTP), so the
+ * test asks.
+ */
+export function untilCancelledOnServer(callTool: CallTool, label: string): Promise<void> {
+  return until(
+    async () =>
+      (JSON.parse(textOf(await callTool({ name: 'cancelled-calls', arguments: {} }))) as string[]).includes(
+        label,
+      ),
+    `the server records ${label} as cancelled`,
+  );
 }

@@ -15,7 +15,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connect, FIXTURES, type Connection } from '../helpers/taskgate.js';
-import { textOf, untilCancelledOnServer } from '../helpers/tool-results.js';
+import { textOf, until, untilCancelledOnServer } from '../helpers/tool-results.js';
 
 describe.each(['stdio', 'http'] as const)(
   'an SDK 1.x client on the %s front to the SDK v2 server',
@@ -83,6 +83,27 @@ describe.each(['stdio', 'http'] as const)(
     });
   },
 );
+
+describe('a 2026-07-28 stdio server that crashes', () => {
+  let connection: Connection;
+  beforeAll(async () => {
+    connection = await connect('modern');
+  });
+  afterAll(() => connection?.close());
+
+  it('is restarted and given server/discover again, and serves the same client', async () => {
+    await expect(connection.client.callTool({ name: 'crash', arguments: {} })).rejects.toThrow(
+      /Upstream server unavailable/,
+    );
+    await until(
+      async () => connection.stderr().includes('upstream server is serving again'),
+      'the restarted server serving',
+      15_000,
+    );
+    const result = await connection.client.callTool({ name: 'echo', arguments: { text: 'again' } });
+    expect(textOf(result)).toBe('again');
+  });
+});
 
 describe('upstream.era: legacy', () => {
   let connection: Connection;
