@@ -6,9 +6,9 @@
  */
 import type { Logger } from 'pino';
 import { ErrorCode, toJsonRpcError } from '../protocol/errors.js';
-import { digitsOf, serialize, withExactId, withExactRequestId } from '../protocol/exact-ids.js';
-import { TooDeepError, parseFrame } from '../protocol/frames.js';
-import { classify, errorResponse, idKey, salvageId, type Request } from '../protocol/messages.js';
+import { digitsOf, serialize, withExactRequestId } from '../protocol/exact-ids.js';
+import { errorResponse, idKey, salvageId, type Request } from '../protocol/messages.js';
+import { readMessage } from '../protocol/read-message.js';
 import type { Channel } from '../transport/channel.js';
 import type { ModernBridge } from './bridge.js';
 
@@ -48,17 +48,9 @@ export class ModernChannelFront {
   }
 
   private fromClient(raw: Buffer): void {
-    let value: unknown;
-    let message;
-    try {
-      value = withExactId(parseFrame(raw, 'the client'), raw);
-      message = classify(value);
-    } catch (error) {
-      const parsed = error instanceof TooDeepError ? withExactId(error.value, raw) : value;
-      const id = salvageId(parsed);
-      this.send(errorResponse(id, toJsonRpcError(error)));
-      return;
-    }
+    const read = readMessage(raw, 'the client');
+    if (!read.ok) return this.send(errorResponse(salvageId(read.value), toJsonRpcError(read.error)));
+    const { message } = read;
     if (message.kind === 'request') return this.request(message.msg);
     if (message.kind === 'notification' && message.msg.method === 'notifications/cancelled') {
       const requestId = withExactRequestId(message.msg, raw).params?.requestId;

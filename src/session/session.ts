@@ -30,6 +30,7 @@ import {
   type Response,
 } from '../protocol/messages.js';
 import { MAX_NESTING, TooDeepError, idOfBrokenAnswer, parseFrame } from '../protocol/frames.js';
+import { readMessage } from '../protocol/read-message.js';
 import { digitsOf, serialize, withExactId, withExactRequestId } from '../protocol/exact-ids.js';
 import { ClientTasks } from '../tasks/client-tasks.js';
 import type { Lifecycle } from '../lifecycle.js';
@@ -349,15 +350,9 @@ export class Session {
   // ── client → upstream ────────────────────────────────────────────────────────────────────────────
 
   private fromClient(raw: Buffer): void {
-    let value: unknown;
-    let message;
-    try {
-      value = withExactId(parseFrame(raw, 'the client'), raw);
-      message = classify(value);
-    } catch (error) {
-      const parsed = error instanceof TooDeepError ? withExactId(error.value, raw) : value;
-      return this.refuseFromClient(error, parsed);
-    }
+    const read = readMessage(raw, 'the client');
+    if (!read.ok) return this.refuseFromClient(read.error, read.value);
+    const { message } = read;
     // Forwarded, a request must carry the alias of a large id (the upstream answers with what it was
     // sent), and so must a cancellation of one (below).
     if (message.kind === 'request' && digitsOf(message.msg.id) !== undefined) {

@@ -9,9 +9,9 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ErrorCode, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/errors.js';
-import { digitsOf, serialize, withExactId } from '../protocol/exact-ids.js';
-import { TooDeepError, parseFrame } from '../protocol/frames.js';
-import { classify, isObject, salvageId, type Message, type RequestId } from '../protocol/messages.js';
+import { digitsOf, serialize } from '../protocol/exact-ids.js';
+import { isObject, salvageId, type Message, type RequestId } from '../protocol/messages.js';
+import { readMessage } from '../protocol/read-message.js';
 import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
 import { checkModernHeaders } from '../protocol/modern/headers.js';
 import { toModernError } from '../protocol/modern/results.js';
@@ -248,19 +248,9 @@ export class HttpFront {
         message: `Payload Too Large: the limit is ${this.options.maxMessageBytes} bytes (max-message-bytes)`,
       });
     }
-    let value: unknown;
-    let message;
-    try {
-      value = withExactId(parseFrame(body, 'the client'), body);
-      message = classify(value);
-    } catch (error) {
-      return reply(
-        res,
-        400,
-        salvageId(error instanceof TooDeepError ? withExactId(error.value, body) : value),
-        toJsonRpcError(error),
-      );
-    }
+    const read = readMessage(body, 'the client');
+    if (!read.ok) return reply(res, 400, salvageId(read.value), toJsonRpcError(read.error));
+    const { message } = read;
     const sessionId = req.headers['mcp-session-id'];
     const version = req.headers['mcp-protocol-version'];
     if (sessionId === undefined && this.hooks.modern !== undefined && isModernTraffic(message, version)) {

@@ -8,12 +8,13 @@
  */
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ElicitRequest, Progress } from '@modelcontextprotocol/client';
+import type { ElicitRequest } from '@modelcontextprotocol/client';
 import { Inbox } from '../helpers/inbox.js';
+import { modernCallCases } from '../helpers/modern-calls.js';
 import { connectModern, MODERN_VERSION, type ModernConnection } from '../helpers/modern-client.js';
 import { post } from '../helpers/raw-http.js';
 import { FIXTURES, Gateway, TASKGATE } from '../helpers/taskgate.js';
-import { textOf, untilCancelledOnServer } from '../helpers/tool-results.js';
+import { textOf } from '../helpers/tool-results.js';
 
 interface Route {
   name: string;
@@ -84,10 +85,11 @@ describe.each(CASES)('SDK v2 client $name through taskgate to $server', (target)
     expect(client.getServerCapabilities()).not.toHaveProperty('tasks');
   });
 
-  it("echo returns its text, with the server's identity in the result _meta", async () => {
-    const result = await connection.client.callTool({ name: 'echo', arguments: { text: 'hi' } });
-    expect(textOf(result)).toBe('hi');
-    expect(result._meta?.['io.modelcontextprotocol/serverInfo']).toMatchObject({ name: target.serverName });
+  modernCallCases({
+    connection: () => connection,
+    elicitations,
+    serverName: target.serverName,
+    label: `${target.server}-${target.front}-${target.mode}-${target.probe ?? 'sibling'}`,
   });
 
   it('lists tools without execution (not in the 2026-07-28 Tool), and list results carry cache hints', async () => {
@@ -96,63 +98,6 @@ describe.each(CASES)('SDK v2 client $name through taskgate to $server', (target)
       expect.arrayContaining(['echo', 'sleep', 'slow', 'progress', 'elicit', 'fail', 'cancelled-calls']),
     );
     for (const tool of listed.tools) expect(tool).not.toHaveProperty('execution');
-  });
-
-  it('delivers progress to the call that asked for it, in order', async () => {
-    const progress = new Inbox<Progress>();
-    const abort = new AbortController();
-    const call = connection.client.callTool(
-      { name: 'slow', arguments: { ms: 60_000 } },
-      { signal: abort.signal, onprogress: (update) => progress.push(update) },
-    );
-    await progress.waitFor(() => progress.items.length === 3, 'three progress notifications');
-    abort.abort('enough progress');
-    await expect(call).rejects.toThrow('enough progress');
-    const [first, second, third] = progress.items;
-    expect(first).toEqual({ progress: 0, total: 60_000 });
-    expect(second!.progress).toBeGreaterThan(first!.progress);
-    expect(third!.progress).toBeGreaterThan(second!.progress);
-  });
-
-  it("answers the server's elicitation through MRTR: input_required, the client's handler, its retry", async () => {
-    const before = elicitations.length;
-    const result = await connection.client.callTool({
-      name: 'elicit',
-      arguments: { message: 'What is the answer?' },
-    });
-    expect(result.isError).toBeFalsy();
-    expect(JSON.parse(textOf(result))).toEqual({ action: 'accept', content: { answer: 'forty-two' } });
-    expect(elicitations.slice(before)).toEqual([
-      expect.objectContaining({ mode: 'form', message: 'What is the answer?' }),
-    ]);
-  });
-
-  it('fail is an isError result, not an error', async () => {
-    const result = await connection.client.callTool({ name: 'fail', arguments: { message: 'nope' } });
-    expect(result.isError).toBe(true);
-    expect(textOf(result)).toBe('nope');
-  });
-
-  it('serves the resource fixture://hello and the prompt greet', async () => {
-    const { resources } = await connection.client.listResources();
-    expect(resources.map((resource) => resource.uri)).toEqual(['fixture://hello']);
-    const { contents } = await connection.client.readResource({ uri: 'fixture://hello' });
-    expect(contents).toEqual([
-      { uri: 'fixture://hello', mimeType: 'text/plain', text: 'hello from fixture' },
-    ]);
-    const { messages } = await connection.client.getPrompt({ name: 'greet', arguments: { name: 'Ada' } });
-    expect(messages).toEqual([{ role: 'user', content: { type: 'text', text: 'Hello, Ada!' } }]);
-  });
-
-  it('cancelling a running call stops it on the server (stdio: notifications/cancelled; HTTP: the stream closes)', async () => {
-    const label = `cancel-${target.front}-${target.mode}-${target.probe ?? 'sibling'}`;
-    const abort = new AbortController();
-    const call = connection.client.callTool(
-      { name: 'slow', arguments: { ms: 30_000, label } },
-      { signal: abort.signal, onprogress: () => abort.abort('the test cancels') },
-    );
-    await expect(call).rejects.toThrow('the test cancels');
-    await untilCancelledOnServer((params) => connection.client.callTool(params), label);
   });
 });
 

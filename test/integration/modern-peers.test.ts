@@ -12,7 +12,7 @@ import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.j
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { httpTransport } from '../helpers/http-client.js';
 import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
-import { Inbox } from '../helpers/inbox.js';
+import { modernCallCases } from '../helpers/modern-calls.js';
 import { connectModern, MODERN_VERSION, type ModernConnection } from '../helpers/modern-client.js';
 import { connect, FIXTURES, type Connection } from '../helpers/taskgate.js';
 import { textOf, untilCancelledOnServer } from '../helpers/tool-results.js';
@@ -70,35 +70,11 @@ describe.each(PEERS)('SDK v2 client $name to the SDK v2 server', (peer) => {
     expect(client.getServerCapabilities()).toMatchObject({ tools: {}, resources: {}, prompts: {} });
   });
 
-  it('echo returns its text, with serverInfo in the result _meta (basic/index: per-response fields)', async () => {
-    const result = await connection.client.callTool({ name: 'echo', arguments: { text: 'hi' } });
-    expect(textOf(result)).toBe('hi');
-    expect(result._meta?.['io.modelcontextprotocol/serverInfo']).toMatchObject({
-      name: 'modern-fixture',
-    });
-  });
-
-  it('lists the tools of the SDK 1.x fixtures, and slow', async () => {
+  it('lists the tools the SDK 1.x fixtures share', async () => {
     const { tools } = await connection.client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual(
-      ['cancelled-calls', 'echo', 'elicit', 'fail', 'progress', 'sleep', 'slow'].sort(),
+      ['cancelled-calls', 'crash', 'echo', 'elicit', 'fail', 'progress', 'sleep', 'slow'].sort(),
     );
-  });
-
-  it('delivers progress notifications, in order, to the call that asked with a progressToken', async () => {
-    const progress = new Inbox<Progress>();
-    const abort = new AbortController();
-    const call = connection.client.callTool(
-      { name: 'slow', arguments: { ms: 60_000 } },
-      { signal: abort.signal, onprogress: (update) => progress.push(update) },
-    );
-    await progress.waitFor(() => progress.items.length === 3, 'three progress notifications');
-    abort.abort('enough progress');
-    await expect(call).rejects.toThrow('enough progress');
-    const [first, second, third] = progress.items;
-    expect(first).toEqual({ progress: 0, total: 60_000 });
-    expect(second!.progress).toBeGreaterThan(first!.progress);
-    expect(third!.progress).toBeGreaterThan(second!.progress);
   });
 
   // The SDK v2 client runs notification handlers a microtask after it reads them but settles a response at
@@ -114,56 +90,11 @@ describe.each(PEERS)('SDK v2 client $name to the SDK v2 server', (peer) => {
     expect(progress).toEqual(steps.slice(0, progress.length));
   });
 
-  it('answers elicit through MRTR: input_required, the handler, the retry with inputResponses and requestState (mrtr.mdx)', async () => {
-    const before = elicitations.length;
-    const result = await connection.client.callTool({
-      name: 'elicit',
-      arguments: { message: 'What is the answer?' },
-    });
-    // The fixture answers isError unless the retry echoed its requestState.
-    expect(result.isError).toBeFalsy();
-    expect(JSON.parse(textOf(result))).toEqual({ action: 'accept', content: { answer: 'forty-two' } });
-    expect(elicitations.slice(before)).toEqual([
-      expect.objectContaining({
-        mode: 'form',
-        message: 'What is the answer?',
-        requestedSchema: expect.objectContaining({ required: ['answer'] }),
-      }),
-    ]);
-  });
-
-  it('fail is an isError result, not an error', async () => {
-    const result = await connection.client.callTool({ name: 'fail', arguments: { message: 'nope' } });
-    expect(result.isError).toBe(true);
-    expect(textOf(result)).toBe('nope');
-  });
-
-  it('serves the resource fixture://hello', async () => {
-    const { resources } = await connection.client.listResources();
-    expect(resources).toEqual([{ uri: 'fixture://hello', name: 'hello', mimeType: 'text/plain' }]);
-    const { contents } = await connection.client.readResource({ uri: 'fixture://hello' });
-    expect(contents).toEqual([
-      { uri: 'fixture://hello', mimeType: 'text/plain', text: 'hello from fixture' },
-    ]);
-  });
-
-  it('serves the prompt greet', async () => {
-    const { prompts } = await connection.client.listPrompts();
-    expect(prompts.map((prompt) => prompt.name)).toEqual(['greet']);
-    const { messages } = await connection.client.getPrompt({ name: 'greet', arguments: { name: 'Ada' } });
-    expect(messages).toEqual([{ role: 'user', content: { type: 'text', text: 'Hello, Ada!' } }]);
-  });
-
-  it('cancelling a running call stops it on the server (stdio: notifications/cancelled; HTTP: the stream closes)', async () => {
-    const label = `cancel-${peer.transport}-${peer.mode}-${peer.probe ?? 'sibling'}`;
-    const abort = new AbortController();
-    const call = connection.client.callTool(
-      { name: 'slow', arguments: { ms: 30_000, label } },
-      // The first progress notification says the server is running the call.
-      { signal: abort.signal, onprogress: () => abort.abort('the test cancels') },
-    );
-    await expect(call).rejects.toThrow('the test cancels');
-    await untilCancelledOnServer((params) => connection.client.callTool(params), label);
+  modernCallCases({
+    connection: () => connection,
+    elicitations,
+    serverName: 'modern-fixture',
+    label: `direct-${peer.transport}-${peer.mode}-${peer.probe ?? 'sibling'}`,
   });
 });
 
