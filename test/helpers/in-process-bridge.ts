@@ -1,0 +1,62 @@
+/**
+ * taskgate's modern bridge in the test's own process: the test plays the 2026-07-28 client by handing the
+ * bridge exchanges; behind it a real Session and a real SDK 1.x Server (in-process.ts's fakeServer) over
+ * a memory channel pair. Build it after vi.useFakeTimers() where time matters.
+ */
+import { pino } from 'pino';
+import { resolveConfig } from '../../src/config/load.js';
+import { Policy } from '../../src/config/policy.js';
+import type { JsonObject } from '../../src/protocol/messages.js';
+import type { ModernAnswer } from '../../src/protocol/modern/exchange.js';
+import { bridgeSession } from '../../src/modern/shared-bridge.js';
+import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
+import { memoryChannelPair } from '../../src/transport/memory-channel.js';
+import { ChannelTransport } from './channel-transport.js';
+import { CheckedTransport } from './checked-transport.js';
+import { fakeServer, type FakeTool } from './in-process.js';
+
+export const MODERN_META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+  'io.modelcontextprotocol/clientInfo': { name: 'in-process-modern', version: '1' },
+};
+
+export interface InProcessBridge {
+  /** Sends one request as a modern client would; `abort` gives it up. */
+  ask(
+    method: string,
+    params: JsonObject,
+    options?: { signal?: AbortSignal; notified?: object[] },
+  ): Promise<ModernAnswer>;
+  serverViolations(): unknown[];
+  close(): Promise<void>;
+}
+
+export async function inProcessBridge(tools: FakeTool[]): Promise<InProcessBridge> {
+  const config = resolveConfig({});
+  const toServer = memoryChannelPair();
+  const { server } = fakeServer(tools);
+  const serverTransport = new CheckedTransport(new ChannelTransport(toServer.b));
+  await server.connect(serverTransport);
+  const store = new MemoryTaskStore({ maxTasks: 100, maxResultBytes: 1_000_000 });
+  const { bridge, session } = bridgeSession(
+    toServer.a,
+    { id: 'in-process-modern', config, policy: new Policy(config), store, logger: pino({ level: 'silent' }) },
+    { upstreamGone: () => undefined, closed: () => undefined },
+  );
+  let nextId = 1;
+  return {
+    ask: (method, params, options = {}) =>
+      bridge.handle({
+        request: { jsonrpc: '2.0', id: nextId++, method, params },
+        notify: (message) => options.notified?.push(message),
+        signal: options.signal ?? new AbortController().signal,
+      }),
+    serverViolations: () => [...serverTransport.violations],
+    close: async () => {
+      await session.close();
+      await server.close();
+      await store.close();
+    },
+  };
+}

@@ -1,0 +1,157 @@
+/**
+ * The modern bridge in-process: the test is the 2026-07-28 client, a real Session and SDK 1.x server
+ * stand behind the bridge. What the process-level tests in test/integration/modern-front.test.ts show
+ * through the CLI, checked here in milliseconds, with fake timers for the wait for a retry.
+ */
+import { ElicitResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MODERN_INPUT_WAIT_MS } from '../../src/modern/defaults.js';
+import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
+import { textResult, type FakeTool } from '../helpers/in-process.js';
+
+interface Answer {
+  id: number;
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+/** What the server's elicitation got: the client's answer, or the error it was refused with. */
+const elicited: { outcome: unknown }[] = [];
+
+const echo: FakeTool = { name: 'echo', run: (args) => textResult(String(args.text)) };
+const ask: FakeTool = {
+  name: 'ask',
+  run: async (_args, extra) => {
+    const entry = { outcome: undefined as unknown };
+    elicited.push(entry);
+    try {
+      const answer = await extra.sendRequest(
+        {
+          method: 'elicitation/create',
+          params: {
+            mode: 'form',
+            message: 'name?',
+            requestedSchema: { type: 'object', properties: { name: { type: 'string' } } },
+          },
+        },
+        ElicitResultSchema,
+      );
+      entry.outcome = answer;
+      return textResult(JSON.stringify(answer.content));
+    } catch (error) {
+      entry.outcome = error;
+      throw error;
+    }
+  },
+};
+const cancelled: string[] = [];
+const hang: FakeTool = {
+  name: 'hang',
+  run: (_args, extra) =>
+    new Promise((_resolve, reject) => {
+      extra.signal.addEventListener('abort', () => {
+        cancelled.push(String(extra.requestId));
+        reject(new McpError(-32800, 'cancelled'));
+      });
+    }),
+};
+
+let bridge: InProcessBridge | undefined;
+afterEach(async () => {
+  expect(bridge?.serverViolations() ?? []).toEqual([]);
+  await bridge?.close();
+  bridge = undefined;
+  elicited.length = 0;
+  vi.useRealTimers();
+});
+
+const open = async (): Promise<InProcessBridge> => (bridge = await inProcessBridge([echo, ask, hang]));
+const call = (name: string, extra: Record<string, unknown> = {}, meta: object = MODERN_META) => ({
+  name,
+  arguments: { text: 'hi' },
+  _meta: meta,
+  ...extra,
+});
+const answerOf = async (pending: Promise<unknown>): Promise<Answer> =>
+  ((await pending) as { response: Answer }).response;
+
+describe('the modern bridge, in-process', () => {
+  it('answers server/discover from the upstream, and results carry resultType and serverInfo', async () => {
+    const gate = await open();
+    const discovered = await answerOf(gate.ask('server/discover', { _meta: MODERN_META }));
+    expect(discovered.result).toMatchObject({
+      resultType: 'complete',
+      capabilities: { tools: {} },
+      _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'in-process-server' } },
+    });
+    const echoed = await answerOf(gate.ask('tools/call', call('echo')));
+    expect(echoed.result).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'hi' }] });
+  });
+
+  it("turns the server's elicitation into one MRTR round; its state is good once", async () => {
+    const gate = await open();
+    const round = await answerOf(gate.ask('tools/call', call('ask')));
+    expect(round.result).toMatchObject({ resultType: 'input_required' });
+    const { inputRequests, requestState } = round.result as {
+      inputRequests: Record<string, { method: string }>;
+      requestState: string;
+    };
+    const [key] = Object.keys(inputRequests);
+    expect(inputRequests[key!]!.method).toBe('elicitation/create');
+    const retry = call('ask', {
+      requestState,
+      inputResponses: { [key!]: { action: 'accept', content: { name: 'Ada' } } },
+    });
+    const done = await answerOf(gate.ask('tools/call', retry));
+    expect(done.result).toMatchObject({ content: [{ type: 'text', text: '{"name":"Ada"}' }] });
+    const again = await answerOf(gate.ask('tools/call', retry));
+    expect(again.error).toMatchObject({ code: -32602 });
+  });
+
+  it('gives a parked call up when no retry comes within the wait: the server is refused, the state dead', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const gate = await open();
+    const round = await answerOf(gate.ask('tools/call', call('ask')));
+    const { requestState } = round.result as { requestState: string };
+    vi.advanceTimersByTime(MODERN_INPUT_WAIT_MS);
+    await vi.waitFor(() => expect(elicited[0]?.outcome).toBeInstanceOf(McpError));
+    const late = await answerOf(gate.ask('tools/call', call('ask', { requestState, inputResponses: {} })));
+    expect(late.error).toMatchObject({ code: -32602 });
+  });
+
+  it('refuses input the request did not declare: -32021 naming it, and the server hears no', async () => {
+    const gate = await open();
+    const meta = { ...MODERN_META, 'io.modelcontextprotocol/clientCapabilities': {} };
+    const refused = (await gate.ask('tools/call', call('ask', {}, meta))) as {
+      response: Answer;
+      refused?: boolean;
+    };
+    expect(refused.refused).toBe(true);
+    expect(refused.response.error).toMatchObject({
+      code: -32021,
+      data: { requiredCapabilities: { elicitation: { form: {} } } },
+    });
+    await vi.waitFor(() => expect(elicited[0]?.outcome).toBeInstanceOf(McpError));
+  });
+
+  it('a request the client gives up is cancelled upstream, and answered with nothing', async () => {
+    const gate = await open();
+    const abort = new AbortController();
+    const pending = gate.ask('tools/call', call('hang'), { signal: abort.signal });
+    // The call must have reached the server before it is cancelled: ask it something after.
+    await gate.ask('tools/call', call('echo'));
+    const before = cancelled.length;
+    abort.abort();
+    expect(await pending).toBeUndefined();
+    await vi.waitFor(() => expect(cancelled.length).toBe(before + 1));
+  });
+
+  it('refuses a request without the per-request _meta, before anything reaches the server', async () => {
+    const gate = await open();
+    const refused = (await gate.ask('tools/call', { name: 'echo', arguments: {} })) as {
+      response: Answer;
+      refused?: boolean;
+    };
+    expect(refused).toMatchObject({ refused: true, response: { error: { code: -32602 } } });
+  });
+});
