@@ -6,6 +6,7 @@
 import { pino } from 'pino';
 import { resolveConfig } from '../../src/config/load.js';
 import { Policy } from '../../src/config/policy.js';
+import type { ConfigInput } from '../../src/config/schema.js';
 import type { JsonObject } from '../../src/protocol/messages.js';
 import type { ModernAnswer } from '../../src/protocol/modern/exchange.js';
 import { bridgeSession } from '../../src/modern/shared-bridge.js';
@@ -32,8 +33,8 @@ export interface InProcessBridge {
   close(): Promise<void>;
 }
 
-export async function inProcessBridge(tools: FakeTool[]): Promise<InProcessBridge> {
-  const config = resolveConfig({});
+export async function inProcessBridge(tools: FakeTool[], input: ConfigInput = {}): Promise<InProcessBridge> {
+  const config = resolveConfig(input);
   const toServer = memoryChannelPair();
   const { server } = fakeServer(tools);
   const serverTransport = new CheckedTransport(new ChannelTransport(toServer.b));

@@ -35,6 +35,8 @@ const ask: FakeTool = {
           },
         },
         ElicitResultSchema,
+        // Longer than the bridge's wait: only the bridge gives the elicitation up.
+        { timeout: 10 * MODERN_INPUT_WAIT_MS },
       );
       entry.outcome = answer;
       return textResult(JSON.stringify(answer.content));
@@ -65,7 +67,22 @@ afterEach(async () => {
   vi.useRealTimers();
 });
 
-const open = async (): Promise<InProcessBridge> => (bridge = await inProcessBridge([echo, ask, hang]));
+// The upstream deadline well past the bridge's wait, so that only the bridge gives a parked call up.
+const LONG_DEADLINE = { upstream: { command: 'never-run', requestTimeout: 10 * MODERN_INPUT_WAIT_MS } };
+const open = async (): Promise<InProcessBridge> =>
+  (bridge = await inProcessBridge([echo, ask, hang], LONG_DEADLINE));
+
+/**
+ * Resolves once `check` holds, letting the in-process hops run (a few hundred turns of the real event
+ * loop, no time passing on the fake clock); vi.waitFor would move the fake clock on.
+ */
+async function settled(check: () => boolean, what: string): Promise<void> {
+  for (let turn = 0; turn < 500; turn++) {
+    if (check()) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  throw new Error(`not settled: ${what}`);
+}
 const call = (name: string, extra: Record<string, unknown> = {}, meta: object = MODERN_META) => ({
   name,
   arguments: { text: 'hi' },
@@ -114,9 +131,11 @@ describe('the modern bridge, in-process', () => {
     const round = await answerOf(gate.ask('tools/call', call('ask')));
     const { requestState } = round.result as { requestState: string };
     vi.advanceTimersByTime(MODERN_INPUT_WAIT_MS);
-    await vi.waitFor(() => expect(elicited[0]?.outcome).toBeInstanceOf(McpError));
+    await settled(() => elicited[0]?.outcome instanceof McpError, "the server's elicitation refused");
+    expect(String(elicited[0]?.outcome)).toContain('the client did not come back with the input');
     const late = await answerOf(gate.ask('tools/call', call('ask', { requestState, inputResponses: {} })));
     expect(late.error).toMatchObject({ code: -32602 });
+    expect(late.error!.message).toMatch(/already used, or its call stopped waiting|expired/);
   });
 
   it('refuses input the request did not declare: -32021 naming it, and the server hears no', async () => {
