@@ -114,9 +114,8 @@ export function describeChannelContract(
       expect(peer.received.items.slice(3)).toEqual(Array.from({ length: 47 }, (_, i) => notification(i + 3)));
     });
 
-    it.runIf(options.keepsEarlyMessages)(
-      'keeps what the peer sent before start() and delivers it then',
-      async () => {
+    if (options.keepsEarlyMessages)
+      it('keeps what the peer sent before start() and delivers it then', async () => {
         const { channel, peer } = await openPair();
         for (const n of [1, 2, 3]) peer.send(notification(n));
         // A turn of the event loop, so that what can arrive early has arrived.
@@ -126,13 +125,11 @@ export function describeChannelContract(
         peer.send(notification(4));
         await receivedAll(near.messages, 4, 'messages from the peer');
         expect(near.messages.items).toEqual([1, 2, 3, 4].map((n) => notification(n)));
-      },
-    );
+      });
 
     const reportsPeerGone = options.reportsPeerGone ?? true;
-    it.runIf(options.keepsEarlyMessages && reportsPeerGone)(
-      'reports a peer that went away before start(), once, after delivering what it sent',
-      async () => {
+    if (options.keepsEarlyMessages && reportsPeerGone)
+      it('reports a peer that went away before start(), once, after delivering what it sent', async () => {
         const { channel, peer } = await openPair();
         peer.send(notification(1));
         peer.close();
@@ -142,8 +139,7 @@ export function describeChannelContract(
         await near.closes.waitFor(() => true, 'the closure reported');
         expect(near.messages.items).toEqual([notification(1)]);
         expect(near.closes.items).toHaveLength(1);
-      },
-    );
+      });
 
     it('still delivers what was sent before close(), then the peer sees the close, once', async () => {
       const { channel, peer, near } = await started();
@@ -169,9 +165,8 @@ export function describeChannelContract(
       expect(peer.received.items).toEqual([]);
     });
 
-    it.runIf(reportsPeerGone)(
-      'reports the peer going away once, with a reason, after the messages it sent before',
-      async () => {
+    if (reportsPeerGone)
+      it('reports the peer going away once, with a reason, after the messages it sent before', async () => {
         const { channel, peer, near } = await started();
         peer.send(notification(1));
         peer.close();
@@ -181,13 +176,11 @@ export function describeChannelContract(
         await channel.close();
         await setImmediate();
         expect(near.closes.items).toHaveLength(1);
-      },
-    );
+      });
 
     const limit = options.maxMessageBytes;
-    it.runIf(limit !== undefined)(
-      'reports a frame over the size limit as malformed, with its id, and goes on with the next',
-      async () => {
+    if (limit !== undefined)
+      it('reports a frame over the size limit as malformed, with its id, and goes on with the next', async () => {
         const { peer, near } = await started();
         const oversized = `{"jsonrpc":"2.0","id":"big-1","method":"tools/call","params":{"pad":"${'x'.repeat(limit ?? 0)}"}}`;
         peer.send(oversized);
@@ -198,7 +191,6 @@ export function describeChannelContract(
         expect(error.message).toMatch(/exceeds the limit/);
         await near.messages.waitFor((raw) => raw === notification(2), 'the message after it');
         expect(near.messages.items).toEqual([notification(2)]);
-      },
-    );
+      });
   });
 }

@@ -720,48 +720,52 @@ export function describeTaskStoreContract(
         }
       });
 
-      describe.runIf(features.executorLease)('with an executor lease', () => {
-        it("fails the closing store's live tasks at once with EXECUTOR_LOST, waking waiters elsewhere; its ended tasks and other stores' tasks stay", async () => {
-          const { store, create, newTask, replica } = await setup();
-          const other = await replica();
-          const working = await create();
-          const asking = await create();
-          await store.update(asking.taskId, { status: 'input_required' });
-          const done = await create();
-          const completed = await store.update(done.taskId, { status: 'completed', ...outcomeOfBytes(100) });
-          const kept = await other.create(newTask());
-          const waits = Promise.all([
-            other.waitForTerminal(working.taskId),
-            other.waitForTerminal(asking.taskId),
-          ]);
-          await store.close();
-          for (const record of await settled(waits, 'the waiters on the other store')) {
-            expect(record).toMatchObject({
-              status: 'failed',
-              statusMessage: EXECUTOR_LOST,
-              outcome: { error: { message: EXECUTOR_LOST } },
+      if (features.executorLease)
+        describe('with an executor lease', () => {
+          it("fails the closing store's live tasks at once with EXECUTOR_LOST, waking waiters elsewhere; its ended tasks and other stores' tasks stay", async () => {
+            const { store, create, newTask, replica } = await setup();
+            const other = await replica();
+            const working = await create();
+            const asking = await create();
+            await store.update(asking.taskId, { status: 'input_required' });
+            const done = await create();
+            const completed = await store.update(done.taskId, {
+              status: 'completed',
+              ...outcomeOfBytes(100),
             });
-          }
-          expect(await other.get(done.taskId)).toEqual(completed);
-          expect((await other.get(kept.taskId)).status).toBe('working');
-        });
+            const kept = await other.create(newTask());
+            const waits = Promise.all([
+              other.waitForTerminal(working.taskId),
+              other.waitForTerminal(asking.taskId),
+            ]);
+            await store.close();
+            for (const record of await settled(waits, 'the waiters on the other store')) {
+              expect(record).toMatchObject({
+                status: 'failed',
+                statusMessage: EXECUTOR_LOST,
+                outcome: { error: { message: EXECUTOR_LOST } },
+              });
+            }
+            expect(await other.get(done.taskId)).toEqual(completed);
+            expect((await other.get(kept.taskId)).status).toBe('working');
+          });
 
-        it('a lost task can no longer be moved or finished by anyone', async () => {
-          const { store, create, replica } = await setup();
-          const other = await replica();
-          const task = await create();
-          await store.close();
-          for (const change of [
-            { from: 'working', status: 'input_required' },
-            { status: 'completed' },
-          ] as const) {
-            expect(await thrownBy(other.update(task.taskId, change))).toBeInstanceOf(
-              change.from ? StaleStatusError : IllegalTransitionError,
-            );
-          }
-          expect((await other.get(task.taskId)).statusMessage).toBe(EXECUTOR_LOST);
+          it('a lost task can no longer be moved or finished by anyone', async () => {
+            const { store, create, replica } = await setup();
+            const other = await replica();
+            const task = await create();
+            await store.close();
+            for (const change of [
+              { from: 'working', status: 'input_required' },
+              { status: 'completed' },
+            ] as const) {
+              expect(await thrownBy(other.update(task.taskId, change))).toBeInstanceOf(
+                change.from ? StaleStatusError : IllegalTransitionError,
+              );
+            }
+            expect((await other.get(task.taskId)).statusMessage).toBe(EXECUTOR_LOST);
+          });
         });
-      });
     });
 
     describe('ttl', () => {
