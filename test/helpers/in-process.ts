@@ -147,7 +147,10 @@ export async function inProcessGateway(options: GatewayOptions = {}): Promise<Ga
 }
 
 /** A server built on the SDK's low-level Server, so that a thrown McpError reaches taskgate as it is. */
-export function fakeServer(tools: FakeTool[]): { server: Server; serverTasks: InMemoryTaskStore | undefined } {
+export function fakeServer(tools: FakeTool[]): {
+  server: Server;
+  serverTasks: InMemoryTaskStore | undefined;
+} {
   const native = tools.some((tool) => tool.taskSupport !== undefined);
   const serverTasks = native ? new InMemoryTaskStore() : undefined;
   const server = new Server(
