@@ -31,6 +31,8 @@ export class ProbingUpstream implements Channel {
   /** Where the Session's messages go once the era is known. */
   private target: Channel | undefined;
   private waiting: { raw: Buffer | string; route?: Route }[] = [];
+  /** Until the probe is answered, each message is looked at for its answer; after, none pays for it. */
+  private probeOpen = true;
 
   constructor(
     private readonly inner: Channel,
@@ -56,7 +58,8 @@ export class ProbingUpstream implements Channel {
     ).unref();
     this.inner.start({
       message: (raw, arrival) => {
-        if (isProbeAnswer(raw)) {
+        if (this.probeOpen && isProbeAnswer(raw)) {
+          this.probeOpen = false;
           const answer = parsed(raw);
           return answer === undefined ? undefined : decide(discoverOf(answer), describe(answer));
         }
