@@ -27,7 +27,7 @@ import {
   requiredForRequest,
   TASKS_EXTENSION,
 } from '../protocol/modern/capabilities.js';
-import type { ModernRequestError } from '../protocol/modern/errors.js';
+import { MissingCapabilityError, type ModernRequestError } from '../protocol/modern/errors.js';
 import { buildDiscoverResult, type LegacyInitializeResult } from '../protocol/modern/discover.js';
 import {
   CLIENT_CAPABILITIES_META,
@@ -261,7 +261,13 @@ export class ModernBridge {
 
   private forward(exchange: ModernExchange, meta: ModernRequestMeta): Promise<ModernAnswer> {
     const { request } = exchange;
-    const asTask = this.taskPlan(request, meta);
+    const plan = this.taskPlan(request, meta);
+    if (plan === 'refuse') {
+      const missing = toJsonRpcError(new MissingCapabilityError({ extensions: { [TASKS_EXTENSION]: {} } }));
+      const message = `Tool "${String(request.params?.name)}" runs only as a task: ${missing.message}`;
+      return Promise.resolve(this.refuse(request, { ...missing, message }));
+    }
+    const asTask = plan;
     const legacyId = this.nextId++;
     const call: Call = {
       legacyId,
@@ -290,7 +296,7 @@ export class ModernBridge {
   }
 
   /** Whether a tools/call goes to the Session as a task (decide.ts), and when it is promoted. */
-  private taskPlan(request: Request, meta: ModernRequestMeta): Call['asTask'] {
+  private taskPlan(request: Request, meta: ModernRequestMeta): Call['asTask'] | 'refuse' {
     const name = request.params?.name;
     if (request.method !== 'tools/call' || typeof name !== 'string') return undefined;
     const extensions = meta.clientCapabilities.extensions;
@@ -301,6 +307,8 @@ export class ModernBridge {
     switch (plan.kind) {
       case 'plain':
         return undefined;
+      case 'refuse':
+        return 'refuse';
       case 'task':
         return { promoteAfterMs: undefined };
       case 'promote':

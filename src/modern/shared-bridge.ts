@@ -32,7 +32,7 @@ export function startBridge(legacyClient: Channel, session: Session, options: Se
     maxParked: MODERN_MAX_PARKED,
     clientInfo: TASKGATE_INFO,
     toolTasks: (name) => ({
-      taskSupport: session.taskSupportFor(name),
+      ...session.taskSupportFor(name),
       promoteAfterMs: options.policy.forTool(name).promoteAfter,
     }),
     maxTasks: options.config.tasks.maxTasks,

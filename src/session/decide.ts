@@ -59,6 +59,8 @@ export interface ModernToolCallFacts {
   extension: boolean;
   /** How the tool may run, as taskgate would list it for a 2025 client with tasks. */
   taskSupport: 'required' | 'optional' | 'forbidden';
+  /** The upstream runs the tool as a task itself (so taskgate can follow it for a client without tasks). */
+  upstreamTask: boolean;
   /** The tool's `promoteAfter`: how long an optional call runs plainly before it becomes a task. */
   promoteAfterMs: number;
 }
@@ -66,6 +68,8 @@ export interface ModernToolCallFacts {
 export type ModernToolCallPlan =
   /** As a 2025 client without tasks would call it (the session unwraps what the upstream runs as a task). */
   | { kind: 'plain' }
+  /** Only a task could serve it, and the client did not declare the extension: -32021 naming it. */
+  | { kind: 'refuse' }
   /** Answered with a CreateTaskResult at once. */
   | { kind: 'task' }
   /** Run as a task, answered plainly if it ends within `afterMs`, else with a CreateTaskResult then. */
@@ -73,10 +77,14 @@ export type ModernToolCallPlan =
 
 /**
  * The tasks extension lets the server decide (ext-tasks tasks.md "Capability Negotiation"): a client that
- * did not declare it never gets a task, `required` tools are tasks, `optional` ones are by `promoteAfter`.
+ * did not declare it never gets a task — a tool the operator made `required` is refused with -32021, one
+ * the upstream requires is unwrapped —, `required` tools are tasks, `optional` ones are by `promoteAfter`.
  */
 export function decideModernToolCall(facts: ModernToolCallFacts): ModernToolCallPlan {
-  if (!facts.extension || facts.taskSupport === 'forbidden') return { kind: 'plain' };
+  if (!facts.extension) {
+    return facts.taskSupport === 'required' && !facts.upstreamTask ? { kind: 'refuse' } : { kind: 'plain' };
+  }
+  if (facts.taskSupport === 'forbidden') return { kind: 'plain' };
   if (facts.taskSupport === 'required' || facts.promoteAfterMs === 0) return { kind: 'task' };
   return { kind: 'promote', afterMs: facts.promoteAfterMs };
 }

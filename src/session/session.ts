@@ -1154,10 +1154,18 @@ export class Session {
    * taskSupport for a tool it runs as a task, else the operator's rule (`passthrough` to a server that does
    * not run it as a task: never a task). What a 2026-07-28 front decides a call by.
    */
-  taskSupportFor(name: string): 'required' | 'optional' | 'forbidden' {
-    if (this.isNativeTaskTool(name)) return this.nativeRequiredTools.has(name) ? 'required' : 'optional';
+  taskSupportFor(name: string): {
+    taskSupport: 'required' | 'optional' | 'forbidden';
+    upstreamTask: boolean;
+  } {
+    if (this.isNativeTaskTool(name)) {
+      return {
+        taskSupport: this.nativeRequiredTools.has(name) ? 'required' : 'optional',
+        upstreamTask: true,
+      };
+    }
     const { taskSupport } = this.options.policy.forTool(name);
-    return taskSupport === 'passthrough' ? 'forbidden' : taskSupport;
+    return { taskSupport: taskSupport === 'passthrough' ? 'forbidden' : taskSupport, upstreamTask: false };
   }
 
   /** A client that declared no tasks capability cannot make task-augmented requests. */

@@ -90,16 +90,19 @@ describe('decideModernToolCall: the tasks extension lets the server decide', () 
   it('never a task for a client without the extension, whatever the tool', () => {
     for (const taskSupport of SUPPORTS) {
       for (const promoteAfterMs of [0, 500]) {
-        expect(decideModernToolCall({ extension: false, taskSupport, promoteAfterMs })).toEqual({
-          kind: 'plain',
-        });
+        for (const upstreamTask of [false, true]) {
+          const plan = decideModernToolCall({ extension: false, taskSupport, upstreamTask, promoteAfterMs });
+          // Only a task could serve a tool the operator requires: -32021; one the upstream requires is unwrapped.
+          const refused = taskSupport === 'required' && !upstreamTask;
+          expect(plan).toEqual({ kind: refused ? 'refuse' : 'plain' });
+        }
       }
     }
   });
 
   it('with the extension: forbidden plain, required a task at once, optional by promoteAfter', () => {
     const ext = (taskSupport: (typeof SUPPORTS)[number], promoteAfterMs: number) =>
-      decideModernToolCall({ extension: true, taskSupport, promoteAfterMs });
+      decideModernToolCall({ extension: true, taskSupport, upstreamTask: false, promoteAfterMs });
     expect(ext('forbidden', 0)).toEqual({ kind: 'plain' });
     expect(ext('required', 0)).toEqual({ kind: 'task' });
     expect(ext('required', 500)).toEqual({ kind: 'task' });

@@ -226,6 +226,17 @@ describe('the tasks extension for 2026-07-28 clients, in front of a server witho
     expect(gone.error).toMatchObject({ code: -32601 });
   });
 
+  it('a tool the operator requires as a task: -32021 for a client without the extension', async () => {
+    const gate = await open({ tools: [{ match: 'echo', taskSupport: 'required' }] });
+    const refused = await call(gate, 'echo', MODERN_META);
+    expect(refused.error).toMatchObject({
+      code: -32021,
+      message: expect.stringContaining('Tool "echo" runs only as a task'),
+      data: { requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } },
+    });
+    expect((await call(gate, 'echo')).result).toMatchObject({ resultType: 'task' });
+  });
+
   it('a forbidden tool is a plain call even for a client with the extension', async () => {
     const gate = await open({ tools: [{ match: 'echo', taskSupport: 'forbidden' }] });
     const plain = await call(gate, 'echo');
