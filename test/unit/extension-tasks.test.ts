@@ -259,6 +259,23 @@ describe('the tasks extension for 2026-07-28 clients, in front of a server witho
     expect((await call(gate, 'echo')).result).toMatchObject({ resultType: 'task' });
   });
 
+  it('a task is bound to the caller that created it: another gets -32602, as for an unknown id', async () => {
+    const gate = await open();
+    const as = (principal: string, method: string, params: object) =>
+      answerOf(gate.ask(method, { ...params, _meta: WITH_TASKS }, { principal }));
+    const created = await as('alice', 'tools/call', { name: 'hang', arguments: {} });
+    const taskId = String(created.result!.taskId);
+    expect((await as('alice', 'tasks/get', { taskId })).result).toMatchObject({ status: 'working' });
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+      const refused = await as('mallory', method, { taskId, inputResponses: {} });
+      expect(refused.error).toMatchObject({ code: -32602, message: expect.stringContaining('not found') });
+    }
+    // An identified caller is not served a task this process did not create for it.
+    const unknown = await as('alice', 'tasks/get', { taskId: 'made-elsewhere' });
+    expect(unknown.error).toMatchObject({ code: -32602 });
+    expect((await as('alice', 'tasks/get', { taskId })).result).toMatchObject({ status: 'working' });
+  });
+
   it('a forbidden tool is a plain call even for a client with the extension', async () => {
     const gate = await open({ tools: [{ match: 'echo', taskSupport: 'forbidden' }] });
     const plain = await call(gate, 'echo');
