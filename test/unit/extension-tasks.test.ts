@@ -332,3 +332,47 @@ describe('the tasks extension for 2026-07-28 clients, in front of a server witho
     release.shift()!();
   });
 });
+
+describe('the tasks extension for 2026-07-28 clients, in front of a server with 2025 tasks', () => {
+  const nativeTools: FakeTool[] = [
+    {
+      name: 'native_echo',
+      taskSupport: 'optional',
+      run: (args) => textResult(`native ${String(args.text)}`),
+    },
+    {
+      name: 'native_error',
+      taskSupport: 'optional',
+      run: () => ({ content: [{ type: 'text', text: 'no good' }], isError: true }),
+    },
+    { name: 'native_only', taskSupport: 'required', run: (args) => textResult(`only ${String(args.text)}`) },
+  ];
+  const openNative = async (): Promise<InProcessBridge> => (bridge = await inProcessBridge(nativeTools));
+
+  it("the server's own task gets the v2 face: flat creation, tasks/get with the inline result", async () => {
+    const gate = await openNative();
+    // tools/list first, so the Session knows the server runs these tools as tasks.
+    await tasksRequest(gate, 'tools/list', {});
+    const taskId = await createdTask(gate, 'native_echo');
+    const done = await pollUntilSettled(gate, taskId);
+    expect(GetTaskResultV2Schema.safeParse(done).success).toBe(true);
+    expect(done).toMatchObject({ status: 'completed', result: { content: [{ text: 'native hi' }] } });
+  });
+
+  it("the server's failed isError task is completed with the exact result on the v2 face", async () => {
+    const gate = await openNative();
+    await tasksRequest(gate, 'tools/list', {});
+    const done = await pollUntilSettled(gate, await createdTask(gate, 'native_error'));
+    expect(done).toMatchObject({
+      status: 'completed',
+      result: { isError: true, content: [{ text: 'no good' }] },
+    });
+  });
+
+  it('a tool the server runs only as a task is followed for a client without the extension', async () => {
+    const gate = await openNative();
+    await tasksRequest(gate, 'tools/list', {});
+    const plain = await call(gate, 'native_only', MODERN_META);
+    expect(plain.result).toMatchObject({ resultType: 'complete', content: [{ text: 'only hi' }] });
+  });
+});
