@@ -24,6 +24,7 @@ import type { Arrival } from '../transport/channel.js';
 import { factsFromV1, toV2CreateTaskResult, toV2GetTaskResult } from '../tasks/generations.js';
 import { isTerminal, type TaskOutcome, type TaskStatus } from '../tasks/state.js';
 import { withoutRelatedTask } from '../tasks/unwrap.js';
+import { toModernResult } from '../protocol/modern/results.js';
 import type { TaskV1 } from '@modelcontextprotocol/ext-tasks/core/v1';
 
 export type Outcome = TaskOutcome;
@@ -401,6 +402,10 @@ export class ExtensionTasks {
   }
 }
 
-/** The outcome as the client sees it: a 2026-07-28 result has no related-task tag. */
+/**
+ * The outcome as the client sees it, inline or as the answer of a call that was not promoted: a 2026-07-28
+ * tools/call result (`resultType: "complete"`, no related-task tag; tasks.md "exactly what the underlying
+ * request would have returned").
+ */
 const withoutTag = (outcome: Outcome): Outcome =>
-  'result' in outcome ? { result: withoutRelatedTask(outcome.result) ?? {} } : outcome;
+  'result' in outcome ? { result: toModernResult('tools/call', outcome.result) } : outcome;

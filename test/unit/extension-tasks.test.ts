@@ -132,7 +132,7 @@ describe('the tasks extension for 2026-07-28 clients, in front of a server witho
       resultType: 'complete',
       taskId,
       status: 'completed',
-      result: { content: [{ type: 'text', text: 'hi' }] },
+      result: { resultType: 'complete', content: [{ type: 'text', text: 'hi' }] },
     });
     expect(done.result).not.toHaveProperty('_meta');
     expect(done).not.toHaveProperty('ttl');
