@@ -50,7 +50,9 @@ import type { Arrival, Channel } from '../transport/channel.js';
 import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
 import { decideModernToolCall, type ModernToolCallFacts } from '../session/decide.js';
 import { ExtensionTasks, type Outcome } from './extension-tasks.js';
+import { MODERN_MAX_LISTENERS } from './defaults.js';
 import { ParkedCalls } from './parked-calls.js';
+import { Subscriptions } from './subscriptions.js';
 import type { TaskV1 } from '@modelcontextprotocol/ext-tasks/core/v1';
 
 /** The 2025 version the bridge speaks to the Session. */
@@ -78,11 +80,6 @@ const NOT_MODERN: Readonly<Record<string, string>> = {
   'tasks/list': 'tasks/list is not part of 2026-07-28',
   'resources/subscribe': 'resources/subscribe was removed in 2026-07-28',
   'resources/unsubscribe': 'resources/unsubscribe was removed in 2026-07-28',
-};
-
-/** What taskgate does not serve to modern clients yet, with what is missing. */
-const NOT_YET: Readonly<Record<string, string>> = {
-  'subscriptions/listen': 'taskgate does not serve subscriptions/listen yet',
 };
 
 /** taskgate serves the tasks extension in front of any upstream (discover advertises it). */
@@ -150,6 +147,7 @@ export class ModernBridge {
   /** The bridge's own requests to the Session (the tasks extension's), by id. */
   private readonly own = new Map<number, (outcome: Outcome) => void>();
   private readonly tasks: ExtensionTasks;
+  private readonly subscriptions: Subscriptions;
   private readonly byProgressToken = new Map<string, Call>();
   private nextId = INITIALIZE_ID + 1;
   /** Input keys are never reused, so an answer can never reach a request it was not meant for. */
@@ -182,6 +180,12 @@ export class ModernBridge {
         refuse: (request, error) => this.refuse(request, error),
         logger: options.logger,
       },
+    });
+    this.subscriptions = new Subscriptions({
+      upstream: (method, uri) => void this.ask(method, { uri }),
+      taskStatus: (params, principal) => this.tasks.statusChanged(params as unknown as TaskV1, principal),
+      refuse: (request, error) => this.refuse(request, error),
+      maxListeners: MODERN_MAX_LISTENERS,
     });
     this.sealer = createRequestStateSealer({
       secret: randomBytes(32),
@@ -220,7 +224,7 @@ export class ModernBridge {
       meta.clientCapabilities,
     );
     if (!needed.ok) return this.refuse(request, toJsonRpcError(needed.error));
-    const removed = NOT_MODERN[request.method] ?? NOT_YET[request.method];
+    const removed = NOT_MODERN[request.method];
     if (removed !== undefined)
       return this.refuse(request, { code: ErrorCode.MethodNotFound, message: removed });
 
@@ -246,6 +250,8 @@ export class ModernBridge {
         return this.tasks.update(exchange);
       case 'tasks/cancel':
         return this.tasks.cancel(exchange);
+      case 'subscriptions/listen':
+        return this.subscriptions.listen(exchange, upstream.capabilities);
     }
     const params = request.params;
     if (params?.requestState !== undefined || params?.inputResponses !== undefined) {
@@ -573,7 +579,7 @@ export class ModernBridge {
         }
       }
     }
-    // List changes and resource updates need subscriptions/listen, which is not served yet.
+    this.subscriptions.notification(method, params);
   }
 
   private finish(call: Call, outcome: { result: JsonObject } | { error: JsonRpcErrorObject }): void {
@@ -667,6 +673,7 @@ export class ModernBridge {
     this.own.clear();
     for (const settle of own) settle({ error: this.unavailable() });
     this.tasks.close();
+    this.subscriptions.close();
     for (const call of [...this.calls.values()]) {
       const waiter = call.waiter;
       this.forget(call);

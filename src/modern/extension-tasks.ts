@@ -174,13 +174,30 @@ export class ExtensionTasks {
     const { request } = exchange;
     const found = this.find(exchange);
     if ('refused' in found) return found.refused;
-    const { taskId, task } = found;
-    const asked = await this.options.session.ask('tasks/get', { taskId }).answer;
+    const asked = await this.options.session.ask('tasks/get', { taskId: found.taskId }).answer;
     if ('error' in asked) return this.options.session.respond(request, asked);
-    const v1 = asked.result as unknown as TaskV1;
+    const detailed = await this.detailed(asked.result as unknown as TaskV1, found.task);
+    return this.options.session.respond(request, detailed);
+  }
+
+  /**
+   * A `notifications/tasks` for a 2025 status notification of one of these tasks, if `principal` may see
+   * it: the full DetailedTask, as tasks/get would answer then (tasks.md "Task Status Notifications").
+   */
+  async statusChanged(v1: TaskV1, principal: string | undefined): Promise<JsonObject | undefined> {
+    const task = this.tasks.get(v1.taskId);
+    if (task === undefined ? principal !== undefined : task.principal !== principal) return undefined;
+    const detailed = await this.detailed(v1, task);
+    if ('error' in detailed) return undefined;
+    const { resultType: _resultType, ...params } = detailed.result;
+    return params;
+  }
+
+  /** The v2 DetailedTask of a task whose 2025 face the Session gave, with its outcome or pending input. */
+  private async detailed(v1: TaskV1, task: ExtensionTask | undefined): Promise<Outcome> {
     let outcome: Outcome | undefined;
     if (isTerminal(v1.status as TaskStatus)) {
-      outcome = v1.status === 'cancelled' ? undefined : (task?.outcome ?? (await this.resultOf(taskId)));
+      outcome = v1.status === 'cancelled' ? undefined : (task?.outcome ?? (await this.resultOf(v1.taskId)));
     } else if (task !== undefined) {
       // A tasks/result that ended early (the upstream's deadline) said nothing about the outcome.
       task.outcome = undefined;
@@ -188,14 +205,14 @@ export class ExtensionTasks {
     }
     // A failed task's error is its outcome, whatever its code; only a store that cannot answer is not.
     if (outcome !== undefined && 'error' in outcome && outcome.error.code === ErrorCode.StoreUnavailable) {
-      return this.options.session.respond(request, outcome);
+      return outcome;
     }
     // Input the Session could not tie to the task (a 2025 stdio server does not say) is still its input.
     const waiting =
       v1.status === 'input_required' || (v1.status === 'working' && (task?.inputs.size ?? 0) > 0);
     const inputs = waiting ? this.openInputs(task) : undefined;
     const facts = factsFromV1(waiting ? { ...v1, status: 'input_required' } : v1, outcome, inputs);
-    return this.options.session.respond(request, { result: toV2GetTaskResult(facts) as JsonObject });
+    return { result: toV2GetTaskResult(facts) as JsonObject };
   }
 
   update(exchange: ModernExchange): ModernAnswer {

@@ -376,3 +376,107 @@ describe('the tasks extension for 2026-07-28 clients, in front of a server with 
     expect(plain.result).toMatchObject({ resultType: 'complete', content: [{ text: 'only hi' }] });
   });
 });
+
+describe('subscriptions/listen for task status', () => {
+  it('acknowledges first, then sends notifications/tasks with the full DetailedTask, tagged with its id', async () => {
+    const gate = await open();
+    const taskId = await createdTask(gate, 'gate');
+    const notified: { method: string; params: Record<string, unknown> }[] = [];
+    const controller = new AbortController();
+    const listening = gate.ask(
+      'subscriptions/listen',
+      { notifications: { taskIds: [taskId], toolsListChanged: true }, _meta: WITH_TASKS },
+      { notified: notified as object[], signal: controller.signal },
+    );
+    for (let turn = 0; notified.length === 0 && turn < 500; turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    // The in-process server declares no listChanged: only the task ids are honoured.
+    expect(notified[0]).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/subscriptions/acknowledged',
+      params: {
+        _meta: { 'io.modelcontextprotocol/subscriptionId': expect.any(Number) },
+        notifications: { taskIds: [taskId] },
+      },
+    });
+    for (let turn = 0; release.length === 0 && turn < 500; turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    release.shift()!();
+    const completed = () => notified.find((each) => each.params.status === 'completed');
+    for (let turn = 0; completed() === undefined && turn < 500; turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const done = completed()!;
+    expect(done.method).toBe('notifications/tasks');
+    expect(done.params).toMatchObject({
+      taskId,
+      status: 'completed',
+      result: { resultType: 'complete', content: [{ text: 'released' }] },
+      _meta: { 'io.modelcontextprotocol/subscriptionId': expect.any(Number) },
+    });
+    expect(done.params).not.toHaveProperty('resultType');
+    controller.abort();
+    expect(await listening).toBeUndefined();
+  });
+
+  it('another caller listening for the task hears nothing of it', async () => {
+    const gate = await open();
+    const created = await answerOf(
+      gate.ask('tools/call', { name: 'gate', arguments: {}, _meta: WITH_TASKS }, { principal: 'alice' }),
+    );
+    const taskId = String(created.result!.taskId);
+    const heard: { method: string }[] = [];
+    const controller = new AbortController();
+    const listening = gate.ask(
+      'subscriptions/listen',
+      { notifications: { taskIds: [taskId] }, _meta: WITH_TASKS },
+      { notified: heard as object[], signal: controller.signal, principal: 'mallory' },
+    );
+    for (let turn = 0; release.length === 0 && turn < 500; turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    release.shift()!();
+    await pollUntilSettledAs(gate, taskId, 'alice');
+    for (let turn = 0; turn < 50; turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(heard.map((each) => each.method)).toEqual(['notifications/subscriptions/acknowledged']);
+    controller.abort();
+    await listening;
+  });
+
+  it('refuses a malformed filter (-32602) and task ids without the extension (-32021)', async () => {
+    const gate = await open();
+    const bad = await tasksRequest(gate, 'subscriptions/listen', { notifications: { taskIds: 'x' } });
+    expect(bad.error).toMatchObject({ code: -32602, message: expect.stringContaining('taskIds') });
+    const undeclared = await tasksRequest(
+      gate,
+      'subscriptions/listen',
+      { notifications: { taskIds: ['x'] } },
+      MODERN_META,
+    );
+    expect(undeclared.error).toMatchObject({ code: -32021 });
+  });
+
+  it('ends every open stream with a complete result naming it when the bridge closes', async () => {
+    const gate = await open();
+    const listening = gate.ask('subscriptions/listen', { notifications: {}, _meta: WITH_TASKS });
+    for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+    await gate.close();
+    bridge = undefined;
+    const answer = (await listening) as { response: Answer };
+    expect(answer.response.result).toEqual({
+      resultType: 'complete',
+      _meta: { 'io.modelcontextprotocol/subscriptionId': answer.response.id },
+    });
+  });
+});
+
+async function pollUntilSettledAs(gate: InProcessBridge, taskId: string, principal: string): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const got = await answerOf(gate.ask('tasks/get', { taskId, _meta: WITH_TASKS }, { principal }));
+    if (got.result?.status !== 'working') return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  throw new Error(`task ${taskId} stayed working`);
+}

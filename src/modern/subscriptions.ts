@@ -1,0 +1,209 @@
+/**
+ * `subscriptions/listen` for 2026-07-28 clients (basic/patterns/subscriptions.mdx; tasks.md "Task Status
+ * Notifications"): each listen request is a stream that stays open until the client closes it, and gets
+ * the acknowledgment first, then only the notifications its filter asked for and the upstream can send,
+ * each tagged with the subscription's id. Resource subscriptions are made upstream in 2025 terms
+ * (`resources/subscribe`), once per URI however many listeners want it.
+ */
+import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { isObject, type JsonObject, type Request, type RequestId } from '../protocol/messages.js';
+import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
+
+export const SUBSCRIPTION_ID_META = 'io.modelcontextprotocol/subscriptionId';
+
+/** The filter of a listen request (subscriptions.mdx "Notification Filter"; tasks.md `taskIds`). */
+interface Filter {
+  toolsListChanged: boolean;
+  promptsListChanged: boolean;
+  resourcesListChanged: boolean;
+  resourceSubscriptions: readonly string[];
+  taskIds: readonly string[];
+}
+
+const LIST_CHANGED: Readonly<Record<string, keyof Filter>> = {
+  'notifications/tools/list_changed': 'toolsListChanged',
+  'notifications/prompts/list_changed': 'promptsListChanged',
+  'notifications/resources/list_changed': 'resourcesListChanged',
+};
+
+interface Listener {
+  id: RequestId;
+  exchange: ModernExchange;
+  filter: Filter;
+  end(answer: ModernAnswer): void;
+}
+
+export interface SubscriptionsOptions {
+  /** Makes or drops the upstream's subscription to a resource (2025 resources/subscribe, unsubscribe). */
+  upstream(method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): void;
+  /** The `notifications/tasks` params for a 2025 status notification, if `principal` may see the task. */
+  taskStatus(params: JsonObject, principal: string | undefined): Promise<JsonObject | undefined>;
+  refuse(request: Request, error: JsonRpcErrorObject): ModernAnswer;
+  /** Open listen requests at most; beyond it a new one is refused. */
+  maxListeners: number;
+}
+
+export class Subscriptions {
+  private readonly listeners = new Set<Listener>();
+  /** Listeners per resource URI subscribed upstream. */
+  private readonly resources = new Map<string, number>();
+
+  constructor(private readonly options: SubscriptionsOptions) {}
+
+  /** Opens the stream; resolves when it ends (undefined once the client closed it). */
+  listen(exchange: ModernExchange, upstreamCapabilities: JsonObject): ModernAnswer | Promise<ModernAnswer> {
+    const { request } = exchange;
+    const asked = readFilter(request.params?.notifications);
+    if (typeof asked === 'string') {
+      return this.options.refuse(request, {
+        code: ErrorCode.InvalidParams,
+        message: `Invalid params: ${asked}`,
+      });
+    }
+    if (this.listeners.size >= this.options.maxListeners) {
+      return this.options.refuse(request, {
+        code: ErrorCode.LimitExceeded,
+        message: `Too many open subscriptions (${this.options.maxListeners}): close one first`,
+      });
+    }
+    const filter = honoured(asked, upstreamCapabilities);
+    return new Promise<ModernAnswer>((resolve) => {
+      const listener: Listener = {
+        id: request.id,
+        exchange,
+        filter,
+        end: (answer) => {
+          if (!this.listeners.delete(listener)) return;
+          exchange.signal.removeEventListener('abort', closed);
+          for (const uri of filter.resourceSubscriptions) this.release(uri);
+          resolve(answer);
+        },
+      };
+      const closed = () => listener.end(undefined);
+      exchange.signal.addEventListener('abort', closed, { once: true });
+      this.listeners.add(listener);
+      for (const uri of filter.resourceSubscriptions) this.hold(uri);
+      exchange.notify({
+        jsonrpc: '2.0',
+        method: 'notifications/subscriptions/acknowledged',
+        params: { _meta: { [SUBSCRIPTION_ID_META]: request.id }, notifications: ackOf(filter) },
+      });
+      if (exchange.signal.aborted) closed();
+    });
+  }
+
+  /** A notification from the upstream side: to every listener whose filter names it. */
+  notification(method: string, params: JsonObject | undefined): void {
+    if (this.listeners.size === 0) return;
+    const listChanged = LIST_CHANGED[method];
+    if (listChanged !== undefined) {
+      for (const listener of this.listeners) {
+        if (listener.filter[listChanged] === true) send(listener, method, {});
+      }
+      return;
+    }
+    if (method === 'notifications/resources/updated' && typeof params?.uri === 'string') {
+      const { uri } = params;
+      for (const listener of this.listeners) {
+        if (listener.filter.resourceSubscriptions.includes(uri)) send(listener, method, { uri });
+      }
+      return;
+    }
+    if (method === 'notifications/tasks/status' && typeof params?.taskId === 'string') {
+      const { taskId } = params;
+      for (const listener of this.listeners) {
+        if (!listener.filter.taskIds.includes(taskId)) continue;
+        void this.options.taskStatus(params, listener.exchange.principal).then((task) => {
+          if (task !== undefined && this.listeners.has(listener)) send(listener, 'notifications/tasks', task);
+        });
+      }
+    }
+  }
+
+  /** taskgate ends every stream gracefully: a complete result names the subscription it closes. */
+  close(): void {
+    for (const listener of [...this.listeners]) {
+      listener.end({
+        response: {
+          jsonrpc: '2.0',
+          id: listener.id,
+          result: { resultType: 'complete', _meta: { [SUBSCRIPTION_ID_META]: listener.id } },
+        },
+      });
+    }
+  }
+
+  private hold(uri: string): void {
+    const count = this.resources.get(uri) ?? 0;
+    this.resources.set(uri, count + 1);
+    if (count === 0) this.options.upstream('resources/subscribe', uri);
+  }
+
+  private release(uri: string): void {
+    const count = (this.resources.get(uri) ?? 1) - 1;
+    if (count > 0) return void this.resources.set(uri, count);
+    this.resources.delete(uri);
+    this.options.upstream('resources/unsubscribe', uri);
+  }
+}
+
+function send(listener: Listener, method: string, params: JsonObject): void {
+  const meta = isObject(params._meta) ? params._meta : {};
+  listener.exchange.notify({
+    jsonrpc: '2.0',
+    method,
+    params: { ...params, _meta: { ...meta, [SUBSCRIPTION_ID_META]: listener.id } },
+  });
+}
+
+/** The filter as asked, or what is wrong with it. */
+function readFilter(value: unknown): Filter | string {
+  if (value === undefined) value = {};
+  if (!isObject(value)) return 'notifications must be an object (the notification filter)';
+  const flag = (key: string): boolean | string =>
+    value[key] === undefined || typeof value[key] === 'boolean'
+      ? value[key] === true
+      : `notifications.${key} must be a boolean`;
+  const list = (key: string): readonly string[] | string => {
+    const entries = value[key];
+    if (entries === undefined) return [];
+    return Array.isArray(entries) && entries.every((entry) => typeof entry === 'string')
+      ? [...new Set(entries as string[])]
+      : `notifications.${key} must be an array of strings`;
+  };
+  const filter = {
+    toolsListChanged: flag('toolsListChanged'),
+    promptsListChanged: flag('promptsListChanged'),
+    resourcesListChanged: flag('resourcesListChanged'),
+    resourceSubscriptions: list('resourceSubscriptions'),
+    taskIds: list('taskIds'),
+  };
+  const problem = Object.values(filter).find((field) => typeof field === 'string');
+  return typeof problem === 'string' ? problem : (filter as Filter);
+}
+
+/** What the upstream can send of what was asked (subscriptions.mdx "Acknowledgment": the rest is omitted). */
+function honoured(asked: Filter, capabilities: JsonObject): Filter {
+  const declares = (capability: string, feature: string): boolean => {
+    const declared = capabilities[capability];
+    return isObject(declared) && declared[feature] === true;
+  };
+  return {
+    toolsListChanged: asked.toolsListChanged && declares('tools', 'listChanged'),
+    promptsListChanged: asked.promptsListChanged && declares('prompts', 'listChanged'),
+    resourcesListChanged: asked.resourcesListChanged && declares('resources', 'listChanged'),
+    resourceSubscriptions: declares('resources', 'subscribe') ? asked.resourceSubscriptions : [],
+    // taskgate serves the tasks extension itself, whatever the upstream has.
+    taskIds: asked.taskIds,
+  };
+}
+
+function ackOf(filter: Filter): JsonObject {
+  const ack: JsonObject = {};
+  if (filter.toolsListChanged) ack.toolsListChanged = true;
+  if (filter.promptsListChanged) ack.promptsListChanged = true;
+  if (filter.resourcesListChanged) ack.resourcesListChanged = true;
+  if (filter.resourceSubscriptions.length > 0) ack.resourceSubscriptions = [...filter.resourceSubscriptions];
+  if (filter.taskIds.length > 0) ack.taskIds = [...filter.taskIds];
+  return ack;
+}
