@@ -1,0 +1,124 @@
+/**
+ * The tasks extension's server scenarios (SEP-2663) of the official conformance suite 0.2.0-alpha.12
+ * (test/conformance, on Node 22) through taskgate's HTTP front, in front of a 2025 server without tasks
+ * (test/fixtures/conformance-tasks-tools.js, SDK 1.32 on stdio) whose tools taskgate's policy makes tasks.
+ *
+ * The tasks-* scenarios are extension scenarios: no `--suite` selects them, so each runs on its own,
+ * `--scenario NAME --spec-version 2026-07-28 --force` (the stateless 2026-07-28 client of the suite, with
+ * the extension declared in each request's `_meta` where the scenario wants it).
+ *
+ * The table names, per scenario, every check expected to fail, with why; a scenario is expected to pass
+ * every other check it runs (and to run at least one), or to have no check at all (and why). A failing
+ * check the table does not name fails the scenario's test, and so does a named one that passes: once it
+ * passes, its entry has to go.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runEachServerScenario, type ScenarioOutcome } from '../conformance/suite.js';
+import { FIXTURES, Gateway } from '../helpers/taskgate.js';
+
+/** What a scenario gives: its checks all pass but these (check id → why), or it has no check (why). */
+type Expected = { failing: Record<string, string> } | { checksNothing: string };
+
+/**
+ * Which tools taskgate runs as tasks (first match wins), as the scenarios' "Required server fixtures" say:
+ * failing_job and test_tool_with_task are task-required (tasks-required-task-error wants -32021 for
+ * failing_job from a client without the extension); slow_compute is task-optional (it runs as a plain call
+ * for such a client, tasks-capability-negotiation); greet is sync-only.
+ */
+const TASK_POLICY = [
+  'failing_job=required',
+  'test_tool_with_task=required',
+  'slow_compute=optional',
+  'protocol_error_job=optional',
+  'confirm_delete=optional',
+  'multi_input=optional',
+  '*=forbidden',
+].flatMap((rule) => ['--tool-task-support', rule]);
+
+/** What main is building meanwhile: until it lands, a task-supporting tool answers as a plain call. */
+const NOT_YET = 'taskgate does not serve the tasks extension to 2026-07-28 clients yet (main is building it)';
+const notYet = (...checks: string[]): Expected => ({
+  failing: Object.fromEntries(checks.map((check) => [check, NOT_YET])),
+});
+
+/** The tasks-* scenarios of 0.2.0-alpha.12, in the order `conformance list` gives them. */
+const THROUGH_TASKGATE: Record<string, Expected> = {
+  'tasks-lifecycle': notYet(
+    'sep-2663-result-type-task-on-create',
+    'sep-2663-tasks-get-status-working',
+    'sep-2663-tasks-get-status-completed',
+    'sep-2663-tool-error-uses-completed-status',
+    'sep-2663-tasks-get-status-failed',
+    'sep-2663-cancel-ack-empty-result',
+    'tasks-cancel-terminal-idempotent-ack',
+  ),
+  'tasks-capability-negotiation': notYet('tasks-extension-advertised', 'tasks-per-request-meta-opt-in'),
+  'tasks-wire-fields': notYet(
+    'tasks-wire-field-renames',
+    'tasks-no-early-ttl-expiry',
+    'tasks-no-related-task-meta-on-inlined-result',
+  ),
+  'tasks-request-state-removal': notYet('tasks-request-state-removal-setup'),
+  'tasks-mrtr-input': notYet(
+    'sep-2663-tasks-get-status-input-required',
+    'tasks-mrtr-tasks-update-resumes',
+    'tasks-mrtr-partial-fulfillment',
+  ),
+  'tasks-request-headers': notYet(
+    'sep-2663-routing-headers-accepted-on-tasks-get',
+    'sep-2663-server-rejects-mismatched-mcp-name-on-tasks-get',
+  ),
+  'tasks-dispatch-and-envelope': notYet(
+    'tasks-server-directed-creation-no-hint',
+    'tasks-result-type-complete-on-non-task-responses',
+    'sep-2663-durable-create-strong-consistency',
+    'sep-2663-tasks-get-invalid-task-id-32602',
+  ),
+  'tasks-status-notifications': {
+    checksNothing:
+      'in 0.2.0-alpha.12 it only reports one SKIPPED check (its harness awaits a subscriptions/listen rewrite)',
+  },
+  'tasks-required-task-error': notYet('sep-2663-server-returns-missing-capability-when-required'),
+  'tasks-mrtr-composition': notYet('sep-2663-mrtr-synchronous-before-task-creation'),
+};
+
+/** The CLI's own limit per scenario, and ours: each starts a Node 22 process; some wait out slow tools. */
+const SCENARIO_TIMEOUT_MS = 30_000;
+const SUITE_TIMEOUT_MS = Object.keys(THROUGH_TASKGATE).length * (SCENARIO_TIMEOUT_MS + 5_000);
+
+describe('the tasks-* scenarios of the conformance suite 0.2.0-alpha.12', () => {
+  describe('through taskgate in front of a 2025 server without tasks', () => {
+    let gateway: Gateway | undefined;
+    let outcomes: Map<string, ScenarioOutcome>;
+
+    beforeAll(async () => {
+      gateway = await Gateway.start([process.execPath, FIXTURES.conformanceTasks], TASK_POLICY);
+      outcomes = await runEachServerScenario(
+        '2026',
+        gateway.url.href,
+        Object.keys(THROUGH_TASKGATE),
+        ['--spec-version', '2026-07-28', '--force', '--timeout', String(SCENARIO_TIMEOUT_MS)],
+        SCENARIO_TIMEOUT_MS + 5_000,
+      );
+    }, SUITE_TIMEOUT_MS + 15_000);
+    afterAll(() => gateway?.stop());
+
+    it.each(Object.entries(THROUGH_TASKGATE))('%s', (scenario, expected) => {
+      const outcome = outcomes.get(scenario);
+      expect(outcome, `${scenario} did not run`).toBeDefined();
+      const failures = outcome!.failures.map((failure) => `\n  ${failure}`).join('');
+      if ('checksNothing' in expected) {
+        expect(
+          outcome!.passed + outcome!.failed,
+          `the table says: no check (${expected.checksNothing})`,
+        ).toBe(0);
+        return;
+      }
+      expect(outcome!.passed, `no check passed${failures}`).toBeGreaterThan(0);
+      expect(
+        [...outcome!.failedIds].sort(),
+        `the table says these checks fail: ${JSON.stringify(expected.failing)}${failures}`,
+      ).toEqual(Object.keys(expected.failing).sort());
+    });
+  });
+});
