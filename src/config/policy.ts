@@ -13,6 +13,8 @@ export interface ToolPolicy {
   immediateResponse?: string;
   timeout?: number;
   unwrap: boolean;
+  /** 2026-07-28 clients with the tasks extension: how long an `optional` call runs before it becomes a task. */
+  promoteAfter: number;
 }
 
 export const MIN_TTL_MS = 1_000;
@@ -94,6 +96,7 @@ export class Policy {
       maxTtl,
       pollInterval: rule?.pollInterval ?? tasks.pollInterval,
       unwrap: rule?.unwrap ?? false,
+      promoteAfter: rule?.promoteAfter ?? tasks.promoteAfter,
     };
     if (rule?.immediateResponse !== undefined) policy.immediateResponse = rule.immediateResponse;
     if (rule?.timeout !== undefined) policy.timeout = rule.timeout;

@@ -50,6 +50,8 @@ export const ToolRuleSchema = z
     timeout: milliseconds(MAX_TIMER_MS).optional(),
     /** For clients without tasks: run the tool upstream as a task even where the upstream only offers it. */
     unwrap: z.boolean().optional(),
+    /** For 2026-07-28 clients with the tasks extension: see `tasks.promoteAfter`. */
+    promoteAfter: z.number().int().nonnegative().max(MAX_TIMER_MS).optional(),
   })
   .strict();
 export type ToolRule = z.infer<typeof ToolRuleSchema>;
@@ -174,6 +176,12 @@ export const ConfigSchema = z
         defaultTtl: milliseconds(30 * MS_PER_DAY).default(3_600_000),
         maxTtl: milliseconds(30 * MS_PER_DAY).default(MS_PER_DAY),
         pollInterval: milliseconds(MS_PER_DAY).default(1_000),
+        /**
+         * For 2026-07-28 clients with the tasks extension, where the server decides: a call of an `optional`
+         * tool is answered plainly if it ends within this time, and becomes a task only after it (0: every
+         * such call is a task at once). `required` tools are always tasks.
+         */
+        promoteAfter: z.number().int().nonnegative().max(MAX_TIMER_MS).default(0),
         maxTasks: z.number().int().positive().default(10_000),
         maxResultBytes: z
           .number()

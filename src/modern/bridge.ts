@@ -25,8 +25,9 @@ import {
   checkCapabilities,
   requiredForInputRequest,
   requiredForRequest,
+  TASKS_EXTENSION,
 } from '../protocol/modern/capabilities.js';
-import type { ModernRequestError } from '../protocol/modern/errors.js';
+import { MissingCapabilityError, type ModernRequestError } from '../protocol/modern/errors.js';
 import { buildDiscoverResult, type LegacyInitializeResult } from '../protocol/modern/discover.js';
 import {
   CLIENT_CAPABILITIES_META,
@@ -47,7 +48,10 @@ import {
 import { CONSERVATIVE_CACHE, toModernError, toModernResult } from '../protocol/modern/results.js';
 import type { Arrival, Channel } from '../transport/channel.js';
 import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
+import { decideModernToolCall, type ModernToolCallFacts } from '../session/decide.js';
+import { ExtensionTasks, type Outcome } from './extension-tasks.js';
 import { ParkedCalls } from './parked-calls.js';
+import type { TaskV1 } from '@modelcontextprotocol/ext-tasks/core/v1';
 
 /** The 2025 version the bridge speaks to the Session. */
 const LEGACY_VERSION = '2025-11-25';
@@ -78,11 +82,11 @@ const NOT_MODERN: Readonly<Record<string, string>> = {
 
 /** What taskgate does not serve to modern clients yet, with what is missing. */
 const NOT_YET: Readonly<Record<string, string>> = {
-  'tasks/get': 'taskgate does not serve the tasks extension to 2026-07-28 clients yet',
-  'tasks/update': 'taskgate does not serve the tasks extension to 2026-07-28 clients yet',
-  'tasks/cancel': 'taskgate does not serve the tasks extension to 2026-07-28 clients yet',
   'subscriptions/listen': 'taskgate does not serve subscriptions/listen yet',
 };
+
+/** taskgate serves the tasks extension in front of any upstream (discover advertises it). */
+const TASKGATE_EXTENSIONS = { [TASKS_EXTENSION]: {} };
 
 const INITIALIZE_ID = 0;
 
@@ -99,6 +103,10 @@ export interface ModernBridgeOptions {
   /** Calls waiting for input at most; beyond it the oldest is given up. */
   maxParked: number;
   clientInfo: Implementation;
+  /** How a tools/call of this tool may run for a client with the tasks extension (the Session knows). */
+  toolTasks(name: string): Omit<ModernToolCallFacts, 'extension'>;
+  /** Tasks the bridge remembers (creator, pending input) at most. */
+  maxTasks: number;
 }
 
 /** A pending input request: what the server asked, and its id on the Session's side. */
@@ -133,10 +141,15 @@ interface Call {
   outcome: { result: JsonObject } | { error: JsonRpcErrorObject } | undefined;
   /** The key its requestState names, while parked. */
   parkedAs: string | undefined;
+  /** Sent as a task (the client has the tasks extension): answered at once, or promoted after this long. */
+  asTask: { promoteAfterMs: number | undefined } | undefined;
 }
 
 export class ModernBridge {
   private readonly calls = new Map<number, Call>();
+  /** The bridge's own requests to the Session (the tasks extension's), by id. */
+  private readonly own = new Map<number, (outcome: Outcome) => void>();
+  private readonly tasks: ExtensionTasks;
   private readonly byProgressToken = new Map<string, Call>();
   private nextId = INITIALIZE_ID + 1;
   /** Input keys are never reused, so an answer can never reach a request it was not meant for. */
@@ -160,6 +173,16 @@ export class ModernBridge {
     this.parked = new ParkedCalls(options.inputWaitMs, options.maxParked, (call, why) =>
       this.abandon(call, why),
     );
+    this.tasks = new ExtensionTasks({
+      maxTasks: options.maxTasks,
+      session: {
+        ask: (method, params) => this.ask(method, params),
+        answerServer: (response) => this.answerServer(response),
+        respond: (request, outcome) => ({ response: this.responseTo(request, outcome) }),
+        refuse: (request, error) => this.refuse(request, error),
+        logger: options.logger,
+      },
+    });
     this.sealer = createRequestStateSealer({
       secret: randomBytes(32),
       now: Date.now,
@@ -212,8 +235,17 @@ export class ModernBridge {
       const discovered = buildDiscoverResult(upstream, {
         supportedVersions: this.options.supportedVersions,
         cache: CONSERVATIVE_CACHE,
+        extensions: TASKGATE_EXTENSIONS,
       });
       return { response: successResponse(request.id, discovered) };
+    }
+    switch (request.method) {
+      case 'tasks/get':
+        return this.tasks.get(exchange);
+      case 'tasks/update':
+        return this.tasks.update(exchange);
+      case 'tasks/cancel':
+        return this.tasks.cancel(exchange);
     }
     const params = request.params;
     if (params?.requestState !== undefined || params?.inputResponses !== undefined) {
@@ -229,6 +261,13 @@ export class ModernBridge {
 
   private forward(exchange: ModernExchange, meta: ModernRequestMeta): Promise<ModernAnswer> {
     const { request } = exchange;
+    const plan = this.taskPlan(request, meta);
+    if (plan === 'refuse') {
+      const missing = toJsonRpcError(new MissingCapabilityError({ extensions: { [TASKS_EXTENSION]: {} } }));
+      const message = `Tool "${String(request.params?.name)}" runs only as a task: ${missing.message}`;
+      return Promise.resolve(this.refuse(request, { ...missing, message }));
+    }
+    const asTask = plan;
     const legacyId = this.nextId++;
     const call: Call = {
       legacyId,
@@ -242,6 +281,7 @@ export class ModernBridge {
       unsent: false,
       outcome: undefined,
       parkedAs: undefined,
+      asTask,
     };
     this.calls.set(legacyId, call);
     this.byProgressToken.set(bridgeToken(legacyId), call);
@@ -250,9 +290,41 @@ export class ModernBridge {
       jsonrpc: '2.0',
       id: legacyId,
       method: request.method,
-      params: legacyParams(request.params, bridgeToken(legacyId)),
+      params: legacyParams(request.params, bridgeToken(legacyId), asTask !== undefined),
     });
     return answer;
+  }
+
+  /** Whether a tools/call goes to the Session as a task (decide.ts), and when it is promoted. */
+  private taskPlan(request: Request, meta: ModernRequestMeta): Call['asTask'] | 'refuse' {
+    const name = request.params?.name;
+    if (request.method !== 'tools/call' || typeof name !== 'string') return undefined;
+    const extensions = meta.clientCapabilities.extensions;
+    const plan = decideModernToolCall({
+      extension: isObject(extensions) && isObject(extensions[TASKS_EXTENSION]),
+      ...this.options.toolTasks(name),
+    });
+    switch (plan.kind) {
+      case 'plain':
+        return undefined;
+      case 'refuse':
+        return 'refuse';
+      case 'task':
+        return { promoteAfterMs: undefined };
+      case 'promote':
+        return { promoteAfterMs: plan.afterMs };
+    }
+  }
+
+  /** A request of the bridge's own to the Session; answered with the reason once the Session is gone. */
+  private ask(method: string, params: JsonObject): { id: number; answer: Promise<Outcome> } {
+    const id = this.nextId++;
+    if (this.closedReason !== undefined) {
+      return { id, answer: Promise.resolve({ error: this.unavailable() }) };
+    }
+    const answer = new Promise<Outcome>((resolve) => this.own.set(id, resolve));
+    this.options.legacyClient.send({ jsonrpc: '2.0', id, method, params });
+    return { id, answer };
   }
 
   /** A retry with inputResponses: the answers go to the server requests they answer, and the call goes on. */
@@ -344,6 +416,11 @@ export class ModernBridge {
         const response = message.msg;
         const outcome = 'error' in response ? { error: response.error } : { result: response.result };
         if (response.id === INITIALIZE_ID) return this.initializeAnswered(outcome);
+        const own = typeof response.id === 'number' ? this.own.get(response.id) : undefined;
+        if (own !== undefined) {
+          this.own.delete(response.id as number);
+          return own(outcome);
+        }
         const call = typeof response.id === 'number' ? this.calls.get(response.id) : undefined;
         if (call !== undefined) this.finish(call, outcome);
         return;
@@ -368,6 +445,7 @@ export class ModernBridge {
   /** A server-to-client request: put to the client whose request it belongs to, as MRTR input. */
   private serverRequest(request: Request, arrival: Arrival | undefined): void {
     if (request.method === 'ping') return this.answerServer(successResponse(request.id, {}));
+    if (this.tasks.claim(request, arrival)) return;
     const required = requiredForInputRequest(request);
     if (required === undefined) {
       return this.answerServer(
@@ -488,6 +566,7 @@ export class ModernBridge {
     if (method === 'notifications/cancelled') {
       // The server withdrew a request it had put to a client: it is not asked again.
       const requestId = params?.requestId;
+      this.tasks.serverCancelled(requestId);
       for (const call of this.calls.values()) {
         for (const [key, asked] of call.inputs) {
           if (asked.serverRequestId === requestId) call.inputs.delete(key);
@@ -506,13 +585,26 @@ export class ModernBridge {
     }
     this.forget(call);
     waiter.stopListening();
-    const id = waiter.exchange.request.id;
-    waiter.resolve({
-      response:
-        'error' in outcome
-          ? errorResponse(id, toModernError(call.method, outcome.error))
-          : successResponse(id, toModernResult(call.method, outcome.result, this.resultOptions())),
-    });
+    const { exchange } = waiter;
+    const created = 'result' in outcome ? outcome.result.task : undefined;
+    if (call.asTask !== undefined && isObject(created) && typeof created.taskId === 'string') {
+      const answer = this.tasks.created(
+        exchange,
+        call.meta,
+        created as unknown as TaskV1,
+        call.asTask.promoteAfterMs,
+      );
+      void Promise.resolve(answer).then(waiter.resolve);
+      return;
+    }
+    waiter.resolve({ response: this.responseTo(exchange.request, outcome) });
+  }
+
+  /** The Session's outcome for a modern request, as a 2026-07-28 client gets it. */
+  private responseTo(request: Request, outcome: Outcome): object {
+    return 'error' in outcome
+      ? errorResponse(request.id, toModernError(request.method, outcome.error))
+      : successResponse(request.id, toModernResult(request.method, outcome.result, this.resultOptions()));
   }
 
   private resultOptions(): { serverInfo?: Implementation } {
@@ -571,6 +663,10 @@ export class ModernBridge {
     this.closedReason = reason;
     this.settleInitialize({ error: this.unavailable() });
     this.parked.close();
+    const own = [...this.own.values()];
+    this.own.clear();
+    for (const settle of own) settle({ error: this.unavailable() });
+    this.tasks.close();
     for (const call of [...this.calls.values()]) {
       const waiter = call.waiter;
       this.forget(call);
@@ -625,8 +721,11 @@ function progressTokenOf(params: JsonObject | undefined): string | number | unde
   return typeof token === 'string' || typeof token === 'number' ? token : undefined;
 }
 
-/** The params as a 2025 request has them: no per-request protocol fields, no MRTR fields, no 2025 `task`. */
-function legacyParams(params: JsonObject | undefined, progressToken: string): JsonObject {
+/**
+ * The params as a 2025 request has them: no per-request protocol fields, no MRTR fields, and a 2025
+ * `task` only where taskgate decided on one (a modern client's own `task` is ignored: tasks.md).
+ */
+function legacyParams(params: JsonObject | undefined, progressToken: string, asTask: boolean): JsonObject {
   const {
     _meta,
     task: _task,
@@ -643,7 +742,8 @@ function legacyParams(params: JsonObject | undefined, progressToken: string): Js
     ...meta
   } = isObject(_meta) ? _meta : {};
   if (clientToken !== undefined) meta.progressToken = progressToken;
-  return Object.keys(meta).length === 0 ? rest : { ...rest, _meta: meta };
+  const legacy = asTask ? { ...rest, task: {} } : rest;
+  return Object.keys(meta).length === 0 ? legacy : { ...legacy, _meta: meta };
 }
 
 function atLeast(level: unknown, wanted: LogLevel): boolean {

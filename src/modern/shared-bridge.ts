@@ -21,16 +21,21 @@ export interface BridgedSession {
   session: Session;
 }
 
-/** A started bridge on `legacyClient`, the client end of a channel a Session serves. */
-export function startBridge(legacyClient: Channel, logger: Logger, replica: string): ModernBridge {
+/** A started bridge on `legacyClient`, the client end of a channel `session` serves. */
+export function startBridge(legacyClient: Channel, session: Session, options: SessionOptions): ModernBridge {
   const bridge = new ModernBridge({
     legacyClient,
-    logger,
+    logger: options.logger,
     supportedVersions: ALL_VERSIONS,
-    replica,
+    replica: options.id,
     inputWaitMs: MODERN_INPUT_WAIT_MS,
     maxParked: MODERN_MAX_PARKED,
     clientInfo: TASKGATE_INFO,
+    toolTasks: (name) => ({
+      ...session.taskSupportFor(name),
+      promoteAfterMs: options.policy.forTool(name).promoteAfter,
+    }),
+    maxTasks: options.config.tasks.maxTasks,
   });
   bridge.start();
   return bridge;
@@ -45,7 +50,7 @@ export function bridgeSession(
   const pair = memoryChannelPair();
   const session = new Session(pair.a, upstream, options, events);
   session.start();
-  return { bridge: startBridge(pair.b, options.logger, options.id), session };
+  return { bridge: startBridge(pair.b, session, options), session };
 }
 
 export interface OpenedBridge {

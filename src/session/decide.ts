@@ -52,3 +52,39 @@ export function decideToolCall(facts: ToolCallFacts): ToolCallPlan {
   if (policy.taskSupport === 'required' && clientHasTasks) return { kind: 'refuse-plain' };
   return { kind: 'forward' };
 }
+
+/** What taskgate knows about a 2026-07-28 client's tools/call. */
+export interface ModernToolCallFacts {
+  /** The request declared the tasks extension (`io.modelcontextprotocol/tasks`): it may get a task. */
+  extension: boolean;
+  /** How the tool may run, as taskgate would list it for a 2025 client with tasks. */
+  taskSupport: 'required' | 'optional' | 'forbidden';
+  /** The upstream runs the tool as a task itself (so taskgate can follow it for a client without tasks). */
+  upstreamTask: boolean;
+  /** The tool's `promoteAfter`: how long an optional call runs plainly before it becomes a task. */
+  promoteAfterMs: number;
+}
+
+export type ModernToolCallPlan =
+  /** As a 2025 client without tasks would call it (the session unwraps what the upstream runs as a task). */
+  | { kind: 'plain' }
+  /** Only a task could serve it, and the client did not declare the extension: -32021 naming it. */
+  | { kind: 'refuse' }
+  /** Answered with a CreateTaskResult at once. */
+  | { kind: 'task' }
+  /** Run as a task, answered plainly if it ends within `afterMs`, else with a CreateTaskResult then. */
+  | { kind: 'promote'; afterMs: number };
+
+/**
+ * The tasks extension lets the server decide (ext-tasks tasks.md "Capability Negotiation"): a client that
+ * did not declare it never gets a task — a tool the operator made `required` is refused with -32021, one
+ * the upstream requires is unwrapped —, `required` tools are tasks, `optional` ones are by `promoteAfter`.
+ */
+export function decideModernToolCall(facts: ModernToolCallFacts): ModernToolCallPlan {
+  if (!facts.extension) {
+    return facts.taskSupport === 'required' && !facts.upstreamTask ? { kind: 'refuse' } : { kind: 'plain' };
+  }
+  if (facts.taskSupport === 'forbidden') return { kind: 'plain' };
+  if (facts.taskSupport === 'required' || facts.promoteAfterMs === 0) return { kind: 'task' };
+  return { kind: 'promote', afterMs: facts.promoteAfterMs };
+}

@@ -1149,6 +1149,25 @@ export class Session {
     return this.nativeTaskTools.has(name) || !this.listedTools.has(name);
   }
 
+  /**
+   * How a call of the tool may run, as taskgate lists it for a 2025 client with tasks: the upstream's own
+   * taskSupport for a tool it runs as a task, else the operator's rule (`passthrough` to a server that does
+   * not run it as a task: never a task). What a 2026-07-28 front decides a call by.
+   */
+  taskSupportFor(name: string): {
+    taskSupport: 'required' | 'optional' | 'forbidden';
+    upstreamTask: boolean;
+  } {
+    if (this.isNativeTaskTool(name)) {
+      return {
+        taskSupport: this.nativeRequiredTools.has(name) ? 'required' : 'optional',
+        upstreamTask: true,
+      };
+    }
+    const { taskSupport } = this.options.policy.forTool(name);
+    return { taskSupport: taskSupport === 'passthrough' ? 'forbidden' : taskSupport, upstreamTask: false };
+  }
+
   /** A client that declared no tasks capability cannot make task-augmented requests. */
   private get clientHasTasks(): boolean {
     return isObject(this.clientCapabilities.tasks);

@@ -1,7 +1,12 @@
 /** The decision table of DESIGN.md ("The three jobs, decided per session and per tool"), row by row. */
 import { describe, expect, it } from 'vitest';
 import type { TaskSupport } from '../../src/config/schema.js';
-import { decideToolCall, type ToolCallFacts, type UpstreamTool } from '../../src/session/decide.js';
+import {
+  decideModernToolCall,
+  decideToolCall,
+  type ToolCallFacts,
+  type UpstreamTool,
+} from '../../src/session/decide.js';
 
 const PLAIN_UPSTREAM: UpstreamTool = { listedAsTask: false, mayRunAsTask: false, requiresTask: false };
 const NATIVE_OPTIONAL: UpstreamTool = { listedAsTask: true, mayRunAsTask: true, requiresTask: false };
@@ -77,5 +82,31 @@ describe('decideToolCall', () => {
               if (upstream.mayRunAsTask) expect(['forward', 'unwrap']).toContain(plan.kind);
               if (!asTask) expect(['augment', 'refuse-task']).not.toContain(plan.kind);
             }
+  });
+});
+
+describe('decideModernToolCall: the tasks extension lets the server decide', () => {
+  const SUPPORTS = ['required', 'optional', 'forbidden'] as const;
+  it('never a task for a client without the extension, whatever the tool', () => {
+    for (const taskSupport of SUPPORTS) {
+      for (const promoteAfterMs of [0, 500]) {
+        for (const upstreamTask of [false, true]) {
+          const plan = decideModernToolCall({ extension: false, taskSupport, upstreamTask, promoteAfterMs });
+          // Only a task could serve a tool the operator requires: -32021; one the upstream requires is unwrapped.
+          const refused = taskSupport === 'required' && !upstreamTask;
+          expect(plan).toEqual({ kind: refused ? 'refuse' : 'plain' });
+        }
+      }
+    }
+  });
+
+  it('with the extension: forbidden plain, required a task at once, optional by promoteAfter', () => {
+    const ext = (taskSupport: (typeof SUPPORTS)[number], promoteAfterMs: number) =>
+      decideModernToolCall({ extension: true, taskSupport, upstreamTask: false, promoteAfterMs });
+    expect(ext('forbidden', 0)).toEqual({ kind: 'plain' });
+    expect(ext('required', 0)).toEqual({ kind: 'task' });
+    expect(ext('required', 500)).toEqual({ kind: 'task' });
+    expect(ext('optional', 0)).toEqual({ kind: 'task' });
+    expect(ext('optional', 500)).toEqual({ kind: 'promote', afterMs: 500 });
   });
 });

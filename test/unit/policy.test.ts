@@ -55,6 +55,7 @@ describe('Policy.forTool', () => {
       maxTtl: 120_000,
       pollInterval: 2_000,
       unwrap: false,
+      promoteAfter: 0,
     });
   });
 
@@ -73,7 +74,7 @@ describe('Policy.forTool', () => {
 
   it('fills what the matching rule leaves out from the defaults', () => {
     const policy = policyOf({
-      tasks: { defaultTtl: 60_000, maxTtl: 600_000, pollInterval: 2_000 },
+      tasks: { defaultTtl: 60_000, maxTtl: 600_000, pollInterval: 2_000, promoteAfter: 250 },
       tools: [{ match: 'report', pollInterval: 30_000 }],
     });
     expect(policy.forTool('report')).toEqual({
@@ -82,10 +83,11 @@ describe('Policy.forTool', () => {
       maxTtl: 600_000,
       pollInterval: 30_000,
       unwrap: false,
+      promoteAfter: 250,
     });
   });
 
-  it('takes ttl, maxTtl, pollInterval, immediateResponse, timeout and unwrap from the rule', () => {
+  it('takes ttl, maxTtl, pollInterval, immediateResponse, timeout, unwrap and promoteAfter from the rule', () => {
     const policy = policyOf({
       tools: [
         {
@@ -97,6 +99,7 @@ describe('Policy.forTool', () => {
           immediateResponse: 'Rendering started.',
           timeout: 120_000,
           unwrap: true,
+          promoteAfter: 2_000,
         },
       ],
     });
@@ -108,6 +111,7 @@ describe('Policy.forTool', () => {
       immediateResponse: 'Rendering started.',
       timeout: 120_000,
       unwrap: true,
+      promoteAfter: 2_000,
     });
     expect(policy.forTool('other')).not.toHaveProperty('immediateResponse');
   });

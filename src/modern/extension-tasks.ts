@@ -1,0 +1,389 @@
+/**
+ * The tasks extension (`io.modelcontextprotocol/tasks`, ext-tasks specification/draft/tasks.md) for
+ * 2026-07-28 clients, drawn from the 2025 tasks of the Session the bridge is a client of: whatever runs
+ * a task there (taskgate's augment, or an upstream with 2025 tasks), the client sees the v2 face. The
+ * Session is asked in 2025 terms (`tasks/get`, `tasks/result`, `tasks/cancel`); this module keeps, per
+ * task, who created it, the input its server is waiting for (each under a key never reused), and a
+ * `tasks/result` held open on the Session for as long as the task runs — it carries the server's input
+ * requests (on its stream) and ends with the outcome that `tasks/get` inlines.
+ */
+import type { Logger } from 'pino';
+import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import {
+  errorResponse,
+  isObject,
+  successResponse,
+  type JsonObject,
+  type Request,
+  type RequestId,
+} from '../protocol/messages.js';
+import { checkCapabilities, requiredForInputRequest } from '../protocol/modern/capabilities.js';
+import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
+import type { ModernRequestMeta } from '../protocol/modern/meta.js';
+import type { Arrival } from '../transport/channel.js';
+import { factsFromV1, toV2CreateTaskResult, toV2GetTaskResult } from '../tasks/generations.js';
+import { isTerminal, type TaskOutcome, type TaskStatus } from '../tasks/state.js';
+import { withoutRelatedTask } from '../tasks/unwrap.js';
+import type { TaskV1 } from '@modelcontextprotocol/ext-tasks/core/v1';
+
+export type Outcome = TaskOutcome;
+
+/** What the bridge lends this module: requests of its own to the Session, and answers to the server. */
+export interface SessionAccess {
+  /** Sends a request to the Session; `id` is the one it went with (messages on its stream name it). */
+  ask(method: string, params: JsonObject): { id: number; answer: Promise<Outcome> };
+  answerServer(response: object): void;
+  /** The client's answer, decorated for a 2026-07-28 client. */
+  respond(request: Request, outcome: Outcome): ModernAnswer;
+  /** taskgate refuses the request itself. */
+  refuse(request: Request, error: JsonRpcErrorObject): ModernAnswer;
+  logger: Logger;
+}
+
+interface HeldInput {
+  serverRequestId: RequestId;
+  method: string;
+  params: JsonObject | undefined;
+}
+
+/** A call answered plainly if it ends within its time, else with its CreateTaskResult then. */
+interface Promotion {
+  exchange: ModernExchange;
+  request: Request;
+  resolve(answer: ModernAnswer): void;
+  timer: NodeJS.Timeout;
+  stopListening(): void;
+  created: TaskV1;
+}
+
+interface ExtensionTask {
+  taskId: string;
+  principal: string | undefined;
+  /** The creating request's declarations: what the server may ask this task's client for. */
+  meta: ModernRequestMeta;
+  /** Input the server asked for and the client has not answered, by key. */
+  inputs: Map<string, HeldInput>;
+  /** The id of the `tasks/result` held open on the Session, while it is. */
+  follower: number | undefined;
+  /** What that `tasks/result` answered: the outcome once the task is terminal. */
+  outcome: Outcome | undefined;
+  promotion: Promotion | undefined;
+  /** Epoch ms after which the task is forgotten here (its ttl; the Session's store is the authority). */
+  forgetAt: number;
+}
+
+const TASK_NOT_FOUND = (taskId: string): JsonRpcErrorObject => ({
+  code: ErrorCode.InvalidParams,
+  message: `Failed to retrieve task: Task not found: ${taskId}`,
+});
+
+/** Without a ttl, a task is remembered here this long. */
+const UNLIMITED_TTL_REMEMBERED_MS = 24 * 60 * 60 * 1000;
+
+export interface ExtensionTasksOptions {
+  session: SessionAccess;
+  /** Tasks remembered at most; beyond it the oldest is forgotten (its id then reads as unknown here). */
+  maxTasks: number;
+  now?: () => number;
+}
+
+export class ExtensionTasks {
+  private readonly tasks = new Map<string, ExtensionTask>();
+  private readonly byFollower = new Map<number, ExtensionTask>();
+  private nextInputKey = 1;
+  private readonly now: () => number;
+  private closed = false;
+
+  constructor(private readonly options: ExtensionTasksOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /**
+   * The Session answered a task-augmented tools/call with a 2025 CreateTaskResult: the client gets the v2
+   * one now, or (promotion) the plain outcome if the task ends within `promoteAfterMs`.
+   */
+  created(
+    exchange: ModernExchange,
+    meta: ModernRequestMeta,
+    created: TaskV1,
+    promoteAfterMs: number | undefined,
+  ): Promise<ModernAnswer> | ModernAnswer {
+    const task = this.remember(created, exchange.principal, meta);
+    this.follow(task);
+    const { request } = exchange;
+    if (promoteAfterMs === undefined || task.outcome !== undefined) {
+      return this.answerCreated(task, request, created);
+    }
+    return new Promise<ModernAnswer>((resolve) => {
+      const gaveUp = () => this.promotionAbandoned(task);
+      exchange.signal.addEventListener('abort', gaveUp, { once: true });
+      task.promotion = {
+        exchange,
+        request,
+        resolve,
+        created,
+        timer: setTimeout(() => this.promote(task), promoteAfterMs),
+        stopListening: () => exchange.signal.removeEventListener('abort', gaveUp),
+      };
+      if (exchange.signal.aborted) gaveUp();
+    });
+  }
+
+  /** A server-to-client request that belongs to one of these tasks is held as its input; false if none. */
+  claim(request: Request, arrival: Arrival | undefined): boolean {
+    const task = this.taskOf(request, arrival);
+    if (task === undefined) return false;
+    const required = requiredForInputRequest(request);
+    const declared =
+      required === undefined ? undefined : checkCapabilities(required, task.meta.clientCapabilities);
+    if (declared === undefined || !declared.ok) {
+      this.options.session.answerServer(
+        errorResponse(request.id, {
+          code: ErrorCode.MethodNotFound,
+          message:
+            declared === undefined
+              ? `${request.method} cannot be put to a 2026-07-28 client`
+              : `The client cannot answer ${request.method}: ${declared.error.message}`,
+        }),
+      );
+      return true;
+    }
+    task.inputs.set(`input-${this.nextInputKey++}`, {
+      serverRequestId: request.id,
+      method: request.method,
+      params: withoutRelatedTask(request.params),
+    });
+    // The client's request is still open as a plain call: it learns of the input from tasks/get.
+    if (task.promotion !== undefined) this.promote(task);
+    return true;
+  }
+
+  /** The Session withdrew a request it had put to the client: it is no longer asked. */
+  serverCancelled(requestId: unknown): void {
+    for (const task of this.tasks.values()) {
+      for (const [key, held] of task.inputs) if (held.serverRequestId === requestId) task.inputs.delete(key);
+    }
+  }
+
+  async get(exchange: ModernExchange): Promise<ModernAnswer> {
+    const { request } = exchange;
+    const found = this.find(exchange);
+    if ('refused' in found) return found.refused;
+    const { taskId, task } = found;
+    const asked = await this.options.session.ask('tasks/get', { taskId }).answer;
+    if ('error' in asked) return this.options.session.respond(request, asked);
+    const v1 = asked.result as unknown as TaskV1;
+    let outcome: Outcome | undefined;
+    if (isTerminal(v1.status as TaskStatus)) {
+      outcome = v1.status === 'cancelled' ? undefined : (task?.outcome ?? (await this.resultOf(taskId)));
+    } else if (task !== undefined) {
+      // A tasks/result that ended early (the upstream's deadline) said nothing about the outcome.
+      task.outcome = undefined;
+      this.follow(task);
+    }
+    // A failed task's error is its outcome, whatever its code; only a store that cannot answer is not.
+    if (outcome !== undefined && 'error' in outcome && outcome.error.code === ErrorCode.StoreUnavailable) {
+      return this.options.session.respond(request, outcome);
+    }
+    const inputs = v1.status === 'input_required' ? this.openInputs(task) : undefined;
+    const facts = factsFromV1(v1, outcome, inputs);
+    return this.options.session.respond(request, { result: toV2GetTaskResult(facts) as JsonObject });
+  }
+
+  update(exchange: ModernExchange): ModernAnswer {
+    const { request } = exchange;
+    const found = this.find(exchange);
+    if ('refused' in found) return found.refused;
+    const responses = request.params?.inputResponses;
+    if (!isObject(responses)) {
+      return this.options.session.refuse(request, {
+        code: ErrorCode.InvalidParams,
+        message:
+          'Invalid params: tasks/update needs inputResponses, mapping keys of inputRequests to results',
+      });
+    }
+    const task = found.task;
+    // Keys not outstanding (never issued, answered, or withdrawn) are ignored (tasks.md "Task Update Requests").
+    for (const [key, response] of Object.entries(responses)) {
+      const held = task?.inputs.get(key);
+      if (held === undefined) continue;
+      task!.inputs.delete(key);
+      this.options.session.answerServer(
+        isObject(response)
+          ? successResponse(held.serverRequestId, response)
+          : errorResponse(held.serverRequestId, {
+              code: ErrorCode.InvalidParams,
+              message: `The client's answer to ${held.method} was not a result object`,
+            }),
+      );
+    }
+    return this.options.session.respond(request, { result: {} });
+  }
+
+  async cancel(exchange: ModernExchange): Promise<ModernAnswer> {
+    const { request } = exchange;
+    const found = this.find(exchange);
+    if ('refused' in found) return found.refused;
+    const asked = await this.options.session.ask('tasks/cancel', { taskId: found.taskId }).answer;
+    // An already terminal task is acknowledged too (tasks.md "Task Cancellation"): the 2025 -32602 is not.
+    if ('error' in asked && (found.task === undefined || asked.error.code !== ErrorCode.InvalidParams)) {
+      return this.options.session.respond(request, asked);
+    }
+    if (found.task !== undefined) this.withdrawInputs(found.task, 'the task was cancelled');
+    return this.options.session.respond(request, { result: {} });
+  }
+
+  /** The Session is gone (its own requests were answered with the reason): nothing is followed again. */
+  close(): void {
+    this.closed = true;
+    this.tasks.clear();
+    this.byFollower.clear();
+  }
+
+  private remember(created: TaskV1, principal: string | undefined, meta: ModernRequestMeta): ExtensionTask {
+    this.forgetExpired();
+    const ttl = created.ttl ?? UNLIMITED_TTL_REMEMBERED_MS;
+    const task: ExtensionTask = {
+      taskId: created.taskId,
+      principal,
+      meta,
+      inputs: new Map(),
+      follower: undefined,
+      outcome: undefined,
+      promotion: undefined,
+      forgetAt: this.now() + ttl,
+    };
+    this.tasks.set(created.taskId, task);
+    return task;
+  }
+
+  private forgetExpired(): void {
+    const now = this.now();
+    for (const task of this.tasks.values()) {
+      if (this.tasks.size < this.options.maxTasks && task.forgetAt > now) break;
+      this.forget(task);
+    }
+  }
+
+  private forget(task: ExtensionTask): void {
+    this.tasks.delete(task.taskId);
+    if (task.follower !== undefined) this.byFollower.delete(task.follower);
+    this.withdrawInputs(task, 'taskgate no longer holds the task');
+  }
+
+  /** Holds a tasks/result open on the Session for the task, unless one is or the outcome is known. */
+  private follow(task: ExtensionTask): void {
+    if (task.follower !== undefined || task.outcome !== undefined || this.closed) return;
+    const { id, answer } = this.options.session.ask('tasks/result', { taskId: task.taskId });
+    task.follower = id;
+    this.byFollower.set(id, task);
+    void answer.then((outcome) => {
+      this.byFollower.delete(id);
+      if (task.follower !== id) return;
+      task.follower = undefined;
+      task.outcome = withoutTag(outcome);
+      if (task.promotion !== undefined) this.endPromotion(task, task.outcome);
+    });
+  }
+
+  private async resultOf(taskId: string): Promise<Outcome> {
+    return withoutTag(await this.options.session.ask('tasks/result', { taskId }).answer);
+  }
+
+  private taskOf(request: Request, arrival: Arrival | undefined): ExtensionTask | undefined {
+    const onStreamOf = arrival?.onStreamOf;
+    if (typeof onStreamOf === 'number') {
+      const task = this.byFollower.get(onStreamOf);
+      if (task !== undefined) return task;
+    }
+    const tag = request.params?._meta;
+    const related = isObject(tag) ? tag['io.modelcontextprotocol/related-task'] : undefined;
+    return isObject(related) && typeof related.taskId === 'string'
+      ? this.tasks.get(related.taskId)
+      : undefined;
+  }
+
+  /**
+   * The task a tasks/* request names, if its caller may see it. A task this process does not hold (created
+   * before a restart, or on another replica) is still served from the Session's store when callers are not
+   * identified; an identified caller is bound to the tasks it created here.
+   */
+  private find(
+    exchange: ModernExchange,
+  ): { taskId: string; task: ExtensionTask | undefined } | { refused: ModernAnswer } {
+    const { request } = exchange;
+    const taskId = request.params?.taskId;
+    if (typeof taskId !== 'string') {
+      return {
+        refused: this.options.session.refuse(request, {
+          code: ErrorCode.InvalidParams,
+          message: `Invalid params: ${request.method} needs a string taskId`,
+        }),
+      };
+    }
+    const task = this.tasks.get(taskId);
+    if (task === undefined ? exchange.principal !== undefined : task.principal !== exchange.principal) {
+      return { refused: this.options.session.refuse(request, TASK_NOT_FOUND(taskId)) };
+    }
+    return { taskId, task };
+  }
+
+  private openInputs(task: ExtensionTask | undefined): JsonObject {
+    const inputRequests: JsonObject = {};
+    for (const [key, held] of task?.inputs ?? []) {
+      inputRequests[key] =
+        held.params === undefined ? { method: held.method } : { method: held.method, params: held.params };
+    }
+    return inputRequests;
+  }
+
+  private withdrawInputs(task: ExtensionTask, reason: string): void {
+    for (const held of task.inputs.values()) {
+      this.options.session.answerServer(
+        errorResponse(held.serverRequestId, { code: ErrorCode.ClientUnavailable, message: reason }),
+      );
+    }
+    task.inputs.clear();
+  }
+
+  private answerCreated(task: ExtensionTask, request: Request, created: TaskV1): ModernAnswer {
+    return this.options.session.respond(request, {
+      result: toV2CreateTaskResult(factsFromV1(created)) as JsonObject,
+    });
+  }
+
+  /** The call did not end in time (or asked for input): the client gets its CreateTaskResult. */
+  private promote(task: ExtensionTask): void {
+    const promotion = task.promotion;
+    if (promotion === undefined) return;
+    this.stopPromotion(task, promotion);
+    promotion.resolve(this.answerCreated(task, promotion.request, promotion.created));
+  }
+
+  /** The call ended before it was promoted: the client gets exactly what a plain call would have. */
+  private endPromotion(task: ExtensionTask, outcome: Outcome): void {
+    const promotion = task.promotion!;
+    this.stopPromotion(task, promotion);
+    promotion.resolve(this.options.session.respond(promotion.request, outcome));
+  }
+
+  private stopPromotion(task: ExtensionTask, promotion: Promotion): void {
+    task.promotion = undefined;
+    clearTimeout(promotion.timer);
+    promotion.stopListening();
+  }
+
+  /** The client closed its plain call before the task was promoted: the task it never saw is cancelled. */
+  private promotionAbandoned(task: ExtensionTask): void {
+    const promotion = task.promotion;
+    if (promotion === undefined) return;
+    this.stopPromotion(task, promotion);
+    promotion.resolve(undefined);
+    this.forget(task);
+    this.options.session.ask('tasks/cancel', { taskId: task.taskId });
+  }
+}
+
+/** The outcome as the client sees it: a 2026-07-28 result has no related-task tag. */
+const withoutTag = (outcome: Outcome): Outcome =>
+  'result' in outcome ? { result: withoutRelatedTask(outcome.result) ?? {} } : outcome;

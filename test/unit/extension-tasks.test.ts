@@ -1,0 +1,295 @@
+/**
+ * The tasks extension (io.modelcontextprotocol/tasks) for 2026-07-28 clients, in-process: the test is the
+ * modern client, a real Session and SDK 1.x server without tasks stand behind the bridge, so every task
+ * here is taskgate's augment seen through the v2 face. Shapes are checked against the official ext-tasks
+ * v2 schemas.
+ */
+import { CreateTaskResultV2Schema, GetTaskResultV2Schema } from '@modelcontextprotocol/ext-tasks/core/v2';
+import { ElicitResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ConfigInput } from '../../src/config/schema.js';
+import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
+import { textResult, type FakeTool } from '../helpers/in-process.js';
+
+interface Answer {
+  id: number;
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+const WITH_TASKS = {
+  ...MODERN_META,
+  'io.modelcontextprotocol/clientCapabilities': {
+    elicitation: { form: {} },
+    extensions: { 'io.modelcontextprotocol/tasks': {} },
+  },
+};
+
+/** Calls of `hang` the server saw cancelled; `release` ends the running `gate` calls. */
+const cancelled: string[] = [];
+let release: (() => void)[] = [];
+
+const tools: FakeTool[] = [
+  { name: 'echo', run: (args) => textResult(String(args.text)) },
+  {
+    name: 'tool_error',
+    run: () => ({ content: [{ type: 'text', text: 'bad input' }], isError: true }),
+  },
+  {
+    name: 'fails',
+    run: () => {
+      throw new McpError(-32603, 'the tool broke');
+    },
+  },
+  {
+    name: 'ask',
+    run: async (_args, extra) => {
+      const answer = await extra.sendRequest(
+        {
+          method: 'elicitation/create',
+          params: {
+            mode: 'form',
+            message: 'name?',
+            requestedSchema: { type: 'object', properties: { name: { type: 'string' } } },
+          },
+        },
+        ElicitResultSchema,
+      );
+      return textResult(JSON.stringify(answer.content));
+    },
+  },
+  {
+    name: 'hang',
+    run: (_args, extra) =>
+      new Promise((_resolve, reject) => {
+        extra.signal.addEventListener('abort', () => {
+          cancelled.push(String(extra.requestId));
+          reject(new McpError(-32800, 'cancelled'));
+        });
+      }),
+  },
+  {
+    name: 'gate',
+    run: () => new Promise((resolve) => release.push(() => resolve(textResult('released')))),
+  },
+];
+
+let bridge: InProcessBridge | undefined;
+afterEach(async () => {
+  expect(bridge?.serverViolations() ?? []).toEqual([]);
+  await bridge?.close();
+  bridge = undefined;
+  cancelled.length = 0;
+  release = [];
+});
+
+const open = async (input: ConfigInput = {}): Promise<InProcessBridge> =>
+  (bridge = await inProcessBridge(tools, input));
+
+const answerOf = async (pending: Promise<unknown>): Promise<Answer> =>
+  ((await pending) as { response: Answer }).response;
+
+const call = (gate: InProcessBridge, name: string, meta: object = WITH_TASKS) =>
+  answerOf(gate.ask('tools/call', { name, arguments: { text: 'hi' }, _meta: meta }));
+
+const tasksRequest = (gate: InProcessBridge, method: string, params: object, meta: object = WITH_TASKS) =>
+  answerOf(gate.ask(method, { ...params, _meta: meta }));
+
+/** Polls tasks/get until the task leaves `working` (bounded: a task that never does fails the test). */
+async function pollUntilSettled(gate: InProcessBridge, taskId: string): Promise<Record<string, unknown>> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const got = await tasksRequest(gate, 'tasks/get', { taskId });
+    if (got.error !== undefined) throw new Error(`tasks/get failed: ${got.error.message}`);
+    if (got.result?.status !== 'working') return got.result!;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  throw new Error(`task ${taskId} stayed working`);
+}
+
+async function createdTask(gate: InProcessBridge, name: string): Promise<string> {
+  const created = await call(gate, name);
+  expect(created.result).toMatchObject({ resultType: 'task', status: 'working' });
+  expect(CreateTaskResultV2Schema.safeParse(created.result).success).toBe(true);
+  return String(created.result!.taskId);
+}
+
+describe('the tasks extension for 2026-07-28 clients, in front of a server without tasks', () => {
+  it('discover advertises the extension, and the server hears nothing of 2025 tasks', async () => {
+    const gate = await open();
+    const discovered = await tasksRequest(gate, 'server/discover', {});
+    expect(discovered.result).toMatchObject({
+      capabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+    });
+    expect(discovered.result!.capabilities).not.toHaveProperty('tasks');
+  });
+
+  it('a call from a client with the extension is a task; tasks/get inlines the exact result', async () => {
+    const gate = await open();
+    const taskId = await createdTask(gate, 'echo');
+    const done = await pollUntilSettled(gate, taskId);
+    expect(GetTaskResultV2Schema.safeParse(done).success).toBe(true);
+    expect(done).toMatchObject({
+      resultType: 'complete',
+      taskId,
+      status: 'completed',
+      result: { content: [{ type: 'text', text: 'hi' }] },
+    });
+    expect(done.result).not.toHaveProperty('_meta');
+    expect(done).not.toHaveProperty('ttl');
+    expect(typeof done.ttlMs).toBe('number');
+  });
+
+  it('a client without the extension gets the plain result, never a task', async () => {
+    const gate = await open();
+    const plain = await call(gate, 'echo', MODERN_META);
+    expect(plain.result).toMatchObject({ resultType: 'complete', content: [{ text: 'hi' }] });
+    expect(plain.result).not.toHaveProperty('taskId');
+  });
+
+  it('an isError result is completed with that result; a JSON-RPC error is failed with it', async () => {
+    const gate = await open();
+    const toolError = await pollUntilSettled(gate, await createdTask(gate, 'tool_error'));
+    expect(toolError).toMatchObject({
+      status: 'completed',
+      result: { isError: true, content: [{ text: 'bad input' }] },
+    });
+    const failed = await pollUntilSettled(gate, await createdTask(gate, 'fails'));
+    expect(GetTaskResultV2Schema.safeParse(failed).success).toBe(true);
+    expect(failed).toMatchObject({
+      status: 'failed',
+      error: { code: -32603, message: expect.stringContaining('the tool broke') },
+    });
+  });
+
+  it("the server's elicitation is an inputRequest of the task; tasks/update answers it, once", async () => {
+    const gate = await open();
+    const taskId = await createdTask(gate, 'ask');
+    const waiting = await pollUntilSettled(gate, taskId);
+    expect(GetTaskResultV2Schema.safeParse(waiting).success).toBe(true);
+    expect(waiting.status).toBe('input_required');
+    const inputRequests = waiting.inputRequests as Record<string, { method: string; params: object }>;
+    const [key] = Object.keys(inputRequests);
+    expect(inputRequests[key!]).toMatchObject({
+      method: 'elicitation/create',
+      params: { message: 'name?' },
+    });
+    expect(inputRequests[key!]!.params).not.toHaveProperty('_meta');
+    const again = await tasksRequest(gate, 'tasks/get', { taskId });
+    expect(Object.keys(again.result!.inputRequests as object)).toEqual([key]);
+
+    const ack = await tasksRequest(gate, 'tasks/update', {
+      taskId,
+      inputResponses: { [key!]: { action: 'accept', content: { name: 'Ada' } } },
+    });
+    expect(ack.result).toEqual(expect.objectContaining({ resultType: 'complete' }));
+    // The same key again is not outstanding any more: ignored, still acknowledged.
+    const repeated = await tasksRequest(gate, 'tasks/update', {
+      taskId,
+      inputResponses: { [key!]: { action: 'accept', content: { name: 'Eve' } } },
+    });
+    expect(repeated.result).toMatchObject({ resultType: 'complete' });
+    let done = await pollUntilSettled(gate, taskId);
+    for (let attempt = 0; done.status === 'input_required' && attempt < 200; attempt++) {
+      done = await pollUntilSettled(gate, taskId);
+    }
+    expect(done).toMatchObject({
+      status: 'completed',
+      result: { content: [{ type: 'text', text: '{"name":"Ada"}' }] },
+    });
+  });
+
+  it('tasks/cancel is an ack, cancels the call upstream, and acks a terminal task too', async () => {
+    const gate = await open();
+    const taskId = await createdTask(gate, 'hang');
+    const ack = await tasksRequest(gate, 'tasks/cancel', { taskId });
+    expect(ack.result).toEqual({ resultType: 'complete', _meta: expect.any(Object) });
+    const after = await tasksRequest(gate, 'tasks/get', { taskId });
+    expect(after.result).toMatchObject({ status: 'cancelled' });
+    for (let turn = 0; cancelled.length === 0 && turn < 500; turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(cancelled).toHaveLength(1);
+    const again = await tasksRequest(gate, 'tasks/cancel', { taskId });
+    expect(again.result).toMatchObject({ resultType: 'complete' });
+  });
+
+  it('unknown task: -32602; tasks/* without the extension: -32021 naming it', async () => {
+    const gate = await open();
+    const unknown = await tasksRequest(gate, 'tasks/get', { taskId: 'no-such-task' });
+    expect(unknown.error).toMatchObject({ code: -32602 });
+    const undeclared = await tasksRequest(gate, 'tasks/get', { taskId: 'x' }, MODERN_META);
+    expect(undeclared.error).toMatchObject({
+      code: -32021,
+      data: { requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } },
+    });
+    const gone = await tasksRequest(gate, 'tasks/result', { taskId: 'x' });
+    expect(gone.error).toMatchObject({ code: -32601 });
+  });
+
+  it('a tool the operator requires as a task: -32021 for a client without the extension', async () => {
+    const gate = await open({ tools: [{ match: 'echo', taskSupport: 'required' }] });
+    const refused = await call(gate, 'echo', MODERN_META);
+    expect(refused.error).toMatchObject({
+      code: -32021,
+      message: expect.stringContaining('Tool "echo" runs only as a task'),
+      data: { requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } },
+    });
+    expect((await call(gate, 'echo')).result).toMatchObject({ resultType: 'task' });
+  });
+
+  it('a forbidden tool is a plain call even for a client with the extension', async () => {
+    const gate = await open({ tools: [{ match: 'echo', taskSupport: 'forbidden' }] });
+    const plain = await call(gate, 'echo');
+    expect(plain.result).toMatchObject({ resultType: 'complete', content: [{ text: 'hi' }] });
+  });
+
+  it('promoteAfter: a call that ends in time is answered plainly, one that does not becomes a task', async () => {
+    const gate = await open({ tasks: { promoteAfter: 60_000 }, tools: [{ match: 'hang', promoteAfter: 1 }] });
+    const fast = await call(gate, 'echo');
+    expect(fast.result).toMatchObject({ resultType: 'complete', content: [{ text: 'hi' }] });
+    expect(fast.result).not.toHaveProperty('taskId');
+    expect(fast.result!._meta).not.toHaveProperty('io.modelcontextprotocol/related-task');
+    const slow = await call(gate, 'hang');
+    expect(slow.result).toMatchObject({ resultType: 'task', status: 'working' });
+  });
+
+  it('promoteAfter: a call that asks for input is promoted at once, its input in tasks/get', async () => {
+    const gate = await open({ tasks: { promoteAfter: 60_000 } });
+    const created = await call(gate, 'ask');
+    expect(created.result).toMatchObject({ resultType: 'task' });
+    const waiting = await pollUntilSettled(gate, String(created.result!.taskId));
+    expect(waiting.status).toBe('input_required');
+  });
+
+  it('a client that gives up a call before its promotion cancels the task it never saw', async () => {
+    const gate = await open({ tasks: { promoteAfter: 60_000 } });
+    const controller = new AbortController();
+    const answer = gate.ask(
+      'tools/call',
+      { name: 'hang', arguments: {}, _meta: WITH_TASKS },
+      { signal: controller.signal },
+    );
+    for (let turn = 0; turn < 50; turn++) await new Promise((resolve) => setImmediate(resolve));
+    controller.abort();
+    expect(await answer).toBeUndefined();
+    for (let turn = 0; cancelled.length === 0 && turn < 500; turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(cancelled).toHaveLength(1);
+  });
+
+  it('a task a second call ends while the first still runs is told apart by its id', async () => {
+    const gate = await open();
+    const first = await createdTask(gate, 'gate');
+    const second = await createdTask(gate, 'gate');
+    expect(first).not.toBe(second);
+    for (let turn = 0; release.length < 2 && turn < 500; turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    release.shift()!();
+    const ended = await pollUntilSettled(gate, first);
+    const still = await tasksRequest(gate, 'tasks/get', { taskId: second });
+    expect([ended.status, still.result!.status].sort()).toEqual(['completed', 'working']);
+    release.shift()!();
+  });
+});
