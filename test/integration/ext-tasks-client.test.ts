@@ -49,6 +49,15 @@ import { textOf } from '../helpers/tool-results.js';
 
 type Framing = 'v1' | 'v2';
 
+/**
+ * A completed v2 task's inlined `result` is the upstream's 2025 CallToolResult as is, without
+ * `resultType: "complete"`, which the 2026-07-28 CallToolResult requires (tasks.md CompletedTask: "a
+ * CallToolRequest task would return the CallToolResult structure"); ext-tasks' v2 driver parses it with
+ * CallToolResultV2Schema and settles the task as failed: "Protocol value failed schema validation".
+ */
+const INLINED_RESULT_WITHOUT_RESULT_TYPE =
+  'the inlined result of a completed task has no resultType "complete": ext-tasks fails it with "Protocol value failed schema validation"';
+
 /** One answer on the wire: the method it answers, and its result or error. */
 interface WireAnswer {
   method: string;
@@ -277,6 +286,28 @@ async function runAsTask(
   return outcome;
 }
 
+/**
+ * Tests expected to fail, by framing and case, with why: each is a taskgate bug, reported. Each runs with
+ * `it.fails`, so that it fails the suite once it passes and its entry has to go.
+ */
+const KNOWN_FAILURES: Record<string, string> = {
+  'v2 completes': INLINED_RESULT_WITHOUT_RESULT_TYPE,
+  'v2 isError': INLINED_RESULT_WITHOUT_RESULT_TYPE,
+  'v2 input': INLINED_RESULT_WITHOUT_RESULT_TYPE,
+};
+
+/** `it`, or `it.fails` for a known failure. */
+const test = (framing: Framing, key: string) => (KNOWN_FAILURES[`${framing} ${key}`] ? it.fails : it);
+
+/** The result of a completed outcome; fails with the error (and the wire) of any other. */
+function completed(outcome: TaskOutcome<unknown>, wire: readonly WireAnswer[]): object {
+  if (outcome.status === 'completed') return outcome.result as object;
+  const error = outcome.status === 'failed' ? outcome.error : undefined;
+  throw new Error(
+    `the task ended ${outcome.status}${error ? `: ${error.message} (code ${error.code}, data ${JSON.stringify(error.data)})` : ''}; wire: ${JSON.stringify(wire)}`,
+  );
+}
+
 describe.each(['v1', 'v2'] as const)('the ext-tasks client with %s framing through taskgate', (framing) => {
   let gateway: Gateway | undefined;
   let requester: Requester;
@@ -304,12 +335,10 @@ describe.each(['v1', 'v2'] as const)('the ext-tasks client with %s framing throu
     expect(session.capabilities).toMatchObject({ execution: true, cancellation: true });
   });
 
-  it('a tool that completes: the task completes with its result', async () => {
+  test(framing, 'completes')('a tool that completes: the task completes with its result', async () => {
     requester.mark();
     const outcome = await runAsTask(requester, 'slow_compute', { seconds: 0, label: `${framing}-complete` });
-    expect(outcome.status).toBe('completed');
-    if (outcome.status === 'completed')
-      expect(textOf(outcome.result as object)).toBe(`computed ${framing}-complete after 0 s`);
+    expect(textOf(completed(outcome, requester.wire()))).toBe(`computed ${framing}-complete after 0 s`);
     expect(expectValidWire(framing, requester.wire())).toBeGreaterThanOrEqual(2);
   });
 
@@ -318,15 +347,13 @@ describe.each(['v1', 'v2'] as const)('the ext-tasks client with %s framing throu
     const outcome = await runAsTask(requester, 'protocol_error_job', {});
     expect(outcome.status).toBe('failed');
     if (outcome.status === 'failed' && framing === 'v2') {
-      expect(outcome.error).toMatchObject({
-        code: -32603,
-        message: 'protocol_error_job broke, as it always does',
-      });
+      expect(outcome.error.code).toBe(-32603);
+      expect(outcome.error.message).toBe('protocol_error_job broke, as it always does');
     }
     expectValidWire(framing, requester.wire());
   });
 
-  it(
+  test(framing, 'isError')(
     framing === 'v1'
       ? 'a tool that answers isError: the 2025-11-25 task fails (its driver does not fetch the result)'
       : 'a tool that answers isError: the task completes with the isError result (tasks.md "Task Execution Errors")',
@@ -336,31 +363,31 @@ describe.each(['v1', 'v2'] as const)('the ext-tasks client with %s framing throu
       if (framing === 'v1') {
         expect(outcome.status).toBe('failed');
       } else {
-        expect(outcome.status).toBe('completed');
-        if (outcome.status === 'completed') {
-          expect(outcome.result).toMatchObject({ isError: true });
-          expect(textOf(outcome.result as object)).toBe('failing_job failed, as it always does');
-        }
+        const result = completed(outcome, requester.wire());
+        expect(result).toMatchObject({ isError: true });
+        expect(textOf(result)).toBe('failing_job failed, as it always does');
       }
       expectValidWire(framing, requester.wire());
     },
   );
 
-  it('a tool that asks for input: the session answers the elicitation and the task completes with it', async () => {
-    requester.mark();
-    requester.inputs.length = 0;
-    const filename = `${framing}-input.txt`;
-    const outcome = await runAsTask(requester, 'confirm_delete', { filename });
-    expect(requester.inputs).toEqual([
-      expect.objectContaining({
-        kind: 'elicitation',
-        params: expect.objectContaining({ message: `Delete ${filename}?` }),
-      }),
-    ]);
-    expect(outcome.status).toBe('completed');
-    if (outcome.status === 'completed') expect(textOf(outcome.result as object)).toBe(`Deleted ${filename}`);
-    expectValidWire(framing, requester.wire());
-  });
+  test(framing, 'input')(
+    'a tool that asks for input: the session answers the elicitation and the task completes with it',
+    async () => {
+      requester.mark();
+      requester.inputs.length = 0;
+      const filename = `${framing}-input.txt`;
+      const outcome = await runAsTask(requester, 'confirm_delete', { filename });
+      expect(requester.inputs).toEqual([
+        expect.objectContaining({
+          kind: 'elicitation',
+          params: expect.objectContaining({ message: `Delete ${filename}?` }),
+        }),
+      ]);
+      expect(textOf(completed(outcome, requester.wire()))).toBe(`Deleted ${filename}`);
+      expectValidWire(framing, requester.wire());
+    },
+  );
 
   it('a tool that is cancelled: the task ends cancelled, and the server stops the call', async () => {
     requester.mark();
@@ -403,6 +430,6 @@ describe('the ext-tasks client with v1 framing and no tasks capability of its ow
 
   it.fails('runs a task-optional tool as a task when asked to', async () => {
     const outcome = await runAsTask(requester!, 'slow_compute', { seconds: 0, label: 'v1-undeclared' });
-    expect(outcome.status).toBe('completed');
+    completed(outcome, requester!.wire());
   });
 });
