@@ -445,7 +445,11 @@ export class ModernBridge {
   /** A server-to-client request: put to the client whose request it belongs to, as MRTR input. */
   private serverRequest(request: Request, arrival: Arrival | undefined): void {
     if (request.method === 'ping') return this.answerServer(successResponse(request.id, {}));
-    if (this.tasks.claim(request, arrival)) return;
+    // A parked call's server is waiting for the answer it already asked for: it is not the one asking.
+    const open = [...this.calls.values()].filter(
+      (each) => MAY_ASK_FOR_INPUT.has(each.method) && each.parkedAs === undefined,
+    );
+    if (this.tasks.claim(request, arrival, open.length === 0)) return;
     const required = requiredForInputRequest(request);
     if (required === undefined) {
       return this.answerServer(
@@ -455,10 +459,6 @@ export class ModernBridge {
         }),
       );
     }
-    // A parked call's server is waiting for the answer it already asked for: it is not the one asking.
-    const open = [...this.calls.values()].filter(
-      (each) => MAY_ASK_FOR_INPUT.has(each.method) && each.parkedAs === undefined,
-    );
     const call = this.callOf(arrival, open);
     if (call === undefined || !MAY_ASK_FOR_INPUT.has(call.method)) {
       return this.answerServer(

@@ -129,9 +129,13 @@ export class ExtensionTasks {
     });
   }
 
-  /** A server-to-client request that belongs to one of these tasks is held as its input; false if none. */
-  claim(request: Request, arrival: Arrival | undefined): boolean {
-    const task = this.taskOf(request, arrival);
+  /**
+   * A server-to-client request that belongs to one of these tasks is held as its input; false if none.
+   * `mayBeSole`: nothing else could have asked (no plain call is open), so an unlabelled request is the one
+   * running task's, when exactly one runs.
+   */
+  claim(request: Request, arrival: Arrival | undefined, mayBeSole: boolean): boolean {
+    const task = this.taskOf(request, arrival) ?? (mayBeSole ? this.soleRunning() : undefined);
     if (task === undefined) return false;
     const required = requiredForInputRequest(request);
     const declared =
@@ -185,8 +189,11 @@ export class ExtensionTasks {
     if (outcome !== undefined && 'error' in outcome && outcome.error.code === ErrorCode.StoreUnavailable) {
       return this.options.session.respond(request, outcome);
     }
-    const inputs = v1.status === 'input_required' ? this.openInputs(task) : undefined;
-    const facts = factsFromV1(v1, outcome, inputs);
+    // Input the Session could not tie to the task (a 2025 stdio server does not say) is still its input.
+    const waiting =
+      v1.status === 'input_required' || (v1.status === 'working' && (task?.inputs.size ?? 0) > 0);
+    const inputs = waiting ? this.openInputs(task) : undefined;
+    const facts = factsFromV1(waiting ? { ...v1, status: 'input_required' } : v1, outcome, inputs);
     return this.options.session.respond(request, { result: toV2GetTaskResult(facts) as JsonObject });
   }
 
@@ -288,6 +295,16 @@ export class ExtensionTasks {
 
   private async resultOf(taskId: string): Promise<Outcome> {
     return withoutTag(await this.options.session.ask('tasks/result', { taskId }).answer);
+  }
+
+  private soleRunning(): ExtensionTask | undefined {
+    let running: ExtensionTask | undefined;
+    for (const task of this.tasks.values()) {
+      if (task.follower === undefined) continue;
+      if (running !== undefined) return undefined;
+      running = task;
+    }
+    return running;
   }
 
   private taskOf(request: Request, arrival: Arrival | undefined): ExtensionTask | undefined {

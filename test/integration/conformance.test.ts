@@ -108,13 +108,6 @@ const NEEDS_MRTR_SERVER = {
   fails:
     'conformance-server.js has no test_input_required_result_* tool, and a 2025 server could not name the input keys and requestState these check',
 };
-/** What the modern front does not do yet: the tasks extension (SEP-2663). */
-const NO_MODERN_TASKS = 'taskgate does not serve the tasks extension to 2026-07-28 clients yet';
-const NO_TASK_CREATED = { fails: `${NO_MODERN_TASKS}: a task-supporting tool answers as a plain call` };
-const SLOW_CALL_TIMES_OUT = {
-  fails: `${NO_MODERN_TASKS}: slow_compute {seconds: 60} runs as a plain call and the scenario runs out of time`,
-};
-
 /** Which tools of conformance-2026-tools.js taskgate runs as tasks for the 2026 suite (first match wins). */
 const TASK_POLICY_2026 = [
   'test_tool_with_task=required',
@@ -171,25 +164,18 @@ const THROUGH_TASKGATE_2026: Record<string, Expected> = {
   'input-required-result-capability-check': NEEDS_MRTR_SERVER,
   'input-required-result-ignore-extra-params': 'passes',
   'input-required-result-validate-input': 'passes',
-  'tasks-lifecycle': SLOW_CALL_TIMES_OUT,
-  'tasks-capability-negotiation': {
-    fails: `${NO_MODERN_TASKS}: server/discover declares no io.modelcontextprotocol/tasks, and no call becomes a task`,
-  },
-  'tasks-wire-fields': NO_TASK_CREATED,
-  'tasks-request-state-removal': SLOW_CALL_TIMES_OUT,
-  'tasks-mrtr-input': {
-    fails: `${NO_MODERN_TASKS}: confirm_delete runs as a plain call, so its input round is no task's`,
-  },
-  'tasks-request-headers': SLOW_CALL_TIMES_OUT,
-  'tasks-dispatch-and-envelope': {
-    fails: `${NO_MODERN_TASKS}: the exchange it drives does not end within the scenario's time`,
-  },
+  'tasks-lifecycle': 'passes',
+  'tasks-capability-negotiation': 'passes',
+  'tasks-wire-fields': 'passes',
+  'tasks-request-state-removal': 'passes',
+  'tasks-mrtr-input': 'passes',
+  'tasks-request-headers': 'passes',
+  'tasks-dispatch-and-envelope': 'passes',
   'tasks-status-notifications': { checksNothing: 'it has no checks in 0.2.0-alpha.12' },
-  'tasks-required-task-error': {
-    fails: `${NO_MODERN_TASKS}: failing_job, task-required by policy, runs for a client without the extension instead of -32021`,
-  },
+  'tasks-required-task-error': 'passes',
   'tasks-mrtr-composition': {
-    fails: `${NO_MODERN_TASKS}; and its first round wants the input key user_name, which a 2025 server cannot name`,
+    fails:
+      'its first round must be an InputRequiredResult naming the key user_name before any task exists: taskgate cannot know that a 2025 tool will ask for input before it runs it as a task, nor name its keys',
   },
   'json-schema-2020-12': 'passes',
   'http-header-validation': 'passes',

@@ -198,6 +198,28 @@ describe('the tasks extension for 2026-07-28 clients, in front of a server witho
     });
   });
 
+  it("a task's input is found while a plain call waits for its own (the Session could not tie it)", async () => {
+    const gate = await open();
+    const parked = await call(gate, 'ask', MODERN_META);
+    expect(parked.result).toMatchObject({ resultType: 'input_required' });
+    const taskId = await createdTask(gate, 'ask');
+    let waiting = await pollUntilSettled(gate, taskId);
+    for (let attempt = 0; Object.keys(waiting.inputRequests ?? {}).length === 0 && attempt < 200; attempt++) {
+      waiting = await pollUntilSettled(gate, taskId);
+    }
+    expect(waiting.status).toBe('input_required');
+    const [key] = Object.keys(waiting.inputRequests as object);
+    await tasksRequest(gate, 'tasks/update', {
+      taskId,
+      inputResponses: { [key!]: { action: 'accept', content: { name: 'Bo' } } },
+    });
+    let done = waiting;
+    for (let attempt = 0; done.status === 'input_required' && attempt < 200; attempt++) {
+      done = await pollUntilSettled(gate, taskId);
+    }
+    expect(done).toMatchObject({ status: 'completed', result: { content: [{ text: '{"name":"Bo"}' }] } });
+  });
+
   it('tasks/cancel is an ack, cancels the call upstream, and acks a terminal task too', async () => {
     const gate = await open();
     const taskId = await createdTask(gate, 'hang');

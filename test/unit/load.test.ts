@@ -15,6 +15,7 @@ describe('resolveConfig', () => {
         defaultTtl: 3_600_000,
         maxTtl: 86_400_000,
         pollInterval: 1_000,
+        promoteAfter: 0,
         maxTasks: 10_000,
         maxResultBytes: 256 * 1024 * 1024,
         statusNotifications: true,
