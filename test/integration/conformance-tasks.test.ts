@@ -37,24 +37,50 @@ const TASK_POLICY = [
 
 const PASSES: Expected = { failing: {} };
 
-/** The tasks-* scenarios of 0.2.0-alpha.12, in the order `conformance list` gives them. */
+/**
+ * The tasks-* scenarios of 0.2.0-alpha.12, in the order `conformance list` gives them, each with what it
+ * calls (every scenario connects as the stateless 2026-07-28 client; all but required-task-error declare
+ * the extension; each also gets one `wire-schema-valid` check of every answer against the 2026-07-28 schema).
+ */
 const THROUGH_TASKGATE: Record<string, Expected> = {
+  // greet (sync); slow_compute {2} becomes a flat CreateTaskResult, tasks/get while working, then completed
+  // with result.content; failing_job: completed + result.isError; protocol_error_job: failed + error
+  // {code, message}, no result; slow_compute {60} cancelled: an empty {resultType: complete} ack, then a
+  // terminal status; the same ack for a task already done.
   'tasks-lifecycle': PASSES,
+  // server/discover declares capabilities.extensions[tasks] (no v1 capabilities.tasks); without the
+  // extension, tasks/get|update|cancel are -32021 and slow_compute {0} is a plain result; declaring it in one
+  // request's _meta makes slow_compute {1} a task.
   'tasks-capability-negotiation': PASSES,
+  // slow_compute {1}: ttlMs (null or a positive integer), pollIntervalMs, no ttl / pollInterval; still there
+  // 500 ms after it completed; no related-task _meta on the inlined result.
   'tasks-wire-fields': PASSES,
+  // slow_compute {60}: neither its CreateTaskResult nor tasks/get carries requestState.
   'tasks-request-state-removal': PASSES,
+  // confirm_delete: input_required with an inputRequests map of elicitation/create; tasks/update answers
+  // {confirm: true}, acked empty, then completed; multi_input: two keys at once, answered one at a time (the
+  // answered key leaves, the task stays input_required until the second).
   'tasks-mrtr-input': PASSES,
+  // greet with Mcp-Method; slow_compute {60}, then tasks/get with matching Mcp-Method and Mcp-Name; a
+  // mismatched Mcp-Method on tools/call and a mismatched Mcp-Name on tasks/get are -32020.
   'tasks-request-headers': PASSES,
+  // tasks/result and tasks/list are -32601; failing_job becomes a task with no hint; greet with the legacy
+  // `task` param stays plain; slow_compute {0} either way; resultType "complete" on plain results, tasks/get,
+  // the cancel ack and the tasks/update ack (confirm_delete, an unknown key); tasks/get right after creation
+  // resolves; an unknown taskId is -32602.
   'tasks-dispatch-and-envelope': PASSES,
   'tasks-status-notifications': {
     checksNothing:
       'in 0.2.0-alpha.12 it only reports one SKIPPED check (its harness awaits a subscriptions/listen rewrite)',
   },
+  // Without the extension, failing_job (task-required) is -32021 with data.requiredCapabilities.extensions.
   'tasks-required-task-error': PASSES,
+  // test_tool_with_task: round 1 input_required (MRTR, no taskId), round 2 with the answer a CreateTaskResult
+  // (no requestState, no inputRequests), completed with a result naming "Alice".
   'tasks-mrtr-composition': {
     failing: {
       'sep-2663-mrtr-synchronous-before-task-creation':
-        "it wants a tool that first answers input_required itself (MRTR) and becomes a task only on the retry; a 2025 server has no such tool: taskgate makes the task when the call arrives (test_tool_with_task is task-required, as the scenario asks), and the elicitation the tool sends once it runs is that task's inputRequests on tasks/get, so round 1 is a CreateTaskResult",
+        "it wants a tool that first answers input_required itself (MRTR) and becomes a task only on the retry; a 2025 server has no such tool: taskgate makes the task when the call arrives (test_tool_with_task is task-required, as the scenario asks; and for an optional tool, input asked within promoteAfter makes the call a task too, README), and the elicitation the tool sends once it runs is that task's inputRequests on tasks/get, so round 1 is a CreateTaskResult",
     },
   },
 };
