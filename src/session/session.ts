@@ -715,7 +715,7 @@ export class Session {
       case 'response':
         return this.upstreamResponse(message.msg, raw);
       case 'request':
-        return this.upstreamRequest(message.msg, raw, this.routeFor(message.msg.params, arrival));
+        return this.upstreamRequest(message.msg, raw, this.routeFor(message.msg.params, arrival), arrival);
       case 'notification': {
         const notification = withExactRequestId(message.msg, raw);
         return this.upstreamNotification(notification, raw, this.routeFor(notification.params, arrival));
@@ -798,7 +798,12 @@ export class Session {
     this.options.sightings?.upstreamTask(task, tool);
   }
 
-  private upstreamRequest(request: Request, raw: Buffer, route: Route | undefined): void {
+  private upstreamRequest(
+    request: Request,
+    raw: Buffer,
+    route: Route | undefined,
+    arrival: Arrival | undefined,
+  ): void {
     const params = request.params;
     if (params?.task !== undefined && this.clientTasks.serves(request.method)) {
       return this.answerLocally(
@@ -820,10 +825,14 @@ export class Session {
       return this.relayForUnwrappedTask(request, route);
     }
     const alreadyTagged = tag !== undefined;
-    const taskId =
-      !alreadyTagged && TASK_INPUT_METHODS.has(request.method) && this.plainToolCalls.size === 0
-        ? this.augmenter.soleRunningTask()
-        : undefined;
+    // The stream it came on names the task's call (Streamable HTTP); else only a sole running task is sure.
+    const onStreamOf = arrival?.onStreamOf;
+    const taskId = alreadyTagged
+      ? undefined
+      : ((onStreamOf === undefined ? undefined : this.augmenter.taskOfCall(onStreamOf)) ??
+        (TASK_INPUT_METHODS.has(request.method) && this.plainToolCalls.size === 0
+          ? this.augmenter.soleRunningTask()
+          : undefined));
     if (taskId === undefined) return this.relayToClient(request, raw, route);
     const taskRoute = this.routeForTask(taskId) ?? route;
     const wireId = this.toClient.forward(request.id, {

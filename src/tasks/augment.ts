@@ -179,6 +179,12 @@ export class Augmenter {
     return this.byProgressToken.get(idKey(token));
   }
 
+  /** The running task whose upstream call went with this id. */
+  taskOfCall(wireId: RequestId): string | undefined {
+    for (const [taskId, call] of this.running) if (call.wireId === wireId) return taskId;
+    return undefined;
+  }
+
   /** The one running task, when exactly one runs: the only safe owner of an unlabelled upstream request. */
   soleRunningTask(): string | undefined {
     if (this.running.size !== 1) return undefined;

@@ -2,7 +2,7 @@
  * The SDK's Transport over one of taskgate's Channels, so that a real SDK Client or Server can be the peer
  * at the far end of a memory channel pair, in the test's own process.
  */
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Channel } from '../../src/transport/channel.js';
 
@@ -12,7 +12,14 @@ export class ChannelTransport implements Transport {
   onerror?: Transport['onerror'];
   private closed = false;
 
-  constructor(private readonly channel: Channel) {}
+  /**
+   * `streams`: a message the SDK sends about a request goes with that request's route, as Streamable HTTP
+   * carries it on the request's stream (the receiver then knows whose it is); stdio has no such thing.
+   */
+  constructor(
+    private readonly channel: Channel,
+    private readonly options: { streams?: boolean } = {},
+  ) {}
 
   async start(): Promise<void> {
     this.channel.start({
@@ -26,9 +33,10 @@ export class ChannelTransport implements Transport {
     });
   }
 
-  async send(message: JSONRPCMessage): Promise<void> {
+  async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     if (this.closed) throw new Error('the channel is closed');
-    this.channel.send(message);
+    const relatedTo = this.options.streams ? options?.relatedRequestId : undefined;
+    this.channel.send(message, relatedTo === undefined ? undefined : { relatedTo });
   }
 
   /** The SDK expects its own close to be reported back through onclose, as every transport of its does. */

@@ -27,7 +27,7 @@ export interface InProcessBridge {
   ask(
     method: string,
     params: JsonObject,
-    options?: { signal?: AbortSignal; notified?: object[] },
+    options?: { signal?: AbortSignal; notified?: object[]; principal?: string },
   ): Promise<ModernAnswer>;
   serverViolations(): unknown[];
   close(): Promise<void>;
@@ -52,6 +52,7 @@ export async function inProcessBridge(tools: FakeTool[], input: ConfigInput = {}
         request: { jsonrpc: '2.0', id: nextId++, method, params },
         notify: (message) => options.notified?.push(message),
         signal: options.signal ?? new AbortController().signal,
+        ...(options.principal === undefined ? {} : { principal: options.principal }),
       }),
     serverViolations: () => [...serverTransport.violations],
     close: async () => {

@@ -52,6 +52,8 @@ export interface GatewayOptions {
   clientTasks?: boolean;
   /** Replaces the client's default capabilities (which offer elicitation and sampling). */
   clientCapabilities?: ClientCapabilities;
+  /** The server's messages about a request arrive saying whose they are, as over Streamable HTTP. */
+  upstreamStreams?: boolean;
 }
 
 export interface Gateway {
@@ -91,7 +93,9 @@ export async function inProcessGateway(options: GatewayOptions = {}): Promise<Ga
   const toServer = memoryChannelPair();
 
   const { server, serverTasks } = fakeServer(tools);
-  const serverTransport = new CheckedTransport(new ChannelTransport(toServer.b));
+  const serverTransport = new CheckedTransport(
+    new ChannelTransport(toServer.b, { streams: options.upstreamStreams ?? false }),
+  );
   await server.connect(serverTransport);
 
   const store = new MemoryTaskStore({

@@ -259,6 +259,23 @@ describe('the tasks extension for 2026-07-28 clients, in front of a server witho
     expect((await call(gate, 'echo')).result).toMatchObject({ resultType: 'task' });
   });
 
+  it('a task is bound to the caller that created it: another gets -32602, as for an unknown id', async () => {
+    const gate = await open();
+    const as = (principal: string, method: string, params: object) =>
+      answerOf(gate.ask(method, { ...params, _meta: WITH_TASKS }, { principal }));
+    const created = await as('alice', 'tools/call', { name: 'hang', arguments: {} });
+    const taskId = String(created.result!.taskId);
+    expect((await as('alice', 'tasks/get', { taskId })).result).toMatchObject({ status: 'working' });
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+      const refused = await as('mallory', method, { taskId, inputResponses: {} });
+      expect(refused.error).toMatchObject({ code: -32602, message: expect.stringContaining('not found') });
+    }
+    // An identified caller is not served a task this process did not create for it.
+    const unknown = await as('alice', 'tasks/get', { taskId: 'made-elsewhere' });
+    expect(unknown.error).toMatchObject({ code: -32602 });
+    expect((await as('alice', 'tasks/get', { taskId })).result).toMatchObject({ status: 'working' });
+  });
+
   it('a forbidden tool is a plain call even for a client with the extension', async () => {
     const gate = await open({ tools: [{ match: 'echo', taskSupport: 'forbidden' }] });
     const plain = await call(gate, 'echo');
@@ -313,5 +330,49 @@ describe('the tasks extension for 2026-07-28 clients, in front of a server witho
     const still = await tasksRequest(gate, 'tasks/get', { taskId: second });
     expect([ended.status, still.result!.status].sort()).toEqual(['completed', 'working']);
     release.shift()!();
+  });
+});
+
+describe('the tasks extension for 2026-07-28 clients, in front of a server with 2025 tasks', () => {
+  const nativeTools: FakeTool[] = [
+    {
+      name: 'native_echo',
+      taskSupport: 'optional',
+      run: (args) => textResult(`native ${String(args.text)}`),
+    },
+    {
+      name: 'native_error',
+      taskSupport: 'optional',
+      run: () => ({ content: [{ type: 'text', text: 'no good' }], isError: true }),
+    },
+    { name: 'native_only', taskSupport: 'required', run: (args) => textResult(`only ${String(args.text)}`) },
+  ];
+  const openNative = async (): Promise<InProcessBridge> => (bridge = await inProcessBridge(nativeTools));
+
+  it("the server's own task gets the v2 face: flat creation, tasks/get with the inline result", async () => {
+    const gate = await openNative();
+    // tools/list first, so the Session knows the server runs these tools as tasks.
+    await tasksRequest(gate, 'tools/list', {});
+    const taskId = await createdTask(gate, 'native_echo');
+    const done = await pollUntilSettled(gate, taskId);
+    expect(GetTaskResultV2Schema.safeParse(done).success).toBe(true);
+    expect(done).toMatchObject({ status: 'completed', result: { content: [{ text: 'native hi' }] } });
+  });
+
+  it("the server's failed isError task is completed with the exact result on the v2 face", async () => {
+    const gate = await openNative();
+    await tasksRequest(gate, 'tools/list', {});
+    const done = await pollUntilSettled(gate, await createdTask(gate, 'native_error'));
+    expect(done).toMatchObject({
+      status: 'completed',
+      result: { isError: true, content: [{ text: 'no good' }] },
+    });
+  });
+
+  it('a tool the server runs only as a task is followed for a client without the extension', async () => {
+    const gate = await openNative();
+    await tasksRequest(gate, 'tools/list', {});
+    const plain = await call(gate, 'native_only', MODERN_META);
+    expect(plain.result).toMatchObject({ resultType: 'complete', content: [{ text: 'only hi' }] });
   });
 });

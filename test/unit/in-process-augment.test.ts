@@ -295,6 +295,31 @@ describe('in process: augment', () => {
     await plain;
   });
 
+  it('over streams, an elicitation with two calls in flight is the task whose call it came with', async () => {
+    const g = await open({ upstreamStreams: true });
+    const asked: unknown[] = [];
+    g.client.setRequestHandler(ElicitRequestSchema, (request) => {
+      asked.push(request.params._meta?.[RELATED]);
+      return { action: 'decline' };
+    });
+    const plain = g.client.callTool({ name: 'held', arguments: {} });
+    const plainCall = await held.calls.waitFor(() => true, 'the plain call upstream');
+    const { task } = await createTask(g, 'held');
+    const taskCall = await held.calls.waitFor((call) => call !== plainCall, 'the task’s call upstream');
+    const answer = await taskCall.extra.sendRequest(
+      {
+        method: 'elicitation/create',
+        params: { message: 'whose?', requestedSchema: { type: 'object', properties: {} } },
+      },
+      ElicitResultSchema,
+    );
+    expect(answer.action).toBe('decline');
+    expect(asked).toEqual([{ taskId: task.taskId }]);
+    expect(statusesOf(g, task.taskId)).toEqual(['input_required', 'working']);
+    held.releaseAll();
+    await plain;
+  });
+
   it('tasks.statusNotifications false: no notifications/tasks/status', async () => {
     const g = await open({ config: { tasks: { statusNotifications: false } } });
     const { task } = await createTask(g, 'echo', { text: 'quiet' });

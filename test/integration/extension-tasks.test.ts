@@ -1,0 +1,182 @@
+/**
+ * The tasks extension (io.modelcontextprotocol/tasks) through the built CLI, over both fronts, in front of
+ * the SDK 1.x legacy fixture (no tasks of its own): what test/unit/extension-tasks.test.ts checks
+ * in-process, here over a real pipe and a real socket, read off the wire as a 2026-07-28 client sends it.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { GetTaskResultV2Schema, CreateTaskResultV2Schema } from '@modelcontextprotocol/ext-tasks/core/v2';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Inbox } from '../helpers/inbox.js';
+import { MODERN_VERSION } from '../helpers/modern-client.js';
+import { post } from '../helpers/raw-http.js';
+import { FIXTURES, Gateway, TASKGATE } from '../helpers/taskgate.js';
+
+interface Answer {
+  id: unknown;
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+const META = {
+  'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
+  'io.modelcontextprotocol/clientCapabilities': {
+    elicitation: { form: {} },
+    extensions: { 'io.modelcontextprotocol/tasks': {} },
+  },
+  'io.modelcontextprotocol/clientInfo': { name: 'raw-extension-client', version: '1' },
+};
+
+/** Sends one 2026-07-28 request and resolves with its answer. */
+type Ask = (method: string, params: Record<string, unknown>) => Promise<Answer>;
+
+interface Front {
+  ask: Ask;
+  stop(): Promise<void>;
+}
+
+let nextId = 1;
+
+async function stdioFront(): Promise<Front> {
+  const child: ChildProcessWithoutNullStreams = spawn(
+    process.execPath,
+    [TASKGATE, '--', process.execPath, FIXTURES.legacy],
+    { stdio: ['pipe', 'pipe', 'pipe'] },
+  );
+  const answers = new Inbox<Answer>();
+  let buffered = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString();
+    for (let end = buffered.indexOf('\n'); end >= 0; end = buffered.indexOf('\n')) {
+      answers.push(JSON.parse(buffered.slice(0, end)) as Answer);
+      buffered = buffered.slice(end + 1);
+    }
+  });
+  return {
+    ask: (method, params) => {
+      const id = nextId++;
+      child.stdin.write(
+        `${JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: META } })}\n`,
+      );
+      return answers.waitFor((answer) => answer.id === id, `the answer to ${method} ${id}`);
+    },
+    stop: async () => {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.stdin.end();
+      await exited;
+    },
+  };
+}
+
+async function httpFront(): Promise<Front> {
+  const gateway = await Gateway.start([process.execPath, FIXTURES.legacy]);
+  return {
+    ask: async (method, params) => {
+      const id = nextId++;
+      const name = params.name ?? params.taskId;
+      const response = await post(
+        gateway.url,
+        { jsonrpc: '2.0', id, method, params: { ...params, _meta: META } },
+        {
+          'mcp-protocol-version': MODERN_VERSION,
+          'mcp-method': method,
+          ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+        },
+      );
+      const body = await response.text();
+      const json = response.headers.get('content-type')?.includes('text/event-stream')
+        ? body
+            .split('\n')
+            .filter((line) => line.startsWith('data: '))
+            .map((line) => JSON.parse(line.slice('data: '.length)) as Answer)
+            .find((message) => message.id === id)
+        : (JSON.parse(body) as Answer);
+      if (json === undefined) throw new Error(`no answer to ${method} ${id} in: ${body.slice(0, 300)}`);
+      return json;
+    },
+    stop: () => gateway.stop(),
+  };
+}
+
+/** tasks/get until the task is no longer `working` (bounded by the test's timeout and a count). */
+async function settled(ask: Ask, taskId: string): Promise<Record<string, unknown>> {
+  for (let attempt = 0; attempt < 400; attempt++) {
+    const got = await ask('tasks/get', { taskId });
+    if (got.error !== undefined) throw new Error(`tasks/get: ${got.error.message}`);
+    expect(GetTaskResultV2Schema.safeParse(got.result).success).toBe(true);
+    if (got.result!.status !== 'working') return got.result!;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`task ${taskId} stayed working`);
+}
+
+async function created(ask: Ask, name: string, args: Record<string, unknown>): Promise<string> {
+  const answer = await ask('tools/call', { name, arguments: args });
+  expect(answer.result).toMatchObject({ resultType: 'task', status: 'working' });
+  expect(CreateTaskResultV2Schema.safeParse(answer.result).success).toBe(true);
+  return String(answer.result!.taskId);
+}
+
+describe.each([
+  { name: 'stdio', open: stdioFront },
+  { name: 'HTTP', open: httpFront },
+])('the tasks extension over the $name front, in front of a server without tasks', ({ open }) => {
+  let front: Front;
+  beforeAll(async () => {
+    front = await open();
+  });
+  afterAll(() => front?.stop());
+
+  it('server/discover advertises the extension', async () => {
+    const discovered = await front.ask('server/discover', {});
+    expect(discovered.result).toMatchObject({
+      capabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+    });
+  });
+
+  it('a slow call is a task whose tasks/get inlines the result', async () => {
+    const taskId = await created(front.ask, 'sleep', { ms: 200 });
+    const done = await settled(front.ask, taskId);
+    expect(done).toMatchObject({ status: 'completed', result: { content: [{ type: 'text' }] } });
+  });
+
+  it("the server's elicitation is the task's inputRequest; tasks/update answers it", async () => {
+    const taskId = await created(front.ask, 'elicit', { message: 'your name?' });
+    const waiting = await settled(front.ask, taskId);
+    expect(waiting.status).toBe('input_required');
+    const [key, asked] = Object.entries(waiting.inputRequests as Record<string, { method: string }>)[0]!;
+    expect(asked.method).toBe('elicitation/create');
+    const ack = await front.ask('tasks/update', {
+      taskId,
+      inputResponses: { [key]: { action: 'accept', content: { answer: 'Grace' } } },
+    });
+    expect(ack.result).toMatchObject({ resultType: 'complete' });
+    let done = waiting;
+    for (let attempt = 0; done.status === 'input_required' && attempt < 400; attempt++) {
+      done = await settled(front.ask, taskId);
+    }
+    expect(done.status).toBe('completed');
+    expect(JSON.stringify(done.result)).toContain('Grace');
+  });
+
+  it('tasks/cancel acknowledges, and the task ends cancelled', async () => {
+    const taskId = await created(front.ask, 'sleep', { ms: 60_000 });
+    const ack = await front.ask('tasks/cancel', { taskId });
+    expect(ack.result).toMatchObject({ resultType: 'complete' });
+    expect(await settled(front.ask, taskId)).toMatchObject({ status: 'cancelled' });
+  });
+
+  it('a failing call is a failed task carrying its JSON-RPC error', async () => {
+    const taskId = await created(front.ask, 'throw', { message: 'it broke' });
+    const failed = await settled(front.ask, taskId);
+    expect(failed).toMatchObject({ status: 'failed', error: { code: expect.any(Number) } });
+    expect(JSON.stringify(failed.error)).toContain('it broke');
+  });
+
+  it('an isError result is a completed task with exactly that result', async () => {
+    const taskId = await created(front.ask, 'fail', { message: 'not like that' });
+    expect(await settled(front.ask, taskId)).toMatchObject({
+      status: 'completed',
+      result: { isError: true, content: [{ type: 'text', text: 'not like that' }] },
+    });
+  });
+});
