@@ -31,13 +31,19 @@ export interface ScenarioOutcome {
   failed: number;
   /** The error message of each failed check, or why the scenario did not run to its end. */
   failures: string[];
+  /** The id of each failed check (`did-not-end` when the scenario did not run to its end), in order. */
+  failedIds: string[];
 }
 
 interface Check {
   status: string;
+  id?: string;
   name?: string;
   errorMessage?: string;
 }
+
+/** The failed check's id for a scenario that did not run to its end (it threw, or was stopped). */
+export const DID_NOT_END = 'did-not-end';
 
 const STARTED = /^=== Running scenario: (\S+) ===$/gm;
 const CHECKS_DIR = /^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$/;
@@ -61,34 +67,22 @@ export async function runServerScenarios(
     );
     const outcomes = new Map<string, ScenarioOutcome>();
     for (const [, name] of stdout.matchAll(STARTED))
-      outcomes.set(name!, { passed: 0, failed: 0, failures: [] });
+      outcomes.set(name!, { passed: 0, failed: 0, failures: [], failedIds: [] });
     if (outcomes.size === 0) throw new Error(`the suite ran no scenario:\n${stdout}\n${stderr}`);
 
-    const ended = new Set<string>();
-    for (const dir of await readdir(outputDir)) {
-      const name = CHECKS_DIR.exec(dir)?.[1];
-      const outcome = name === undefined ? undefined : outcomes.get(name);
-      const checksFile = join(outputDir, dir, 'checks.json');
-      if (outcome === undefined || !existsSync(checksFile)) continue;
-      ended.add(name!);
-      for (const check of JSON.parse(await readFile(checksFile, 'utf8')) as Check[]) {
-        if (check.status === 'SUCCESS') outcome.passed++;
-        if (check.status === 'FAILURE') {
-          outcome.failed++;
-          outcome.failures.push(`${check.name}: ${check.errorMessage}`);
-        }
-      }
-    }
+    const ended = await readChecks(outputDir, outcomes);
     for (const [, name, error] of stderr.matchAll(COULD_NOT_RUN)) {
       const outcome = outcomes.get(name!);
       if (outcome === undefined) continue;
       ended.add(name!);
       outcome.failed++;
       outcome.failures.push(`could not run: ${error}`);
+      outcome.failedIds.push(DID_NOT_END);
     }
     for (const [name, outcome] of outcomes) {
       if (ended.has(name)) continue;
       outcome.failed++;
+      outcome.failedIds.push(DID_NOT_END);
       outcome.failures.push(
         stopped ? `still running when the suite was stopped after ${timeoutMs} ms` : 'no result',
       );
@@ -97,6 +91,64 @@ export async function runServerScenarios(
   } finally {
     await rm(outputDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Runs each of `scenarios` on its own (`--scenario NAME`, then `flags`, e.g. `--spec-version 2026-07-28
+ * --force` for extension scenarios, which no `--suite` selects), one after the other, against `url`; each
+ * with its outcome, in order. A scenario still going after `timeoutMs` is stopped.
+ */
+export async function runEachServerScenario(
+  suite: keyof typeof SUITES,
+  url: string,
+  scenarios: readonly string[],
+  flags: string[],
+  timeoutMs: number,
+): Promise<Map<string, ScenarioOutcome>> {
+  const outcomes = new Map<string, ScenarioOutcome>();
+  for (const scenario of scenarios) {
+    const outcome: ScenarioOutcome = { passed: 0, failed: 0, failures: [], failedIds: [] };
+    outcomes.set(scenario, outcome);
+    const outputDir = await mkdtemp(join(tmpdir(), 'taskgate-conformance-'));
+    try {
+      const { stdout, stderr, stopped } = await run(
+        [SUITES[suite], 'server', '--url', url, '--scenario', scenario, ...flags, '-o', outputDir],
+        timeoutMs,
+      );
+      if ((await readChecks(outputDir, new Map([[scenario, outcome]]))).size > 0) continue;
+      outcome.failed++;
+      outcome.failedIds.push(DID_NOT_END);
+      outcome.failures.push(
+        stopped
+          ? `still running when the suite was stopped after ${timeoutMs} ms`
+          : `no result:\n${stdout}\n${stderr}`,
+      );
+    } finally {
+      await rm(outputDir, { recursive: true, force: true });
+    }
+  }
+  return outcomes;
+}
+
+/** Adds the checks each scenario of `outcomes` saved in `outputDir` to its outcome; which scenarios saved any. */
+async function readChecks(outputDir: string, outcomes: Map<string, ScenarioOutcome>): Promise<Set<string>> {
+  const ended = new Set<string>();
+  for (const dir of await readdir(outputDir)) {
+    const name = CHECKS_DIR.exec(dir)?.[1];
+    const outcome = name === undefined ? undefined : outcomes.get(name);
+    const checksFile = join(outputDir, dir, 'checks.json');
+    if (outcome === undefined || !existsSync(checksFile)) continue;
+    ended.add(name!);
+    for (const check of JSON.parse(await readFile(checksFile, 'utf8')) as Check[]) {
+      if (check.status === 'SUCCESS') outcome.passed++;
+      if (check.status === 'FAILURE') {
+        outcome.failed++;
+        outcome.failures.push(`${check.name}: ${check.errorMessage}`);
+        outcome.failedIds.push(check.id ?? String(check.name));
+      }
+    }
+  }
+  return ended;
 }
 
 /** The CLI exits 1 when any scenario fails: that is an outcome, as is a run stopped at its time limit. */

@@ -22,6 +22,7 @@ export const FIXTURES = {
   plainAnswer: root('test/fixtures/plain-answer-server.js'),
   modern: root('test/fixtures/modern-server.js'),
   conformance: root('test/fixtures/conformance-server.js'),
+  conformanceTasks: root('test/fixtures/conformance-tasks-tools.js'),
 } as const;
 export type FixtureName = keyof typeof FIXTURES;
 
