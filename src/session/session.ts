@@ -1135,13 +1135,20 @@ export class Session {
       else this.nativeTaskTools.delete(tool.name);
       if (native && execution.taskSupport === 'required') this.nativeRequiredTools.add(tool.name);
       else this.nativeRequiredTools.delete(tool.name);
-      // A client without tasks must not see "required" (SDK clients then refuse to call it); the rest is the server's.
-      if (!this.clientHasTasks) {
-        return execution.taskSupport === 'required' ? withoutTaskSupport(tool, execution) : tool;
+      // A client without a tasks capability may still ask for tasks (a client's 2025 tasks capability is
+      // about requests it receives), but must not see "required": SDK clients then refuse to call the tool,
+      // and taskgate serves them the plain call (or follows the server's task for them).
+      const hidesRequired = !this.clientHasTasks;
+      const { taskSupport } = native
+        ? { taskSupport: 'passthrough' }
+        : this.options.policy.forTool(tool.name);
+      if (taskSupport === 'passthrough') {
+        return hidesRequired && execution.taskSupport === 'required'
+          ? withoutTaskSupport(tool, execution)
+          : tool;
       }
-      if (native) return tool;
-      const { taskSupport } = this.options.policy.forTool(tool.name);
-      return taskSupport === 'passthrough' ? tool : { ...tool, execution: { ...execution, taskSupport } };
+      if (hidesRequired && taskSupport === 'required') return withoutTaskSupport(tool, execution);
+      return { ...tool, execution: { ...execution, taskSupport } };
     });
     if (result.nextCursor === undefined) {
       this.options.policy.warnUnmatchedRules(this.listedTools, this.options.logger);

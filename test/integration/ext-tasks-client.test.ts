@@ -49,15 +49,6 @@ import { textOf } from '../helpers/tool-results.js';
 
 type Framing = 'v1' | 'v2';
 
-/**
- * A completed v2 task's inlined `result` is the upstream's 2025 CallToolResult as is, without
- * `resultType: "complete"`, which the 2026-07-28 CallToolResult requires (tasks.md CompletedTask: "a
- * CallToolRequest task would return the CallToolResult structure"); ext-tasks' v2 driver parses it with
- * CallToolResultV2Schema and settles the task as failed: "Protocol value failed schema validation".
- */
-const INLINED_RESULT_WITHOUT_RESULT_TYPE =
-  'the inlined result of a completed task has no resultType "complete": ext-tasks fails it with "Protocol value failed schema validation"';
-
 /** One answer on the wire: the method it answers, and its result or error. */
 interface WireAnswer {
   method: string;
@@ -286,19 +277,6 @@ async function runAsTask(
   return outcome;
 }
 
-/**
- * Tests expected to fail, by framing and case, with why: each is a taskgate bug, reported. Each runs with
- * `it.fails`, so that it fails the suite once it passes and its entry has to go.
- */
-const KNOWN_FAILURES: Record<string, string> = {
-  'v2 completes': INLINED_RESULT_WITHOUT_RESULT_TYPE,
-  'v2 isError': INLINED_RESULT_WITHOUT_RESULT_TYPE,
-  'v2 input': INLINED_RESULT_WITHOUT_RESULT_TYPE,
-};
-
-/** `it`, or `it.fails` for a known failure. */
-const test = (framing: Framing, key: string) => (KNOWN_FAILURES[`${framing} ${key}`] ? it.fails : it);
-
 /** The result of a completed outcome; fails with the error (and the wire) of any other. */
 function completed(outcome: TaskOutcome<unknown>, wire: readonly WireAnswer[]): object {
   if (outcome.status === 'completed') return outcome.result as object;
@@ -335,7 +313,7 @@ describe.each(['v1', 'v2'] as const)('the ext-tasks client with %s framing throu
     expect(session.capabilities).toMatchObject({ execution: true, cancellation: true });
   });
 
-  test(framing, 'completes')('a tool that completes: the task completes with its result', async () => {
+  it('a tool that completes: the task completes with its result', async () => {
     requester.mark();
     const outcome = await runAsTask(requester, 'slow_compute', { seconds: 0, label: `${framing}-complete` });
     expect(textOf(completed(outcome, requester.wire()))).toBe(`computed ${framing}-complete after 0 s`);
@@ -357,7 +335,7 @@ describe.each(['v1', 'v2'] as const)('the ext-tasks client with %s framing throu
     expectValidWire(framing, requester.wire());
   });
 
-  test(framing, 'isError')(
+  it(
     framing === 'v1'
       ? 'a tool that answers isError: the 2025-11-25 task fails (its driver does not fetch the result)'
       : 'a tool that answers isError: the task completes with the isError result (tasks.md "Task Execution Errors")',
@@ -375,23 +353,20 @@ describe.each(['v1', 'v2'] as const)('the ext-tasks client with %s framing throu
     },
   );
 
-  test(framing, 'input')(
-    'a tool that asks for input: the session answers the elicitation and the task completes with it',
-    async () => {
-      requester.mark();
-      requester.inputs.length = 0;
-      const filename = `${framing}-input.txt`;
-      const outcome = await runAsTask(requester, 'confirm_delete', { filename });
-      expect(requester.inputs).toEqual([
-        expect.objectContaining({
-          kind: 'elicitation',
-          params: expect.objectContaining({ message: `Delete ${filename}?` }),
-        }),
-      ]);
-      expect(textOf(completed(outcome, requester.wire()))).toBe(`Deleted ${filename}`);
-      expectValidWire(framing, requester.wire());
-    },
-  );
+  it('a tool that asks for input: the session answers the elicitation and the task completes with it', async () => {
+    requester.mark();
+    requester.inputs.length = 0;
+    const filename = `${framing}-input.txt`;
+    const outcome = await runAsTask(requester, 'confirm_delete', { filename });
+    expect(requester.inputs).toEqual([
+      expect.objectContaining({
+        kind: 'elicitation',
+        params: expect.objectContaining({ message: `Delete ${filename}?` }),
+      }),
+    ]);
+    expect(textOf(completed(outcome, requester.wire()))).toBe(`Deleted ${filename}`);
+    expectValidWire(framing, requester.wire());
+  });
 
   it('a tool that is cancelled: the task ends cancelled, and the server stops the call', async () => {
     requester.mark();
@@ -410,11 +385,8 @@ describe.each(['v1', 'v2'] as const)('the ext-tasks client with %s framing throu
  * The ext-tasks requester as shipped declares no `tasks` capability of its own (a 2025-11-25 client declares
  * one only to receive tasks, `bindTaskReceiver`); the server's `tasks.requests.tools.call` and each tool's
  * `execution.taskSupport` are what a requester goes by (2025-11-25 basic/utilities/tasks "Tool-Level
- * Negotiation"). taskgate's tools/list marks taskSupport only for a client that declared `tasks`, so this
- * requester never asks for a task: the tests above declare `tasks: {}` to get past that.
- *
- * Expected to fail until taskgate marks the tools for any client it advertises tasks to (reported); once it
- * passes, `.fails` has to go.
+ * Negotiation"). taskgate marks each tool's taskSupport for such a client too (only `required` is not shown
+ * to it: it gets the plain call), so the requester as shipped gets its task.
  */
 describe('the ext-tasks client with v1 framing and no tasks capability of its own, through taskgate', () => {
   let gateway: Gateway | undefined;
@@ -432,7 +404,7 @@ describe('the ext-tasks client with v1 framing and no tasks capability of its ow
     await gateway?.stop();
   });
 
-  it.fails('runs a task-optional tool as a task when asked to', async () => {
+  it('runs a task-optional tool as a task when asked to', async () => {
     const outcome = await runAsTask(requester!, 'slow_compute', { seconds: 0, label: 'v1-undeclared' });
     completed(outcome, requester!.wire());
   });
