@@ -1139,7 +1139,9 @@ export class Session {
       // about requests it receives), but must not see "required": SDK clients then refuse to call the tool,
       // and taskgate serves them the plain call (or follows the server's task for them).
       const hidesRequired = !this.clientHasTasks;
-      const { taskSupport } = native
+      // In front of a server with tasks of its own, such a client sees the tools as the server lists them.
+      const asListed = native || (hidesRequired && nativeTasks);
+      const { taskSupport } = asListed
         ? { taskSupport: 'passthrough' }
         : this.options.policy.forTool(tool.name);
       if (taskSupport === 'passthrough') {

@@ -54,13 +54,12 @@ const countUpstream = (g: Gateway, method: string): number =>
   g.serverTransport.received.items.filter(isMethod(method)).length;
 
 describe('in process: unwrap', () => {
-  it('lists the task-required tool as a normal one, and what taskgate serves of the others as for any client', async () => {
+  it('lists the task-required tool as a normal one and leaves the others as the server lists them', async () => {
     const g = await open();
     const { tools } = await g.client.listTools();
-    // echo the server will not run as a task; taskgate does (augment), for a client that asks.
     expect(tools.map((tool) => [tool.name, tool.execution])).toEqual([
       ['research', undefined],
-      ['echo', { taskSupport: 'optional' }],
+      ['echo', { taskSupport: 'forbidden' }],
     ]);
   });
 
