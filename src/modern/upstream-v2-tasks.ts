@@ -346,8 +346,8 @@ export class V2UpstreamTasks {
 
   /** Puts each input request not asked before to the Session; false once the task asked too many. */
   private ask(asker: Asker, facts: TaskFacts): boolean {
-    const held = this.held.get(facts.taskId);
-    if (held === undefined) return true;
+    // A task the index no longer holds (or never did) is held from now on, so that no key is asked twice.
+    const held = this.held.get(facts.taskId) ?? this.hold(facts, { visible: false, local: false });
     for (const [key, input] of Object.entries(facts.inputRequests ?? {})) {
       if (held.asked.has(key)) continue;
       if (held.asked.size >= MAX_INPUT_KEYS) return false;
@@ -376,7 +376,7 @@ export class V2UpstreamTasks {
   private async fetch(taskId: string): Promise<TaskFacts> {
     const answer = await this.host.call('tasks/get', { taskId });
     if ('error' in answer) {
-      if (answer.error.code === ErrorCode.InvalidParams) this.held.delete(taskId);
+      if (answer.error.code === ErrorCode.InvalidParams) this.forget(taskId);
       throw wireError(answer.error);
     }
     if (!isDetailedTaskV2(answer.result)) throw wireError(badAnswer('tasks/get', 'a DetailedTask').error);
@@ -392,26 +392,22 @@ export class V2UpstreamTasks {
     return isCreateTaskResultV2(result) ? factsFromV2(result as CreateTaskResultV2) : undefined;
   }
 
-  private hold(facts: TaskFacts, how: { visible: boolean; local: boolean }): void {
-    this.held.set(facts.taskId, {
-      seq: this.seq++,
-      facts,
-      ...how,
-      expiresAt: endOf(facts),
-      asked: new Set(),
-    });
+  private hold(facts: TaskFacts, how: { visible: boolean; local: boolean }): Held {
+    const held: Held = { seq: this.seq++, facts, ...how, expiresAt: endOf(facts), asked: new Set() };
+    this.held.set(facts.taskId, held);
     while (this.held.size > MAX_HELD_TASKS) {
       const oldest = this.held.keys().next().value;
       if (oldest === undefined) break;
-      this.held.delete(oldest);
+      this.forget(oldest);
     }
+    return held;
   }
 
   /** The index's entry, unless its ttl is over: then it is forgotten (a held-here task is gone). */
   private lookup(taskId: string): Held | undefined {
     const held = this.held.get(taskId);
     if (held?.expiresAt === undefined || this.host.now() < held.expiresAt) return held;
-    this.held.delete(taskId);
+    this.forget(taskId);
     if (held.local) throw new TaskNotFoundError(taskId);
     return undefined;
   }
@@ -419,7 +415,7 @@ export class V2UpstreamTasks {
   private purge(): void {
     const now = this.host.now();
     for (const [taskId, held] of this.held) {
-      if (held.expiresAt !== undefined && now >= held.expiresAt) this.held.delete(taskId);
+      if (held.expiresAt !== undefined && now >= held.expiresAt) this.forget(taskId);
     }
   }
 
@@ -428,10 +424,17 @@ export class V2UpstreamTasks {
     const before = toV1Task(held.facts).status;
     held.facts = facts;
     if (held.visible && toV1Task(facts).status !== before) this.announce(facts);
-    if (isTerminal(facts.status)) {
-      for (const [id, question] of this.questions)
-        if (question.taskId === facts.taskId) this.questions.delete(id);
-    }
+    if (isTerminal(facts.status)) this.dropQuestions(facts.taskId);
+  }
+
+  private forget(taskId: string): void {
+    this.held.delete(taskId);
+    this.dropQuestions(taskId);
+  }
+
+  /** Questions of a task that ended or is forgotten: a late answer to one goes nowhere. */
+  private dropQuestions(taskId: string): void {
+    for (const [id, question] of this.questions) if (question.taskId === taskId) this.questions.delete(id);
   }
 
   private announce(facts: TaskFacts): void {

@@ -37,7 +37,7 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connect, FIXTURES, type Connection } from '../helpers/taskgate.js';
 import { Inbox } from '../helpers/inbox.js';
-import { textOf } from '../helpers/tool-results.js';
+import { textOf, until } from '../helpers/tool-results.js';
 
 const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
@@ -76,156 +76,213 @@ function statusNotice(connection: Connection, taskId: string, status: string) {
   );
 }
 
-describe('a 2025 task client through taskgate to a v2 task server', () => {
-  let connection: Connection;
-  const asked: Record<string, unknown>[] = [];
+describe.each(['stdio', 'http'] as const)(
+  'a 2025 task client on the %s front to a v2 task server',
+  (front) => {
+    let connection: Connection;
+    const asked: Record<string, unknown>[] = [];
 
-  beforeAll(async () => {
-    connection = await connect('v2Tasks');
-    connection.client.setRequestHandler(ElicitRequestSchema, async (request) => {
-      asked.push(request.params);
-      return { action: 'accept', content: { answer: 'forty-two' } };
+    beforeAll(async () => {
+      connection = await connect('v2Tasks', { front });
+      connection.client.setRequestHandler(ElicitRequestSchema, async (request) => {
+        asked.push(request.params);
+        return { action: 'accept', content: { answer: 'forty-two' } };
+      });
     });
-  });
-  afterAll(() => connection?.close());
-  afterEach(() => expect(connection.transport.violations).toEqual([]));
+    afterAll(() => connection?.close());
+    afterEach(() => expect(connection.transport.violations).toEqual([]));
 
-  it('meets a 2025 server with tasks for tools/call; every tool may be called as a task', async () => {
-    expect(connection.client.getServerVersion()).toMatchObject({ name: 'v2-task-fixture' });
-    const tasks = connection.client.getServerCapabilities()?.tasks;
-    expect(valid(ServerTaskCapabilitiesV1Schema, tasks)).toMatchObject({
-      list: {},
-      cancel: {},
-      requests: { tools: { call: {} } },
+    it('meets a 2025 server with tasks for tools/call; every tool may be called as a task', async () => {
+      expect(connection.client.getServerVersion()).toMatchObject({ name: 'v2-task-fixture' });
+      const tasks = connection.client.getServerCapabilities()?.tasks;
+      expect(valid(ServerTaskCapabilitiesV1Schema, tasks)).toMatchObject({
+        list: {},
+        cancel: {},
+        requests: { tools: { call: {} } },
+      });
+      const { tools } = await connection.client.listTools();
+      expect(tools.length).toBeGreaterThan(0);
+      for (const tool of tools) expect(valid(ToolV1Schema, tool).execution?.taskSupport).toBe('optional');
     });
-    const { tools } = await connection.client.listTools();
-    expect(tools.length).toBeGreaterThan(0);
-    for (const tool of tools) expect(valid(ToolV1Schema, tool).execution?.taskSupport).toBe('optional');
-  });
 
-  it('slow: a nested CreateTaskResult, tasks/get in v1 words, a blocking tasks/result with related-task, and a status notification', async () => {
-    const created = await createTask(connection.client, 'slow', { ms: 300, text: 'done slowly' });
-    const { task } = valid(CreateTaskResultV1Schema, created);
-    expect(task).toMatchObject({ status: 'working', ttl: 60_000, pollInterval: 50 });
-    expect(created).not.toHaveProperty('resultType');
-    const completed = statusNotice(connection, task.taskId, 'completed');
-    const got = valid(GetTaskResultV1Schema, await getTask(connection.client, task.taskId));
-    expect(got).toMatchObject({ taskId: task.taskId, status: 'working' });
-    for (const v2 of ['ttlMs', 'pollIntervalMs', 'resultType', 'result']) expect(got).not.toHaveProperty(v2);
-    const result = valid(TaskResultV1Schema, await taskResult(connection.client, task.taskId));
-    expect(textOf(result)).toBe('done slowly');
-    expect(result._meta?.[RELATED_TASK]).toEqual({ taskId: task.taskId });
-    expect(result).not.toHaveProperty('resultType');
-    valid(TaskStatusNotificationV1Schema, await completed);
-    expect(await getTask(connection.client, task.taskId)).toMatchObject({ status: 'completed' });
-  });
-
-  it('fails: v1 failed, and tasks/result is exactly the JSON-RPC error', async () => {
-    const { task } = await createTask(connection.client, 'fails', { message: 'rate limited' });
-    const error = await taskResult(connection.client, task.taskId).catch((thrown: unknown) => thrown);
-    expect(error).toBeInstanceOf(McpError);
-    expect(error).toMatchObject({ code: -32603, message: expect.stringContaining('rate limited') });
-    const got = valid(GetTaskResultV1Schema, await getTask(connection.client, task.taskId));
-    expect(got).toMatchObject({ status: 'failed', statusMessage: 'Tool execution failed: rate limited' });
-  });
-
-  it('tool_error: v2 completed with isError is v1 failed, and tasks/result gives the isError result', async () => {
-    const { task } = await createTask(connection.client, 'tool_error', { message: 'bad input' });
-    const result = await taskResult(connection.client, task.taskId);
-    expect(result).toMatchObject({ isError: true, content: [{ type: 'text', text: 'bad input' }] });
-    expect(result._meta?.[RELATED_TASK]).toEqual({ taskId: task.taskId });
-    expect(valid(GetTaskResultV1Schema, await getTask(connection.client, task.taskId)).status).toBe('failed');
-  });
-
-  it('ask: the input request reaches the client tagged related-task, and its answer the server (tasks/update)', async () => {
-    const { task } = await createTask(connection.client, 'ask', { question: 'The answer?' });
-    const result = await taskResult(connection.client, task.taskId);
-    expect(JSON.parse(textOf(result))).toEqual({ action: 'accept', content: { answer: 'forty-two' } });
-    const mine = asked.filter((params) => params.message === 'The answer?');
-    expect(mine).toHaveLength(1);
-    expect(mine[0]).toMatchObject({ mode: 'form', _meta: { [RELATED_TASK]: { taskId: task.taskId } } });
-  });
-
-  it('cancel: the Task in cancelled; cancelling again is -32602; tasks/result says it has no result', async () => {
-    const { task } = await createTask(connection.client, 'slow', { ms: 30_000 });
-    const cancelled = await connection.client.request(
-      { method: 'tasks/cancel', params: { taskId: task.taskId } },
-      CancelTaskResultSchema,
-    );
-    expect(valid(CancelTaskResultV1Schema, cancelled)).toMatchObject({
-      taskId: task.taskId,
-      status: 'cancelled',
+    it('slow: a nested CreateTaskResult, tasks/get in v1 words, a blocking tasks/result with related-task, and a status notification', async () => {
+      const created = await createTask(connection.client, 'slow', { ms: 300, text: 'done slowly' });
+      const { task } = valid(CreateTaskResultV1Schema, created);
+      expect(task).toMatchObject({ status: 'working', ttl: 60_000, pollInterval: 50 });
+      expect(created).not.toHaveProperty('resultType');
+      const completed = statusNotice(connection, task.taskId, 'completed');
+      const got = valid(GetTaskResultV1Schema, await getTask(connection.client, task.taskId));
+      expect(got).toMatchObject({ taskId: task.taskId, status: 'working' });
+      for (const v2 of ['ttlMs', 'pollIntervalMs', 'resultType', 'result'])
+        expect(got).not.toHaveProperty(v2);
+      const result = valid(TaskResultV1Schema, await taskResult(connection.client, task.taskId));
+      expect(textOf(result)).toBe('done slowly');
+      expect(result._meta).toEqual({ [RELATED_TASK]: { taskId: task.taskId } });
+      expect(result).not.toHaveProperty('resultType');
+      valid(TaskStatusNotificationV1Schema, await completed);
+      expect(await getTask(connection.client, task.taskId)).toMatchObject({ status: 'completed' });
     });
-    await expect(
-      connection.client.request(
+
+    it('fails: v1 failed, and tasks/result is exactly the JSON-RPC error', async () => {
+      const { task } = await createTask(connection.client, 'fails', { message: 'rate limited' });
+      const error = await taskResult(connection.client, task.taskId).catch((thrown: unknown) => thrown);
+      expect(error).toBeInstanceOf(McpError);
+      expect(error).toMatchObject({ code: -32603, message: expect.stringContaining('rate limited') });
+      const got = valid(GetTaskResultV1Schema, await getTask(connection.client, task.taskId));
+      expect(got).toMatchObject({ status: 'failed', statusMessage: 'Tool execution failed: rate limited' });
+    });
+
+    it('tool_error: v2 completed with isError is v1 failed, and tasks/result gives the isError result', async () => {
+      const { task } = await createTask(connection.client, 'tool_error', { message: 'bad input' });
+      const result = await taskResult(connection.client, task.taskId);
+      expect(result).toMatchObject({ isError: true, content: [{ type: 'text', text: 'bad input' }] });
+      expect(result._meta?.[RELATED_TASK]).toEqual({ taskId: task.taskId });
+      expect(valid(GetTaskResultV1Schema, await getTask(connection.client, task.taskId)).status).toBe(
+        'failed',
+      );
+    });
+
+    it('ask: the input request reaches the client tagged related-task, and its answer the server (tasks/update)', async () => {
+      const { task } = await createTask(connection.client, 'ask', { question: 'The answer?' });
+      const result = await taskResult(connection.client, task.taskId);
+      expect(JSON.parse(textOf(result))).toEqual({ action: 'accept', content: { answer: 'forty-two' } });
+      const mine = asked.filter((params) => params.message === 'The answer?');
+      expect(mine).toHaveLength(1);
+      expect(mine[0]).toMatchObject({ mode: 'form', _meta: { [RELATED_TASK]: { taskId: task.taskId } } });
+    });
+
+    it('cancel: the Task in cancelled; cancelling again is -32602; tasks/result says it has no result', async () => {
+      const { task } = await createTask(connection.client, 'slow', { ms: 30_000 });
+      const cancelled = await connection.client.request(
         { method: 'tasks/cancel', params: { taskId: task.taskId } },
         CancelTaskResultSchema,
-      ),
-    ).rejects.toMatchObject({
-      code: -32602,
-      message: expect.stringContaining("terminal status 'cancelled'"),
+      );
+      expect(valid(CancelTaskResultV1Schema, cancelled)).toMatchObject({
+        taskId: task.taskId,
+        status: 'cancelled',
+      });
+      await expect(
+        connection.client.request(
+          { method: 'tasks/cancel', params: { taskId: task.taskId } },
+          CancelTaskResultSchema,
+        ),
+      ).rejects.toMatchObject({
+        code: -32602,
+        message: expect.stringContaining("terminal status 'cancelled'"),
+      });
+      await expect(taskResult(connection.client, task.taskId)).rejects.toThrow(/was cancelled/);
     });
-    await expect(taskResult(connection.client, task.taskId)).rejects.toThrow(/was cancelled/);
-  });
 
-  it('tasks/list shows the tasks made through taskgate, which v2 cannot list', async () => {
-    const first = await createTask(connection.client, 'slow', { ms: 10 });
-    const second = await createTask(connection.client, 'echo', { text: 'listed' });
-    const listed = valid(
-      ListTasksResultV1Schema,
-      await connection.client.request({ method: 'tasks/list', params: {} }, ListTasksResultSchema),
-    );
-    const ids = listed.tasks.map((each) => each.taskId);
-    expect(ids).toEqual(expect.arrayContaining([first.task.taskId, second.task.taskId]));
-    expect(ids.indexOf(first.task.taskId)).toBeLessThan(ids.indexOf(second.task.taskId));
-  });
-
-  it('an unknown task id is -32602, as the server said', async () => {
-    await expect(getTask(connection.client, 'no-such-task')).rejects.toMatchObject({ code: -32602 });
-  });
-
-  it('echo: a plain call is answered plainly; as a task, the plain answer is a task taskgate holds, completed', async () => {
-    const plain = await connection.client.callTool({ name: 'echo', arguments: { text: 'hi' } });
-    expect(textOf(plain)).toBe('hi');
-    expect(plain).not.toHaveProperty('resultType');
-    const { task } = valid(
-      CreateTaskResultV1Schema,
-      await createTask(connection.client, 'echo', { text: 'held' }),
-    );
-    expect(task.status).toBe('working');
-    expect(valid(GetTaskResultV1Schema, await getTask(connection.client, task.taskId))).toMatchObject({
-      status: 'completed',
-      ttl: 60_000,
+    it('tasks/list shows the tasks made through taskgate, which v2 cannot list', async () => {
+      const first = await createTask(connection.client, 'slow', { ms: 10 });
+      const second = await createTask(connection.client, 'echo', { text: 'listed' });
+      const listed = valid(
+        ListTasksResultV1Schema,
+        await connection.client.request({ method: 'tasks/list', params: {} }, ListTasksResultSchema),
+      );
+      const ids = listed.tasks.map((each) => each.taskId);
+      expect(ids).toEqual(expect.arrayContaining([first.task.taskId, second.task.taskId]));
+      expect(ids.indexOf(first.task.taskId)).toBeLessThan(ids.indexOf(second.task.taskId));
     });
-    const result = await taskResult(connection.client, task.taskId);
-    expect(textOf(result)).toBe('held');
-    expect(result._meta?.[RELATED_TASK]).toEqual({ taskId: task.taskId });
-    await expect(
-      connection.client.request(
+
+    it('tasks/list pages with an opaque cursor, newest last', async () => {
+      const made: string[] = [];
+      for (let i = 0; i < 55; i++)
+        made.push((await createTask(connection.client, 'echo', { text: `${i}` })).task.taskId);
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = valid(
+          ListTasksResultV1Schema,
+          await connection.client.request(
+            { method: 'tasks/list', params: cursor === undefined ? {} : { cursor } },
+            ListTasksResultSchema,
+          ),
+        );
+        seen.push(...page.tasks.map((each) => each.taskId));
+        cursor = page.nextCursor;
+        pages++;
+      } while (cursor !== undefined && pages < 10);
+      expect(pages).toBeGreaterThan(1);
+      expect(seen.slice(-made.length)).toEqual(made);
+      await expect(
+        connection.client.request(
+          { method: 'tasks/list', params: { cursor: 'forged' } },
+          ListTasksResultSchema,
+        ),
+      ).rejects.toMatchObject({ code: -32602 });
+    });
+
+    it('cancelling tasks/result stops following the task, and leaves it running', async () => {
+      const { task } = await createTask(connection.client, 'slow', { ms: 30_000 });
+      const abort = new AbortController();
+      const waiting = connection.client.request(
+        { method: 'tasks/result', params: { taskId: task.taskId } },
+        CallToolResultSchema,
+        { signal: abort.signal },
+      );
+      const polls = async () =>
+        Number(
+          textOf(await connection.client.callTool({ name: 'polls', arguments: { taskId: task.taskId } })),
+        );
+      await until(async () => (await polls()) > 0, 'taskgate polling the task for tasks/result');
+      abort.abort('the test stops waiting');
+      await expect(waiting).rejects.toThrow('the test stops waiting');
+      expect(await getTask(connection.client, task.taskId)).toMatchObject({ status: 'working' });
+      await connection.client.request(
         { method: 'tasks/cancel', params: { taskId: task.taskId } },
         CancelTaskResultSchema,
-      ),
-    ).rejects.toMatchObject({ code: -32602 });
-  });
+      );
+    });
 
-  it('the extension is declared upstream only for task-augmented calls, and params.task never goes up', async () => {
-    await connection.client.callTool({ name: 'echo', arguments: { text: 'plain' } });
-    await createTask(connection.client, 'echo', { text: 'task' });
-    const seen = JSON.parse(
-      textOf(await connection.client.callTool({ name: 'calls-seen', arguments: {} })),
-    ) as {
-      tool: string;
-      extension: boolean;
-      task: boolean;
-    }[];
-    expect(seen.slice(-3)).toEqual([
-      { tool: 'echo', extension: false, task: false },
-      { tool: 'echo', extension: true, task: false },
-      { tool: 'calls-seen', extension: false, task: false },
-    ]);
-    expect(seen.every((call) => !call.task)).toBe(true);
-  });
-});
+    it('an unknown task id is -32602, as the server said', async () => {
+      await expect(getTask(connection.client, 'no-such-task')).rejects.toMatchObject({ code: -32602 });
+    });
+
+    it('echo: a plain call is answered plainly; as a task, the plain answer is a task taskgate holds, completed', async () => {
+      const plain = await connection.client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+      expect(textOf(plain)).toBe('hi');
+      expect(plain).not.toHaveProperty('resultType');
+      const { task } = valid(
+        CreateTaskResultV1Schema,
+        await createTask(connection.client, 'echo', { text: 'held' }),
+      );
+      expect(task.status).toBe('working');
+      expect(valid(GetTaskResultV1Schema, await getTask(connection.client, task.taskId))).toMatchObject({
+        status: 'completed',
+        ttl: 60_000,
+      });
+      const result = await taskResult(connection.client, task.taskId);
+      expect(textOf(result)).toBe('held');
+      expect(result._meta?.[RELATED_TASK]).toEqual({ taskId: task.taskId });
+      await expect(
+        connection.client.request(
+          { method: 'tasks/cancel', params: { taskId: task.taskId } },
+          CancelTaskResultSchema,
+        ),
+      ).rejects.toMatchObject({ code: -32602 });
+    });
+
+    it('the extension is declared upstream only for task-augmented calls, and params.task never goes up', async () => {
+      await connection.client.callTool({ name: 'echo', arguments: { text: 'plain' } });
+      await createTask(connection.client, 'echo', { text: 'task' });
+      const seen = JSON.parse(
+        textOf(await connection.client.callTool({ name: 'calls-seen', arguments: {} })),
+      ) as {
+        tool: string;
+        extension: boolean;
+        task: boolean;
+      }[];
+      expect(seen.slice(-3)).toEqual([
+        { tool: 'echo', extension: false, task: false },
+        { tool: 'echo', extension: true, task: false },
+        { tool: 'calls-seen', extension: false, task: false },
+      ]);
+      expect(seen.every((call) => !call.task)).toBe(true);
+    });
+  },
+);
 
 describe('a 2025 client without tasks through taskgate to a v2 task server', () => {
   let connection: Connection;
