@@ -15,7 +15,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isCreateTaskResultV2, isDetailedTaskV2 } from '@modelcontextprotocol/ext-tasks/core/v2';
 import type { CreateTaskResultV2, DetailedTaskV2 } from '@modelcontextprotocol/ext-tasks/core/v2';
 import type { Logger } from 'pino';
-import { ErrorCode, ProtocolError, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/errors.js';
+import {
+  ErrorCode,
+  invalidParams,
+  ProtocolError,
+  toJsonRpcError,
+  type JsonRpcErrorObject,
+} from '../protocol/errors.js';
 import {
   errorResponse,
   idKey,
@@ -81,9 +87,13 @@ interface Held {
   asked: Set<string>;
 }
 
-/** The Session request a follow answers, and whether its input requests carry `related-task`. */
+/** The Session request a follow answers. */
 interface Asker {
   sessionId: RequestId;
+  /**
+   * A tasks/result: its input requests carry `related-task` (2025-11-25 "Input Required Status" 2).
+   * Otherwise a plain call taskgate runs as a task, whose client never heard of the task.
+   */
   tagged: boolean;
 }
 
@@ -169,30 +179,19 @@ export class V2UpstreamTasks {
 
   /** Serves the Session's tasks/* request; false for any other method. */
   serve(request: Request): boolean {
-    const taskId = typeof request.params?.taskId === 'string' ? request.params.taskId : undefined;
-    switch (request.method) {
-      case 'tasks/list':
-        this.settle(request.id, this.list(request.params?.cursor));
-        return true;
-      case 'tasks/get':
-        this.settle(
-          request.id,
-          this.needId(taskId).then((id) => this.getTask(id)),
-        );
-        return true;
-      case 'tasks/cancel':
-        this.settle(
-          request.id,
-          this.needId(taskId).then((id) => this.cancelTask(id)),
-        );
-        return true;
-      case 'tasks/result':
-        if (taskId === undefined) this.settle(request.id, this.needId(taskId));
-        else this.runFollow({ sessionId: request.id, tagged: true }, taskId, (outcome) => outcome);
-        return true;
-      default:
-        return false;
+    const { id, method, params } = request;
+    if (method === 'tasks/list') {
+      this.settle(id, this.list(params?.cursor));
+      return true;
     }
+    if (method !== 'tasks/get' && method !== 'tasks/cancel' && method !== 'tasks/result') return false;
+    const taskId = params?.taskId;
+    if (typeof taskId !== 'string') {
+      this.answer(id, { error: invalidParams(`Invalid params: ${method} needs a string taskId`).toJson() });
+    } else if (method === 'tasks/get') this.settle(id, this.getTask(taskId));
+    else if (method === 'tasks/cancel') this.settle(id, this.cancelTask(taskId));
+    else this.runFollow({ sessionId: id, tagged: true }, taskId, (outcome) => outcome);
+    return true;
   }
 
   /**
@@ -278,7 +277,7 @@ export class V2UpstreamTasks {
 
   private async list(cursor: unknown): Promise<JsonObject> {
     if (cursor !== undefined && typeof cursor !== 'string') {
-      throw new ProtocolError(ErrorCode.InvalidParams, 'Invalid params: cursor must be a string');
+      throw invalidParams('Invalid params: cursor must be a string');
     }
     const after = cursor === undefined ? -1 : this.cursors.decode(CURSOR_OWNER, cursor);
     this.purge();
@@ -442,12 +441,6 @@ export class V2UpstreamTasks {
   }
 
   // ── answers ──────────────────────────────────────────────────────────────────────────────────────
-
-  private needId(taskId: string | undefined): Promise<string> {
-    return taskId === undefined
-      ? Promise.reject(new ProtocolError(ErrorCode.InvalidParams, 'Invalid params: taskId must be a string'))
-      : Promise.resolve(taskId);
-  }
 
   private settle(sessionId: RequestId, work: Promise<unknown>): void {
     work.then(

@@ -178,6 +178,41 @@ describe('v2 upstream tasks, on the v1 face', () => {
     });
   });
 
+  it('tasks/cancel of a running task: an ack upstream, then the Task in cancelled, announced', async () => {
+    const { create, ask, session, upstreamCalls } = harness();
+    const taskId = taskIdOf(await create('slow', { ms: 60_000 }));
+    const cancelled = await ask('tasks/cancel', { taskId });
+    expect(cancelled.result).toMatchObject({ taskId, status: 'cancelled' });
+    expect(upstreamCalls.items.map((each) => each.method)).toEqual([
+      'tools/call',
+      'tasks/get',
+      'tasks/cancel',
+      'tasks/get',
+    ]);
+    expect(session.items).toContainEqual(
+      expect.objectContaining({
+        method: 'notifications/tasks/status',
+        params: expect.objectContaining({ taskId, status: 'cancelled' }),
+      }),
+    );
+    expect((await ask('tasks/result', { taskId })).error).toMatchObject({
+      message: `Task ${taskId} was cancelled: it has no result`,
+    });
+  });
+
+  it('a tasks/result the Session cancelled stops following, and is never answered', async () => {
+    const { create, ask, session, tasks, upstreamCalls } = harness();
+    const taskId = taskIdOf(await create('slow', { ms: 200, text: 'later' }));
+    void ask('tasks/result', { taskId }, 'result-1');
+    await upstreamCalls.waitFor((each) => each.method === 'tasks/get', 'the first poll');
+    expect(tasks.cancelled('result-1')).toBe(true);
+    expect((await ask('tasks/result', { taskId }, 'result-2')).result).toMatchObject({
+      content: [{ type: 'text', text: 'later' }],
+    });
+    expect(tasks.cancelled('result-1')).toBe(false);
+    expect(session.items.filter((message) => message.id === 'result-1')).toEqual([]);
+  });
+
   it('a plain call the server can only run as a task is followed, and answered with the plain result', async () => {
     const { tasks, call, answerTo } = harness();
     tasks.unwrapCreated(
