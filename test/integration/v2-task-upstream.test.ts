@@ -151,6 +151,25 @@ describe.each(['stdio', 'http'] as const)(
       expect(mine[0]).toMatchObject({ mode: 'form', _meta: { [RELATED_TASK]: { taskId: task.taskId } } });
     });
 
+    it("the SDK's own v1 task driver (callToolStream) runs ask end to end: created, polled, input, result", async () => {
+      const stream = connection.client.experimental.tasks.callToolStream(
+        { name: 'ask', arguments: { question: 'Streamed?' } },
+        CallToolResultSchema,
+        { task: { ttl: 60_000 } },
+      );
+      const types: string[] = [];
+      let last: unknown;
+      for await (const message of stream) {
+        types.push(message.type);
+        last = message;
+      }
+      expect(types[0]).toBe('taskCreated');
+      expect(types.at(-1)).toBe('result');
+      const { result } = last as { result: { content: { type: string; text: string }[] } };
+      expect(JSON.parse(textOf(result))).toEqual({ action: 'accept', content: { answer: 'forty-two' } });
+      expect(asked.filter((params) => params.message === 'Streamed?')).toHaveLength(1);
+    });
+
     it('cancel: the Task in cancelled; cancelling again is -32602; tasks/result says it has no result', async () => {
       const { task } = await createTask(connection.client, 'slow', { ms: 30_000 });
       const cancelled = await connection.client.request(
