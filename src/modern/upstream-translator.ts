@@ -39,6 +39,11 @@ const MAX_INPUT_ROUNDS = 16;
 /** How long the upstream may take over one of taskgate's own requests (a tasks/get, a tasks/update). */
 const OWN_CALL_TIMEOUT_MS = 30_000;
 
+export interface TranslatorOptions {
+  /** taskgate announces the status changes it sees of the upstream's v2 tasks (`tasks.statusNotifications`). */
+  statusNotifications?: boolean;
+}
+
 interface InFlight {
   /** The id the Session gave the request. */
   sessionId: RequestId;
@@ -78,6 +83,7 @@ export class ModernUpstreamTranslator implements Channel {
     private readonly discover: JsonObject,
     private readonly version: string,
     private readonly logger: Logger,
+    options: TranslatorOptions = {},
   ) {
     const capabilities = isObject(discover.capabilities) ? discover.capabilities : {};
     const extensions = isObject(capabilities.extensions) ? capabilities.extensions : {};
@@ -87,6 +93,7 @@ export class ModernUpstreamTranslator implements Channel {
         toSession: (message, onStreamOf) => this.toSession(message, onStreamOf),
         now: () => Date.now(),
         logger,
+        statusNotifications: options.statusNotifications ?? true,
       });
     }
   }

@@ -71,6 +71,8 @@ export interface V2TasksHost {
   toSession(message: object, onStreamOf?: RequestId): void;
   now(): number;
   logger: Logger;
+  /** Status changes are announced with notifications/tasks/status (`tasks.statusNotifications`). */
+  statusNotifications: boolean;
 }
 
 interface Held {
@@ -437,6 +439,7 @@ export class V2UpstreamTasks {
   }
 
   private announce(facts: TaskFacts): void {
+    if (!this.host.statusNotifications) return;
     this.host.toSession({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: toV1Task(facts) });
   }
 

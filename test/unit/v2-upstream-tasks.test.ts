@@ -36,7 +36,7 @@ function valid<T>(
 }
 
 /** The v2 side over the fixture's logic; `clock` is what it reads as now (real time unless moved). */
-function harness() {
+function harness({ statusNotifications = true } = {}) {
   const session = new Inbox<Sent>();
   /** Every request made upstream, in order. */
   const upstreamCalls = new Inbox<{ method: string; params: JsonObject }>();
@@ -65,6 +65,7 @@ function harness() {
       session.push({ ...(message as JsonObject), ...(onStreamOf === undefined ? {} : { onStreamOf }) }),
     now: () => Date.now() + clock.offsetMs,
     logger: pino({ level: 'silent' }),
+    statusNotifications,
   });
   let sessionIds = 1;
   const answerTo = (id: RequestId) =>
@@ -140,6 +141,13 @@ describe('v2 upstream tasks, on the v1 face', () => {
       code: -32602,
       message: "Cannot cancel task: already in terminal status 'completed'",
     });
+  });
+
+  it('tasks.statusNotifications off: nothing is announced', async () => {
+    const { create, ask, session } = harness({ statusNotifications: false });
+    const taskId = taskIdOf(await create('echo', { text: 'quiet' }));
+    expect((await ask('tasks/get', { taskId })).result).toMatchObject({ status: 'completed' });
+    expect(session.items.filter((message) => message.method === 'notifications/tasks/status')).toEqual([]);
   });
 
   it('a held task expires by its ttl: then it is not found (-32602)', async () => {
