@@ -303,6 +303,41 @@ describe.each(['stdio', 'http'] as const)(
   },
 );
 
+describe('a v2 task server that crashes while taskgate follows its task', () => {
+  let connection: Connection;
+  beforeAll(async () => {
+    connection = await connect('v2Tasks');
+  });
+  afterAll(() => connection?.close());
+
+  it('the open tasks/result fails saying why, and the task is failed to the client, not left working', async () => {
+    const { task } = await createTask(connection.client, 'slow', { ms: 60_000 });
+    const result = taskResult(connection.client, task.taskId).catch((thrown: unknown) => thrown);
+    const polls = async () =>
+      Number(textOf(await connection.client.callTool({ name: 'polls', arguments: { taskId: task.taskId } })));
+    await until(async () => (await polls()) > 0, 'taskgate polling the task for tasks/result');
+    await expect(connection.client.callTool({ name: 'crash', arguments: {} })).rejects.toThrow(
+      /Upstream server unavailable/,
+    );
+    expect(await result).toMatchObject({
+      code: -32000,
+      message: expect.stringContaining('Upstream server unavailable'),
+    });
+    await until(
+      async () => connection.stderr().includes('upstream server is serving again'),
+      'the restarted server serving',
+      15_000,
+    );
+    expect(valid(GetTaskResultV1Schema, await getTask(connection.client, task.taskId))).toMatchObject({
+      status: 'failed',
+      statusMessage: expect.stringContaining('Upstream server unavailable'),
+    });
+    expect(textOf(await connection.client.callTool({ name: 'echo', arguments: { text: 'again' } }))).toBe(
+      'again',
+    );
+  });
+});
+
 describe('a 2025 client without tasks through taskgate to a v2 task server', () => {
   let connection: Connection;
   const asked: Record<string, unknown>[] = [];
