@@ -234,13 +234,16 @@ export class V2UpstreamTasks {
     return true;
   }
 
-  /** An upstream notifications/tasks (a full DetailedTask): the Session hears notifications/tasks/status. */
+  /**
+   * An upstream notifications/tasks (a full DetailedTask): the Session hears notifications/tasks/status
+   * on a change. Only for tasks made through taskgate: taskgate never subscribes, so news of any other is
+   * nothing the client asked about.
+   */
   notified(params: JsonObject | undefined): void {
     if (!isDetailedTaskV2(params)) return;
     const facts = factsFromV2(params as DetailedTaskV2);
     const held = this.held.get(facts.taskId);
-    if (held === undefined) return this.announce(facts);
-    this.observe(held, facts);
+    if (held !== undefined && !held.local) this.observe(held, facts);
   }
 
   /** The upstream went away (or is being restarted, without its tasks): follows end, unanswered. */

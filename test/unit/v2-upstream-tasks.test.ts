@@ -230,26 +230,24 @@ describe('v2 upstream tasks, on the v1 face', () => {
     expect((await answerTo('plain-1')).result).toEqual({ content: [{ type: 'text', text: 'unwrapped' }] });
   });
 
-  it('v2 completed with isError is v1 failed; the status notification of a v2 notifications/tasks says so', async () => {
-    const { tasks, session } = harness();
+  it('a v2 notifications/tasks of a task made here is a v1 status notification (isError: failed); of any other, nothing', async () => {
+    const { tasks, session, create } = harness();
+    const created = await create('slow', { ms: 60_000 });
+    const { task } = valid(CreateTaskResultV1Schema, created.result);
     const now = new Date().toISOString();
-    tasks.notified({
-      taskId: 't-1',
-      status: 'completed',
-      createdAt: now,
-      lastUpdatedAt: now,
-      ttlMs: 1_000,
-      pollIntervalMs: 100,
-      result: { content: [{ type: 'text', text: 'bad' }], isError: true },
-    });
-    const notice = valid(TaskStatusNotificationV1Schema, session.items[0]);
-    expect(notice.params).toEqual({
-      taskId: 't-1',
+    const pushed = { createdAt: task.createdAt, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 50 };
+    const result = { content: [{ type: 'text', text: 'bad' }], isError: true };
+    tasks.notified({ ...pushed, taskId: 'not-made-here', status: 'completed', result });
+    tasks.notified({ ...pushed, taskId: task.taskId, status: 'completed', result });
+    const notices = session.items.filter((message) => message.method === 'notifications/tasks/status');
+    expect(notices).toHaveLength(1);
+    expect(valid(TaskStatusNotificationV1Schema, notices[0]).params).toEqual({
+      taskId: task.taskId,
       status: 'failed',
-      createdAt: now,
+      createdAt: task.createdAt,
       lastUpdatedAt: now,
-      ttl: 1_000,
-      pollInterval: 100,
+      ttl: 60_000,
+      pollInterval: 50,
     });
   });
 
