@@ -35,7 +35,7 @@ import {
   type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connect, FIXTURES, type Connection } from '../helpers/taskgate.js';
+import { connect, FIXTURES, TASK_AWARE, type Connection } from '../helpers/taskgate.js';
 import { Inbox } from '../helpers/inbox.js';
 import { textOf, until } from '../helpers/tool-results.js';
 
@@ -302,6 +302,29 @@ describe.each(['stdio', 'http'] as const)(
     });
   },
 );
+
+describe('a 2025 client that declares the tasks extension in its initialize (as MCP Inspector 2.12 does)', () => {
+  let connection: Connection;
+  beforeAll(async () => {
+    connection = await connect('v2Tasks', {
+      capabilities: { ...TASK_AWARE, extensions: { [TASKS_EXTENSION]: {}, 'example.com/other': {} } },
+    });
+  });
+  afterAll(() => connection?.close());
+
+  it('is not taken for a v2 task client: its plain calls go up without the extension (SEP-2663 "Backward Compatibility")', async () => {
+    expect(
+      textOf(await connection.client.callTool({ name: 'slow', arguments: { ms: 1, text: 'plain' } })),
+    ).toBe('plain');
+    const seen = JSON.parse(
+      textOf(await connection.client.callTool({ name: 'calls-seen', arguments: {} })),
+    ) as {
+      tool: string;
+      extension: boolean;
+    }[];
+    expect(seen.find((call) => call.tool === 'slow')).toMatchObject({ extension: false });
+  });
+});
 
 describe('a v2 task server that crashes while taskgate follows its task', () => {
   let connection: Connection;
