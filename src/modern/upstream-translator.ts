@@ -322,16 +322,7 @@ export class ModernUpstreamTranslator implements Channel {
     if ('error' in response) return this.answerSession(call, { error: response.error });
     const { result } = response;
     if (result.resultType === 'input_required') return this.askClient(call, result);
-    if (call.settle !== undefined) return call.settle({ result });
-    if (result.resultType !== undefined && result.resultType !== 'complete') {
-      return this.toSession(
-        errorResponse(call.sessionId, {
-          code: ErrorCode.InternalError,
-          message: `The upstream answered ${call.request.method} with resultType "${String(result.resultType)}", which taskgate cannot give a 2025 client yet`,
-        }),
-      );
-    }
-    this.toSession(successResponse(call.sessionId, toLegacyResult(result)));
+    this.answerSession(call, { result });
   }
 
   /** The final answer to a request of the Session: its own handling, or the Session as it is. */
@@ -340,12 +331,21 @@ export class ModernUpstreamTranslator implements Channel {
     this.replySession(call, answer);
   }
 
+  /** The Session gets the answer as a 2025 server would give it: a complete result, or the error. */
   private replySession(call: InFlight, answer: TaskOutcome): void {
-    this.toSession(
-      'error' in answer
-        ? errorResponse(call.sessionId, answer.error)
-        : successResponse(call.sessionId, toLegacyResult(answer.result)),
-    );
+    if ('error' in answer) return this.toSession(errorResponse(call.sessionId, answer.error));
+    const { resultType } = answer.result;
+    if (resultType !== undefined && resultType !== 'complete') {
+      // A task to a request that did not declare the extension is invalid (tasks.md "Capability
+      // Negotiation"); any other kind of result has no 2025 form.
+      return this.toSession(
+        errorResponse(call.sessionId, {
+          code: ErrorCode.InternalError,
+          message: `The upstream answered ${call.request.method} with resultType "${String(resultType)}", which taskgate cannot give a 2025 client`,
+        }),
+      );
+    }
+    this.toSession(successResponse(call.sessionId, toLegacyResult(answer.result)));
   }
 
   private askClient(call: InFlight, result: JsonObject): void {
