@@ -64,6 +64,7 @@ export async function openUpstream(
       upstream.era ?? 'auto',
       Math.min(ERA_PROBE_TIMEOUT_MS, (upstream.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS) / 4),
       logger,
+      { statusNotifications: config.tasks.statusNotifications },
     ),
     description: maskCommand(command, args),
     stop: () => channel.stop(),

@@ -19,7 +19,7 @@ import {
 import { chooseVersion, stdioProbeVerdict } from '../protocol/modern/probe.js';
 import type { Channel, ChannelHandlers, Route } from '../transport/channel.js';
 import { TASKGATE_INFO } from './defaults.js';
-import { ModernUpstreamTranslator } from './upstream-translator.js';
+import { ModernUpstreamTranslator, type TranslatorOptions } from './upstream-translator.js';
 
 const PROBE_ID = 'taskgate-era-probe';
 
@@ -39,6 +39,7 @@ export class ProbingUpstream implements Channel {
     private readonly era: UpstreamEra,
     private readonly probeTimeoutMs: number,
     private readonly logger: Logger,
+    private readonly translation: TranslatorOptions = {},
   ) {}
 
   start(handlers: ChannelHandlers): void {
@@ -114,7 +115,13 @@ export class ProbingUpstream implements Channel {
       this.target = this.inner;
     } else {
       this.logger.info(`the upstream server speaks ${version}: taskgate translates for 2025 clients`);
-      const translator = new ModernUpstreamTranslator(this.innerView(), discover, version, this.logger);
+      const translator = new ModernUpstreamTranslator(
+        this.innerView(),
+        discover,
+        version,
+        this.logger,
+        this.translation,
+      );
       this.target = translator;
       translator.start(handlers);
     }

@@ -5,6 +5,7 @@
  * which 2026-07-28 removed, are answered here (the level rides on later requests as `_meta` logLevel). An
  * `input_required` answer becomes one 2025 request to the client per input request, routed with the
  * request it belongs to; their answers are sent back upstream as the retry (basic/patterns/mrtr.mdx).
+ * An upstream that serves the tasks extension is shown as a 2025 server with tasks (upstream-v2-tasks.ts).
  */
 import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/errors.js';
@@ -29,10 +30,19 @@ import {
 } from '../protocol/modern/meta.js';
 import { toLegacyResult } from '../protocol/modern/results.js';
 import { LEGACY_VERSIONS } from '../protocol/versions.js';
+import type { TaskOutcome } from '../tasks/state.js';
 import type { Arrival, Channel, ChannelHandlers, Route } from '../transport/channel.js';
+import { TASKS_EXTENSION, V2UpstreamTasks } from './upstream-v2-tasks.js';
 
 /** Rounds of input one request may take before taskgate stops relaying them (a server that never ends). */
 const MAX_INPUT_ROUNDS = 16;
+/** How long the upstream may take over one of taskgate's own requests (a tasks/get, a tasks/update). */
+const OWN_CALL_TIMEOUT_MS = 30_000;
+
+export interface TranslatorOptions {
+  /** taskgate announces the status changes it sees of the upstream's v2 tasks (`tasks.statusNotifications`). */
+  statusNotifications?: boolean;
+}
 
 interface InFlight {
   /** The id the Session gave the request. */
@@ -40,6 +50,10 @@ interface InFlight {
   request: Request;
   route: Route | undefined;
   rounds: number;
+  /** The request declares the tasks extension upstream. */
+  asTask?: boolean;
+  /** Takes the final answer (after any input rounds) instead of the Session. */
+  settle?: (answer: TaskOutcome) => void;
 }
 
 interface InputRound {
@@ -59,13 +73,30 @@ export class ModernUpstreamTranslator implements Channel {
   private clientCapabilities: JsonObject = {};
   private clientInfo: JsonObject | undefined;
   private logLevel: string | undefined;
+  /** taskgate's own requests upstream, by id: what to do with the answer. */
+  private readonly ownCalls = new Map<string, (answer: TaskOutcome) => void>();
+  /** The upstream's tasks extension, as 2025 tasks; undefined when its discovery declares none. */
+  private readonly tasks: V2UpstreamTasks | undefined;
 
   constructor(
     private readonly inner: Channel,
     private readonly discover: JsonObject,
     private readonly version: string,
     private readonly logger: Logger,
-  ) {}
+    options: TranslatorOptions = {},
+  ) {
+    const capabilities = isObject(discover.capabilities) ? discover.capabilities : {};
+    const extensions = isObject(capabilities.extensions) ? capabilities.extensions : {};
+    if (isObject(extensions[TASKS_EXTENSION])) {
+      this.tasks = new V2UpstreamTasks({
+        call: (method, params) => this.ownCall(method, params),
+        toSession: (message, onStreamOf) => this.toSession(message, onStreamOf),
+        now: () => Date.now(),
+        logger,
+        statusNotifications: options.statusNotifications ?? true,
+      });
+    }
+  }
 
   start(handlers: ChannelHandlers): void {
     this.handlers = handlers;
@@ -75,6 +106,14 @@ export class ModernUpstreamTranslator implements Channel {
       closed: (info) => {
         this.inFlight.clear();
         this.asked.clear();
+        const calls = [...this.ownCalls.values()];
+        this.ownCalls.clear();
+        const error = {
+          code: ErrorCode.UpstreamUnavailable,
+          message: `Upstream server unavailable: ${info.reason}`,
+        };
+        for (const settle of calls) settle({ error });
+        this.tasks?.closed();
         handlers.closed(info);
       },
       reopened: () => handlers.reopened?.(),
@@ -91,10 +130,12 @@ export class ModernUpstreamTranslator implements Channel {
     }
     if (message.kind === 'request') return this.fromSession(message.msg, route);
     if (message.kind === 'response') {
+      if (this.tasks?.inputAnswered(message.msg)) return;
       return this.inputAnswered(message.msg);
     }
     const { method, params } = message.msg;
     if (method === 'notifications/cancelled') {
+      if (this.tasks?.cancelled(params?.requestId)) return;
       const call = [...this.inFlight.entries()].find(([, each]) => each.sessionId === params?.requestId);
       if (call === undefined) return;
       this.inFlight.delete(call[0]);
@@ -133,7 +174,36 @@ export class ModernUpstreamTranslator implements Channel {
           }),
         );
     }
-    this.sendUpstream({ sessionId: request.id, request, route, rounds: 0 }, request.params);
+    const call: InFlight = { sessionId: request.id, request, route, rounds: 0 };
+    if (this.tasks !== undefined && !this.withTasks(this.tasks, call)) return;
+    this.sendUpstream(call, request.params);
+  }
+
+  /**
+   * What the tasks extension changes in a request of the Session: tasks/* are served by it, a
+   * task-augmented tools/call declares the extension, a plain one that the server can only run as a task
+   * is sent again declaring it. False when the request is answered already.
+   */
+  private withTasks(tasks: V2UpstreamTasks, call: InFlight): boolean {
+    const { request } = call;
+    if (tasks.serve(request)) return false;
+    if (request.method === 'tools/list') {
+      call.settle = (answer) =>
+        this.replySession(call, 'error' in answer ? answer : { result: tasks.listTools(answer.result) });
+    } else if (request.method === 'tools/call' && request.params?.task !== undefined) {
+      // A v2 server must not answer with a task unless the request declares the extension: only these do.
+      call.asTask = true;
+      call.settle = (answer) => tasks.created(request.id, request.params, answer);
+    } else if (request.method === 'tools/call') {
+      call.settle = (answer) => {
+        if (!('error' in answer) || !needsTasks(answer.error)) return this.replySession(call, answer);
+        this.sendUpstream(
+          { ...call, rounds: 0, asTask: true, settle: (retried) => tasks.unwrapCreated(request.id, retried) },
+          request.params,
+        );
+      };
+    }
+    return true;
   }
 
   private sendUpstream(call: InFlight, params: JsonObject | undefined): void {
@@ -144,15 +214,48 @@ export class ModernUpstreamTranslator implements Channel {
       jsonrpc: '2.0',
       id,
       method: call.request.method,
-      params: { ...rest, _meta: this.meta(isObject(rest._meta) ? rest._meta : undefined) },
+      params: { ...rest, _meta: this.meta(isObject(rest._meta) ? rest._meta : undefined, call.asTask) },
     });
   }
 
-  private meta(own: JsonObject | undefined): JsonObject {
+  /** A request of taskgate's own, declaring the tasks extension; answered, timed out, or ended by a close. */
+  private ownCall(method: string, params: JsonObject): Promise<TaskOutcome> {
+    const id = `taskgate-own-${this.nextId++}`;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.ownCalls.delete(id);
+        const message = `Upstream server did not answer ${method} within ${OWN_CALL_TIMEOUT_MS} ms`;
+        this.inner.send({
+          jsonrpc: '2.0',
+          method: 'notifications/cancelled',
+          params: { requestId: id, reason: message, _meta: this.meta(undefined) },
+        });
+        resolve({ error: { code: ErrorCode.UpstreamUnavailable, message } });
+      }, OWN_CALL_TIMEOUT_MS).unref();
+      this.ownCalls.set(id, (answer) => {
+        clearTimeout(timer);
+        resolve(answer);
+      });
+      this.inner.send({
+        jsonrpc: '2.0',
+        id,
+        method,
+        params: { ...params, _meta: this.meta(undefined, true) },
+      });
+    });
+  }
+
+  private meta(own: JsonObject | undefined, asTask = false): JsonObject {
+    const capabilities = asTask
+      ? {
+          ...this.clientCapabilities,
+          extensions: { ...extensionsOf(this.clientCapabilities), [TASKS_EXTENSION]: {} },
+        }
+      : this.clientCapabilities;
     return {
       ...own,
       [PROTOCOL_VERSION_META]: this.version,
-      [CLIENT_CAPABILITIES_META]: this.clientCapabilities,
+      [CLIENT_CAPABILITIES_META]: capabilities,
       ...(this.clientInfo === undefined ? {} : { [CLIENT_INFO_META]: this.clientInfo }),
       ...(this.logLevel === undefined ? {} : { [LOG_LEVEL_META]: this.logLevel }),
     };
@@ -161,13 +264,20 @@ export class ModernUpstreamTranslator implements Channel {
   private answerInitialize(request: Request): void {
     const params = request.params ?? {};
     const { tasks: _tasks, ...capabilities } = isObject(params.capabilities) ? params.capabilities : {};
-    this.clientCapabilities = capabilities;
+    // A 2025 client that declares the extension in its initialize must not get v2 tasks (SEP-2663
+    // "Backward Compatibility"): taskgate declares it per request, for task-augmented calls only.
+    const { [TASKS_EXTENSION]: _extension, ...extensions } = extensionsOf(capabilities);
+    this.clientCapabilities = isObject(capabilities.extensions)
+      ? { ...capabilities, extensions }
+      : capabilities;
     this.clientInfo = isObject(params.clientInfo) ? params.clientInfo : undefined;
     const asked = typeof params.protocolVersion === 'string' ? params.protocolVersion : '';
     const meta = isObject(this.discover._meta) ? this.discover._meta : {};
+    const discovered = isObject(this.discover.capabilities) ? this.discover.capabilities : {};
     const result: JsonObject = {
       protocolVersion: LEGACY_VERSIONS.includes(asked) ? asked : LEGACY_VERSIONS[0],
-      capabilities: isObject(this.discover.capabilities) ? this.discover.capabilities : {},
+      capabilities:
+        this.tasks === undefined ? discovered : { ...discovered, tasks: V2UpstreamTasks.capability },
       serverInfo: meta[SERVER_INFO_META] ?? { name: 'unknown', version: '0' },
     };
     if (typeof this.discover.instructions === 'string') result.instructions = this.discover.instructions;
@@ -193,38 +303,61 @@ export class ModernUpstreamTranslator implements Channel {
       return;
     }
     if (message.kind === 'notification') {
+      if (message.msg.method === 'notifications/tasks' && this.tasks !== undefined) {
+        return this.tasks.notified(message.msg.params);
+      }
       this.handlers?.message(raw);
       return;
     }
     const response = message.msg;
     const id = String(response.id);
+    const own = this.ownCalls.get(id);
+    if (own !== undefined) {
+      this.ownCalls.delete(id);
+      return own('error' in response ? { error: response.error } : { result: response.result });
+    }
     const call = this.inFlight.get(id);
     if (call === undefined) return;
     this.inFlight.delete(id);
-    if ('error' in response) return this.toSession(errorResponse(call.sessionId, response.error));
+    if ('error' in response) return this.answerSession(call, { error: response.error });
     const { result } = response;
     if (result.resultType === 'input_required') return this.askClient(call, result);
-    if (result.resultType !== undefined && result.resultType !== 'complete') {
+    this.answerSession(call, { result });
+  }
+
+  /** The final answer to a request of the Session: its own handling, or the Session as it is. */
+  private answerSession(call: InFlight, answer: TaskOutcome): void {
+    if (call.settle !== undefined) return call.settle(answer);
+    this.replySession(call, answer);
+  }
+
+  /** The Session gets the answer as a 2025 server would give it: a complete result, or the error. */
+  private replySession(call: InFlight, answer: TaskOutcome): void {
+    if ('error' in answer) return this.toSession(errorResponse(call.sessionId, answer.error));
+    const { resultType } = answer.result;
+    if (resultType !== undefined && resultType !== 'complete') {
+      // A task to a request that did not declare the extension is invalid (tasks.md "Capability
+      // Negotiation"); any other kind of result has no 2025 form.
       return this.toSession(
         errorResponse(call.sessionId, {
           code: ErrorCode.InternalError,
-          message: `The upstream answered ${call.request.method} with resultType "${String(result.resultType)}", which taskgate cannot give a 2025 client yet`,
+          message: `The upstream answered ${call.request.method} with resultType "${String(resultType)}", which taskgate cannot give a 2025 client`,
         }),
       );
     }
-    this.toSession(successResponse(call.sessionId, toLegacyResult(result)));
+    this.toSession(successResponse(call.sessionId, toLegacyResult(answer.result)));
   }
 
   private askClient(call: InFlight, result: JsonObject): void {
     const inputRequests = isObject(result.inputRequests) ? result.inputRequests : {};
     const keys = Object.keys(inputRequests);
     if (call.rounds >= MAX_INPUT_ROUNDS) {
-      return this.toSession(
-        errorResponse(call.sessionId, {
+      return this.answerSession(call, {
+        error: {
           code: ErrorCode.InternalError,
           message: `The upstream asked for input ${MAX_INPUT_ROUNDS} times for one ${call.request.method}: taskgate stopped relaying`,
-        }),
-      );
+        },
+      });
     }
     call.rounds++;
     const round: InputRound = { call, requestState: result.requestState, waiting: new Map(), answers: {} };
@@ -253,12 +386,12 @@ export class ModernUpstreamTranslator implements Channel {
     if ('error' in response) {
       // MRTR carries results only: a client that could not answer ends the request.
       for (const other of round.waiting.keys()) this.asked.delete(other);
-      return this.toSession(
-        errorResponse(round.call.sessionId, {
+      return this.answerSession(round.call, {
+        error: {
           code: ErrorCode.InternalError,
           message: `The client could not answer the upstream's input request: ${response.error.message}`,
-        }),
-      );
+        },
+      });
     }
     round.answers[key] = response.result;
     if (round.waiting.size === 0) this.retry(round);
@@ -273,7 +406,20 @@ export class ModernUpstreamTranslator implements Channel {
     });
   }
 
-  private toSession(message: object): void {
-    this.handlers?.message(Buffer.from(serialize(message)));
+  private toSession(message: object, onStreamOf?: RequestId): void {
+    this.handlers?.message(
+      Buffer.from(serialize(message)),
+      onStreamOf === undefined ? undefined : { onStreamOf },
+    );
   }
+}
+
+const extensionsOf = (capabilities: JsonObject): JsonObject =>
+  isObject(capabilities.extensions) ? capabilities.extensions : {};
+
+/** A -32021 that names the tasks extension: the server can run the call only as a task. */
+function needsTasks(error: { code: number; data?: unknown }): boolean {
+  if (error.code !== ErrorCode.MissingRequiredClientCapability || !isObject(error.data)) return false;
+  const required = error.data.requiredCapabilities;
+  return isObject(required) && isObject(required.extensions) && TASKS_EXTENSION in required.extensions;
 }

@@ -12,9 +12,9 @@
  */
 import type { CreateTaskResultV1, TaskV1 } from '@modelcontextprotocol/ext-tasks/core/v1';
 import type { CreateTaskResultV2, DetailedTaskV2 } from '@modelcontextprotocol/ext-tasks/core/v2';
-import type { JsonRpcErrorObject } from '../protocol/errors.js';
-import type { JsonObject } from '../protocol/messages.js';
-import type { TaskOutcome, TaskRecord, TaskStatus } from './state.js';
+import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { isObject, RELATED_TASK_META, type JsonObject } from '../protocol/messages.js';
+import { isTerminal, type TaskOutcome, type TaskRecord, type TaskStatus } from './state.js';
 
 export interface TaskFacts {
   taskId: string;
@@ -166,6 +166,26 @@ export const toV2GetTaskResult = (facts: TaskFacts): DetailedTaskV2Face & { resu
   resultType: 'complete',
   ...toV2DetailedTask(facts),
 });
+
+/**
+ * What v1 tasks/result answers for a terminal task: exactly the underlying request's result, tagged with
+ * `related-task` (2025-11-25 tasks "Related Task Metadata": tasks/result MUST carry it), or its JSON-RPC
+ * error; a cancelled task has no result, and says so as taskgate's own tasks do. Throws
+ * OutcomeRequiredError for a task that is not terminal or whose outcome is not in the facts.
+ */
+export function toV1TaskResult(facts: TaskFacts): TaskOutcome {
+  const { outcome, taskId } = facts;
+  if (facts.status === 'cancelled') {
+    return {
+      error: { code: ErrorCode.InternalError, message: `Task ${taskId} was cancelled: it has no result` },
+    };
+  }
+  if (outcome === undefined || !isTerminal(facts.status)) throw new OutcomeRequiredError(taskId);
+  if ('error' in outcome) return outcome;
+  const { resultType: _resultType, ...result } = outcome.result;
+  const meta = isObject(result._meta) ? result._meta : {};
+  return { result: { ...result, _meta: { ...meta, [RELATED_TASK_META]: { taskId } } } };
+}
 
 const isErrorResult = (outcome: TaskOutcome | undefined): boolean =>
   outcome !== undefined && 'result' in outcome && outcome.result.isError === true;

@@ -21,6 +21,7 @@ export const FIXTURES = {
   example: root('examples/legacy-server.js'),
   plainAnswer: root('test/fixtures/plain-answer-server.js'),
   modern: root('test/fixtures/modern-server.js'),
+  v2Tasks: root('test/fixtures/v2-task-server.js'),
   conformance: root('test/fixtures/conformance-server.js'),
   conformanceTasks: root('test/fixtures/conformance-tasks-tools.js'),
 } as const;

@@ -1,6 +1,7 @@
 import {
   CreateTaskResultV1Schema,
   GetTaskResultV1Schema,
+  TaskResultV1Schema,
   TaskStatusNotificationV1Schema,
 } from '@modelcontextprotocol/ext-tasks/core/v1';
 import {
@@ -17,6 +18,7 @@ import {
   OutcomeRequiredError,
   toV1CreateTaskResult,
   toV1Task,
+  toV1TaskResult,
   toV2CreateTaskResult,
   toV2DetailedTask,
   toV2GetTaskResult,
@@ -220,6 +222,41 @@ describe('a v2 upstream task, for a v1 client', () => {
     const facts = factsFromV2(detailed);
     expect(facts.inputRequests).toEqual(elicit);
     expect(toV1Task(facts).status).toBe('input_required');
+  });
+
+  it('2025-11-25 tasks "Result Retrieval": tasks/result is exactly the inline result, tagged related-task', () => {
+    const facts = factsFromV2(
+      valid<DetailedTaskV2>(GetTaskResultV2Schema, {
+        resultType: 'complete',
+        status: 'completed',
+        result: { ...toolResult, _meta: { 'example.com/own': 1 } },
+        ...base,
+      }),
+    );
+    const answer = toV1TaskResult(facts);
+    expect(answer).toEqual({
+      result: {
+        ...toolResult,
+        _meta: { 'example.com/own': 1, 'io.modelcontextprotocol/related-task': { taskId: base.taskId } },
+      },
+    });
+    if ('result' in answer) valid(TaskResultV1Schema, answer.result);
+  });
+
+  it('tasks/result of an isError task is its result; of a failed one its error; of a cancelled one an error that says so', () => {
+    const completed = factsFromV2({ status: 'completed', result: toolError, ...base } as DetailedTaskV2);
+    expect(toV1TaskResult(completed)).toMatchObject({ result: toolError });
+    const failed = factsFromV2({ status: 'failed', error: rpcError, ...base } as DetailedTaskV2);
+    expect(toV1TaskResult(failed)).toEqual({ error: rpcError });
+    const cancelled = factsFromV2({ status: 'cancelled', ...base } as DetailedTaskV2);
+    expect(toV1TaskResult(cancelled)).toEqual({
+      error: { code: -32603, message: `Task ${base.taskId} was cancelled: it has no result` },
+    });
+  });
+
+  it('a task still working has no tasks/result answer yet', () => {
+    const working = factsFromV2({ status: 'working', ...base } as DetailedTaskV2);
+    expect(() => toV1TaskResult(working)).toThrow(OutcomeRequiredError);
   });
 });
 
