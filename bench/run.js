@@ -49,8 +49,8 @@ export const SETTINGS = QUICK
     };
 /**
  * Seconds the alternating rounds may take: on a busy machine fewer rounds are run (never fewer than
- * minRounds), so that `npm run bench` stays within 10 minutes from a fresh clone. BENCH_ROUNDS_BUDGET
- * overrides it.
+ * minRounds), so that `npm run bench` stays within 15 minutes from a fresh clone (bench/modern.js has a
+ * budget of its own). BENCH_ROUNDS_BUDGET overrides it.
  */
 const ROUNDS_BUDGET_S = Number(process.env['BENCH_ROUNDS_BUDGET'] ?? (QUICK ? 120 : 300));
 const BLOB_BYTES = 256 * 1024;
