@@ -5,9 +5,12 @@
  * (non-idle) time and in ms, optionally in a window of the profile.
  *
  *   node bench/profile.js FILE.cpuprofile [--top 25] [--from MS] [--to MS] [--timeline] [--per N]
+ *                                         [--inclusive NAME,NAME…]
  *
  * --timeline prints busy % per 250 ms of the profile first, to choose a window (ms from its start).
  * --per N adds µs per operation, for a window in which N operations (calls) ran.
+ * --inclusive NAME,… adds the time of the samples with a frame of each function NAME on their stack (its
+ *   callees included, each sample counted once per NAME), e.g. `--inclusive checkModernHeaders,requestDigest`.
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -20,6 +23,7 @@ const { values, positionals } = parseArgs({
     to: { type: 'string' },
     timeline: { type: 'boolean', default: false },
     per: { type: 'string' },
+    inclusive: { type: 'string' },
   },
 });
 const file = positionals[0];
@@ -69,6 +73,19 @@ const to = values.to === undefined ? Infinity : Number(values.to);
 const selfByFunction = new Map();
 /** @type {Map<string, number>} */
 const selfByFile = new Map();
+const inclusiveNames = (values.inclusive ?? '').split(',').filter(Boolean);
+/** @type {Map<string, number>} */
+const inclusive = new Map(inclusiveNames.map((name) => [name, 0]));
+/** @type {Map<number, number>} */
+const parentOf = new Map();
+for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
+/** The function names on the stack of a sample's node (itself included). @param {number} id */
+function stackNames(id) {
+  const names = new Set();
+  for (let at = /** @type {number | undefined} */ (id); at !== undefined; at = parentOf.get(at))
+    names.add(byId.get(at)?.callFrame.functionName);
+  return names;
+}
 let busy = 0;
 let total = 0;
 profile.samples.forEach((id, i) => {
@@ -85,6 +102,11 @@ profile.samples.forEach((id, i) => {
   selfByFunction.set(key, (selfByFunction.get(key) ?? 0) + weight);
   const fileKey = frame.url ? shorten(frame.url) : frame.functionName;
   selfByFile.set(fileKey, (selfByFile.get(fileKey) ?? 0) + weight);
+  if (inclusiveNames.length > 0) {
+    const names = stackNames(id);
+    for (const name of inclusiveNames)
+      if (names.has(name)) inclusive.set(name, (inclusive.get(name) ?? 0) + weight);
+  }
 });
 
 /** @param {string} url */
@@ -112,4 +134,8 @@ for (const [key, n] of [...selfByFunction].sort((a, b) => b[1] - a[1]).slice(0, 
 process.stdout.write('\nself time by file\n');
 for (const [key, n] of [...selfByFile].sort((a, b) => b[1] - a[1]).slice(0, top)) {
   process.stdout.write(`${pct(n)}  ${key}\n`);
+}
+if (inclusiveNames.length > 0) {
+  process.stdout.write('\ninclusive time (the function and its callees)\n');
+  for (const [key, n] of inclusive) process.stdout.write(`${pct(n)}  ${key}\n`);
 }

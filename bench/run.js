@@ -3,11 +3,13 @@
  * The benchmark (issue 9). An SDK Client drives every target in turn, A B C … A B C …, rotating the order
  * each round, so that drift on a shared machine hits every target alike; figures are reported as ratios
  * to the direct call over the same transport, taken round by round. Then the task workloads, against a
- * taskgate process (bench/tasks.js) and against the store alone (bench/tasks-inproc.js).
+ * taskgate process (bench/tasks.js) and against the store alone (bench/tasks-inproc.js). Last, the
+ * 2026-07-28 workloads (bench/modern.js): the modern path against the 2025 one through taskgate.
  *
  *   npm run bench                 everything; writes bench/results/<date>T<hhmm>.json and .md (UTC)
  *   BENCH_QUICK=1 npm run bench   a short run to check the harness; writes nothing
- *   BENCH_ONLY=a,b                only the targets whose names contain a or b (and writes nothing)
+ *   BENCH_ONLY=a,b                only the targets whose names contain a or b (and writes nothing);
+ *                                 BENCH_ONLY=modern: only the 2026-07-28 workloads
  *   BENCH_CPU_PROF=DIR            taskgate targets run with node --cpu-prof into DIR (and writes nothing)
  *
  * Every process it starts is on 127.0.0.1 and stopped at the end; every loop is bounded in count.
@@ -21,6 +23,7 @@ import { median, quantile, ratio, round } from './lib/stats.js';
 import { TARGETS, fromRoot } from './lib/targets.js';
 import * as load from './lib/workloads.js';
 import * as tasks from './tasks.js';
+import { MODERN_SETTINGS, modern } from './modern.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
@@ -46,8 +49,8 @@ export const SETTINGS = QUICK
     };
 /**
  * Seconds the alternating rounds may take: on a busy machine fewer rounds are run (never fewer than
- * minRounds), so that `npm run bench` stays within 10 minutes from a fresh clone. BENCH_ROUNDS_BUDGET
- * overrides it.
+ * minRounds), so that `npm run bench` stays within 15 minutes from a fresh clone (bench/modern.js has a
+ * budget of its own). BENCH_ROUNDS_BUDGET overrides it.
  */
 const ROUNDS_BUDGET_S = Number(process.env['BENCH_ROUNDS_BUDGET'] ?? (QUICK ? 120 : 300));
 const BLOB_BYTES = 256 * 1024;
@@ -339,6 +342,14 @@ async function main() {
         inProcess: await attempt('store in-process', () => inProcess(TASK_SETTINGS.held)),
       };
 
+  // The 2026-07-28 workloads (bench/modern.js): with everything, or alone with BENCH_ONLY=modern.
+  const modernWorkloads =
+    !ONLY || ONLY.includes('modern')
+      ? await attempt('2026-07-28 workloads', () =>
+          modern(QUICK ? MODERN_SETTINGS.quick : MODERN_SETTINGS.full, log),
+        )
+      : undefined;
+
   const report = {
     date: new Date().toISOString(),
     node: process.version,
@@ -352,6 +363,7 @@ async function main() {
     skipped,
     results,
     tasks: taskWorkloads,
+    ...(modernWorkloads ? { modern: modernWorkloads } : {}),
   };
   const evaluation = evaluate(report);
   const full = { ...report, targets: evaluation };

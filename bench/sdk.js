@@ -11,5 +11,6 @@ export { StreamableHTTPClientTransport } from '../node_modules/@modelcontextprot
 export {
   CallToolResultSchema,
   CreateTaskResultSchema,
+  ElicitRequestSchema,
   GetTaskResultSchema,
 } from '../node_modules/@modelcontextprotocol/sdk/dist/esm/types.js';

@@ -272,6 +272,7 @@ export function markdown(report) {
     lines.push('');
     lines.push(...taskLines(t));
   }
+  if (report.modern) lines.push(...modernLines(report.modern));
   lines.push('## How to read this');
   lines.push('');
   lines.push(
@@ -335,6 +336,88 @@ function taskLines(t) {
     lines.push(
       `- **${w.count} waiters end to end** (stdio): ${w.count} \`sleep\` calls all ending at one deadline. Through taskgate as tasks, each with a tasks/result waiting: the last result came ${fmt(w.taskgate.lastAfterDeadlineMs, 0)} ms after the deadline (median ${fmt(w.taskgate.p50AfterDeadlineMs, 0)} ms). ` +
         `The fixture alone, as plain calls: ${fmt(w.direct.lastAfterDeadlineMs, 0)} ms (median ${fmt(w.direct.p50AfterDeadlineMs, 0)} ms). taskgate adds ${fmt(w.addedMs, 0)} ms.${w.valid ? '' : ' **Not valid**: not every request was in place before the deadline.'}`,
+    );
+  }
+  lines.push('');
+  return lines;
+}
+
+/** The 2026-07-28 workloads (bench/modern.js). @param {any} m */
+function modernLines(m) {
+  const lines = ['## 2026-07-28 clients (issues 17 and 19)', ''];
+  if (m.error) return [...lines, `Failed: ${m.error}`, ''];
+  const s = m.settings;
+  const k = m.kinds;
+  const r = m.ratios;
+  const x = (/** @type {{ ratio: number, range: number[] }} */ v) =>
+    `${fmt(v.ratio)} (${fmt(v.range[0] ?? NaN)}–${fmt(v.range[1] ?? NaN)})`;
+  lines.push(
+    `taskgate HTTP→stdio in front of \`bench/fixture.js\` (a 2025 stdio server without tasks: every task is taskgate's augment), \`bench/taskgate.yaml\` (promoteAfter 0). ` +
+      `${s.rounds} rounds; per round ${s.calls} sequential operations of each kind, in blocks of ${s.block} interleaved across the kinds (each block after one untimed operation), the order rotated each round; ` +
+      `then, kind by kind, ${s.throughputCalls} plain calls with ${s.inFlight} in flight and ${s.taskThroughputCalls} task round trips with ${s.taskInFlight} in flight. ` +
+      'Clients: bare HTTP on undici (`bench/lib/http-client.js`), the same code for both eras; the SDK 1.x `Client` only where named. ' +
+      'Ratios: median of the per-round ratios of p50s, smallest and largest in brackets. taskgate CPU: utime+stime of the taskgate process (bridge, Session and HTTP front; not the fixture) per operation.',
+  );
+  lines.push('');
+  lines.push(
+    '| operation | p50 ms | p95 ms | p99 ms | HTTP requests each | taskgate CPU µs each (sequential) | in flight: per s | taskgate CPU µs each | requests each |',
+  );
+  lines.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  const what = /** @type {Record<string, string>} */ ({
+    'modern plain': '2026-07-28 echo, plain (no tasks extension)',
+    'legacy plain': '2025 echo, plain',
+    'v2 task': 'v2 task: tools/call → CreateTaskResult → tasks/get until completed (result inline)',
+    'v1 task': 'v1 task: tools/call with `task` → tasks/result',
+    'v1 task, polled': 'v1 task polled: tools/call with `task` → tasks/get until completed → tasks/result',
+    'MRTR elicit': 'MRTR: tools/call `elicit` → input_required → retry with inputResponses',
+    '2025 elicit (SDK)': '2025 elicitation: SDK Client, `elicit`, handler answers at once',
+    '2025 plain (SDK)': '2025 echo, SDK Client',
+  });
+  for (const [name, v] of Object.entries(k)) {
+    const f = /** @type {any} */ (v);
+    lines.push(
+      `| ${what[name] ?? name} | ${fmt(f.p50Ms, 3)} | ${fmt(f.p95Ms, 3)} | ${fmt(f.p99Ms, 3)} | ${fmt(f.requestsPerOp)} | ${fmt(f.gateCpuUsPerOp, 0)} | ${f.inFlight ? fmt(f.inFlight.perSecond, 0) : ''} | ${f.inFlight ? fmt(f.inFlight.gateCpuUsPerOp, 0) : ''} | ${f.inFlight ? fmt(f.inFlight.requestsPerOp) : ''} |`,
+    );
+  }
+  lines.push('');
+  lines.push('| figure | p50 ratio | in flight (per s) |');
+  lines.push('| --- | --- | --- |');
+  lines.push(
+    `| 1. v2 task round trip ÷ v1 (create → tasks/result) | ${x(r.v2OverV1)} | ${fmt(r.v2OverV1PerSecond)} |`,
+  );
+  lines.push(
+    `| 1. v2 task round trip ÷ v1 polled (create → tasks/get… → tasks/result) | ${x(r.v2OverV1Polled)} | |`,
+  );
+  lines.push(`| 1. v2 task round trip ÷ a modern plain call | ${x(r.v2OverModernPlain)} | |`);
+  lines.push(`| 1. v1 task round trip ÷ a legacy plain call | ${x(r.v1OverLegacyPlain)} | |`);
+  lines.push(`| 1. v1 polled ÷ a legacy plain call | ${x(r.v1PolledOverLegacyPlain)} | |`);
+  lines.push(`| 3. MRTR round (2 requests) ÷ 2025 elicitation (SDK) | ${x(r.mrtrOverSdkElicit)} | |`);
+  lines.push(`| 3. MRTR round ÷ a modern plain call | ${x(r.mrtrOverModernPlain)} | |`);
+  lines.push(
+    `| 3. 2025 elicitation (SDK) ÷ a plain call by the same SDK client | ${x(r.sdkElicitOverSdkPlain)} | |`,
+  );
+  lines.push(
+    `| 3. (client cost) SDK plain call ÷ bare 2025 plain call | ${x(r.sdkPlainOverLegacyPlain)} | |`,
+  );
+  lines.push(
+    `| 4. modern plain call ÷ legacy plain call | ${x(r.modernPlainOverLegacyPlain)} | ${fmt(r.modernOverLegacyPerSecond)} |`,
+  );
+  lines.push('');
+  const p = s.promote;
+  lines.push(
+    `**2. promoteAfter** (echo with \`sleep_ms\`; a client with the tasks extension; ${p.inFlight} calls at once; taskgate with promoteAfter 0 and another with \`bench/taskgate-promote100.yaml\`, promoteAfter 100; ` +
+      `the client waits before each tasks/get as the task's \`pollIntervalMs\` says (taskgate's default tasks.pollInterval, 1000 ms), or ${p.fixedPollMs} ms; ${s.promoteRounds} rounds):`,
+  );
+  lines.push('');
+  lines.push(
+    '| taskgate | tool takes | client polls | calls | end to end p50 ms | max ms | requests p50 | max | answered plainly |',
+  );
+  lines.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  for (const [cell, v] of Object.entries(m.promote)) {
+    const c = /** @type {any} */ (v);
+    const [gate, tool, policy] = cell.split(' | ');
+    lines.push(
+      `| ${gate} | ${tool} | ${policy} | ${c.calls} | ${fmt(c.p50Ms, 1)} | ${fmt(c.maxMs, 1)} | ${c.requestsP50} | ${c.requestsMax} | ${c.answeredPlainly} of ${c.calls} |`,
     );
   }
   lines.push('');

@@ -65,7 +65,7 @@ async function overStdio(argv) {
  * their own) go without the signal; the GET stream keeps it, so that close() still ends it.
  * @type {typeof fetch}
  */
-const fetchWithoutPostSignal = (input, init) =>
+export const fetchWithoutPostSignal = (input, init) =>
   fetch(input, init?.method === 'POST' ? { ...init, signal: null } : init);
 
 /** @param {string} url @param {Proc[]} procs stopped in reverse order @param {Proc} measured */

@@ -1,0 +1,145 @@
+// @ts-check
+/**
+ * What one kind of operation costs one taskgate HTTP→stdio (in front of bench/fixture.js), alone: for
+ * profiling where bench/modern.js finds the 2026-07-28 path dearer than the 2025 one.
+ *
+ *   node bench/modern-cost.js KIND [COUNT] [--in-flight N] [--prof DIR]
+ *
+ * KIND: `modern` (2026-07-28 echo, no extension), `legacy` (2025 echo in a session), `v2task`
+ * (tools/call → tasks/get until completed), `v1task` (tools/call with task → tasks/result).
+ * --in-flight N  operations outstanding at once (default 1: sequential, with a p50)
+ * --prof DIR     taskgate under node --cpu-prof into DIR; the measured window is printed in ms from the
+ *                profile's start, for `node bench/profile.js FILE --from A --to B --per COUNT`
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { LegacyHttpClient, ModernHttpClient } from './lib/http-client.js';
+import { Proc, freePort, waitForPort } from './lib/procs.js';
+import { median, sleep } from './lib/stats.js';
+import { NODE, fromRoot } from './lib/targets.js';
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    prof: { type: 'string' },
+    'in-flight': { type: 'string', default: '1' },
+    strace: { type: 'boolean', default: false },
+  },
+});
+const [kind, countArg] = positionals;
+const count = Number(countArg ?? 3000);
+const inFlight = Number(values['in-flight']);
+if (!['modern', 'legacy', 'v2task', 'v1task'].includes(kind ?? '')) {
+  process.stderr.write(
+    'usage: node bench/modern-cost.js modern|legacy|v2task|v1task [COUNT] [--in-flight N] [--prof DIR]\n',
+  );
+  process.exit(2);
+}
+
+/** CPU ms so far of the main thread and of the other threads of `pid`. @param {number} pid */
+function threads(pid) {
+  let main = 0;
+  let other = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ms = (Number(fields[11]) + Number(fields[12])) * 10;
+    if (Number(tid) === pid) main += ms;
+    else other += ms;
+  }
+  return { main, other };
+}
+
+const port = await freePort();
+const startedAt = performance.now(); // about when taskgate starts, and its profile with it
+const straceOut = `/tmp/taskgate-bench-strace-${process.pid}.txt`;
+const gate = new Proc('taskgate', [
+  ...(values.strace ? ['strace', '-c', '-f', '-e', 'trace=read,write,writev', '-o', straceOut] : []),
+  NODE,
+  ...(values.prof ? ['--cpu-prof', `--cpu-prof-dir=${values.prof}`] : []),
+  fromRoot('dist/cli.js'),
+  '--config',
+  fromRoot('bench/taskgate.yaml'),
+  '--log-level',
+  'warn',
+  '--listen',
+  `127.0.0.1:${port}`,
+  '--',
+  NODE,
+  fromRoot('bench/fixture.js'),
+]);
+await waitForPort(port, 30_000, () => gate.exited);
+const url = `http://127.0.0.1:${port}/mcp`;
+// Under strace the process started is strace: taskgate is its first child.
+const pid = values.strace
+  ? Number(readFileSync(`/proc/${gate.pid}/task/${gate.pid}/children`, 'utf8').trim().split(' ')[0])
+  : gate.pid;
+const client =
+  kind === 'legacy' || kind === 'v1task'
+    ? new LegacyHttpClient(url)
+    : new ModernHttpClient(url, { tasks: kind === 'v2task' });
+if (client instanceof LegacyHttpClient) await client.initialize();
+const ECHO = { name: 'echo', arguments: { text: 'ping' } };
+
+const op = async () => {
+  if (kind === 'v1task') {
+    const { task } = await client.request('tools/call', { ...ECHO, task: {} });
+    return client.request('tasks/result', { taskId: task.taskId });
+  }
+  const first = await client.request('tools/call', ECHO);
+  if (kind !== 'v2task') return first;
+  for (;;) {
+    const task = await client.request('tasks/get', { taskId: first.taskId });
+    if (task.status === 'completed') return task;
+  }
+};
+
+/** @param {number} n @param {number[]} into */
+async function run(n, into) {
+  let next = 0;
+  const worker = async () => {
+    while (next++ < n) {
+      const start = performance.now();
+      await op();
+      into.push(performance.now() - start);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(inFlight, n) }, worker));
+}
+
+try {
+  await run(Math.min(count, 1000), []); // warm-up
+  await sleep(1500); // an idle gap, to find the window in a profile
+  const from = performance.now() - startedAt;
+  const requests = client.requests;
+  const before = threads(pid);
+  const times = /** @type {number[]} */ ([]);
+  const wallStart = performance.now();
+  await run(count, times);
+  const wallMs = performance.now() - wallStart;
+  const after = threads(pid);
+  const to = performance.now() - startedAt;
+  const perOp = (/** @type {number} */ ms) => Math.round((ms * 1000) / count);
+  process.stdout.write(
+    JSON.stringify({
+      kind,
+      count,
+      inFlight,
+      p50Ms: Number(median(times).toFixed(3)),
+      opsPerSecond: Math.round(count / (wallMs / 1000)),
+      requestsPerOp: Number(((client.requests - requests) / count).toFixed(2)),
+      cpuUsPerOp: {
+        mainThread: perOp(after.main - before.main),
+        otherThreads: perOp(after.other - before.other),
+      },
+      ...(values.prof ? { profileWindowMs: { from: Math.round(from), to: Math.round(to) } } : {}),
+    }) + '\n',
+  );
+  await sleep(1500);
+} finally {
+  await client.close();
+  // Under strace, taskgate is stopped first, so that strace exits on its own with the counts written.
+  if (values.strace) process.kill(pid, 'SIGTERM');
+  await gate.stop();
+}
+if (values.strace) process.stdout.write(readFileSync(straceOut, 'utf8'));

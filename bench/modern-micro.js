@@ -1,0 +1,72 @@
+// @ts-check
+/**
+ * What the per-request steps only the 2026-07-28 path takes cost alone, in this process, on dist/: the
+ * steps bench/modern-cost.js --prof finds in a modern call's profile that a 2025 call has not. Each is
+ * run `COUNT` times after a warm-up; µs per run, median of 5 batches.
+ *
+ *   node bench/modern-micro.js [COUNT]
+ */
+import { median } from './lib/stats.js';
+
+const COUNT = Number(process.argv[2] ?? 100_000);
+const dist = (/** @type {string} */ path) => new URL(`../dist/${path}`, import.meta.url).href;
+const { requestDigest } = await import(dist('protocol/modern/request-state.js'));
+const { checkModernHeaders } = await import(dist('protocol/modern/headers.js'));
+const { readRequestMeta } = await import(dist('protocol/modern/meta.js'));
+const { toModernResult } = await import(dist('protocol/modern/results.js'));
+const { ALL_VERSIONS } = await import(dist('protocol/versions.js'));
+
+const meta = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 'taskgate-bench-modern', version: '1' },
+};
+const request = {
+  jsonrpc: '2.0',
+  id: 7,
+  method: 'tools/call',
+  params: { name: 'echo', arguments: { text: 'ping' }, _meta: meta },
+};
+// The headers undici sends for one of bench/lib/http-client.js's requests, as node:http gives them.
+const headers = {
+  host: '127.0.0.1:40000',
+  connection: 'keep-alive',
+  accept: 'application/json, text/event-stream',
+  'content-type': 'application/json',
+  'mcp-protocol-version': '2026-07-28',
+  'mcp-method': 'tools/call',
+  'mcp-name': 'echo',
+  'content-length': '220',
+};
+const result = { content: [{ type: 'text', text: 'ping' }] };
+const serverInfo = { name: 'bench-fixture', version: '1.0.0' };
+
+/** @type {Record<string, () => unknown>} */
+const steps = {
+  'requestDigest (SHA-256 of canonical params; bridge.forward, every call)': () =>
+    requestDigest(request.method, request.params),
+  'checkModernHeaders (http-front.modernPost)': () => checkModernHeaders(headers, request),
+  'readRequestMeta (bridge.handle)': () => readRequestMeta(request.params, ALL_VERSIONS),
+  'new AbortController + add/remove one abort listener (modernPost, bridge.wait)': () => {
+    const controller = new AbortController();
+    const listener = () => undefined;
+    controller.signal.addEventListener('abort', listener, { once: true });
+    controller.signal.removeEventListener('abort', listener);
+  },
+  'toModernResult (bridge.responseTo)': () => toModernResult('tools/call', result, { serverInfo }),
+  'JSON.stringify + JSON.parse of the request (one extra hop through the memory channel)': () =>
+    JSON.parse(JSON.stringify(request)),
+};
+
+const out = /** @type {Record<string, number>} */ ({});
+for (const [name, step] of Object.entries(steps)) {
+  for (let i = 0; i < Math.min(COUNT, 20_000); i++) step();
+  const batches = [];
+  for (let b = 0; b < 5; b++) {
+    const start = performance.now();
+    for (let i = 0; i < COUNT; i++) step();
+    batches.push(((performance.now() - start) * 1000) / COUNT);
+  }
+  out[name] = Number(median(batches).toFixed(3));
+}
+process.stdout.write(`${JSON.stringify({ count: COUNT, usPerRun: out }, null, 2)}\n`);
