@@ -124,10 +124,7 @@ const TASK_POLICY_2026 = [
  * those it runs unscored (the tasks extension, and three pending ones), in the order it runs them.
  */
 const THROUGH_TASKGATE_2026: Record<string, Expected> = {
-  'server-stateless': {
-    fails:
-      'taskgate answers subscriptions/listen with -32601 although the server declares resources.subscribe: the three subscription checks fail (the other 25 pass, -32021 for undeclared sampling among them)',
-  },
+  'server-stateless': 'passes',
   'completion-complete': 'passes',
   'tools-list': 'passes',
   'tools-call-simple-text': 'passes',
