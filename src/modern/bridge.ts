@@ -123,7 +123,8 @@ interface Waiter {
 interface Call {
   legacyId: number;
   method: string;
-  digest: string;
+  /** The request's params, for the digest its requestState is sealed with (only if it asks for input). */
+  params: JsonObject | undefined;
   principal: string | undefined;
   meta: ModernRequestMeta;
   /** The client's progress token of the current attempt; the Session sees the bridge's own. */
@@ -278,7 +279,7 @@ export class ModernBridge {
     const call: Call = {
       legacyId,
       method: request.method,
-      digest: requestDigest(request.method, request.params),
+      params: request.params,
       principal: exchange.principal,
       meta,
       clientProgressToken: progressTokenOf(request.params),
@@ -533,7 +534,7 @@ export class ModernBridge {
       pending: call.parkedAs,
       replica: this.options.replica,
       method: call.method,
-      digest: call.digest,
+      digest: requestDigest(call.method, call.params),
       ...(call.principal === undefined ? {} : { principal: call.principal }),
     });
     waiter.resolve({
