@@ -9,24 +9,12 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { GetTaskResultV2Schema, CreateTaskResultV2Schema } from '@modelcontextprotocol/ext-tasks/core/v2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Inbox } from '../helpers/inbox.js';
-import { MODERN_VERSION } from '../helpers/modern-client.js';
-import { post } from '../helpers/raw-http.js';
+import { EXTENSION_META, modernRequest, type ModernAnswer } from '../helpers/modern-raw.js';
 import { FIXTURES, Gateway, TASKGATE } from '../helpers/taskgate.js';
 
-interface Answer {
-  id: unknown;
-  result?: Record<string, unknown>;
-  error?: { code: number; message: string; data?: unknown };
-}
+type Answer = ModernAnswer;
 
-const META = {
-  'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
-  'io.modelcontextprotocol/clientCapabilities': {
-    elicitation: { form: {} },
-    extensions: { 'io.modelcontextprotocol/tasks': {} },
-  },
-  'io.modelcontextprotocol/clientInfo': { name: 'raw-extension-client', version: '1' },
-};
+const META = EXTENSION_META;
 
 /** Sends one 2026-07-28 request and resolves with its answer. */
 type Ask = (method: string, params: Record<string, unknown>, meta?: object) => Promise<Answer>;
@@ -72,29 +60,7 @@ async function stdioFront(fixture: string): Promise<Front> {
 async function httpFront(fixture: string): Promise<Front> {
   const gateway = await Gateway.start([process.execPath, fixture]);
   return {
-    ask: async (method, params, meta = META) => {
-      const id = nextId++;
-      const name = params.name ?? params.taskId;
-      const response = await post(
-        gateway.url,
-        { jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } },
-        {
-          'mcp-protocol-version': MODERN_VERSION,
-          'mcp-method': method,
-          ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-        },
-      );
-      const body = await response.text();
-      const json = response.headers.get('content-type')?.includes('text/event-stream')
-        ? body
-            .split('\n')
-            .filter((line) => line.startsWith('data: '))
-            .map((line) => JSON.parse(line.slice('data: '.length)) as Answer)
-            .find((message) => message.id === id)
-        : (JSON.parse(body) as Answer);
-      if (json === undefined) throw new Error(`no answer to ${method} ${id} in: ${body.slice(0, 300)}`);
-      return json;
-    },
+    ask: (method, params, meta = META) => modernRequest(gateway.url, method, params, meta),
     stop: () => gateway.stop(),
   };
 }

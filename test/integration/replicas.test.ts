@@ -25,6 +25,7 @@ import {
   type RedisServer,
   startRedisServer,
 } from '../helpers/redis.js';
+import { EXTENSION_META, modernRequest } from '../helpers/modern-raw.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 import { thrownBy } from '../helpers/thrown.js';
 
@@ -148,6 +149,50 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     }
     expect(JSON.parse(seen)).toEqual(['cancelled-from-B']);
     expect(await onA.client.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'cancelled' });
+  });
+
+  it('a 2026-07-28 client with the tasks extension: its task made on A is read, inlined and cancelled on B', async () => {
+    const prefix = freshPrefix();
+    const [a, b] = await Promise.all([replica(prefix), replica(prefix)]);
+    const taskIdOf = async (label: string, ms: number): Promise<string> => {
+      const made = await modernRequest(a.url, 'tools/call', { name: 'sleep', arguments: { ms, label } });
+      expect(made.result).toMatchObject({ resultType: 'task', status: 'working' });
+      return String(made.result!.taskId);
+    };
+    /** tasks/get on `url` until the task is not working, a bounded number of times. */
+    const settledOn = async (url: URL, taskId: string): Promise<Record<string, unknown>> => {
+      for (let attempt = 0; attempt < 200; attempt++) {
+        const got = await modernRequest(url, 'tasks/get', { taskId });
+        if (got.result?.status !== 'working') return got.result ?? { error: got.error };
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      throw new Error(`task ${taskId} stayed working`);
+    };
+
+    const quick = await taskIdOf('v2-across', 300);
+    expect(await settledOn(b.url, quick)).toMatchObject({
+      status: 'completed',
+      result: { resultType: 'complete', content: [{ type: 'text', text: 'slept 300 ms' }] },
+    });
+
+    const long = await taskIdOf('v2-cancelled-from-B', 30_000);
+    expect((await modernRequest(b.url, 'tasks/cancel', { taskId: long })).result).toMatchObject({
+      resultType: 'complete',
+    });
+    expect(await settledOn(a.url, long)).toMatchObject({ status: 'cancelled' });
+    // A's upstream saw the call cancelled (a plain call: no extension declared, so no task).
+    const plainMeta = { ...EXTENSION_META, 'io.modelcontextprotocol/clientCapabilities': {} };
+    let seen = '';
+    for (let attempt = 0; attempt < 20 && !seen.includes('v2-cancelled-from-B'); attempt++) {
+      const answer = await modernRequest(
+        a.url,
+        'tools/call',
+        { name: 'cancelled-calls', arguments: {} },
+        plainMeta,
+      );
+      seen = (answer.result?.content as { text: string }[])[0]!.text;
+    }
+    expect(JSON.parse(seen)).toEqual(['v2-cancelled-from-B']);
   });
 
   it('tasks/list without an identity lists the tasks of the caller’s own session, on its own replica only', async () => {

@@ -1,0 +1,51 @@
+/** 2026-07-28 requests by hand over Streamable HTTP: the routing headers set, the answer read off JSON or SSE. */
+import { MODERN_VERSION } from './modern-client.js';
+import { post } from './raw-http.js';
+
+export interface ModernAnswer {
+  id: unknown;
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+/** The per-request `_meta` of a client that declares elicitation and the tasks extension. */
+export const EXTENSION_META = {
+  'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
+  'io.modelcontextprotocol/clientCapabilities': {
+    elicitation: { form: {} },
+    extensions: { 'io.modelcontextprotocol/tasks': {} },
+  },
+  'io.modelcontextprotocol/clientInfo': { name: 'raw-extension-client', version: '1' },
+};
+
+let nextId = 1;
+
+/** POSTs one request with `meta` and the routing headers it needs; resolves with its JSON-RPC answer. */
+export async function modernRequest(
+  url: URL,
+  method: string,
+  params: Record<string, unknown>,
+  meta: object = EXTENSION_META,
+): Promise<ModernAnswer> {
+  const id = nextId++;
+  const name = params.name ?? params.taskId;
+  const response = await post(
+    url,
+    { jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } },
+    {
+      'mcp-protocol-version': MODERN_VERSION,
+      'mcp-method': method,
+      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+    },
+  );
+  const body = await response.text();
+  const answer = response.headers.get('content-type')?.includes('text/event-stream')
+    ? body
+        .split('\n')
+        .filter((line) => line.startsWith('data: '))
+        .map((line) => JSON.parse(line.slice('data: '.length)) as ModernAnswer)
+        .find((message) => message.id === id)
+    : (JSON.parse(body) as ModernAnswer);
+  if (answer === undefined) throw new Error(`no answer to ${method} ${id} in: ${body.slice(0, 300)}`);
+  return answer;
+}
