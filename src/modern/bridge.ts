@@ -174,8 +174,10 @@ export class ModernBridge {
     );
     this.tasks = new ExtensionTasks({
       maxTasks: options.maxTasks,
+      inputHeld: (taskId) => this.taskChanged(taskId),
       session: {
         ask: (method, params) => this.ask(method, params),
+        drop: (id, reason) => this.drop(id, reason),
         answerServer: (response) => this.answerServer(response),
         respond: (request, outcome) => ({ response: this.responseTo(request, outcome) }),
         refuse: (request, error) => this.refuse(request, error),
@@ -187,6 +189,7 @@ export class ModernBridge {
       taskStatus: (params, principal) => this.tasks.statusChanged(params as unknown as TaskV1, principal),
       refuse: (request, error) => this.refuse(request, error),
       maxListeners: MODERN_MAX_LISTENERS,
+      logger: options.logger,
     });
     this.sealer = createRequestStateSealer({
       secret: randomBytes(32),
@@ -321,6 +324,23 @@ export class ModernBridge {
       case 'promote':
         return { promoteAfterMs: plan.afterMs };
     }
+  }
+
+  /** Gives up one of the bridge's own requests. */
+  private drop(id: number, reason: string): void {
+    if (!this.own.delete(id) || this.closedReason !== undefined) return;
+    this.options.legacyClient.send({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: id, reason },
+    });
+  }
+
+  /** Listeners of a task hear its state as the Session has it now (with the input the bridge holds). */
+  private taskChanged(taskId: string): void {
+    void this.ask('tasks/get', { taskId }).answer.then((got) => {
+      if ('result' in got) this.subscriptions.notification('notifications/tasks/status', got.result);
+    });
   }
 
   /** A request of the bridge's own to the Session; answered with the reason once the Session is gone. */

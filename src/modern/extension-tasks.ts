@@ -21,10 +21,15 @@ import { checkCapabilities, requiredForInputRequest } from '../protocol/modern/c
 import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
 import type { ModernRequestMeta } from '../protocol/modern/meta.js';
 import type { Arrival } from '../transport/channel.js';
-import { factsFromV1, toV2CreateTaskResult, toV2GetTaskResult } from '../tasks/generations.js';
+import {
+  factsFromV1,
+  OutcomeRequiredError,
+  toV2CreateTaskResult,
+  toV2GetTaskResult,
+} from '../tasks/generations.js';
 import { isTerminal, type TaskOutcome, type TaskStatus } from '../tasks/state.js';
 import { withoutRelatedTask } from '../tasks/unwrap.js';
-import { toModernResult } from '../protocol/modern/results.js';
+import { toModernError, toModernResult } from '../protocol/modern/results.js';
 import type { TaskV1 } from '@modelcontextprotocol/ext-tasks/core/v1';
 
 export type Outcome = TaskOutcome;
@@ -33,6 +38,8 @@ export type Outcome = TaskOutcome;
 export interface SessionAccess {
   /** Sends a request to the Session; `id` is the one it went with (messages on its stream name it). */
   ask(method: string, params: JsonObject): { id: number; answer: Promise<Outcome> };
+  /** Gives up a request `ask` sent: the Session is told (notifications/cancelled), its answer never comes. */
+  drop(id: number, reason: string): void;
   answerServer(response: object): void;
   /** The client's answer, decorated for a 2026-07-28 client. */
   respond(request: Request, outcome: Outcome): ModernAnswer;
@@ -69,6 +76,8 @@ interface ExtensionTask {
   /** What that `tasks/result` answered: the outcome once the task is terminal. */
   outcome: Outcome | undefined;
   promotion: Promotion | undefined;
+  /** How often its tasks/result ended early and was sent again. */
+  refollows: number;
   /** Epoch ms after which the task is forgotten here (its ttl; the Session's store is the authority). */
   forgetAt: number;
 }
@@ -78,6 +87,9 @@ const TASK_NOT_FOUND = (taskId: string): JsonRpcErrorObject => ({
   message: `Failed to retrieve task: Task not found: ${taskId}`,
 });
 
+/** How often a task's tasks/result that ended early is sent again before the task is only polled. */
+const MAX_REFOLLOWS = 10;
+
 /** Without a ttl, a task is remembered here this long. */
 const UNLIMITED_TTL_REMEMBERED_MS = 24 * 60 * 60 * 1000;
 
@@ -86,6 +98,8 @@ export interface ExtensionTasksOptions {
   /** Tasks remembered at most; beyond it the oldest is forgotten (its id then reads as unknown here). */
   maxTasks: number;
   now?: () => number;
+  /** The server asked one of these tasks for input (listeners are told: tasks.md "Task Status Notifications"). */
+  inputHeld?(taskId: string): void;
 }
 
 export class ExtensionTasks {
@@ -136,7 +150,11 @@ export class ExtensionTasks {
    * running task's, when exactly one runs.
    */
   claim(request: Request, arrival: Arrival | undefined, mayBeSole: boolean): boolean {
-    const task = this.taskOf(request, arrival) ?? (mayBeSole ? this.soleRunning() : undefined);
+    const task = labelled(request, arrival)
+      ? this.taskOf(request, arrival)
+      : mayBeSole
+        ? this.soleRunning()
+        : undefined;
     if (task === undefined) return false;
     const required = requiredForInputRequest(request);
     const declared =
@@ -158,6 +176,8 @@ export class ExtensionTasks {
       method: request.method,
       params: withoutRelatedTask(request.params),
     });
+    // A status the Session announced before this request reached here said no inputRequests yet.
+    this.options.inputHeld?.(task.taskId);
     // The client's request is still open as a plain call: it learns of the input from tasks/get.
     if (task.promotion !== undefined) this.promote(task);
     return true;
@@ -197,7 +217,10 @@ export class ExtensionTasks {
   private async detailed(v1: TaskV1, task: ExtensionTask | undefined): Promise<Outcome> {
     let outcome: Outcome | undefined;
     if (isTerminal(v1.status as TaskStatus)) {
-      outcome = v1.status === 'cancelled' ? undefined : (task?.outcome ?? (await this.resultOf(v1.taskId)));
+      const known = task?.outcome;
+      const trusted =
+        known !== undefined && ('result' in known || v1.status === 'failed') ? known : undefined;
+      outcome = v1.status === 'cancelled' ? undefined : (trusted ?? (await this.resultOf(v1.taskId)));
     } else if (task !== undefined) {
       // A tasks/result that ended early (the upstream's deadline) said nothing about the outcome.
       task.outcome = undefined;
@@ -212,7 +235,18 @@ export class ExtensionTasks {
       v1.status === 'input_required' || (v1.status === 'working' && (task?.inputs.size ?? 0) > 0);
     const inputs = waiting ? this.openInputs(task) : undefined;
     const facts = factsFromV1(waiting ? { ...v1, status: 'input_required' } : v1, outcome, inputs);
-    return { result: toV2GetTaskResult(facts) as JsonObject };
+    try {
+      return { result: toV2GetTaskResult(facts) as JsonObject };
+    } catch (error) {
+      // A completed task whose result could not be had (the store refused tasks/result): said, not thrown.
+      if (!(error instanceof OutcomeRequiredError)) throw error;
+      return {
+        error: {
+          code: ErrorCode.InternalError,
+          message: `Task ${v1.taskId} is ${v1.status}, but its outcome could not be read: try tasks/get again`,
+        },
+      };
+    }
   }
 
   update(exchange: ModernExchange): ModernAnswer {
@@ -276,6 +310,7 @@ export class ExtensionTasks {
       follower: undefined,
       outcome: undefined,
       promotion: undefined,
+      refollows: 0,
       forgetAt: this.now() + ttl,
     };
     this.tasks.set(created.taskId, task);
@@ -292,7 +327,13 @@ export class ExtensionTasks {
 
   private forget(task: ExtensionTask): void {
     this.tasks.delete(task.taskId);
-    if (task.follower !== undefined) this.byFollower.delete(task.follower);
+    if (task.follower !== undefined) {
+      this.byFollower.delete(task.follower);
+      this.options.session.drop(task.follower, 'taskgate no longer follows the task');
+      task.follower = undefined;
+    }
+    // The client still gets the task's id (its CreateTaskResult), though this process forgets it.
+    if (task.promotion !== undefined) this.promote(task);
     this.withdrawInputs(task, 'taskgate no longer holds the task');
   }
 
@@ -302,13 +343,25 @@ export class ExtensionTasks {
     const { id, answer } = this.options.session.ask('tasks/result', { taskId: task.taskId });
     task.follower = id;
     this.byFollower.set(id, task);
-    void answer.then((outcome) => {
+    void answer.then(async (outcome) => {
       this.byFollower.delete(id);
       if (task.follower !== id) return;
       task.follower = undefined;
+      if ('error' in outcome && !(await this.hasEnded(task.taskId))) {
+        // The wait ended early (the upstream's deadline, a limit): the task runs on, and is followed again.
+        if (task.promotion !== undefined) this.promote(task);
+        if (++task.refollows <= MAX_REFOLLOWS && this.tasks.get(task.taskId) === task) this.follow(task);
+        return;
+      }
       task.outcome = withoutTag(outcome);
       if (task.promotion !== undefined) this.endPromotion(task, task.outcome);
     });
+  }
+
+  /** Whether the Session says the task is over (or cannot say: then nothing more will come of it). */
+  private async hasEnded(taskId: string): Promise<boolean> {
+    const got = await this.options.session.ask('tasks/get', { taskId }).answer;
+    return 'error' in got || isTerminal((got.result as unknown as TaskV1).status as TaskStatus);
   }
 
   private async resultOf(taskId: string): Promise<Outcome> {
@@ -425,4 +478,13 @@ export class ExtensionTasks {
  * request would have returned").
  */
 const withoutTag = (outcome: Outcome): Outcome =>
-  'result' in outcome ? { result: toModernResult('tools/call', outcome.result) } : outcome;
+  'result' in outcome
+    ? { result: toModernResult('tools/call', outcome.result) }
+    : { error: toModernError('tools/call', outcome.error) };
+
+/** The Session (or the stream it came on) says which call a server request belongs to. */
+function labelled(request: Request, arrival: Arrival | undefined): boolean {
+  if (typeof arrival?.onStreamOf === 'number') return true;
+  const meta = request.params?._meta;
+  return isObject(meta) && meta['io.modelcontextprotocol/related-task'] !== undefined;
+}

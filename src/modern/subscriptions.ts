@@ -5,6 +5,7 @@
  * each tagged with the subscription's id. Resource subscriptions are made upstream in 2025 terms
  * (`resources/subscribe`), once per URI however many listeners want it.
  */
+import type { Logger } from 'pino';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { isObject, type JsonObject, type Request, type RequestId } from '../protocol/messages.js';
 import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
@@ -41,6 +42,7 @@ export interface SubscriptionsOptions {
   refuse(request: Request, error: JsonRpcErrorObject): ModernAnswer;
   /** Open listen requests at most; beyond it a new one is refused. */
   maxListeners: number;
+  logger: Pick<Logger, 'warn'>;
 }
 
 export class Subscriptions {
@@ -113,9 +115,14 @@ export class Subscriptions {
       const { taskId } = params;
       for (const listener of this.listeners) {
         if (!listener.filter.taskIds.includes(taskId)) continue;
-        void this.options.taskStatus(params, listener.exchange.principal).then((task) => {
-          if (task !== undefined && this.listeners.has(listener)) send(listener, 'notifications/tasks', task);
-        });
+        this.options.taskStatus(params, listener.exchange.principal).then(
+          (task) => {
+            if (task !== undefined && this.listeners.has(listener))
+              send(listener, 'notifications/tasks', task);
+          },
+          (error: unknown) =>
+            this.options.logger.warn({ err: error, taskId }, 'a task status could not be sent'),
+        );
       }
     }
   }

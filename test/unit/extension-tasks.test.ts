@@ -6,7 +6,7 @@
  */
 import { CreateTaskResultV2Schema, GetTaskResultV2Schema } from '@modelcontextprotocol/ext-tasks/core/v2';
 import { ElicitResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ConfigInput } from '../../src/config/schema.js';
 import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
 import { textResult, type FakeTool } from '../helpers/in-process.js';
@@ -81,6 +81,7 @@ afterEach(async () => {
   bridge = undefined;
   cancelled.length = 0;
   release = [];
+  vi.useRealTimers();
 });
 
 const open = async (input: ConfigInput = {}): Promise<InProcessBridge> =>
@@ -480,3 +481,41 @@ async function pollUntilSettledAs(gate: InProcessBridge, taskId: string, princip
   }
   throw new Error(`task ${taskId} stayed working`);
 }
+
+describe('a task whose tasks/result ends before the task does', () => {
+  it('is followed again, and its result is inlined once it completes (the early error is not its outcome)', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const nativeGate: FakeTool = {
+      name: 'native_gate',
+      taskSupport: 'optional',
+      run: () => new Promise((resolve) => release.push(() => resolve(textResult('late')))),
+    };
+    bridge = await inProcessBridge([nativeGate], {
+      upstream: { command: 'never-run', requestTimeout: 1_000 },
+    });
+    const gate = bridge;
+    await tasksRequest(gate, 'tools/list', {});
+    const taskId = await createdTask(gate, 'native_gate');
+    for (let turn = 0; release.length === 0 && turn < 500; turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    // A client that only listens (it need not poll: tasks.md "Task Status Notifications").
+    const heard: { method: string; params: Record<string, unknown> }[] = [];
+    const controller = new AbortController();
+    const listening = gate.ask(
+      'subscriptions/listen',
+      { notifications: { taskIds: [taskId] }, _meta: WITH_TASKS },
+      { notified: heard as object[], signal: controller.signal },
+    );
+    // The Session's deadline for the tasks/result it forwarded upstream passes; the task runs on.
+    await vi.advanceTimersByTimeAsync(1_500);
+    release.shift()!();
+    const completed = () => heard.find((each) => each.params.status === 'completed');
+    for (let turn = 0; completed() === undefined && turn < 200; turn++) {
+      await vi.advanceTimersByTimeAsync(50);
+    }
+    expect(completed()?.params).toMatchObject({ taskId, result: { content: [{ text: 'late' }] } });
+    controller.abort();
+    await listening;
+  });
+});
