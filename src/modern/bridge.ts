@@ -643,8 +643,20 @@ export class ModernBridge {
     const waiter = call.waiter;
     if (waiter === undefined) return;
     waiter.stopListening();
-    this.cancelUpstream(call, 'the 2026-07-28 client cancelled the request');
+    if (call.asTask !== undefined) this.cancelTaskOnceCreated(call);
+    else this.cancelUpstream(call, 'the 2026-07-28 client cancelled the request');
     waiter.resolve(undefined);
+  }
+
+  /** A call sent as a task, given up before its CreateTaskResult came: the task nobody will see is cancelled. */
+  private cancelTaskOnceCreated(call: Call): void {
+    this.forget(call);
+    this.own.set(call.legacyId, (outcome) => {
+      const created = 'result' in outcome ? outcome.result.task : undefined;
+      if (isObject(created) && typeof created.taskId === 'string') {
+        this.ask('tasks/cancel', { taskId: created.taskId });
+      }
+    });
   }
 
   /** A parked call nobody came back for. */

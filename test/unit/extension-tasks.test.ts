@@ -318,6 +318,22 @@ describe('the tasks extension for 2026-07-28 clients, in front of a server witho
     expect(cancelled).toHaveLength(1);
   });
 
+  it('a client that gives a call up before its CreateTaskResult came cancels the task it never saw', async () => {
+    const gate = await open();
+    const controller = new AbortController();
+    const answer = gate.ask(
+      'tools/call',
+      { name: 'hang', arguments: {}, _meta: WITH_TASKS },
+      { signal: controller.signal },
+    );
+    controller.abort();
+    expect(await answer).toBeUndefined();
+    for (let turn = 0; cancelled.length === 0 && turn < 500; turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(cancelled).toHaveLength(1);
+  });
+
   it('a task a second call ends while the first still runs is told apart by its id', async () => {
     const gate = await open();
     const first = await createdTask(gate, 'gate');
