@@ -38,19 +38,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connect, FIXTURES, TASK_AWARE, type Connection } from '../helpers/taskgate.js';
 import { Inbox } from '../helpers/inbox.js';
 import { textOf, until } from '../helpers/tool-results.js';
+import { valid } from '../helpers/official-schemas.js';
 
 const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
-
-/** Parses with an official schema, failing the test with zod's words. */
-function valid<T>(
-  schema: { safeParse: (value: unknown) => { success: boolean; error?: unknown; data?: T } },
-  value: unknown,
-): T {
-  const parsed = schema.safeParse(value);
-  expect(parsed.error).toBeUndefined();
-  return parsed.data as T;
-}
 
 type Client = Connection['client'];
 

@@ -24,6 +24,7 @@ import {
   toV2GetTaskResult,
 } from '../../src/tasks/generations.js';
 import { taskRecord } from '../helpers/records.js';
+import { validWhole } from '../helpers/official-schemas.js';
 
 const toolError = { content: [{ type: 'text', text: 'invalid input' }], isError: true };
 const toolResult = { content: [{ type: 'text', text: 'Hello, Luca!' }], isError: false };
@@ -36,21 +37,10 @@ const elicit = {
 };
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Parses with an official schema, failing the test with zod's words, or when the schema had to drop a field. */
-function valid<T>(
-  schema: { safeParse: (value: unknown) => { success: boolean; error?: unknown; data?: T } },
-  value: unknown,
-) {
-  const parsed = schema.safeParse(value);
-  expect(parsed.error).toBeUndefined();
-  expect(parsed.data).toEqual(value);
-  return parsed.data as T;
-}
-
 describe('the v1 face of a record', () => {
   it('2025-11-25 tasks: creation nests the Task under task, with ttl and pollInterval', () => {
     const facts = factsFromRecord(taskRecord());
-    expect(valid(CreateTaskResultV1Schema, toV1CreateTaskResult(facts))).toEqual({
+    expect(validWhole(CreateTaskResultV1Schema, toV1CreateTaskResult(facts))).toEqual({
       task: {
         taskId: '0f3a9c1e-0000-4000-8000-000000000000',
         status: 'working',
@@ -69,11 +59,11 @@ describe('the v1 face of a record', () => {
       outcome: { result: toolError },
     });
     const task = toV1Task(factsFromRecord(record));
-    expect(valid(GetTaskResultV1Schema, task)).toMatchObject({
+    expect(validWhole(GetTaskResultV1Schema, task)).toMatchObject({
       status: 'failed',
       statusMessage: 'Tool call failed: invalid input',
     });
-    valid(TaskStatusNotificationV1Schema, {
+    validWhole(TaskStatusNotificationV1Schema, {
       jsonrpc: '2.0',
       method: 'notifications/tasks/status',
       params: task,
@@ -84,7 +74,7 @@ describe('the v1 face of a record', () => {
 describe('the v2 face of a record', () => {
   it('ext-tasks Task Creation: MUST set resultType "task" on a flat CreateTaskResult with ttlMs and pollIntervalMs', () => {
     const created = toV2CreateTaskResult(factsFromRecord(taskRecord({ statusMessage: 'Started' })));
-    expect(valid(CreateTaskResultV2Schema, created)).toEqual({
+    expect(validWhole(CreateTaskResultV2Schema, created)).toEqual({
       resultType: 'task',
       taskId: '0f3a9c1e-0000-4000-8000-000000000000',
       status: 'working',
@@ -104,7 +94,7 @@ describe('the v2 face of a record', () => {
       statusMessage: 'Tool call failed: invalid input',
       outcome: { result: toolError },
     });
-    expect(valid(GetTaskResultV2Schema, toV2GetTaskResult(factsFromRecord(record)))).toMatchObject({
+    expect(validWhole(GetTaskResultV2Schema, toV2GetTaskResult(factsFromRecord(record)))).toMatchObject({
       resultType: 'complete',
       status: 'completed',
       result: toolError,
@@ -113,7 +103,7 @@ describe('the v2 face of a record', () => {
 
   it('ext-tasks Task Polling 3: a completed task MUST carry its result inline', () => {
     const record = taskRecord({ status: 'completed', outcome: { result: toolResult } });
-    expect(valid(GetTaskResultV2Schema, toV2GetTaskResult(factsFromRecord(record)))).toMatchObject({
+    expect(validWhole(GetTaskResultV2Schema, toV2GetTaskResult(factsFromRecord(record)))).toMatchObject({
       status: 'completed',
       result: toolResult,
     });
@@ -125,7 +115,7 @@ describe('the v2 face of a record', () => {
       statusMessage: 'Tool call failed',
       outcome: { error: rpcError },
     });
-    expect(valid(GetTaskResultV2Schema, toV2GetTaskResult(factsFromRecord(record)))).toMatchObject({
+    expect(validWhole(GetTaskResultV2Schema, toV2GetTaskResult(factsFromRecord(record)))).toMatchObject({
       status: 'failed',
       statusMessage: 'Tool call failed',
       error: rpcError,
@@ -134,7 +124,9 @@ describe('the v2 face of a record', () => {
 
   it('ext-tasks Task Polling 2: an input_required task MUST list its outstanding inputRequests', () => {
     const record = taskRecord({ status: 'input_required' });
-    expect(valid(GetTaskResultV2Schema, toV2GetTaskResult(factsFromRecord(record, elicit)))).toMatchObject({
+    expect(
+      validWhole(GetTaskResultV2Schema, toV2GetTaskResult(factsFromRecord(record, elicit))),
+    ).toMatchObject({
       status: 'input_required',
       inputRequests: elicit,
     });
@@ -145,7 +137,7 @@ describe('the v2 face of a record', () => {
     'ext-tasks Task Polling: a %s task carries no payload',
     (status) => {
       const detailed = toV2DetailedTask(factsFromRecord(taskRecord({ status })));
-      valid(TaskStatusNotificationParamsV2Schema, detailed);
+      validWhole(TaskStatusNotificationParamsV2Schema, detailed);
       expect(Object.keys(detailed).sort()).toEqual([
         'createdAt',
         'lastUpdatedAt',
@@ -174,8 +166,8 @@ describe('a v2 upstream task, for a v1 client', () => {
   };
 
   it('re-nests a flat CreateTaskResult and renames the lifetimes', () => {
-    const created = valid(CreateTaskResultV2Schema, { resultType: 'task', status: 'working', ...base });
-    expect(valid(CreateTaskResultV1Schema, toV1CreateTaskResult(factsFromV2(created)))).toEqual({
+    const created = validWhole(CreateTaskResultV2Schema, { resultType: 'task', status: 'working', ...base });
+    expect(validWhole(CreateTaskResultV1Schema, toV1CreateTaskResult(factsFromV2(created)))).toEqual({
       task: {
         taskId: base.taskId,
         status: 'working',
@@ -188,19 +180,19 @@ describe('a v2 upstream task, for a v1 client', () => {
   });
 
   it('2025-11-25 tasks: a completed isError result is failed on the v1 face; its outcome is the result', () => {
-    const detailed = valid<DetailedTaskV2>(GetTaskResultV2Schema, {
+    const detailed = validWhole<DetailedTaskV2>(GetTaskResultV2Schema, {
       resultType: 'complete',
       status: 'completed',
       result: toolError,
       ...base,
     });
     const facts = factsFromV2(detailed);
-    expect(valid(GetTaskResultV1Schema, toV1Task(facts)).status).toBe('failed');
+    expect(validWhole(GetTaskResultV1Schema, toV1Task(facts)).status).toBe('failed');
     expect(facts.outcome).toEqual({ result: toolError });
   });
 
   it('keeps a failed task failed with its error as the outcome, and an unlimited ttl null', () => {
-    const detailed = valid<DetailedTaskV2>(GetTaskResultV2Schema, {
+    const detailed = validWhole<DetailedTaskV2>(GetTaskResultV2Schema, {
       resultType: 'complete',
       status: 'failed',
       error: rpcError,
@@ -208,12 +200,12 @@ describe('a v2 upstream task, for a v1 client', () => {
       ttlMs: null,
     });
     const facts = factsFromV2(detailed);
-    expect(valid(GetTaskResultV1Schema, toV1Task(facts))).toMatchObject({ status: 'failed', ttl: null });
+    expect(validWhole(GetTaskResultV1Schema, toV1Task(facts))).toMatchObject({ status: 'failed', ttl: null });
     expect(facts.outcome).toEqual({ error: rpcError });
   });
 
   it('carries the pending input requests in the facts, for the side requests of tasks/result', () => {
-    const detailed = valid<DetailedTaskV2>(GetTaskResultV2Schema, {
+    const detailed = validWhole<DetailedTaskV2>(GetTaskResultV2Schema, {
       resultType: 'complete',
       status: 'input_required',
       inputRequests: elicit,
@@ -226,7 +218,7 @@ describe('a v2 upstream task, for a v1 client', () => {
 
   it('2025-11-25 tasks "Result Retrieval": tasks/result is exactly the inline result, tagged related-task', () => {
     const facts = factsFromV2(
-      valid<DetailedTaskV2>(GetTaskResultV2Schema, {
+      validWhole<DetailedTaskV2>(GetTaskResultV2Schema, {
         resultType: 'complete',
         status: 'completed',
         result: { ...toolResult, _meta: { 'example.com/own': 1 } },
@@ -240,7 +232,7 @@ describe('a v2 upstream task, for a v1 client', () => {
         _meta: { 'example.com/own': 1, 'io.modelcontextprotocol/related-task': { taskId: base.taskId } },
       },
     });
-    if ('result' in answer) valid(TaskResultV1Schema, answer.result);
+    if ('result' in answer) validWhole(TaskResultV1Schema, answer.result);
   });
 
   it('tasks/result of an isError task is its result; of a failed one its error; of a cancelled one an error that says so', () => {
@@ -271,7 +263,7 @@ describe('a v1 upstream task, for a v2 client', () => {
 
   it('a failed v1 task whose tasks/result was an isError result is completed on the v2 face', () => {
     const facts = factsFromV1({ ...task, status: 'failed' }, { result: toolError });
-    expect(valid(GetTaskResultV2Schema, toV2GetTaskResult(facts))).toMatchObject({
+    expect(validWhole(GetTaskResultV2Schema, toV2GetTaskResult(facts))).toMatchObject({
       status: 'completed',
       result: toolError,
       ttlMs: 60_000,
@@ -281,7 +273,7 @@ describe('a v1 upstream task, for a v2 client', () => {
 
   it('a failed v1 task whose tasks/result was a JSON-RPC error stays failed', () => {
     const facts = factsFromV1({ ...task, status: 'failed' }, { error: rpcError });
-    expect(valid(GetTaskResultV2Schema, toV2GetTaskResult(facts))).toMatchObject({
+    expect(validWhole(GetTaskResultV2Schema, toV2GetTaskResult(facts))).toMatchObject({
       status: 'failed',
       error: rpcError,
     });
@@ -296,6 +288,6 @@ describe('a v1 upstream task, for a v2 client', () => {
   it('a v1 task without a pollInterval has none on the v2 face either', () => {
     const { pollInterval: _p, ...bare } = task;
     const created = toV2CreateTaskResult(factsFromV1({ ...bare, status: 'working' }));
-    expect(valid(CreateTaskResultV2Schema, created)).not.toHaveProperty('pollIntervalMs');
+    expect(validWhole(CreateTaskResultV2Schema, created)).not.toHaveProperty('pollIntervalMs');
   });
 });

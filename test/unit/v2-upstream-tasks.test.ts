@@ -17,6 +17,7 @@ import type { JsonObject, RequestId } from '../../src/protocol/messages.js';
 import type { TaskOutcome } from '../../src/tasks/state.js';
 import { createV2TaskServer } from '../fixtures/v2-task-server.js';
 import { Inbox } from '../helpers/inbox.js';
+import { valid } from '../helpers/official-schemas.js';
 
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
 const META = {
@@ -25,15 +26,6 @@ const META = {
 };
 
 type Sent = JsonObject & { onStreamOf?: RequestId };
-
-function valid<T>(
-  schema: { safeParse: (value: unknown) => { success: boolean; error?: unknown; data?: T } },
-  value: unknown,
-): T {
-  const parsed = schema.safeParse(value);
-  expect(parsed.error).toBeUndefined();
-  return parsed.data as T;
-}
 
 /** The v2 side over the fixture's logic; `clock` is what it reads as now (real time unless moved). */
 function harness({ statusNotifications = true } = {}) {
