@@ -131,6 +131,30 @@ function inputHandler(inputs: ApplicationInputRequest[]) {
   };
 }
 
+/** The answers a requester saw on the wire, since the last mark. */
+class WireLog {
+  answers: WireAnswer[] = [];
+}
+
+function requester(
+  session: Requester['session'],
+  client: Client,
+  log: WireLog,
+  inputs: ApplicationInputRequest[],
+): Requester {
+  return {
+    session,
+    client,
+    wire: () => log.answers,
+    mark: () => (log.answers = []),
+    inputs,
+    close: async () => {
+      await session.close();
+      await client.close();
+    },
+  };
+}
+
 /** v1: a 2025-11-25 client; the SDK transport's messages are recorded as they arrive. */
 async function requesterV1(url: URL, declareTasks: boolean): Promise<Requester> {
   const client = new Client(
@@ -145,7 +169,7 @@ async function requesterV1(url: URL, declareTasks: boolean): Promise<Requester> 
   const transport = new StreamableHTTPClientTransport(url);
   await client.connect(transport);
   const methods = new Map<string | number, string>();
-  let wire: WireAnswer[] = [];
+  const log = new WireLog();
   const send = transport.send.bind(transport);
   transport.send = (message: JSONRPCMessage, options) => {
     if ('method' in message && 'id' in message) methods.set(message.id, message.method);
@@ -155,7 +179,9 @@ async function requesterV1(url: URL, declareTasks: boolean): Promise<Requester> 
   transport.onmessage = (message: JSONRPCMessage) => {
     if ('id' in message && !('method' in message)) {
       const method = methods.get(message.id!) ?? '?';
-      wire.push('error' in message ? { method, error: message.error } : { method, result: message.result });
+      log.answers.push(
+        'error' in message ? { method, error: message.error } : { method, result: message.result },
+      );
     }
     deliver(message);
   };
@@ -164,17 +190,7 @@ async function requesterV1(url: URL, declareTasks: boolean): Promise<Requester> 
     endpointId: 'taskgate-v1',
     onInputRequest: inputHandler(inputs),
   });
-  return {
-    session,
-    client,
-    wire: () => wire,
-    mark: () => (wire = []),
-    inputs,
-    close: async () => {
-      await session.close();
-      await client.close();
-    },
-  };
+  return requester(session, client, log, inputs);
 }
 
 /** The name-shaped field a 2026-07-28 request mirrors into Mcp-Name (tasks.md "Routing Headers"). */
@@ -205,7 +221,7 @@ async function requesterV2(url: URL): Promise<Requester> {
     { capabilities: {}, versionNegotiation: { mode: { pin: MODERN_VERSION } } },
   );
   await client.connect(new StreamableHTTPClientTransport(url));
-  let wire: WireAnswer[] = [];
+  const log = new WireLog();
   let nextId = 1;
   const rawDispatch: RawClientDispatch = async (request, options) => {
     if (!isObject(request) || typeof request['method'] !== 'string') throw new Error('not a request');
@@ -230,10 +246,10 @@ async function requesterV2(url: URL): Promise<Requester> {
     });
     const answer = await answerOf(response, id);
     if (isObject(answer['error'])) {
-      wire.push({ method, error: answer['error'] });
+      log.answers.push({ method, error: answer['error'] });
       return { kind: 'error', error: answer['error'] as never };
     }
-    wire.push({ method, result: answer['result'] });
+    log.answers.push({ method, result: answer['result'] });
     return { kind: 'result', result: answer['result'] as never };
   };
   const inputs: ApplicationInputRequest[] = [];
@@ -247,17 +263,7 @@ async function requesterV2(url: URL): Promise<Requester> {
       clientCapabilities: { elicitation: { form: {} } },
     },
   });
-  return {
-    session,
-    client,
-    wire: () => wire,
-    mark: () => (wire = []),
-    inputs,
-    close: async () => {
-      await session.close();
-      await client.close();
-    },
-  };
+  return requester(session, client, log, inputs);
 }
 
 /** Calls `tool` as a task (the session refuses to run it otherwise) and waits for its outcome. */
