@@ -28,3 +28,17 @@ export class Inbox<T> {
     });
   }
 }
+
+/** Each newline-delimited JSON message `stream` carries (a child's stdout in stdio mode), as it arrives. */
+export function jsonLines<T>(stream: NodeJS.ReadableStream): Inbox<T> {
+  const lines = new Inbox<T>();
+  let buffered = '';
+  stream.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString();
+    for (let end = buffered.indexOf('\n'); end >= 0; end = buffered.indexOf('\n')) {
+      lines.push(JSON.parse(buffered.slice(0, end)) as T);
+      buffered = buffered.slice(end + 1);
+    }
+  });
+  return lines;
+}

@@ -8,7 +8,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { GetTaskResultV2Schema, CreateTaskResultV2Schema } from '@modelcontextprotocol/ext-tasks/core/v2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Inbox } from '../helpers/inbox.js';
+import { jsonLines } from '../helpers/inbox.js';
 import { EXTENSION_META, modernRequest, type ModernAnswer } from '../helpers/modern-raw.js';
 import { FIXTURES, Gateway, TASKGATE } from '../helpers/taskgate.js';
 
@@ -32,15 +32,7 @@ async function stdioFront(fixture: string): Promise<Front> {
     [TASKGATE, '--', process.execPath, fixture],
     { stdio: ['pipe', 'pipe', 'pipe'] },
   );
-  const answers = new Inbox<Answer>();
-  let buffered = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString();
-    for (let end = buffered.indexOf('\n'); end >= 0; end = buffered.indexOf('\n')) {
-      answers.push(JSON.parse(buffered.slice(0, end)) as Answer);
-      buffered = buffered.slice(end + 1);
-    }
-  });
+  const answers = jsonLines<Answer>(child.stdout);
   return {
     ask: (method, params, meta = META) => {
       const id = nextId++;

@@ -9,7 +9,7 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ElicitRequest } from '@modelcontextprotocol/client';
-import { Inbox } from '../helpers/inbox.js';
+import { jsonLines } from '../helpers/inbox.js';
 import { modernCallCases } from '../helpers/modern-calls.js';
 import { connectModern, MODERN_VERSION, type ModernConnection } from '../helpers/modern-client.js';
 import { post } from '../helpers/raw-http.js';
@@ -287,15 +287,7 @@ describe('a stdio connection is 2025 or 2026-07-28 by its first message', () => 
     const child = spawn(process.execPath, [TASKGATE, '--', process.execPath, FIXTURES.legacy], {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
-    const lines = new Inbox<Answer>();
-    let buffered = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      for (let end = buffered.indexOf('\n'); end >= 0; end = buffered.indexOf('\n')) {
-        lines.push(JSON.parse(buffered.slice(0, end)) as Answer);
-        buffered = buffered.slice(end + 1);
-      }
-    });
+    const lines = jsonLines<Answer>(child.stdout);
     const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
     send({
       jsonrpc: '2.0',
