@@ -49,6 +49,7 @@ import { CONSERVATIVE_CACHE, toModernError, toModernResult } from '../protocol/m
 import type { Arrival, Channel } from '../transport/channel.js';
 import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
 import { decideModernToolCall, type ModernToolCallFacts } from '../session/decide.js';
+import type { TaskInputBoard } from '../tasks/store.js';
 import { ExtensionTasks, type Outcome } from './extension-tasks.js';
 import { MODERN_MAX_LISTENERS } from './defaults.js';
 import { ParkedCalls } from './parked-calls.js';
@@ -104,6 +105,8 @@ export interface ModernBridgeOptions {
   toolTasks(name: string): Omit<ModernToolCallFacts, 'extension'>;
   /** Tasks the bridge remembers (creator, pending input) at most. */
   maxTasks: number;
+  /** The input board of a task store shared by replicas, so that any of them serves these tasks' input. */
+  taskInputs?: TaskInputBoard;
 }
 
 /** A pending input request: what the server asked, and its id on the Session's side. */
@@ -174,6 +177,7 @@ export class ModernBridge {
     );
     this.tasks = new ExtensionTasks({
       maxTasks: options.maxTasks,
+      ...(options.taskInputs === undefined ? {} : { board: options.taskInputs }),
       inputHeld: (taskId) => this.taskChanged(taskId),
       session: {
         ask: (method, params) => this.ask(method, params),

@@ -5,10 +5,12 @@
  * Session is asked in 2025 terms (`tasks/get`, `tasks/result`, `tasks/cancel`); this module keeps, per
  * task, who created it, the input its server is waiting for (each under a key never reused), and a
  * `tasks/result` held open on the Session for as long as the task runs — it carries the server's input
- * requests (on its stream) and ends with the outcome that `tasks/get` inlines.
+ * requests (on its stream) and ends with the outcome that `tasks/get` inlines. With a store shared by
+ * replicas, each task's creator and pending input are posted on the store's input board, so that any
+ * replica serves its tasks/get and tasks/update; answers reach this one, which holds the server's requests.
  */
 import type { Logger } from 'pino';
-import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { ErrorCode, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/errors.js';
 import {
   errorResponse,
   isObject,
@@ -28,6 +30,7 @@ import {
   toV2GetTaskResult,
 } from '../tasks/generations.js';
 import { isTerminal, type TaskOutcome, type TaskStatus } from '../tasks/state.js';
+import type { PostedTask, TaskInputBoard } from '../tasks/store.js';
 import { withoutRelatedTask } from '../tasks/unwrap.js';
 import { toModernError, toModernResult } from '../protocol/modern/results.js';
 import type { TaskV1 } from '@modelcontextprotocol/ext-tasks/core/v1';
@@ -100,7 +103,12 @@ export interface ExtensionTasksOptions {
   now?: () => number;
   /** The server asked one of these tasks for input (listeners are told: tasks.md "Task Status Notifications"). */
   inputHeld?(taskId: string): void;
+  /** The input board of a store shared by replicas. */
+  board?: TaskInputBoard;
 }
+
+/** A task a tasks/* request names: held here, or (`posted`) by another replica sharing the store. */
+type FoundTask = { taskId: string; task: ExtensionTask | undefined; posted: PostedTask | undefined };
 
 export class ExtensionTasks {
   private readonly tasks = new Map<string, ExtensionTask>();
@@ -108,9 +116,15 @@ export class ExtensionTasks {
   private nextInputKey = 1;
   private readonly now: () => number;
   private closed = false;
+  private readonly stopHearing: () => void;
 
   constructor(private readonly options: ExtensionTasksOptions) {
     this.now = options.now ?? Date.now;
+    this.stopHearing =
+      options.board?.onAnswer((taskId, responses) => {
+        const task = this.tasks.get(taskId);
+        if (task !== undefined) this.answerInputs(task, responses);
+      }) ?? (() => undefined);
   }
 
   /**
@@ -127,8 +141,11 @@ export class ExtensionTasks {
     this.follow(task);
     const { request } = exchange;
     if (promoteAfterMs === undefined || task.outcome !== undefined) {
-      return this.answerCreated(task, request, created);
+      const answer = () => this.answerCreated(task, request, created);
+      // Another replica may be asked about the task as soon as its client has the id.
+      return this.options.board === undefined ? answer() : this.post(task).then(answer);
     }
+    void this.post(task);
     return new Promise<ModernAnswer>((resolve) => {
       const gaveUp = () => this.promotionAbandoned(task);
       exchange.signal.addEventListener('abort', gaveUp, { once: true });
@@ -176,6 +193,7 @@ export class ExtensionTasks {
       method: request.method,
       params: withoutRelatedTask(request.params),
     });
+    void this.post(task);
     // A status the Session announced before this request reached here said no inputRequests yet.
     this.options.inputHeld?.(task.taskId);
     // The client's request is still open as a plain call: it learns of the input from tasks/get.
@@ -186,17 +204,21 @@ export class ExtensionTasks {
   /** The Session withdrew a request it had put to the client: it is no longer asked. */
   serverCancelled(requestId: unknown): void {
     for (const task of this.tasks.values()) {
-      for (const [key, held] of task.inputs) if (held.serverRequestId === requestId) task.inputs.delete(key);
+      for (const [key, held] of task.inputs) {
+        if (held.serverRequestId !== requestId) continue;
+        task.inputs.delete(key);
+        void this.post(task);
+      }
     }
   }
 
   async get(exchange: ModernExchange): Promise<ModernAnswer> {
     const { request } = exchange;
-    const found = this.find(exchange);
+    const found = await this.find(exchange);
     if ('refused' in found) return found.refused;
     const asked = await this.options.session.ask('tasks/get', { taskId: found.taskId }).answer;
     if ('error' in asked) return this.options.session.respond(request, asked);
-    const detailed = await this.detailed(asked.result as unknown as TaskV1, found.task);
+    const detailed = await this.detailed(asked.result as unknown as TaskV1, found.task, found.posted);
     return this.options.session.respond(request, detailed);
   }
 
@@ -214,7 +236,7 @@ export class ExtensionTasks {
   }
 
   /** The v2 DetailedTask of a task whose 2025 face the Session gave, with its outcome or pending input. */
-  private async detailed(v1: TaskV1, task: ExtensionTask | undefined): Promise<Outcome> {
+  private async detailed(v1: TaskV1, task: ExtensionTask | undefined, posted?: PostedTask): Promise<Outcome> {
     let outcome: Outcome | undefined;
     if (isTerminal(v1.status as TaskStatus)) {
       const known = task?.outcome;
@@ -230,10 +252,11 @@ export class ExtensionTasks {
     if (outcome !== undefined && 'error' in outcome && outcome.error.code === ErrorCode.StoreUnavailable) {
       return outcome;
     }
+    const open = task === undefined ? (posted?.inputRequests ?? {}) : openInputs(task);
     // Input the Session could not tie to the task (a 2025 stdio server does not say) is still its input.
     const waiting =
-      v1.status === 'input_required' || (v1.status === 'working' && (task?.inputs.size ?? 0) > 0);
-    const inputs = waiting ? this.openInputs(task) : undefined;
+      v1.status === 'input_required' || (v1.status === 'working' && Object.keys(open).length > 0);
+    const inputs = waiting ? (open as JsonObject) : undefined;
     const facts = factsFromV1(waiting ? { ...v1, status: 'input_required' } : v1, outcome, inputs);
     try {
       return { result: toV2GetTaskResult(facts) as JsonObject };
@@ -249,9 +272,9 @@ export class ExtensionTasks {
     }
   }
 
-  update(exchange: ModernExchange): ModernAnswer {
+  async update(exchange: ModernExchange): Promise<ModernAnswer> {
     const { request } = exchange;
-    const found = this.find(exchange);
+    const found = await this.find(exchange);
     if ('refused' in found) return found.refused;
     const responses = request.params?.inputResponses;
     if (!isObject(responses)) {
@@ -261,12 +284,26 @@ export class ExtensionTasks {
           'Invalid params: tasks/update needs inputResponses, mapping keys of inputRequests to results',
       });
     }
-    const task = found.task;
-    // Keys not outstanding (never issued, answered, or withdrawn) are ignored (tasks.md "Task Update Requests").
+    if (found.task !== undefined) this.answerInputs(found.task, responses);
+    else if (found.posted !== undefined) {
+      // Held by another replica: the answers go to it.
+      try {
+        await this.options.board!.answer(found.taskId, responses);
+      } catch (error) {
+        return this.options.session.refuse(request, toJsonRpcError(error));
+      }
+    }
+    return this.options.session.respond(request, { result: {} });
+  }
+
+  /** Keys not outstanding (never issued, answered, or withdrawn) are ignored (tasks.md "Task Update Requests"). */
+  private answerInputs(task: ExtensionTask, responses: Record<string, unknown>): void {
+    let answered = false;
     for (const [key, response] of Object.entries(responses)) {
-      const held = task?.inputs.get(key);
+      const held = task.inputs.get(key);
       if (held === undefined) continue;
-      task!.inputs.delete(key);
+      task.inputs.delete(key);
+      answered = true;
       this.options.session.answerServer(
         isObject(response)
           ? successResponse(held.serverRequestId, response)
@@ -276,12 +313,12 @@ export class ExtensionTasks {
             }),
       );
     }
-    return this.options.session.respond(request, { result: {} });
+    if (answered) void this.post(task);
   }
 
   async cancel(exchange: ModernExchange): Promise<ModernAnswer> {
     const { request } = exchange;
-    const found = this.find(exchange);
+    const found = await this.find(exchange);
     if ('refused' in found) return found.refused;
     const asked = await this.options.session.ask('tasks/cancel', { taskId: found.taskId }).answer;
     // An already terminal task is acknowledged too (tasks.md "Task Cancellation"): the 2025 -32602 is not.
@@ -295,6 +332,7 @@ export class ExtensionTasks {
   /** The Session is gone (its own requests were answered with the reason): nothing is followed again. */
   close(): void {
     this.closed = true;
+    this.stopHearing();
     this.tasks.clear();
     this.byFollower.clear();
   }
@@ -392,13 +430,11 @@ export class ExtensionTasks {
   }
 
   /**
-   * The task a tasks/* request names, if its caller may see it. A task this process does not hold (created
-   * before a restart, or on another replica) is still served from the Session's store when callers are not
-   * identified; an identified caller is bound to the tasks it created here.
+   * The task a tasks/* request names, if its caller may see it. A task this process does not hold is one
+   * another replica posted (its creator is bound to it as here), or one created before a restart, still
+   * served from the Session's store when callers are not identified.
    */
-  private find(
-    exchange: ModernExchange,
-  ): { taskId: string; task: ExtensionTask | undefined } | { refused: ModernAnswer } {
+  private async find(exchange: ModernExchange): Promise<FoundTask | { refused: ModernAnswer }> {
     const { request } = exchange;
     const taskId = request.params?.taskId;
     if (typeof taskId !== 'string') {
@@ -410,28 +446,48 @@ export class ExtensionTasks {
       };
     }
     const task = this.tasks.get(taskId);
-    if (task === undefined ? exchange.principal !== undefined : task.principal !== exchange.principal) {
+    let posted: PostedTask | undefined;
+    if (task === undefined && this.options.board !== undefined) {
+      try {
+        posted = await this.options.board.read(taskId);
+      } catch (error) {
+        return { refused: this.options.session.refuse(request, toJsonRpcError(error)) };
+      }
+    }
+    const creator = task ?? posted;
+    if (creator === undefined ? exchange.principal !== undefined : creator.principal !== exchange.principal) {
       return { refused: this.options.session.refuse(request, TASK_NOT_FOUND(taskId)) };
     }
-    return { taskId, task };
+    return { taskId, task, posted };
   }
 
-  private openInputs(task: ExtensionTask | undefined): JsonObject {
-    const inputRequests: JsonObject = {};
-    for (const [key, held] of task?.inputs ?? []) {
-      inputRequests[key] =
-        held.params === undefined ? { method: held.method } : { method: held.method, params: held.params };
+  /** Tells the replicas sharing the store what the task waits for (none: it is held by no other store). */
+  private async post(task: ExtensionTask): Promise<void> {
+    const board = this.options.board;
+    if (board === undefined) return;
+    const posted: PostedTask = {
+      ...(task.principal === undefined ? {} : { principal: task.principal }),
+      inputRequests: openInputs(task),
+    };
+    try {
+      await board.post(task.taskId, posted, Math.max(1, task.forgetAt - this.now()));
+    } catch (error) {
+      this.options.session.logger.warn(
+        { taskId: task.taskId, err: (error as Error).message },
+        'tasks extension: the task could not be posted for the other replicas; only this one serves its input',
+      );
     }
-    return inputRequests;
   }
 
   private withdrawInputs(task: ExtensionTask, reason: string): void {
+    if (task.inputs.size === 0) return;
     for (const held of task.inputs.values()) {
       this.options.session.answerServer(
         errorResponse(held.serverRequestId, { code: ErrorCode.ClientUnavailable, message: reason }),
       );
     }
     task.inputs.clear();
+    void this.post(task);
   }
 
   private answerCreated(task: ExtensionTask, request: Request, created: TaskV1): ModernAnswer {
@@ -481,6 +537,16 @@ const withoutTag = (outcome: Outcome): Outcome =>
   'result' in outcome
     ? { result: toModernResult('tools/call', outcome.result) }
     : { error: toModernError('tools/call', outcome.error) };
+
+/** The input a task held here waits for, as tasks/get inlines it. */
+function openInputs(task: ExtensionTask): JsonObject {
+  const inputRequests: JsonObject = {};
+  for (const [key, held] of task.inputs) {
+    inputRequests[key] =
+      held.params === undefined ? { method: held.method } : { method: held.method, params: held.params };
+  }
+  return inputRequests;
+}
 
 /** The Session (or the stream it came on) says which call a server request belongs to. */
 function labelled(request: Request, arrival: Arrival | undefined): boolean {

@@ -36,6 +36,7 @@ export function startBridge(legacyClient: Channel, session: Session, options: Se
       promoteAfterMs: options.policy.forTool(name).promoteAfter,
     }),
     maxTasks: options.config.tasks.maxTasks,
+    ...(options.store.inputs === undefined ? {} : { taskInputs: options.store.inputs }),
   });
   bridge.start();
   return bridge;

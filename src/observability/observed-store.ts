@@ -5,7 +5,7 @@
  */
 import { TaskLimitError } from '../tasks/errors.js';
 import type { TaskRecord, TransitionChange } from '../tasks/state.js';
-import type { NewTask, TaskPage, TaskStore, TransitionListener } from '../tasks/store.js';
+import type { NewTask, TaskInputBoard, TaskPage, TaskStore, TransitionListener } from '../tasks/store.js';
 import type { LimitName } from './metrics.js';
 
 export interface StoreWatcher {
@@ -16,10 +16,14 @@ export interface StoreWatcher {
 }
 
 export class ObservedStore implements TaskStore {
+  readonly inputs: TaskInputBoard | undefined;
+
   constructor(
     readonly inner: TaskStore,
     private readonly watcher: StoreWatcher,
-  ) {}
+  ) {
+    this.inputs = inner.inputs;
+  }
 
   async create(task: NewTask): Promise<TaskRecord> {
     let record: TaskRecord;

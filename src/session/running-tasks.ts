@@ -73,5 +73,6 @@ export function noticingCreations(store: TaskStore, running: RunningTasks): Task
     waitForTerminal: (taskId, signal) => store.waitForTerminal(taskId, signal),
     onTransition: (listener) => store.onTransition(listener),
     close: () => store.close(),
+    inputs: store.inputs,
   };
 }

@@ -23,6 +23,8 @@ export interface MemoryStoreOptions {
 }
 
 export class MemoryTaskStore implements TaskStore {
+  /** One process: the bridge holding a task is the only one that can be asked about its input. */
+  readonly inputs = undefined;
   private readonly live = new Map<string, TaskRecord>();
   private readonly terminal: LRUCache<string, TaskRecord>;
   /** owner → (taskId → position), in creation order, for tasks/list. */

@@ -1,6 +1,6 @@
 /**
  * The Redis store's two connections: `cmd` runs the scripts of redis-scripts.ts, `sub` listens on the
- * events channel. It knows whether Redis can be reached and turns every way of not reaching it into
+ * events channel and the channel of input answers. It knows whether Redis can be reached and turns every way of not reaching it into
  * TaskStoreUnavailableError, so that no command waits for a connection.
  *
  * - No offline queue, no resend: while Redis is unreachable every command rejects at once, naming the
@@ -33,6 +33,8 @@ export interface RedisLinkOptions {
 export interface RedisLinkEvents {
   /** A message on the events channel. */
   message(message: string): void;
+  /** A message on the channel of input answers (`<prefix>inputs`). */
+  input(message: string): void;
   /** Redis is there (again). */
   up(): void;
 }
@@ -53,6 +55,7 @@ export class RedisLink {
   readonly cmd: Redis;
   readonly sub: Redis;
   private readonly channel: string;
+  readonly inputChannel: string;
   /** The server, without credentials, for messages and logs. */
   private readonly where: string;
   private readonly sharedKeys: string[];
@@ -70,6 +73,7 @@ export class RedisLink {
     private readonly events: RedisLinkEvents,
   ) {
     this.channel = `${options.prefix}events`;
+    this.inputChannel = `${options.prefix}inputs`;
     this.sharedKeys = SHARED_KEYS.map((name) => options.prefix + name);
     this.where = redact(options.url);
     const common = {
@@ -96,6 +100,7 @@ export class RedisLink {
     this.sub.on('ready', () => void this.subscribe());
     this.sub.on('message', (channel: string, message: string) => {
       if (channel === this.channel) events.message(message);
+      else if (channel === this.inputChannel) events.input(message);
     });
   }
 
@@ -190,7 +195,7 @@ export class RedisLink {
   private async subscribe(): Promise<void> {
     if (this.closed) return;
     try {
-      await this.sub.subscribe(this.channel);
+      await this.sub.subscribe(this.channel, this.inputChannel);
     } catch (error) {
       // The connection dropped again: the next 'ready' subscribes.
       this.lastError = error as Error;

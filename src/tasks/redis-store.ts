@@ -51,6 +51,8 @@
  *   sweeps only PING until Redis answers, then the store does what it does on reconnecting. A create
  *   that was sent but not confirmed may still be made by Redis: its end (failed, UNCONFIRMED) is kept
  *   the same way, so that such a task never stays live with no call behind it.
+ * - Input. What a 2026-07-28 extension task waits for is posted by the replica running it and read by
+ *   any (redis-inputs.ts); the client's answers reach that replica on `<prefix>inputs`.
  * - Topology. One Redis node (standalone, Sentinel, or a single-shard managed Redis): a script may evict
  *   tasks whose keys it cannot declare in advance, which Redis Cluster does not allow.
  */
@@ -60,6 +62,7 @@ import { CursorCodec } from './cursor.js';
 import { TaskNotFoundError, TaskStoreUnavailableError } from './errors.js';
 import { accepted, decode, type RefusalContext, type Values } from './redis-codec.js';
 import { ExecutorLease } from './redis-lease.js';
+import { RedisInputBoard } from './redis-inputs.js';
 import { RedisLink, redact } from './redis-link.js';
 import { DeferredEnds, UNCONFIRMED_END } from './redis-outbox.js';
 import { TRANSITIONS_JSON } from './redis-scripts.js';
@@ -118,6 +121,7 @@ export class RedisTaskStore implements TaskStore {
   readonly executorId = randomUUID();
   private readonly prefix: string;
   private readonly link: RedisLink;
+  readonly inputs: RedisInputBoard;
   private readonly watch: TaskWatch;
   private readonly lease: ExecutorLease | undefined;
   private readonly deferredEnds = new DeferredEnds();
@@ -157,8 +161,13 @@ export class RedisTaskStore implements TaskStore {
         commandTimeoutMs: options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
         logger: options.logger,
       },
-      { message: (message) => this.watch.onEvent(message), up: () => this.resume() },
+      {
+        message: (message) => this.watch.onEvent(message),
+        input: (message) => this.inputs.heard(message),
+        up: () => this.resume(),
+      },
     );
+    this.inputs = new RedisInputBoard(this.link, this.prefix);
     this.lease =
       this.leaseTtlMs > 0
         ? new ExecutorLease(this.link, {

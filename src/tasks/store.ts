@@ -25,6 +25,28 @@ export interface TaskPage {
 
 export type TransitionListener = (record: TaskRecord) => void;
 
+/** What the replica running a 2026-07-28 extension task shows of it to every replica: tasks.md's inputRequests. */
+export interface PostedTask {
+  /** Who created the task, when callers are identified: only they may see or answer it. */
+  principal?: string;
+  /** The input its server waits for, by key, as tasks/get inlines it. */
+  inputRequests: Record<string, unknown>;
+}
+
+/**
+ * Pending input of tasks across the replicas sharing a store (ext-tasks tasks.md "Task Update Requests").
+ * The replica running a task posts what it waits for; any replica reads it for tasks/get and sends the
+ * client's inputResponses, which reach the replica holding the task (every listener hears them; only the
+ * one holding the task acts). An answer sent while that replica cannot hear is lost: the key stays in
+ * inputRequests and the client may answer it again.
+ */
+export interface TaskInputBoard {
+  post(taskId: string, posted: PostedTask, ttlMs: number): Promise<void>;
+  read(taskId: string): Promise<PostedTask | undefined>;
+  answer(taskId: string, inputResponses: Record<string, unknown>): Promise<void>;
+  onAnswer(listener: (taskId: string, inputResponses: Record<string, unknown>) => void): () => void;
+}
+
 /** The statusMessage of a task whose executor (the taskgate process running its call) stopped. */
 export const EXECUTOR_LOST = 'executor lost: the taskgate replica running this task stopped';
 
@@ -75,4 +97,6 @@ export interface TaskStore {
   waitForTerminal(taskId: string, signal?: AbortSignal): Promise<TaskRecord>;
   onTransition(listener: TransitionListener): () => void;
   close(): Promise<void>;
+  /** A store shared by several processes has one; a single-process store has no other process to tell. */
+  readonly inputs: TaskInputBoard | undefined;
 }

@@ -20,12 +20,13 @@ export const EXTENSION_META = {
 
 let nextId = 1;
 
-/** POSTs one request with `meta` and the routing headers it needs; resolves with its JSON-RPC answer. */
+/** POSTs one request with `meta`, the routing headers it needs and `headers`; resolves with its JSON-RPC answer. */
 export async function modernRequest(
   url: URL,
   method: string,
   params: Record<string, unknown>,
   meta: object = EXTENSION_META,
+  headers: Record<string, string> = {},
 ): Promise<ModernAnswer> {
   const id = nextId++;
   const name = params.name ?? params.taskId;
@@ -36,6 +37,7 @@ export async function modernRequest(
       'mcp-protocol-version': MODERN_VERSION,
       'mcp-method': method,
       ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+      ...headers,
     },
   );
   const body = await response.text();

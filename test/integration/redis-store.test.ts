@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import {
   CallerLimitError,
   InvalidCursorError,
@@ -365,6 +365,35 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
         cursorSecret: 'another secret, of another deployment',
       });
       expect(await thrownBy(stranger.list(owner, cursor, 10))).toBeInstanceOf(InvalidCursorError);
+    });
+  });
+
+  describe('input of extension tasks across replicas', () => {
+    it("what A posts B reads until it expires; B's answers reach every store of the prefix, and no other", async () => {
+      const [a, b] = await replicas();
+      const elsewhere = await open();
+      const heard: { by: string; taskId: string; responses: unknown }[] = [];
+      for (const [by, store] of [
+        ['a', a],
+        ['b', b],
+        ['elsewhere', elsewhere],
+      ] as const) {
+        store.inputs.onAnswer((taskId, responses) => heard.push({ by, taskId, responses }));
+      }
+      const posted = { principal: 'alice', inputRequests: { 'input-1': { method: 'roots/list' } } };
+      await a.inputs.post('task-1', posted, 300);
+      expect(await b.inputs.read('task-1')).toEqual(posted);
+      expect(await elsewhere.inputs.read('task-1')).toBeUndefined();
+
+      await b.inputs.answer('task-1', { 'input-1': { roots: [] } });
+      await vi.waitFor(() => expect(heard.map(({ by }) => by).sort()).toEqual(['a', 'b']), {
+        timeout: WITHIN_MS,
+      });
+      expect(heard[0]).toMatchObject({ taskId: 'task-1', responses: { 'input-1': { roots: [] } } });
+
+      await vi.waitFor(async () => expect(await b.inputs.read('task-1')).toBeUndefined(), {
+        timeout: WITHIN_MS,
+      });
     });
   });
 

@@ -195,6 +195,102 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     expect(JSON.parse(seen)).toEqual(['v2-cancelled-from-B']);
   });
 
+  it("a 2026-07-28 extension task made on A asks for input: B shows the inputRequests, and B's tasks/update reaches A's server", async () => {
+    const prefix = freshPrefix();
+    const [a, b] = await Promise.all([replica(prefix), replica(prefix)]);
+    const made = await modernRequest(a.url, 'tools/call', {
+      name: 'elicit',
+      arguments: { message: 'asked on A, answered on B' },
+    });
+    expect(made.result).toMatchObject({ resultType: 'task' });
+    const taskId = String(made.result!.taskId);
+    /** tasks/get on `url` until `done` holds of it, a bounded number of times. */
+    const getUntil = async (url: URL, done: (task: Record<string, unknown>) => boolean) => {
+      let last: unknown;
+      for (let attempt = 0; attempt < 200; attempt++) {
+        const got = await modernRequest(url, 'tasks/get', { taskId });
+        expect(got.error).toBeUndefined();
+        if (done(got.result!)) return got.result!;
+        last = got.result;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      throw new Error(`task ${taskId} never got there; last: ${JSON.stringify(last)}`);
+    };
+
+    const waiting = await getUntil(
+      b.url,
+      (task) => Object.keys((task.inputRequests as object | undefined) ?? {}).length > 0,
+    );
+    expect(waiting.status).toBe('input_required');
+    const posted = Object.entries(waiting.inputRequests as Record<string, unknown>);
+    expect(posted).toHaveLength(1);
+    const [key, asked] = posted[0]!;
+    expect(asked).toMatchObject({
+      method: 'elicitation/create',
+      params: { message: 'asked on A, answered on B' },
+    });
+
+    // A key B does not know of is ignored; the one A posted reaches A's server.
+    const update = await modernRequest(b.url, 'tasks/update', {
+      taskId,
+      inputResponses: {
+        'input-never-issued': { action: 'decline' },
+        [key]: { action: 'accept', content: { answer: 'from B' } },
+      },
+    });
+    expect(update.result).toMatchObject({ resultType: 'complete' });
+    const done = await getUntil(
+      b.url,
+      (task) => task.status !== 'input_required' && task.status !== 'working',
+    );
+    expect(done).toMatchObject({
+      status: 'completed',
+      result: {
+        content: [
+          { type: 'text', text: JSON.stringify({ action: 'accept', content: { answer: 'from B' } }) },
+        ],
+      },
+    });
+    expect(await getUntil(a.url, () => true)).toMatchObject({ status: 'completed' });
+  });
+
+  it('an identified caller’s extension task is theirs on every replica: another identity gets "not found" on B', async () => {
+    const prefix = freshPrefix();
+    const tokens = [
+      '--auth-token',
+      'alice-token-0123456789=alice',
+      '--auth-token',
+      'bob-token-0123456789ab=bob',
+    ];
+    const [a, b] = await Promise.all([
+      replica(prefix, redis!.url, tokens),
+      replica(prefix, redis!.url, tokens),
+    ]);
+    const alice = { authorization: 'Bearer alice-token-0123456789' };
+    const bob = { authorization: 'Bearer bob-token-0123456789ab' };
+    const made = await modernRequest(
+      a.url,
+      'tools/call',
+      { name: 'sleep', arguments: { ms: 30_000 } },
+      EXTENSION_META,
+      alice,
+    );
+    const taskId = String(made.result!.taskId);
+    expect((await modernRequest(b.url, 'tasks/get', { taskId }, EXTENSION_META, alice)).result).toMatchObject(
+      { status: 'working' },
+    );
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+      const refused = await modernRequest(b.url, method, { taskId, inputResponses: {} }, EXTENSION_META, bob);
+      expect(refused.error).toMatchObject({
+        code: -32602,
+        message: expect.stringContaining('Task not found'),
+      });
+    }
+    expect(
+      (await modernRequest(b.url, 'tasks/cancel', { taskId }, EXTENSION_META, alice)).result,
+    ).toMatchObject({ resultType: 'complete' });
+  });
+
   it('tasks/list without an identity lists the tasks of the caller’s own session, on its own replica only', async () => {
     const prefix = freshPrefix();
     const [a, b] = await Promise.all([replica(prefix), replica(prefix)]);
