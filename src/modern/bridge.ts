@@ -50,6 +50,7 @@ import type { Arrival, Channel } from '../transport/channel.js';
 import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
 import { decideModernToolCall, type ModernToolCallFacts } from '../session/decide.js';
 import type { TaskInputBoard } from '../tasks/store.js';
+import type { Limits } from '../security/limits.js';
 import { ExtensionTasks, type Outcome } from './extension-tasks.js';
 import { MODERN_MAX_LISTENERS } from './defaults.js';
 import { ParkedCalls } from './parked-calls.js';
@@ -107,6 +108,10 @@ export interface ModernBridgeOptions {
   maxTasks: number;
   /** The input board of a task store shared by replicas, so that any of them serves these tasks' input. */
   taskInputs?: TaskInputBoard;
+  /** Per-caller limits, counted here for each modern caller rather than once for the bridge. */
+  limits?: Limits;
+  /** Whom a request that names no caller counts against (the Session's own caller). */
+  defaultCaller: string;
 }
 
 /** A pending input request: what the server asked, and its id on the Session's side. */
@@ -129,6 +134,8 @@ interface Call {
   /** The request's params, for the digest its requestState is sealed with (only if it asks for input). */
   params: JsonObject | undefined;
   principal: string | undefined;
+  /** Whom the Session counts the call against (limits). */
+  caller: string;
   meta: ModernRequestMeta;
   /** The client's progress token of the current attempt; the Session sees the bridge's own. */
   clientProgressToken: string | number | undefined;
@@ -251,6 +258,13 @@ export class ModernBridge {
       });
       return { response: successResponse(request.id, discovered) };
     }
+    if (TASK_REQUESTS.has(request.method)) {
+      try {
+        this.options.limits?.admitTaskRequest(exchange.caller ?? this.options.defaultCaller);
+      } catch (error) {
+        return this.refuse(request, toJsonRpcError(error));
+      }
+    }
     switch (request.method) {
       case 'tasks/get':
         return this.tasks.get(exchange);
@@ -266,6 +280,11 @@ export class ModernBridge {
       return this.resume(exchange, meta);
     }
     return this.forward(exchange, meta);
+  }
+
+  /** Whom the Session counts a request the bridge sent against: a client's call its caller, its own requests nobody. */
+  callerOf(legacyId: RequestId): string | undefined {
+    return typeof legacyId === 'number' ? this.calls.get(legacyId)?.caller : undefined;
   }
 
   close(): Promise<void> {
@@ -288,6 +307,7 @@ export class ModernBridge {
       method: request.method,
       params: request.params,
       principal: exchange.principal,
+      caller: exchange.caller ?? this.options.defaultCaller,
       meta,
       clientProgressToken: progressTokenOf(request.params),
       waiter: undefined,
@@ -758,6 +778,9 @@ function asInitializeResult(result: JsonObject): LegacyInitializeResult {
 }
 
 /** The bridge's own progress token for a call: client tokens may collide between clients of one bridge. */
+/** The extension's tasks/* requests: within the caller's limits.taskRequestRate, as 2025 ones are. */
+const TASK_REQUESTS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
+
 const bridgeToken = (legacyId: number): string => `taskgate-modern-${legacyId}`;
 
 function progressTokenOf(params: JsonObject | undefined): string | number | undefined {

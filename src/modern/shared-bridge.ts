@@ -37,7 +37,10 @@ export function startBridge(legacyClient: Channel, session: Session, options: Se
     }),
     maxTasks: options.config.tasks.maxTasks,
     ...(options.store.inputs === undefined ? {} : { taskInputs: options.store.inputs }),
+    ...(options.limits === undefined ? {} : { limits: options.limits }),
+    defaultCaller: session.caller,
   });
+  session.countCallersBy((legacyId) => bridge.callerOf(legacyId));
   bridge.start();
   return bridge;
 }

@@ -146,6 +146,8 @@ export class Session {
   /** Client requests not answered yet: once the client's input has ended, the session closes when none is left. */
   private readonly clientRequestsOpen = new Set<string | number>();
   private clientInputEnded = false;
+  /** Whom each client request counts against (see countCallersBy). */
+  private callerOf: (requestId: RequestId) => string | undefined = () => this.caller;
   /** The client has sent a request (it knows the session is there). */
   private clientAsked = false;
   private closeWhenAnswered = false;
@@ -242,8 +244,16 @@ export class Session {
   }
 
   /** Whom per-caller limits count against: the identity, or this session without one. */
-  private get caller(): string {
+  get caller(): string {
     return this.options.identity ?? `session:${this.options.id}`;
+  }
+
+  /**
+   * The client of this session is a bridge serving many callers: each request counts against the caller it
+   * names, and one it names none for (the bridge's own, already counted for its client) against nobody.
+   */
+  countCallersBy(callerOf: (requestId: RequestId) => string | undefined): void {
+    this.callerOf = callerOf;
   }
 
   start(): void {
@@ -393,13 +403,14 @@ export class Session {
     this.clientRequestsOpen.add(idKey(request.id));
     const params = request.params;
     const limits = this.options.limits;
+    const caller = limits && this.callerOf(request.id);
     if (
-      limits &&
+      caller !== undefined &&
       (request.method.startsWith('tasks/') || (request.method === 'tools/call' && params?.task !== undefined))
     ) {
       try {
-        if (request.method === 'tools/call') limits.admitTask(this.caller);
-        else limits.admitTaskRequest(this.caller);
+        if (request.method === 'tools/call') limits!.admitTask(caller);
+        else limits!.admitTaskRequest(caller);
       } catch (error) {
         return this.replyError(this.fromClientSide, request.id, error);
       }
@@ -502,9 +513,10 @@ export class Session {
       case 'augment': {
         if (this.upstreamRefuses) return this.refuseUpstreamGone(request);
         const limits = this.options.limits;
+        const caller = this.callerOf(request.id);
         return this.answerLocally(request, () =>
-          limits
-            ? limits.withinLiveTasks(this.caller, (limit) => this.augmenter.createTask(params, limit))
+          limits && caller !== undefined
+            ? limits.withinLiveTasks(caller, (limit) => this.augmenter.createTask(params, limit))
             : this.augmenter.createTask(params),
         );
       }

@@ -332,6 +332,7 @@ export class HttpFront {
     const answer = await serve({
       request,
       ...(caller === undefined ? {} : { principal: caller.identity }),
+      caller: caller?.identity ?? `address:${req.socket.remoteAddress ?? 'unknown'}`,
       signal: cancelled.signal,
       notify: (related) => {
         if (answered || res.destroyed) return;

@@ -11,6 +11,7 @@ import type { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
+import { EXTENSION_META, modernRequest } from '../helpers/modern-raw.js';
 import { sample } from '../helpers/prometheus.js';
 import { httpTransport } from '../helpers/http-client.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
@@ -183,6 +184,46 @@ describe('limits', () => {
     expect(refused.code).toBe(-32001);
     expect(refused.message).toMatch(/limits\.maxLiveTasks/);
     expect((await create(bob)).task.status).toBe('working');
+  });
+
+  it('counts 2026-07-28 callers one by one, not as the one bridge they share: live tasks and the tasks/get rate', async () => {
+    await start('limits:\n  maxLiveTasks: 2\n  taskRequestRate: 1\n  taskRequestBurst: 3\n');
+    const as = (token: string) => ({ authorization: `Bearer ${token}` });
+    const create = (token: string) =>
+      modernRequest(
+        gateway!.url,
+        'tools/call',
+        { name: 'sleep', arguments: { ms: 5_000 } },
+        EXTENSION_META,
+        as(token),
+      );
+    const first = await create(TOKEN_A);
+    expect(first.result).toMatchObject({ resultType: 'task' });
+    await create(TOKEN_A);
+    expect((await create(TOKEN_A)).error).toMatchObject({
+      code: -31001,
+      message: expect.stringMatching(/limits\.maxLiveTasks/),
+    });
+    expect((await create(TOKEN_B)).result).toMatchObject({ resultType: 'task', status: 'working' });
+
+    // -32001 on a 2025 session: 2026-07-28 moves taskgate's own codes out of the range it reserves.
+    const taskId = String(first.result!.taskId);
+    const answers = [];
+    for (let i = 0; i < 4; i++)
+      answers.push(await modernRequest(gateway!.url, 'tasks/get', { taskId }, EXTENSION_META, as(TOKEN_A)));
+    expect(answers.slice(0, 3).map((answer) => answer.result?.status)).toEqual([
+      'working',
+      'working',
+      'working',
+    ]);
+    expect(answers[3]!.error).toMatchObject({
+      code: -31001,
+      message: expect.stringMatching(/limits\.taskRequestRate/),
+    });
+    // Bob's bucket is his own; his unknown-task answer is the usual one.
+    expect(
+      (await modernRequest(gateway!.url, 'tasks/get', { taskId }, EXTENSION_META, as(TOKEN_B))).error,
+    ).toMatchObject({ code: -32602 });
   });
 
   it('finds nothing in 10 000 random task ids and rate-limits the search', { timeout: 120_000 }, async () => {

@@ -8,6 +8,8 @@ export interface ModernExchange {
   readonly request: Request;
   /** The authenticated caller, when callers are identified: a requestState is bound to it. */
   readonly principal?: string;
+  /** Whom per-caller limits count the request against (the identity, else the client's address); none: the front's one client. */
+  readonly caller?: string;
   /** A message that belongs with the request before its answer (progress, log messages): on its stream. */
   notify(message: object): void;
   /** Aborted when the client gives the request up (its HTTP stream closed, or notifications/cancelled). */
