@@ -30,7 +30,7 @@ import {
   toV2GetTaskResult,
 } from '../tasks/generations.js';
 import { isTerminal, type TaskOutcome, type TaskStatus } from '../tasks/state.js';
-import type { PostedTask, TaskInputBoard } from '../tasks/store.js';
+import type { PostedTask, RelayedRequest, TaskInputBoard } from '../tasks/store.js';
 import { withoutRelatedTask } from '../tasks/unwrap.js';
 import { toModernError, toModernResult } from '../protocol/modern/results.js';
 import type { TaskV1 } from '@modelcontextprotocol/ext-tasks/core/v1';
@@ -93,6 +93,9 @@ const TASK_NOT_FOUND = (taskId: string): JsonRpcErrorObject => ({
 /** How often a task's tasks/result that ended early is sent again before the task is only polled. */
 const MAX_REFOLLOWS = 10;
 
+/** How long a replica waits for the one running a task to serve a request relayed to it. */
+const RELAY_WITHIN_MS = 5_000;
+
 /** Without a ttl, a task is remembered here this long. */
 const UNLIMITED_TTL_REMEMBERED_MS = 24 * 60 * 60 * 1000;
 
@@ -116,15 +119,21 @@ export class ExtensionTasks {
   private nextInputKey = 1;
   private readonly now: () => number;
   private closed = false;
-  private readonly stopHearing: () => void;
+  private readonly stopHearing: (() => void)[];
 
   constructor(private readonly options: ExtensionTasksOptions) {
     this.now = options.now ?? Date.now;
+    const board = options.board;
     this.stopHearing =
-      options.board?.onAnswer((taskId, responses) => {
-        const task = this.tasks.get(taskId);
-        if (task !== undefined) this.answerInputs(task, responses);
-      }) ?? (() => undefined);
+      board === undefined
+        ? []
+        : [
+            board.onAnswer((taskId, responses) => {
+              const task = this.tasks.get(taskId);
+              if (task !== undefined) this.answerInputs(task, responses);
+            }),
+            board.onRelayed((relayed) => this.serveRelayed(relayed)),
+          ];
   }
 
   /**
@@ -217,7 +226,8 @@ export class ExtensionTasks {
     const found = await this.find(exchange);
     if ('refused' in found) return found.refused;
     const asked = await this.options.session.ask('tasks/get', { taskId: found.taskId }).answer;
-    if ('error' in asked) return this.options.session.respond(request, asked);
+    if ('error' in asked)
+      return (await this.relayToRunner(exchange, found)) ?? this.options.session.respond(request, asked);
     const detailed = await this.detailed(asked.result as unknown as TaskV1, found.task, found.posted);
     return this.options.session.respond(request, detailed);
   }
@@ -321,6 +331,8 @@ export class ExtensionTasks {
     const found = await this.find(exchange);
     if ('refused' in found) return found.refused;
     const asked = await this.options.session.ask('tasks/cancel', { taskId: found.taskId }).answer;
+    const relayed = 'error' in asked ? await this.relayToRunner(exchange, found) : undefined;
+    if (relayed !== undefined) return relayed;
     // An already terminal task is acknowledged too (tasks.md "Task Cancellation"): the 2025 -32602 is not.
     if ('error' in asked && (found.task === undefined || asked.error.code !== ErrorCode.InvalidParams)) {
       return this.options.session.respond(request, asked);
@@ -332,7 +344,7 @@ export class ExtensionTasks {
   /** The Session is gone (its own requests were answered with the reason): nothing is followed again. */
   close(): void {
     this.closed = true;
-    this.stopHearing();
+    for (const stop of this.stopHearing) stop();
     this.tasks.clear();
     this.byFollower.clear();
   }
@@ -459,6 +471,45 @@ export class ExtensionTasks {
       return { refused: this.options.session.refuse(request, TASK_NOT_FOUND(taskId)) };
     }
     return { taskId, task, posted };
+  }
+
+  /**
+   * A task another replica posted that this one's Session does not know (a server's own task, behind that
+   * replica's upstream): the request is served there. Undefined when it could not be (that replica is gone
+   * or no longer holds the task): the local answer stands.
+   */
+  private async relayToRunner(exchange: ModernExchange, found: FoundTask): Promise<ModernAnswer> {
+    const board = this.options.board;
+    const runner = found.posted?.runner;
+    if (board === undefined || runner === undefined || runner === board.self) return undefined;
+    const relayed: RelayedRequest = {
+      request: exchange.request as RelayedRequest['request'],
+      ...(exchange.principal === undefined ? {} : { principal: exchange.principal }),
+      ...(exchange.caller === undefined ? {} : { caller: exchange.caller }),
+    };
+    const response = await board.relay(runner, relayed, RELAY_WITHIN_MS).catch(() => undefined);
+    return response === undefined ? undefined : { response };
+  }
+
+  /** A request another replica relayed here, if it is about a task held here. */
+  private async serveRelayed(relayed: RelayedRequest): Promise<object | undefined> {
+    const taskId = relayed.request.params?.taskId;
+    if (typeof taskId !== 'string' || !this.tasks.has(taskId)) return undefined;
+    const exchange: ModernExchange = {
+      request: relayed.request as Request,
+      ...(relayed.principal === undefined ? {} : { principal: relayed.principal }),
+      ...(relayed.caller === undefined ? {} : { caller: relayed.caller }),
+      signal: AbortSignal.timeout(RELAY_WITHIN_MS),
+      notify: () => undefined,
+    };
+    const method = relayed.request.method;
+    const answer =
+      method === 'tasks/get'
+        ? await this.get(exchange)
+        : method === 'tasks/cancel'
+          ? await this.cancel(exchange)
+          : undefined;
+    return answer?.response;
   }
 
   /** Tells the replicas sharing the store what the task waits for (none: it is held by no other store). */

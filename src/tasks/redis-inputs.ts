@@ -1,24 +1,39 @@
 /**
  * The Redis store's input board (store.ts `TaskInputBoard`): what an extension task waits for is a key
  * `<prefix>input:<taskId>` (JSON, expiring with the task), and the client's answers go out on the
- * `<prefix>inputs` channel to every replica, where the one holding the task acts on them.
+ * `<prefix>inputs` channel to every replica, where the one holding the task acts on them. A relayed
+ * request goes to its runner's own channel with the relaying replica's name, and the answer comes back
+ * on that one's channel; the runner answers at once (with no response) when no handler holds the task.
  */
-import type { RedisLink } from './redis-link.js';
-import type { PostedTask, TaskInputBoard } from './store.js';
+import { relayChannelOf, type RedisLink } from './redis-link.js';
+import type { PostedTask, RelayedRequest, RelayHandler, TaskInputBoard } from './store.js';
 
 type AnswerListener = (taskId: string, inputResponses: Record<string, unknown>) => void;
 
+/** Relayed requests awaiting their answer at most; beyond it a relay gives up at once. */
+const MAX_RELAYS_IN_FLIGHT = 10_000;
+
+interface PendingRelay {
+  resolve(response: object | undefined): void;
+  timer: NodeJS.Timeout;
+}
+
 export class RedisInputBoard implements TaskInputBoard {
   private readonly listeners = new Set<AnswerListener>();
+  private readonly handlers = new Set<RelayHandler>();
+  private readonly relays = new Map<number, PendingRelay>();
+  private nextRelay = 1;
 
   constructor(
     private readonly link: RedisLink,
     private readonly prefix: string,
+    readonly self: string,
   ) {}
 
   async post(taskId: string, posted: PostedTask, ttlMs: number): Promise<void> {
     const ttl = String(Math.max(1, Math.ceil(ttlMs)));
-    await this.link.redis(() => this.link.cmd.set(this.key(taskId), JSON.stringify(posted), 'PX', ttl));
+    const stamped = JSON.stringify({ ...posted, runner: this.self });
+    await this.link.redis(() => this.link.cmd.set(this.key(taskId), stamped, 'PX', ttl));
   }
 
   async read(taskId: string): Promise<PostedTask | undefined> {
@@ -34,6 +49,74 @@ export class RedisInputBoard implements TaskInputBoard {
   onAnswer(listener: AnswerListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  async relay(runner: string, relayed: RelayedRequest, timeoutMs: number): Promise<object | undefined> {
+    if (this.relays.size >= MAX_RELAYS_IN_FLIGHT) return undefined;
+    const id = this.nextRelay++;
+    const answered = new Promise<object | undefined>((resolve) => {
+      const timer = setTimeout(() => this.settle(id, undefined), timeoutMs);
+      this.relays.set(id, { resolve, timer });
+    });
+    const message = JSON.stringify({ kind: 'request', id, from: this.self, ...relayed });
+    try {
+      await this.link.redis(() => this.link.cmd.publish(relayChannelOf(this.prefix, runner), message));
+    } catch (error) {
+      this.settle(id, undefined);
+      throw error;
+    }
+    return answered;
+  }
+
+  onRelayed(handler: RelayHandler): () => void {
+    this.handlers.add(handler);
+    return () => this.handlers.delete(handler);
+  }
+
+  /** A message on this replica's own channel: a request relayed to it, or the answer to one it relayed. */
+  relayed(message: string): void {
+    const got = parse(message);
+    if (!isRecord(got) || typeof got.id !== 'number') return;
+    if (got.kind === 'reply') return this.settle(got.id, isRecord(got.response) ? got.response : undefined);
+    const request = got.request;
+    if (got.kind !== 'request' || typeof got.from !== 'string' || !isRecord(request)) return;
+    const relayed: RelayedRequest = {
+      request: request as RelayedRequest['request'],
+      ...(typeof got.principal === 'string' ? { principal: got.principal } : {}),
+      ...(typeof got.caller === 'string' ? { caller: got.caller } : {}),
+    };
+    void this.serve(relayed)
+      .then((response) => {
+        const reply = JSON.stringify({ kind: 'reply', id: got.id, ...(response && { response }) });
+        const to = relayChannelOf(this.prefix, got.from as string);
+        return this.link.redis(() => this.link.cmd.publish(to, reply));
+      })
+      .catch(() => undefined);
+  }
+
+  /** Closing: every relay still waiting gives up. */
+  stop(): void {
+    for (const id of [...this.relays.keys()]) this.settle(id, undefined);
+  }
+
+  private async serve(relayed: RelayedRequest): Promise<object | undefined> {
+    for (const handler of this.handlers) {
+      try {
+        const response = await handler(relayed);
+        if (response !== undefined) return response;
+      } catch (error) {
+        process.emitWarning(error as Error);
+      }
+    }
+    return undefined;
+  }
+
+  private settle(id: number, response: object | undefined): void {
+    const pending = this.relays.get(id);
+    if (pending === undefined) return;
+    this.relays.delete(id);
+    clearTimeout(pending.timer);
+    pending.resolve(response);
   }
 
   /** A message on the inputs channel (a replica sharing the prefix published it). */
@@ -67,6 +150,10 @@ const isRecord = (value: unknown): value is Record<string, unknown> =>
 
 function asPosted(value: unknown): PostedTask | undefined {
   if (!isRecord(value) || !isRecord(value.inputRequests)) return undefined;
-  const principal = typeof value.principal === 'string' ? value.principal : undefined;
-  return { ...(principal === undefined ? {} : { principal }), inputRequests: value.inputRequests };
+  const { principal, runner } = value;
+  return {
+    ...(typeof runner === 'string' ? { runner } : {}),
+    ...(typeof principal === 'string' ? { principal } : {}),
+    inputRequests: value.inputRequests,
+  };
 }

@@ -1,6 +1,6 @@
 /**
  * The Redis store's two connections: `cmd` runs the scripts of redis-scripts.ts, `sub` listens on the
- * events channel and the channel of input answers. It knows whether Redis can be reached and turns every way of not reaching it into
+ * events channel, the channel of input answers and this replica's own channel (`<prefix>relay:<replica>`). It knows whether Redis can be reached and turns every way of not reaching it into
  * TaskStoreUnavailableError, so that no command waits for a connection.
  *
  * - No offline queue, no resend: while Redis is unreachable every command rejects at once, naming the
@@ -23,6 +23,8 @@ export interface RedisLinkOptions {
   password?: string | undefined;
   db?: number | undefined;
   prefix: string;
+  /** This store object among the replicas: its own channel is named after it. */
+  replica: string;
   /** The clock the scripts use, for tests; without it, Redis's own. */
   now?: (() => number) | undefined;
   connectTimeoutMs: number;
@@ -35,6 +37,8 @@ export interface RedisLinkEvents {
   message(message: string): void;
   /** A message on the channel of input answers (`<prefix>inputs`). */
   input(message: string): void;
+  /** A message on this replica's own channel. */
+  relayed(message: string): void;
   /** Redis is there (again). */
   up(): void;
 }
@@ -56,6 +60,7 @@ export class RedisLink {
   readonly sub: Redis;
   private readonly channel: string;
   readonly inputChannel: string;
+  readonly relayChannel: string;
   /** The server, without credentials, for messages and logs. */
   private readonly where: string;
   private readonly sharedKeys: string[];
@@ -74,6 +79,7 @@ export class RedisLink {
   ) {
     this.channel = `${options.prefix}events`;
     this.inputChannel = `${options.prefix}inputs`;
+    this.relayChannel = relayChannelOf(options.prefix, options.replica);
     this.sharedKeys = SHARED_KEYS.map((name) => options.prefix + name);
     this.where = redact(options.url);
     const common = {
@@ -101,6 +107,7 @@ export class RedisLink {
     this.sub.on('message', (channel: string, message: string) => {
       if (channel === this.channel) events.message(message);
       else if (channel === this.inputChannel) events.input(message);
+      else if (channel === this.relayChannel) events.relayed(message);
     });
   }
 
@@ -195,7 +202,7 @@ export class RedisLink {
   private async subscribe(): Promise<void> {
     if (this.closed) return;
     try {
-      await this.sub.subscribe(this.channel, this.inputChannel);
+      await this.sub.subscribe(this.channel, this.inputChannel, this.relayChannel);
     } catch (error) {
       // The connection dropped again: the next 'ready' subscribes.
       this.lastError = error as Error;
@@ -249,6 +256,9 @@ export class RedisLink {
     this.state.emit('change');
   }
 }
+
+/** The channel a replica hears requests relayed to it, and answers to those it relayed, on. */
+export const relayChannelOf = (prefix: string, replica: string): string => `${prefix}relay:${replica}`;
 
 /** The URL without its credentials, for messages and logs. */
 export function redact(url: string): string {

@@ -156,6 +156,7 @@ export class RedisTaskStore implements TaskStore {
         password: options.password,
         db: options.db,
         prefix: this.prefix,
+        replica: this.executorId,
         now: options.now,
         connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
         commandTimeoutMs: options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
@@ -164,10 +165,11 @@ export class RedisTaskStore implements TaskStore {
       {
         message: (message) => this.watch.onEvent(message),
         input: (message) => this.inputs.heard(message),
+        relayed: (message) => this.inputs.relayed(message),
         up: () => this.resume(),
       },
     );
-    this.inputs = new RedisInputBoard(this.link, this.prefix);
+    this.inputs = new RedisInputBoard(this.link, this.prefix, this.executorId);
     this.lease =
       this.leaseTtlMs > 0
         ? new ExecutorLease(this.link, {
@@ -321,6 +323,7 @@ export class RedisTaskStore implements TaskStore {
 
   private async shutdown(): Promise<void> {
     this.watch.stop(this.link.closedError());
+    this.inputs.stop();
     this.link.beginClose();
     await this.lease?.release();
     await this.link.quit();

@@ -27,24 +27,42 @@ export type TransitionListener = (record: TaskRecord) => void;
 
 /** What the replica running a 2026-07-28 extension task shows of it to every replica: tasks.md's inputRequests. */
 export interface PostedTask {
+  /** The replica that posted it (its `self`): it holds the task's call and, for a server's own task, its upstream. */
+  runner?: string;
   /** Who created the task, when callers are identified: only they may see or answer it. */
   principal?: string;
   /** The input its server waits for, by key, as tasks/get inlines it. */
   inputRequests: Record<string, unknown>;
 }
 
+/** A client's tasks/* request carried to the replica that runs the task, with who sent it. */
+export interface RelayedRequest {
+  request: { jsonrpc: '2.0'; id: string | number; method: string; params?: Record<string, unknown> };
+  principal?: string;
+  caller?: string;
+}
+
+/** Serves a relayed request if it is about a task held here: its JSON-RPC response; undefined if not. */
+export type RelayHandler = (relayed: RelayedRequest) => Promise<object | undefined> | undefined;
+
 /**
  * Pending input of tasks across the replicas sharing a store (ext-tasks tasks.md "Task Update Requests").
  * The replica running a task posts what it waits for; any replica reads it for tasks/get and sends the
  * client's inputResponses, which reach the replica holding the task (every listener hears them; only the
  * one holding the task acts). An answer sent while that replica cannot hear is lost: the key stays in
- * inputRequests and the client may answer it again.
+ * inputRequests and the client may answer it again. A task whose state is not in the store (a server's
+ * own task, behind the runner's upstream) is served by its runner: `relay` carries the request there and
+ * resolves with the response, or undefined when none came within the time.
  */
 export interface TaskInputBoard {
+  /** This store object among the replicas (what `post` records as the runner). */
+  readonly self: string;
   post(taskId: string, posted: PostedTask, ttlMs: number): Promise<void>;
   read(taskId: string): Promise<PostedTask | undefined>;
   answer(taskId: string, inputResponses: Record<string, unknown>): Promise<void>;
   onAnswer(listener: (taskId: string, inputResponses: Record<string, unknown>) => void): () => void;
+  relay(runner: string, relayed: RelayedRequest, timeoutMs: number): Promise<object | undefined>;
+  onRelayed(handler: RelayHandler): () => void;
 }
 
 /** The statusMessage of a task whose executor (the taskgate process running its call) stopped. */

@@ -382,7 +382,7 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
       }
       const posted = { principal: 'alice', inputRequests: { 'input-1': { method: 'roots/list' } } };
       await a.inputs.post('task-1', posted, 300);
-      expect(await b.inputs.read('task-1')).toEqual(posted);
+      expect(await b.inputs.read('task-1')).toEqual({ ...posted, runner: a.inputs.self });
       expect(await elsewhere.inputs.read('task-1')).toBeUndefined();
 
       await b.inputs.answer('task-1', { 'input-1': { roots: [] } });
@@ -394,6 +394,28 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
       await vi.waitFor(async () => expect(await b.inputs.read('task-1')).toBeUndefined(), {
         timeout: WITHIN_MS,
       });
+    });
+
+    it('a request relayed to the runner is answered by the handler holding its task; one nobody holds, or sent to a replica that is not there, gets none', async () => {
+      const [a, b] = await replicas();
+      a.inputs.onRelayed(({ request, principal }) =>
+        request.params?.taskId === 'held-on-a'
+          ? Promise.resolve({ jsonrpc: '2.0', id: request.id, result: { servedBy: 'a', principal } })
+          : undefined,
+      );
+      const relayed = (taskId: string, runner = a.inputs.self, timeoutMs = WITHIN_MS) =>
+        b.inputs.relay(
+          runner,
+          { request: { jsonrpc: '2.0', id: 7, method: 'tasks/get', params: { taskId } }, principal: 'alice' },
+          timeoutMs,
+        );
+      expect(await relayed('held-on-a')).toEqual({
+        jsonrpc: '2.0',
+        id: 7,
+        result: { servedBy: 'a', principal: 'alice' },
+      });
+      expect(await relayed('held-nowhere')).toBeUndefined();
+      expect(await relayed('held-on-a', 'a-replica-that-is-gone', 200)).toBeUndefined();
     });
   });
 

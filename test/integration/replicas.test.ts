@@ -56,9 +56,14 @@ afterEach(async () => {
 });
 
 /** One replica: a taskgate process on its own port, sharing the Redis at `url` under `prefix`. */
-async function replica(prefix: string, url = redis!.url, extraFlags: string[] = []): Promise<Gateway> {
+async function replica(
+  prefix: string,
+  url = redis!.url,
+  extraFlags: string[] = [],
+  upstream = LEGACY,
+): Promise<Gateway> {
   const gateway = await Gateway.start(
-    LEGACY,
+    upstream,
     [
       ...extraFlags,
       '--config',
@@ -252,6 +257,49 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
       },
     });
     expect(await getUntil(a.url, () => true)).toMatchObject({ status: 'completed' });
+  });
+
+  it("in front of a 2026-07-28 task server, B serves A's server's own task: tasks/get and tasks/cancel relayed to A, tasks/update reaches it", async () => {
+    const prefix = freshPrefix();
+    const V2 = [process.execPath, FIXTURES.v2Tasks];
+    const [a, b] = await Promise.all([
+      replica(prefix, redis!.url, [], V2),
+      replica(prefix, redis!.url, [], V2),
+    ]);
+    const made = await modernRequest(a.url, 'tools/call', {
+      name: 'ask',
+      arguments: { question: 'colour?' },
+    });
+    expect(made.result).toMatchObject({ resultType: 'task' });
+    const taskId = String(made.result!.taskId);
+    const getUntil = async (url: URL, done: (task: Record<string, unknown>) => boolean) => {
+      let last: unknown;
+      for (let attempt = 0; attempt < 200; attempt++) {
+        const got = await modernRequest(url, 'tasks/get', { taskId });
+        expect(got.error).toBeUndefined();
+        if (done(got.result!)) return got.result!;
+        last = got.result;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      throw new Error(`task ${taskId} never got there; last: ${JSON.stringify(last)}`);
+    };
+    const waiting = await getUntil(b.url, (task) => task.status === 'input_required');
+    const [key, asked] = Object.entries(waiting.inputRequests as Record<string, { method: string }>)[0]!;
+    expect(asked.method).toBe('elicitation/create');
+    await modernRequest(b.url, 'tasks/update', {
+      taskId,
+      inputResponses: { [key]: { action: 'accept', content: { colour: 'teal' } } },
+    });
+    const done = await getUntil(b.url, (task) => task.status === 'completed');
+    expect(JSON.stringify(done.result)).toContain('teal');
+
+    const slow = await modernRequest(a.url, 'tools/call', { name: 'slow', arguments: { ms: 30_000 } });
+    const slowId = String(slow.result!.taskId);
+    expect((await modernRequest(b.url, 'tasks/cancel', { taskId: slowId })).result).toMatchObject({
+      resultType: 'complete',
+    });
+    const cancelled = await modernRequest(a.url, 'tasks/get', { taskId: slowId });
+    expect(cancelled.result).toMatchObject({ status: 'cancelled' });
   });
 
   it('an identified caller’s extension task is theirs on every replica: another identity gets "not found" on B', async () => {
