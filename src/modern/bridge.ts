@@ -186,6 +186,9 @@ export class ModernBridge {
       maxTasks: options.maxTasks,
       ...(options.taskInputs === undefined ? {} : { board: options.taskInputs }),
       inputHeld: (taskId) => this.taskChanged(taskId),
+      changedElsewhere: (taskId) => {
+        if (this.subscriptions.watches(taskId)) this.taskChanged(taskId);
+      },
       session: {
         ask: (method, params) => this.ask(method, params),
         drop: (id, reason) => this.drop(id, reason),
@@ -623,6 +626,9 @@ export class ModernBridge {
           if (asked.serverRequestId === requestId) call.inputs.delete(key);
         }
       }
+    }
+    if (method === 'notifications/tasks/status' && typeof params?.taskId === 'string') {
+      this.tasks.announce(params.taskId);
     }
     this.subscriptions.notification(method, params);
   }

@@ -108,6 +108,8 @@ export interface ExtensionTasksOptions {
   inputHeld?(taskId: string): void;
   /** The input board of a store shared by replicas. */
   board?: TaskInputBoard;
+  /** Another replica announced a change of a task it holds (its listeners here are told). */
+  changedElsewhere?(taskId: string): void;
 }
 
 /** A task a tasks/* request names: held here, or (`posted`) by another replica sharing the store. */
@@ -133,6 +135,9 @@ export class ExtensionTasks {
               if (task !== undefined) this.answerInputs(task, responses);
             }),
             board.onRelayed((relayed) => this.serveRelayed(relayed)),
+            board.onAnnounced((taskId) => {
+              if (!this.tasks.has(taskId)) options.changedElsewhere?.(taskId);
+            }),
           ];
   }
 
@@ -205,6 +210,7 @@ export class ExtensionTasks {
     void this.post(task);
     // A status the Session announced before this request reached here said no inputRequests yet.
     this.options.inputHeld?.(task.taskId);
+    this.announce(task.taskId);
     // The client's request is still open as a plain call: it learns of the input from tasks/get.
     if (task.promotion !== undefined) this.promote(task);
     return true;
@@ -238,11 +244,27 @@ export class ExtensionTasks {
    */
   async statusChanged(v1: TaskV1, principal: string | undefined): Promise<JsonObject | undefined> {
     const task = this.tasks.get(v1.taskId);
-    if (task === undefined ? principal !== undefined : task.principal !== principal) return undefined;
-    const detailed = await this.detailed(v1, task);
+    const posted = task === undefined ? await this.options.board?.read(v1.taskId) : undefined;
+    const creator = task ?? posted;
+    if (creator === undefined ? principal !== undefined : creator.principal !== principal) return undefined;
+    const detailed = await this.detailed(v1, task, posted);
     if ('error' in detailed) return undefined;
     const { resultType: _resultType, ...params } = detailed.result;
     return params;
+  }
+
+  /** The Session told of a status change of a task: the replicas sharing the store are told, if it is held here. */
+  announce(taskId: string): void {
+    const board = this.options.board;
+    if (board === undefined || !this.tasks.has(taskId)) return;
+    board
+      .announce(taskId)
+      .catch((error: unknown) =>
+        this.options.session.logger.warn(
+          { taskId, err: (error as Error).message },
+          'tasks extension: a status change could not be announced to the other replicas',
+        ),
+      );
   }
 
   /** The v2 DetailedTask of a task whose 2025 face the Session gave, with its outcome or pending input. */

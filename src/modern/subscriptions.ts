@@ -94,6 +94,12 @@ export class Subscriptions {
     });
   }
 
+  /** Whether a listener's filter names the task. */
+  watches(taskId: string): boolean {
+    for (const listener of this.listeners) if (listener.filter.taskIds.includes(taskId)) return true;
+    return false;
+  }
+
   /** A notification from the upstream side: to every listener whose filter names it. */
   notification(method: string, params: JsonObject | undefined): void {
     if (this.listeners.size === 0) return;

@@ -20,6 +20,7 @@ interface PendingRelay {
 
 export class RedisInputBoard implements TaskInputBoard {
   private readonly listeners = new Set<AnswerListener>();
+  private readonly announced = new Set<(taskId: string) => void>();
   private readonly handlers = new Set<RelayHandler>();
   private readonly relays = new Map<number, PendingRelay>();
   private nextRelay = 1;
@@ -49,6 +50,16 @@ export class RedisInputBoard implements TaskInputBoard {
   onAnswer(listener: AnswerListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  async announce(taskId: string): Promise<void> {
+    const message = JSON.stringify({ taskId, changed: true });
+    await this.link.redis(() => this.link.cmd.publish(this.link.inputChannel, message));
+  }
+
+  onAnnounced(listener: (taskId: string) => void): () => void {
+    this.announced.add(listener);
+    return () => this.announced.delete(listener);
   }
 
   async relay(runner: string, relayed: RelayedRequest, timeoutMs: number): Promise<object | undefined> {
@@ -119,13 +130,20 @@ export class RedisInputBoard implements TaskInputBoard {
     pending.resolve(response);
   }
 
-  /** A message on the inputs channel (a replica sharing the prefix published it). */
+  /** A message on the inputs channel (a replica sharing the prefix published it): answers, or a change. */
   heard(message: string): void {
-    const answer = parse(message);
-    if (!isRecord(answer) || typeof answer.taskId !== 'string' || !isRecord(answer.inputResponses)) return;
-    for (const listener of this.listeners) {
+    const heard = parse(message);
+    if (!isRecord(heard) || typeof heard.taskId !== 'string') return;
+    const { taskId, inputResponses } = heard;
+    const told =
+      heard.changed === true
+        ? [...this.announced].map((listener) => () => listener(taskId))
+        : isRecord(inputResponses)
+          ? [...this.listeners].map((listener) => () => listener(taskId, inputResponses))
+          : [];
+    for (const tell of told) {
       try {
-        listener(answer.taskId, answer.inputResponses);
+        tell();
       } catch (error) {
         process.emitWarning(error as Error);
       }

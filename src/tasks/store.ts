@@ -61,6 +61,9 @@ export interface TaskInputBoard {
   read(taskId: string): Promise<PostedTask | undefined>;
   answer(taskId: string, inputResponses: Record<string, unknown>): Promise<void>;
   onAnswer(listener: (taskId: string, inputResponses: Record<string, unknown>) => void): () => void;
+  /** Tells every replica that the task's status changed (their listeners of it are told: notifications/tasks). */
+  announce(taskId: string): Promise<void>;
+  onAnnounced(listener: (taskId: string) => void): () => void;
   relay(runner: string, relayed: RelayedRequest, timeoutMs: number): Promise<object | undefined>;
   onRelayed(handler: RelayHandler): () => void;
 }

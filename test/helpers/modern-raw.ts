@@ -51,3 +51,65 @@ export async function modernRequest(
   if (answer === undefined) throw new Error(`no answer to ${method} ${id} in: ${body.slice(0, 300)}`);
   return answer;
 }
+
+/** A message on a listen stream. */
+export interface StreamMessage {
+  method?: string;
+  params?: Record<string, unknown>;
+}
+
+/** An open `subscriptions/listen` stream: each message as it comes, until `close`. */
+export interface ListenStream {
+  /** Resolves with the first message `wanted` holds of (earlier ones included), within `timeoutMs`. */
+  until(wanted: (message: StreamMessage) => boolean, timeoutMs?: number): Promise<StreamMessage>;
+  close(): void;
+}
+
+/** Opens `subscriptions/listen` with `notifications` as its filter, reading the SSE stream as it comes. */
+export async function listen(
+  url: URL,
+  notifications: Record<string, unknown>,
+  meta: object = EXTENSION_META,
+): Promise<ListenStream> {
+  const controller = new AbortController();
+  const response = await post(
+    url,
+    { jsonrpc: '2.0', id: nextId++, method: 'subscriptions/listen', params: { notifications, _meta: meta } },
+    { 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': 'subscriptions/listen' },
+    controller.signal,
+  );
+  const seen: StreamMessage[] = [];
+  const waiting = new Set<() => void>();
+  void (async () => {
+    const decoder = new TextDecoder();
+    let buffered = '';
+    for await (const chunk of response.body!) {
+      buffered += decoder.decode(chunk as Uint8Array, { stream: true });
+      const lines = buffered.split('\n');
+      buffered = lines.pop()!;
+      for (const line of lines) {
+        if (line.startsWith('data: ')) seen.push(JSON.parse(line.slice('data: '.length)) as StreamMessage);
+      }
+      for (const wake of waiting) wake();
+    }
+  })().catch(() => undefined);
+  return {
+    until: (wanted, timeoutMs = 5_000) =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiting.delete(look);
+          reject(new Error(`no such message on the listen stream; seen: ${JSON.stringify(seen)}`));
+        }, timeoutMs);
+        const look = () => {
+          const found = seen.find(wanted);
+          if (found === undefined) return;
+          clearTimeout(timer);
+          waiting.delete(look);
+          resolve(found);
+        };
+        waiting.add(look);
+        look();
+      }),
+    close: () => controller.abort(),
+  };
+}

@@ -25,7 +25,7 @@ import {
   type RedisServer,
   startRedisServer,
 } from '../helpers/redis.js';
-import { EXTENSION_META, modernRequest } from '../helpers/modern-raw.js';
+import { EXTENSION_META, listen, modernRequest } from '../helpers/modern-raw.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 import { thrownBy } from '../helpers/thrown.js';
 
@@ -300,6 +300,41 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     });
     const cancelled = await modernRequest(a.url, 'tasks/get', { taskId: slowId });
     expect(cancelled.result).toMatchObject({ status: 'cancelled' });
+  });
+
+  it('a listener on B hears notifications/tasks of a task running on A, as the task changes', async () => {
+    const prefix = freshPrefix();
+    const [a, b] = await Promise.all([replica(prefix), replica(prefix)]);
+    const made = await modernRequest(a.url, 'tools/call', {
+      name: 'elicit',
+      arguments: { message: 'heard on B?' },
+    });
+    const taskId = String(made.result!.taskId);
+    let key: string | undefined;
+    for (let attempt = 0; attempt < 200 && key === undefined; attempt++) {
+      const got = await modernRequest(a.url, 'tasks/get', { taskId });
+      key = Object.keys((got.result?.inputRequests as object | undefined) ?? {})[0];
+      if (key === undefined) await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    const stream = await listen(b.url, { taskIds: [taskId] });
+    try {
+      await stream.until((message) => message.method === 'notifications/subscriptions/acknowledged');
+      await modernRequest(a.url, 'tasks/update', {
+        taskId,
+        inputResponses: { [key!]: { action: 'accept', content: { answer: 'yes' } } },
+      });
+      const completed = await stream.until(
+        (message) =>
+          message.method === 'notifications/tasks' &&
+          message.params?.taskId === taskId &&
+          message.params.status === 'completed',
+      );
+      expect(completed.params?.result).toMatchObject({
+        content: [{ type: 'text', text: expect.stringContaining('yes') }],
+      });
+    } finally {
+      stream.close();
+    }
   });
 
   it('an identified caller’s extension task is theirs on every replica: another identity gets "not found" on B', async () => {
