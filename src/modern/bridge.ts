@@ -29,6 +29,7 @@ import {
 } from '../protocol/modern/capabilities.js';
 import { MissingCapabilityError, type ModernRequestError } from '../protocol/modern/errors.js';
 import { buildDiscoverResult, type LegacyInitializeResult } from '../protocol/modern/discover.js';
+import { checkParamHeaders, headerParamsOf, type HeaderParam } from '../protocol/modern/headers.js';
 import {
   CLIENT_CAPABILITIES_META,
   CLIENT_INFO_META,
@@ -160,6 +161,8 @@ export class ModernBridge {
   private readonly tasks: ExtensionTasks;
   private readonly subscriptions: Subscriptions;
   private readonly byProgressToken = new Map<string, Call>();
+  /** Each tool's `x-mcp-header` parameters, once read. */
+  private toolHeaders: Promise<Map<string, HeaderParam[]>> | undefined;
   private nextId = INITIALIZE_ID + 1;
   /** Input keys are never reused, so an answer can never reach a request it was not meant for. */
   private nextInputKey = 1;
@@ -279,6 +282,14 @@ export class ModernBridge {
         return this.subscriptions.listen(exchange, upstream.capabilities);
     }
     const params = request.params;
+    if (request.method === 'tools/call' && exchange.paramHeaders !== undefined) {
+      const mirrored = checkParamHeaders(
+        await this.headerParamsOf(params?.name),
+        params?.arguments,
+        exchange.paramHeaders,
+      );
+      if (!mirrored.ok) return this.refuse(request, toJsonRpcError(mirrored.error));
+    }
     if (params?.requestState !== undefined || params?.inputResponses !== undefined) {
       return this.resume(exchange, meta);
     }
@@ -593,11 +604,43 @@ export class ModernBridge {
     });
   }
 
+  /**
+   * The `x-mcp-header` parameters of a tool, from the upstream's tools/list (read once, again after a
+   * list_changed). A tool it does not list has none: the upstream answers for it.
+   */
+  private async headerParamsOf(name: unknown): Promise<readonly HeaderParam[]> {
+    this.toolHeaders ??= this.readToolHeaders();
+    return (typeof name === 'string' ? (await this.toolHeaders).get(name) : undefined) ?? [];
+  }
+
+  private async readToolHeaders(): Promise<Map<string, HeaderParam[]>> {
+    const byTool = new Map<string, HeaderParam[]>();
+    let cursor: unknown;
+    for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+      const listed = await this.ask('tools/list', cursor === undefined ? {} : { cursor }).answer;
+      if ('error' in listed) {
+        // Read again on the next call, rather than checking nothing for as long as this bridge lives.
+        this.toolHeaders = undefined;
+        break;
+      }
+      const tools = listed.result.tools;
+      for (const tool of Array.isArray(tools) ? tools : []) {
+        if (!isObject(tool) || typeof tool.name !== 'string') continue;
+        const params = headerParamsOf(tool.inputSchema);
+        if (params.length > 0) byTool.set(tool.name, params);
+      }
+      cursor = listed.result.nextCursor;
+      if (typeof cursor !== 'string') break;
+    }
+    return byTool;
+  }
+
   private serverNotification(
     method: string,
     params: JsonObject | undefined,
     arrival: Arrival | undefined,
   ): void {
+    if (method === 'notifications/tools/list_changed') this.toolHeaders = undefined;
     if (method === 'notifications/progress') {
       const token = params?.progressToken;
       const call = typeof token === 'string' ? this.byProgressToken.get(token) : undefined;
@@ -784,6 +827,9 @@ function asInitializeResult(result: JsonObject): LegacyInitializeResult {
 }
 
 /** The bridge's own progress token for a call: client tokens may collide between clients of one bridge. */
+/** tools/list pages read at most for the tools' header parameters. */
+const MAX_TOOL_PAGES = 100;
+
 /** The extension's tasks/* requests: within the caller's limits.taskRequestRate, as 2025 ones are. */
 const TASK_REQUESTS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
 

@@ -13,7 +13,7 @@ import { digitsOf, serialize } from '../protocol/exact-ids.js';
 import { isObject, salvageId, type Message, type RequestId } from '../protocol/messages.js';
 import { readMessage } from '../protocol/read-message.js';
 import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
-import { checkModernHeaders } from '../protocol/modern/headers.js';
+import { checkModernHeaders, paramHeadersOf } from '../protocol/modern/headers.js';
 import { toModernError } from '../protocol/modern/results.js';
 import { MODERN_VERSIONS, isModernRequest } from '../protocol/modern/meta.js';
 import { LEGACY_VERSIONS } from '../protocol/versions.js';
@@ -333,6 +333,7 @@ export class HttpFront {
       request,
       ...(caller === undefined ? {} : { principal: caller.identity }),
       caller: caller?.identity ?? `address:${req.socket.remoteAddress ?? 'unknown'}`,
+      paramHeaders: paramHeadersOf(req.headers),
       signal: cancelled.signal,
       notify: (related) => {
         if (answered || res.destroyed) return;

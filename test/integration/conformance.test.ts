@@ -182,10 +182,7 @@ const THROUGH_TASKGATE_2026: Record<string, Expected> = {
   },
   'json-schema-2020-12': 'passes',
   'http-header-validation': 'passes',
-  'http-custom-header-server-validation': {
-    fails:
-      "taskgate's modern front does not check Mcp-Param-* headers against a tool's x-mcp-header parameters (SEP-2243): a missing, mismatched or badly encoded one gets 200",
-  },
+  'http-custom-header-server-validation': 'passes',
 };
 
 /** Bounds a whole run: through taskgate, each scenario's session starts an upstream process. */

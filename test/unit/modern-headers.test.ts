@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { toJsonRpcError } from '../../src/protocol/errors.js';
 import type { Checked } from '../../src/protocol/modern/errors.js';
-import { checkModernHeaders, type HeaderMap } from '../../src/protocol/modern/headers.js';
+import {
+  checkModernHeaders,
+  checkParamHeaders,
+  headerParamsOf,
+  paramHeadersOf,
+  type HeaderMap,
+} from '../../src/protocol/modern/headers.js';
 import { PROTOCOL_VERSION_META } from '../../src/protocol/modern/meta.js';
 
 const META = { [PROTOCOL_VERSION_META]: '2026-07-28' };
@@ -129,5 +135,67 @@ describe('checkModernHeaders', () => {
     expect(mismatch(checkModernHeaders({ ...good, 'mcp-name': long }, call)).message.length).toBeLessThan(
       600,
     );
+  });
+});
+
+describe('Mcp-Param-* headers against x-mcp-header parameters (streamable-http.mdx "Custom Headers")', () => {
+  const schema = {
+    type: 'object',
+    properties: {
+      region: { type: 'string', 'x-mcp-header': 'Region' },
+      limit: { type: 'integer', 'x-mcp-header': 'Limit' },
+      dry: { type: 'boolean', 'x-mcp-header': 'Dry' },
+      where: { type: 'object', properties: { zone: { type: 'string', 'x-mcp-header': 'Zone' } } },
+      listed: { type: 'array', items: { type: 'object', properties: { no: { 'x-mcp-header': 'No' } } } },
+      query: { type: 'string' },
+    },
+  };
+  const params = headerParamsOf(schema);
+  const check = (args: unknown, headers: HeaderMap) =>
+    checkParamHeaders(params, args, paramHeadersOf(headers));
+
+  it('finds the annotated parameters through properties chains only (not through items)', () => {
+    expect(params.map(({ path, header }) => [path.join('.'), header])).toEqual([
+      ['region', 'Mcp-Param-Region'],
+      ['limit', 'Mcp-Param-Limit'],
+      ['dry', 'Mcp-Param-Dry'],
+      ['where.zone', 'Mcp-Param-Zone'],
+    ]);
+  });
+
+  it('accepts headers that mirror the arguments: any case of name, base64 decoded, integers as numbers', () => {
+    const args = { region: 'Hello, 世界', limit: 42, dry: false, where: { zone: 'b' }, query: 'q' };
+    const headers = {
+      'mcp-param-region': base64('Hello, 世界'),
+      'MCP-PARAM-LIMIT': '42.0',
+      'mcp-param-dry': 'false',
+      'mcp-param-zone': 'b',
+      'mcp-param-unknown': 'ignored',
+    };
+    expect(check(args, headers).ok).toBe(true);
+    // Without the sentinel's suffix the value is a literal.
+    expect(check({ region: '=?base64?SGk=' }, { 'mcp-param-region': '=?base64?SGk=' }).ok).toBe(true);
+  });
+
+  it('a value with no argument (or a null one) expects no header', () => {
+    expect(check({ query: 'q', region: null }, {}).ok).toBe(true);
+  });
+
+  it.each([
+    ['a value in the body without its header', { region: 'us' }, {}, 'is missing'],
+    ['a header that differs', { region: 'us' }, { 'mcp-param-region': 'eu' }, 'does not match'],
+    ['a header with no value in the body', {}, { 'mcp-param-region': 'us' }, 'does not match'],
+    [
+      'bad base64 padding',
+      { region: 'Hello' },
+      { 'mcp-param-region': '=?base64?SGVsbG8?=' },
+      'not valid base64',
+    ],
+    ['an integer that is not a number', { limit: 1 }, { 'mcp-param-limit': 'one' }, 'does not match'],
+    ['a header given twice', { region: 'us' }, { 'mcp-param-region': ['us', 'us'] }, 'more than once'],
+  ])('refuses %s with -32020 and HTTP 400', (_, args, headers, words) => {
+    const refusal = mismatch(check(args, headers as HeaderMap));
+    expect(refusal).toMatchObject({ code: -32020, status: 400 });
+    expect(refusal.message).toContain(words);
   });
 });

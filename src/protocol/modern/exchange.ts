@@ -10,6 +10,8 @@ export interface ModernExchange {
   readonly principal?: string;
   /** Whom per-caller limits count the request against (the identity, else the client's address); none: the front's one client. */
   readonly caller?: string;
+  /** Its `Mcp-Param-*` headers by lower-case name (Streamable HTTP); none over stdio, where none are checked. */
+  readonly paramHeaders?: ReadonlyMap<string, string | readonly string[]>;
   /** A message that belongs with the request before its answer (progress, log messages): on its stream. */
   notify(message: object): void;
   /** Aborted when the client gives the request up (its HTTP stream closed, or notifications/cancelled). */

@@ -4,9 +4,10 @@
  * specification/draft/tasks.md "Streamable HTTP: Routing Headers"). Any failure is -32020 with HTTP 400.
  * A body without `_meta` protocolVersion, or without the field Mcp-Name mirrors, is left to the `_meta` and
  * params checks, which answer -32602 for it.
- * `Mcp-Param-*` headers need the tool's inputSchema and are not checked here.
+ * `Mcp-Param-*` headers need the tool's inputSchema: `headerParamsOf` reads its `x-mcp-header` parameters
+ * (server/tools.mdx "x-mcp-header"), `checkParamHeaders` holds a tools/call to them.
  */
-import { metaOf, type JsonObject } from '../messages.js';
+import { isObject, metaOf, type JsonObject } from '../messages.js';
 import { HeaderMismatchError, ok, refused, type Checked } from './errors.js';
 import { PROTOCOL_VERSION_META } from './meta.js';
 
@@ -48,7 +49,7 @@ export function checkModernHeaders(
   if (source === undefined) return ok(undefined);
   const name = header(headers, 'mcp-name', 'Mcp-Name');
   if (!name.ok) return name;
-  const decoded = decodeSentinel(name.value);
+  const decoded = decodeSentinel(name.value, 'Mcp-Name');
   if (!decoded.ok) return decoded;
   const bodyName = body.params?.[source];
   if (typeof bodyName === 'string' && decoded.value !== bodyName) {
@@ -73,15 +74,102 @@ function header(headers: HeaderMap, lower: string, shown: string): Checked<strin
 }
 
 /** `=?base64?…?=` carries a value that is not header-safe as base64 of its UTF-8. */
-function decodeSentinel(value: string): Checked<string> {
+function decodeSentinel(value: string, shown: string): Checked<string> {
   const encoded = BASE64_SENTINEL.exec(value)?.[1];
   if (encoded === undefined) return ok(value);
-  if (!BASE64.test(encoded)) return refused(new HeaderMismatchError('Mcp-Name is not valid base64'));
+  if (!BASE64.test(encoded)) return refused(new HeaderMismatchError(`${shown} is not valid base64`));
   try {
     return ok(new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(encoded, 'base64')));
   } catch {
-    return refused(new HeaderMismatchError('Mcp-Name does not decode to UTF-8'));
+    return refused(new HeaderMismatchError(`${shown} does not decode to UTF-8`));
   }
+}
+
+/** A tool parameter its inputSchema mirrors into a header: where it sits in the arguments, and the header. */
+export interface HeaderParam {
+  /** The chain of `properties` keys from the schema root. */
+  path: readonly string[];
+  /** `Mcp-Param-{name}` as the schema spells it, for messages. */
+  header: string;
+  type: unknown;
+}
+
+/** Header params nested deeper than this are not looked for (a schema is bounded by the upstream's lists). */
+const MAX_DEPTH = 16;
+
+/** The `x-mcp-header` parameters of an inputSchema, reachable through `properties` keys only. */
+export function headerParamsOf(inputSchema: unknown, path: readonly string[] = []): HeaderParam[] {
+  const properties = isObject(inputSchema) ? inputSchema.properties : undefined;
+  if (!isObject(properties) || path.length >= MAX_DEPTH) return [];
+  return Object.entries(properties).flatMap(([key, property]) => {
+    if (!isObject(property)) return [];
+    const here = [...path, key];
+    const name = property['x-mcp-header'];
+    const own =
+      typeof name === 'string' ? [{ path: here, header: `Mcp-Param-${name}`, type: property.type }] : [];
+    return [...own, ...headerParamsOf(property, here)];
+  });
+}
+
+/** The `Mcp-Param-*` headers of a request, by lower-case name. */
+export function paramHeadersOf(headers: HeaderMap): Map<string, string | readonly string[]> {
+  const found = new Map<string, string | readonly string[]>();
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined && name.toLowerCase().startsWith('mcp-param-'))
+      found.set(name.toLowerCase(), value);
+  }
+  return found;
+}
+
+/**
+ * A tools/call's arguments against the headers that mirror them (streamable-http.mdx "Server Behavior for
+ * Custom Headers"): a value in the body needs its header, decoded equal to it (integers compared as
+ * numbers); a header needs the value. Headers the tool does not declare are ignored.
+ */
+export function checkParamHeaders(
+  params: readonly HeaderParam[],
+  args: unknown,
+  given: ReadonlyMap<string, string | readonly string[]>,
+): Checked<void> {
+  for (const param of params) {
+    const value = valueAt(args, param.path);
+    const raw = given.get(param.header.toLowerCase());
+    if (raw === undefined) {
+      if (value === undefined || value === null) continue;
+      return refused(
+        new HeaderMismatchError(
+          `required header ${param.header} is missing: the arguments hold ${param.path.join('.')}`,
+        ),
+      );
+    }
+    if (typeof raw !== 'string')
+      return refused(new HeaderMismatchError(`${param.header} is given more than once`));
+    if (!SAFE_VALUE.test(raw))
+      return refused(new HeaderMismatchError(`${param.header} contains invalid characters`));
+    const decoded = decodeSentinel(raw, param.header);
+    if (!decoded.ok) return decoded;
+    if (!mirrors(decoded.value, value)) {
+      const body = value === undefined || value === null ? '(none)' : String(value);
+      return refused(differs(param.header, decoded.value, body));
+    }
+  }
+  return ok(undefined);
+}
+
+function mirrors(headerValue: string, value: unknown): boolean {
+  if (typeof value === 'string') return headerValue === value;
+  if (typeof value === 'boolean') return headerValue === String(value);
+  if (typeof value === 'number') return headerValue.trim() !== '' && Number(headerValue) === value;
+  return false;
+}
+
+function valueAt(args: unknown, path: readonly string[]): unknown {
+  let here = args;
+  for (const key of path) {
+    if (!isObject(here)) return undefined;
+    here = here[key];
+  }
+  return here;
 }
 
 const differs = (name: string, headerValue: string, bodyValue: string): HeaderMismatchError =>
