@@ -4,9 +4,12 @@
 import type { Logger } from 'pino';
 import { maskCommand, maskUrl } from './config/mask.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, type Config } from './config/schema.js';
+import { httpUpstreamEra } from './modern/http-era.js';
 import { ProbingUpstream } from './modern/probing-upstream.js';
+import { ModernUpstreamTranslator } from './modern/upstream-translator.js';
 import type { Channel } from './transport/channel.js';
 import { HttpUpstream } from './transport/http-upstream.js';
+import { ModernHttpUpstream } from './transport/modern-http-upstream.js';
 import { SupervisedStdioUpstream, type SupervisionHooks } from './transport/supervised-upstream.js';
 
 /**
@@ -15,6 +18,9 @@ import { SupervisedStdioUpstream, type SupervisionHooks } from './transport/supe
  * upstream.requestTimeout if that is shorter: the wait must not eat the deadline of the initialize it holds.
  */
 const ERA_PROBE_TIMEOUT_MS = 3_000;
+
+/** How long an HTTP server is given to answer the era probe (it decides nothing when it does not: asked again). */
+const HTTP_ERA_PROBE_TIMEOUT_MS = 10_000;
 
 export interface Upstream {
   channel: Channel;
@@ -37,17 +43,44 @@ export async function openUpstream(
   const upstream = config.upstream;
   if (!upstream) throw new Error('no upstream server configured');
   if (upstream.url !== undefined) {
+    const headers =
+      authorization === undefined ? upstream.headers : withAuthorization(upstream.headers, authorization);
+    const description = maskUrl(upstream.url);
+    const era = upstream.era ?? 'auto';
+    const found =
+      era === 'legacy'
+        ? undefined
+        : await httpUpstreamEra(
+            upstream.url,
+            headers,
+            Math.min(HTTP_ERA_PROBE_TIMEOUT_MS, upstream.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS),
+            logger,
+          );
+    if (found?.era === 'modern') {
+      const inner = new ModernHttpUpstream(
+        { url: upstream.url, headers, maxMessageBytes: config.maxMessageBytes },
+        logger,
+      );
+      const channel = new ModernUpstreamTranslator(inner, found.discover, found.version, logger, {
+        statusNotifications: config.tasks.statusNotifications,
+      });
+      return { channel, description, stop: () => channel.close() };
+    }
+    if (era === 'modern') {
+      logger.warn(
+        `upstream.era is modern, but the upstream server did not answer server/discover (${found?.reason}): speaking 2025 to it`,
+      );
+    }
     const channel = new HttpUpstream(
       {
         url: upstream.url,
-        headers:
-          authorization === undefined ? upstream.headers : withAuthorization(upstream.headers, authorization),
+        headers,
         handshakeTimeoutMs: upstream.requestTimeout,
         maxMessageBytes: config.maxMessageBytes,
       },
       logger,
     );
-    return { channel, description: maskUrl(upstream.url), stop: () => channel.close() };
+    return { channel, description, stop: () => channel.close() };
   }
   if (upstream.command === undefined) throw new Error('no upstream server configured');
   const { command, args, env, cwd } = upstream;

@@ -1,7 +1,8 @@
 /**
  * A 2026-07-28 client through taskgate: the SDK v2 client (pinned and auto, over stdio and over the HTTP
- * gateway) in front of the SDK 1.x fixture, and in front of the SDK v2 fixture, which taskgate finds to be
- * modern (server/discover) and speaks 2026-07-28 to. The same calls as test/integration/modern-peers.test.ts makes directly, so each cell of
+ * gateway) in front of the SDK 1.x fixture, and in front of the SDK v2 fixture (on stdio, and over
+ * Streamable HTTP with taskgate a sidecar), which taskgate finds to be modern (server/discover) and speaks
+ * 2026-07-28 to. The same calls as test/integration/modern-peers.test.ts makes directly, so each cell of
  * the eras table in the README is a row here. Then what an SDK client never sends: the front's refusals,
  * read off the wire (basic/index.mdx "Per-request protocol fields", streamable-http.mdx "Server
  * Validation", mrtr.mdx "Server Requirements").
@@ -13,12 +14,14 @@ import { jsonLines } from '../helpers/inbox.js';
 import { modernCallCases } from '../helpers/modern-calls.js';
 import { connectModern, MODERN_VERSION, type ModernConnection } from '../helpers/modern-client.js';
 import { post } from '../helpers/raw-http.js';
+import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
 import { FIXTURES, Gateway, TASKGATE } from '../helpers/taskgate.js';
 import { textOf } from '../helpers/tool-results.js';
 
 interface Route {
   name: string;
-  front: 'stdio' | 'http';
+  /** `sidecar`: the HTTP gateway with `--upstream-url`, in front of the fixture over Streamable HTTP. */
+  front: 'stdio' | 'http' | 'sidecar';
   mode: 'pin' | 'auto';
   probe?: 'in-place';
 }
@@ -40,11 +43,21 @@ const SERVERS = [
   },
 ];
 
-const CASES = SERVERS.flatMap((server) => ROUTES.map((route) => ({ ...server, ...route })));
+const SIDECARS = (['pin', 'auto'] as const).map((mode): Route & (typeof SERVERS)[number] => ({
+  server: 'the SDK v2 fixture over Streamable HTTP (spoken to in 2026-07-28)',
+  fixture: FIXTURES.modern,
+  serverName: 'modern-fixture',
+  name: `${mode === 'pin' ? 'pinned' : 'auto'} over the HTTP gateway as a sidecar`,
+  front: 'sidecar',
+  mode,
+}));
+
+const CASES = [...SERVERS.flatMap((server) => ROUTES.map((route) => ({ ...server, ...route }))), ...SIDECARS];
 
 describe.each(CASES)('SDK v2 client $name through taskgate to $server', (target) => {
   const elicitations: ElicitRequest['params'][] = [];
   let gateway: Gateway | undefined;
+  let http: HttpFixture | undefined;
   let connection: ModernConnection;
 
   beforeAll(async () => {
@@ -57,7 +70,11 @@ describe.each(CASES)('SDK v2 client $name through taskgate to $server', (target)
       },
     };
     const upstream = [process.execPath, target.fixture];
-    if (target.front === 'http') {
+    if (target.front === 'sidecar') {
+      http = await startHttpFixture('modern');
+      gateway = await Gateway.start([], ['--upstream-url', http.url]);
+      connection = await connectModern({ url: gateway.url }, options);
+    } else if (target.front === 'http') {
       gateway = await Gateway.start(upstream);
       connection = await connectModern({ url: gateway.url }, options);
     } else {
@@ -68,6 +85,7 @@ describe.each(CASES)('SDK v2 client $name through taskgate to $server', (target)
   afterAll(async () => {
     await connection?.close();
     await gateway?.stop();
+    await http?.stop();
   });
 
   it('speaks 2026-07-28, learnt from the server/discover taskgate answers', () => {

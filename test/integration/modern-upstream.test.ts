@@ -1,7 +1,8 @@
 /**
  * A 2025 client through taskgate to a 2026-07-28 server: the SDK 1.32 client, over stdio and over the HTTP
- * gateway, in front of the SDK v2 fixture on stdio, which taskgate finds to be modern by `server/discover`
- * and speaks 2026-07-28 to. The client sees a 2025 server: initialize answered, no resultType, the server's
+ * gateway, in front of the SDK v2 fixture on stdio, and as a sidecar (`--upstream-url`) in front of the
+ * fixture over Streamable HTTP, which taskgate finds to be modern by `server/discover` and speaks
+ * 2026-07-28 to. The client sees a 2025 server: initialize answered, no resultType, the server's
  * MRTR input rounds as elicitation requests, ping and logging/setLevel answered; augment still gives it
  * tasks. `upstream.era: legacy` keeps the 2025 hop.
  */
@@ -14,23 +15,32 @@ import {
   ElicitRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
 import { connect, FIXTURES, type Connection } from '../helpers/taskgate.js';
 import { textOf, until, untilCancelledOnServer } from '../helpers/tool-results.js';
 
-describe.each(['stdio', 'http'] as const)(
+describe.each(['stdio', 'http', 'sidecar'] as const)(
   'an SDK 1.x client on the %s front to the SDK v2 server',
   (front) => {
     let connection: Connection;
+    let http: HttpFixture | undefined;
     const asked: unknown[] = [];
 
     beforeAll(async () => {
-      connection = await connect('modern', { front });
+      if (front === 'sidecar') {
+        // The server over Streamable HTTP (createMcpHandler), taskgate on stdio with --upstream-url.
+        http = await startHttpFixture('modern');
+        connection = await connect('modern', { upstream: [], flags: ['--upstream-url', http.url] });
+      } else connection = await connect('modern', { front });
       connection.client.setRequestHandler(ElicitRequestSchema, async (request) => {
         asked.push(request.params);
         return { action: 'accept', content: { answer: 'forty-two' } };
       });
     });
-    afterAll(() => connection?.close());
+    afterAll(async () => {
+      await connection?.close();
+      await http?.stop();
+    });
     afterEach(() => expect(connection.transport.violations).toEqual([]));
 
     it('meets a 2025 server, and taskgate says it speaks 2026-07-28 upstream', async () => {

@@ -163,6 +163,27 @@ function mirrors(headerValue: string, value: unknown): boolean {
   return false;
 }
 
+/**
+ * What a client sends for a header that carries `value` (streamable-http.mdx "Value Encoding"): as it is
+ * when it is plain header-safe ASCII, else `=?base64?…?=` of its UTF-8.
+ */
+export function encodeHeaderValue(value: string): string {
+  const plain = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(value) && !BASE64_SENTINEL.test(value);
+  return plain ? value : `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
+}
+
+/** The `Mcp-Param-*` headers a client sends for a tools/call with these arguments. */
+export function paramHeaderValues(params: readonly HeaderParam[], args: unknown): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const param of params) {
+    const value = valueAt(args, param.path);
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
+      headers[param.header] = encodeHeaderValue(String(value));
+    }
+  }
+  return headers;
+}
+
 function valueAt(args: unknown, path: readonly string[]): unknown {
   let here = args;
   for (const key of path) {

@@ -1,0 +1,155 @@
+/**
+ * Which era a Streamable HTTP upstream speaks, asked with one modern `server/discover` POST
+ * (streamable-http.mdx "Backward Compatibility"; the verdict is protocol/modern/probe.ts's). A modern
+ * server's DiscoverResult is what the translator shows the Session as its initialize; a modern error that
+ * names the versions it supports is asked again once in one of them. The verdict belongs to the server:
+ * it is kept per URL for the life of the process, except one that decided nothing (401, 5xx, no
+ * connection), which is asked again next time. A server that says nothing in time is taken for 2025.
+ */
+import type { Logger } from 'pino';
+import { isObject, type JsonObject } from '../protocol/messages.js';
+import {
+  CLIENT_CAPABILITIES_META,
+  CLIENT_INFO_META,
+  MODERN_VERSIONS,
+  PROTOCOL_VERSION_META,
+} from '../protocol/modern/meta.js';
+import { chooseVersion, httpProbeVerdict, type EraVerdict } from '../protocol/modern/probe.js';
+import { HttpOrigin, mediaType, networkReason, pump, readLimited } from '../transport/http-wire.js';
+import { SseParser } from '../transport/sse.js';
+import { TASKGATE_INFO } from './defaults.js';
+
+export type HttpEra =
+  { era: 'modern'; discover: JsonObject; version: string } | { era: 'legacy'; reason: string; kept: boolean };
+
+const PROBE_ID = 'taskgate-era-probe';
+/** A DiscoverResult is small; a larger answer is not one. */
+const MAX_PROBE_BYTES = 1024 * 1024;
+
+const verdicts = new Map<string, Promise<HttpEra>>();
+
+/** The era of the server at `url`, probed once per process (see above). */
+export function httpUpstreamEra(
+  url: string,
+  headers: Record<string, string> | undefined,
+  timeoutMs: number,
+  logger: Logger,
+): Promise<HttpEra> {
+  const known = verdicts.get(url);
+  if (known !== undefined) return known;
+  const asked = probe(url, headers, timeoutMs).then((era) => {
+    if (era.era === 'legacy' && !era.kept) verdicts.delete(url);
+    return era;
+  });
+  verdicts.set(url, asked);
+  asked.catch(() => verdicts.delete(url));
+  void asked.then((era) =>
+    logger.info(
+      era.era === 'modern'
+        ? `the upstream server speaks ${era.version}: taskgate speaks it over HTTP, and translates for 2025 clients`
+        : `the upstream server speaks 2025 (server/discover over HTTP: ${era.reason})`,
+    ),
+  );
+  return asked;
+}
+
+async function probe(
+  url: string,
+  headers: Record<string, string> | undefined,
+  timeoutMs: number,
+): Promise<HttpEra> {
+  const origin = new HttpOrigin(new URL(url));
+  try {
+    let version = MODERN_VERSIONS[0]!;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const answer = await discover(origin, headers, version, timeoutMs);
+      if ('failed' in answer) return { era: 'legacy', reason: answer.failed, kept: answer.timedOut };
+      const verdict: EraVerdict = httpProbeVerdict(answer.status, answer.body);
+      if (verdict.era !== 'modern') {
+        return { era: 'legacy', reason: verdict.reason, kept: verdict.era === 'legacy' };
+      }
+      const result = isObject(answer.body) ? answer.body.result : undefined;
+      if (isObject(result)) {
+        const theirs = Array.isArray(result.supportedVersions) ? result.supportedVersions : [version];
+        const chosen = chooseVersion(
+          MODERN_VERSIONS,
+          theirs.filter((each) => typeof each === 'string'),
+        );
+        if (chosen !== undefined) return { era: 'modern', discover: result, version: chosen };
+        return { era: 'legacy', reason: 'it supports no 2026 version taskgate speaks', kept: true };
+      }
+      const retry = verdict.supportedVersions && chooseVersion(MODERN_VERSIONS, verdict.supportedVersions);
+      if (retry === undefined || retry === version) break;
+      version = retry;
+    }
+    return { era: 'legacy', reason: 'a 2026 server that gave no DiscoverResult', kept: true };
+  } finally {
+    await origin.close();
+  }
+}
+
+/** `timedOut`: the server took the request and said nothing (as a stdio server that is silent: 2025). */
+type Answer = { status: number; body: unknown } | { failed: string; timedOut: boolean };
+
+async function discover(
+  origin: HttpOrigin,
+  headers: Record<string, string> | undefined,
+  version: string,
+  timeoutMs: number,
+): Promise<Answer> {
+  const request = {
+    jsonrpc: '2.0',
+    id: PROBE_ID,
+    method: 'server/discover',
+    params: {
+      _meta: {
+        [PROTOCOL_VERSION_META]: version,
+        [CLIENT_CAPABILITIES_META]: {},
+        [CLIENT_INFO_META]: TASKGATE_INFO,
+      },
+    },
+  };
+  const signal = AbortSignal.timeout(timeoutMs);
+  try {
+    const reply = await origin.request(
+      'POST',
+      {
+        ...headers,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': version,
+        'mcp-method': 'server/discover',
+      },
+      signal,
+      JSON.stringify(request),
+    );
+    if (mediaType(reply) === 'text/event-stream') {
+      let body: unknown;
+      const parser = new SseParser(MAX_PROBE_BYTES, {
+        event: (event) => {
+          const message = parsed(event.data);
+          if (!isObject(message) || message.id !== PROBE_ID) return;
+          body = message;
+          reply.body.destroy();
+        },
+        retry: () => undefined,
+        oversized: () => undefined,
+      });
+      await pump(reply.body, parser);
+      return { status: reply.statusCode, body };
+    }
+    const raw = await readLimited(reply.body, MAX_PROBE_BYTES);
+    return { status: reply.statusCode, body: raw === undefined ? undefined : parsed(raw) };
+  } catch (error) {
+    if (signal.aborted) return { failed: `no answer within ${timeoutMs} ms`, timedOut: true };
+    return { failed: `no answer (${networkReason(error)})`, timedOut: false };
+  }
+}
+
+function parsed(raw: Buffer): unknown {
+  try {
+    return JSON.parse(raw.toString('utf8')) as unknown;
+  } catch {
+    return undefined;
+  }
+}

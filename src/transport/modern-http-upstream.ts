@@ -1,0 +1,228 @@
+/**
+ * A 2026-07-28 Streamable HTTP server as a channel of modern messages (basic/transports/streamable-http.mdx):
+ * each request is one POST with no session, carrying the routing headers its body names (`MCP-Protocol-
+ * Version`, `Mcp-Method`, `Mcp-Name`, and `Mcp-Param-*` for the tool's `x-mcp-header` parameters, learnt
+ * from the tools/list answers that pass); its answer comes back as JSON or on the POST's own event stream,
+ * every message of that stream tagged with the request. `notifications/cancelled` closes the request's
+ * stream, which is how 2026-07-28 cancels over HTTP; no other client notification or response has a place
+ * on this transport (input comes by MRTR). A request that fails at the HTTP level is answered here with an
+ * error naming why, so that nothing waits for an answer that cannot come.
+ */
+import type { Logger } from 'pino';
+import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { idOfOversized, parseFrame } from '../protocol/frames.js';
+import {
+  classify,
+  errorResponse,
+  idKey,
+  isObject,
+  metaOf,
+  type Request,
+  type RequestId,
+} from '../protocol/messages.js';
+import {
+  encodeHeaderValue,
+  headerParamsOf,
+  paramHeaderValues,
+  type HeaderParam,
+} from '../protocol/modern/headers.js';
+import { MODERN_VERSIONS, PROTOCOL_VERSION_META } from '../protocol/modern/meta.js';
+import type { Channel, ChannelHandlers } from './channel.js';
+import {
+  discard,
+  HttpOrigin,
+  mediaType,
+  networkReason,
+  pump,
+  readLimited,
+  statusLine,
+  type Reply,
+} from './http-wire.js';
+import { SseParser } from './sse.js';
+
+export interface ModernHttpUpstreamOptions {
+  url: string;
+  /** Sent with every request (the operator's, or the caller's own Authorization). */
+  headers?: Record<string, string> | undefined;
+  maxMessageBytes: number;
+}
+
+/** The body field Mcp-Name carries, by method (streamable-http.mdx "Request Metadata"). */
+const NAME_SOURCE: Readonly<Record<string, string>> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+  'tasks/get': 'taskId',
+  'tasks/update': 'taskId',
+  'tasks/cancel': 'taskId',
+};
+
+export class ModernHttpUpstream implements Channel {
+  private handlers: ChannelHandlers | undefined;
+  private readonly origin: HttpOrigin;
+  /** Each request's POST, while it is open, by id. */
+  private readonly open = new Map<string | number, AbortController>();
+  /** tools/list requests in flight: their answers teach each tool's header parameters. */
+  private readonly listing = new Set<string | number>();
+  private readonly toolHeaders = new Map<string, HeaderParam[]>();
+  private closed = false;
+
+  constructor(
+    private readonly options: ModernHttpUpstreamOptions,
+    private readonly logger: Logger,
+  ) {
+    this.origin = new HttpOrigin(new URL(options.url));
+  }
+
+  start(handlers: ChannelHandlers): void {
+    this.handlers = handlers;
+  }
+
+  send(message: object): void {
+    this.sendRaw(JSON.stringify(message));
+  }
+
+  sendRaw(raw: Buffer | string): void {
+    if (this.closed) return;
+    const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
+    let message;
+    try {
+      message = classify(parseFrame(bytes, 'taskgate'));
+    } catch (error) {
+      this.logger.warn({ err: (error as Error).message }, 'not sent to the 2026-07-28 upstream');
+      return;
+    }
+    if (message.kind === 'request') return void this.post(message.msg, bytes);
+    if (message.kind === 'notification' && message.msg.method === 'notifications/cancelled') {
+      const requestId = message.msg.params?.requestId;
+      if (typeof requestId === 'string' || typeof requestId === 'number') {
+        this.open.get(idKey(requestId))?.abort();
+      }
+      return;
+    }
+    this.logger.debug(
+      { kind: message.kind },
+      'a 2026-07-28 server over HTTP takes no client notifications or responses: not sent',
+    );
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const controller of this.open.values()) controller.abort();
+    this.open.clear();
+    await this.origin.close();
+  }
+
+  private async post(request: Request, body: Buffer): Promise<void> {
+    const key = idKey(request.id);
+    const controller = new AbortController();
+    this.open.set(key, controller);
+    if (request.method === 'tools/list') this.listing.add(key);
+    try {
+      const reply = await this.origin.request('POST', this.headersFor(request), controller.signal, body);
+      await this.answer(request.id, reply);
+    } catch (error) {
+      // Given up (cancelled, or closing): whoever cancelled answers for it.
+      if (!controller.signal.aborted) {
+        this.fail(request.id, `Upstream server unavailable: ${networkReason(error)}`);
+      }
+    } finally {
+      this.open.delete(key);
+      this.listing.delete(key);
+    }
+  }
+
+  private headersFor(request: Request): Record<string, string> {
+    const version = metaOf(request.params)?.[PROTOCOL_VERSION_META];
+    const headers: Record<string, string> = {
+      ...this.options.headers,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': typeof version === 'string' ? version : MODERN_VERSIONS[0]!,
+      'mcp-method': request.method,
+    };
+    const source = NAME_SOURCE[request.method];
+    const name = source === undefined ? undefined : request.params?.[source];
+    if (typeof name === 'string') headers['mcp-name'] = encodeHeaderValue(name);
+    if (request.method === 'tools/call' && typeof name === 'string') {
+      const params = this.toolHeaders.get(name);
+      if (params !== undefined) Object.assign(headers, paramHeaderValues(params, request.params?.arguments));
+    }
+    return headers;
+  }
+
+  /** The reply to one POST: its JSON answer, or every message of its event stream. */
+  private async answer(id: RequestId, reply: Reply): Promise<void> {
+    const type = mediaType(reply);
+    if (reply.statusCode >= 200 && reply.statusCode < 300 && type === 'text/event-stream') {
+      return this.readStream(id, reply);
+    }
+    if (type !== 'application/json') {
+      discard(reply.body);
+      return this.fail(id, `Upstream server unavailable: ${statusLine(reply.statusCode)}`);
+    }
+    const raw = await readLimited(reply.body, this.options.maxMessageBytes);
+    if (raw === undefined) {
+      return this.fail(
+        id,
+        `The upstream's answer is larger than maxMessageBytes (${this.options.maxMessageBytes})`,
+      );
+    }
+    // A refusal comes with a JSON-RPC error for the request (400 -32020, 404 -32601): that is its answer.
+    if (!this.deliver(id, raw)) this.fail(id, `Upstream server unavailable: ${statusLine(reply.statusCode)}`);
+  }
+
+  private async readStream(id: RequestId, reply: Reply): Promise<void> {
+    let answered = false;
+    const parser = new SseParser(this.options.maxMessageBytes, {
+      event: (event) => {
+        if (event.data.length > 0 && this.deliver(id, event.data)) answered = true;
+      },
+      retry: () => undefined,
+      oversized: (bytes, head, tail) => {
+        if (idOfOversized(head, tail) !== id) return;
+        answered = true;
+        this.fail(id, `The upstream's answer (${bytes} bytes) is larger than maxMessageBytes`);
+      },
+    });
+    const error = await pump(reply.body, parser);
+    if (answered || this.closed) return;
+    const why = error === undefined ? 'it ended the stream' : networkReason(error);
+    this.fail(id, `Upstream server unavailable: ${why} before answering`);
+  }
+
+  /** Hands one message of a request's reply on; says whether it was the request's answer. */
+  private deliver(id: RequestId, raw: Buffer): boolean {
+    const value = parsedJson(raw);
+    if (value === undefined) return false;
+    const isAnswer = isObject(value) && value.id === id && ('result' in value || 'error' in value);
+    if (isAnswer && this.listing.has(idKey(id))) this.learnTools(value.result);
+    if (isObject(value) && (isAnswer || !('id' in value) || 'method' in value)) {
+      this.handlers?.message(raw, { onStreamOf: id });
+    }
+    return isAnswer;
+  }
+
+  private learnTools(result: unknown): void {
+    const tools = isObject(result) ? result.tools : undefined;
+    for (const tool of Array.isArray(tools) ? tools : []) {
+      if (!isObject(tool) || typeof tool.name !== 'string') continue;
+      const params = headerParamsOf(tool.inputSchema);
+      if (params.length > 0) this.toolHeaders.set(tool.name, params);
+      else this.toolHeaders.delete(tool.name);
+    }
+  }
+
+  private fail(id: RequestId, message: string): void {
+    const error: JsonRpcErrorObject = { code: ErrorCode.UpstreamUnavailable, message };
+    this.handlers?.message(Buffer.from(JSON.stringify(errorResponse(id, error))), { onStreamOf: id });
+  }
+}
+
+function parsedJson(raw: Buffer): unknown {
+  try {
+    return JSON.parse(raw.toString('utf8')) as unknown;
+  } catch {
+    return undefined;
+  }
+}
