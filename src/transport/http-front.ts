@@ -333,7 +333,7 @@ export class HttpFront {
       request,
       ...(caller === undefined ? {} : { principal: caller.identity }),
       caller: caller?.identity ?? `address:${req.socket.remoteAddress ?? 'unknown'}`,
-      paramHeaders: paramHeadersOf(req.headers),
+      ...(request.method === 'tools/call' ? { paramHeaders: paramHeadersOf(req.headers) } : {}),
       signal: cancelled.signal,
       notify: (related) => {
         if (answered || res.destroyed) return;

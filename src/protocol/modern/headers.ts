@@ -60,9 +60,16 @@ export function checkModernHeaders(
 
 /** Header names are case-insensitive; a header given twice is malformed. */
 function header(headers: HeaderMap, lower: string, shown: string): Checked<string> {
-  const values = Object.entries(headers)
-    .filter(([name, value]) => name.toLowerCase() === lower && value !== undefined)
-    .flatMap(([, value]) => (typeof value === 'string' ? [value] : [...(value ?? [])]));
+  // Node gives every name in lower case: one lookup, and a walk only for maps that spell names otherwise.
+  const found = headers[lower];
+  const values =
+    found !== undefined
+      ? typeof found === 'string'
+        ? [found]
+        : [...found]
+      : Object.entries(headers)
+          .filter(([name, value]) => name.toLowerCase() === lower && value !== undefined)
+          .flatMap(([, value]) => (typeof value === 'string' ? [value] : [...(value ?? [])]));
   if (values.length === 0) return refused(new HeaderMismatchError(`required header ${shown} is missing`));
   const [value] = values;
   if (values.length > 1 || value === undefined) {
