@@ -43,6 +43,7 @@ import {
 } from '../protocol/modern/meta.js';
 import {
   createRequestStateSealer,
+  replicaNamedBy,
   requestDigest,
   type RequestStateSealer,
 } from '../protocol/modern/request-state.js';
@@ -50,7 +51,7 @@ import { CONSERVATIVE_CACHE, toModernError, toModernResult } from '../protocol/m
 import type { Arrival, Channel } from '../transport/channel.js';
 import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
 import { decideModernToolCall, type ModernToolCallFacts } from '../session/decide.js';
-import type { TaskInputBoard } from '../tasks/store.js';
+import type { RelayedRequest, TaskInputBoard } from '../tasks/store.js';
 import type { Limits } from '../security/limits.js';
 import { ExtensionTasks, type Outcome } from './extension-tasks.js';
 import { MODERN_MAX_LISTENERS } from './defaults.js';
@@ -163,6 +164,7 @@ export class ModernBridge {
   private readonly byProgressToken = new Map<string, Call>();
   /** Each tool's `x-mcp-header` parameters, once read. */
   private toolHeaders: Promise<Map<string, HeaderParam[]>> | undefined;
+  private readonly stopServingRetries: () => void;
   private nextId = INITIALIZE_ID + 1;
   /** Input keys are never reused, so an answer can never reach a request it was not meant for. */
   private nextInputKey = 1;
@@ -201,6 +203,8 @@ export class ModernBridge {
         logger: options.logger,
       },
     });
+    this.stopServingRetries =
+      options.taskInputs?.onRelayed((relayed) => this.serveRelayedRetry(relayed)) ?? (() => undefined);
     this.subscriptions = new Subscriptions({
       upstream: (method, uri) => void this.ask(method, { uri }),
       taskStatus: (params, principal) => this.tasks.statusChanged(params as unknown as TaskV1, principal),
@@ -294,6 +298,42 @@ export class ModernBridge {
       return this.resume(exchange, meta);
     }
     return this.forward(exchange, meta);
+  }
+
+  /**
+   * A retry whose call waits on another replica sharing the store: carried there and answered from there
+   * (that replica checks the requestState in full). Messages on its stream (progress) stay there.
+   */
+  private async relayRetry(exchange: ModernExchange, holder: string): Promise<ModernAnswer> {
+    const { request } = exchange;
+    const relayed: RelayedRequest = {
+      request: request as RelayedRequest['request'],
+      ...(exchange.principal === undefined ? {} : { principal: exchange.principal }),
+      ...(exchange.caller === undefined ? {} : { caller: exchange.caller }),
+    };
+    const response = await this.options
+      .taskInputs!.relay(holder, relayed, RELAYED_RETRY_WITHIN_MS)
+      .catch(() => undefined);
+    if (response !== undefined) return { response };
+    return this.refuse(request, {
+      code: ErrorCode.InvalidParams,
+      message:
+        'Invalid requestState: the taskgate replica holding its call did not answer; send the original request again without requestState',
+    });
+  }
+
+  /** A retry another replica carried here because its call waits here. */
+  private async serveRelayedRetry(relayed: RelayedRequest): Promise<object | undefined> {
+    const state = relayed.request.params?.requestState;
+    if (typeof state !== 'string' || replicaNamedBy(state) !== this.options.replica) return undefined;
+    const answer = await this.handle({
+      request: relayed.request as Request,
+      ...(relayed.principal === undefined ? {} : { principal: relayed.principal }),
+      ...(relayed.caller === undefined ? {} : { caller: relayed.caller }),
+      signal: AbortSignal.timeout(RELAYED_RETRY_WITHIN_MS),
+      notify: () => undefined,
+    });
+    return answer?.response;
   }
 
   /** Whom the Session counts a request the bridge sent against: a client's call its caller, its own requests nobody. */
@@ -409,6 +449,10 @@ export class ModernBridge {
         code: ErrorCode.InvalidParams,
         message: 'Invalid params: inputResponses must map the keys of inputRequests to results',
       });
+    }
+    const holder = replicaNamedBy(requestState);
+    if (holder !== undefined && holder !== this.options.replica && this.options.taskInputs !== undefined) {
+      return this.relayRetry(exchange, holder);
     }
     const opened = this.sealer.open(requestState, {
       method: request.method,
@@ -779,6 +823,7 @@ export class ModernBridge {
     this.own.clear();
     for (const settle of own) settle({ error: this.unavailable() });
     this.tasks.close();
+    this.stopServingRetries();
     this.subscriptions.close();
     for (const call of [...this.calls.values()]) {
       const waiter = call.waiter;
@@ -827,6 +872,9 @@ function asInitializeResult(result: JsonObject): LegacyInitializeResult {
 }
 
 /** The bridge's own progress token for a call: client tokens may collide between clients of one bridge. */
+/** How long a replica waits for the one holding a call to answer the retry it carried there (the call runs on). */
+const RELAYED_RETRY_WITHIN_MS = 10 * 60 * 1000;
+
 /** tools/list pages read at most for the tools' header parameters. */
 const MAX_TOOL_PAGES = 100;
 

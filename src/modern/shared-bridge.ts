@@ -27,7 +27,8 @@ export function startBridge(legacyClient: Channel, session: Session, options: Se
     legacyClient,
     logger: options.logger,
     supportedVersions: ALL_VERSIONS,
-    replica: options.id,
+    // Replicas sharing a store know each other by its executor ids: a retry can be carried to its call.
+    replica: options.store.inputs?.self ?? options.id,
     inputWaitMs: MODERN_INPUT_WAIT_MS,
     maxParked: MODERN_MAX_PARKED,
     clientInfo: TASKGATE_INFO,

@@ -337,6 +337,32 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     }
   });
 
+  it("a plain 2026-07-28 call that asks for input on A: its MRTR retry sent to B is carried to A's waiting call", async () => {
+    const prefix = freshPrefix();
+    const [a, b] = await Promise.all([replica(prefix), replica(prefix)]);
+    const plain = {
+      ...EXTENSION_META,
+      'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+    };
+    const params = { name: 'elicit', arguments: { message: 'retried on B' } };
+    const asked = await modernRequest(a.url, 'tools/call', params, plain);
+    expect(asked.result).toMatchObject({ resultType: 'input_required' });
+    const [key] = Object.keys(asked.result!.inputRequests as object);
+    const retry = {
+      ...params,
+      requestState: asked.result!.requestState,
+      inputResponses: { [key!]: { action: 'accept', content: { answer: 'via B' } } },
+    };
+    const answered = await modernRequest(b.url, 'tools/call', retry, plain);
+    expect(answered.result).toMatchObject({
+      resultType: 'complete',
+      content: [{ type: 'text', text: JSON.stringify({ action: 'accept', content: { answer: 'via B' } }) }],
+    });
+    // Single use, wherever it is sent again.
+    const again = await modernRequest(b.url, 'tools/call', retry, plain);
+    expect(again.error).toMatchObject({ code: -32602, message: expect.stringContaining('already used') });
+  });
+
   it('an identified caller’s extension task is theirs on every replica: another identity gets "not found" on B', async () => {
     const prefix = freshPrefix();
     const tokens = [

@@ -89,6 +89,17 @@ export function createRequestStateSealer(options: SealerOptions): RequestStateSe
 }
 
 /**
+ * The replica a token says holds its call, read without checking the token: only to know where to carry
+ * the retry, whose holder checks it in full.
+ */
+export function replicaNamedBy(token: string): string | undefined {
+  const parts = token.split('.');
+  if (token.length > DEFAULT_MAX_STATE_LENGTH || parts.length !== 3 || parts[0] !== VERSION) return undefined;
+  const state = parsePayload(parts[1]!);
+  return typeof state?.replica === 'string' ? state.replica : undefined;
+}
+
+/**
  * Identifies the originating request: its method and a SHA-256 of its params in canonical JSON, without
  * what changes between the attempts of one request (`_meta`, `inputResponses`, `requestState`).
  */
