@@ -23,6 +23,7 @@ import {
 import {
   encodeHeaderValue,
   headerParamsOf,
+  NAME_SOURCE,
   paramHeaderValues,
   type HeaderParam,
 } from '../protocol/modern/headers.js';
@@ -46,16 +47,6 @@ export interface ModernHttpUpstreamOptions {
   headers?: Record<string, string> | undefined;
   maxMessageBytes: number;
 }
-
-/** The body field Mcp-Name carries, by method (streamable-http.mdx "Request Metadata"). */
-const NAME_SOURCE: Readonly<Record<string, string>> = {
-  'tools/call': 'name',
-  'prompts/get': 'name',
-  'resources/read': 'uri',
-  'tasks/get': 'taskId',
-  'tasks/update': 'taskId',
-  'tasks/cancel': 'taskId',
-};
 
 export class ModernHttpUpstream implements Channel {
   private handlers: ChannelHandlers | undefined;

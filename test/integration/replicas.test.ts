@@ -117,6 +117,26 @@ const statusNotification = (taskId: string, status: string) => (message: JSONRPC
   message.params?.taskId === taskId &&
   message.params.status === status;
 
+/** A 2026-07-28 tasks/get of `taskId` on `url` until `done` holds of the task, a bounded number of times. */
+async function getUntil(
+  url: URL,
+  taskId: string,
+  done: (task: Record<string, unknown>) => boolean,
+): Promise<Record<string, unknown>> {
+  let last: unknown;
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const got = await modernRequest(url, 'tasks/get', { taskId });
+    expect(got.error).toBeUndefined();
+    if (done(got.result!)) return got.result!;
+    last = got.result;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`task ${taskId} never got there; last: ${JSON.stringify(last)}`);
+}
+
+const hasInputRequests = (task: Record<string, unknown>): boolean =>
+  Object.keys((task.inputRequests as object | undefined) ?? {}).length > 0;
+
 describe.skipIf(!redis)('replicas sharing one Redis', () => {
   it('B serves tasks/get and a blocking tasks/result of a task running on A, woken when A completes it', async () => {
     const prefix = freshPrefix();
@@ -209,23 +229,8 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     });
     expect(made.result).toMatchObject({ resultType: 'task' });
     const taskId = String(made.result!.taskId);
-    /** tasks/get on `url` until `done` holds of it, a bounded number of times. */
-    const getUntil = async (url: URL, done: (task: Record<string, unknown>) => boolean) => {
-      let last: unknown;
-      for (let attempt = 0; attempt < 200; attempt++) {
-        const got = await modernRequest(url, 'tasks/get', { taskId });
-        expect(got.error).toBeUndefined();
-        if (done(got.result!)) return got.result!;
-        last = got.result;
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-      throw new Error(`task ${taskId} never got there; last: ${JSON.stringify(last)}`);
-    };
 
-    const waiting = await getUntil(
-      b.url,
-      (task) => Object.keys((task.inputRequests as object | undefined) ?? {}).length > 0,
-    );
+    const waiting = await getUntil(b.url, taskId, hasInputRequests);
     expect(waiting.status).toBe('input_required');
     const posted = Object.entries(waiting.inputRequests as Record<string, unknown>);
     expect(posted).toHaveLength(1);
@@ -246,6 +251,7 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     expect(update.result).toMatchObject({ resultType: 'complete' });
     const done = await getUntil(
       b.url,
+      taskId,
       (task) => task.status !== 'input_required' && task.status !== 'working',
     );
     expect(done).toMatchObject({
@@ -256,7 +262,7 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
         ],
       },
     });
-    expect(await getUntil(a.url, () => true)).toMatchObject({ status: 'completed' });
+    expect(await getUntil(a.url, taskId, () => true)).toMatchObject({ status: 'completed' });
   });
 
   it("in front of a 2026-07-28 task server, B serves A's server's own task: tasks/get and tasks/cancel relayed to A, tasks/update reaches it", async () => {
@@ -272,25 +278,14 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     });
     expect(made.result).toMatchObject({ resultType: 'task' });
     const taskId = String(made.result!.taskId);
-    const getUntil = async (url: URL, done: (task: Record<string, unknown>) => boolean) => {
-      let last: unknown;
-      for (let attempt = 0; attempt < 200; attempt++) {
-        const got = await modernRequest(url, 'tasks/get', { taskId });
-        expect(got.error).toBeUndefined();
-        if (done(got.result!)) return got.result!;
-        last = got.result;
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-      throw new Error(`task ${taskId} never got there; last: ${JSON.stringify(last)}`);
-    };
-    const waiting = await getUntil(b.url, (task) => task.status === 'input_required');
+    const waiting = await getUntil(b.url, taskId, (task) => task.status === 'input_required');
     const [key, asked] = Object.entries(waiting.inputRequests as Record<string, { method: string }>)[0]!;
     expect(asked.method).toBe('elicitation/create');
     await modernRequest(b.url, 'tasks/update', {
       taskId,
       inputResponses: { [key]: { action: 'accept', content: { colour: 'teal' } } },
     });
-    const done = await getUntil(b.url, (task) => task.status === 'completed');
+    const done = await getUntil(b.url, taskId, (task) => task.status === 'completed');
     expect(JSON.stringify(done.result)).toContain('teal');
 
     const slow = await modernRequest(a.url, 'tools/call', { name: 'slow', arguments: { ms: 30_000 } });
@@ -310,12 +305,8 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
       arguments: { message: 'heard on B?' },
     });
     const taskId = String(made.result!.taskId);
-    let key: string | undefined;
-    for (let attempt = 0; attempt < 200 && key === undefined; attempt++) {
-      const got = await modernRequest(a.url, 'tasks/get', { taskId });
-      key = Object.keys((got.result?.inputRequests as object | undefined) ?? {})[0];
-      if (key === undefined) await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    const waiting = await getUntil(a.url, taskId, hasInputRequests);
+    const [key] = Object.keys(waiting.inputRequests as object);
     const stream = await listen(b.url, { taskIds: [taskId] });
     try {
       await stream.until((message) => message.method === 'notifications/subscriptions/acknowledged');

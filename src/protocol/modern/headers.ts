@@ -15,7 +15,7 @@ import { PROTOCOL_VERSION_META } from './meta.js';
 export type HeaderMap = Readonly<Record<string, string | readonly string[] | undefined>>;
 
 /** The body field that Mcp-Name mirrors, by method. */
-const NAME_SOURCE: Readonly<Record<string, string>> = {
+export const NAME_SOURCE: Readonly<Record<string, string>> = {
   'tools/call': 'name',
   'prompts/get': 'name',
   'resources/read': 'uri',
