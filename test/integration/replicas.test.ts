@@ -117,6 +117,9 @@ const statusNotification = (taskId: string, status: string) => (message: JSONRPC
   message.params?.taskId === taskId &&
   message.params.status === status;
 
+/** Two identities for the replicas that identify callers: alice and bob. */
+const TOKENS = ['--auth-token', 'alice-token-0123456789=alice', '--auth-token', 'bob-token-0123456789ab=bob'];
+
 /** A 2026-07-28 tasks/get of `taskId` on `url` until `done` holds of the task, a bounded number of times. */
 async function getUntil(
   url: URL,
@@ -356,15 +359,9 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
 
   it('an identified caller’s extension task is theirs on every replica: another identity gets "not found" on B', async () => {
     const prefix = freshPrefix();
-    const tokens = [
-      '--auth-token',
-      'alice-token-0123456789=alice',
-      '--auth-token',
-      'bob-token-0123456789ab=bob',
-    ];
     const [a, b] = await Promise.all([
-      replica(prefix, redis!.url, tokens),
-      replica(prefix, redis!.url, tokens),
+      replica(prefix, redis!.url, TOKENS),
+      replica(prefix, redis!.url, TOKENS),
     ]);
     const alice = { authorization: 'Bearer alice-token-0123456789' };
     const bob = { authorization: 'Bearer bob-token-0123456789ab' };
@@ -530,13 +527,7 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
 
   it('keeps tasks bound to their identity across replicas (issue 7 on the Redis store)', async () => {
     const prefix = freshPrefix();
-    const tokens = [
-      '--auth-token',
-      'alice-token-0123456789=alice',
-      '--auth-token',
-      'bob-token-0123456789ab=bob',
-    ];
-    const [a, b] = [await replica(prefix, redis!.url, tokens), await replica(prefix, redis!.url, tokens)];
+    const [a, b] = [await replica(prefix, redis!.url, TOKENS), await replica(prefix, redis!.url, TOKENS)];
     const aliceOnA = await clientOf(a, 'alice-token-0123456789');
     const aliceOnB = await clientOf(b, 'alice-token-0123456789');
     const bobOnB = await clientOf(b, 'bob-token-0123456789ab');
