@@ -3,7 +3,8 @@
  * each request is one POST with no session, carrying the routing headers its body names (`MCP-Protocol-
  * Version`, `Mcp-Method`, `Mcp-Name`, and `Mcp-Param-*` for the tool's `x-mcp-header` parameters, learnt
  * from the tools/list answers that pass); its answer comes back as JSON or on the POST's own event stream,
- * every message of that stream tagged with the request. `notifications/cancelled` closes the request's
+ * every message of that stream tagged with the request; a listed tool whose `x-mcp-header` annotations
+ * break the rules is left out of the list. `notifications/cancelled` closes the request's
  * stream, which is how 2026-07-28 cancels over HTTP; no other client notification or response has a place
  * on this transport (input comes by MRTR). A request that fails at the HTTP level is answered here with an
  * error naming why, so that nothing waits for an answer that cannot come.
@@ -17,11 +18,13 @@ import {
   idKey,
   isObject,
   metaOf,
+  type JsonObject,
   type Request,
   type RequestId,
 } from '../protocol/messages.js';
 import {
   encodeHeaderValue,
+  headerAnnotationProblem,
   headerParamsOf,
   NAME_SOURCE,
   paramHeaderValues,
@@ -187,21 +190,44 @@ export class ModernHttpUpstream implements Channel {
     const value = parsedJson(raw);
     if (value === undefined) return false;
     const isAnswer = isObject(value) && value.id === id && ('result' in value || 'error' in value);
-    if (isAnswer && this.listing.has(idKey(id))) this.learnTools(value.result);
+    if (isAnswer && this.listing.has(idKey(id)) && isObject(value.result)) {
+      const kept = this.learnTools(value.result);
+      if (kept !== undefined) {
+        const message = { ...value, result: { ...value.result, tools: kept } };
+        this.handlers?.message(Buffer.from(JSON.stringify(message)), { onStreamOf: id });
+        return true;
+      }
+    }
     if (isObject(value) && (isAnswer || !('id' in value) || 'method' in value)) {
       this.handlers?.message(raw, { onStreamOf: id });
     }
     return isAnswer;
   }
 
-  private learnTools(result: unknown): void {
-    const tools = isObject(result) ? result.tools : undefined;
-    for (const tool of Array.isArray(tools) ? tools : []) {
-      if (!isObject(tool) || typeof tool.name !== 'string') continue;
+  /**
+   * Learns each listed tool's header parameters. A tool whose `x-mcp-header` annotations break the rules
+   * is left out (streamable-http.mdx "Schema Extension": a client MUST, and SHOULD say so): the tools kept,
+   * when one was left out.
+   */
+  private learnTools(result: JsonObject): unknown[] | undefined {
+    const tools = Array.isArray(result.tools) ? result.tools : [];
+    const kept = tools.filter((tool) => {
+      if (!isObject(tool) || typeof tool.name !== 'string') return true;
+      const problem = headerAnnotationProblem(tool.inputSchema);
+      if (problem !== undefined) {
+        this.logger.warn(
+          { tool: tool.name, problem },
+          'tool left out of tools/list: its x-mcp-header breaks the rules',
+        );
+        this.toolHeaders.delete(tool.name);
+        return false;
+      }
       const params = headerParamsOf(tool.inputSchema);
       if (params.length > 0) this.toolHeaders.set(tool.name, params);
       else this.toolHeaders.delete(tool.name);
-    }
+      return true;
+    });
+    return kept.length === tools.length ? undefined : kept;
   }
 
   private fail(id: RequestId, message: string): void {

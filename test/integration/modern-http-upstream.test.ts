@@ -19,6 +19,10 @@ const TOOLS = [
       properties: { region: { type: 'string', 'x-mcp-header': 'Region' }, sql: { type: 'string' } },
     },
   },
+  {
+    name: 'badly-annotated',
+    inputSchema: { type: 'object', properties: { n: { type: 'number', 'x-mcp-header': 'N' } } },
+  },
   { name: 'unavailable', inputSchema: { type: 'object' } },
   { name: 'cut-short', inputSchema: { type: 'object' } },
 ];
@@ -99,6 +103,12 @@ describe('the 2026-07-28 hop to an HTTP server', () => {
       headers: { 'mcp-method': 'server/discover' },
     });
     expect(seen.every(({ headers }) => headers['mcp-session-id'] === undefined)).toBe(true);
+  });
+
+  it('leaves out of tools/list a tool whose x-mcp-header breaks the rules (a number parameter), and says so', async () => {
+    const { tools } = await connection.client.listTools();
+    expect(tools.map((tool) => tool.name)).toEqual(['query', 'unavailable', 'cut-short']);
+    expect(connection.stderr()).toMatch(/"tool":"badly-annotated".*left out of tools\/list/);
   });
 
   it("sends Mcp-Name and, once tools/list taught it, the x-mcp-header parameter's Mcp-Param header (base64 when not header-safe)", async () => {

@@ -4,6 +4,7 @@ import type { Checked } from '../../src/protocol/modern/errors.js';
 import {
   checkModernHeaders,
   checkParamHeaders,
+  headerAnnotationProblem,
   headerParamsOf,
   paramHeadersOf,
   type HeaderMap,
@@ -197,5 +198,68 @@ describe('Mcp-Param-* headers against x-mcp-header parameters (streamable-http.m
     const refusal = mismatch(check(args, headers as HeaderMap));
     expect(refusal).toMatchObject({ code: -32020, status: 400 });
     expect(refusal.message).toContain(words);
+  });
+});
+
+describe('x-mcp-header annotations a client must refuse (streamable-http.mdx "Schema Extension")', () => {
+  const withProperty = (property: object) => ({ type: 'object', properties: { p: property } });
+
+  it('accepts string, integer and boolean parameters reached through properties, and a parameter named x-mcp-header', () => {
+    expect(
+      headerAnnotationProblem(withProperty({ type: 'string', 'x-mcp-header': 'Region' })),
+    ).toBeUndefined();
+    expect(
+      headerAnnotationProblem({
+        type: 'object',
+        properties: { 'x-mcp-header': { type: 'string' }, n: { type: 'integer', 'x-mcp-header': 'N' } },
+      }),
+    ).toBeUndefined();
+    expect(headerAnnotationProblem({ type: 'object' })).toBeUndefined();
+  });
+
+  it.each([
+    ['an empty name', withProperty({ type: 'string', 'x-mcp-header': '' }), 'not an HTTP header name'],
+    [
+      'a name with a space',
+      withProperty({ type: 'string', 'x-mcp-header': 'A B' }),
+      'not an HTTP header name',
+    ],
+    [
+      'a name with CR LF',
+      withProperty({ type: 'string', 'x-mcp-header': 'A\r\nB' }),
+      'not an HTTP header name',
+    ],
+    [
+      'a number parameter',
+      withProperty({ type: 'number', 'x-mcp-header': 'N' }),
+      'not a string, integer or boolean',
+    ],
+    ['a non-string name', withProperty({ type: 'string', 'x-mcp-header': 7 }), 'not a string'],
+    [
+      'names equal but for case',
+      {
+        type: 'object',
+        properties: {
+          a: { type: 'string', 'x-mcp-header': 'Id' },
+          b: { type: 'string', 'x-mcp-header': 'ID' },
+        },
+      },
+      'given twice',
+    ],
+    [
+      'one inside items',
+      withProperty({
+        type: 'array',
+        items: { type: 'object', properties: { q: { type: 'string', 'x-mcp-header': 'Q' } } },
+      }),
+      'reached through properties alone',
+    ],
+    [
+      'one inside anyOf',
+      withProperty({ anyOf: [{ type: 'string', 'x-mcp-header': 'Q' }] }),
+      'reached through properties alone',
+    ],
+  ])('refuses %s', (_, schema, words) => {
+    expect(headerAnnotationProblem(schema)).toContain(words);
   });
 });

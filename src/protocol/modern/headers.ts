@@ -118,6 +118,44 @@ export function headerParamsOf(inputSchema: unknown, path: readonly string[] = [
   });
 }
 
+/** RFC 9110 `token`: what a header name is made of. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const MIRRORED_TYPES: ReadonlySet<unknown> = new Set(['string', 'integer', 'boolean']);
+
+/**
+ * Why a tool's `x-mcp-header` annotations break the rules a client over Streamable HTTP must hold them to
+ * (streamable-http.mdx "Schema Extension": such a tool is left out of tools/list); undefined when they do
+ * not.
+ */
+export function headerAnnotationProblem(inputSchema: unknown): string | undefined {
+  const params = headerParamsOf(inputSchema);
+  if (annotationsIn(inputSchema, false, 0) > params.length) {
+    return 'an x-mcp-header that is not a string, or not on a property reached through properties alone';
+  }
+  const seen = new Set<string>();
+  for (const param of params) {
+    const name = param.header.slice('Mcp-Param-'.length);
+    if (!TOKEN.test(name)) return `x-mcp-header "${name}" is not an HTTP header name`;
+    if (seen.has(name.toLowerCase())) return `x-mcp-header "${name}" is given twice`;
+    seen.add(name.toLowerCase());
+    if (!MIRRORED_TYPES.has(param.type)) {
+      return `x-mcp-header "${name}" is on a parameter that is not a string, integer or boolean`;
+    }
+  }
+  return undefined;
+}
+
+/** Every `x-mcp-header` key in a schema; the keys of a `properties` map are names, not keywords. */
+function annotationsIn(node: unknown, isPropertyMap: boolean, depth: number): number {
+  if (depth > 64 || typeof node !== 'object' || node === null) return 0;
+  let count = 0;
+  for (const [key, value] of Object.entries(node)) {
+    if (!isPropertyMap && !Array.isArray(node) && key === 'x-mcp-header') count++;
+    count += annotationsIn(value, !isPropertyMap && key === 'properties' && isObject(value), depth + 1);
+  }
+  return count;
+}
+
 /** The `Mcp-Param-*` headers of a request, by lower-case name. */
 export function paramHeadersOf(headers: HeaderMap): Map<string, string | readonly string[]> {
   const found = new Map<string, string | readonly string[]>();
