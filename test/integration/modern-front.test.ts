@@ -43,14 +43,24 @@ const SERVERS = [
   },
 ];
 
-const SIDECARS = (['pin', 'auto'] as const).map((mode): Route & (typeof SERVERS)[number] => ({
-  server: 'the SDK v2 fixture over Streamable HTTP (spoken to in 2026-07-28)',
-  fixture: FIXTURES.modern,
-  serverName: 'modern-fixture',
-  name: `${mode === 'pin' ? 'pinned' : 'auto'} over the HTTP gateway as a sidecar`,
-  front: 'sidecar',
-  mode,
-}));
+/** The fixtures' HTTP modes, each behind taskgate as a sidecar (`fixture` names the one to start). */
+const HTTP_SERVERS = [
+  { server: 'the SDK 1.x fixture over Streamable HTTP', fixture: 'legacy', serverName: 'legacy-fixture' },
+  {
+    server: 'the SDK v2 fixture over Streamable HTTP (spoken to in 2026-07-28)',
+    fixture: 'modern',
+    serverName: 'modern-fixture',
+  },
+] as const;
+
+const SIDECARS = HTTP_SERVERS.flatMap((server) =>
+  (['pin', 'auto'] as const).map((mode): Route & { server: string; fixture: string; serverName: string } => ({
+    ...server,
+    name: `${mode === 'pin' ? 'pinned' : 'auto'} over the HTTP gateway as a sidecar`,
+    front: 'sidecar',
+    mode,
+  })),
+);
 
 const CASES = [...SERVERS.flatMap((server) => ROUTES.map((route) => ({ ...server, ...route }))), ...SIDECARS];
 
@@ -71,7 +81,7 @@ describe.each(CASES)('SDK v2 client $name through taskgate to $server', (target)
     };
     const upstream = [process.execPath, target.fixture];
     if (target.front === 'sidecar') {
-      http = await startHttpFixture('modern');
+      http = await startHttpFixture(target.fixture as 'legacy' | 'modern');
       gateway = await Gateway.start([], ['--upstream-url', http.url]);
       connection = await connectModern({ url: gateway.url }, options);
     } else if (target.front === 'http') {
