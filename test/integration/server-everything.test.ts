@@ -1,12 +1,15 @@
 /**
  * A real server written by others behind taskgate: @modelcontextprotocol/server-everything has tasks of
  * its own for some tools (simulate-research-query is task-required) and none for the rest, so taskgate
- * passes its task tools through and serves tasks for the others.
+ * passes its task tools through and serves tasks for the others. Then a 2026-07-28 client (SDK v2, pinned)
+ * in front of it: tools, resources, prompts, progress and the server's elicitation as MRTR.
  */
 import { fileURLToPath } from 'node:url';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { connect, type Connection } from '../helpers/taskgate.js';
+import { connectModern, type ModernConnection } from '../helpers/modern-client.js';
+import { connect, TASKGATE, type Connection } from '../helpers/taskgate.js';
+import { textOf } from '../helpers/tool-results.js';
 
 const EVERYTHING = fileURLToPath(
   new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url),
@@ -78,5 +81,51 @@ describe('server-everything behind taskgate', () => {
       timeout: 20_000,
     });
     expect(JSON.stringify(result.content)).toMatch(/tasks/);
+  });
+});
+
+describe('a 2026-07-28 client through taskgate to server-everything (a 2025 server)', () => {
+  let modern: ModernConnection | undefined;
+  afterEach(async () => {
+    await modern?.close();
+    modern = undefined;
+  });
+
+  it('gets its tools, resources, prompts and progress, and its elicitation as an MRTR round', async () => {
+    const elicited: unknown[] = [];
+    modern = await connectModern(
+      { command: [process.execPath, TASKGATE, '--', process.execPath, EVERYTHING, 'stdio'] },
+      {
+        mode: 'pin',
+        onElicit: (params) => {
+          elicited.push(params);
+          return { action: 'accept', content: { name: 'Ada', check: true } };
+        },
+      },
+    );
+    const { client } = modern;
+    expect(client.getServerVersion()?.name).toMatch(/everything/i);
+    expect(textOf(await client.callTool({ name: 'echo', arguments: { message: 'hi' } }))).toBe('Echo: hi');
+
+    const { resources } = await client.listResources();
+    const first = resources[0]!;
+    const read = await client.readResource({ uri: first.uri });
+    expect(read.contents[0]).toMatchObject({ uri: first.uri });
+
+    const prompt = await client.getPrompt({ name: 'simple-prompt' });
+    expect(prompt.messages.length).toBeGreaterThan(0);
+
+    const progress: unknown[] = [];
+    const long = await client.callTool(
+      { name: 'trigger-long-running-operation', arguments: { duration: 0.3, steps: 3 } },
+      { onprogress: (update) => progress.push(update) },
+    );
+    expect(JSON.stringify(long.content)).toMatch(/Long running operation completed/i);
+    // Steps 100 ms apart: those before the last arrive before the result (see modern-peers on the last).
+    expect(progress.length).toBeGreaterThan(0);
+
+    const answered = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} });
+    expect(elicited).toHaveLength(1);
+    expect(JSON.stringify(answered.content)).toContain('Ada');
   });
 });
