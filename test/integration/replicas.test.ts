@@ -120,15 +120,18 @@ const statusNotification = (taskId: string, status: string) => (message: JSONRPC
 /** Two identities for the replicas that identify callers: alice and bob. */
 const TOKENS = ['--auth-token', 'alice-token-0123456789=alice', '--auth-token', 'bob-token-0123456789ab=bob'];
 
-/** A 2026-07-28 tasks/get of `taskId` on `url` until `done` holds of the task, a bounded number of times. */
+/**
+ * A 2026-07-28 tasks/get of `taskId` on `url` (or on each URL it gives in turn) until `done` holds of the
+ * task, a bounded number of times.
+ */
 async function getUntil(
-  url: URL,
+  url: URL | (() => URL),
   taskId: string,
   done: (task: Record<string, unknown>) => boolean,
 ): Promise<Record<string, unknown>> {
   let last: unknown;
   for (let attempt = 0; attempt < 200; attempt++) {
-    const got = await modernRequest(url, 'tasks/get', { taskId });
+    const got = await modernRequest(typeof url === 'function' ? url() : url, 'tasks/get', { taskId });
     expect(got.error).toBeUndefined();
     if (done(got.result!)) return got.result!;
     last = got.result;
@@ -355,6 +358,64 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     // Single use, wherever it is sent again.
     const again = await modernRequest(b.url, 'tools/call', retry, plain);
     expect(again.error).toMatchObject({ code: -32602, message: expect.stringContaining('already used') });
+  });
+
+  it('issue 18: 2026-07-28 requests alternated between A and B, each to the other replica than the last, all served', async () => {
+    const prefix = freshPrefix();
+    const replicas = await Promise.all([replica(prefix), replica(prefix)]);
+    let turn = 0;
+    const next = (): URL => replicas[turn++ % 2]!.url;
+    const send = (method: string, params: Record<string, unknown>, meta?: object) =>
+      modernRequest(next(), method, params, meta);
+    const plain = {
+      ...EXTENSION_META,
+      'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+    };
+
+    expect((await send('server/discover', {})).result).toMatchObject({
+      supportedVersions: expect.any(Array),
+    });
+    expect((await send('tools/list', {})).result?.tools).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'echo' })]),
+    );
+    expect(
+      (await send('tools/call', { name: 'echo', arguments: { text: 'alternate' } }, plain)).result,
+    ).toMatchObject({ content: [{ type: 'text', text: 'alternate' }] });
+
+    // A plain call's input round, answered on the other replica.
+    const asked = await send('tools/call', { name: 'elicit', arguments: { message: 'round' } }, plain);
+    const [roundKey] = Object.keys(asked.result!.inputRequests as object);
+    const resumed = await send(
+      'tools/call',
+      {
+        name: 'elicit',
+        arguments: { message: 'round' },
+        requestState: asked.result!.requestState,
+        inputResponses: { [roundKey!]: { action: 'accept', content: { answer: 'alternated' } } },
+      },
+      plain,
+    );
+    expect(JSON.stringify(resumed.result)).toContain('alternated');
+
+    // A task: made on one, waited on, answered and read on whichever comes next.
+    const made = await send('tools/call', { name: 'elicit', arguments: { message: 'task' } });
+    const taskId = String(made.result!.taskId);
+    const waiting = await getUntil(next, taskId, hasInputRequests);
+    const [taskKey] = Object.keys(waiting.inputRequests as object);
+    await send('tasks/update', {
+      taskId,
+      inputResponses: { [taskKey!]: { action: 'accept', content: { answer: 'both' } } },
+    });
+    const done = await getUntil(next, taskId, (task) => task.status === 'completed');
+    expect(JSON.stringify(done.result)).toContain('both');
+
+    const slow = await send('tools/call', { name: 'sleep', arguments: { ms: 30_000 } });
+    expect((await send('tasks/cancel', { taskId: String(slow.result!.taskId) })).result).toMatchObject({
+      resultType: 'complete',
+    });
+    expect((await send('tasks/get', { taskId: String(slow.result!.taskId) })).result).toMatchObject({
+      status: 'cancelled',
+    });
   });
 
   it('an identified caller’s extension task is theirs on every replica: another identity gets "not found" on B', async () => {
