@@ -23,6 +23,7 @@ export const FIXTURES = {
   modern: root('test/fixtures/modern-server.js'),
   v2Tasks: root('test/fixtures/v2-task-server.js'),
   conformance: root('test/fixtures/conformance-server.js'),
+  conformanceModern: root('test/fixtures/conformance-modern-server.js'),
   conformanceTasks: root('test/fixtures/conformance-tasks-tools.js'),
 } as const;
 export type FixtureName = keyof typeof FIXTURES;
