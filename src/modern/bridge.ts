@@ -32,6 +32,7 @@ import { buildDiscoverResult, type LegacyInitializeResult } from '../protocol/mo
 import { checkParamHeaders, headerParamsOf, type HeaderParam } from '../protocol/modern/headers.js';
 import {
   CLIENT_CAPABILITIES_META,
+  CALLER_CAPABILITIES_META,
   CLIENT_INFO_META,
   LOG_LEVELS,
   LOG_LEVEL_META,
@@ -110,6 +111,8 @@ export interface ModernBridgeOptions {
   maxTasks: number;
   /** The input board of a task store shared by replicas, so that any of them serves these tasks' input. */
   taskInputs?: TaskInputBoard;
+  /** Whether the Session's upstream declares each request's own capabilities upstream (channel.ts). */
+  upstreamTakesCallerCapabilities?: () => boolean;
   /** Per-caller limits, counted here for each modern caller rather than once for the bridge. */
   limits?: Limits;
   /** Whom a request that names no caller counts against (the Session's own caller). */
@@ -378,7 +381,12 @@ export class ModernBridge {
       jsonrpc: '2.0',
       id: legacyId,
       method: request.method,
-      params: legacyParams(request.params, bridgeToken(legacyId), asTask !== undefined),
+      params: legacyParams(
+        request.params,
+        bridgeToken(legacyId),
+        asTask !== undefined,
+        this.options.upstreamTakesCallerCapabilities?.() === true ? meta.clientCapabilities : undefined,
+      ),
     });
     return answer;
   }
@@ -892,7 +900,16 @@ function progressTokenOf(params: JsonObject | undefined): string | number | unde
  * The params as a 2025 request has them: no per-request protocol fields, no MRTR fields, and a 2025
  * `task` only where taskgate decided on one (a modern client's own `task` is ignored: tasks.md).
  */
-function legacyParams(params: JsonObject | undefined, progressToken: string, asTask: boolean): JsonObject {
+/**
+ * The 2025 params of a modern request: its per-request `_meta` taken out (the Session's initialize stands
+ * for it), with the caller's capabilities kept for a translator that declares them upstream.
+ */
+function legacyParams(
+  params: JsonObject | undefined,
+  progressToken: string,
+  asTask: boolean,
+  callerCapabilities: JsonObject | undefined,
+): JsonObject {
   const {
     _meta,
     task: _task,
@@ -909,6 +926,7 @@ function legacyParams(params: JsonObject | undefined, progressToken: string, asT
     ...meta
   } = isObject(_meta) ? _meta : {};
   if (clientToken !== undefined) meta.progressToken = progressToken;
+  if (callerCapabilities !== undefined) meta[CALLER_CAPABILITIES_META] = callerCapabilities;
   const legacy = asTask ? { ...rest, task: {} } : rest;
   return Object.keys(meta).length === 0 ? legacy : { ...legacy, _meta: meta };
 }

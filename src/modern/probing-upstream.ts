@@ -34,6 +34,11 @@ export class ProbingUpstream implements Channel {
   /** Until the probe is answered, each message is looked at for its answer; after, none pays for it. */
   private probeOpen = true;
 
+  /** Known once the probe is answered: before, nothing has been sent on (it all waits). */
+  get takesCallerCapabilities(): boolean {
+    return this.target?.takesCallerCapabilities === true;
+  }
+
   constructor(
     private readonly inner: Channel,
     private readonly era: UpstreamEra,

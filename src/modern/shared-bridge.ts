@@ -21,8 +21,13 @@ export interface BridgedSession {
   session: Session;
 }
 
-/** A started bridge on `legacyClient`, the client end of a channel `session` serves. */
-export function startBridge(legacyClient: Channel, session: Session, options: SessionOptions): ModernBridge {
+/** A started bridge on `legacyClient`, the client end of a channel `session` serves in front of `upstream`. */
+export function startBridge(
+  legacyClient: Channel,
+  session: Session,
+  options: SessionOptions,
+  upstream: Channel,
+): ModernBridge {
   const bridge = new ModernBridge({
     legacyClient,
     logger: options.logger,
@@ -40,6 +45,7 @@ export function startBridge(legacyClient: Channel, session: Session, options: Se
     ...(options.store.inputs === undefined ? {} : { taskInputs: options.store.inputs }),
     ...(options.limits === undefined ? {} : { limits: options.limits }),
     defaultCaller: session.caller,
+    upstreamTakesCallerCapabilities: () => upstream.takesCallerCapabilities === true,
   });
   session.countCallersBy((legacyId) => bridge.callerOf(legacyId));
   bridge.start();
@@ -55,7 +61,7 @@ export function bridgeSession(
   const pair = memoryChannelPair();
   const session = new Session(pair.a, upstream, options, events);
   session.start();
-  return { bridge: startBridge(pair.b, session, options), session };
+  return { bridge: startBridge(pair.b, session, options, upstream), session };
 }
 
 export interface OpenedBridge {

@@ -24,6 +24,7 @@ import {
 import {
   CLIENT_CAPABILITIES_META,
   CLIENT_INFO_META,
+  CALLER_CAPABILITIES_META,
   LOG_LEVEL_META,
   PROTOCOL_VERSION_META,
   SERVER_INFO_META,
@@ -64,6 +65,7 @@ interface InputRound {
 }
 
 export class ModernUpstreamTranslator implements Channel {
+  readonly takesCallerCapabilities = true;
   private handlers: ChannelHandlers | undefined;
   /** Requests sent upstream, by the id they went with. */
   private readonly inFlight = new Map<string, InFlight>();
@@ -246,14 +248,14 @@ export class ModernUpstreamTranslator implements Channel {
   }
 
   private meta(own: JsonObject | undefined, asTask = false): JsonObject {
+    // A 2026-07-28 caller's request says what it can do itself; the Session's initialize says it for 2025 ones.
+    const { [CALLER_CAPABILITIES_META]: caller, ...kept } = own ?? {};
+    const declared = isObject(caller) ? caller : this.clientCapabilities;
     const capabilities = asTask
-      ? {
-          ...this.clientCapabilities,
-          extensions: { ...extensionsOf(this.clientCapabilities), [TASKS_EXTENSION]: {} },
-        }
-      : this.clientCapabilities;
+      ? { ...declared, extensions: { ...extensionsOf(declared), [TASKS_EXTENSION]: {} } }
+      : declared;
     return {
-      ...own,
+      ...kept,
       [PROTOCOL_VERSION_META]: this.version,
       [CLIENT_CAPABILITIES_META]: capabilities,
       ...(this.clientInfo === undefined ? {} : { [CLIENT_INFO_META]: this.clientInfo }),

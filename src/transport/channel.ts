@@ -70,4 +70,9 @@ export interface Channel {
   sendRaw(raw: Buffer | string, route?: Route): void;
   send(message: object, route?: Route): void;
   close(): Promise<void>;
+  /**
+   * The upstream is a 2026-07-28 server behind the translator, which declares each request's own
+   * capabilities upstream when the request carries them (`CALLER_CAPABILITIES_META`).
+   */
+  readonly takesCallerCapabilities?: boolean;
 }

@@ -551,8 +551,16 @@ function isModernTraffic(message: Message, version: string | string[] | undefine
 function modernStatus(answer: NonNullable<ModernAnswer>): number {
   const { error } = answer.response as { error?: { code?: unknown } };
   if (error?.code === ErrorCode.MethodNotFound) return 404;
-  return answer.refused === true ? 400 : 200;
+  // Whoever found it (taskgate, or a 2026-07-28 server behind it), these errors are HTTP 400.
+  return answer.refused === true || BAD_REQUEST_CODES.has(error?.code) ? 400 : 200;
 }
+
+/** The 2026-07-28 errors that streamable-http.mdx answers with 400 Bad Request. */
+const BAD_REQUEST_CODES: ReadonlySet<unknown> = new Set([
+  ErrorCode.HeaderMismatch,
+  ErrorCode.MissingRequiredClientCapability,
+  ErrorCode.UnsupportedProtocolVersion,
+]);
 
 const sseEvent = (message: object): string => `event: message\ndata: ${serialize(message)}\n\n`;
 

@@ -234,10 +234,6 @@ const THROUGH_TASKGATE_MODERN_2026: Record<string, Expected> = {
     fails:
       "taskgate's bridge renames the server's MRTR input keys to its own input-N keys: the translator puts the upstream's input requests to taskgate's Session as 2025 requests (docs/eras.md), which the bridge asks again as MRTR under keys of its own; the scenario wants the key user_name",
   },
-  'input-required-result-capability-check': {
-    fails:
-      'a taskgate bug: the translator sends upstream the capabilities of the bridge\'s 2025 session (elicitation, sampling, roots) instead of the ones the request declared (sampling only), so the fixture asks for a name by elicitation too, and taskgate answers the request -32021 "Missing required client capability: elicitation.form" instead of an InputRequiredResult with the sampling request alone',
-  },
   'tasks-mrtr-composition': {
     fails:
       "taskgate decides on the task before the tool runs: test_tool_with_task is task-required by its policy, so the first call is answered with a CreateTaskResult and the fixture's input_required round (user_name) becomes the task's inputRequests on tasks/get, where the scenario wants an InputRequiredResult before any task exists",

@@ -11,6 +11,11 @@ export const CLIENT_CAPABILITIES_META = 'io.modelcontextprotocol/clientCapabilit
 export const CLIENT_INFO_META = 'io.modelcontextprotocol/clientInfo';
 export const LOG_LEVEL_META = 'io.modelcontextprotocol/logLevel';
 export const SERVER_INFO_META = 'io.modelcontextprotocol/serverInfo';
+/**
+ * taskgate's own, inside one process only: the capabilities a 2026-07-28 caller declared, carried on the
+ * 2025 request the bridge makes of it, for the translator to declare upstream in that request's place.
+ */
+export const CALLER_CAPABILITIES_META = 'taskgate/callerCapabilities';
 
 /** The protocol versions that are served per request (the modern era), newest first. */
 export const MODERN_VERSIONS: readonly string[] = ['2026-07-28'];
