@@ -275,7 +275,9 @@ export class ModernUpstreamTranslator implements Channel {
     this.clientInfo = isObject(params.clientInfo) ? params.clientInfo : undefined;
     const asked = typeof params.protocolVersion === 'string' ? params.protocolVersion : '';
     const meta = isObject(this.discover._meta) ? this.discover._meta : {};
-    const discovered = isObject(this.discover.capabilities) ? this.discover.capabilities : {};
+    const discovered = withoutSubscribe(
+      isObject(this.discover.capabilities) ? this.discover.capabilities : {},
+    );
     const result: JsonObject = {
       protocolVersion: LEGACY_VERSIONS.includes(asked) ? asked : LEGACY_VERSIONS[0],
       capabilities:
@@ -424,4 +426,15 @@ function needsTasks(error: { code: number; data?: unknown }): boolean {
   if (error.code !== ErrorCode.MissingRequiredClientCapability || !isObject(error.data)) return false;
   const required = error.data.requiredCapabilities;
   return isObject(required) && isObject(required.extensions) && TASKS_EXTENSION in required.extensions;
+}
+
+/**
+ * A 2026-07-28 server's resource updates come on `subscriptions/listen`, which the translator does not
+ * open: `resources/subscribe` is refused (-32601), so a 2025 client is not told it may subscribe.
+ */
+function withoutSubscribe(capabilities: JsonObject): JsonObject {
+  const { resources } = capabilities;
+  if (!isObject(resources) || !('subscribe' in resources)) return capabilities;
+  const { subscribe: _subscribe, ...rest } = resources;
+  return { ...capabilities, resources: rest };
 }

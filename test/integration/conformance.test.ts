@@ -252,7 +252,7 @@ const THROUGH_TASKGATE_MODERN_2025_REQUIREMENTS = table(SCENARIOS_2025_REQUIREME
       scenario,
       {
         fails:
-          'in front of a 2026-07-28 upstream taskgate answers resources/subscribe with -32601 ("the upstream speaks 2026-07-28, where resource updates come by subscriptions/listen, which taskgate does not relay yet", docs/eras.md "Left to wire"), though its initialize passes on the upstream\'s resources.subscribe capability',
+          'in front of a 2026-07-28 upstream taskgate answers resources/subscribe with -32601 ("the upstream speaks 2026-07-28, where resource updates come by subscriptions/listen, which taskgate does not relay yet", docs/eras.md "Left to wire"; its initialize does not offer resources.subscribe either), and the scenario subscribes all the same',
       },
     ]),
   ),
