@@ -2,8 +2,9 @@
  * The Redis store's input board (store.ts `TaskInputBoard`): what an extension task waits for is a key
  * `<prefix>input:<taskId>` (JSON, expiring with the task), and the client's answers go out on the
  * `<prefix>inputs` channel to every replica, where the one holding the task acts on them. A relayed
- * request goes to its runner's own channel with the relaying replica's name, and the answer comes back
- * on that one's channel; the runner answers at once (with no response) when no handler holds the task.
+ * request goes to its runner's own channel with the relaying replica's name; the runner says at once that
+ * it took it (a replica that is not there is given up on within seconds, not the whole wait), and the
+ * answer comes back on the relaying one's channel, with no response when no handler holds the task.
  */
 import { relayChannelOf, type RedisLink } from './redis-link.js';
 import type { PostedTask, RelayedRequest, RelayHandler, TaskInputBoard } from './store.js';
@@ -13,9 +14,14 @@ type AnswerListener = (taskId: string, inputResponses: Record<string, unknown>) 
 /** Relayed requests awaiting their answer at most; beyond it a relay gives up at once. */
 const MAX_RELAYS_IN_FLIGHT = 10_000;
 
+/** How long a relaying replica waits to hear that the runner took the request: else it is not there. */
+const ACK_WITHIN_MS = 3_000;
+
 interface PendingRelay {
   resolve(response: object | undefined): void;
   timer: NodeJS.Timeout;
+  /** The whole wait, once the runner said it took the request. */
+  timeoutMs: number;
 }
 
 export class RedisInputBoard implements TaskInputBoard {
@@ -66,8 +72,8 @@ export class RedisInputBoard implements TaskInputBoard {
     if (this.relays.size >= MAX_RELAYS_IN_FLIGHT) return undefined;
     const id = this.nextRelay++;
     const answered = new Promise<object | undefined>((resolve) => {
-      const timer = setTimeout(() => this.settle(id, undefined), timeoutMs);
-      this.relays.set(id, { resolve, timer });
+      const timer = setTimeout(() => this.settle(id, undefined), Math.min(ACK_WITHIN_MS, timeoutMs));
+      this.relays.set(id, { resolve, timer, timeoutMs });
     });
     const message = JSON.stringify({ kind: 'request', id, from: this.self, ...relayed });
     try {
@@ -89,8 +95,12 @@ export class RedisInputBoard implements TaskInputBoard {
     const got = parse(message);
     if (!isRecord(got) || typeof got.id !== 'number') return;
     if (got.kind === 'reply') return this.settle(got.id, isRecord(got.response) ? got.response : undefined);
+    if (got.kind === 'taken') return this.taken(got.id);
     const request = got.request;
     if (got.kind !== 'request' || typeof got.from !== 'string' || !isRecord(request)) return;
+    const to = relayChannelOf(this.prefix, got.from);
+    const taken = JSON.stringify({ kind: 'taken', id: got.id });
+    this.link.redis(() => this.link.cmd.publish(to, taken)).catch(() => undefined);
     const relayed: RelayedRequest = {
       request: request as RelayedRequest['request'],
       ...(typeof got.principal === 'string' ? { principal: got.principal } : {}),
@@ -99,7 +109,6 @@ export class RedisInputBoard implements TaskInputBoard {
     void this.serve(relayed)
       .then((response) => {
         const reply = JSON.stringify({ kind: 'reply', id: got.id, ...(response && { response }) });
-        const to = relayChannelOf(this.prefix, got.from as string);
         return this.link.redis(() => this.link.cmd.publish(to, reply));
       })
       .catch(() => undefined);
@@ -120,6 +129,14 @@ export class RedisInputBoard implements TaskInputBoard {
       }
     }
     return undefined;
+  }
+
+  /** The runner is there and took the request: the wait runs to its whole time. */
+  private taken(id: number): void {
+    const pending = this.relays.get(id);
+    if (pending === undefined) return;
+    clearTimeout(pending.timer);
+    pending.timer = setTimeout(() => this.settle(id, undefined), pending.timeoutMs);
   }
 
   private settle(id: number, response: object | undefined): void {

@@ -417,6 +417,26 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
       expect(await relayed('held-nowhere')).toBeUndefined();
       expect(await relayed('held-on-a', 'a-replica-that-is-gone', 200)).toBeUndefined();
     });
+
+    it('a relay waits its whole time for a runner that took the request, and gives up within seconds on one that is not there', async () => {
+      const [a, b] = await replicas();
+      a.inputs.onRelayed(async ({ request }) => {
+        // Longer than the few seconds a runner has to say it took the request.
+        await new Promise((resolve) => setTimeout(resolve, 3_500));
+        return { jsonrpc: '2.0', id: request.id, result: { late: true } };
+      });
+      const request = { jsonrpc: '2.0' as const, id: 1, method: 'tools/call', params: {} };
+      await expect(
+        within(b.inputs.relay(a.inputs.self, { request }, 60_000), 'the relay to A'),
+      ).resolves.toEqual({
+        jsonrpc: '2.0',
+        id: 1,
+        result: { late: true },
+      });
+      await expect(
+        within(b.inputs.relay('nobody', { request }, 600_000), 'the relay to nobody'),
+      ).resolves.toBeUndefined();
+    });
   });
 
   describe('limits across replicas', () => {
