@@ -91,9 +91,10 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
   if (Object.keys(headers).length > 0 && typeof url !== 'string') {
     throw new UsageError('--upstream-header goes with --upstream-url');
   }
-  if (executable !== undefined) input.upstream = { command: executable, args };
+  // --upstream-sharing is already in input.upstream.
+  if (executable !== undefined) input.upstream = { ...input.upstream, command: executable, args };
   else if (typeof url === 'string') {
-    input.upstream = Object.keys(headers).length > 0 ? { url, headers } : { url };
+    input.upstream = { ...input.upstream, url, ...(Object.keys(headers).length > 0 ? { headers } : {}) };
   } else if (separator !== -1) throw new UsageError('nothing follows "--": name the upstream server command');
 
   if (typeof values.config === 'string') {

@@ -43,7 +43,8 @@ function valueText(setting: Setting, value: unknown): string {
 }
 
 function describe(setting: Setting): string {
-  const accepts = setting.metavar === 'LEVEL' ? `${expectation(schemaOf(setting))}; ` : '';
+  const accepts =
+    setting.metavar === 'LEVEL' || setting.metavar === 'MODE' ? `${expectation(schemaOf(setting))}; ` : '';
   return `${accepts}${setting.help} (default ${defaultText(setting)})`;
 }
 

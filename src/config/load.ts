@@ -71,8 +71,10 @@ export function loadConfig(
   }
   const rules = [...(flags.tools ?? []), ...((file?.input?.tools as unknown[] | undefined) ?? [])];
   if (rules.length > 0) merged.tools = rules;
-  const upstream = flags.upstream ?? merged.upstream ?? fallbackUpstream;
-  if (upstream !== undefined) merged.upstream = upstream;
+  // The server comes whole from one place; how it is shared, from wherever the setting was given last.
+  const sharing = asSection(merged.upstream).sharing;
+  const upstream = [flags.upstream, merged.upstream, fallbackUpstream].find(namesServer);
+  if (upstream !== undefined) merged.upstream = sharing === undefined ? upstream : { ...upstream, sharing };
   // The repeatable flags: given, they replace the file's list.
   const tokens = flags.auth?.tokens;
   if (tokens !== undefined) merged.auth = { ...asSection(merged.auth), tokens };
@@ -104,3 +106,8 @@ const asSection = (value: unknown): Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
     ? (value as Record<string, unknown>)
     : {};
+
+const namesServer = (upstream: unknown): upstream is ConfigInput['upstream'] => {
+  const section = asSection(upstream);
+  return section.command !== undefined || section.url !== undefined;
+};

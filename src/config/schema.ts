@@ -77,6 +77,12 @@ export const UpstreamSchema = z
      * unless set).
      */
     era: z.enum(['auto', 'legacy', 'modern']).optional(),
+    /**
+     * Over the HTTP front, whether each 2025 client session gets a server of its own (`session`) or all
+     * share one connection to it (`shared`, see src/transport/shared-upstream.ts). Nothing changes over
+     * stdio, which has one client.
+     */
+    sharing: z.enum(['session', 'shared']).default('session'),
   })
   .strict()
   .refine((upstream) => (upstream.command === undefined) !== (upstream.url === undefined), {

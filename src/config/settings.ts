@@ -26,7 +26,7 @@ export interface Setting {
   flag: string;
   /** For a boolean flag: the value it sets. Other flags take a value, named by `metavar`. */
   sets?: boolean;
-  metavar?: 'MS' | 'N' | 'BYTES' | 'LEVEL' | 'HOST:PORT' | 'PATH' | 'URL' | 'PREFIX' | 'SECRET';
+  metavar?: 'MS' | 'N' | 'BYTES' | 'LEVEL' | 'MODE' | 'HOST:PORT' | 'PATH' | 'URL' | 'PREFIX' | 'SECRET';
   /**
    * A secret: set by its variable or the file only, never by a flag, since any user of the machine can
    * read a process's command line. `flag` then only names the variable.
@@ -252,6 +252,13 @@ export const SETTINGS: readonly Setting[] = [
     help: 'on SIGTERM, how long running tasks may finish before they fail and taskgate exits',
   },
   {
+    path: ['upstream', 'sharing'],
+    flag: 'upstream-sharing',
+    metavar: 'MODE',
+    group: 'Transport',
+    help: 'over HTTP, one stdio server per client session (session) or one shared by all of them (shared)',
+  },
+  {
     path: ['upstreamRestart', 'enabled'],
     flag: 'no-upstream-restart',
     sets: false,
@@ -305,6 +312,7 @@ export const SETTINGS: readonly Setting[] = [
 /** Metavars whose values are text; the others are numbers. */
 export const TEXT_METAVARS: ReadonlySet<Setting['metavar']> = new Set([
   'LEVEL',
+  'MODE',
   'HOST:PORT',
   'PATH',
   'URL',

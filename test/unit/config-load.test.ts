@@ -236,20 +236,41 @@ describe('precedence: flags over variables over the file over the defaults', () 
       command: 'node',
       args: ['server.js'],
       env: { A: 'b' },
+      sharing: 'session',
     });
     expect(load(['--config', path, '--', 'python', 'srv.py']).config.upstream).toEqual({
       command: 'python',
       args: ['srv.py'],
+      sharing: 'session',
     });
+  });
+
+  it('keeps upstream.sharing wherever the server itself comes from', () => {
+    const sharedFile = file('upstream:\n  command: node\n  sharing: shared\n');
+    expect(load(['--config', sharedFile, '--', 'python']).config.upstream?.sharing).toBe('shared');
+    const plainFile = file('upstream:\n  command: node\n');
+    const flagged = load(['--config', plainFile, '--upstream-sharing', 'shared']).config.upstream;
+    expect(flagged).toEqual({ command: 'node', args: [], sharing: 'shared' });
+    expect(load(['--upstream-sharing', 'shared', '--', 'python']).config.upstream?.sharing).toBe('shared');
+    expect(load(['--config', sharedFile, '--upstream-sharing', 'session']).config.upstream?.sharing).toBe(
+      'session',
+    );
+    expect(load(['--', 'python'], { TASKGATE_UPSTREAM_SHARING: 'shared' }).config.upstream?.sharing).toBe(
+      'shared',
+    );
   });
 
   it('falls back to the given upstream only when neither the file nor the command line names one', () => {
     const fallback = { command: 'fallback', args: [] };
-    expect(loadConfig(parseCommandLine([]), {}, fallback).config.upstream).toEqual(fallback);
+    expect(loadConfig(parseCommandLine([]), {}, fallback).config.upstream).toEqual({
+      ...fallback,
+      sharing: 'session',
+    });
     const path = file('upstream:\n  command: node\n');
     expect(loadConfig(parseCommandLine(['--config', path]), {}, fallback).config.upstream).toEqual({
       command: 'node',
       args: [],
+      sharing: 'session',
     });
   });
 

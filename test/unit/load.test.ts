@@ -77,7 +77,7 @@ describe('resolveConfig', () => {
     });
     expect(config.tasks).toMatchObject({ maxTasks: 5, defaultTtl: 3_600_000 });
     expect(config.tools).toEqual([{ match: 'x' }]);
-    expect(config.upstream).toEqual({ command: 'node', args: [] });
+    expect(config.upstream).toEqual({ command: 'node', args: [], sharing: 'session' });
   });
 
   it('refuses a negative ttl, naming its path', () => {
