@@ -1,0 +1,486 @@
+/**
+ * One upstream connection multiplexed across many client sessions (`upstream.sharing: shared`). Each
+ * session gets a port: a Channel of its own that looks, to the Session, like an upstream of its own.
+ *
+ * What is separated per port: request ids and progress tokens (renumbered on the shared connection and
+ * given back as the port sent them), cancellations, the server's requests (sent to the port whose request
+ * they belong to), resource subscriptions, log levels, task status. What is shared: the handshake. The
+ * first port's initialize goes upstream and every later port is answered with its result, so the server
+ * sees the first client's capabilities and clientInfo only. A server that keeps other state per
+ * connection (an identity, anything a tool call sets) mixes its clients up: it is not one to share.
+ */
+import type { Logger } from 'pino';
+import { ErrorCode, type ProtocolError } from '../protocol/errors.js';
+import { serialize, withExactId, withExactRequestId } from '../protocol/exact-ids.js';
+import { parseFrame } from '../protocol/frames.js';
+import {
+  RELATED_TASK_META,
+  classify,
+  errorResponse,
+  idKey,
+  isObject,
+  metaOf,
+  successResponse,
+  withMeta,
+  type JsonObject,
+  type Message,
+  type Notification,
+  type Request,
+  type RequestId,
+  type Response,
+} from '../protocol/messages.js';
+import type { Arrival, Channel, ChannelHandlers, CloseInfo, Route } from './channel.js';
+import { LogLevels, Subscriptions } from './shared-interests.js';
+
+type Key = string | number;
+
+/** A request on the shared connection, under its wire id. */
+interface InFlight {
+  /** undefined: the multiplexer's own (an unsubscribe, a log level), whose answer nobody waits for. */
+  port: Port | undefined;
+  id: RequestId;
+  method: string;
+  /** The wire progress token given to it, if it had one. */
+  progress?: Key;
+}
+
+type Handshake =
+  | { phase: 'none' }
+  | { phase: 'asked'; waiting: { port: Port; id: RequestId }[] }
+  | { phase: 'done'; result: JsonObject };
+
+export class SharedUpstream {
+  private readonly ports = new Set<Port>();
+  private readonly inFlight = new Map<Key, InFlight>();
+  private readonly progress = new Map<Key, { port: Port; token: RequestId }>();
+  /** The server's requests, by their id, to the port that has them. */
+  private readonly serverRequests = new Map<Key, Port>();
+  private readonly taskOwners = new Map<string, Port>();
+  private readonly subscriptions = new Subscriptions<Port>();
+  private readonly levels = new LogLevels<Port>();
+  /** The level the upstream was last told; `debug` stands for its default too (an SDK server sends all). */
+  private upstreamLevel = 'debug';
+  private handshake: Handshake = { phase: 'none' };
+  private initializedSent = false;
+  private nextWireId = 1;
+  private started = false;
+  private gone: CloseInfo | undefined;
+
+  constructor(
+    private readonly upstream: Channel,
+    private readonly logger: Logger,
+  ) {}
+
+  /** A channel for one client session. The upstream is started with the first. */
+  port(): Channel {
+    const port = new Port(this);
+    if (!this.started) {
+      this.started = true;
+      this.upstream.start({
+        message: (raw, arrival) => this.fromUpstream(raw, arrival),
+        malformed: (error, id) => this.malformed(error, id),
+        closed: (info) => this.upstreamClosed(info),
+        reopened: () => this.upstreamReopened(),
+      });
+    }
+    return port;
+  }
+
+  close(): Promise<void> {
+    return this.upstream.close();
+  }
+
+  // ── from the ports ──────────────────────────────────────────────────────────────────────────────
+
+  /** @internal */
+  attached(port: Port): CloseInfo | undefined {
+    if (this.gone !== undefined) return this.gone;
+    this.ports.add(port);
+    // Until it sets a level of its own, a new session hears everything.
+    if (this.handshake.phase === 'done') this.keepLevel();
+    return undefined;
+  }
+
+  /** @internal */
+  fromPort(port: Port, message: Message, raw: Buffer | string | undefined, route: Route | undefined): void {
+    switch (message.kind) {
+      case 'request':
+        return this.portRequest(port, message.msg);
+      case 'notification':
+        return this.portNotification(port, message.msg, raw, route);
+      case 'response':
+        return this.portResponse(message.msg, raw, route);
+    }
+  }
+
+  private portRequest(port: Port, request: Request): void {
+    const params = request.params;
+    switch (request.method) {
+      case 'initialize':
+        return this.initialize(port, request);
+      case 'resources/subscribe':
+        if (typeof params?.uri === 'string') {
+          if (!this.subscriptions.subscribe(params.uri, port))
+            return port.deliver(successResponse(request.id, {}));
+          port.subscribing.set(idKey(request.id), params.uri);
+        }
+        return this.forward(port, request);
+      case 'resources/unsubscribe':
+        if (typeof params?.uri === 'string' && !this.subscriptions.unsubscribe(params.uri, port)) {
+          return port.deliver(successResponse(request.id, {}));
+        }
+        return this.forward(port, request);
+      case 'logging/setLevel': {
+        if (typeof params?.level !== 'string') return this.forward(port, request);
+        this.levels.set(port, params.level);
+        const level = this.levels.upstreamLevel(this.ports);
+        if (level === this.upstreamLevel) return port.deliver(successResponse(request.id, {}));
+        this.upstreamLevel = level;
+        return this.forward(port, { ...request, params: { ...params, level } });
+      }
+      default:
+        return this.forward(port, request);
+    }
+  }
+
+  private initialize(port: Port, request: Request): void {
+    const handshake = this.handshake;
+    if (handshake.phase === 'done') return port.deliver(successResponse(request.id, handshake.result));
+    if (handshake.phase === 'asked') {
+      handshake.waiting.push({ port, id: request.id });
+      return;
+    }
+    this.handshake = { phase: 'asked', waiting: [] };
+    this.forward(port, request);
+  }
+
+  private forward(port: Port | undefined, request: Request): void {
+    const wireId = this.nextWireId++;
+    const entry: InFlight = { port, id: request.id, method: request.method };
+    let params = request.params;
+    const token = metaOf(params)?.progressToken;
+    if (port !== undefined && (typeof token === 'string' || typeof token === 'number')) {
+      const wireToken = `taskgate-shared-progress-${wireId}`;
+      this.progress.set(wireToken, { port, token });
+      entry.progress = wireToken;
+      params = withMeta(params, 'progressToken', wireToken);
+    }
+    this.inFlight.set(wireId, entry);
+    port?.inFlight.set(idKey(request.id), wireId);
+    this.upstream.send({ ...request, id: wireId, ...(params === undefined ? {} : { params }) });
+  }
+
+  private portNotification(
+    port: Port,
+    notification: Notification,
+    raw: Buffer | string | undefined,
+    route: Route | undefined,
+  ): void {
+    if (notification.method === 'notifications/initialized') {
+      if (this.initializedSent) return;
+      this.initializedSent = true;
+    } else if (notification.method === 'notifications/cancelled') {
+      const requestId = notification.params?.requestId;
+      const wireId = isId(requestId) ? port.inFlight.get(idKey(requestId)) : undefined;
+      // A request answered here (a later initialize, a shared subscription) has nothing to cancel upstream.
+      if (wireId === undefined) return;
+      this.settle(wireId);
+      return this.upstream.send({ ...notification, params: { ...notification.params, requestId: wireId } });
+    }
+    this.passOn(notification, raw, route);
+  }
+
+  /** A port's answer to one of the server's requests: upstream as it is. */
+  private portResponse(response: Response, raw: Buffer | string | undefined, route: Route | undefined): void {
+    if (response.id !== null) {
+      const key = idKey(response.id);
+      this.serverRequests.get(key)?.serverRequests.delete(key);
+      this.serverRequests.delete(key);
+    }
+    this.passOn(response, raw, route);
+  }
+
+  private passOn(message: object, raw: Buffer | string | undefined, route: Route | undefined): void {
+    if (raw !== undefined) this.upstream.sendRaw(raw, route);
+    else this.upstream.send(message, route);
+  }
+
+  /** @internal A port closed: what it had upstream is withdrawn. */
+  detached(port: Port): void {
+    if (!this.ports.delete(port)) return;
+    for (const [, wireId] of port.inFlight) {
+      const entry = this.settle(wireId);
+      // MCP never cancels initialize: its answer is the handshake of every port.
+      if (entry === undefined || entry.method === 'initialize' || this.gone !== undefined) continue;
+      this.upstream.send({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: wireId, reason: 'the client session closed' },
+      });
+    }
+    if (this.handshake.phase === 'asked') {
+      this.handshake.waiting = this.handshake.waiting.filter((waiting) => waiting.port !== port);
+    }
+    for (const [key, token] of this.progress) if (token.port === port) this.progress.delete(key);
+    for (const [taskId, owner] of this.taskOwners) if (owner === port) this.taskOwners.delete(taskId);
+    for (const [key, id] of port.serverRequests) {
+      this.serverRequests.delete(key);
+      this.upstream.send(
+        errorResponse(id, {
+          code: ErrorCode.ClientUnavailable,
+          message: 'The client session this request was sent to has closed',
+        }),
+      );
+    }
+    if (this.gone !== undefined) return;
+    for (const uri of this.subscriptions.leave(port)) {
+      this.forward(undefined, { jsonrpc: '2.0', id: 0, method: 'resources/unsubscribe', params: { uri } });
+    }
+    this.levels.leave(port);
+    this.keepLevel();
+  }
+
+  /** Tells the upstream the level its ports need now, if that is not the one it has. */
+  private keepLevel(): void {
+    const level = this.levels.upstreamLevel(this.ports);
+    if (level === this.upstreamLevel) return;
+    this.upstreamLevel = level;
+    this.forward(undefined, { jsonrpc: '2.0', id: 0, method: 'logging/setLevel', params: { level } });
+  }
+
+  /** Forgets a request on the shared connection (answered, cancelled, or moot). */
+  private settle(wireId: Key): InFlight | undefined {
+    const entry = this.inFlight.get(wireId);
+    if (entry === undefined) return undefined;
+    this.inFlight.delete(wireId);
+    entry.port?.inFlight.delete(idKey(entry.id));
+    return entry;
+  }
+
+  // ── from the upstream ───────────────────────────────────────────────────────────────────────────
+
+  private fromUpstream(raw: Buffer, arrival: Arrival | undefined): void {
+    let message: Message;
+    try {
+      message = classify(withExactId(parseFrame(raw, 'the upstream server'), raw));
+    } catch (error) {
+      this.logger.warn({ err: error }, 'shared upstream: a message that could not be routed was dropped');
+      return;
+    }
+    switch (message.kind) {
+      case 'response':
+        return this.upstreamResponse(message.msg);
+      case 'request':
+        return this.upstreamRequest(message.msg, raw, arrival);
+      case 'notification':
+        return this.upstreamNotification(withExactRequestId(message.msg, raw), raw);
+    }
+  }
+
+  private upstreamResponse(response: Response): void {
+    const entry = response.id === null ? undefined : this.settle(response.id);
+    if (entry === undefined) return;
+    const result = 'result' in response ? response.result : undefined;
+    const taskId = isObject(result?.task) ? result.task.taskId : undefined;
+    if (typeof taskId === 'string' && entry.port !== undefined) this.taskOwners.set(taskId, entry.port);
+    // The progress of a task goes on after its creation is answered.
+    else if (entry.progress !== undefined) this.progress.delete(entry.progress);
+    if (entry.method === 'initialize') this.initializeAnswered(response);
+    if (entry.method === 'resources/subscribe' && entry.port !== undefined) {
+      const uri = entry.port.subscribing.get(idKey(entry.id));
+      entry.port.subscribing.delete(idKey(entry.id));
+      if (uri !== undefined && 'error' in response) this.subscriptions.unsubscribe(uri, entry.port);
+    }
+    entry.port?.deliver({ ...response, id: entry.id });
+  }
+
+  private initializeAnswered(response: Response): void {
+    const waiting = this.handshake.phase === 'asked' ? this.handshake.waiting : [];
+    // Refused: the next port to ask tries again.
+    this.handshake = 'result' in response ? { phase: 'done', result: response.result } : { phase: 'none' };
+    for (const { port, id } of waiting) port.deliver({ ...response, id });
+  }
+
+  private upstreamRequest(request: Request, raw: Buffer, arrival: Arrival | undefined): void {
+    const tied = arrival?.onStreamOf === undefined ? undefined : this.inFlight.get(arrival.onStreamOf);
+    const chosen = tied?.port ?? this.portFor(request);
+    if (typeof chosen === 'string') {
+      this.upstream.send(
+        errorResponse(request.id, {
+          code: ErrorCode.ClientUnavailable,
+          message: `taskgate shares this server among client sessions and cannot tell which one ${request.method} is for: ${chosen}`,
+        }),
+      );
+      return;
+    }
+    const key = idKey(request.id);
+    this.serverRequests.set(key, chosen);
+    chosen.serverRequests.set(key, request.id);
+    chosen.receive(raw, tied === undefined ? undefined : { onStreamOf: tied.id });
+  }
+
+  /** The port a request of the server's belongs to, or why none can be chosen safely. */
+  private portFor(request: Request): Port | string {
+    const related = metaOf(request.params)?.[RELATED_TASK_META];
+    const taskId = isObject(related) ? related.taskId : undefined;
+    if (typeof taskId === 'string') {
+      const owner = this.taskOwners.get(taskId);
+      if (owner !== undefined) return owner;
+    }
+    const waiting = new Set<Port>();
+    for (const entry of this.inFlight.values()) if (entry.port !== undefined) waiting.add(entry.port);
+    const [only, ...others] = waiting;
+    if (only === undefined) return 'no client session has a request in flight';
+    if (others.length > 0) return `${waiting.size} client sessions have requests in flight`;
+    return only;
+  }
+
+  private upstreamNotification(notification: Notification, raw: Buffer): void {
+    const params = notification.params;
+    switch (notification.method) {
+      case 'notifications/progress': {
+        const token = params?.progressToken;
+        const to = isId(token) ? this.progress.get(token) : undefined;
+        to?.port.deliver({ ...notification, params: { ...params, progressToken: to.token } });
+        return;
+      }
+      case 'notifications/cancelled': {
+        const requestId = params?.requestId;
+        const key = isId(requestId) ? idKey(requestId) : undefined;
+        const port = key === undefined ? undefined : this.serverRequests.get(key);
+        if (key === undefined || port === undefined) return;
+        this.serverRequests.delete(key);
+        port.serverRequests.delete(key);
+        return port.receive(raw);
+      }
+      case 'notifications/resources/updated': {
+        const uri = params?.uri;
+        if (typeof uri === 'string')
+          for (const port of this.subscriptions.subscribers(uri)) port.receive(raw);
+        return;
+      }
+      case 'notifications/message':
+        for (const port of this.ports) if (this.levels.wants(port, params?.level)) port.receive(raw);
+        return;
+      case 'notifications/tasks/status': {
+        const taskId = params?.taskId;
+        if (typeof taskId === 'string') this.taskOwners.get(taskId)?.receive(raw);
+        return;
+      }
+      default:
+        // list_changed, and whatever else the server tells all its clients.
+        for (const port of this.ports) port.receive(raw);
+    }
+  }
+
+  private malformed(error: ProtocolError, id: RequestId | null): void {
+    const entry = id === null ? undefined : this.settle(id);
+    entry?.port?.reportMalformed(error, entry.id);
+  }
+
+  /**
+   * Every port hears it, as a session of its own would: what it had in flight fails there. What was
+   * pending here is moot, and a restarted server holds no subscription and its default log level.
+   */
+  private upstreamClosed(info: CloseInfo): void {
+    for (const entry of this.inFlight.values()) entry.port?.inFlight.clear();
+    this.inFlight.clear();
+    this.progress.clear();
+    for (const port of this.serverRequests.values()) port.serverRequests.clear();
+    this.serverRequests.clear();
+    this.subscriptions.clear();
+    this.upstreamLevel = 'debug';
+    if (!info.reopening) this.gone = info;
+    const ports = [...this.ports];
+    if (!info.reopening) this.ports.clear();
+    for (const port of ports) port.upstreamClosed(info);
+  }
+
+  private upstreamReopened(): void {
+    for (const port of this.ports) port.upstreamReopened();
+  }
+}
+
+const isId = (value: unknown): value is RequestId => typeof value === 'string' || typeof value === 'number';
+
+/** One client session's view of the shared upstream. */
+class Port implements Channel {
+  /** Its requests on the shared connection: its own id's key → wire id. */
+  readonly inFlight = new Map<Key, number>();
+  /** The server's requests it has to answer: id key → id. */
+  readonly serverRequests = new Map<Key, RequestId>();
+  /** URIs of its resources/subscribe requests in flight, by request id key. */
+  readonly subscribing = new Map<Key, string>();
+  private handlers: ChannelHandlers | undefined;
+  private closed = false;
+
+  constructor(private readonly shared: SharedUpstream) {}
+
+  start(handlers: ChannelHandlers): void {
+    this.handlers = handlers;
+    const gone = this.shared.attached(this);
+    if (gone !== undefined) queueMicrotask(() => this.upstreamClosed(gone));
+  }
+
+  send(message: object, route?: Route): void {
+    if (this.closed) return;
+    let classified: Message;
+    try {
+      classified = classify(message);
+    } catch {
+      return; // the session only sends what it built or checked
+    }
+    this.shared.fromPort(this, classified, undefined, route);
+  }
+
+  sendRaw(raw: Buffer | string, route?: Route): void {
+    if (this.closed) return;
+    const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
+    let classified: Message;
+    try {
+      classified = classify(withExactId(parseFrame(bytes, 'a client session'), bytes));
+    } catch {
+      return; // the session parsed it before sending: nothing here would
+    }
+    if (classified.kind === 'notification') {
+      classified = { kind: 'notification', msg: withExactRequestId(classified.msg, bytes) };
+    }
+    // Requests and cancellations are rewritten; anything else goes as its bytes.
+    this.shared.fromPort(this, classified, classified.kind === 'request' ? undefined : raw, route);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.handlers = undefined;
+    this.shared.detached(this);
+  }
+
+  /** @internal */
+  deliver(message: object): void {
+    this.receive(Buffer.from(serialize(message)));
+  }
+
+  /** @internal */
+  receive(raw: Buffer, arrival?: Arrival): void {
+    this.handlers?.message(raw, arrival);
+  }
+
+  /** @internal */
+  reportMalformed(error: ProtocolError, id: RequestId): void {
+    this.handlers?.malformed(error, id);
+  }
+
+  /** @internal */
+  upstreamClosed(info: CloseInfo): void {
+    this.subscribing.clear();
+    const handlers = this.handlers;
+    if (!info.reopening) this.handlers = undefined;
+    handlers?.closed(info);
+  }
+
+  /** @internal */
+  upstreamReopened(): void {
+    this.handlers?.reopened?.();
+  }
+}

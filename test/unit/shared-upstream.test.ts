@@ -1,0 +1,238 @@
+/**
+ * The multiplexer of `upstream.sharing: shared` over memory channels: a raw server on one end, raw ports
+ * (what each Session would see as its upstream) on the other.
+ */
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { Channel, CloseInfo } from '../../src/transport/channel.js';
+import { memoryChannelPair } from '../../src/transport/memory-channel.js';
+import { SharedUpstream } from '../../src/transport/shared-upstream.js';
+import { Inbox } from '../helpers/inbox.js';
+
+type Frame = Record<string, unknown> & { id?: unknown; method?: string; params?: Record<string, unknown> };
+
+class Peer {
+  readonly inbox = new Inbox<Frame>();
+  readonly closes: CloseInfo[] = [];
+  reopened = 0;
+
+  constructor(readonly channel: Channel) {
+    channel.start({
+      message: (raw) => this.inbox.push(JSON.parse(raw.toString()) as Frame),
+      malformed: () => undefined,
+      closed: (info) => this.closes.push(info),
+      reopened: () => void this.reopened++,
+    });
+  }
+
+  send(frame: Frame): void {
+    this.channel.send({ jsonrpc: '2.0', ...frame });
+  }
+
+  get items(): Frame[] {
+    return this.inbox.items;
+  }
+
+  next(matches: (frame: Frame) => boolean, what: string): Promise<Frame> {
+    return this.inbox.waitFor(matches, what, 2_000);
+  }
+
+  answerTo(id: unknown): Promise<Frame> {
+    return this.next((frame) => frame.id === id && !('method' in frame), `the answer to ${String(id)}`);
+  }
+}
+
+interface Setup {
+  server: Peer;
+  a: Peer;
+  b: Peer;
+  shared: SharedUpstream;
+  port: () => Peer;
+}
+
+/** Sessions a and b, both past the handshake (answered once by the server). */
+async function twoSessions(): Promise<Setup> {
+  const { a: end, b: serverEnd } = memoryChannelPair();
+  const shared = new SharedUpstream(end, pino({ level: 'silent' }));
+  const port = (): Peer => new Peer(shared.port());
+  const a = port();
+  const server = new Peer(serverEnd);
+  const b = port();
+  a.send({ id: 0, method: 'initialize', params: { capabilities: {}, clientInfo: { name: 'a' } } });
+  b.send({ id: 0, method: 'initialize', params: { capabilities: {}, clientInfo: { name: 'b' } } });
+  const init = await server.next((f) => f.method === 'initialize', 'initialize upstream');
+  server.send({ id: init.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} } } });
+  await Promise.all([a.answerTo(0), b.answerTo(0)]);
+  a.send({ method: 'notifications/initialized' });
+  b.send({ method: 'notifications/initialized' });
+  return { server, a, b, shared, port };
+}
+
+/** Something every port hears: once a port has it, whatever the server sent before has reached it. */
+async function fence(server: Peer, ...peers: Peer[]): Promise<void> {
+  server.send({ method: 'notifications/tools/list_changed', params: { fence: peers.length } });
+  await Promise.all(
+    peers.map((peer) => peer.next((f) => f.method === 'notifications/tools/list_changed', 'the fence')),
+  );
+}
+
+describe('SharedUpstream', () => {
+  it('sends the first initialize upstream, answers the later ones from its result, and initialized once', async () => {
+    const { server, a, b, port } = await twoSessions();
+    const c = port();
+    c.send({ id: 'c-init', method: 'initialize', params: { capabilities: {}, clientInfo: { name: 'c' } } });
+    c.send({ method: 'notifications/initialized' });
+    const answers = [await a.answerTo(0), await b.answerTo(0), await c.answerTo('c-init')];
+    expect(answers.map((answer) => answer.result)).toEqual(Array(3).fill(answers[0]!.result));
+    await fence(server, a, b, c);
+    expect(server.items.filter((f) => f.method === 'initialize')).toHaveLength(1);
+    expect(server.items.filter((f) => f.method === 'notifications/initialized')).toHaveLength(1);
+  });
+
+  it('gives the same request id and progress token from two ports their own answers and progress', async () => {
+    const { server, a, b } = await twoSessions();
+    for (const peer of [a, b]) {
+      peer.send({ id: 1, method: 'tools/call', params: { name: 'x', _meta: { progressToken: 1 } } });
+    }
+    const calls = (): Frame[] => server.items.filter((f) => f.method === 'tools/call');
+    await server.next(() => calls().length === 2, 'both calls');
+    const [first, second] = calls() as [Frame, Frame];
+    expect(first.id).not.toBe(second.id);
+    const tokenOf = (f: Frame): unknown => (f.params!._meta as { progressToken: unknown }).progressToken;
+    expect(tokenOf(first)).not.toBe(tokenOf(second));
+    server.send({
+      method: 'notifications/progress',
+      params: { progressToken: tokenOf(second), progress: 2 },
+    });
+    server.send({ id: second.id, result: { content: [], which: 'second' } });
+    server.send({ id: first.id, result: { content: [], which: 'first' } });
+    const [answerA, answerB] = [await a.answerTo(1), await b.answerTo(1)];
+    expect([answerA.result, answerB.result]).toEqual([
+      { content: [], which: 'first' },
+      { content: [], which: 'second' },
+    ]);
+    const progressOf = (peer: Peer): Frame[] =>
+      peer.items.filter((f) => f.method === 'notifications/progress');
+    expect(progressOf(a)).toEqual([]);
+    expect(progressOf(b).map((f) => f.params)).toEqual([{ progressToken: 1, progress: 2 }]);
+  });
+
+  it("passes a port's cancellation upstream under the wire id, and cancels what a closing port had in flight", async () => {
+    const { server, a, b } = await twoSessions();
+    a.send({ id: 'x', method: 'tools/call', params: { name: 'slow' } });
+    b.send({ id: 'x', method: 'tools/call', params: { name: 'slow' } });
+    const calls = (): Frame[] => server.items.filter((f) => f.method === 'tools/call');
+    await server.next(() => calls().length === 2, 'both calls');
+    const [ofA, ofB] = calls();
+    a.send({ method: 'notifications/cancelled', params: { requestId: 'x', reason: 'no longer needed' } });
+    await server.next(
+      (f) => f.method === 'notifications/cancelled' && f.params?.requestId === ofA!.id,
+      "a's cancellation",
+    );
+    await b.channel.close();
+    const cancelled = await server.next(
+      (f) => f.method === 'notifications/cancelled' && f.params?.requestId === ofB!.id,
+      "b's call cancelled as it closed",
+    );
+    expect(cancelled.params?.reason).toMatch(/closed/);
+  });
+
+  it('subscribes upstream once per URI, sends updates to its subscribers only, and unsubscribes with the last', async () => {
+    const { server, a, b } = await twoSessions();
+    a.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
+    const subscribe = await server.next((f) => f.method === 'resources/subscribe', 'the subscribe');
+    server.send({ id: subscribe.id, result: {} });
+    await a.answerTo(5);
+    b.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
+    expect((await b.answerTo(5)).result).toEqual({});
+    expect(server.items.filter((f) => f.method === 'resources/subscribe')).toHaveLength(1);
+    server.send({ method: 'notifications/resources/updated', params: { uri: 'file:///x' } });
+    server.send({ method: 'notifications/resources/updated', params: { uri: 'file:///other' } });
+    await fence(server, a, b);
+    const updates = (peer: Peer): unknown[] =>
+      peer.items.filter((f) => f.method === 'notifications/resources/updated').map((f) => f.params?.uri);
+    expect([updates(a), updates(b)]).toEqual([['file:///x'], ['file:///x']]);
+
+    a.send({ id: 6, method: 'resources/unsubscribe', params: { uri: 'file:///x' } });
+    expect((await a.answerTo(6)).result).toEqual({});
+    expect(server.items.filter((f) => f.method === 'resources/unsubscribe')).toHaveLength(0);
+    server.send({ method: 'notifications/resources/updated', params: { uri: 'file:///x' } });
+    await fence(server, a, b);
+    expect([updates(a), updates(b)]).toEqual([['file:///x'], ['file:///x', 'file:///x']]);
+    await b.channel.close();
+    const unsubscribe = await server.next(
+      (f) => f.method === 'resources/unsubscribe',
+      'the last unsubscribe',
+    );
+    expect(unsubscribe.params).toEqual({ uri: 'file:///x' });
+  });
+
+  it('keeps the upstream at the most verbose level asked and filters messages per port', async () => {
+    const { server, a, b } = await twoSessions();
+    // b never set a level: it hears everything, so the server must still send everything.
+    a.send({ id: 7, method: 'logging/setLevel', params: { level: 'error' } });
+    expect((await a.answerTo(7)).result).toEqual({});
+    b.send({ id: 7, method: 'logging/setLevel', params: { level: 'warning' } });
+    const second = await server.next(
+      (f) => f.method === 'logging/setLevel' && f.params?.level === 'warning',
+      'the most verbose level asked',
+    );
+    server.send({ id: second.id, result: {} });
+    await b.answerTo(7);
+    server.send({ method: 'notifications/message', params: { level: 'warning', data: 'w' } });
+    server.send({ method: 'notifications/message', params: { level: 'critical', data: 'c' } });
+    await fence(server, a, b);
+    const data = (peer: Peer): unknown[] =>
+      peer.items.filter((f) => f.method === 'notifications/message').map((f) => f.params?.data);
+    expect([data(a), data(b)]).toEqual([['c'], ['w', 'c']]);
+    await b.channel.close();
+    await server.next(
+      (f) => f.method === 'logging/setLevel' && f.params?.level === 'error',
+      'the level of the port that stays',
+    );
+    expect(server.items.filter((f) => f.method === 'logging/setLevel')).toHaveLength(2);
+  });
+
+  it("routes the server's requests by related task or the only port in flight, and refuses an ambiguous one", async () => {
+    const { server, a, b } = await twoSessions();
+    a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: {} } });
+    const call = await server.next((f) => f.method === 'tools/call', 'the task call');
+    server.send({ id: call.id, result: { task: { taskId: 't-a', status: 'working' } } });
+    await a.answerTo(1);
+    server.send({
+      id: 'srv-1',
+      method: 'elicitation/create',
+      params: { message: '?', _meta: { 'io.modelcontextprotocol/related-task': { taskId: 't-a' } } },
+    });
+    await a.next((f) => f.id === 'srv-1', 'the elicitation of its task');
+    a.send({ id: 'srv-1', result: { action: 'decline' } });
+    await server.answerTo('srv-1');
+    server.send({ method: 'notifications/tasks/status', params: { taskId: 't-a', status: 'completed' } });
+
+    b.send({ id: 2, method: 'tools/call', params: { name: 'y' } });
+    await server.next((f) => f.method === 'tools/call' && f !== call, "b's call");
+    server.send({ id: 'srv-2', method: 'roots/list' });
+    await b.next((f) => f.id === 'srv-2', 'the only port in flight');
+
+    a.send({ id: 3, method: 'tools/call', params: { name: 'z' } });
+    await server.next(() => server.items.filter((f) => f.method === 'tools/call').length === 3, "a's call");
+    server.send({ id: 'srv-3', method: 'sampling/createMessage', params: {} });
+    const refused = await server.answerTo('srv-3');
+    expect((refused.error as { message: string }).message).toMatch(/cannot tell which one/);
+    await fence(server, a, b);
+    expect(a.items.filter((f) => f.method === 'notifications/tasks/status')).toHaveLength(1);
+    expect(b.items.filter((f) => f.method === 'notifications/tasks/status')).toHaveLength(0);
+    expect([...a.items, ...b.items].some((f) => f.id === 'srv-3')).toBe(false);
+  });
+
+  it('tells every port, and any port opened later, that the upstream is gone; their calls are moot', async () => {
+    const { server, a, b, port } = await twoSessions();
+    a.send({ id: 1, method: 'tools/call', params: { name: 'x' } });
+    await server.next((f) => f.method === 'tools/call', 'the call');
+    await server.channel.close();
+    await expect.poll(() => [a.closes.length, b.closes.length]).toEqual([1, 1]);
+    const late = port();
+    await expect.poll(() => late.closes.length).toBe(1);
+    expect(a.closes[0]!.reopening).toBeUndefined();
+  });
+});
