@@ -21,7 +21,8 @@ import { Limits } from './security/limits.js';
 import { HttpFront, type Caller } from './transport/http-front.js';
 import type { HttpSession } from './transport/http-session.js';
 import { isLoopbackHost } from './security/loopback.js';
-import { openUpstream } from './upstream.js';
+import { SharedUpstream } from './transport/shared-upstream.js';
+import { openUpstream, type Upstream } from './upstream.js';
 import { upstreamProblem } from './upstream-readiness.js';
 
 export interface RunningGateway {
@@ -103,6 +104,11 @@ export async function startHttpGateway(
       }),
     }),
   );
+  const upstreams = sessionUpstreams(config, logger, {
+    restarted: () => metrics.upstreamRestarted(),
+    // Servers killed along with taskgate (a signal to the process group) stay down.
+    mayRestart: () => lifecycle.isAccepting,
+  });
   const front: HttpFront = new HttpFront(
     {
       host: listen.slice(0, colon),
@@ -122,12 +128,7 @@ export async function startHttpGateway(
         const sessionLogger = logger.child({ session: channel.id.slice(0, 8) });
         const sightings = observed.board.sightingsOf(channel.id);
         running.follow(channel.id);
-        const upstream = await openUpstream(config, sessionLogger, {
-          restarted: () => metrics.upstreamRestarted(),
-          // Servers killed along with taskgate (a signal to the process group) stay down.
-          mayRestart: () => lifecycle.isAccepting,
-          authorization: caller?.upstreamAuthorization,
-        });
+        const upstream = await upstreams.open(sessionLogger, caller?.upstreamAuthorization);
         const session = new Session(
           channel,
           upstream.channel,
@@ -190,6 +191,7 @@ export async function startHttpGateway(
     close: async () => {
       await front.close();
       await modern.close();
+      await upstreams.close();
       await adminListener?.close();
       audit.close();
       stopFollowing();
@@ -237,4 +239,54 @@ function warnOfPlainTokens(config: Config, logger: Logger): void {
     { upstream: url.origin },
     "auth.bearerPassthrough sends callers' tokens to the upstream server over plain HTTP: use https",
   );
+}
+
+interface SessionUpstreams {
+  open(sessionLogger: Logger, authorization: string | undefined): Promise<Pick<Upstream, 'channel' | 'stop'>>;
+  close(): Promise<void>;
+}
+
+/**
+ * Where each 2025 session's upstream comes from: a server of its own (`upstream.sharing: session`), or a
+ * port of one server opened with the first session and stopped with the gateway (`shared`).
+ */
+function sessionUpstreams(
+  config: Config,
+  logger: Logger,
+  hooks: { restarted: () => void; mayRestart: () => boolean },
+): SessionUpstreams {
+  if (config.upstream?.sharing !== 'shared') {
+    return {
+      open: (sessionLogger, authorization) =>
+        openUpstream(config, sessionLogger, { ...hooks, authorization }),
+      close: async () => undefined,
+    };
+  }
+  if (config.auth.bearerPassthrough !== undefined) {
+    logger.warn("upstream.sharing is shared: the shared upstream is sent no caller's own token");
+  }
+  let shared: Promise<{ upstream: Upstream; multiplexer: SharedUpstream }> | undefined;
+  const openShared = (): Promise<{ upstream: Upstream; multiplexer: SharedUpstream }> => {
+    if (shared !== undefined) return shared;
+    const sharedLogger = logger.child({ session: 'shared' });
+    const opening = openUpstream(config, sharedLogger, hooks).then((upstream) => ({
+      upstream,
+      multiplexer: new SharedUpstream(upstream.channel, sharedLogger),
+    }));
+    // One that could not start is tried again by the next session.
+    opening.catch(() => (shared = undefined));
+    shared = opening;
+    return opening;
+  };
+  return {
+    open: async () => {
+      const { multiplexer } = await openShared();
+      const channel = multiplexer.port();
+      return { channel, stop: () => channel.close() };
+    },
+    close: async () => {
+      const opened = await shared?.catch(() => undefined);
+      await opened?.upstream.stop();
+    },
+  };
 }

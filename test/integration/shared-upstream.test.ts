@@ -1,0 +1,194 @@
+/**
+ * `upstream.sharing: shared`: the HTTP gateway in front of one legacy fixture process for all its 2025
+ * sessions. SDK 1.x clients number their requests alike (initialize 0, then 1, 2…) and use the request id
+ * as the progress token, so concurrent sessions collide on both unless the multiplexer separates them.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  CallToolResultSchema,
+  ElicitRequestSchema,
+  LoggingMessageNotificationSchema,
+  type CallToolResult,
+  type Progress,
+} from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { httpTransport } from '../helpers/http-client.js';
+import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+});
+
+async function sharedGateway(flags: string[] = []): Promise<Gateway> {
+  const gateway = await Gateway.start(
+    [process.execPath, FIXTURES.legacy],
+    ['--upstream-sharing', 'shared', '--log-level', 'info', ...flags],
+  );
+  cleanups.push(() => gateway.stop());
+  return gateway;
+}
+
+interface Session {
+  client: Client;
+  transport: StreamableHTTPClientTransport;
+}
+
+async function session(gateway: Gateway, name: string): Promise<Session> {
+  const client = new Client({ name, version: '1' }, { capabilities: TASK_AWARE });
+  const transport = httpTransport(gateway.url);
+  await client.connect(transport);
+  cleanups.push(() => client.close());
+  return { client, transport };
+}
+
+/** How many stdio children taskgate has started (it logs each one's pid). */
+const childrenStarted = (gateway: Gateway): number =>
+  [...gateway.stderr.matchAll(/"pid":(\d+),"command"/g)].length;
+
+const textOf = (result: unknown): string => ((result as CallToolResult).content[0] as { text: string }).text;
+
+const call = (client: Client, name: string, args: Record<string, unknown> = {}): Promise<string> =>
+  client.callTool({ name, arguments: args }, CallToolResultSchema).then(textOf);
+
+describe('upstream.sharing shared over the HTTP front', () => {
+  it('serves several sessions from one server process', async () => {
+    const gateway = await sharedGateway();
+    const sessions = await Promise.all(['a', 'b', 'c'].map((name) => session(gateway, name)));
+    const answers = await Promise.all(
+      sessions.map(({ client }, i) => call(client, 'echo', { text: `s${i}` })),
+    );
+    expect(answers).toEqual(['s0', 's1', 's2']);
+    expect(childrenStarted(gateway)).toBe(1);
+  });
+
+  it('gives concurrent calls with the same request ids and progress tokens their own answers and progress', async () => {
+    const gateway = await sharedGateway();
+    const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
+    const progressOf = { a: [] as Progress[], b: [] as Progress[] };
+    const [answerA, answerB] = await Promise.all([
+      a.client.callTool({ name: 'progress', arguments: { steps: 3 } }, CallToolResultSchema, {
+        onprogress: (progress) => progressOf.a.push(progress),
+      }),
+      b.client.callTool({ name: 'progress', arguments: { steps: 5 } }, CallToolResultSchema, {
+        onprogress: (progress) => progressOf.b.push(progress),
+      }),
+    ]);
+    expect(textOf(answerA)).toBe('done 3 steps');
+    expect(textOf(answerB)).toBe('done 5 steps');
+    expect(progressOf.a.map((p) => p.progress)).toEqual([1, 2, 3]);
+    expect(progressOf.b.map((p) => p.progress)).toEqual([1, 2, 3, 4, 5]);
+    expect(progressOf.a.every((p) => p.total === 3)).toBe(true);
+  });
+
+  it("sends the server's elicitation during one session's call to that session only", async () => {
+    const gateway = await sharedGateway();
+    const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
+    const asked: string[] = [];
+    a.client.setRequestHandler(ElicitRequestSchema, () => {
+      asked.push('a');
+      return { action: 'accept', content: { answer: 'from a' } };
+    });
+    b.client.setRequestHandler(ElicitRequestSchema, () => {
+      asked.push('b');
+      return { action: 'accept', content: { answer: 'from b' } };
+    });
+    const answer = await call(a.client, 'elicit', { message: 'who?' });
+    expect(answer).toContain('from a');
+    expect(asked).toEqual(['a']);
+  });
+
+  it('refuses the server a request it cannot tie to one session, rather than guess', async () => {
+    const gateway = await sharedGateway();
+    const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
+    const asked: string[] = [];
+    for (const [name, { client }] of [
+      ['a', a],
+      ['b', b],
+    ] as const) {
+      client.setRequestHandler(ElicitRequestSchema, () => {
+        asked.push(name);
+        return { action: 'accept', content: { answer: name } };
+      });
+    }
+    let started: (() => void) | undefined;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const sleeping = b.client
+      .callTool({ name: 'slow', arguments: { ms: 60_000 } }, CallToolResultSchema, {
+        onprogress: () => started?.(),
+      })
+      .catch((error: unknown) => error);
+    await running;
+    const answer = await a.client
+      .callTool({ name: 'elicit', arguments: { message: 'who?' } }, CallToolResultSchema)
+      .catch((error: unknown) => error);
+    expect((answer as Error).message).toMatch(/cannot tell which one elicitation\/create is for/);
+    expect(asked).toEqual([]);
+    await b.client.close();
+    await sleeping;
+  });
+
+  it('gives each session only the log messages at or above its own level', async () => {
+    const gateway = await sharedGateway();
+    const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
+    const heard = { a: [] as unknown[], b: [] as unknown[] };
+    let heardByB: (() => void) | undefined;
+    a.client.setNotificationHandler(
+      LoggingMessageNotificationSchema,
+      (n) => void heard.a.push(n.params.data),
+    );
+    b.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      heard.b.push(n.params.data);
+      heardByB?.();
+    });
+    await a.client.setLoggingLevel('error');
+    const bHeardFirst = new Promise<void>((resolve) => (heardByB = resolve));
+    await call(b.client, 'announce', { text: 'first' });
+    await bHeardFirst;
+    await a.client.setLoggingLevel('info');
+    const bHeardSecond = new Promise<void>((resolve) => (heardByB = resolve));
+    await call(b.client, 'announce', { text: 'second' });
+    await bHeardSecond;
+    // Each session's messages arrive in order: once b has the second, a has had its chance at the first.
+    await expect.poll(() => heard.a, { timeout: 5_000 }).toEqual(['second']);
+    expect(heard.b).toEqual(['first', 'second']);
+  });
+
+  it('fails what every session had in flight when the server crashes, and serves them all from its restart', async () => {
+    const gateway = await sharedGateway();
+    const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
+    const inFlight = [
+      call(a.client, 'sleep', { ms: 60_000 }).catch((error: unknown) => error),
+      call(b.client, 'sleep', { ms: 60_000 }).catch((error: unknown) => error),
+    ];
+    await call(a.client, 'echo', { text: 'the sleeps are upstream' });
+    await call(b.client, 'crash').catch(() => undefined);
+    for (const failed of await Promise.all(inFlight)) {
+      expect(String(failed)).toMatch(/Upstream server unavailable/);
+    }
+    expect(await call(a.client, 'echo', { text: 'a again' })).toBe('a again');
+    expect(await call(b.client, 'echo', { text: 'b again' })).toBe('b again');
+    expect(childrenStarted(gateway)).toBe(2);
+  });
+
+  it('cancels upstream the call of a session that closes', async () => {
+    const gateway = await sharedGateway();
+    const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
+    let started: (() => void) | undefined;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const abandoned = a.client
+      .callTool({ name: 'slow', arguments: { ms: 60_000, label: 'a-left' } }, CallToolResultSchema, {
+        onprogress: () => started?.(),
+      })
+      .catch(() => undefined);
+    await running;
+    await a.transport.terminateSession();
+    await a.client.close();
+    await abandoned;
+    await expect
+      .poll(async () => JSON.parse(await call(b.client, 'cancelled-calls')) as string[], { timeout: 10_000 })
+      .toContain('a-left');
+    expect(childrenStarted(gateway)).toBe(1);
+  });
+});
