@@ -304,6 +304,10 @@ export class SharedUpstream {
   private upstreamRequest(request: Request, raw: Buffer, arrival: Arrival | undefined): void {
     const tied = arrival?.onStreamOf === undefined ? undefined : this.inFlight.get(arrival.onStreamOf);
     const chosen = tied?.port ?? this.portFor(request);
+    // A ping asks whether the connection is alive, which it is whichever client it would have gone to.
+    if (typeof chosen === 'string' && request.method === 'ping') {
+      return this.upstream.send(successResponse(request.id, {}));
+    }
     if (typeof chosen === 'string') {
       this.upstream.send(
         errorResponse(request.id, {

@@ -193,7 +193,7 @@ describe('SharedUpstream', () => {
     expect(server.items.filter((f) => f.method === 'logging/setLevel')).toHaveLength(2);
   });
 
-  it("routes the server's requests by related task or the only port in flight, and refuses an ambiguous one", async () => {
+  it("routes the server's requests by related task or the only port in flight, refuses an ambiguous one, answers an untied ping", async () => {
     const { server, a, b } = await twoSessions();
     a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: {} } });
     const call = await server.next((f) => f.method === 'tools/call', 'the task call');
@@ -219,10 +219,12 @@ describe('SharedUpstream', () => {
     server.send({ id: 'srv-3', method: 'sampling/createMessage', params: {} });
     const refused = await server.answerTo('srv-3');
     expect((refused.error as { message: string }).message).toMatch(/cannot tell which one/);
+    server.send({ id: 'srv-4', method: 'ping' });
+    expect((await server.answerTo('srv-4')).result).toEqual({});
     await fence(server, a, b);
     expect(a.items.filter((f) => f.method === 'notifications/tasks/status')).toHaveLength(1);
     expect(b.items.filter((f) => f.method === 'notifications/tasks/status')).toHaveLength(0);
-    expect([...a.items, ...b.items].some((f) => f.id === 'srv-3')).toBe(false);
+    expect([...a.items, ...b.items].some((f) => f.id === 'srv-3' || f.id === 'srv-4')).toBe(false);
   });
 
   it('tells every port, and any port opened later, that the upstream is gone; their calls are moot', async () => {
