@@ -10,7 +10,8 @@
  * connection (an identity, anything a tool call sets) mixes its clients up: it is not one to share.
  */
 import type { Logger } from 'pino';
-import { ErrorCode, type ProtocolError } from '../protocol/errors.js';
+import { ErrorCode, toJsonRpcError, type ProtocolError } from '../protocol/errors.js';
+import { TaskNotFoundError } from '../tasks/errors.js';
 import { serialize, withExactId, withExactRequestId } from '../protocol/exact-ids.js';
 import { parseFrame } from '../protocol/frames.js';
 import {
@@ -137,6 +138,17 @@ export class SharedUpstream {
         if (level === this.upstreamLevel) return port.deliver(successResponse(request.id, {}));
         this.upstreamLevel = level;
         return this.forward(port, { ...request, params: { ...params, level } });
+      }
+      case 'tasks/get':
+      case 'tasks/result':
+      case 'tasks/cancel': {
+        const owner = typeof params?.taskId === 'string' ? this.taskOwners.get(params.taskId) : undefined;
+        // Another session's task is none of this one's, as it would be on a server of its own.
+        if (owner !== undefined && owner !== port) {
+          const notFound = toJsonRpcError(new TaskNotFoundError(String(params?.taskId)));
+          return port.deliver(errorResponse(request.id, notFound));
+        }
+        return this.forward(port, request);
       }
       default:
         return this.forward(port, request);
@@ -291,7 +303,15 @@ export class SharedUpstream {
       entry.port.subscribing.delete(idKey(entry.id));
       if (uri !== undefined && 'error' in response) this.subscriptions.unsubscribe(uri, entry.port);
     }
+    if (entry.method === 'tasks/list' && entry.port !== undefined && Array.isArray(result?.tasks)) {
+      const own = result.tasks.filter((task: unknown) => this.owns(entry.port!, task));
+      return entry.port.deliver({ ...response, id: entry.id, result: { ...result, tasks: own } });
+    }
     entry.port?.deliver({ ...response, id: entry.id });
+  }
+
+  private owns(port: Port, task: unknown): boolean {
+    return isObject(task) && typeof task.taskId === 'string' && this.taskOwners.get(task.taskId) === port;
   }
 
   private initializeAnswered(response: Response): void {

@@ -227,6 +227,31 @@ describe('SharedUpstream', () => {
     expect([...a.items, ...b.items].some((f) => f.id === 'srv-3' || f.id === 'srv-4')).toBe(false);
   });
 
+  it("keeps one session's native tasks out of another's tasks/get and tasks/list", async () => {
+    const { server, a, b } = await twoSessions();
+    const createTask = async (peer: Peer, taskId: string): Promise<void> => {
+      const before = server.items.filter((f) => f.method === 'tools/call').length;
+      peer.send({ id: `create-${taskId}`, method: 'tools/call', params: { name: 'x', task: {} } });
+      await server.next(() => server.items.filter((f) => f.method === 'tools/call').length > before, 'call');
+      const call = server.items.filter((f) => f.method === 'tools/call').at(-1)!;
+      server.send({ id: call.id, result: { task: { taskId, status: 'working' } } });
+      await peer.answerTo(`create-${taskId}`);
+    };
+    await createTask(a, 't-a');
+    await createTask(b, 't-b');
+    b.send({ id: 'peek', method: 'tasks/get', params: { taskId: 't-a' } });
+    expect((await b.answerTo('peek')).error).toEqual({
+      code: -32602,
+      message: 'Task not found or expired: t-a',
+    });
+    expect(server.items.filter((f) => f.method === 'tasks/get')).toHaveLength(0);
+    b.send({ id: 'list', method: 'tasks/list', params: {} });
+    const list = await server.next((f) => f.method === 'tasks/list', 'the list upstream');
+    const task = (taskId: string): Frame => ({ taskId, status: 'working' });
+    server.send({ id: list.id, result: { tasks: [task('t-a'), task('t-b'), task('t-unknown')] } });
+    expect((await b.answerTo('list')).result).toEqual({ tasks: [task('t-b')] });
+  });
+
   it('tells every port, and any port opened later, that the upstream is gone; their calls are moot', async () => {
     const { server, a, b, port } = await twoSessions();
     a.send({ id: 1, method: 'tools/call', params: { name: 'x' } });
