@@ -1,6 +1,7 @@
 /**
  * taskgate as a network gateway: a Streamable HTTP front where each client session gets its own upstream
- * (a child process, or a session with an HTTP server) and all sessions share one task store.
+ * (a child process, or a session with an HTTP server), or a port of one they share (`upstream.sharing`),
+ * and all sessions share one task store.
  */
 import type { Logger } from 'pino';
 import { Policy } from './config/policy.js';

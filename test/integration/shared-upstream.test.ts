@@ -52,6 +52,16 @@ const textOf = (result: unknown): string => ((result as CallToolResult).content[
 const call = (client: Client, name: string, args: Record<string, unknown> = {}): Promise<string> =>
   client.callTool({ name, arguments: args }, CallToolResultSchema).then(textOf);
 
+describe('upstream.sharing session (the default) over the HTTP front', () => {
+  it('starts a server for each session', async () => {
+    const gateway = await Gateway.start([process.execPath, FIXTURES.legacy], ['--log-level', 'info']);
+    cleanups.push(() => gateway.stop());
+    const sessions = [await session(gateway, 'a'), await session(gateway, 'b')];
+    for (const { client } of sessions) expect(await call(client, 'echo', { text: 'hi' })).toBe('hi');
+    expect(childrenStarted(gateway)).toBe(2);
+  });
+});
+
 describe('upstream.sharing shared over the HTTP front', () => {
   it('serves several sessions from one server process', async () => {
     const gateway = await sharedGateway();
