@@ -9,11 +9,14 @@ import {
   CallToolResultSchema,
   ElicitRequestSchema,
   LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
   type CallToolResult,
   type Progress,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport } from '../helpers/http-client.js';
+import { Inbox } from '../helpers/inbox.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -21,10 +24,11 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
 });
 
-async function sharedGateway(flags: string[] = []): Promise<Gateway> {
+async function sharedGateway(env: Record<string, string> = {}): Promise<Gateway> {
   const gateway = await Gateway.start(
     [process.execPath, FIXTURES.legacy],
-    ['--upstream-sharing', 'shared', '--log-level', 'info', ...flags],
+    ['--upstream-sharing', 'shared', '--log-level', 'info'],
+    env,
   );
   cleanups.push(() => gateway.stop());
   return gateway;
@@ -137,6 +141,45 @@ describe('upstream.sharing shared over the HTTP front', () => {
     expect(asked).toEqual([]);
     await b.client.close();
     await sleeping;
+  });
+
+  it("sends a resource's updates to its subscribers only, and list_changed to every session", async () => {
+    const gateway = await sharedGateway({ FIXTURE_WATCH: '1' });
+    const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
+    const heard = { a: new Inbox<string>(), b: new Inbox<string>() };
+    for (const [name, { client }] of [
+      ['a', a],
+      ['b', b],
+    ] as const) {
+      client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => heard[name].push(n.params.uri));
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () =>
+        heard[name].push('list_changed'),
+      );
+    }
+    /** Touches the resource; once both sessions have the list_changed that follows, they have its update. */
+    const count = (inbox: Inbox<string>, item: string): number =>
+      inbox.items.filter((i) => i === item).length;
+    const touch = async (): Promise<string> => {
+      const before = [count(heard.a, 'list_changed'), count(heard.b, 'list_changed')] as const;
+      const answer = await call(b.client, 'touch', { uri: 'test://watched' });
+      await heard.a.waitFor(() => count(heard.a, 'list_changed') > before[0], 'list_changed in a', 5_000);
+      await heard.b.waitFor(() => count(heard.b, 'list_changed') > before[1], 'list_changed in b', 5_000);
+      return answer;
+    };
+    const updates = (inbox: Inbox<string>): number => count(inbox, 'test://watched');
+
+    await a.client.subscribeResource({ uri: 'test://watched' });
+    expect(await touch()).toBe('updated');
+    expect([updates(heard.a), updates(heard.b)]).toEqual([1, 0]);
+
+    await b.client.subscribeResource({ uri: 'test://watched' });
+    await a.client.unsubscribeResource({ uri: 'test://watched' });
+    expect(await touch()).toBe('updated');
+    expect([updates(heard.a), updates(heard.b)]).toEqual([1, 1]);
+
+    // The last subscriber leaves: the server is told.
+    await b.client.unsubscribeResource({ uri: 'test://watched' });
+    expect(await touch()).toBe('not subscribed');
   });
 
   it('gives each session only the log messages at or above its own level', async () => {
