@@ -85,10 +85,16 @@ export function frontDefaultsOf(path: string): { stdio: unknown; http: unknown }
 export function defaultOf(path: string): unknown {
   let value = DEFAULTS;
   for (const part of path.split('.')) {
-    if (typeof value !== 'object' || value === null) return undefined;
+    // In a section that is absent unless given (upstream), the setting's own default.
+    if (typeof value !== 'object' || value === null) return ownDefault(path);
     value = (value as Record<string, unknown>)[part];
   }
   return value;
+}
+
+function ownDefault(path: string): unknown {
+  const schema = schemaAt(path.split('.'));
+  return schema instanceof z.ZodDefault ? (schema.def.defaultValue as unknown) : undefined;
 }
 
 function stringExpectation(minLength: number): string {
