@@ -16,6 +16,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport } from '../helpers/http-client.js';
+import { startHttpFixture } from '../helpers/http-fixture.js';
 import { Inbox } from '../helpers/inbox.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 
@@ -180,6 +181,36 @@ describe('upstream.sharing shared over the HTTP front', () => {
     // The last subscriber leaves: the server is told.
     await b.client.unsubscribeResource({ uri: 'test://watched' });
     expect(await touch()).toBe('not subscribed');
+  });
+
+  it("ties an HTTP server's elicitation to the session whose request stream carried it, with others in flight", async () => {
+    const fixture = await startHttpFixture('legacy');
+    cleanups.push(() => fixture.stop());
+    const gateway = await Gateway.start([], ['--upstream-url', fixture.url, '--upstream-sharing', 'shared']);
+    cleanups.push(() => gateway.stop());
+    const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
+    const asked: string[] = [];
+    for (const [name, { client }] of [
+      ['a', a],
+      ['b', b],
+    ] as const) {
+      client.setRequestHandler(ElicitRequestSchema, () => {
+        asked.push(name);
+        return { action: 'accept', content: { answer: `from ${name}` } };
+      });
+    }
+    let started: (() => void) | undefined;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const busy = b.client
+      .callTool({ name: 'slow', arguments: { ms: 60_000 } }, CallToolResultSchema, {
+        onprogress: () => started?.(),
+      })
+      .catch(() => undefined);
+    await running;
+    expect(await call(a.client, 'elicit', { message: 'who?' })).toContain('from a');
+    expect(asked).toEqual(['a']);
+    await b.client.close();
+    await busy;
   });
 
   it('gives each session only the log messages at or above its own level', async () => {
