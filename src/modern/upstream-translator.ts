@@ -33,6 +33,7 @@ import { toLegacyResult } from '../protocol/modern/results.js';
 import { LEGACY_VERSIONS } from '../protocol/versions.js';
 import type { TaskOutcome } from '../tasks/state.js';
 import type { Arrival, Channel, ChannelHandlers, Route } from '../transport/channel.js';
+import { UpstreamListen } from './upstream-listen.js';
 import { TASKS_EXTENSION, V2UpstreamTasks } from './upstream-v2-tasks.js';
 
 /** Rounds of input one request may take before taskgate stops relaying them (a server that never ends). */
@@ -79,6 +80,8 @@ export class ModernUpstreamTranslator implements Channel {
   private readonly ownCalls = new Map<string, (answer: TaskOutcome) => void>();
   /** The upstream's tasks extension, as 2025 tasks; undefined when its discovery declares none. */
   private readonly tasks: V2UpstreamTasks | undefined;
+  /** The listen held open upstream for list changes and the Session's resource subscriptions. */
+  private readonly listen: UpstreamListen;
 
   constructor(
     private readonly inner: Channel,
@@ -88,6 +91,10 @@ export class ModernUpstreamTranslator implements Channel {
     options: TranslatorOptions = {},
   ) {
     const capabilities = isObject(discover.capabilities) ? discover.capabilities : {};
+    this.listen = new UpstreamListen(
+      { send: (message) => this.inner.send(message), meta: () => this.meta(undefined), logger },
+      capabilities,
+    );
     const extensions = isObject(capabilities.extensions) ? capabilities.extensions : {};
     if (isObject(extensions[TASKS_EXTENSION])) {
       this.tasks = new V2UpstreamTasks({
@@ -116,9 +123,13 @@ export class ModernUpstreamTranslator implements Channel {
         };
         for (const settle of calls) settle({ error });
         this.tasks?.closed();
+        this.listen.lost();
         handlers.closed(info);
       },
-      reopened: () => handlers.reopened?.(),
+      reopened: () => {
+        handlers.reopened?.();
+        this.listen.open();
+      },
     });
   }
 
@@ -155,6 +166,7 @@ export class ModernUpstreamTranslator implements Channel {
   }
 
   close(): Promise<void> {
+    this.listen.stop();
     return this.inner.close();
   }
 
@@ -169,12 +181,7 @@ export class ModernUpstreamTranslator implements Channel {
         return this.toSession(successResponse(request.id, {}));
       case 'resources/subscribe':
       case 'resources/unsubscribe':
-        return this.toSession(
-          errorResponse(request.id, {
-            code: ErrorCode.MethodNotFound,
-            message: `${request.method}: the upstream speaks 2026-07-28, where resource updates come by subscriptions/listen, which taskgate does not relay yet`,
-          }),
-        );
+        return this.toSession(this.subscription(request));
     }
     const call: InFlight = { sessionId: request.id, request, route, rounds: 0 };
     if (this.tasks !== undefined && !this.withTasks(this.tasks, call)) return;
@@ -263,6 +270,26 @@ export class ModernUpstreamTranslator implements Channel {
     };
   }
 
+  /** resources/(un)subscribe: answered here, the URI followed by the listen upstream (2026-07-28 has neither). */
+  private subscription(request: Request): Response {
+    const uri = request.params?.uri;
+    if (typeof uri !== 'string') {
+      return errorResponse(request.id, {
+        code: ErrorCode.InvalidParams,
+        message: `Invalid params: ${request.method} needs a string uri`,
+      });
+    }
+    if (!this.listen.subscribable) {
+      return errorResponse(request.id, {
+        code: ErrorCode.MethodNotFound,
+        message: `${request.method}: the upstream server does not take resource subscriptions`,
+      });
+    }
+    if (request.method === 'resources/subscribe') this.listen.subscribe(uri);
+    else this.listen.unsubscribe(uri);
+    return successResponse(request.id, {});
+  }
+
   private answerInitialize(request: Request): void {
     const params = request.params ?? {};
     const { tasks: _tasks, ...capabilities } = isObject(params.capabilities) ? params.capabilities : {};
@@ -275,9 +302,7 @@ export class ModernUpstreamTranslator implements Channel {
     this.clientInfo = isObject(params.clientInfo) ? params.clientInfo : undefined;
     const asked = typeof params.protocolVersion === 'string' ? params.protocolVersion : '';
     const meta = isObject(this.discover._meta) ? this.discover._meta : {};
-    const discovered = withoutSubscribe(
-      isObject(this.discover.capabilities) ? this.discover.capabilities : {},
-    );
+    const discovered = isObject(this.discover.capabilities) ? this.discover.capabilities : {};
     const result: JsonObject = {
       protocolVersion: LEGACY_VERSIONS.includes(asked) ? asked : LEGACY_VERSIONS[0],
       capabilities:
@@ -286,6 +311,8 @@ export class ModernUpstreamTranslator implements Channel {
     };
     if (typeof this.discover.instructions === 'string') result.instructions = this.discover.instructions;
     this.toSession(successResponse(request.id, result));
+    // Now that the client's capabilities are known, the list changes are followed for it.
+    this.listen.open();
   }
 
   private fromUpstream(raw: Buffer): void {
@@ -306,6 +333,7 @@ export class ModernUpstreamTranslator implements Channel {
       );
       return;
     }
+    if (this.listen.consumed(message.msg)) return;
     if (message.kind === 'notification') {
       if (message.msg.method === 'notifications/tasks' && this.tasks !== undefined) {
         return this.tasks.notified(message.msg.params);
@@ -426,15 +454,4 @@ function needsTasks(error: { code: number; data?: unknown }): boolean {
   if (error.code !== ErrorCode.MissingRequiredClientCapability || !isObject(error.data)) return false;
   const required = error.data.requiredCapabilities;
   return isObject(required) && isObject(required.extensions) && TASKS_EXTENSION in required.extensions;
-}
-
-/**
- * A 2026-07-28 server's resource updates come on `subscriptions/listen`, which the translator does not
- * open: `resources/subscribe` is refused (-32601), so a 2025 client is not told it may subscribe.
- */
-function withoutSubscribe(capabilities: JsonObject): JsonObject {
-  const { resources } = capabilities;
-  if (!isObject(resources) || !('subscribe' in resources)) return capabilities;
-  const { subscribe: _subscribe, ...rest } = resources;
-  return { ...capabilities, resources: rest };
 }

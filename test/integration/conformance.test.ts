@@ -243,19 +243,11 @@ const THROUGH_TASKGATE_MODERN_2026: Record<string, Expected> = {
 /**
  * 0.2.0-alpha.12 `--requirements 2025-11-25` through taskgate in front of conformance-modern-server.js: a
  * 2025 client of a 2026-07-28 server, through the translator (the server's input_required rounds become
- * 2025 requests to the client; ping and logging/setLevel are answered by taskgate).
+ * 2025 requests to the client; ping and logging/setLevel are answered by taskgate; resources/subscribe is
+ * followed by the subscriptions/listen taskgate holds upstream).
  */
 const THROUGH_TASKGATE_MODERN_2025_REQUIREMENTS = table(SCENARIOS_2025_REQUIREMENTS, {
   'server-sse-polling': TASKGATE_ANSWERS_JSON,
-  ...Object.fromEntries(
-    ['resources-subscribe', 'resources-unsubscribe'].map((scenario) => [
-      scenario,
-      {
-        fails:
-          'in front of a 2026-07-28 upstream taskgate answers resources/subscribe with -32601 ("the upstream speaks 2026-07-28, where resource updates come by subscriptions/listen, which taskgate does not relay yet", docs/eras.md "Left to wire"; its initialize does not offer resources.subscribe either), and the scenario subscribes all the same',
-      },
-    ]),
-  ),
 });
 
 /** Bounds a whole run: through taskgate, each scenario's session starts an upstream process. */

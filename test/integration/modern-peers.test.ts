@@ -73,7 +73,18 @@ describe.each(PEERS)('SDK v2 client $name to the SDK v2 server', (peer) => {
   it('lists the tools the SDK 1.x fixtures share', async () => {
     const { tools } = await connection.client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual(
-      ['cancelled-calls', 'crash', 'echo', 'elicit', 'fail', 'progress', 'sleep', 'slow'].sort(),
+      [
+        'cancelled-calls',
+        'change-tools',
+        'crash',
+        'echo',
+        'elicit',
+        'fail',
+        'progress',
+        'sleep',
+        'slow',
+        'touch',
+      ].sort(),
     );
   });
 

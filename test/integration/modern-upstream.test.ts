@@ -13,6 +13,8 @@ import {
   CallToolResultSchema,
   CreateTaskResultSchema,
   ElicitRequestSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
@@ -60,6 +62,31 @@ describe.each(['stdio', 'http', 'sidecar'] as const)(
       expect(JSON.parse(textOf(result))).toEqual({ action: 'accept', content: { answer: 'forty-two' } });
       expect(asked).toEqual([expect.objectContaining({ mode: 'form', message: 'q?' })]);
     });
+
+    // Over HTTP the SDK v2 fixture has a server per request: what a tool announces reaches no listen.
+    if (front !== 'sidecar')
+      it("the server's resource updates and list changes reach the client, by the listen taskgate holds upstream", async () => {
+        const updated: string[] = [];
+        let toolsChanged = 0;
+        connection.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => {
+          updated.push(notification.params.uri);
+        });
+        connection.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+          toolsChanged++;
+        });
+        expect(connection.client.getServerCapabilities()?.resources).toMatchObject({ subscribe: true });
+        await connection.client.subscribeResource({ uri: 'fixture://hello' });
+        // The listen with the new subscription is open once the server acknowledged it; touch until heard.
+        await until(async () => {
+          await connection.client.callTool({ name: 'touch', arguments: { uri: 'fixture://hello' } });
+          return updated.includes('fixture://hello');
+        }, 'the resource update');
+        await connection.client.callTool({ name: 'touch', arguments: { uri: 'fixture://other' } });
+        await connection.client.callTool({ name: 'change-tools', arguments: {} });
+        await until(async () => toolsChanged > 0, 'the tool list change');
+        expect(updated.every((uri) => uri === 'fixture://hello')).toBe(true);
+        await connection.client.unsubscribeResource({ uri: 'fixture://hello' });
+      });
 
     it('ping and logging/setLevel, which 2026-07-28 removed, are answered', async () => {
       await expect(connection.client.ping()).resolves.toEqual({});
