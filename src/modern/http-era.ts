@@ -7,6 +7,7 @@
  * connection), which is asked again next time. A server that says nothing in time is taken for 2025.
  */
 import type { Logger } from 'pino';
+import { parseFrame } from '../protocol/frames.js';
 import { isObject, type JsonObject } from '../protocol/messages.js';
 import {
   CLIENT_CAPABILITIES_META,
@@ -148,7 +149,7 @@ async function discover(
 
 function parsed(raw: Buffer): unknown {
   try {
-    return JSON.parse(raw.toString('utf8')) as unknown;
+    return parseFrame(raw, 'the upstream server');
   } catch {
     return undefined;
   }

@@ -6,6 +6,7 @@
  * it took it (a replica that is not there is given up on within seconds, not the whole wait), and the
  * answer comes back on the relaying one's channel, with no response when no handler holds the task.
  */
+import { isObject } from '../protocol/messages.js';
 import { relayChannelOf, type RedisLink } from './redis-link.js';
 import type { PostedTask, RelayedRequest, RelayHandler, TaskInputBoard } from './store.js';
 
@@ -93,11 +94,11 @@ export class RedisInputBoard implements TaskInputBoard {
   /** A message on this replica's own channel: a request relayed to it, or the answer to one it relayed. */
   relayed(message: string): void {
     const got = parse(message);
-    if (!isRecord(got) || typeof got.id !== 'number') return;
-    if (got.kind === 'reply') return this.settle(got.id, isRecord(got.response) ? got.response : undefined);
+    if (!isObject(got) || typeof got.id !== 'number') return;
+    if (got.kind === 'reply') return this.settle(got.id, isObject(got.response) ? got.response : undefined);
     if (got.kind === 'taken') return this.taken(got.id);
     const request = got.request;
-    if (got.kind !== 'request' || typeof got.from !== 'string' || !isRecord(request)) return;
+    if (got.kind !== 'request' || typeof got.from !== 'string' || !isObject(request)) return;
     const to = relayChannelOf(this.prefix, got.from);
     const taken = JSON.stringify({ kind: 'taken', id: got.id });
     this.link.redis(() => this.link.cmd.publish(to, taken)).catch(() => undefined);
@@ -150,12 +151,12 @@ export class RedisInputBoard implements TaskInputBoard {
   /** A message on the inputs channel (a replica sharing the prefix published it): answers, or a change. */
   heard(message: string): void {
     const heard = parse(message);
-    if (!isRecord(heard) || typeof heard.taskId !== 'string') return;
+    if (!isObject(heard) || typeof heard.taskId !== 'string') return;
     const { taskId, inputResponses } = heard;
     const told =
       heard.changed === true
         ? [...this.announced].map((listener) => () => listener(taskId))
-        : isRecord(inputResponses)
+        : isObject(inputResponses)
           ? [...this.listeners].map((listener) => () => listener(taskId, inputResponses))
           : [];
     for (const tell of told) {
@@ -180,11 +181,8 @@ function parse(text: string): unknown {
   }
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
 function asPosted(value: unknown): PostedTask | undefined {
-  if (!isRecord(value) || !isRecord(value.inputRequests)) return undefined;
+  if (!isObject(value) || !isObject(value.inputRequests)) return undefined;
   const { principal, runner } = value;
   return {
     ...(typeof runner === 'string' ? { runner } : {}),

@@ -236,9 +236,10 @@ export class ModernHttpUpstream implements Channel {
   }
 }
 
+/** The message, read as every upstream message is (frames.ts bounds its nesting); undefined if it is none. */
 function parsedJson(raw: Buffer): unknown {
   try {
-    return JSON.parse(raw.toString('utf8')) as unknown;
+    return parseFrame(raw, 'the upstream server');
   } catch {
     return undefined;
   }
