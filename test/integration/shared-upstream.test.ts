@@ -48,6 +48,18 @@ async function session(gateway: Gateway, name: string): Promise<Session> {
   return { client, transport };
 }
 
+/** Each session answers elicitations with `from <its name>`; the names of those asked, in order. */
+function answerElicitations(sessions: Record<string, Session>): string[] {
+  const asked: string[] = [];
+  for (const [name, { client }] of Object.entries(sessions)) {
+    client.setRequestHandler(ElicitRequestSchema, () => {
+      asked.push(name);
+      return { action: 'accept', content: { answer: `from ${name}` } };
+    });
+  }
+  return asked;
+}
+
 /** How many stdio children taskgate has started (it logs each one's pid). */
 const childrenStarted = (gateway: Gateway): number =>
   [...gateway.stderr.matchAll(/"pid":(\d+),"command"/g)].length;
@@ -100,15 +112,7 @@ describe('upstream.sharing shared over the HTTP front', () => {
   it("sends the server's elicitation during one session's call to that session only", async () => {
     const gateway = await sharedGateway();
     const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
-    const asked: string[] = [];
-    a.client.setRequestHandler(ElicitRequestSchema, () => {
-      asked.push('a');
-      return { action: 'accept', content: { answer: 'from a' } };
-    });
-    b.client.setRequestHandler(ElicitRequestSchema, () => {
-      asked.push('b');
-      return { action: 'accept', content: { answer: 'from b' } };
-    });
+    const asked = answerElicitations({ a, b });
     const answer = await call(a.client, 'elicit', { message: 'who?' });
     expect(answer).toContain('from a');
     expect(asked).toEqual(['a']);
@@ -117,16 +121,7 @@ describe('upstream.sharing shared over the HTTP front', () => {
   it('refuses the server a request it cannot tie to one session, rather than guess', async () => {
     const gateway = await sharedGateway();
     const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
-    const asked: string[] = [];
-    for (const [name, { client }] of [
-      ['a', a],
-      ['b', b],
-    ] as const) {
-      client.setRequestHandler(ElicitRequestSchema, () => {
-        asked.push(name);
-        return { action: 'accept', content: { answer: name } };
-      });
-    }
+    const asked = answerElicitations({ a, b });
     let started: (() => void) | undefined;
     const running = new Promise<void>((resolve) => (started = resolve));
     const sleeping = b.client
@@ -189,16 +184,7 @@ describe('upstream.sharing shared over the HTTP front', () => {
     const gateway = await Gateway.start([], ['--upstream-url', fixture.url, '--upstream-sharing', 'shared']);
     cleanups.push(() => gateway.stop());
     const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
-    const asked: string[] = [];
-    for (const [name, { client }] of [
-      ['a', a],
-      ['b', b],
-    ] as const) {
-      client.setRequestHandler(ElicitRequestSchema, () => {
-        asked.push(name);
-        return { action: 'accept', content: { answer: `from ${name}` } };
-      });
-    }
+    const asked = answerElicitations({ a, b });
     let started: (() => void) | undefined;
     const running = new Promise<void>((resolve) => (started = resolve));
     const busy = b.client
