@@ -12,6 +12,8 @@
 import type { Logger } from 'pino';
 import { ErrorCode, toJsonRpcError, type ProtocolError } from '../protocol/errors.js';
 import { TaskNotFoundError } from '../tasks/errors.js';
+import { ALLOWED_TRANSITIONS, isTerminal, type TaskStatus } from '../tasks/state.js';
+import { CALLER_CAPABILITIES_META } from '../protocol/modern/meta.js';
 import { serialize, withExactId, withExactRequestId } from '../protocol/exact-ids.js';
 import { parseFrame } from '../protocol/frames.js';
 import {
@@ -57,6 +59,8 @@ export class SharedUpstream {
   /** The server's requests, by their id, to the port that has them. */
   private readonly serverRequests = new Map<Key, Port>();
   private readonly taskOwners = new Map<string, Port>();
+  /** The wire progress token of each task still running that was created with one. */
+  private readonly taskProgress = new Map<string, Key>();
   private readonly subscriptions = new Subscriptions<Port>();
   private readonly levels = new LogLevels<Port>();
   /** The level the upstream was last told; `debug` stands for its default too (an SDK server sends all). */
@@ -89,6 +93,11 @@ export class SharedUpstream {
 
   close(): Promise<void> {
     return this.upstream.close();
+  }
+
+  /** A 2026-07-28 server behind the translator: each port's requests say what its own client can do. */
+  get takesCallerCapabilities(): boolean {
+    return this.upstream.takesCallerCapabilities === true;
   }
 
   // ── from the ports ──────────────────────────────────────────────────────────────────────────────
@@ -157,6 +166,8 @@ export class SharedUpstream {
 
   private initialize(port: Port, request: Request): void {
     const handshake = this.handshake;
+    const capabilities = request.params?.capabilities;
+    if (isObject(capabilities)) port.capabilities = capabilities;
     if (handshake.phase === 'done') return port.deliver(successResponse(request.id, handshake.result));
     if (handshake.phase === 'asked') {
       handshake.waiting.push({ port, id: request.id });
@@ -176,6 +187,13 @@ export class SharedUpstream {
       this.progress.set(wireToken, { port, token });
       entry.progress = wireToken;
       params = withMeta(params, 'progressToken', wireToken);
+    }
+    // Only the first session's initialize reaches the server: the others' capabilities go with each request.
+    const capabilities = port?.capabilities;
+    if (capabilities !== undefined && this.takesCallerCapabilities && request.method !== 'initialize') {
+      if (metaOf(params)?.[CALLER_CAPABILITIES_META] === undefined) {
+        params = withMeta(params, CALLER_CAPABILITIES_META, capabilities);
+      }
     }
     this.inFlight.set(wireId, entry);
     port?.inFlight.set(idKey(request.id), wireId);
@@ -234,7 +252,11 @@ export class SharedUpstream {
       this.handshake.waiting = this.handshake.waiting.filter((waiting) => waiting.port !== port);
     }
     for (const [key, token] of this.progress) if (token.port === port) this.progress.delete(key);
-    for (const [taskId, owner] of this.taskOwners) if (owner === port) this.taskOwners.delete(taskId);
+    for (const [taskId, owner] of this.taskOwners) {
+      if (owner !== port) continue;
+      this.taskOwners.delete(taskId);
+      this.taskProgress.delete(taskId);
+    }
     for (const [key, id] of port.serverRequests) {
       this.serverRequests.delete(key);
       this.upstream.send(
@@ -293,10 +315,18 @@ export class SharedUpstream {
     const entry = response.id === null ? undefined : this.settle(response.id);
     if (entry === undefined) return;
     const result = 'result' in response ? response.result : undefined;
-    const taskId = isObject(result?.task) ? result.task.taskId : undefined;
-    if (typeof taskId === 'string' && entry.port !== undefined) this.taskOwners.set(taskId, entry.port);
-    // The progress of a task goes on after its creation is answered.
-    else if (entry.progress !== undefined) this.progress.delete(entry.progress);
+    const task = isObject(result?.task) ? result.task : undefined;
+    if (typeof task?.taskId === 'string' && entry.port !== undefined) {
+      this.taskOwners.set(task.taskId, entry.port);
+      // The progress of a task goes on after its creation is answered, until the task ends.
+      if (entry.progress !== undefined) this.taskProgress.set(task.taskId, entry.progress);
+      if (endsTask(task.status)) this.taskEnded(task.taskId);
+    } else if (entry.progress !== undefined) this.progress.delete(entry.progress);
+    if (entry.method === 'tasks/result' || (entry.method.startsWith('tasks/') && endsTask(result?.status))) {
+      if (typeof result?.taskId === 'string') this.taskEnded(result.taskId);
+      const related = metaOf(result)?.[RELATED_TASK_META];
+      if (isObject(related) && typeof related.taskId === 'string') this.taskEnded(related.taskId);
+    }
     if (entry.method === 'initialize') this.initializeAnswered(response);
     if (entry.method === 'resources/subscribe' && entry.port !== undefined) {
       const uri = entry.port.subscribing.get(idKey(entry.id));
@@ -308,6 +338,14 @@ export class SharedUpstream {
       return entry.port.deliver({ ...response, id: entry.id, result: { ...result, tasks: own } });
     }
     entry.port?.deliver({ ...response, id: entry.id });
+  }
+
+  /** A task that ended has no more progress to route. */
+  private taskEnded(taskId: string): void {
+    const token = this.taskProgress.get(taskId);
+    if (token === undefined) return;
+    this.taskProgress.delete(taskId);
+    this.progress.delete(token);
   }
 
   private owns(port: Port, task: unknown): boolean {
@@ -388,7 +426,9 @@ export class SharedUpstream {
         return;
       case 'notifications/tasks/status': {
         const taskId = params?.taskId;
-        if (typeof taskId === 'string') this.taskOwners.get(taskId)?.receive(raw);
+        if (typeof taskId !== 'string') return;
+        this.taskOwners.get(taskId)?.receive(raw);
+        if (endsTask(params?.status)) this.taskEnded(taskId);
         return;
       }
       default:
@@ -410,6 +450,7 @@ export class SharedUpstream {
     for (const entry of this.inFlight.values()) entry.port?.inFlight.clear();
     this.inFlight.clear();
     this.progress.clear();
+    this.taskProgress.clear();
     for (const port of this.serverRequests.values()) port.serverRequests.clear();
     this.serverRequests.clear();
     this.subscriptions.clear();
@@ -427,6 +468,11 @@ export class SharedUpstream {
 
 const isId = (value: unknown): value is RequestId => typeof value === 'string' || typeof value === 'number';
 
+const endsTask = (status: unknown): boolean =>
+  typeof status === 'string' &&
+  Object.hasOwn(ALLOWED_TRANSITIONS, status) &&
+  isTerminal(status as TaskStatus);
+
 /** One client session's view of the shared upstream. */
 class Port implements Channel {
   /** Its requests on the shared connection: its own id's key → wire id. */
@@ -435,10 +481,16 @@ class Port implements Channel {
   readonly serverRequests = new Map<Key, RequestId>();
   /** URIs of its resources/subscribe requests in flight, by request id key. */
   readonly subscribing = new Map<Key, string>();
+  /** What its client declared in its initialize (the server heard only the first port's). */
+  capabilities: JsonObject | undefined;
   private handlers: ChannelHandlers | undefined;
   private closed = false;
 
   constructor(private readonly shared: SharedUpstream) {}
+
+  get takesCallerCapabilities(): boolean {
+    return this.shared.takesCallerCapabilities;
+  }
 
   start(handlers: ChannelHandlers): void {
     this.handlers = handlers;

@@ -50,16 +50,39 @@ interface Setup {
   port: () => Peer;
 }
 
+/** The upstream end of a pair, as the translator in front of a 2026-07-28 server presents itself. */
+function takingCallerCapabilities(channel: Channel): Channel {
+  return {
+    start: (handlers) => channel.start(handlers),
+    send: (message, route) => channel.send(message, route),
+    sendRaw: (raw, route) => channel.sendRaw(raw, route),
+    close: () => channel.close(),
+    takesCallerCapabilities: true,
+  };
+}
+
 /** Sessions a and b, both past the handshake (answered once by the server). */
-async function twoSessions(): Promise<Setup> {
+async function twoSessions(
+  options: { modern?: boolean; capabilities?: { a: object; b: object } } = {},
+): Promise<Setup> {
   const { a: end, b: serverEnd } = memoryChannelPair();
-  const shared = new SharedUpstream(end, pino({ level: 'silent' }));
+  const upstream = options.modern === true ? takingCallerCapabilities(end) : end;
+  const shared = new SharedUpstream(upstream, pino({ level: 'silent' }));
   const port = (): Peer => new Peer(shared.port());
   const a = port();
   const server = new Peer(serverEnd);
   const b = port();
-  a.send({ id: 0, method: 'initialize', params: { capabilities: {}, clientInfo: { name: 'a' } } });
-  b.send({ id: 0, method: 'initialize', params: { capabilities: {}, clientInfo: { name: 'b' } } });
+  const capabilities = options.capabilities ?? { a: {}, b: {} };
+  a.send({
+    id: 0,
+    method: 'initialize',
+    params: { capabilities: capabilities.a, clientInfo: { name: 'a' } },
+  });
+  b.send({
+    id: 0,
+    method: 'initialize',
+    params: { capabilities: capabilities.b, clientInfo: { name: 'b' } },
+  });
   const init = await server.next((f) => f.method === 'initialize', 'initialize upstream');
   server.send({ id: init.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} } } });
   await Promise.all([a.answerTo(0), b.answerTo(0)]);
@@ -250,6 +273,42 @@ describe('SharedUpstream', () => {
     const task = (taskId: string): Frame => ({ taskId, status: 'working' });
     server.send({ id: list.id, result: { tasks: [task('t-a'), task('t-b'), task('t-unknown')] } });
     expect((await b.answerTo('list')).result).toEqual({ tasks: [task('t-b')] });
+  });
+
+  it("stops routing a native task's progress once the task has ended", async () => {
+    const { server, a } = await twoSessions();
+    a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: {}, _meta: { progressToken: 'p' } } });
+    const call = await server.next((f) => f.method === 'tools/call', 'the call');
+    const wireToken = (call.params!._meta as { progressToken: unknown }).progressToken;
+    server.send({ id: call.id, result: { task: { taskId: 't1', status: 'working' } } });
+    await a.answerTo(1);
+    const progress = (n: number): Frame => ({
+      method: 'notifications/progress',
+      params: { progressToken: wireToken, progress: n },
+    });
+    server.send(progress(1));
+    server.send({ method: 'notifications/tasks/status', params: { taskId: 't1', status: 'completed' } });
+    server.send(progress(2));
+    await fence(server, a);
+    const heard = a.items.filter((f) => f.method === 'notifications/progress').map((f) => f.params);
+    expect(heard).toEqual([{ progressToken: 'p', progress: 1 }]);
+  });
+
+  it('tells a 2026-07-28 upstream what each session can do, since it heard only the first initialize', async () => {
+    const { server, a, b } = await twoSessions({
+      modern: true,
+      capabilities: { a: { elicitation: {} }, b: { sampling: {} } },
+    });
+    expect(server.items.filter((f) => f.method === 'initialize')).toHaveLength(1);
+    a.send({ id: 1, method: 'tools/call', params: { name: 'x' } });
+    b.send({ id: 1, method: 'tools/call', params: { name: 'x' } });
+    const bridged = { 'taskgate/callerCapabilities': { roots: {} } };
+    b.send({ id: 2, method: 'tools/call', params: { name: 'x', _meta: bridged } });
+    await server.next(() => server.items.filter((f) => f.method === 'tools/call').length === 3, 'the calls');
+    const declared = server.items
+      .filter((f) => f.method === 'tools/call')
+      .map((f) => (f.params!._meta as Record<string, unknown>)['taskgate/callerCapabilities']);
+    expect(declared).toEqual([{ elicitation: {} }, { sampling: {} }, { roots: {} }]);
   });
 
   it('tells every port, and any port opened later, that the upstream is gone; their calls are moot', async () => {
