@@ -22,7 +22,7 @@ import { Limits } from './security/limits.js';
 import { HttpFront, type Caller } from './transport/http-front.js';
 import type { HttpSession } from './transport/http-session.js';
 import { isLoopbackHost } from './security/loopback.js';
-import { SharedUpstream } from './transport/shared-upstream.js';
+import { UpstreamPool } from './transport/upstream-pool.js';
 import { openUpstream, type Upstream } from './upstream.js';
 import { upstreamProblem } from './upstream-readiness.js';
 
@@ -81,16 +81,17 @@ export async function startHttpGateway(
   if (admin === undefined && !pagesOnFront) {
     logger.info('auth.bearerPassthrough admits any token: /metrics and /dashboard need --admin-listen');
   }
+  const upstreams = sessionUpstreams(config, logger, {
+    restarted: () => metrics.upstreamRestarted(),
+    // Servers killed along with taskgate (a signal to the process group) stay down.
+    mayRestart: () => lifecycle.isAccepting,
+  });
+  // 2026-07-28 requests go through one bridge session, on an upstream as a 2025 session's would be: its
+  // own server, or a port of the shared one or of the pool.
   const modern = new SharedModernBridge(() =>
     openModernSession({
       logger: logger.child({ session: 'modern' }),
-      openChannel: async (sessionLogger) => {
-        const upstream = await openUpstream(config, sessionLogger, {
-          restarted: () => metrics.upstreamRestarted(),
-          mayRestart: () => lifecycle.isAccepting,
-        });
-        return { channel: upstream.channel, stop: () => upstream.stop() };
-      },
+      openChannel: (sessionLogger) => upstreams.open(sessionLogger, undefined),
       sessionOptions: (id, sessionLogger) => ({
         id,
         config,
@@ -105,11 +106,6 @@ export async function startHttpGateway(
       }),
     }),
   );
-  const upstreams = sessionUpstreams(config, logger, {
-    restarted: () => metrics.upstreamRestarted(),
-    // Servers killed along with taskgate (a signal to the process group) stay down.
-    mayRestart: () => lifecycle.isAccepting,
-  });
   const front: HttpFront = new HttpFront(
     {
       host: listen.slice(0, colon),
@@ -248,15 +244,17 @@ interface SessionUpstreams {
 }
 
 /**
- * Where each 2025 session's upstream comes from: a server of its own (`upstream.sharing: session`), or a
- * port of one server opened with the first session and stopped with the gateway (`shared`).
+ * Where each session's upstream comes from: a server of its own (`upstream.sharing: session`), or a port
+ * of one server (`shared`) or of one of `poolSize` servers (`pool`), each started with the first session
+ * given to it and stopped with the gateway.
  */
 function sessionUpstreams(
   config: Config,
   logger: Logger,
   hooks: { restarted: () => void; mayRestart: () => boolean },
 ): SessionUpstreams {
-  if (config.upstream?.sharing !== 'shared') {
+  const sharing = config.upstream?.sharing ?? 'session';
+  if (sharing === 'session') {
     return {
       open: (sessionLogger, authorization) =>
         openUpstream(config, sessionLogger, { ...hooks, authorization }),
@@ -264,30 +262,13 @@ function sessionUpstreams(
     };
   }
   if (config.auth.bearerPassthrough !== undefined) {
-    logger.warn("upstream.sharing is shared: the shared upstream is sent no caller's own token");
+    logger.warn(`upstream.sharing is ${sharing}: a shared upstream is sent no caller's own token`);
   }
-  let shared: Promise<{ upstream: Upstream; multiplexer: SharedUpstream }> | undefined;
-  const openShared = (): Promise<{ upstream: Upstream; multiplexer: SharedUpstream }> => {
-    if (shared !== undefined) return shared;
-    const sharedLogger = logger.child({ session: 'shared' });
-    const opening = openUpstream(config, sharedLogger, hooks).then((upstream) => ({
-      upstream,
-      multiplexer: new SharedUpstream(upstream.channel, sharedLogger),
-    }));
-    // One that could not start is tried again by the next session.
-    opening.catch(() => (shared = undefined));
-    shared = opening;
-    return opening;
-  };
-  return {
-    open: async () => {
-      const { multiplexer } = await openShared();
-      const channel = multiplexer.port();
-      return { channel, stop: () => channel.close() };
-    },
-    close: async () => {
-      const opened = await shared?.catch(() => undefined);
-      await opened?.upstream.stop();
-    },
-  };
+  const size = sharing === 'pool' ? (config.upstream?.poolSize ?? 1) : 1;
+  const pool = new UpstreamPool(
+    size,
+    (_index, memberLogger) => openUpstream(config, memberLogger, hooks),
+    logger.child({ session: 'shared' }),
+  );
+  return { open: () => pool.port(), close: () => pool.close() };
 }

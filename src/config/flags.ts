@@ -91,7 +91,7 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
   if (Object.keys(headers).length > 0 && typeof url !== 'string') {
     throw new UsageError('--upstream-header goes with --upstream-url');
   }
-  // --upstream-sharing is already in input.upstream.
+  // --upstream-sharing and --upstream-pool-size are already in input.upstream.
   if (executable !== undefined) input.upstream = { ...input.upstream, command: executable, args };
   else if (typeof url === 'string') {
     input.upstream = { ...input.upstream, url, ...(Object.keys(headers).length > 0 ? { headers } : {}) };

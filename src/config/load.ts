@@ -71,10 +71,16 @@ export function loadConfig(
   }
   const rules = [...(flags.tools ?? []), ...((file?.input?.tools as unknown[] | undefined) ?? [])];
   if (rules.length > 0) merged.tools = rules;
-  // The server comes whole from one place; how it is shared, from wherever the setting was given last.
-  const sharing = asSection(merged.upstream).sharing;
+  // The server comes whole from one place; how it is shared, from wherever those settings were given last.
+  const { sharing, poolSize } = asSection(merged.upstream);
   const upstream = [flags.upstream, merged.upstream, fallbackUpstream].find(namesServer);
-  if (upstream !== undefined) merged.upstream = sharing === undefined ? upstream : { ...upstream, sharing };
+  if (upstream !== undefined) {
+    merged.upstream = {
+      ...upstream,
+      ...(sharing === undefined ? {} : { sharing }),
+      ...(poolSize === undefined ? {} : { poolSize }),
+    };
+  }
   // The repeatable flags: given, they replace the file's list.
   const tokens = flags.auth?.tokens;
   if (tokens !== undefined) merged.auth = { ...asSection(merged.auth), tokens };

@@ -78,11 +78,14 @@ export const UpstreamSchema = z
      */
     era: z.enum(['auto', 'legacy', 'modern']).optional(),
     /**
-     * Over the HTTP front, whether each 2025 client session gets a server of its own (`session`) or all
-     * share one connection to it (`shared`, see src/transport/shared-upstream.ts). Nothing changes over
-     * stdio, which has one client.
+     * Over the HTTP front, whether each 2025 client session gets a server of its own (`session`), all
+     * share one connection to it (`shared`, see src/transport/shared-upstream.ts), or they are spread over
+     * `poolSize` shared connections (`pool`, src/transport/upstream-pool.ts). Nothing changes over stdio,
+     * which has one client.
      */
-    sharing: z.enum(['session', 'shared']).default('session'),
+    sharing: z.enum(['session', 'shared', 'pool']).default('session'),
+    /** With `sharing: pool`, the server processes (or HTTP server sessions) the client sessions share. */
+    poolSize: z.number().int().min(1).max(256).default(4),
   })
   .strict()
   .refine((upstream) => (upstream.command === undefined) !== (upstream.url === undefined), {

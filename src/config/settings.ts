@@ -256,7 +256,14 @@ export const SETTINGS: readonly Setting[] = [
     flag: 'upstream-sharing',
     metavar: 'MODE',
     group: 'Transport',
-    help: 'over HTTP, one stdio server per client session (session) or one shared by all of them (shared)',
+    help: 'over HTTP, one stdio server per client session (session), one shared by all of them (shared), or a pool of them (pool)',
+  },
+  {
+    path: ['upstream', 'poolSize'],
+    flag: 'upstream-pool-size',
+    metavar: 'N',
+    group: 'Transport',
+    help: 'with --upstream-sharing pool: how many servers the client sessions are spread over',
   },
   {
     path: ['upstreamRestart', 'enabled'],

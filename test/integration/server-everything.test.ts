@@ -2,13 +2,21 @@
  * A real server written by others behind taskgate: @modelcontextprotocol/server-everything has tasks of
  * its own for some tools (simulate-research-query is task-required) and none for the rest, so taskgate
  * passes its task tools through and serves tasks for the others. Then a 2026-07-28 client (SDK v2, pinned)
- * in front of it: tools, resources, prompts, progress and the server's elicitation as MRTR.
+ * in front of it: tools, resources, prompts, progress and the server's elicitation as MRTR. Last, one
+ * server-everything shared by several HTTP sessions (`upstream.sharing` shared and pool).
  */
 import { fileURLToPath } from 'node:url';
-import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema,
+  CreateTaskResultSchema,
+  ElicitRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { httpTransport } from '../helpers/http-client.js';
 import { connectModern, type ModernConnection } from '../helpers/modern-client.js';
-import { connect, TASKGATE, type Connection } from '../helpers/taskgate.js';
+import { connect, Gateway, TASK_AWARE, TASKGATE, type Connection } from '../helpers/taskgate.js';
 import { textOf } from '../helpers/tool-results.js';
 
 const EVERYTHING = fileURLToPath(
@@ -127,5 +135,91 @@ describe('a 2026-07-28 client through taskgate to server-everything (a 2025 serv
     const answered = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} });
     expect(elicited).toHaveLength(1);
     expect(JSON.stringify(answered.content)).toContain('Ada');
+  });
+});
+
+describe.each([
+  ['shared', []],
+  ['pool', ['--upstream-pool-size', '2']],
+])('server-everything behind an HTTP gateway with upstream.sharing %s', (sharing, flags) => {
+  const stops: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
+  });
+
+  /** A task-aware client that answers elicitations with its name and records every message it receives. */
+  async function session(gateway: Gateway, name: string) {
+    const client = new Client({ name, version: '1' }, { capabilities: TASK_AWARE });
+    client.setRequestHandler(ElicitRequestSchema, () => ({
+      action: 'accept',
+      content: { name, check: true },
+    }));
+    const transport = httpTransport(gateway.url);
+    await client.connect(transport);
+    await client.listTools();
+    const received: JSONRPCMessage[] = [];
+    const deliver = transport.onmessage!;
+    transport.onmessage = (message) => {
+      received.push(message);
+      deliver(message);
+    };
+    stops.push(() => client.close());
+    return { client, received };
+  }
+
+  it("keeps each session's tasks, progress and elicitations its own on one server", async () => {
+    const gateway = await Gateway.start(
+      [process.execPath, EVERYTHING, 'stdio'],
+      ['--upstream-sharing', sharing, ...flags, '--log-level', 'info'],
+    );
+    stops.push(() => gateway.stop());
+    // In a pool of two, the first and third sessions share a server.
+    const [a, , c] = [await session(gateway, 'a'), await session(gateway, 'b'), await session(gateway, 'c')];
+    const longOperation = (client: Client) =>
+      client.request(
+        {
+          method: 'tools/call',
+          params: {
+            name: 'trigger-long-running-operation',
+            arguments: { duration: 0.6, steps: 3 },
+            task: { ttl: 60_000 },
+            _meta: { progressToken: 'same-token' },
+          },
+        },
+        CreateTaskResultSchema,
+      );
+    const [taskA, taskC] = await Promise.all([longOperation(a.client), longOperation(c.client)]);
+    for (const [{ client, received }, { task }] of [
+      [a, taskA],
+      [c, taskC],
+    ] as const) {
+      await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+      const progress = received.filter((m) => 'method' in m && m.method === 'notifications/progress');
+      expect(progress).toHaveLength(3);
+      for (const message of progress) {
+        expect('params' in message && message.params?._meta?.[RELATED]).toEqual({ taskId: task.taskId });
+      }
+    }
+
+    const { task: research } = await a.client.request(
+      {
+        method: 'tools/call',
+        params: { name: 'simulate-research-query', arguments: { topic: 'sharing' }, task: { ttl: 60_000 } },
+      },
+      CreateTaskResultSchema,
+    );
+    await expect(c.client.experimental.tasks.getTask(research.taskId)).rejects.toThrow(/not found/i);
+    const researched = await a.client.experimental.tasks.getTaskResult(
+      research.taskId,
+      CallToolResultSchema,
+      {
+        timeout: 20_000,
+      },
+    );
+    expect(JSON.stringify(researched.content)).toMatch(/sharing/);
+
+    const answered = await c.client.callTool({ name: 'trigger-elicitation-request', arguments: {} });
+    expect(JSON.stringify(answered.content)).toContain('- Name: c\\n');
+    expect([...gateway.stderr.matchAll(/"pid":(\d+),"command"/g)]).toHaveLength(sharing === 'pool' ? 2 : 1);
   });
 });

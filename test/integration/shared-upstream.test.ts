@@ -18,6 +18,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport } from '../helpers/http-client.js';
 import { startHttpFixture } from '../helpers/http-fixture.js';
 import { Inbox } from '../helpers/inbox.js';
+import { connectModern } from '../helpers/modern-client.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -25,14 +26,24 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
 });
 
-async function sharedGateway(env: Record<string, string> = {}): Promise<Gateway> {
-  const gateway = await Gateway.start(
-    [process.execPath, FIXTURES.legacy],
-    ['--upstream-sharing', 'shared', '--log-level', 'info'],
-    env,
-  );
+async function sharedGateway(
+  env: Record<string, string> = {},
+  sharing: string[] = ['--upstream-sharing', 'shared'],
+  server = FIXTURES.legacy,
+): Promise<Gateway> {
+  const gateway = await Gateway.start([process.execPath, server], [...sharing, '--log-level', 'info'], env);
   cleanups.push(() => gateway.stop());
   return gateway;
+}
+
+const pooledGateway = (size: number): Promise<Gateway> =>
+  sharedGateway({}, ['--upstream-sharing', 'pool', '--upstream-pool-size', String(size)]);
+
+/** A 2026-07-28 client's echo through the gateway. */
+async function modernEcho(gateway: Gateway, text: string): Promise<string> {
+  const connection = await connectModern({ url: gateway.url });
+  cleanups.push(() => connection.close());
+  return textOf(await connection.client.callTool({ name: 'echo', arguments: { text } }));
 }
 
 interface Session {
@@ -242,6 +253,14 @@ describe('upstream.sharing shared over the HTTP front', () => {
     expect(childrenStarted(gateway)).toBe(2);
   });
 
+  it('serves 2026-07-28 requests from the shared server too', async () => {
+    const gateway = await sharedGateway();
+    const a = await session(gateway, 'a');
+    expect(await call(a.client, 'echo', { text: '2025' })).toBe('2025');
+    expect(await modernEcho(gateway, '2026')).toBe('2026');
+    expect(childrenStarted(gateway)).toBe(1);
+  });
+
   it('cancels upstream the call of a session that closes', async () => {
     const gateway = await sharedGateway();
     const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
@@ -259,6 +278,60 @@ describe('upstream.sharing shared over the HTTP front', () => {
     await expect
       .poll(async () => JSON.parse(await call(b.client, 'cancelled-calls')) as string[], { timeout: 10_000 })
       .toContain('a-left');
+    expect(childrenStarted(gateway)).toBe(1);
+  });
+});
+
+describe('upstream.sharing pool over the HTTP front', () => {
+  it('spreads sessions over its servers and keeps each on its own: a crash fails only the calls on that server', async () => {
+    const gateway = await pooledGateway(2);
+    // Given in turn to the server with the fewest sessions: a and c share one, b and d the other.
+    const [a, b, c, d] = [
+      await session(gateway, 'a'),
+      await session(gateway, 'b'),
+      await session(gateway, 'c'),
+      await session(gateway, 'd'),
+    ];
+    expect(childrenStarted(gateway)).toBe(2);
+    const settled = [false, false, false, false];
+    const sleeping = [a, b, c, d].map(({ client }, i) =>
+      call(client, 'sleep', { ms: 60_000 })
+        .catch((error: unknown) => error)
+        .finally(() => (settled[i] = true)),
+    );
+    for (const { client } of [a, b, d]) await call(client, 'echo', { text: 'the sleep is upstream' });
+    await call(c.client, 'crash').catch(() => undefined);
+    for (const failed of await Promise.all([sleeping[0], sleeping[2]])) {
+      expect(String(failed)).toMatch(/Upstream server unavailable/);
+    }
+    // The other server's sessions learnt nothing of the crash: their calls still run.
+    expect(await call(b.client, 'echo', { text: 'b untouched' })).toBe('b untouched');
+    expect([settled[1], settled[3]]).toEqual([false, false]);
+    expect(await call(a.client, 'echo', { text: 'a after the restart' })).toBe('a after the restart');
+    expect(childrenStarted(gateway)).toBe(3);
+  });
+
+  it('serves 2026-07-28 requests from one of its servers, not one of their own', async () => {
+    const gateway = await pooledGateway(2);
+    const sessions = [await session(gateway, 'a'), await session(gateway, 'b')];
+    for (const { client } of sessions) expect(await call(client, 'echo', { text: 'hi' })).toBe('hi');
+    expect(await modernEcho(gateway, '2026')).toBe('2026');
+    expect(childrenStarted(gateway)).toBe(2);
+  });
+});
+
+describe('upstream.sharing shared in front of a 2026-07-28 stdio server', () => {
+  it("ties each elicitation to the session whose call asked, with both sessions' calls in flight", async () => {
+    const gateway = await sharedGateway({}, ['--upstream-sharing', 'shared'], FIXTURES.modern);
+    const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
+    const asked = answerElicitations({ a, b });
+    const [answerA, answerB] = await Promise.all([
+      call(a.client, 'elicit', { message: 'who?' }),
+      call(b.client, 'elicit', { message: 'who?' }),
+    ]);
+    expect(answerA).toContain('from a');
+    expect(answerB).toContain('from b');
+    expect(asked.sort()).toEqual(['a', 'b']);
     expect(childrenStarted(gateway)).toBe(1);
   });
 });

@@ -237,11 +237,13 @@ describe('precedence: flags over variables over the file over the defaults', () 
       args: ['server.js'],
       env: { A: 'b' },
       sharing: 'session',
+      poolSize: 4,
     });
     expect(load(['--config', path, '--', 'python', 'srv.py']).config.upstream).toEqual({
       command: 'python',
       args: ['srv.py'],
       sharing: 'session',
+      poolSize: 4,
     });
   });
 
@@ -250,7 +252,7 @@ describe('precedence: flags over variables over the file over the defaults', () 
     expect(load(['--config', sharedFile, '--', 'python']).config.upstream?.sharing).toBe('shared');
     const plainFile = file('upstream:\n  command: node\n');
     const flagged = load(['--config', plainFile, '--upstream-sharing', 'shared']).config.upstream;
-    expect(flagged).toEqual({ command: 'node', args: [], sharing: 'shared' });
+    expect(flagged).toEqual({ command: 'node', args: [], sharing: 'shared', poolSize: 4 });
     expect(load(['--upstream-sharing', 'shared', '--', 'python']).config.upstream?.sharing).toBe('shared');
     expect(load(['--config', sharedFile, '--upstream-sharing', 'session']).config.upstream?.sharing).toBe(
       'session',
@@ -258,6 +260,16 @@ describe('precedence: flags over variables over the file over the defaults', () 
     expect(load(['--', 'python'], { TASKGATE_UPSTREAM_SHARING: 'shared' }).config.upstream?.sharing).toBe(
       'shared',
     );
+
+    const pooledFile = file('upstream:\n  command: node\n  sharing: pool\n  poolSize: 3\n');
+    expect(load(['--config', pooledFile, '--', 'python']).config.upstream).toMatchObject({
+      command: 'python',
+      sharing: 'pool',
+      poolSize: 3,
+    });
+    expect(
+      load(['--upstream-sharing', 'pool', '--upstream-pool-size', '8', '--', 'python']).config.upstream,
+    ).toMatchObject({ sharing: 'pool', poolSize: 8 });
   });
 
   it('falls back to the given upstream only when neither the file nor the command line names one', () => {
@@ -265,12 +277,14 @@ describe('precedence: flags over variables over the file over the defaults', () 
     expect(loadConfig(parseCommandLine([]), {}, fallback).config.upstream).toEqual({
       ...fallback,
       sharing: 'session',
+      poolSize: 4,
     });
     const path = file('upstream:\n  command: node\n');
     expect(loadConfig(parseCommandLine(['--config', path]), {}, fallback).config.upstream).toEqual({
       command: 'node',
       args: [],
       sharing: 'session',
+      poolSize: 4,
     });
   });
 

@@ -155,6 +155,11 @@ describe('parseCommandLine', () => {
     expect(config.tools).toEqual([{ match: 'slow_*', taskSupport: 'required' }]);
     expect(config.tasks.maxTasks).toBe(50);
     expect(config.tasks.defaultTtl).toBe(3_600_000);
-    expect(config.upstream).toEqual({ command: 'node', args: ['server.js'], sharing: 'session' });
+    expect(config.upstream).toEqual({
+      command: 'node',
+      args: ['server.js'],
+      sharing: 'session',
+      poolSize: 4,
+    });
   });
 });

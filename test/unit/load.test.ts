@@ -77,7 +77,7 @@ describe('resolveConfig', () => {
     });
     expect(config.tasks).toMatchObject({ maxTasks: 5, defaultTtl: 3_600_000 });
     expect(config.tools).toEqual([{ match: 'x' }]);
-    expect(config.upstream).toEqual({ command: 'node', args: [], sharing: 'session' });
+    expect(config.upstream).toEqual({ command: 'node', args: [], sharing: 'session', poolSize: 4 });
   });
 
   it('refuses a negative ttl, naming its path', () => {
