@@ -1,11 +1,13 @@
 /**
  * The Channel contract (test/channel-contract.ts) for the channels that need no process or socket: the
- * memory pair, and the line channel over a pair of in-memory streams (as over stdin/stdout or a child's
- * pipes).
+ * memory pair, the line channel over a pair of in-memory streams (as over stdin/stdout or a child's
+ * pipes), and a port of a shared upstream (its peer the server on the far end of a memory pair).
  */
 import { PassThrough } from 'node:stream';
+import { pino } from 'pino';
 import { LineChannel } from '../../src/transport/line-channel.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
+import { SharedUpstream } from '../../src/transport/shared-upstream.js';
 import { describeChannelContract, type ChannelUnderTest } from '../channel-contract.js';
 import { Inbox } from '../helpers/inbox.js';
 
@@ -56,4 +58,26 @@ describeChannelContract('MemoryChannel', memoryUnderTest, { keepsEarlyMessages: 
 describeChannelContract('LineChannel over streams', lineUnderTest, {
   keepsEarlyMessages: true,
   maxMessageBytes: LINE_LIMIT,
+});
+
+function sharedPortUnderTest(): ChannelUnderTest {
+  const { a, b: server } = memoryChannelPair();
+  const shared = new SharedUpstream(a, pino({ level: 'silent' }));
+  const received = new Inbox<string>();
+  const closesSeen = new Inbox<'closed'>();
+  server.start({
+    message: (raw) => received.push(raw.toString('utf8')),
+    malformed: () => undefined,
+    closed: () => closesSeen.push('closed'),
+  });
+  return {
+    channel: shared.port(),
+    peer: { send: (raw) => server.sendRaw(raw), received, close: () => void server.close(), closesSeen },
+    dispose: () => shared.close(),
+  };
+}
+
+describeChannelContract('a port of a SharedUpstream', sharedPortUnderTest, {
+  keepsEarlyMessages: false,
+  peerSeesClose: false,
 });
