@@ -210,6 +210,33 @@ describe('upstream.sharing shared over the HTTP front', () => {
     await busy;
   });
 
+  it('goes on in a new session with an HTTP server that ended its own: in-flight calls fail, every session carries on', async () => {
+    const fixture = await startHttpFixture('legacy', { env: { FIXTURE_REPORT: '1' } });
+    cleanups.push(() => fixture.stop());
+    const gateway = await Gateway.start([], ['--upstream-url', fixture.url, '--upstream-sharing', 'shared']);
+    cleanups.push(() => gateway.stop());
+    const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
+    await a.client.setLoggingLevel('error');
+    await b.client.setLoggingLevel('warning');
+    let started: (() => void) | undefined;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const cutOff = b.client
+      .callTool({ name: 'slow', arguments: { ms: 60_000 } }, CallToolResultSchema, {
+        onprogress: () => started?.(),
+      })
+      .catch((error: unknown) => error);
+    await running;
+    await fixture.endSessions();
+    expect(String(await cutOff)).toMatch(/Upstream server unavailable/);
+    expect(await call(a.client, 'echo', { text: 'a in the new session' })).toBe('a in the new session');
+    expect(await call(b.client, 'echo', { text: 'b in the new session' })).toBe('b in the new session');
+    const initializes = fixture.stderr().match(/session \d+: initialize /g) ?? [];
+    expect(initializes).toHaveLength(2);
+    expect(fixture.stderr()).toMatch(/session 1: logging\/setLevel \{"level":"warning"\}/);
+    // The new server session is told again the level the sessions need.
+    expect(fixture.stderr()).toMatch(/session 2: logging\/setLevel \{"level":"warning"\}/);
+  });
+
   it('gives each session only the log messages at or above its own level', async () => {
     const gateway = await sharedGateway();
     const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
