@@ -4,21 +4,15 @@
  * and all sessions share one task store.
  */
 import type { Logger } from 'pino';
-import { Policy } from './config/policy.js';
 import type { Config } from './config/schema.js';
-import { startAdminListener } from './observability/admin.js';
+import { openCore, startAdmin } from './composition.js';
 import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
-import { observeTasks } from './observability/observe.js';
-import { Lifecycle } from './lifecycle.js';
-import { RunningTasks, noticingCreations } from './session/running-tasks.js';
 import { Session } from './session/session.js';
 import { SharedModernBridge, openModernSession } from './modern/shared-bridge.js';
 import { openStore } from './store.js';
 import type { TaskStore } from './tasks/store.js';
-import { countingDenials, createAuditLog } from './observability/audit.js';
 import { createAuthenticator } from './security/auth.js';
-import { Limits } from './security/limits.js';
 import { HttpFront, type Caller } from './transport/http-front.js';
 import type { HttpSession } from './transport/http-session.js';
 import { isLoopbackHost } from './security/loopback.js';
@@ -28,6 +22,8 @@ import { upstreamProblem } from './upstream-readiness.js';
 
 export interface RunningGateway {
   url: URL;
+  /** Lets running tasks finish within shutdownGrace (no new sessions or tasks meanwhile), fails the rest. */
+  drain(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -36,39 +32,27 @@ export async function startHttpGateway(
   logger: Logger,
   tasks: TaskStore,
   metrics: Metrics = new Metrics(),
-  lifecycle: Lifecycle = new Lifecycle(),
 ): Promise<RunningGateway> {
   const listen = config.http.listen;
   if (listen === undefined) throw new Error('no listen address configured');
   const colon = listen.lastIndexOf(':');
-  const policy = new Policy(config);
   const authenticate = createAuthenticator(config.auth);
   // The operator's pages on the front are behind the same authentication as MCP, and for operators only.
   const admins = new Set(config.auth.adminSubjects);
-  const observed = observeTasks(
-    tasks,
-    metrics,
-    logger,
-    authenticate
-      ? {
+  const core = openCore(config, logger, tasks, metrics, {
+    // One front serves many callers: a limit names whom it held back.
+    limitCaller: (caller) => ({ session: '-', subject: caller }),
+    ...(authenticate === undefined
+      ? {}
+      : {
           authorize: (req) => {
             const caller = authenticate(req);
             if ('refused' in caller) return 'unauthenticated';
             return admins.has(caller.subject) ? 'allowed' : 'forbidden';
           },
-        }
-      : {},
-  );
-  const running = new RunningTasks();
-  const store = noticingCreations(observed.store, running);
-  const stopFollowing = store.onTransition((record) => running.changed(record));
-  const audit = countingDenials(createAuditLog(logger, store, config.audit), (subject) =>
-    metrics.taskLookupDenied(subject),
-  );
-  const limits = new Limits(config.limits, (limit, caller) => {
-    metrics.limitRefused(limit);
-    audit.limitHit(limit, { session: '-', subject: caller });
+        }),
   });
+  const { lifecycle, running, observed } = core;
   // With an admin listener the operator's pages live there only, off the front. With bearer pass-through
   // any token gets past the front (the upstream judges it), so the pages are served on the admin listener
   // or not at all.
@@ -92,18 +76,7 @@ export async function startHttpGateway(
     openModernSession({
       logger: logger.child({ session: 'modern' }),
       openChannel: (sessionLogger) => upstreams.open(sessionLogger, undefined),
-      sessionOptions: (id, sessionLogger) => ({
-        id,
-        config,
-        policy,
-        store,
-        logger: sessionLogger,
-        limits,
-        audit,
-        lifecycle,
-        onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
-        sightings: observed.board.sightingsOf(id),
-      }),
+      sessionOptions: (id, sessionLogger) => core.sessionOptions(id, sessionLogger),
     }),
   );
   const front: HttpFront = new HttpFront(
@@ -123,22 +96,16 @@ export async function startHttpGateway(
     {
       openSession: async (channel: HttpSession, caller: Caller | undefined) => {
         const sessionLogger = logger.child({ session: channel.id.slice(0, 8) });
-        const sightings = observed.board.sightingsOf(channel.id);
         running.follow(channel.id);
         const upstream = await upstreams.open(sessionLogger, caller?.upstreamAuthorization);
+        const options = core.sessionOptions(channel.id, sessionLogger);
+        const sightings = options.sightings!;
         const session = new Session(
           channel,
           upstream.channel,
           {
-            id: channel.id,
-            config,
-            policy,
-            store,
-            logger: sessionLogger,
+            ...options,
             lingerForTasks: true,
-            limits,
-            audit,
-            onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
             sightings: {
               ...sightings,
               upstreamTask: (task, tool) => {
@@ -146,7 +113,6 @@ export async function startHttpGateway(
                 sightings.upstreamTask(task, tool);
               },
             },
-            lifecycle,
             ...(caller === undefined ? {} : { identity: caller.identity, subject: caller.subject }),
           },
           {
@@ -174,25 +140,20 @@ export async function startHttpGateway(
   metrics.observeSessions(() => front.sessionCount);
   const url = await front.listen();
   logger.info({ url: url.href }, 'listening for MCP over Streamable HTTP');
-  const adminListener =
-    admin === undefined
-      ? undefined
-      : await startAdminListener(admin, observed.routes, logger).catch(async (error: unknown) => {
-          await front.close();
-          throw error;
-        });
-  if (adminListener)
-    logger.info({ url: adminListener.url.href }, 'admin listener: /metrics, /healthz, /dashboard');
+  const adminListener = await startAdmin(config, observed, logger).catch(async (error: unknown) => {
+    await front.close();
+    core.close();
+    throw error;
+  });
   return {
     url,
+    drain: () => core.drain(),
     close: async () => {
       await front.close();
       await modern.close();
       await upstreams.close();
       await adminListener?.close();
-      audit.close();
-      stopFollowing();
-      observed.close();
+      core.close();
     },
   };
 }
@@ -202,25 +163,17 @@ export async function runHttpGateway(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
   const metrics = new Metrics();
   const store = await openStore(config, logger, { onExpired: (record) => metrics.taskExpired(record) });
-  const lifecycle = new Lifecycle();
   // A store left open (a Redis connection) would keep a process that could not listen alive.
-  const gateway = await startHttpGateway(config, logger, store, metrics, lifecycle).catch(
-    async (error: unknown) => {
-      await store.close();
-      throw error;
-    },
-  );
+  const gateway = await startHttpGateway(config, logger, store, metrics).catch(async (error: unknown) => {
+    await store.close();
+    throw error;
+  });
   await new Promise((resolve) => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, resolve);
   });
   // A second signal means now.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(1));
-  logger.info(
-    { graceMs: config.shutdownGrace },
-    'shutting down: no new sessions or tasks; letting running tasks finish',
-  );
-  const { ended } = await lifecycle.drain(config.shutdownGrace);
-  if (ended > 0) logger.warn({ ended }, 'grace period over: the tasks still running were failed');
+  await gateway.drain();
   await gateway.close();
   await store.close();
   return 0;

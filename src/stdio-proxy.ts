@@ -4,16 +4,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Config } from './config/schema.js';
-import { Policy } from './config/policy.js';
-import type { Logger } from 'pino';
-import { startAdminListener, type AdminListener } from './observability/admin.js';
+import { openCore, startAdmin } from './composition.js';
 import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
-import { observeTasks } from './observability/observe.js';
-import type { Routes } from './observability/routes.js';
-import { countingDenials, createAuditLog } from './observability/audit.js';
-import { Limits } from './security/limits.js';
-import { Session, type SessionOptions } from './session/session.js';
+import { Session } from './session/session.js';
 import { ModernChannelFront } from './modern/channel-front.js';
 import { opensModernConnection } from './modern/era.js';
 import { startBridge } from './modern/shared-bridge.js';
@@ -31,38 +25,27 @@ export async function startStdioProxy(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
   const metrics = new Metrics();
   const tasks = await openStore(config, logger, { onExpired: (record) => metrics.taskExpired(record) });
-  const observed = observeTasks(tasks, metrics, logger);
-  const store = observed.store;
+  const id = `stdio-${randomUUID()}`;
+  // One client: whatever hit a limit, it was this session.
+  const core = openCore(config, logger, tasks, metrics, { limitCaller: () => ({ session: id }) });
   metrics.observeSessions(() => 1);
   // The admin listener first: a taken address fails the run before any server is started.
-  const admin = await startAdmin(config, observed.routes, logger);
+  const admin = await startAdmin(config, core.observed, logger).catch(async (error: unknown) => {
+    core.close();
+    await tasks.close();
+    throw error;
+  });
   const upstream = await openUpstream(config, logger, { restarted: () => metrics.upstreamRestarted() }).catch(
     async (error: unknown) => {
       await admin?.close();
+      core.close();
+      await tasks.close();
       throw error;
     },
   );
   // eslint-disable-next-line no-restricted-properties -- stdout is the client's channel in stdio mode
   const client = new LineChannel(process.stdin, process.stdout, config.maxMessageBytes, 'the client');
-
-  const audit = countingDenials(createAuditLog(logger, store, config.audit), (subject) =>
-    metrics.taskLookupDenied(subject),
-  );
-  const id = `stdio-${randomUUID()}`;
-  const options: SessionOptions = {
-    id,
-    config,
-    policy: new Policy(config),
-    store,
-    logger,
-    limits: new Limits(config.limits, (limit) => {
-      metrics.limitRefused(limit);
-      audit.limitHit(limit, { session: id });
-    }),
-    audit,
-    onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
-    sightings: observed.board.sightingsOf(id),
-  };
+  const options = core.sessionOptions(id, logger);
   // The session starts at once, to watch the upstream; its client is known from the first message.
   const toClient = new DeferredChannel();
   return new Promise<number>((resolve) => {
@@ -81,8 +64,8 @@ export async function startStdioProxy(config: Config): Promise<number> {
         stopFront();
         await upstream.stop();
         await admin?.close();
-        observed.close();
-        await store.close();
+        core.close();
+        await tasks.close();
         resolve(exitCode);
       },
     });
@@ -97,22 +80,14 @@ export async function startStdioProxy(config: Config): Promise<number> {
       stopFront = () => void front.close();
       front.start();
     });
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-      process.once(signal, () => {
-        logger.info(`taskgate is shutting down (${signal}): closing the session and the upstream server`);
-        void session.close();
-      });
-    }
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals): void => {
+      // A second signal means now.
+      if (stopping) return void session.close();
+      stopping = true;
+      logger.info(`taskgate is shutting down (${signal}): closing the session and the upstream server`);
+      void core.drain().then(() => session.close());
+    };
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, stop);
   });
-}
-
-async function startAdmin(
-  config: Config,
-  routes: Routes,
-  logger: Logger,
-): Promise<AdminListener | undefined> {
-  if (config.admin.listen === undefined) return undefined;
-  const admin = await startAdminListener(config.admin.listen, routes, logger);
-  logger.info({ url: admin.url.href }, 'admin listener: /metrics, /healthz, /dashboard');
-  return admin;
 }

@@ -1,0 +1,113 @@
+/**
+ * What both fronts are built from, once per process: the task store as sessions get it (observed for the
+ * metrics, the dashboard and the audit log, with a per-session index of running tasks), the per-caller
+ * limits, the tool policy, graceful shutdown and the admin listener. stdio-proxy.ts and http-proxy.ts add
+ * only what carries their clients (one stdio connection, or the HTTP front's sessions) and where each
+ * session's upstream comes from.
+ */
+import type { Logger } from 'pino';
+import { Policy } from './config/policy.js';
+import type { Config } from './config/schema.js';
+import { Lifecycle } from './lifecycle.js';
+import { startAdminListener, type AdminListener } from './observability/admin.js';
+import { countingDenials, createAuditLog, type AuditLog, type Caller } from './observability/audit.js';
+import type { Metrics } from './observability/metrics.js';
+import { observeTasks, type Observability, type ObserveOptions } from './observability/observe.js';
+import { Limits } from './security/limits.js';
+import { RunningTasks, noticingCreations } from './session/running-tasks.js';
+import type { SessionOptions } from './session/session.js';
+import type { TaskStore } from './tasks/store.js';
+
+export interface Core {
+  readonly policy: Policy;
+  /** The store to hand to sessions. */
+  readonly store: TaskStore;
+  readonly observed: Observability;
+  readonly running: RunningTasks;
+  readonly audit: AuditLog;
+  readonly limits: Limits;
+  readonly lifecycle: Lifecycle;
+  /** What every Session of the process is given; the session's own id and logger. */
+  sessionOptions(id: string, logger: Logger): SessionOptions;
+  /**
+   * Stops accepting tasks, lets the running ones finish within `shutdownGrace`, and fails the rest, so
+   * that every waiter is answered before the sessions close.
+   */
+  drain(): Promise<void>;
+  /** Stops watching the store (the store itself is closed by whoever opened it). */
+  close(): void;
+}
+
+export interface CoreOptions extends ObserveOptions {
+  /** How a caller that hit a limit appears in the audit log (a session's front knows what it stands for). */
+  limitCaller(caller: string): Caller;
+}
+
+export function openCore(
+  config: Config,
+  logger: Logger,
+  tasks: TaskStore,
+  metrics: Metrics,
+  options: CoreOptions,
+): Core {
+  const { limitCaller, ...observe } = options;
+  const observed = observeTasks(tasks, metrics, logger, observe);
+  const running = new RunningTasks();
+  const store = noticingCreations(observed.store, running);
+  const stopFollowing = store.onTransition((record) => running.changed(record));
+  const audit = countingDenials(createAuditLog(logger, store, config.audit), (subject) =>
+    metrics.taskLookupDenied(subject),
+  );
+  const limits = new Limits(config.limits, (limit, caller) => {
+    metrics.limitRefused(limit);
+    audit.limitHit(limit, limitCaller(caller));
+  });
+  const policy = new Policy(config);
+  const lifecycle = new Lifecycle();
+  return {
+    policy,
+    store,
+    observed,
+    running,
+    audit,
+    limits,
+    lifecycle,
+    sessionOptions: (id, sessionLogger) => ({
+      id,
+      config,
+      policy,
+      store,
+      logger: sessionLogger,
+      limits,
+      audit,
+      lifecycle,
+      onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
+      sightings: observed.board.sightingsOf(id),
+    }),
+    drain: async () => {
+      logger.info(
+        { graceMs: config.shutdownGrace },
+        'shutting down: no new tasks (nor sessions over HTTP); letting running tasks finish',
+      );
+      const { ended } = await lifecycle.drain(config.shutdownGrace);
+      if (ended > 0) logger.warn({ ended }, 'grace period over: the tasks still running were failed');
+    },
+    close: () => {
+      audit.close();
+      stopFollowing();
+      observed.close();
+    },
+  };
+}
+
+/** The admin listener of `admin.listen`, if one is configured. */
+export async function startAdmin(
+  config: Config,
+  observed: Observability,
+  logger: Logger,
+): Promise<AdminListener | undefined> {
+  if (config.admin.listen === undefined) return undefined;
+  const admin = await startAdminListener(config.admin.listen, observed.routes, logger);
+  logger.info({ url: admin.url.href }, 'admin listener: /metrics, /healthz, /dashboard');
+  return admin;
+}
