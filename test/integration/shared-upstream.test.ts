@@ -7,6 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   CallToolResultSchema,
+  CreateTaskResultSchema,
   ElicitRequestSchema,
   LoggingMessageNotificationSchema,
   ResourceUpdatedNotificationSchema,
@@ -126,6 +127,19 @@ describe('upstream.sharing shared over the HTTP front', () => {
     const asked = answerElicitations({ a, b });
     const answer = await call(a.client, 'elicit', { message: 'who?' });
     expect(answer).toContain('from a');
+    expect(asked).toEqual(['a']);
+  });
+
+  it("sends the server's elicitation during one session's task to that session, as input the task asks for", async () => {
+    const gateway = await sharedGateway();
+    const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
+    const asked = answerElicitations({ a, b });
+    const { task } = await a.client.request(
+      { method: 'tools/call', params: { name: 'elicit', arguments: { message: 'who?' }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    const result = await a.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(textOf(result)).toContain('from a');
     expect(asked).toEqual(['a']);
   });
 
