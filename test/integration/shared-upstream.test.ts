@@ -9,6 +9,7 @@ import {
   CallToolResultSchema,
   CreateTaskResultSchema,
   ElicitRequestSchema,
+  ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
@@ -141,6 +142,18 @@ describe('upstream.sharing shared over the HTTP front', () => {
     const result = await a.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
     expect(textOf(result)).toContain('from a');
     expect(asked).toEqual(['a']);
+  });
+
+  it("answers the server's roots/list during a session's call with that session's roots", async () => {
+    const gateway = await sharedGateway();
+    const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
+    for (const [name, { client }] of Object.entries({ a, b })) {
+      client.setRequestHandler(ListRootsRequestSchema, () => ({
+        roots: [{ uri: `file:///home/${name}`, name }],
+      }));
+    }
+    expect(JSON.parse(await call(b.client, 'roots'))).toEqual([{ uri: 'file:///home/b', name: 'b' }]);
+    expect(JSON.parse(await call(a.client, 'roots'))).toEqual([{ uri: 'file:///home/a', name: 'a' }]);
   });
 
   it('refuses the server a request it cannot tie to one session, rather than guess', async () => {
