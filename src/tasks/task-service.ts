@@ -19,6 +19,7 @@ import {
   type TaskStatus,
   type TransitionChange,
 } from './state.js';
+import { sessionTransitions } from './session-transitions.js';
 import type { LiveLimit, TaskPage, TaskStore } from './store.js';
 
 export interface Requester {
@@ -45,9 +46,8 @@ export class TaskService {
     onCancelled: (taskId: string) => void,
     private readonly audit: AuditLog = NO_AUDIT,
   ) {
-    this.unsubscribe = store.onTransition((record) => {
-      const mine = record.sessionId === requester.sessionId && record.owner === requester.owner;
-      if (!mine) return;
+    this.unsubscribe = sessionTransitions(store).on(requester.sessionId, (record) => {
+      if (record.owner !== requester.owner) return;
       if (config.tasks.statusNotifications) notify('notifications/tasks/status', toWireTask(record));
       // Whoever cancelled the task (this requestor, another session, another replica through the store),
       // its work stops here, where it runs.
