@@ -8,9 +8,10 @@
 import type { Logger } from 'pino';
 import { Policy } from './config/policy.js';
 import type { Config } from './config/schema.js';
-import { Lifecycle } from './lifecycle.js';
+import { Lifecycle } from './tasks/lifecycle.js';
 import { startAdminListener, type AdminListener } from './observability/admin.js';
-import { countingDenials, createAuditLog, type AuditLog, type Caller } from './observability/audit.js';
+import { countingDenials, createAuditLog } from './observability/audit.js';
+import type { AuditLog, Caller } from './tasks/audit-log.js';
 import type { Metrics } from './observability/metrics.js';
 import { observeTasks, type Observability, type ObserveOptions } from './observability/observe.js';
 import { Limits } from './security/limits.js';

@@ -8,7 +8,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ErrorCode, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { serialize, withExactId } from '../protocol/exact-ids.js';
 import { parseFrame } from '../protocol/frames.js';
 import {

@@ -5,7 +5,8 @@
  * answered before the front closes.
  */
 import type { Logger } from 'pino';
-import { ErrorCode, toJsonRpcError } from '../protocol/errors.js';
+import { ErrorCode } from '../protocol/errors.js';
+import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { digitsOf, serialize, withExactRequestId } from '../protocol/exact-ids.js';
 import { errorResponse, idKey, salvageId, type Request } from '../protocol/messages.js';
 import { readMessage } from '../protocol/read-message.js';

@@ -10,7 +10,8 @@
  * replica serves its tasks/get and tasks/update; answers reach this one, which holds the server's requests.
  */
 import type { Logger } from 'pino';
-import { ErrorCode, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { toJsonRpcError } from '../tasks/wire-errors.js';
 import {
   errorResponse,
   isObject,

@@ -15,13 +15,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isCreateTaskResultV2, isDetailedTaskV2 } from '@modelcontextprotocol/ext-tasks/core/v2';
 import type { CreateTaskResultV2, DetailedTaskV2 } from '@modelcontextprotocol/ext-tasks/core/v2';
 import type { Logger } from 'pino';
-import {
-  ErrorCode,
-  invalidParams,
-  ProtocolError,
-  toJsonRpcError,
-  type JsonRpcErrorObject,
-} from '../protocol/errors.js';
+import { ErrorCode, invalidParams, ProtocolError, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { toJsonRpcError } from '../tasks/wire-errors.js';
 import {
   errorResponse,
   idKey,

@@ -5,35 +5,8 @@
  */
 import type { Logger } from 'pino';
 import { named } from './logger.js';
-import type { TaskRecord } from '../tasks/state.js';
+import { NO_AUDIT, type AuditLog, type Caller } from '../tasks/audit-log.js';
 import type { TaskStore } from '../tasks/store.js';
-
-export interface Caller {
-  subject?: string;
-  session: string;
-}
-
-export interface AuditLog {
-  created(record: TaskRecord, caller: Caller, args?: unknown): void;
-  resultRetrieved(taskId: string, caller: Caller): void;
-  cancelled(taskId: string, caller: Caller): void;
-  /** An unknown task id, or one of another identity: the caller is told "not found" either way. */
-  denied(taskId: string, method: string, caller: Caller): void;
-  limitHit(limit: string, caller: Caller): void;
-  close(): void;
-}
-
-const nothing = (): void => undefined;
-
-/** No audit log (tests, client-side tasks). */
-export const NO_AUDIT: AuditLog = {
-  created: nothing,
-  resultRetrieved: nothing,
-  cancelled: nothing,
-  denied: nothing,
-  limitHit: nothing,
-  close: nothing,
-};
 
 /** The audit log, with each refused lookup also counted; counted even when the log is off. */
 export function countingDenials(audit: AuditLog, count: (subject: string | undefined) => void): AuditLog {

@@ -1,21 +1,7 @@
 /**
- * Errors that go on the wire as JSON-RPC errors, and the one place that turns anything thrown into one.
- * Internal failures (a bug, a closed pipe) are not ProtocolErrors: they become -32603 with a generic message.
+ * Errors that go on the wire as JSON-RPC errors, and their codes. Anything else thrown is turned into one
+ * by `toJsonRpcError` (src/tasks/wire-errors.ts, above both this and the task store).
  */
-import {
-  InvalidCursorError,
-  TaskLimitError,
-  TaskNotFoundError,
-  TaskStoreUnavailableError,
-} from '../tasks/errors.js';
-import { IllegalTransitionError } from '../tasks/state.js';
-import {
-  HeaderMismatchError,
-  InvalidMetaError,
-  MissingCapabilityError,
-  RequestStateError,
-  UnsupportedVersionError,
-} from './modern/errors.js';
 
 export const ErrorCode = {
   ParseError: -32700,
@@ -69,50 +55,3 @@ export const invalidParams = (message: string): ProtocolError =>
 
 export const methodNotFound = (message: string): ProtocolError =>
   new ProtocolError(ErrorCode.MethodNotFound, message);
-
-/** The one mapping from anything thrown while serving a request to the JSON-RPC error sent for it. */
-export function toJsonRpcError(error: unknown): JsonRpcErrorObject {
-  if (error instanceof ProtocolError) return error.toJson();
-  if (error instanceof TaskNotFoundError) {
-    return { code: ErrorCode.InvalidParams, message: `Task not found or expired: ${error.taskId}` };
-  }
-  if (error instanceof IllegalTransitionError && error.to === 'cancelled') {
-    return {
-      code: ErrorCode.InvalidParams,
-      message: `Cannot cancel task: already in terminal status '${error.from}'`,
-    };
-  }
-  if (error instanceof InvalidCursorError) {
-    return {
-      code: ErrorCode.InvalidParams,
-      message: 'Invalid cursor: pass back a nextCursor exactly as received',
-    };
-  }
-  if (error instanceof TaskLimitError) return { code: ErrorCode.LimitExceeded, message: error.limit };
-  if (error instanceof TaskStoreUnavailableError) {
-    // The store's own message names the server: that is for the logs, not for the client.
-    return {
-      code: ErrorCode.StoreUnavailable,
-      message: 'Task store unavailable: retry later, or call the tool without a task',
-    };
-  }
-  if (error instanceof InvalidMetaError || error instanceof RequestStateError) {
-    return { code: ErrorCode.InvalidParams, message: error.message };
-  }
-  if (error instanceof UnsupportedVersionError) {
-    return {
-      code: ErrorCode.UnsupportedProtocolVersion,
-      message: error.message,
-      data: { supported: [...error.supported], requested: error.requested },
-    };
-  }
-  if (error instanceof MissingCapabilityError) {
-    return {
-      code: ErrorCode.MissingRequiredClientCapability,
-      message: error.message,
-      data: { requiredCapabilities: error.required },
-    };
-  }
-  if (error instanceof HeaderMismatchError) return { code: ErrorCode.HeaderMismatch, message: error.message };
-  return { code: ErrorCode.InternalError, message: 'Internal error in taskgate' };
-}

@@ -3,26 +3,15 @@
  * putting a client-side task's request to the client), sharing the peer's pending-request table so
  * their ids never collide with forwarded ones.
  */
-import type { JsonObject, RequestId, Response } from '../protocol/messages.js';
+import type { JsonObject, RequestId } from '../protocol/messages.js';
+import type { Answer, OwnCall } from '../tasks/own-call.js';
 import type { PendingRequests } from './pending.js';
-
-export interface Answer {
-  response: Response;
-  /** Size of the answer as received, for the store's byte budget. */
-  bytes: number;
-}
 
 /** A request taskgate sent itself; settled with the answer, or undefined once given up. */
 export interface OwnPending {
   kind: 'own';
   method: string;
   settle(answer: Answer | undefined): void;
-}
-
-export interface OwnCall {
-  wireId: RequestId;
-  /** The peer's answer, or undefined when the call was cancelled and no answer will come. */
-  done: Promise<Answer | undefined>;
 }
 
 export type Send = (message: object) => void;

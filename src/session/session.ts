@@ -6,13 +6,8 @@
 import type { Logger } from 'pino';
 import type { Policy } from '../config/policy.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, type Config } from '../config/schema.js';
-import {
-  ErrorCode,
-  ProtocolError,
-  methodNotFound,
-  toJsonRpcError,
-  type JsonRpcErrorObject,
-} from '../protocol/errors.js';
+import { ErrorCode, ProtocolError, methodNotFound, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { toJsonRpcError } from '../tasks/wire-errors.js';
 import {
   RELATED_TASK_META,
   classify,
@@ -33,8 +28,8 @@ import { MAX_NESTING, TooDeepError, idOfBrokenAnswer, parseFrame } from '../prot
 import { readMessage } from '../protocol/read-message.js';
 import { digitsOf, serialize, withExactId, withExactRequestId } from '../protocol/exact-ids.js';
 import { ClientTasks } from '../tasks/client-tasks.js';
-import type { Lifecycle } from '../lifecycle.js';
-import type { AuditLog } from '../observability/audit.js';
+import type { Lifecycle } from '../tasks/lifecycle.js';
+import type { AuditLog } from '../tasks/audit-log.js';
 import type { TaskSightings } from '../observability/task-board.js';
 import type { Limits } from '../security/limits.js';
 import { Unwrapper, withoutRelatedTask } from '../tasks/unwrap.js';
@@ -44,7 +39,8 @@ import type { TaskStore } from '../tasks/store.js';
 import { UpstreamTaskWatch } from '../tasks/upstream-tasks.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
-import { dropCall, placeCall, type OwnCall, type OwnPending } from './own-calls.js';
+import { dropCall, placeCall, type OwnPending } from './own-calls.js';
+import type { OwnCall } from '../tasks/own-call.js';
 import { decideToolCall } from './decide.js';
 import { PendingRequests } from './pending.js';
 

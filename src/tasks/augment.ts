@@ -14,9 +14,9 @@ import {
   type JsonObject,
   type RequestId,
 } from '../protocol/messages.js';
-import type { OwnCall } from '../session/own-calls.js';
-import type { Lifecycle } from '../lifecycle.js';
-import type { AuditLog } from '../observability/audit.js';
+import type { OwnCall } from './own-call.js';
+import type { Lifecycle } from './lifecycle.js';
+import type { AuditLog } from './audit-log.js';
 import { InvalidCursorError } from './errors.js';
 import { ListTasksParams, TaskAugmentedCallParams, parseParams } from './params.js';
 import { toWireTask, type TaskRecord } from './state.js';

@@ -10,7 +10,7 @@ import type { Policy } from '../config/policy.js';
 import type { Config } from '../config/schema.js';
 import { invalidParams, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
-import type { OwnCall } from '../session/own-calls.js';
+import type { OwnCall } from './own-call.js';
 import { toWireTask } from './state.js';
 import type { TaskStore } from './store.js';
 import { TaskService } from './task-service.js';

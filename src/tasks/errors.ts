@@ -1,5 +1,5 @@
 /**
- * What a task store can refuse. These are local values, never sent as they are: protocol/errors.ts maps
+ * What a task store can refuse. These are local values, never sent as they are: wire-errors.ts maps
  * them to JSON-RPC errors, so every store (memory, Redis) produces the same wire messages.
  */
 

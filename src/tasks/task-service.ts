@@ -5,7 +5,7 @@
  * tasks); only what runs the request differs.
  */
 import type { Config } from '../config/schema.js';
-import { NO_AUDIT, type AuditLog, type Caller } from '../observability/audit.js';
+import { NO_AUDIT, type AuditLog, type Caller } from './audit-log.js';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { RELATED_TASK_META, isObject, type JsonObject, type Response } from '../protocol/messages.js';
 import { TaskLimitError, TaskNotFoundError } from './errors.js';

@@ -16,7 +16,7 @@ import {
   type Request,
   type RequestId,
 } from '../protocol/messages.js';
-import type { OwnCall } from '../session/own-calls.js';
+import type { OwnCall } from './own-call.js';
 import { isTerminal, type TaskStatus } from './state.js';
 
 export interface UnwrapHost {

@@ -8,7 +8,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { ErrorCode, toJsonRpcError, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { digitsOf, serialize } from '../protocol/exact-ids.js';
 import { isObject, salvageId, type Message, type RequestId } from '../protocol/messages.js';
 import { readMessage } from '../protocol/read-message.js';

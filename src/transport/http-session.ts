@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { toJsonRpcError } from '../protocol/errors.js';
+import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { serialize } from '../protocol/exact-ids.js';
 import { errorResponse, idKey, type Notification, type RequestId } from '../protocol/messages.js';
 import type { Channel, ChannelHandlers, Route } from './channel.js';

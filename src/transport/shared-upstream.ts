@@ -10,7 +10,8 @@
  * connection (an identity, anything a tool call sets) mixes its clients up: it is not one to share.
  */
 import type { Logger } from 'pino';
-import { ErrorCode, toJsonRpcError, type ProtocolError } from '../protocol/errors.js';
+import { ErrorCode, type ProtocolError } from '../protocol/errors.js';
+import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { TaskNotFoundError } from '../tasks/errors.js';
 import { ALLOWED_TRANSITIONS, isTerminal, type TaskStatus } from '../tasks/state.js';
 import { CALLER_CAPABILITIES_META } from '../protocol/modern/meta.js';

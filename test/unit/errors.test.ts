@@ -1,11 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  ErrorCode,
-  invalidParams,
-  methodNotFound,
-  ProtocolError,
-  toJsonRpcError,
-} from '../../src/protocol/errors.js';
+import { ErrorCode, invalidParams, methodNotFound, ProtocolError } from '../../src/protocol/errors.js';
 import {
   InvalidCursorError,
   TaskLimitError,
@@ -13,6 +7,7 @@ import {
   TaskStoreUnavailableError,
 } from '../../src/tasks/errors.js';
 import { IllegalTransitionError } from '../../src/tasks/state.js';
+import { toJsonRpcError } from '../../src/tasks/wire-errors.js';
 
 const TASK_ID = '786512e2-9e0d-44bd-8f29-789f320fe840';
 

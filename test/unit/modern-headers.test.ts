@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { toJsonRpcError } from '../../src/protocol/errors.js';
+import { toJsonRpcError } from '../../src/tasks/wire-errors.js';
 import type { Checked } from '../../src/protocol/modern/errors.js';
 import {
   checkModernHeaders,

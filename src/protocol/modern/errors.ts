@@ -1,7 +1,8 @@
 /**
- * What a 2026-07-28 request can be refused for. Local values: src/protocol/errors.ts `toJsonRpcError` is the
- * one place that turns them into JSON-RPC errors. On Streamable HTTP every one of them is sent with HTTP 400
- * (basic/index.mdx "Per-request protocol fields"; transports/streamable-http.mdx "Server Validation").
+ * What a 2026-07-28 request can be refused for. Local values: `toJsonRpcError` (src/tasks/wire-errors.ts)
+ * is the one place that turns them into JSON-RPC errors. On Streamable HTTP every one of them is sent with
+ * HTTP 400 (basic/index.mdx "Per-request protocol fields"; transports/streamable-http.mdx "Server
+ * Validation").
  */
 
 /** A request refused before it is served; `httpStatus` is what Streamable HTTP answers with. */

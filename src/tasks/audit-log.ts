@@ -1,0 +1,32 @@
+/**
+ * What the task services tell the audit log (src/observability/audit.ts writes it): the tasks layer
+ * defines what it reports, the observability layer above decides where it goes.
+ */
+import type { TaskRecord } from './state.js';
+
+export interface Caller {
+  subject?: string;
+  session: string;
+}
+
+export interface AuditLog {
+  created(record: TaskRecord, caller: Caller, args?: unknown): void;
+  resultRetrieved(taskId: string, caller: Caller): void;
+  cancelled(taskId: string, caller: Caller): void;
+  /** An unknown task id, or one of another identity: the caller is told "not found" either way. */
+  denied(taskId: string, method: string, caller: Caller): void;
+  limitHit(limit: string, caller: Caller): void;
+  close(): void;
+}
+
+const nothing = (): void => undefined;
+
+/** No audit log (tests, client-side tasks). */
+export const NO_AUDIT: AuditLog = {
+  created: nothing,
+  resultRetrieved: nothing,
+  cancelled: nothing,
+  denied: nothing,
+  limitHit: nothing,
+  close: nothing,
+};

@@ -1,0 +1,18 @@
+/**
+ * A request taskgate sends a peer itself, as the task services see it (running a task's tool call,
+ * polling an upstream task, putting a client-side task's request to the client): the session places it
+ * (src/session/own-calls.ts) and hands back its wire id and its answer.
+ */
+import type { RequestId, Response } from '../protocol/messages.js';
+
+export interface Answer {
+  response: Response;
+  /** Size of the answer as received, for the store's byte budget. */
+  bytes: number;
+}
+
+export interface OwnCall {
+  wireId: RequestId;
+  /** The peer's answer, or undefined when the call was cancelled and no answer will come. */
+  done: Promise<Answer | undefined>;
+}
