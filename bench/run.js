@@ -4,12 +4,14 @@
  * each round, so that drift on a shared machine hits every target alike; figures are reported as ratios
  * to the direct call over the same transport, taken round by round. Then the task workloads, against a
  * taskgate process (bench/tasks.js) and against the store alone (bench/tasks-inproc.js). Last, the
- * 2026-07-28 workloads (bench/modern.js): the modern path against the 2025 one through taskgate.
+ * 2026-07-28 workloads (bench/modern.js): the modern path against the 2025 one through taskgate. Then the
+ * shared upstreams (bench/sharing.js): many sessions on one server, or on a pool, against peers.
  *
  *   npm run bench                 everything; writes bench/results/<date>T<hhmm>.json and .md (UTC)
  *   BENCH_QUICK=1 npm run bench   a short run to check the harness; writes nothing
  *   BENCH_ONLY=a,b                only the targets whose names contain a or b (and writes nothing);
- *                                 BENCH_ONLY=modern: only the 2026-07-28 workloads
+ *                                 BENCH_ONLY=modern: only the 2026-07-28 workloads; BENCH_ONLY=sharing:
+ *                                 only the shared upstreams
  *   BENCH_CPU_PROF=DIR            taskgate targets run with node --cpu-prof into DIR (and writes nothing)
  *
  * Every process it starts is on 127.0.0.1 and stopped at the end; every loop is bounded in count.
@@ -24,6 +26,7 @@ import { TARGETS, fromRoot } from './lib/targets.js';
 import * as load from './lib/workloads.js';
 import * as tasks from './tasks.js';
 import { MODERN_SETTINGS, modern } from './modern.js';
+import { SHARING_SETTINGS, sharing } from './sharing.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
@@ -349,6 +352,13 @@ async function main() {
           modern(QUICK ? MODERN_SETTINGS.quick : MODERN_SETTINGS.full, log),
         )
       : undefined;
+  // The shared upstreams (bench/sharing.js, a budget of its own): with everything, or BENCH_ONLY=sharing.
+  const sharingWorkloads =
+    !ONLY || ONLY.includes('sharing')
+      ? await attempt('shared upstreams', () =>
+          sharing(QUICK ? SHARING_SETTINGS.quick : SHARING_SETTINGS.full, log),
+        )
+      : undefined;
 
   const report = {
     date: new Date().toISOString(),
@@ -364,6 +374,7 @@ async function main() {
     results,
     tasks: taskWorkloads,
     ...(modernWorkloads ? { modern: modernWorkloads } : {}),
+    ...(sharingWorkloads ? { sharing: sharingWorkloads } : {}),
   };
   const evaluation = evaluate(report);
   const full = { ...report, targets: evaluation };

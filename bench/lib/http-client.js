@@ -28,11 +28,17 @@ const NAMED = /** @type {Record<string, string>} */ ({
 });
 
 class HttpBase {
-  /** @param {string} url @param {{ connections?: number }} [options] */
+  /**
+   * @param {string} url
+   * @param {{ connections?: number, pool?: Pool }} [options] `pool`: an undici Pool on the URL's origin that
+   *   the caller owns and shares among many clients (close() leaves it open); else one of `connections`.
+   */
   constructor(url, options = {}) {
     const parsed = new URL(url);
     this.path = parsed.pathname;
-    this.pool = new Pool(parsed.origin, { connections: options.connections ?? 64, pipelining: 1 });
+    this.ownsPool = options.pool === undefined;
+    this.pool =
+      options.pool ?? new Pool(parsed.origin, { connections: options.connections ?? 64, pipelining: 1 });
     this.nextId = 1;
     /** HTTP requests made so far. */
     this.requests = 0;
@@ -60,12 +66,13 @@ class HttpBase {
     let answer;
     if (text === '') answer = undefined;
     else if (type.startsWith('text/event-stream')) answer = answerInEvents(text, id);
+    else if (response.statusCode >= 400 && !type.startsWith('application/json')) answer = { httpError: text };
     else answer = JSON.parse(text);
     return { status: response.statusCode, headers: response.headers, answer };
   }
 
   close() {
-    return this.pool.close();
+    return this.ownsPool ? this.pool.close() : Promise.resolve();
   }
 }
 
@@ -136,9 +143,22 @@ export class LegacyHttpClient extends HttpBase {
   /** @type {string | undefined} */
   sessionId = undefined;
 
-  /** initialize + notifications/initialized, declaring client-side tasks support as the SDK client does. */
+  /**
+   * @param {string} url
+   * @param {{ connections?: number, pool?: Pool, stateless?: boolean }} [options] `stateless`: a server that
+   *   answers initialize without Mcp-Session-Id (supergateway without --stateful) is taken as it is
+   */
+  constructor(url, options = {}) {
+    super(url, options);
+    this.stateless = options.stateless === true;
+  }
+
+  /**
+   * initialize + notifications/initialized, declaring client-side tasks support as the SDK client does.
+   * An HTTP error status (503 when the gateway is full) rejects with an Error whose `status` says it.
+   */
   async initialize() {
-    const { headers, answer } = await this.post(
+    const { status, headers, answer } = await this.post(
       {
         jsonrpc: '2.0',
         id: 0,
@@ -152,10 +172,11 @@ export class LegacyHttpClient extends HttpBase {
       {},
       0,
     );
+    if (status >= 400) throw Object.assign(new Error(`initialize: HTTP ${status}`), { status });
     resultOf(answer, 'initialize');
     const sessionId = headers['mcp-session-id'];
-    if (typeof sessionId !== 'string') throw new Error('initialize: no Mcp-Session-Id');
-    this.sessionId = sessionId;
+    if (typeof sessionId === 'string') this.sessionId = sessionId;
+    else if (!this.stateless) throw new Error('initialize: no Mcp-Session-Id');
     await this.post(
       { jsonrpc: '2.0', method: 'notifications/initialized' },
       this.sessionHeaders(),
@@ -163,11 +184,11 @@ export class LegacyHttpClient extends HttpBase {
     );
   }
 
+  /** @returns {Record<string, string>} */
   sessionHeaders() {
-    return {
-      'mcp-session-id': /** @type {string} */ (this.sessionId),
-      'mcp-protocol-version': LEGACY_VERSION,
-    };
+    return this.sessionId === undefined
+      ? { 'mcp-protocol-version': LEGACY_VERSION }
+      : { 'mcp-session-id': this.sessionId, 'mcp-protocol-version': LEGACY_VERSION };
   }
 
   /** @param {string} method @param {Record<string, unknown>} [params] */

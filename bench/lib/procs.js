@@ -3,8 +3,8 @@
  * Processes the bench starts: spawn with a bounded wait for readiness, a free loopback port, the CPU
  * time a process has used (from /proc), and a stop that waits for the exit.
  */
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { sleep } from './stats.js';
 
@@ -29,6 +29,135 @@ export function rssBytes(pid) {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const match = /^VmRSS:\s+(\d+) kB/m.exec(status);
   return match ? Number(match[1]) * 1024 : NaN;
+}
+
+/** Resident set size of `pid` in bytes from /proc/<pid>/statm (cheaper than status), or 0 if it is gone. @param {number} pid */
+export function rssOf(pid) {
+  try {
+    return Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]) * PAGE_BYTES;
+  } catch {
+    return 0;
+  }
+}
+const PAGE_BYTES = 4096;
+
+/**
+ * Every descendant of `pid` (children, theirs, …), from /proc/<pid>/task/<tid>/children of every thread
+ * (libuv spawns from the main thread, but a child may have been forked by another). Bounded in depth.
+ * @param {number} pid
+ */
+export function descendants(pid) {
+  /** @type {number[]} */
+  const found = [];
+  let level = [pid];
+  for (let depth = 0; depth < 8 && level.length > 0; depth++) {
+    /** @type {number[]} */
+    const next = [];
+    for (const parent of level) {
+      /** @type {string[]} */
+      let threads;
+      try {
+        threads = readdirSync(`/proc/${parent}/task`);
+      } catch {
+        continue;
+      }
+      for (const tid of threads) {
+        try {
+          const text = readFileSync(`/proc/${parent}/task/${tid}/children`, 'utf8').trim();
+          if (text !== '') next.push(...text.split(' ').map(Number));
+        } catch {
+          // the thread or the process ended meanwhile
+        }
+      }
+    }
+    found.push(...next);
+    level = next;
+  }
+  return found;
+}
+
+/**
+ * Samples the RSS of a process and of all its descendants every `everyMs` until stop(): the peaks of the
+ * root alone, of the descendants together, and of the sum (at the same sample), and the most descendants.
+ * Each sample is a few /proc reads per process (descendants of node servers: ~7 threads each).
+ */
+export class TreeSampler {
+  /** @param {number} pid @param {number} [everyMs] */
+  constructor(pid, everyMs = 100) {
+    this.pid = pid;
+    this.peak = { root: 0, children: 0, sum: 0, processes: 0, samples: 0 };
+    this.timer = setInterval(() => this.sample(), everyMs);
+    this.sample();
+  }
+
+  sample() {
+    const root = rssOf(this.pid);
+    const kids = descendants(this.pid);
+    let children = 0;
+    for (const kid of kids) children += rssOf(kid);
+    const p = this.peak;
+    p.samples++;
+    p.root = Math.max(p.root, root);
+    p.children = Math.max(p.children, children);
+    p.sum = Math.max(p.sum, root + children);
+    p.processes = Math.max(p.processes, kids.length);
+  }
+
+  /** Stops sampling (after one last sample) and returns the peaks. */
+  stop() {
+    clearInterval(this.timer);
+    this.sample();
+    return { ...this.peak };
+  }
+}
+
+/**
+ * The kernel's counters of connections dropped because a listen queue was full (TcpExt ListenOverflows,
+ * ListenDrops in /proc/net/netstat): for this network namespace, so other work on the machine counts too.
+ */
+export function listenCounters() {
+  try {
+    const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n');
+    const header = lines.find((line) => line.startsWith('TcpExt:'))?.split(' ') ?? [];
+    const values = lines.filter((line) => line.startsWith('TcpExt:'))[1]?.split(' ') ?? [];
+    const get = (/** @type {string} */ name) => Number(values[header.indexOf(name)] ?? NaN);
+    return { listenOverflows: get('ListenOverflows'), listenDrops: get('ListenDrops') };
+  } catch {
+    return { listenOverflows: NaN, listenDrops: NaN };
+  }
+}
+
+/**
+ * Samples the accept queue of the socket listening on 127.0.0.1:port every `everyMs` (`ss -ltnH`: Recv-Q is
+ * the connections the kernel has completed and the process not yet accepted, Send-Q the backlog it
+ * allows): the deepest it got. Without `ss`, `peak` stays NaN.
+ */
+export class AcceptQueueSampler {
+  /** @param {number} port @param {number} [everyMs] */
+  constructor(port, everyMs = 100) {
+    this.port = port;
+    this.peak = NaN;
+    this.backlog = NaN;
+    this.busy = false;
+    this.timer = setInterval(() => this.sample(), everyMs);
+  }
+
+  sample() {
+    if (this.busy) return;
+    this.busy = true;
+    execFile('ss', ['-ltnH', `sport = :${this.port}`], { timeout: 2000 }, (error, stdout) => {
+      this.busy = false;
+      const fields = error ? [] : stdout.trim().split(/\s+/);
+      if (fields[0] !== 'LISTEN') return;
+      this.peak = Math.max(Number.isNaN(this.peak) ? 0 : this.peak, Number(fields[1]));
+      this.backlog = Number(fields[2]);
+    });
+  }
+
+  stop() {
+    clearInterval(this.timer);
+    return { peak: this.peak, backlog: this.backlog };
+  }
 }
 
 /** A TCP port on 127.0.0.1 that was free a moment ago. */

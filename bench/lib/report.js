@@ -273,6 +273,7 @@ export function markdown(report) {
     lines.push(...taskLines(t));
   }
   if (report.modern) lines.push(...modernLines(report.modern));
+  if (report.sharing) lines.push(...sharingLines(report.sharing));
   lines.push('## How to read this');
   lines.push('');
   lines.push(
@@ -422,4 +423,143 @@ function modernLines(m) {
   }
   lines.push('');
   return lines;
+}
+
+/** Bytes as KiB or MiB. @param {number} bytes */
+const size = (bytes) =>
+  !Number.isFinite(bytes)
+    ? 'n/a'
+    : Math.abs(bytes) >= 2 ** 20
+      ? `${fmt(bytes / 2 ** 20, 1)} MiB`
+      : `${fmt(bytes / 1024, 1)} KiB`;
+
+/** Failures counted by kind, in one cell. @param {Record<string, number> | undefined} errors */
+const kinds = (errors) =>
+  Object.entries(errors ?? {})
+    .map(([kind, n]) => `${n}× ${kind.replace(/\|/g, '/')}`)
+    .join('; ') || 'none';
+
+/**
+ * The shared-upstreams workloads (bench/sharing.js): a section of `npm run bench`, or with `own` the
+ * report of `npm run bench:sharing`.
+ * @param {any} x the result of sharing() @param {number} [level] heading level of the section
+ */
+export function sharingLines(x, level = 2) {
+  const h = '#'.repeat(level);
+  const lines = [`${h} Shared upstreams (issue 18)`, ''];
+  if (!x || x.error) return [...lines, `Failed: ${x?.error ?? 'not run'}`, ''];
+  const s = x.settings;
+  const c = s.concurrent;
+  lines.push(
+    `taskgate HTTP→stdio (\`--config bench/taskgate.yaml --log-level warn\`) in front of \`bench/fixture.js\` (a 2025 stdio server without tasks: every task is taskgate's), by \`--upstream-sharing\`. ` +
+      'Clients: bare 2025 HTTP sessions (`bench/lib/http-client.js`) sharing one undici Pool. RSS: `/proc/PID/statm` of taskgate and of every descendant, sampled every 100 ms; the peaks of each and of the sum at one sample.',
+  );
+  lines.push('');
+  lines.push(
+    `**1. ${c.sessions} sessions × ${c.calls} task-augmented calls at once** (echo with \`sleep_ms\` ${c.sleepMs}: tools/call with \`task\`, then tasks/result, every result checked exact; ` +
+      `all sessions opened at once, then all their calls at once; the client's Pool keeps ${c.connections} keep-alive connections; a call unanswered after ${c.deadlineS} s would be lost). \`session\` mode runs with \`--max-sessions ${c.sessionModeMax}\`, so at most ${c.sessionModeMax} servers; the rest are refused. ` +
+      "Target: peak RSS sum ≤ 1 GB (10^9 B) in the shared modes. Accept queue: the deepest Recv-Q of taskgate's listening socket (`ss -ltn`, every 100 ms) against its backlog; overflows: TcpExt ListenOverflows over the run (the whole machine's).",
+  );
+  lines.push('');
+  lines.push(
+    '| sharing | sessions open | refused (503) | calls right / expected | wrong | failed | lost | open s | calls s | calls/s | taskgate CPU s | peak RSS taskgate | servers (count) | sum | ≤ 1 GB | listen overflows |',
+  );
+  lines.push(
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+  );
+  for (const [mode, v] of Object.entries(x.concurrent ?? {})) {
+    const r = /** @type {any} */ (v);
+    const rss = r.rss ?? {};
+    // The 1 GB (10^9 B) bar is for the shared modes; session mode is there to compare.
+    const met =
+      mode === 'session'
+        ? 'no bar'
+        : Number.isFinite(rss.sumMiB)
+          ? rss.sumMiB * 2 ** 20 <= 1e9
+            ? '**met**'
+            : '**missed**'
+          : '';
+    if (r.error) {
+      lines.push(
+        `| ${mode} | failed: ${r.error} | | | | | | | | | | ${fmt(rss.gateMiB, 0)} MiB | ${fmt(rss.childrenMiB, 0)} MiB (${rss.maxChildren}) | ${fmt(rss.sumMiB, 0)} MiB | ${met} | |`,
+      );
+      continue;
+    }
+    const k = r.calls;
+    lines.push(
+      `| ${mode}${mode === 'pool' ? ' (4)' : ''} | ${r.opened} of ${r.sessions} | ${r.refused503} | ${k.right} / ${k.expected} | ${k.wrong} | ${k.failed} | ${k.lost} | ${fmt(r.initSeconds, 1)} | ${fmt(r.callSeconds, 1)} | ${fmt(r.callsPerSecond, 0)} | ${fmt(r.gateCpuSeconds, 1)} | ${fmt(rss.gateMiB, 0)} MiB | ${fmt(rss.childrenMiB, 0)} MiB (${rss.maxChildren}) | ${fmt(rss.sumMiB, 0)} MiB | ${met} | ${fmt(r.listenQueue?.acceptQueuePeak, 0)} / ${fmt(r.listenQueue?.backlog, 0)}; ${r.listenQueue?.listenOverflows ?? 'n/a'} |`,
+    );
+  }
+  const failures = Object.entries(x.concurrent ?? {}).filter(
+    ([, r]) =>
+      Object.keys(/** @type {any} */ (r).calls?.errors ?? {}).length +
+        Object.keys(/** @type {any} */ (r).initErrors ?? {}).length >
+      0,
+  );
+  for (const [mode, r] of failures)
+    lines.push(
+      '',
+      `${mode}: failures: ${kinds({ .../** @type {any} */ (r).initErrors, .../** @type {any} */ (r).calls.errors })}`,
+    );
+  lines.push('');
+  const idle = x.idle;
+  if (idle?.error) lines.push(`**2. Idle sessions**: failed: ${idle.error}`, '');
+  else if (idle) {
+    const g = idle.perSession.afterGc;
+    const n = idle.perSession.noGc;
+    const bar = g.heapPlusExternal.medianBytes <= 50 * 1024;
+    lines.push(
+      `**2. An idle session's cost in \`shared\` mode**: ${idle.sessions} sessions opened (initialize + notifications/initialized, nothing else; ${idle.failed} failed) beside one warm session (sessions open ${idle.sessionsOpenBefore} → ${idle.sessionsOpenAfter}). ` +
+        `taskgate's memory from its \`/metrics\` (\`--admin-listen\`: \`nodejs_heap_size_used_bytes\`, \`nodejs_external_memory_bytes\`; RSS from /proc), ${s.idle.samples} samples ${s.idle.sampleEveryMs} ms apart before and after; ` +
+        'first as they come, then each after two full GCs forced over the inspector (taskgate started with `--inspect=127.0.0.1:PORT`, CDP `HeapProfiler.collectGarbage`). Per session, after − before, ÷ sessions (median of the samples; smallest in brackets):',
+    );
+    lines.push('');
+    lines.push('| reading | heap used | heap + external | RSS | ≤ 50 KB |');
+    lines.push('| --- | --- | --- | --- | --- |');
+    const cell = (/** @type {any} */ v) => `${size(v.medianBytes)} (${size(v.minBytes)})`;
+    lines.push(
+      `| after forced full GCs | ${cell(g.heapUsed)} | ${cell(g.heapPlusExternal)} | ${cell(g.rss)} | ${bar ? '**met**' : '**missed**'} |`,
+    );
+    lines.push(
+      `| unforced (young garbage comes and goes: not a measure) | ${cell(n.heapUsed)} | ${cell(n.heapPlusExternal)} | ${cell(n.rss)} | |`,
+    );
+    lines.push('');
+  }
+  const p = x.peers;
+  if (p?.error) lines.push(`**3. Calls/s against the peers**: failed: ${p.error}`, '');
+  else if (p) {
+    const ps = p.settings;
+    lines.push(
+      `**3. Calls/s at ${ps.sessions} sessions**, all in front of \`bench/fixture.js\`: every target up with its ${ps.sessions} sessions open, then ${ps.rounds} rounds, the targets' order rotated each round; in each, per target, plain echo calls (checked), each session one call at a time, until ${ps.phaseCalls} or ${ps.phaseSeconds} s. ` +
+        `supergateway 4.0.0 \`--outputTransport streamableHttp\` (\`--stateful\`: a child per session; without: a child per POST, so its calls in flight are bounded at ${ps.statelessInFlight}, and it is CPU-bound on spawning anyway); mcp-proxy with its defaults (one child for all sessions). ` +
+        'calls/s: median of the rounds; p50/p99 over all calls; proxy CPU: utime+stime of the proxy process alone per call; RSS: peaks over the whole run (servers: every descendant, the `sh` supergateway spawns each through included).',
+    );
+    lines.push('');
+    lines.push(
+      '| target | in flight | calls | calls/s | per round | p50 ms | p99 ms | proxy CPU µs/call | peak RSS proxy | servers (count) | sum | errors |',
+    );
+    lines.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+    for (const [name, v] of Object.entries(p.results ?? {})) {
+      const r = /** @type {any} */ (v);
+      lines.push(
+        `| ${name} | ${r.inFlight} | ${r.calls} | ${fmt(r.callsPerSecond, 0)} | ${r.perRound.map((/** @type {number} */ n) => fmt(n, 0)).join(', ')} | ${fmt(r.p50Ms, 2)} | ${fmt(r.p99Ms, 1)} | ${fmt(r.proxyCpuUsPerCall, 0)} | ${fmt(r.rss.gateMiB, 0)} MiB | ${fmt(r.rss.childrenMiB, 0)} MiB (${r.rss.maxChildren}) | ${fmt(r.rss.sumMiB, 0)} MiB | ${kinds(r.errors)} |`,
+      );
+    }
+    for (const [name, why] of Object.entries(p.skipped ?? {}))
+      lines.push(`| ${name} | not run: ${why} | | | | | | | | | | |`);
+    lines.push('');
+  }
+  return lines;
+}
+
+/** `npm run bench:sharing`'s own report. @param {any} report */
+export function sharingMarkdown(report) {
+  const lines = [`# taskgate benchmark: shared upstreams, ${report.date}`, ''];
+  lines.push(
+    `${report.quick ? '**Quick run (not a result).** ' : ''}Commit ${report.commit}; Node ${report.node}, ${report.platform}; load average ${report.loadAverageBefore.join(' ')} before, ${report.loadAverageAfter.join(' ')} after; ${report.sharing.seconds} s. ` +
+      'Command: `npm run bench:sharing` (`bench/sharing.js`). The machine is shared with other work: the load average says how busy it was.',
+  );
+  lines.push('');
+  lines.push(...sharingLines(report.sharing));
+  return lines.join('\n');
 }
