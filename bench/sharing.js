@@ -21,6 +21,7 @@
  *   BENCH_SHARING_PER_SESSION_POOLS=1   workload 1 with an undici Pool per session (the old client), to
  *                                       show the connect timeouts; shared mode only
  *   BENCH_SHARING_ONLY=concurrent,idle,peers   only those workloads
+ *   BENCH_SHARING_MODES=shared,pool,session    workload 1 in only those modes
  *
  * Every process is on 127.0.0.1 and stopped at the end, on failure too; every loop is bounded.
  */
@@ -66,7 +67,7 @@ export const SHARING_SETTINGS = {
       deadlineS: 120,
     },
     idle: { sessions: 1000, samples: 7, sampleEveryMs: 500, settleMs: 3000 },
-    peers: { sessions: 100, rounds: 4, phaseCalls: 3000, phaseSeconds: 5, statelessInFlight: 10 },
+    peers: { sessions: 100, rounds: 4, phaseCalls: 3000, phaseSeconds: 4, statelessInFlight: 10 },
     budgetS: 240,
   },
 };
@@ -76,7 +77,8 @@ export const SHARING_SETTINGS = {
 const kindOf = (error) => {
   const e = /** @type {any} */ (error);
   const text = `${e?.code ?? e?.name ?? 'Error'}: ${String(e?.message ?? e)}`;
-  return text.replace(/\d{3,}/g, 'N').slice(0, 120);
+  // Ids and ports vary from one failure to the next; HTTP statuses (3 digits) are kept.
+  return text.replace(/\d{4,}/g, 'N').slice(0, 120);
 };
 
 /** @param {Record<string, number>} into @param {unknown} error */
@@ -245,6 +247,10 @@ async function concurrent(sharing, s, perSessionPools, rss, log) {
       gateCpuSeconds: round(cpuSeconds(gate.proc.pid) - cpu),
       clientConnections: perSessionPools ? `a Pool per session, ${s.calls} connections each` : s.connections,
       listenQueue: { ...diff(listenCounters(), net), ...acceptQueue(queue.stop()) },
+      // What taskgate logged (warn and above), when something failed: the why of a 502 or a lost call.
+      ...(failed + wrong + Object.keys(initErrors).length > 0
+        ? { gateStderr: gate.proc.stderr.slice(-3000) }
+        : {}),
     };
   } finally {
     await bounded(
@@ -556,6 +562,8 @@ async function peers(s, budgetS, log) {
   const up = [];
   /** @type {Record<string, string>} */
   const skipped = {};
+  // The budget counts from here: starting the peers (100 stateful children) is part of what it bounds.
+  const started = performance.now();
   try {
     for (const peer of PEERS) {
       if (!peer.name.startsWith('taskgate') && !installed(peer)) {
@@ -591,11 +599,12 @@ async function peers(s, budgetS, log) {
     const samples = Object.fromEntries(
       up.map(({ peer }) => [peer.name, { ms: [], perSecond: [], cpu: 0, calls: 0, errors: {} }]),
     );
-    const started = performance.now();
+    const roundsStarted = performance.now();
     let rounds = 0;
     for (let r = 0; r < s.rounds; r++) {
       const elapsed = (performance.now() - started) / 1000;
-      if (r >= 2 && elapsed + elapsed / r > budgetS) {
+      const perRound = (performance.now() - roundsStarted) / 1000 / Math.max(1, r);
+      if (r >= 2 && elapsed + perRound > budgetS) {
         log(
           `sharing: peers: stopping after ${r} rounds: another would pass the ${budgetS.toFixed(0)} s left`,
         );
@@ -659,7 +668,7 @@ const installed = (peer) => existsSync(peer.name.startsWith('mcp-proxy') ? MCP_P
 
 /**
  * The three workloads, each bounded; a failed one is recorded, not fatal. Peers get what is left of the
- * budget after the others (at least 30 s of rounds).
+ * budget after the others (at least 60 s, their start included, and 2 rounds).
  * @param {Settings} s @param {(line: string) => void} [log]
  */
 export async function sharing(s, log = () => undefined) {
@@ -671,15 +680,17 @@ export async function sharing(s, log = () => undefined) {
   const concurrentResults = {};
   /** @type {('shared' | 'pool' | 'session')[]} */
   const modes = perSessionPools ? ['shared'] : ['shared', 'pool', 'session'];
+  const onlyModes = process.env['BENCH_SHARING_MODES']?.split(',');
   if (runs('concurrent'))
-    for (const mode of modes)
+    for (const mode of modes.filter((m) => !onlyModes || onlyModes.includes(m)))
       concurrentResults[mode] = await concurrentWithPeaks(mode, s.concurrent, perSessionPools, log);
   if (perSessionPools) return { settings: s, concurrent: concurrentResults };
   const failed = (/** @type {Error} */ error) => ({ error: error.message });
   const idleResult = runs('idle') ? await idle(s.idle, log).catch(failed) : undefined;
   const left = s.budgetS - (performance.now() - started) / 1000;
   const peerResult = runs('peers')
-    ? await peers(s.peers, Math.max(30, left - 30), log).catch(failed)
+    ? // What is left, less ~15 s to stop them (100 stateful children); never under 60 s.
+      await peers(s.peers, Math.max(60, left - 15), log).catch(failed)
     : undefined;
   return {
     settings: s,

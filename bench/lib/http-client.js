@@ -172,7 +172,10 @@ export class LegacyHttpClient extends HttpBase {
       {},
       0,
     );
-    if (status >= 400) throw Object.assign(new Error(`initialize: HTTP ${status}`), { status });
+    if (status >= 400) {
+      const why = answer?.error?.message ?? answer?.httpError;
+      throw Object.assign(new Error(`initialize: HTTP ${status}${why ? `: ${why}` : ''}`), { status });
+    }
     resultOf(answer, 'initialize');
     const sessionId = headers['mcp-session-id'];
     if (typeof sessionId === 'string') this.sessionId = sessionId;

@@ -462,7 +462,7 @@ export function sharingLines(x, level = 2) {
   );
   lines.push('');
   lines.push(
-    '| sharing | sessions open | refused (503) | calls right / expected | wrong | failed | lost | open s | calls s | calls/s | taskgate CPU s | peak RSS taskgate | servers (count) | sum | ≤ 1 GB | listen overflows |',
+    '| sharing | sessions open | refused (503) | calls right / expected | wrong | failed | lost | open s | calls s | calls/s | taskgate CPU s | peak RSS taskgate | servers (count) | sum | ≤ 1 GB | accept queue peak / backlog; overflows |',
   );
   lines.push(
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
@@ -499,7 +499,12 @@ export function sharingLines(x, level = 2) {
   for (const [mode, r] of failures)
     lines.push(
       '',
-      `${mode}: failures: ${kinds({ .../** @type {any} */ (r).initErrors, .../** @type {any} */ (r).calls.errors })}`,
+      `${mode}: failures: ${kinds({ .../** @type {any} */ (r).initErrors, .../** @type {any} */ (r).calls?.errors })}` +
+        /** @type {any} */ (
+          r.gateStderr
+            ? `; taskgate logged: \`${/** @type {any} */ (r).gateStderr.slice(-600).replace(/\s+/g, ' ').replace(/`/g, "'")}\``
+            : ''
+        ),
     );
   lines.push('');
   const idle = x.idle;
