@@ -22,6 +22,8 @@
  *                                       show the connect timeouts; shared mode only
  *   BENCH_SHARING_ONLY=concurrent,idle,peers   only those workloads
  *   BENCH_SHARING_MODES=shared,pool,session    workload 1 in only those modes
+ *   BENCH_SHARING_HEAP_DIR=DIR   heap snapshots of taskgate before and after the idle sessions, into DIR
+ *                                (compare them with node bench/lib/heap-diff.js A B)
  *
  * Every process is on 127.0.0.1 and stopped at the end, on failure too; every loop is bounded.
  */
@@ -49,6 +51,8 @@ const FIXTURE = fromRoot('bench/fixture.js');
 const SUPERGATEWAY = fromRoot('bench/node_modules/supergateway/dist/index.js');
 const MCP_PROXY = fromRoot('bench/node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs');
 const PROFILE = process.env['BENCH_CPU_PROF'];
+/** BENCH_SHARING_HEAP_DIR=DIR: heap snapshots of taskgate before and after the idle sessions, into DIR. */
+const HEAP_DIR = process.env['BENCH_SHARING_HEAP_DIR'];
 
 export const SHARING_SETTINGS = {
   quick: {
@@ -334,13 +338,16 @@ async function inspector(port) {
   });
   /** @type {Map<number, (message: any) => void>} */
   const waiting = new Map();
+  /** Chunks of the heap snapshot being taken (HeapProfiler.addHeapSnapshotChunk events). */
+  let chunks = /** @type {string[]} */ ([]);
   ws.onmessage = (event) => {
     const message = JSON.parse(String(event.data));
+    if (message.method === 'HeapProfiler.addHeapSnapshotChunk') chunks.push(message.params.chunk);
     waiting.get(message.id)?.(message);
     waiting.delete(message.id);
   };
   let nextId = 1;
-  return {
+  const inspector = {
     /** @param {string} method */
     call: (method) =>
       new Promise((resolve, reject) => {
@@ -352,8 +359,16 @@ async function inspector(port) {
         });
         ws.send(JSON.stringify({ id, method }));
       }),
+    /** Writes a heap snapshot (it forces a full GC first) to `path`. @param {string} path */
+    snapshot: async (path) => {
+      chunks = [];
+      await inspector.call('HeapProfiler.takeHeapSnapshot');
+      writeFileSync(path, chunks.join(''));
+      chunks = [];
+    },
     close: () => ws.close(),
   };
+  return inspector;
 }
 
 /**
@@ -406,6 +421,7 @@ async function idle(s, log) {
     await sleep(s.settleMs);
     const before = await memorySamples(adminPort, gate.proc.pid, s.samples, s.sampleEveryMs);
     const beforeGc = await memorySamples(adminPort, gate.proc.pid, s.samples, s.sampleEveryMs, gc);
+    if (HEAP_DIR) await gc.snapshot(`${HEAP_DIR}/idle-before.heapsnapshot`);
     // The idle sessions' connections are closed once they are open, as before the first samples: what is
     // measured is the sessions, not sockets.
     const pool = new Pool(new URL(gate.url).origin, { connections: 32, pipelining: 1 });
@@ -419,6 +435,7 @@ async function idle(s, log) {
     await sleep(s.settleMs);
     const after = await memorySamples(adminPort, gate.proc.pid, s.samples, s.sampleEveryMs);
     const afterGc = await memorySamples(adminPort, gate.proc.pid, s.samples, s.sampleEveryMs, gc);
+    if (HEAP_DIR) await gc.snapshot(`${HEAP_DIR}/idle-after.heapsnapshot`);
     const n = s.sessions - failed;
     log(`sharing: ${n} idle sessions open`);
     /**
@@ -587,8 +604,8 @@ async function peers(s, budgetS, log) {
           const failed = settled.find((o) => o.status === 'rejected');
           if (failed) throw /** @type {PromiseRejectedResult} */ (failed).reason;
         });
-        // Warm-up: a short phase, untimed.
-        await phase(sessions, inFlightOf(peer, s), Math.min(200, s.phaseCalls / 4), 2, {});
+        // Warm-up: one whole phase, untimed (a shorter one left every target's first round slow).
+        await phase(sessions, inFlightOf(peer, s), s.phaseCalls, s.phaseSeconds, {});
         log(`sharing: ${peer.name} up, ${sessions.length} sessions`);
       } catch (error) {
         skipped[peer.name] = `failed: ${/** @type {Error} */ (error).message.slice(0, 300)}`;
