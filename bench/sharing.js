@@ -38,6 +38,7 @@ import {
   Proc,
   TreeSampler,
   cpuSeconds,
+  descendants,
   freePort,
   listenCounters,
   rssOf,
@@ -234,6 +235,8 @@ async function concurrent(sharing, s, perSessionPools, rss, log) {
     ]);
     clearTimeout(timer);
     const called = performance.now();
+    // The servers' CPU so far (they are alive until the sessions end): where the rest of the time went.
+    const serversCpu = descendants(gate.proc.pid).reduce((sum, pid) => sum + cpuOrZero(pid), 0);
     const expected = open.length * s.calls;
     const failed = Object.values(callErrors).reduce((a, b) => a + b, 0);
     return {
@@ -249,6 +252,7 @@ async function concurrent(sharing, s, perSessionPools, rss, log) {
       callsPerSecond: round(right / ((called - initialized) / 1000)),
       wallSeconds: round((called - started) / 1000),
       gateCpuSeconds: round(cpuSeconds(gate.proc.pid) - cpu),
+      serversCpuSeconds: round(serversCpu),
       clientConnections: perSessionPools ? `a Pool per session, ${s.calls} connections each` : s.connections,
       listenQueue: { ...diff(listenCounters(), net), ...acceptQueue(queue.stop()) },
       // What taskgate logged (warn and above), when something failed: the why of a 502 or a lost call.
@@ -268,6 +272,15 @@ async function concurrent(sharing, s, perSessionPools, rss, log) {
   }
 }
 /** @typedef {ReturnType<TreeSampler['stop']>} Peak */
+
+/** CPU seconds of a process, 0 if it is gone. @param {number} pid */
+const cpuOrZero = (pid) => {
+  try {
+    return cpuSeconds(pid);
+  } catch {
+    return 0;
+  }
+};
 
 /** @param {{ peak: number, backlog: number }} q */
 const acceptQueue = (q) => ({ acceptQueuePeak: q.peak, backlog: q.backlog });

@@ -462,7 +462,7 @@ export function sharingLines(x, level = 2) {
   );
   lines.push('');
   lines.push(
-    '| sharing | sessions open | refused (503) | calls right / expected | wrong | failed | lost | open s | calls s | calls/s | taskgate CPU s | peak RSS taskgate | servers (count) | sum | ≤ 1 GB | accept queue peak / backlog; overflows |',
+    '| sharing | sessions open | refused (503) | calls right / expected | wrong | failed | lost | open s | calls s | calls/s | CPU s: taskgate / servers | peak RSS taskgate | servers (count) | sum | ≤ 1 GB | accept queue peak / backlog; overflows |',
   );
   lines.push(
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
@@ -487,7 +487,7 @@ export function sharingLines(x, level = 2) {
     }
     const k = r.calls;
     lines.push(
-      `| ${mode}${mode === 'pool' ? ' (4)' : ''} | ${r.opened} of ${r.sessions} | ${r.refused503} | ${k.right} / ${k.expected} | ${k.wrong} | ${k.failed} | ${k.lost} | ${fmt(r.initSeconds, 1)} | ${fmt(r.callSeconds, 1)} | ${fmt(r.callsPerSecond, 0)} | ${fmt(r.gateCpuSeconds, 1)} | ${fmt(rss.gateMiB, 0)} MiB | ${fmt(rss.childrenMiB, 0)} MiB (${rss.maxChildren}) | ${fmt(rss.sumMiB, 0)} MiB | ${met} | ${fmt(r.listenQueue?.acceptQueuePeak, 0)} / ${fmt(r.listenQueue?.backlog, 0)}; ${r.listenQueue?.listenOverflows ?? 'n/a'} |`,
+      `| ${mode}${mode === 'pool' ? ' (4)' : ''} | ${r.opened} of ${r.sessions} | ${r.refused503} | ${k.right} / ${k.expected} | ${k.wrong} | ${k.failed} | ${k.lost} | ${fmt(r.initSeconds, 1)} | ${fmt(r.callSeconds, 1)} | ${fmt(r.callsPerSecond, 0)} | ${fmt(r.gateCpuSeconds, 1)} / ${fmt(r.serversCpuSeconds, 1)} | ${fmt(rss.gateMiB, 0)} MiB | ${fmt(rss.childrenMiB, 0)} MiB (${rss.maxChildren}) | ${fmt(rss.sumMiB, 0)} MiB | ${met} | ${fmt(r.listenQueue?.acceptQueuePeak, 0)} / ${fmt(r.listenQueue?.backlog, 0)}; ${r.listenQueue?.listenOverflows ?? 'n/a'} |`,
     );
   }
   const failures = Object.entries(x.concurrent ?? {}).filter(
