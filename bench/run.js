@@ -4,14 +4,15 @@
  * each round, so that drift on a shared machine hits every target alike; figures are reported as ratios
  * to the direct call over the same transport, taken round by round. Then the task workloads, against a
  * taskgate process (bench/tasks.js) and against the store alone (bench/tasks-inproc.js). Last, the
- * 2026-07-28 workloads (bench/modern.js): the modern path against the 2025 one through taskgate. Then the
- * shared upstreams (bench/sharing.js): many sessions on one server, or on a pool, against peers.
+ * 2026-07-28 workloads (bench/modern.js): the modern path against the 2025 one through taskgate, and the
+ * SDK v2 client through taskgate against it direct (bench/sdk-v2.js). Then the shared upstreams
+ * (bench/sharing.js): many sessions on one server, or on a pool, against peers.
  *
  *   npm run bench                 everything; writes bench/results/<date>T<hhmm>.json and .md (UTC)
  *   BENCH_QUICK=1 npm run bench   a short run to check the harness; writes nothing
  *   BENCH_ONLY=a,b                only the targets whose names contain a or b (and writes nothing);
- *                                 BENCH_ONLY=modern: only the 2026-07-28 workloads; BENCH_ONLY=sharing:
- *                                 only the shared upstreams
+ *                                 BENCH_ONLY=modern: only the 2026-07-28 workloads; BENCH_ONLY=sdk-v2:
+ *                                 only the SDK v2 client; BENCH_ONLY=sharing: only the shared upstreams
  *   BENCH_CPU_PROF=DIR            taskgate targets run with node --cpu-prof into DIR (and writes nothing)
  *
  * Every process it starts is on 127.0.0.1 and stopped at the end; every loop is bounded in count.
@@ -26,6 +27,7 @@ import { TARGETS, fromRoot } from './lib/targets.js';
 import * as load from './lib/workloads.js';
 import * as tasks from './tasks.js';
 import { MODERN_SETTINGS, modern } from './modern.js';
+import { SDK_V2_SETTINGS, sdkV2 } from './sdk-v2.js';
 import { SHARING_SETTINGS, sharing } from './sharing.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
@@ -352,6 +354,11 @@ async function main() {
           modern(QUICK ? MODERN_SETTINGS.quick : MODERN_SETTINGS.full, log),
         )
       : undefined;
+  // The SDK v2 client (bench/sdk-v2.js): with everything, or alone with BENCH_ONLY=sdk-v2.
+  const sdkV2Workloads =
+    !ONLY || ONLY.includes('sdk-v2')
+      ? await attempt('SDK v2 client', () => sdkV2(QUICK ? SDK_V2_SETTINGS.quick : SDK_V2_SETTINGS.full, log))
+      : undefined;
   // The shared upstreams (bench/sharing.js, a budget of its own): with everything, or BENCH_ONLY=sharing.
   const sharingWorkloads =
     !ONLY || ONLY.includes('sharing')
@@ -374,6 +381,7 @@ async function main() {
     results,
     tasks: taskWorkloads,
     ...(modernWorkloads ? { modern: modernWorkloads } : {}),
+    ...(sdkV2Workloads ? { sdkV2: sdkV2Workloads } : {}),
     ...(sharingWorkloads ? { sharing: sharingWorkloads } : {}),
   };
   const evaluation = evaluate(report);

@@ -19,9 +19,10 @@
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { cpuSeconds, freePort, Proc, startWithUrl, waitForPort } from './lib/procs.js';
+import { cpuSeconds, startWithUrl } from './lib/procs.js';
 import { median, quantile, ratio, round } from './lib/stats.js';
-import { NODE, fetchWithoutPostSignal, fromRoot } from './lib/targets.js';
+import { sdkV2Lines } from './lib/report.js';
+import { NODE, fetchWithoutPostSignal, fromRoot, startOnPort } from './lib/targets.js';
 
 const V2_SERVER = fromRoot('test/fixtures/modern-server.js');
 const LEGACY_SERVER = fromRoot('bench/fixture.js');
@@ -60,14 +61,13 @@ function cpuOf(pids) {
   return total;
 }
 
-/** The v2 server over HTTP. @returns {Promise<{ proc: Proc, url: string }>} */
+/** The v2 server over HTTP. @returns {Promise<{ proc: import('./lib/procs.js').Proc, url: string }>} */
 const startV2Http = () =>
   startWithUrl('v2 server (HTTP)', [NODE, V2_SERVER, '--http', '0'], /^listening (\S+)$/);
 
-/** taskgate on a free port, in front of `upstream` (flags after --listen). @param {string} label @param {string[]} upstream */
-async function startGate(label, upstream) {
-  const port = await freePort();
-  const proc = new Proc(label, [
+/** taskgate on a free port, in front of `upstream` (what follows --listen). @param {string} label @param {string[]} upstream */
+const startGate = (label, upstream) =>
+  startOnPort(label, (port) => [
     NODE,
     TASKGATE,
     '--log-level',
@@ -76,14 +76,6 @@ async function startGate(label, upstream) {
     `127.0.0.1:${port}`,
     ...upstream,
   ]);
-  try {
-    await waitForPort(port, 30_000, () => proc.exited);
-  } catch (error) {
-    await proc.stop();
-    throw error;
-  }
-  return { proc, url: `http://127.0.0.1:${port}/mcp` };
-}
 
 /** @returns {Promise<Started>[]} */
 function startTargets() {
@@ -242,25 +234,6 @@ function summarize(samples, settings) {
     ),
   }));
   return { settings, targets };
-}
-
-/** The markdown section for bench/results. @param {ReturnType<typeof summarize>} report */
-export function sdkV2Lines(report) {
-  const x = (/** @type {number[]} */ [mid = NaN, low = NaN, high = NaN]) =>
-    `${mid.toFixed(2)} (${low.toFixed(2)}–${high.toFixed(2)})`;
-  return [
-    '',
-    '## A 2026-07-28 SDK v2 client through taskgate (issue 19)',
-    '',
-    `The TS SDK v2 \`Client\` (2.4.0, pinned to 2026-07-28) over Streamable HTTP, one per target, echo calls. ${report.settings.rounds} rounds, targets rotated each round: ${report.settings.calls} sequential calls per target in blocks of ${report.settings.block} interleaved across the targets (each block after one untimed call), then ${report.settings.throughputCalls} calls with ${report.settings.inFlight} in flight. CPU per call: utime+stime over the in-flight phase of taskgate and its server (of the server alone for the direct target). Ratios are to the direct target, median of the per-round ratios (smallest–largest). Script: [\`bench/sdk-v2.js\`](../sdk-v2.js).`,
-    '',
-    '| target | p50 ms | p99 ms | p50 × direct | calls/s | × direct | CPU µs per call (proxy + server) |',
-    '| --- | --- | --- | --- | --- | --- | --- |',
-    ...report.targets.map(
-      (t) =>
-        `| ${t.name} | ${t.p50Ms} | ${t.p99Ms} | ${x(t.p50Ratio)} | ${t.perSecond} | ${x(t.perSecondRatio)} | ${t.cpuUsPerCall} |`,
-    ),
-  ];
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -5,7 +5,7 @@
  */
 
 /**
- * @typedef {{ id: string, target: string, measured: string, value: number, bar: string,
+ * @typedef {{ id: string, issue: number, target: string, measured: string, value: number, bar: string,
  *   met: boolean | null, how: string }} Verdict
  */
 
@@ -27,6 +27,8 @@ export function evaluate(report) {
   const supergateway = r['supergateway'];
   /** @type {Verdict[]} */
   const verdicts = [];
+  /** The issue whose targets the checks below are. */
+  let issue = 9;
   /**
    * @param {string} id @param {string} target @param {number | undefined} value @param {'<=' | '>=' | '<'} op
    * @param {number} bar @param {(v: number) => string} show @param {string} how
@@ -36,6 +38,7 @@ export function evaluate(report) {
     const met = !Number.isFinite(v) ? null : op === '<=' ? v <= bar : op === '>=' ? v >= bar : v < bar;
     verdicts.push({
       id,
+      issue,
       target,
       measured: Number.isFinite(v) ? show(v) : 'not measured',
       value: v,
@@ -201,6 +204,82 @@ export function evaluate(report) {
     (v) => `${fmt(v, 0)} ms`,
     '10 000 sleep calls ending at one deadline: last tasks/result through taskgate after the deadline, minus the last plain answer of the fixture alone',
   );
+
+  issue = 19;
+  check(
+    'i19-blob',
+    '256 KiB results through stdio ≥ 0.9× direct',
+    stdio?.blobRatio,
+    '>=',
+    0.9,
+    times,
+    'as issue 9’s: bytes/s of sequential 256 KiB results, taskgate ÷ direct stdio',
+  );
+  check(
+    'i19-task',
+    'zero-work task create → result ≤ 2× a plain call',
+    stdio?.task?.ratioToPlainCall,
+    '<=',
+    2,
+    times,
+    'as issue 9’s: stdio→stdio, task-augmented echo then tasks/result ÷ the plain echo right after it',
+  );
+  check(
+    'i19-waiters',
+    '10 000 waiters end to end within +100 ms of the fixture alone',
+    t.waiters?.valid === false ? NaN : t.waiters?.addedMs,
+    '<=',
+    100,
+    (v) => `+${fmt(v, 0)} ms`,
+    'as issue 9’s end-to-end reading',
+  );
+  check(
+    'i19-relay',
+    'stdio→stdio p50 within 1.1× of the no-parse relay in the same run',
+    stdio && relay ? stdio.latencyRatio / relay.latencyRatio : NaN,
+    '<=',
+    1.1,
+    times,
+    'taskgate latency ratio ÷ raw relay latency ratio, both to direct stdio in the same rounds',
+  );
+  const modernKinds = report.modern?.kinds;
+  check(
+    'i19-modern',
+    'the modern path costs no more than the legacy one through taskgate, per call',
+    modernKinds
+      ? modernKinds['modern plain']?.inFlight?.gateCpuUsPerOp /
+          modernKinds['legacy plain']?.inFlight?.gateCpuUsPerOp
+      : NaN,
+    '<=',
+    1,
+    times,
+    'taskgate CPU per plain echo with many in flight (bench/modern.js), a 2026-07-28 client ÷ a 2025 one, same bare HTTP client',
+  );
+
+  issue = 18;
+  const concurrent = report.sharing?.concurrent;
+  for (const mode of ['shared', 'pool']) {
+    const run = concurrent?.[mode];
+    const exact = run && run.calls.right === run.calls.expected && run.calls.lost === 0;
+    check(
+      `i18-${mode}-rss`,
+      `${run?.sessions ?? 1000} sessions × 10 task calls, \`${mode}\`: every result exact, taskgate + servers RSS ≤ 1 GB`,
+      exact ? (run.rss.sumMiB * 2 ** 20) / 1e9 : NaN,
+      '<=',
+      1,
+      (v) => `${fmt(v)} GB`,
+      `peak RSS sum of taskgate and its servers (bench/sharing.js); ${run ? `${run.calls.right} of ${run.calls.expected} results right, ${run.calls.lost} lost` : 'not run'}`,
+    );
+  }
+  check(
+    'i18-idle',
+    'an idle session costs ≤ 50 KB in `shared` mode',
+    report.sharing?.idle?.perSession?.afterGc?.heapPlusExternal?.medianBytes,
+    '<=',
+    50_000,
+    (v) => `${fmt(v / 1000, 1)} KB`,
+    'heap + external per idle session after forced full GCs, 1 000 sessions (bench/sharing.js)',
+  );
   return verdicts;
 }
 
@@ -215,15 +294,17 @@ export function markdown(report) {
       'Command: `npm run bench` (harness in [`bench/`](..)).',
   );
   lines.push('');
-  lines.push('## Targets of issue 9');
-  lines.push('');
-  lines.push('| target | measured | bar | | how |');
-  lines.push('| --- | --- | --- | --- | --- |');
-  for (const v of report.targets) {
-    const mark = v.met === null ? 'not measured' : v.met ? '**met**' : '**missed**';
-    lines.push(`| ${v.target} | ${v.measured} | ${v.bar} | ${mark} | ${v.how} |`);
+  for (const issue of [9, 19, 18]) {
+    lines.push(`## Targets of issue ${issue}`);
+    lines.push('');
+    lines.push('| target | measured | bar | | how |');
+    lines.push('| --- | --- | --- | --- | --- |');
+    for (const v of report.targets.filter((/** @type {Verdict} */ v) => (v.issue ?? 9) === issue)) {
+      const mark = v.met === null ? 'not measured' : v.met ? '**met**' : '**missed**';
+      lines.push(`| ${v.target} | ${v.measured} | ${v.bar} | ${mark} | ${v.how} |`);
+    }
+    lines.push('');
   }
-  lines.push('');
   lines.push(
     'Where a target is missed, [`bench/PROFILING.md`](../PROFILING.md) says what profiling found (file, function, share of CPU) and how to reproduce it.',
   );
@@ -273,6 +354,7 @@ export function markdown(report) {
     lines.push(...taskLines(t));
   }
   if (report.modern) lines.push(...modernLines(report.modern));
+  if (report.sdkV2) lines.push(...sdkV2Lines(report.sdkV2));
   if (report.sharing) lines.push(...sharingLines(report.sharing));
   lines.push('## How to read this');
   lines.push('');
@@ -567,4 +649,32 @@ export function sharingMarkdown(report) {
   lines.push('');
   lines.push(...sharingLines(report.sharing));
   return lines.join('\n');
+}
+
+/** The SDK v2 client's workload (bench/sdk-v2.js). @param {any} report */
+export function sdkV2Lines(report) {
+  if (report.error)
+    return [
+      '',
+      '## A 2026-07-28 SDK v2 client through taskgate (issue 19)',
+      '',
+      `Failed: ${report.error}`,
+      '',
+    ];
+  const x = (/** @type {number[]} */ [mid = NaN, low = NaN, high = NaN]) =>
+    `${mid.toFixed(2)} (${low.toFixed(2)}–${high.toFixed(2)})`;
+  return [
+    '',
+    '## A 2026-07-28 SDK v2 client through taskgate (issue 19)',
+    '',
+    `The TS SDK v2 \`Client\` (2.4.0, pinned to 2026-07-28) over Streamable HTTP, one per target, echo calls. ${report.settings.rounds} rounds, targets rotated each round: ${report.settings.calls} sequential calls per target in blocks of ${report.settings.block} interleaved across the targets (each block after one untimed call), then ${report.settings.throughputCalls} calls with ${report.settings.inFlight} in flight. CPU per call: utime+stime over the in-flight phase of taskgate and its server (of the server alone for the direct target). Ratios are to the direct target, median of the per-round ratios (smallest–largest). Script: [\`bench/sdk-v2.js\`](../sdk-v2.js).`,
+    '',
+    '| target | p50 ms | p99 ms | p50 × direct | calls/s | × direct | CPU µs per call (proxy + server) |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
+    ...report.targets.map(
+      (/** @type {any} */ t) =>
+        `| ${t.name} | ${t.p50Ms} | ${t.p99Ms} | ${x(t.p50Ratio)} | ${t.perSecond} | ${x(t.perSecondRatio)} | ${t.cpuUsPerCall} |`,
+    ),
+    '',
+  ];
 }

@@ -90,7 +90,7 @@ const startHttpFixture = () =>
  * Starts a server on a port chosen here and waits until it accepts connections.
  * @param {string} label @param {(port: number) => string[]} argv
  */
-async function startOnPort(label, argv) {
+export async function startOnPort(label, argv) {
   const port = await freePort();
   const proc = new Proc(label, argv(port));
   try {
