@@ -30,7 +30,7 @@ const TASKGATE = fromRoot('dist/cli.js');
 
 export const SDK_V2_SETTINGS = {
   quick: { rounds: 2, calls: 60, block: 10, throughputCalls: 300, inFlight: 32, budgetS: 60 },
-  full: { rounds: 6, calls: 200, block: 20, throughputCalls: 1200, inFlight: 32, budgetS: 150 },
+  full: { rounds: 5, calls: 150, block: 15, throughputCalls: 800, inFlight: 32, budgetS: 90 },
 };
 
 /** @typedef {{ name: string, url: string, pids: () => number[], stop: () => Promise<void> }} Started */
