@@ -13,7 +13,7 @@ import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { digitsOf, serialize } from '../protocol/exact-ids.js';
 import { isObject, salvageId, type Message, type RequestId } from '../protocol/messages.js';
 import { readMessage } from '../protocol/read-message.js';
-import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
+import { ClientGiveUp, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
 import { checkModernHeaders, paramHeadersOf } from '../protocol/modern/headers.js';
 import { toModernError } from '../protocol/modern/results.js';
 import { MODERN_VERSIONS, isModernRequest } from '../protocol/modern/meta.js';
@@ -324,18 +324,18 @@ export class HttpFront {
         }),
       );
     }
-    const cancelled = new AbortController();
+    const cancelled = new ClientGiveUp();
     let answered = false;
     let streaming = false;
     res.on('close', () => {
-      if (!answered) cancelled.abort();
+      if (!answered) cancelled.giveUp();
     });
     const answer = await serve({
       request,
       ...(caller === undefined ? {} : { principal: caller.identity }),
       caller: caller?.identity ?? `address:${req.socket.remoteAddress ?? 'unknown'}`,
       ...(request.method === 'tools/call' ? { paramHeaders: paramHeadersOf(req.headers) } : {}),
-      signal: cancelled.signal,
+      signal: cancelled,
       notify: (related) => {
         if (answered || res.destroyed) return;
         if (!streaming) {

@@ -8,7 +8,7 @@ import { resolveConfig } from '../../src/config/load.js';
 import { Policy } from '../../src/config/policy.js';
 import type { ConfigInput } from '../../src/config/schema.js';
 import type { JsonObject } from '../../src/protocol/messages.js';
-import type { ModernAnswer } from '../../src/protocol/modern/exchange.js';
+import type { GiveUpSignal, ModernAnswer } from '../../src/protocol/modern/exchange.js';
 import { bridgeSession } from '../../src/modern/shared-bridge.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
@@ -27,7 +27,7 @@ export interface InProcessBridge {
   ask(
     method: string,
     params: JsonObject,
-    options?: { signal?: AbortSignal; notified?: object[]; principal?: string },
+    options?: { signal?: GiveUpSignal; notified?: object[]; principal?: string },
   ): Promise<ModernAnswer>;
   serverViolations(): unknown[];
   close(): Promise<void>;

@@ -6,6 +6,7 @@
 import { ElicitResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MODERN_INPUT_WAIT_MS } from '../../src/modern/defaults.js';
+import { ClientGiveUp } from '../../src/protocol/modern/exchange.js';
 import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
 import { textResult, type FakeTool } from '../helpers/in-process.js';
 
@@ -153,17 +154,25 @@ describe('the modern bridge, in-process', () => {
     await vi.waitFor(() => expect(elicited[0]?.outcome).toBeInstanceOf(McpError));
   });
 
-  it('a request the client gives up is cancelled upstream, and answered with nothing', async () => {
-    const gate = await open();
-    const abort = new AbortController();
-    const pending = gate.ask('tools/call', call('hang'), { signal: abort.signal });
-    // The call must have reached the server before it is cancelled: ask it something after.
-    await gate.ask('tools/call', call('echo'));
-    const before = cancelled.length;
-    abort.abort();
-    expect(await pending).toBeUndefined();
-    await vi.waitFor(() => expect(cancelled.length).toBe(before + 1));
-  });
+  it.each([
+    ['an AbortSignal', () => new AbortController()],
+    ["the HTTP front's ClientGiveUp", () => new ClientGiveUp()],
+  ])(
+    'a request the client gives up (%s) is cancelled upstream, and answered with nothing',
+    async (_kind, giveUpWith) => {
+      const gate = await open();
+      const given = giveUpWith();
+      const signal = given instanceof AbortController ? given.signal : given;
+      const pending = gate.ask('tools/call', call('hang'), { signal });
+      // The call must have reached the server before it is cancelled: ask it something after.
+      await gate.ask('tools/call', call('echo'));
+      const before = cancelled.length;
+      if (given instanceof AbortController) given.abort();
+      else given.giveUp();
+      expect(await pending).toBeUndefined();
+      await vi.waitFor(() => expect(cancelled.length).toBe(before + 1));
+    },
+  );
 
   it('refuses a request without the per-request _meta, before anything reaches the server', async () => {
     const gate = await open();

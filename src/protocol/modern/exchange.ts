@@ -15,7 +15,45 @@ export interface ModernExchange {
   /** A message that belongs with the request before its answer (progress, log messages): on its stream. */
   notify(message: object): void;
   /** Aborted when the client gives the request up (its HTTP stream closed, or notifications/cancelled). */
-  readonly signal: AbortSignal;
+  readonly signal: GiveUpSignal;
+}
+
+/**
+ * The part of an AbortSignal the bridge listens to, so that a front may hand either a real one or a
+ * ClientGiveUp (an AbortController and its EventTarget listener cost more than the rest of a plain call's
+ * HTTP handling: bench/PROFILING.md).
+ */
+export interface GiveUpSignal {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
+/** A GiveUpSignal as cheap as an array: each listener is called once, in the order added, on `giveUp()`. */
+export class ClientGiveUp implements GiveUpSignal {
+  private given = false;
+  private listeners: (() => void)[] = [];
+
+  get aborted(): boolean {
+    return this.given;
+  }
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    if (!this.given && !this.listeners.includes(listener)) this.listeners.push(listener);
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    const at = this.listeners.indexOf(listener);
+    if (at !== -1) this.listeners.splice(at, 1);
+  }
+
+  giveUp(): void {
+    if (this.given) return;
+    this.given = true;
+    const listeners = this.listeners;
+    this.listeners = [];
+    for (const listener of listeners) listener();
+  }
 }
 
 /**
