@@ -3,13 +3,15 @@
  * What one kind of operation costs one taskgate HTTP→stdio (in front of bench/fixture.js), alone: for
  * profiling where bench/modern.js finds the 2026-07-28 path dearer than the 2025 one.
  *
- *   node bench/modern-cost.js KIND [COUNT] [--in-flight N] [--prof DIR]
+ *   node bench/modern-cost.js KIND [COUNT] [--in-flight N] [--prof DIR [--prof-interval US]]
  *
  * KIND: `modern` (2026-07-28 echo, no extension), `legacy` (2025 echo in a session), `v2task`
  * (tools/call → tasks/get until completed), `v1task` (tools/call with task → tasks/result).
  * --in-flight N  operations outstanding at once (default 1: sequential, with a p50)
  * --prof DIR     taskgate under node --cpu-prof into DIR; the measured window is printed in ms from the
  *                profile's start, for `node bench/profile.js FILE --from A --to B --per COUNT`
+ * --prof-interval US  the profile's sampling interval (default 100 µs; node's own 1 000 µs gives a few
+ *                hundred samples in a window, too few to tell a 2 µs step from noise)
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -22,6 +24,7 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     prof: { type: 'string' },
+    'prof-interval': { type: 'string', default: '100' },
     'in-flight': { type: 'string', default: '1' },
     strace: { type: 'boolean', default: false },
   },
@@ -56,7 +59,9 @@ const straceOut = `/tmp/taskgate-bench-strace-${process.pid}.txt`;
 const gate = new Proc('taskgate', [
   ...(values.strace ? ['strace', '-c', '-f', '-e', 'trace=read,write,writev', '-o', straceOut] : []),
   NODE,
-  ...(values.prof ? ['--cpu-prof', `--cpu-prof-dir=${values.prof}`] : []),
+  ...(values.prof
+    ? ['--cpu-prof', `--cpu-prof-dir=${values.prof}`, `--cpu-prof-interval=${values['prof-interval']}`]
+    : []),
   fromRoot('dist/cli.js'),
   '--config',
   fromRoot('bench/taskgate.yaml'),
