@@ -106,8 +106,8 @@ export interface ModernBridgeOptions {
   /** Calls waiting for input at most; beyond it the oldest is given up. */
   maxParked: number;
   clientInfo: Implementation;
-  /** How a tools/call of this tool may run for a client with the tasks extension (the Session knows). */
-  toolTasks(name: string): Omit<ModernToolCallFacts, 'extension'>;
+  /** How a tools/call of this tool may run, for a request with or without the tasks extension (the Session knows). */
+  toolTasks(name: string, extension: boolean): ModernToolCallFacts;
   /** Tasks the bridge remembers (creator, pending input) at most. */
   maxTasks: number;
   /** The input board of a task store shared by replicas, so that any of them serves these tasks' input. */
@@ -165,26 +165,30 @@ export class ModernBridge {
   private readonly own = new Map<number, (outcome: Outcome) => void>();
   private readonly tasks: ExtensionTasks;
   private readonly subscriptions: Subscriptions;
-  private readonly byProgressToken = new Map<string, Call>();
   /** Each tool's `x-mcp-header` parameters, once read. */
   private toolHeaders: Promise<Map<string, HeaderParam[]>> | undefined;
+  /** What `toolHeaders` resolved with, while it is the one read. */
+  private toolHeadersRead: Map<string, HeaderParam[]> | undefined;
   private readonly stopServingRetries: () => void;
   private nextId = INITIALIZE_ID + 1;
   /** Input keys are never reused, so an answer can never reach a request it was not meant for. */
   private nextInputKey = 1;
   private readonly initialized: Promise<LegacyInitializeResult>;
+  /** What `initialized` resolved with, once it has: read without waiting. */
+  private initializedAs: LegacyInitializeResult | undefined;
   private settleInitialize!: (outcome: { result: JsonObject } | { error: JsonRpcErrorObject }) => void;
   private readonly parked: ParkedCalls<Call>;
   private readonly sealer: RequestStateSealer;
   private closedReason: string | undefined;
-  /** The upstream's identity, put in every result's `_meta`. */
-  private serverInfo: Implementation | undefined;
+  /** The upstream's identity, put in every result's `_meta` (one object for all results). */
+  private resultOptions: { serverInfo?: Implementation } = {};
 
   constructor(private readonly options: ModernBridgeOptions) {
     this.initialized = new Promise<LegacyInitializeResult>((resolve, reject) => {
       this.settleInitialize = (outcome) => {
-        if ('error' in outcome) reject(new InitializeFailed(outcome.error));
-        else resolve(asInitializeResult(outcome.result));
+        if ('error' in outcome) return reject(new InitializeFailed(outcome.error));
+        this.initializedAs ??= asInitializeResult(outcome.result);
+        resolve(this.initializedAs);
       };
     });
     this.initialized.catch(() => undefined);
@@ -243,7 +247,19 @@ export class ModernBridge {
   }
 
   /** Serves one modern request; resolves with its answer, or undefined once the client gave it up. */
-  async handle(exchange: ModernExchange): Promise<ModernAnswer> {
+  handle(exchange: ModernExchange): Promise<ModernAnswer> {
+    try {
+      return Promise.resolve(this.serve(exchange));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * handle, without a turn of the event loop's microtasks where nothing is to be waited for (the upstream
+   * initialized, the tool's header parameters read): each await was a promise and a tick per request.
+   */
+  private serve(exchange: ModernExchange): ModernAnswer | Promise<ModernAnswer> {
     const { request } = exchange;
     const read = readRequestMeta(request.params, this.options.supportedVersions);
     if (!read.ok) return this.refuse(request, toJsonRpcError(read.error));
@@ -257,12 +273,23 @@ export class ModernBridge {
     if (removed !== undefined)
       return this.refuse(request, { code: ErrorCode.MethodNotFound, message: removed });
 
-    let upstream: LegacyInitializeResult;
-    try {
-      upstream = await this.initialized;
-    } catch (error) {
-      return this.fail(request, error instanceof InitializeFailed ? error.error : toJsonRpcError(error));
+    const upstream = this.initializedAs;
+    if (upstream === undefined) {
+      return this.initialized.then(
+        (initialized) => this.serveInitialized(exchange, meta, initialized),
+        (error: unknown) =>
+          this.fail(request, error instanceof InitializeFailed ? error.error : toJsonRpcError(error)),
+      );
     }
+    return this.serveInitialized(exchange, meta, upstream);
+  }
+
+  private serveInitialized(
+    exchange: ModernExchange,
+    meta: ModernRequestMeta,
+    upstream: LegacyInitializeResult,
+  ): ModernAnswer | Promise<ModernAnswer> {
+    const { request } = exchange;
     if (this.closedReason !== undefined) return this.fail(request, this.unavailable());
     if (request.method === 'server/discover') {
       const discovered = buildDiscoverResult(upstream, {
@@ -289,15 +316,31 @@ export class ModernBridge {
       case 'subscriptions/listen':
         return this.subscriptions.listen(exchange, upstream.capabilities);
     }
-    const params = request.params;
-    if (request.method === 'tools/call' && exchange.paramHeaders !== undefined) {
-      const mirrored = checkParamHeaders(
-        await this.headerParamsOf(params?.name),
-        params?.arguments,
-        exchange.paramHeaders,
-      );
-      if (!mirrored.ok) return this.refuse(request, toJsonRpcError(mirrored.error));
-    }
+    const paramHeaders = request.method === 'tools/call' ? exchange.paramHeaders : undefined;
+    if (paramHeaders === undefined) return this.carry(exchange, meta);
+    const name = request.params?.name;
+    const known = this.toolHeadersRead;
+    if (known !== undefined) return this.carryMirrored(exchange, meta, paramsIn(known, name), paramHeaders);
+    return this.headerParamsOf(name).then((params) =>
+      this.carryMirrored(exchange, meta, params, paramHeaders),
+    );
+  }
+
+  /** A tools/call whose `Mcp-Param-*` headers must mirror its arguments, carried if they do. */
+  private carryMirrored(
+    exchange: ModernExchange,
+    meta: ModernRequestMeta,
+    params: readonly HeaderParam[],
+    given: ReadonlyMap<string, string | readonly string[]>,
+  ): ModernAnswer | Promise<ModernAnswer> {
+    const mirrored = checkParamHeaders(params, exchange.request.params?.arguments, given);
+    if (!mirrored.ok) return this.refuse(exchange.request, toJsonRpcError(mirrored.error));
+    return this.carry(exchange, meta);
+  }
+
+  /** A request for the Session: a retry goes on with its call, anything else is a new one. */
+  private carry(exchange: ModernExchange, meta: ModernRequestMeta): ModernAnswer | Promise<ModernAnswer> {
+    const params = exchange.request.params;
     if (params?.requestState !== undefined || params?.inputResponses !== undefined) {
       return this.resume(exchange, meta);
     }
@@ -376,7 +419,6 @@ export class ModernBridge {
       asTask,
     };
     this.calls.set(legacyId, call);
-    this.byProgressToken.set(bridgeToken(legacyId), call);
     const answer = this.wait(call, exchange);
     this.options.legacyClient.send({
       jsonrpc: '2.0',
@@ -384,7 +426,7 @@ export class ModernBridge {
       method: request.method,
       params: legacyParams(
         request.params,
-        bridgeToken(legacyId),
+        legacyId,
         asTask !== undefined,
         this.options.upstreamTakesCallerCapabilities?.() === true ? meta.clientCapabilities : undefined,
       ),
@@ -397,10 +439,9 @@ export class ModernBridge {
     const name = request.params?.name;
     if (request.method !== 'tools/call' || typeof name !== 'string') return undefined;
     const extensions = meta.clientCapabilities.extensions;
-    const plan = decideModernToolCall({
-      extension: isObject(extensions) && isObject(extensions[TASKS_EXTENSION]),
-      ...this.options.toolTasks(name),
-    });
+    const plan = decideModernToolCall(
+      this.options.toolTasks(name, isObject(extensions) && isObject(extensions[TASKS_EXTENSION])),
+    );
     switch (plan.kind) {
       case 'plain':
         return undefined;
@@ -553,7 +594,7 @@ export class ModernBridge {
   private initializeAnswered(outcome: { result: JsonObject } | { error: JsonRpcErrorObject }): void {
     this.settleInitialize(outcome);
     if ('result' in outcome) {
-      this.serverInfo = asInitializeResult(outcome.result).serverInfo;
+      this.resultOptions = { serverInfo: asInitializeResult(outcome.result).serverInfo };
       this.options.legacyClient.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     } else {
       this.options.logger.error(`the upstream server refused initialize: ${outcome.error.message}`);
@@ -662,8 +703,20 @@ export class ModernBridge {
    * list_changed). A tool it does not list has none: the upstream answers for it.
    */
   private async headerParamsOf(name: unknown): Promise<readonly HeaderParam[]> {
-    this.toolHeaders ??= this.readToolHeaders();
-    return (typeof name === 'string' ? (await this.toolHeaders).get(name) : undefined) ?? [];
+    if (this.toolHeaders === undefined) {
+      const reading = this.readToolHeaders();
+      this.toolHeaders = reading;
+      void reading.then((read) => {
+        if (this.toolHeaders === reading) this.toolHeadersRead = read;
+      });
+    }
+    return paramsIn(await this.toolHeaders, name);
+  }
+
+  /** The tools' header parameters are read again, on the next tools/call that needs them. */
+  private forgetToolHeaders(): void {
+    this.toolHeaders = undefined;
+    this.toolHeadersRead = undefined;
   }
 
   private async readToolHeaders(): Promise<Map<string, HeaderParam[]>> {
@@ -673,7 +726,7 @@ export class ModernBridge {
       const listed = await this.ask('tools/list', cursor === undefined ? {} : { cursor }).answer;
       if ('error' in listed) {
         // Read again on the next call, rather than checking nothing for as long as this bridge lives.
-        this.toolHeaders = undefined;
+        this.forgetToolHeaders();
         break;
       }
       const tools = listed.result.tools;
@@ -693,10 +746,10 @@ export class ModernBridge {
     params: JsonObject | undefined,
     arrival: Arrival | undefined,
   ): void {
-    if (method === 'notifications/tools/list_changed') this.toolHeaders = undefined;
+    if (method === 'notifications/tools/list_changed') this.forgetToolHeaders();
     if (method === 'notifications/progress') {
       const token = params?.progressToken;
-      const call = typeof token === 'string' ? this.byProgressToken.get(token) : undefined;
+      const call = typeof token === 'string' ? this.calls.get(legacyIdOfToken(token)) : undefined;
       const waiter = call?.waiter;
       if (call === undefined || waiter === undefined || call.clientProgressToken === undefined) return;
       waiter.exchange.notify({
@@ -757,11 +810,7 @@ export class ModernBridge {
   private responseTo(request: Request, outcome: Outcome): object {
     return 'error' in outcome
       ? errorResponse(request.id, toModernError(request.method, outcome.error))
-      : successResponse(request.id, toModernResult(request.method, outcome.result, this.resultOptions()));
-  }
-
-  private resultOptions(): { serverInfo?: Implementation } {
-    return this.serverInfo === undefined ? {} : { serverInfo: this.serverInfo };
+      : successResponse(request.id, toModernResult(request.method, outcome.result, this.resultOptions));
   }
 
   /** The client gave the request up: the upstream is told, and nothing more is sent for it. */
@@ -816,7 +865,6 @@ export class ModernBridge {
     call.waiter = undefined;
     if (call.parkedAs !== undefined) this.parked.take(call.parkedAs);
     this.calls.delete(call.legacyId);
-    this.byProgressToken.delete(bridgeToken(call.legacyId));
   }
 
   private answerServer(response: object): void {
@@ -890,7 +938,18 @@ const MAX_TOOL_PAGES = 100;
 /** The extension's tasks/* requests: within the caller's limits.taskRequestRate, as 2025 ones are. */
 const TASK_REQUESTS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
 
-const bridgeToken = (legacyId: number): string => `taskgate-modern-${legacyId}`;
+const BRIDGE_TOKEN = 'taskgate-modern-';
+const bridgeToken = (legacyId: number): string => `${BRIDGE_TOKEN}${legacyId}`;
+
+/** The call a progress token names, read off the token (NaN, which no call has, for any other token). */
+function legacyIdOfToken(token: string): number {
+  if (!token.startsWith(BRIDGE_TOKEN)) return Number.NaN;
+  const legacyId = Number(token.slice(BRIDGE_TOKEN.length));
+  return bridgeToken(legacyId) === token ? legacyId : Number.NaN;
+}
+
+const paramsIn = (byTool: Map<string, HeaderParam[]>, name: unknown): readonly HeaderParam[] =>
+  (typeof name === 'string' ? byTool.get(name) : undefined) ?? [];
 
 function progressTokenOf(params: JsonObject | undefined): string | number | undefined {
   const token = metaOf(params)?.progressToken;
@@ -907,7 +966,7 @@ function progressTokenOf(params: JsonObject | undefined): string | number | unde
  */
 function legacyParams(
   params: JsonObject | undefined,
-  progressToken: string,
+  legacyId: number,
   asTask: boolean,
   callerCapabilities: JsonObject | undefined,
 ): JsonObject {
@@ -926,7 +985,7 @@ function legacyParams(
     progressToken: clientToken,
     ...meta
   } = isObject(_meta) ? _meta : {};
-  if (clientToken !== undefined) meta.progressToken = progressToken;
+  if (clientToken !== undefined) meta.progressToken = bridgeToken(legacyId);
   if (callerCapabilities !== undefined) meta[CALLER_CAPABILITIES_META] = callerCapabilities;
   const legacy = asTask ? { ...rest, task: {} } : rest;
   return Object.keys(meta).length === 0 ? legacy : { ...legacy, _meta: meta };

@@ -37,10 +37,15 @@ export function startBridge(
     inputWaitMs: MODERN_INPUT_WAIT_MS,
     maxParked: MODERN_MAX_PARKED,
     clientInfo: TASKGATE_INFO,
-    toolTasks: (name) => ({
-      ...session.taskSupportFor(name),
-      promoteAfterMs: options.policy.forTool(name).promoteAfter,
-    }),
+    toolTasks: (name, extension) => {
+      const { taskSupport, upstreamTask } = session.taskSupportFor(name);
+      return {
+        extension,
+        taskSupport,
+        upstreamTask,
+        promoteAfterMs: options.policy.forTool(name).promoteAfter,
+      };
+    },
     maxTasks: options.config.tasks.maxTasks,
     ...(options.store.inputs === undefined ? {} : { taskInputs: options.store.inputs }),
     ...(options.limits === undefined ? {} : { limits: options.limits }),
@@ -98,10 +103,17 @@ export async function openModernSession(parts: ModernSessionParts): Promise<Open
 
 export class SharedModernBridge {
   private opening: Promise<OpenedBridge> | undefined;
+  /** What `opening` resolved with, while it is the current one: served without waiting on it. */
+  private opened: OpenedBridge | undefined;
 
   constructor(private readonly open: () => Promise<OpenedBridge>) {}
 
-  async handle(exchange: ModernExchange): Promise<ModernAnswer> {
+  handle(exchange: ModernExchange): Promise<ModernAnswer> {
+    const opened = this.opened;
+    return opened === undefined ? this.handleOnceOpen(exchange) : opened.bridge.handle(exchange);
+  }
+
+  private async handleOnceOpen(exchange: ModernExchange): Promise<ModernAnswer> {
     let opened: OpenedBridge;
     try {
       opened = await this.current();
@@ -124,6 +136,7 @@ export class SharedModernBridge {
   async close(): Promise<void> {
     const opening = this.opening;
     this.opening = undefined;
+    this.opened = undefined;
     const opened = await opening?.catch(() => undefined);
     await opened?.close();
   }
@@ -133,10 +146,14 @@ export class SharedModernBridge {
       const opening = this.open();
       this.opening = opening;
       opening.then(
-        (opened) =>
+        (opened) => {
+          if (this.opening === opening) this.opened = opened;
           void opened.ended.then(() => {
-            if (this.opening === opening) this.opening = undefined;
-          }),
+            if (this.opening !== opening) return;
+            this.opening = undefined;
+            this.opened = undefined;
+          });
+        },
         () => {
           if (this.opening === opening) this.opening = undefined;
         },

@@ -27,7 +27,13 @@ export interface InProcessBridge {
   ask(
     method: string,
     params: JsonObject,
-    options?: { signal?: GiveUpSignal; notified?: object[]; principal?: string },
+    options?: {
+      signal?: GiveUpSignal;
+      notified?: object[];
+      principal?: string;
+      /** `Mcp-Param-*` headers by lower-case name, as the HTTP front hands them. */
+      paramHeaders?: ReadonlyMap<string, string>;
+    },
   ): Promise<ModernAnswer>;
   serverViolations(): unknown[];
   close(): Promise<void>;
@@ -53,6 +59,7 @@ export async function inProcessBridge(tools: FakeTool[], input: ConfigInput = {}
         notify: (message) => options.notified?.push(message),
         signal: options.signal ?? new AbortController().signal,
         ...(options.principal === undefined ? {} : { principal: options.principal }),
+        ...(options.paramHeaders === undefined ? {} : { paramHeaders: options.paramHeaders }),
       }),
     serverViolations: () => [...serverTransport.violations],
     close: async () => {

@@ -40,6 +40,8 @@ export interface FakeTool {
   name: string;
   /** As the server lists it. A server with any tool that has one declares tasks and runs them itself. */
   taskSupport?: 'required' | 'optional' | 'forbidden';
+  /** As the server lists it; `{ type: 'object' }` unless given. */
+  inputSchema?: Record<string, unknown>;
   /** Runs a plain call, or the work of the server's own task. A thrown McpError is the call's error. */
   run(args: Record<string, unknown>, extra: ToolExtra): Promise<CallToolResult> | CallToolResult;
 }
@@ -168,9 +170,9 @@ export function fakeServer(tools: FakeTool[]): {
     },
   );
   server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: tools.map(({ name, taskSupport }) => ({
+    tools: tools.map(({ name, taskSupport, inputSchema }) => ({
       name,
-      inputSchema: { type: 'object' as const },
+      inputSchema: { type: 'object' as const, ...inputSchema },
       ...(taskSupport === undefined ? {} : { execution: { taskSupport } }),
     })),
   }));

@@ -47,6 +47,24 @@ const ask: FakeTool = {
     }
   },
 };
+const progress: FakeTool = {
+  name: 'progress',
+  run: async (_args, extra) => {
+    const progressToken = extra._meta?.progressToken;
+    if (progressToken !== undefined) {
+      await extra.sendNotification({
+        method: 'notifications/progress',
+        params: { progressToken, progress: 1 },
+      });
+    }
+    return textResult('done');
+  },
+};
+const region: FakeTool = {
+  name: 'region',
+  inputSchema: { properties: { region: { type: 'string', 'x-mcp-header': 'Region' } } },
+  run: (args) => textResult(String(args.region)),
+};
 const cancelled: string[] = [];
 const hang: FakeTool = {
   name: 'hang',
@@ -71,7 +89,7 @@ afterEach(async () => {
 // The upstream deadline well past the bridge's wait, so that only the bridge gives a parked call up.
 const LONG_DEADLINE = { upstream: { command: 'never-run', requestTimeout: 10 * MODERN_INPUT_WAIT_MS } };
 const open = async (): Promise<InProcessBridge> =>
-  (bridge = await inProcessBridge([echo, ask, hang], LONG_DEADLINE));
+  (bridge = await inProcessBridge([echo, ask, hang, progress, region], LONG_DEADLINE));
 
 /**
  * Resolves once `check` holds, letting the in-process hops run (a few hundred turns of the real event
@@ -173,6 +191,31 @@ describe('the modern bridge, in-process', () => {
       await vi.waitFor(() => expect(cancelled.length).toBe(before + 1));
     },
   );
+
+  it("a call's progress reaches its client under the client's own token", async () => {
+    const gate = await open();
+    const notified: object[] = [];
+    const meta = { ...MODERN_META, progressToken: 'mine' };
+    const answer = await answerOf(gate.ask('tools/call', call('progress', {}, meta), { notified }));
+    expect(answer.result).toMatchObject({ content: [{ text: 'done' }] });
+    expect(notified).toEqual([
+      { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'mine', progress: 1 } },
+    ]);
+  });
+
+  it("Mcp-Param headers are checked against the tool's x-mcp-header parameters, before and once they are read", async () => {
+    const gate = await open();
+    const regionCall = (value: string) => ({ ...call('region'), arguments: { region: value } });
+    const headers = new Map([['mcp-param-region', 'eu']]);
+    for (const round of ['tools/list still being read', 'tools/list read']) {
+      const differs = await answerOf(gate.ask('tools/call', regionCall('us'), { paramHeaders: headers }));
+      expect(differs.error, round).toMatchObject({ code: -32020 });
+    }
+    const missing = await answerOf(gate.ask('tools/call', regionCall('us'), { paramHeaders: new Map() }));
+    expect(missing.error).toMatchObject({ code: -32020 });
+    const mirrored = await answerOf(gate.ask('tools/call', regionCall('eu'), { paramHeaders: headers }));
+    expect(mirrored.result).toMatchObject({ content: [{ text: 'eu' }] });
+  });
 
   it('refuses a request without the per-request _meta, before anything reaches the server', async () => {
     const gate = await open();
