@@ -156,12 +156,17 @@ function annotationsIn(node: unknown, isPropertyMap: boolean, depth: number): nu
   return count;
 }
 
+const PARAM_PREFIX = 'mcp-param-';
+
 /** The `Mcp-Param-*` headers of a request, by lower-case name. */
 export function paramHeadersOf(headers: HeaderMap): Map<string, string | readonly string[]> {
   const found = new Map<string, string | readonly string[]>();
-  for (const [name, value] of Object.entries(headers)) {
-    if (value !== undefined && name.toLowerCase().startsWith('mcp-param-'))
-      found.set(name.toLowerCase(), value);
+  for (const name of Object.keys(headers)) {
+    // Most headers are told apart by their length or first letter, without a lower-cased copy of each.
+    if (name.length < PARAM_PREFIX.length || (name[0] !== 'm' && name[0] !== 'M')) continue;
+    const lower = name.toLowerCase();
+    const value = headers[name];
+    if (value !== undefined && lower.startsWith(PARAM_PREFIX)) found.set(lower, value);
   }
   return found;
 }

@@ -49,8 +49,8 @@ export function toModernResult(
   const modern: JsonObject = { ...result, resultType };
   const meta = withoutRelatedTask(result._meta);
   if (options.serverInfo !== undefined) meta[SERVER_INFO_META] = options.serverInfo;
-  if (Object.keys(meta).length > 0) modern._meta = meta;
-  else delete modern._meta;
+  if (options.serverInfo !== undefined || Object.keys(meta).length > 0) modern._meta = meta;
+  else if ('_meta' in modern) delete modern._meta;
   if (resultType === 'complete' && CACHEABLE.has(method)) {
     const cache = options.cache ?? CONSERVATIVE_CACHE;
     if (typeof modern.ttlMs !== 'number' || modern.ttlMs < 0) modern.ttlMs = cache.ttlMs;
@@ -100,6 +100,8 @@ function modernTool(tool: unknown): unknown {
 /** `related-task` belongs to the 2025-11-25 tasks; the extension has no such key. */
 function withoutRelatedTask(meta: unknown): JsonObject {
   if (!isObject(meta)) return {};
+  // A rest with a computed key excluded is V8's slow copy: most results have no related-task to drop.
+  if (!(RELATED_TASK_META in meta)) return { ...meta };
   const { [RELATED_TASK_META]: _related, ...rest } = meta;
   return rest;
 }
