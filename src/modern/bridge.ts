@@ -230,11 +230,11 @@ export class ModernBridge {
   /** Starts the 2025 session the modern requests are carried on. */
   start(): void {
     this.options.legacyClient.start({
-      message: (raw, arrival) => this.fromSession(raw, arrival),
+      message: (raw, arrival, parsed) => this.fromSession(raw, arrival, parsed),
       malformed: () => undefined,
       closed: ({ reason }) => this.sessionClosed(reason),
     });
-    this.options.legacyClient.send({
+    this.toSession({
       jsonrpc: '2.0',
       id: INITIALIZE_ID,
       method: 'initialize',
@@ -420,7 +420,7 @@ export class ModernBridge {
     };
     this.calls.set(legacyId, call);
     const answer = this.wait(call, exchange);
-    this.options.legacyClient.send({
+    this.toSession({
       jsonrpc: '2.0',
       id: legacyId,
       method: request.method,
@@ -457,7 +457,7 @@ export class ModernBridge {
   /** Gives up one of the bridge's own requests. */
   private drop(id: number, reason: string): void {
     if (!this.own.delete(id) || this.closedReason !== undefined) return;
-    this.options.legacyClient.send({
+    this.toSession({
       jsonrpc: '2.0',
       method: 'notifications/cancelled',
       params: { requestId: id, reason },
@@ -478,7 +478,7 @@ export class ModernBridge {
       return { id, answer: Promise.resolve({ error: this.unavailable() }) };
     }
     const answer = new Promise<Outcome>((resolve) => this.own.set(id, resolve));
-    this.options.legacyClient.send({ jsonrpc: '2.0', id, method, params });
+    this.toSession({ jsonrpc: '2.0', id, method, params });
     return { id, answer };
   }
 
@@ -562,10 +562,10 @@ export class ModernBridge {
     });
   }
 
-  private fromSession(raw: Buffer, arrival: Arrival | undefined): void {
+  private fromSession(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined): void {
     let message;
     try {
-      message = classify(withExactId(parseFrame(raw, 'the session'), raw));
+      message = classify(withExactId(parsed ?? parseFrame(raw, 'the session'), raw));
     } catch (error) {
       this.options.logger.warn({ err: error }, 'modern bridge: unreadable message from the session');
       return;
@@ -595,7 +595,7 @@ export class ModernBridge {
     this.settleInitialize(outcome);
     if ('result' in outcome) {
       this.resultOptions = { serverInfo: asInitializeResult(outcome.result).serverInfo };
-      this.options.legacyClient.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      this.toSession({ jsonrpc: '2.0', method: 'notifications/initialized' });
     } else {
       this.options.logger.error(`the upstream server refused initialize: ${outcome.error.message}`);
     }
@@ -853,7 +853,7 @@ export class ModernBridge {
     }
     this.forget(call);
     if (!open || call.outcome !== undefined) return;
-    this.options.legacyClient.send({
+    this.toSession({
       jsonrpc: '2.0',
       method: 'notifications/cancelled',
       params: { requestId: call.legacyId, reason },
@@ -865,6 +865,14 @@ export class ModernBridge {
     call.waiter = undefined;
     if (call.parkedAs !== undefined) this.parked.take(call.parkedAs);
     this.calls.delete(call.legacyId);
+  }
+
+  /**
+   * One of the bridge's own messages (its ids are its own small integers, exact in JSON), handed over
+   * beside its bytes so that a Session that reads it need not parse what was just serialized (channel.ts).
+   */
+  private toSession(message: JsonObject): void {
+    this.options.legacyClient.sendRaw(JSON.stringify(message), undefined, message);
   }
 
   private answerServer(response: object): void {

@@ -39,8 +39,13 @@ export type Route = { responseTo: RequestId } | { relatedTo: RequestId };
  * child and an HTTP server that lost its session the same way.
  */
 export interface ChannelHandlers {
-  /** The exact bytes of one message, not yet parsed (forwarded as they are when nothing changes). */
-  message(raw: Buffer, arrival?: Arrival): void;
+  /**
+   * The exact bytes of one message, not yet parsed (forwarded as they are when nothing changes), and, when
+   * the sender handed it beside them (`Channel.sendRaw`), the value they were serialized from: the
+   * receiver may read it instead of parsing `raw` again. It is the sender's object, not a copy: the
+   * receiver does not change it (it copies what it would change).
+   */
+  message(raw: Buffer, arrival?: Arrival, parsed?: object): void;
   /** A frame that could not become a message: over the size limit. */
   malformed(error: ProtocolError, id: RequestId | null): void;
   /**
@@ -66,8 +71,13 @@ export interface ChannelHandlers {
  */
 export interface Channel {
   start(handlers: ChannelHandlers): void;
-  /** Sends the bytes of one serialized JSON-RPC message, as they are. */
-  sendRaw(raw: Buffer | string, route?: Route): void;
+  /**
+   * Sends the bytes of one serialized JSON-RPC message, as they are. `parsed`: the value they were
+   * serialized from, with nothing JSON drops (no undefined members) and no id that JSON cannot hold
+   * exactly (exact-ids.ts), so that it is what parsing them gives. A channel in memory delivers it beside
+   * the bytes (other channels ignore it); the sender gives it away and does not change it after.
+   */
+  sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void;
   send(message: object, route?: Route): void;
   close(): Promise<void>;
   /**

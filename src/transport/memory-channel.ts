@@ -2,7 +2,8 @@
  * Two Channels joined in memory: what one end sends, the other receives, on a later tick as a pipe would
  * deliver it. taskgate uses a pair where one of its own parts speaks to another as a peer (the modern
  * front is a 2025 client of a Session); tests use it to run the core without processes. A message sent
- * with a route arrives saying which request it belongs to, as one on that request's HTTP stream would.
+ * with a route arrives saying which request it belongs to, as one on that request's HTTP stream would,
+ * and one sent with its parsed value arrives with that very value beside its bytes.
  */
 import type { Arrival, Channel, ChannelHandlers, CloseInfo, Route } from './channel.js';
 
@@ -24,7 +25,7 @@ export class MemoryChannel implements Channel {
   peer: MemoryChannel | undefined;
   private handlers: ChannelHandlers | undefined;
   /** Messages that arrived before start(): delivered then, in order. */
-  private early: { raw: Buffer; arrival?: Arrival }[] = [];
+  private early: Delivery[] = [];
   /** The peer went away before start(): reported then, after the early messages. */
   private closedEarly: CloseInfo | undefined;
   private closed = false;
@@ -36,7 +37,7 @@ export class MemoryChannel implements Channel {
     this.handlers = handlers;
     const early = this.early;
     this.early = [];
-    for (const { raw, arrival } of early) handlers.message(raw, arrival);
+    for (const { raw, arrival, parsed } of early) handlers.message(raw, arrival, parsed);
     const closedEarly = this.closedEarly;
     if (closedEarly === undefined) return;
     this.closedEarly = undefined;
@@ -50,13 +51,13 @@ export class MemoryChannel implements Channel {
     return this;
   }
 
-  sendRaw(raw: Buffer | string, route?: Route): void {
+  sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void {
     if (this.closed) return;
     if (this.keepRoutes) this.sentRoutes.push(route);
     const peer = this.peer;
     const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
     const arrival = arrivalOf(route);
-    queueMicrotask(() => peer?.receive(bytes, arrival));
+    queueMicrotask(() => peer?.receive(bytes, arrival, parsed));
   }
 
   send(message: object, route?: Route): void {
@@ -72,10 +73,10 @@ export class MemoryChannel implements Channel {
     queueMicrotask(() => peer?.peerClosed({ reason: 'the other end closed' }));
   }
 
-  private receive(raw: Buffer, arrival?: Arrival): void {
+  private receive(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined): void {
     if (this.closed) return;
-    if (this.handlers === undefined) this.early.push(arrival === undefined ? { raw } : { raw, arrival });
-    else this.handlers.message(raw, arrival);
+    if (this.handlers === undefined) this.early.push({ raw, arrival, parsed });
+    else this.handlers.message(raw, arrival, parsed);
   }
 
   private peerClosed(info: CloseInfo): void {
@@ -86,6 +87,12 @@ export class MemoryChannel implements Channel {
     if (handlers) handlers.closed(info);
     else this.closedEarly = info;
   }
+}
+
+interface Delivery {
+  raw: Buffer;
+  arrival: Arrival | undefined;
+  parsed: object | undefined;
 }
 
 function arrivalOf(route: Route | undefined): Arrival | undefined {

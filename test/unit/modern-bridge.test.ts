@@ -5,8 +5,12 @@
  */
 import { ElicitResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { pino } from 'pino';
+import { ModernBridge } from '../../src/modern/bridge.js';
 import { MODERN_INPUT_WAIT_MS } from '../../src/modern/defaults.js';
 import { ClientGiveUp } from '../../src/protocol/modern/exchange.js';
+import { ALL_VERSIONS } from '../../src/protocol/versions.js';
+import { memoryChannelPair } from '../../src/transport/memory-channel.js';
 import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
 import { textResult, type FakeTool } from '../helpers/in-process.js';
 
@@ -224,5 +228,60 @@ describe('the modern bridge, in-process', () => {
       refused?: boolean;
     };
     expect(refused).toMatchObject({ refused: true, response: { error: { code: -32602 } } });
+  });
+});
+
+describe('the modern bridge and the Session, a parsed value beside the bytes (channel.ts)', () => {
+  /** A bridge whose Session end is the test's, with what arrives there. */
+  function bridgeOnPair() {
+    const { a, b } = memoryChannelPair();
+    const heard: { raw: string; parsed: object | undefined }[] = [];
+    a.start({
+      message: (raw, _arrival, parsed) => heard.push({ raw: raw.toString(), parsed }),
+      malformed: () => undefined,
+      closed: () => undefined,
+    });
+    const modern = new ModernBridge({
+      legacyClient: b,
+      logger: pino({ level: 'silent' }),
+      supportedVersions: ALL_VERSIONS,
+      replica: 'test',
+      inputWaitMs: MODERN_INPUT_WAIT_MS,
+      maxParked: 10,
+      clientInfo: { name: 'taskgate', version: '0' },
+      toolTasks: (_name, extension) => ({
+        extension,
+        taskSupport: 'forbidden',
+        upstreamTask: false,
+        promoteAfterMs: 0,
+      }),
+      maxTasks: 10,
+      defaultCaller: 'test',
+    });
+    modern.start();
+    return { session: a, modern, heard };
+  }
+
+  it('reads what the Session hands beside the bytes rather than parsing them, and hands its own messages so', async () => {
+    const { session, modern, heard } = bridgeOnPair();
+    await vi.waitFor(() => expect(heard).toHaveLength(1));
+    const initialize = heard[0]!;
+    expect(initialize.parsed).toEqual(JSON.parse(initialize.raw));
+    const info = (name: string) => ({ capabilities: {}, serverInfo: { name, version: '1' } });
+    const bytes = JSON.stringify({ jsonrpc: '2.0', id: 0, result: info('from-the-bytes') });
+    session.sendRaw(bytes, undefined, { jsonrpc: '2.0', id: 0, result: info('beside-the-bytes') });
+    const discovered = await answerOf(
+      modern.handle({
+        request: { jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: MODERN_META } },
+        notify: () => undefined,
+        signal: new ClientGiveUp(),
+      }),
+    );
+    expect(discovered.result?._meta).toEqual({
+      'io.modelcontextprotocol/serverInfo': { name: 'beside-the-bytes', version: '1' },
+    });
+    await vi.waitFor(() => expect(heard).toHaveLength(2));
+    expect(heard[1]!.parsed).toEqual({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    await modern.close();
   });
 });
