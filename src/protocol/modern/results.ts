@@ -46,7 +46,8 @@ export function toModernResult(
   options: { serverInfo?: Implementation; cache?: CacheHints } = {},
 ): JsonObject {
   const resultType = resultTypeOf(result);
-  const modern: JsonObject = { ...result, resultType };
+  const modern = copyOf(result);
+  modern.resultType = resultType;
   const meta = withoutRelatedTask(result._meta);
   if (options.serverInfo !== undefined) meta[SERVER_INFO_META] = options.serverInfo;
   if (options.serverInfo !== undefined || Object.keys(meta).length > 0) modern._meta = meta;
@@ -101,7 +102,17 @@ function modernTool(tool: unknown): unknown {
 function withoutRelatedTask(meta: unknown): JsonObject {
   if (!isObject(meta)) return {};
   // A rest with a computed key excluded is V8's slow copy: most results have no related-task to drop.
-  if (!(RELATED_TASK_META in meta)) return { ...meta };
+  if (!(RELATED_TASK_META in meta)) return copyOf(meta);
   const { [RELATED_TASK_META]: _related, ...rest } = meta;
   return rest;
+}
+
+/**
+ * A shallow copy, keys in the same order, ready for more keys: V8 takes its slow path for a spread that
+ * adds keys after it (`{ ...result, resultType }` was ~1 µs of every modern result; Object.assign onto a
+ * literal ~0.05). Object.assign would set the prototype from an own "__proto__" (JSON.parse makes one),
+ * which a spread copies as a key: such a value is spread.
+ */
+function copyOf(value: JsonObject): JsonObject {
+  return Object.hasOwn(value, '__proto__') ? { ...value } : Object.assign({}, value);
 }
