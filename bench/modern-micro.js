@@ -15,6 +15,7 @@ const { checkModernHeaders } = await import(dist('protocol/modern/headers.js'));
 const { readRequestMeta } = await import(dist('protocol/modern/meta.js'));
 const { toModernResult } = await import(dist('protocol/modern/results.js'));
 const { ALL_VERSIONS } = await import(dist('protocol/versions.js'));
+const { ClientGiveUp } = await import(dist('protocol/modern/exchange.js'));
 
 const meta = {
   'io.modelcontextprotocol/protocolVersion': '2026-07-28',
@@ -53,6 +54,16 @@ const steps = {
     controller.signal.addEventListener('abort', listener, { once: true });
     controller.signal.removeEventListener('abort', listener);
   },
+  ...(ClientGiveUp === undefined
+    ? {}
+    : {
+        'new ClientGiveUp + add/remove one abort listener (modernPost, bridge.wait since f4ec4fe)': () => {
+          const given = new ClientGiveUp();
+          const listener = () => undefined;
+          given.addEventListener('abort', listener, { once: true });
+          given.removeEventListener('abort', listener);
+        },
+      }),
   'toModernResult (bridge.responseTo)': () => toModernResult('tools/call', result, { serverInfo }),
   'JSON.stringify + JSON.parse of the request (one extra hop through the memory channel)': () =>
     JSON.parse(JSON.stringify(request)),
