@@ -30,7 +30,7 @@ export class ProbingUpstream implements Channel {
   private receiver: ChannelHandlers | undefined;
   /** Where the Session's messages go once the era is known. */
   private target: Channel | undefined;
-  private waiting: { raw: Buffer | string; route?: Route }[] = [];
+  private waiting: { raw: Buffer | string; route: Route | undefined; parsed: object | undefined }[] = [];
   /** Until the probe is answered, each message is looked at for its answer; after, none pays for it. */
   private probeOpen = true;
 
@@ -92,9 +92,9 @@ export class ProbingUpstream implements Channel {
     });
   }
 
-  sendRaw(raw: Buffer | string, route?: Route): void {
-    if (this.target !== undefined) this.target.sendRaw(raw, route);
-    else this.waiting.push(route === undefined ? { raw } : { raw, route });
+  sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void {
+    if (this.target !== undefined) this.target.sendRaw(raw, route, parsed);
+    else this.waiting.push({ raw, route, parsed });
   }
 
   send(message: object, route?: Route): void {
@@ -132,14 +132,14 @@ export class ProbingUpstream implements Channel {
     }
     const waiting = this.waiting;
     this.waiting = [];
-    for (const { raw, route } of waiting) this.target.sendRaw(raw, route);
+    for (const { raw, route, parsed } of waiting) this.target.sendRaw(raw, route, parsed);
   }
 
   /** The inner channel as the translator sees it: started already, its events handed on. */
   private innerView(): Channel {
     return {
       start: (handlers) => (this.receiver = handlers),
-      sendRaw: (raw, route) => this.inner.sendRaw(raw, route),
+      sendRaw: (raw, route, parsed) => this.inner.sendRaw(raw, route, parsed),
       send: (message, route) => this.inner.send(message, route),
       close: () => this.inner.close(),
     };

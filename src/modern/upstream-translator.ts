@@ -110,7 +110,7 @@ export class ModernUpstreamTranslator implements Channel {
   start(handlers: ChannelHandlers): void {
     this.handlers = handlers;
     this.inner.start({
-      message: (raw) => this.fromUpstream(raw),
+      message: (raw, _arrival, parsed) => this.fromUpstream(raw, parsed),
       malformed: (error, id) => handlers.malformed(error, id),
       closed: (info) => {
         this.inFlight.clear();
@@ -133,11 +133,10 @@ export class ModernUpstreamTranslator implements Channel {
     });
   }
 
-  sendRaw(raw: Buffer | string, route?: Route): void {
-    const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
+  sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void {
     let message;
     try {
-      message = classify(withExactId(parseFrame(bytes, 'the session'), bytes));
+      message = classify(parsed ?? readOwn(raw));
     } catch {
       return;
     }
@@ -315,10 +314,10 @@ export class ModernUpstreamTranslator implements Channel {
     this.listen.open();
   }
 
-  private fromUpstream(raw: Buffer): void {
+  private fromUpstream(raw: Buffer, parsed: object | undefined): void {
     let message;
     try {
-      message = classify(withExactId(parseFrame(raw, 'the upstream server'), raw));
+      message = classify(parsed ?? withExactId(parseFrame(raw, 'the upstream server'), raw));
     } catch (error) {
       this.logger.warn({ err: error }, 'modern upstream: unreadable message');
       return;
@@ -454,4 +453,10 @@ function needsTasks(error: { code: number; data?: unknown }): boolean {
   if (error.code !== ErrorCode.MissingRequiredClientCapability || !isObject(error.data)) return false;
   const required = error.data.requiredCapabilities;
   return isObject(required) && isObject(required.extensions) && TASKS_EXTENSION in required.extensions;
+}
+
+/** A message the Session serialized, read back (ids beyond 2^53 as taskgate holds them). */
+function readOwn(raw: Buffer | string): unknown {
+  const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
+  return withExactId(parseFrame(bytes, 'the session'), bytes);
 }

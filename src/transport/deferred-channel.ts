@@ -9,7 +9,7 @@ import type { Channel, ChannelHandlers, Route } from './channel.js';
 export class DeferredChannel implements Channel {
   private inner: Channel | undefined;
   private handlers: ChannelHandlers | undefined;
-  private waiting: { raw: Buffer | string; route?: Route }[] = [];
+  private waiting: { raw: Buffer | string; route: Route | undefined; parsed: object | undefined }[] = [];
   private closed = false;
 
   start(handlers: ChannelHandlers): void {
@@ -22,13 +22,13 @@ export class DeferredChannel implements Channel {
     if (this.handlers !== undefined) inner.start(this.handlers);
     const waiting = this.waiting;
     this.waiting = [];
-    for (const { raw, route } of waiting) inner.sendRaw(raw, route);
+    for (const { raw, route, parsed } of waiting) inner.sendRaw(raw, route, parsed);
     if (this.closed) void inner.close();
   }
 
-  sendRaw(raw: Buffer | string, route?: Route): void {
-    if (this.inner !== undefined) this.inner.sendRaw(raw, route);
-    else if (!this.closed) this.waiting.push(route === undefined ? { raw } : { raw, route });
+  sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void {
+    if (this.inner !== undefined) this.inner.sendRaw(raw, route, parsed);
+    else if (!this.closed) this.waiting.push({ raw, route, parsed });
   }
 
   send(message: object, route?: Route): void {

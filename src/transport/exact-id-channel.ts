@@ -24,14 +24,14 @@ export class ExactIdChannel implements Channel {
     this.inner.send(message, route);
   }
 
-  sendRaw(raw: Buffer | string, route?: Route): void {
+  sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void {
     // The upstream's answer to an aliased request carries the alias it was given.
     const to = route !== undefined && 'responseTo' in route ? route.responseTo : undefined;
     if (!this.answersOnly && digitsOf(to) !== undefined) {
-      const message = JSON.parse(raw.toString()) as object;
+      const message = parsed ?? (JSON.parse(raw.toString()) as object);
       return this.inner.sendRaw(serialize({ ...message, id: to }), route);
     }
-    this.inner.sendRaw(raw, route);
+    this.inner.sendRaw(raw, route, parsed);
   }
 
   close(): Promise<void> {

@@ -59,8 +59,8 @@ class HeldChannel implements Channel {
     for (const event of held) this.dispatch(handlers, event);
   }
 
-  sendRaw(raw: Buffer | string, route?: Route): void {
-    this.inner.sendRaw(raw, route);
+  sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void {
+    this.inner.sendRaw(raw, route, parsed);
   }
 
   send(message: object, route?: Route): void {

@@ -32,7 +32,7 @@ import {
   type RequestId,
 } from '../protocol/messages.js';
 import { backoffDelay } from './backoff.js';
-import type { Channel, ChannelHandlers } from './channel.js';
+import type { Channel, ChannelHandlers, Route } from './channel.js';
 import { promiseOf } from './handshake-promise.js';
 import {
   HttpOrigin,
@@ -239,12 +239,14 @@ export class HttpUpstream implements Channel {
     this.handlers = handlers;
   }
 
-  sendRaw(raw: Buffer | string): void {
-    let value: unknown;
-    try {
-      value = JSON.parse(typeof raw === 'string' ? raw : raw.toString('utf8'));
-    } catch {
-      value = undefined; // the server will say what it thinks of it
+  sendRaw(raw: Buffer | string, _route?: Route, parsed?: object): void {
+    let value: unknown = parsed;
+    if (value === undefined) {
+      try {
+        value = JSON.parse(typeof raw === 'string' ? raw : raw.toString('utf8'));
+      } catch {
+        value = undefined; // the server will say what it thinks of it
+      }
     }
     this.dispatch({ body: raw, ...envelopeOf(value) });
   }

@@ -11,6 +11,7 @@
  */
 import type { Logger } from 'pino';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { withExactId } from '../protocol/exact-ids.js';
 import { idOfOversized, parseFrame } from '../protocol/frames.js';
 import {
   classify,
@@ -31,7 +32,7 @@ import {
   type HeaderParam,
 } from '../protocol/modern/headers.js';
 import { MODERN_VERSIONS, PROTOCOL_VERSION_META } from '../protocol/modern/meta.js';
-import type { Channel, ChannelHandlers } from './channel.js';
+import type { Channel, ChannelHandlers, Route } from './channel.js';
 import {
   discard,
   HttpOrigin,
@@ -73,20 +74,27 @@ export class ModernHttpUpstream implements Channel {
   }
 
   send(message: object): void {
-    this.sendRaw(JSON.stringify(message));
+    this.fromTranslator(message, undefined);
   }
 
-  sendRaw(raw: Buffer | string): void {
-    if (this.closed) return;
+  sendRaw(raw: Buffer | string, _route?: Route, parsed?: object): void {
     const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
+    this.fromTranslator(parsed, bytes);
+  }
+
+  /** One message of the translator's: the value, its bytes, or both (each made from the other if need be). */
+  private fromTranslator(value: object | undefined, bytes: Buffer | undefined): void {
+    if (this.closed) return;
     let message;
     try {
-      message = classify(parseFrame(bytes, 'taskgate'));
+      message = classify(value ?? parseFrame(bytes!, 'taskgate'));
     } catch (error) {
       this.logger.warn({ err: (error as Error).message }, 'not sent to the 2026-07-28 upstream');
       return;
     }
-    if (message.kind === 'request') return void this.post(message.msg, bytes);
+    if (message.kind === 'request') {
+      return void this.post(message.msg, bytes ?? Buffer.from(JSON.stringify(value)));
+    }
     if (message.kind === 'notification' && message.msg.method === 'notifications/cancelled') {
       const requestId = message.msg.params?.requestId;
       if (typeof requestId === 'string' || typeof requestId === 'number') {
@@ -199,7 +207,9 @@ export class ModernHttpUpstream implements Channel {
       }
     }
     if (isObject(value) && (isAnswer || !('id' in value) || 'method' in value)) {
-      this.handlers?.message(raw, { onStreamOf: id });
+      // Read once: the value goes beside its bytes, unless JSON rounded an id in it (exact-ids.ts).
+      const exact = withExactId(value, raw) === value;
+      this.handlers?.message(raw, { onStreamOf: id }, exact ? value : undefined);
     }
     return isAnswer;
   }

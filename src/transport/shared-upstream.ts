@@ -15,7 +15,7 @@ import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { TaskNotFoundError } from '../tasks/errors.js';
 import { ALLOWED_TRANSITIONS, isTerminal, type TaskStatus } from '../tasks/state.js';
 import { CALLER_CAPABILITIES_META } from '../protocol/modern/meta.js';
-import { serialize, withExactId, withExactRequestId } from '../protocol/exact-ids.js';
+import { hasAlias, serialize, withExactId, withExactRequestId } from '../protocol/exact-ids.js';
 import { parseFrame } from '../protocol/frames.js';
 import {
   RELATED_TASK_META,
@@ -232,7 +232,8 @@ export class SharedUpstream {
   }
 
   private passOn(message: object, raw: Buffer | string | undefined, route: Route | undefined): void {
-    if (raw !== undefined) this.upstream.sendRaw(raw, route);
+    // The message goes beside its bytes, unless it holds an id JSON cannot (exact-ids.ts).
+    if (raw !== undefined) this.upstream.sendRaw(raw, route, hasAlias(message) ? undefined : message);
     else this.upstream.send(message, route);
   }
 
@@ -510,17 +511,13 @@ class Port implements Channel {
     this.shared.fromPort(this, classified, undefined, route);
   }
 
-  sendRaw(raw: Buffer | string, route?: Route): void {
+  sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void {
     if (this.closed) return;
-    const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
     let classified: Message;
     try {
-      classified = classify(withExactId(parseFrame(bytes, 'a client session'), bytes));
+      classified = parsed === undefined ? readFromSession(raw) : classify(parsed);
     } catch {
       return; // the session parsed it before sending: nothing here would
-    }
-    if (classified.kind === 'notification') {
-      classified = { kind: 'notification', msg: withExactRequestId(classified.msg, bytes) };
     }
     // Requests and cancellations are rewritten; anything else goes as its bytes.
     this.shared.fromPort(this, classified, classified.kind === 'request' ? undefined : raw, route);
@@ -560,4 +557,12 @@ class Port implements Channel {
   upstreamReopened(): void {
     this.handlers?.reopened?.();
   }
+}
+
+/** A message a Session serialized, read back with ids beyond 2^53 as taskgate holds them. */
+function readFromSession(raw: Buffer | string): Message {
+  const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
+  const classified = classify(withExactId(parseFrame(bytes, 'a client session'), bytes));
+  if (classified.kind !== 'notification') return classified;
+  return { kind: 'notification', msg: withExactRequestId(classified.msg, bytes) };
 }

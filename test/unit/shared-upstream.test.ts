@@ -275,6 +275,15 @@ describe('SharedUpstream', () => {
     expect((await b.answerTo('list')).result).toEqual({ tasks: [task('t-b')] });
   });
 
+  it('reads a message handed beside its bytes from the value, without parsing the bytes again', async () => {
+    const { server, a } = await twoSessions();
+    const call = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'handed' } };
+    // Bytes that are not JSON: only the value handed beside them can have been read.
+    a.channel.sendRaw('not json', undefined, call);
+    const sent = await server.next((f) => f.method === 'tools/call', 'the call upstream');
+    expect(sent.params).toEqual({ name: 'handed' });
+  });
+
   it("stops routing a native task's progress once the task has ended", async () => {
     const { server, a } = await twoSessions();
     a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: {}, _meta: { progressToken: 'p' } } });
