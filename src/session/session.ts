@@ -342,8 +342,10 @@ export class Session {
 
   /** The client request is answered (or cancelled): nothing more belongs with it. */
   private answered(id: RequestId): void {
-    const last = this.clientRequestsOpen.delete(idKey(id)) && this.onlyTasksAwaited;
-    if (last && (this.clientInputEnded || this.closeWhenAnswered)) {
+    const wasOpen = this.clientRequestsOpen.delete(idKey(id));
+    // onlyTasksAwaited walks every open request: asked only when the answer could close the session, or
+    // 10 000 waiting tasks/result would each walk the others as they are answered.
+    if (wasOpen && (this.clientInputEnded || this.closeWhenAnswered) && this.onlyTasksAwaited) {
       void this.close();
     }
     if (this.progressTokenOf.size === 0) return;
