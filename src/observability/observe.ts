@@ -41,6 +41,7 @@ export function observeTasks(
   const unsubscribe = store.onTransition((record) => {
     metrics.taskChanged(record);
     board.changed(record);
+    if (!logger.isLevelEnabled('debug')) return;
     logger.debug(
       {
         taskId: record.taskId,
