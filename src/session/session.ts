@@ -595,19 +595,27 @@ export class Session {
   }
 
   /** tasks/result of one of taskgate's tasks, noting that it is open so related messages can use its stream. */
-  private async taskResultFor(
+  private taskResultFor(
     request: Request,
     signal: AbortSignal,
   ): Promise<{ result: JsonObject } | { error: JsonRpcErrorObject }> {
     const taskId = request.params?.taskId;
-    if (typeof taskId === 'string') this.openTaskResults.set(taskId, request.id);
-    try {
-      return await this.augmenter.taskResult(request.params, signal);
-    } finally {
-      if (typeof taskId === 'string' && this.openTaskResults.get(taskId) === request.id) {
-        this.openTaskResults.delete(taskId);
-      }
-    }
+    if (typeof taskId !== 'string') return this.augmenter.taskResult(request.params, signal);
+    this.openTaskResults.set(taskId, request.id);
+    const closed = (): void => {
+      if (this.openTaskResults.get(taskId) === request.id) this.openTaskResults.delete(taskId);
+    };
+    // then(), not an await in try/finally: fewer turns of the microtask queue per released waiter.
+    return this.augmenter.taskResult(request.params, signal).then(
+      (outcome) => {
+        closed();
+        return outcome;
+      },
+      (error: unknown) => {
+        closed();
+        throw error;
+      },
+    );
   }
 
   /** Answers a request taskgate serves itself, to the peer that sent it. */
@@ -632,10 +640,12 @@ export class Session {
     const controller = new AbortController();
     const key = idKey(request.id);
     from.blocking.set(key, controller);
-    handler(controller.signal)
-      .then(
-        (outcome) => {
-          if (controller.signal.aborted) return;
+    const unblock = (): void => {
+      if (from.blocking.get(key) === controller) from.blocking.delete(key);
+    };
+    handler(controller.signal).then(
+      (outcome) => {
+        if (!controller.signal.aborted) {
           this.reply(
             from,
             request.id,
@@ -643,15 +653,15 @@ export class Session {
               ? errorResponse(request.id, outcome.error)
               : successResponse(request.id, outcome.result),
           );
-        },
-        (error: unknown) => {
-          // A cancelled request gets no answer (MCP cancellation).
-          if (!controller.signal.aborted) this.replyError(from, request.id, error);
-        },
-      )
-      .finally(() => {
-        if (from.blocking.get(key) === controller) from.blocking.delete(key);
-      });
+        }
+        unblock();
+      },
+      (error: unknown) => {
+        // A cancelled request gets no answer (MCP cancellation).
+        if (!controller.signal.aborted) this.replyError(from, request.id, error);
+        unblock();
+      },
+    );
   }
 
   private replyError(from: Side, id: RequestId, error: unknown): void {

@@ -252,10 +252,11 @@ export class Augmenter {
         this.host.cancelUpstream(call.wireId, reason);
       }
     });
+    // .then(), not .finally(), after a .catch() that never rejects: finally() takes two more turns.
     void call.done
       .then((answer) => answer && this.tasks.finish(taskId, answer, TOOL_CALL))
       .catch((error: unknown) => this.logger.error({ err: error, taskId }, 'task bookkeeping failed'))
-      .finally(() => {
+      .then(() => {
         clearTimeout(timer);
         this.lifecycle?.untrack(taskId);
         this.running.delete(taskId);
