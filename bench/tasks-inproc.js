@@ -14,12 +14,22 @@
  * - waiters: `count` waitForTerminal() waiters (what tasks/result blocks on), then every task completed
  *   in a loop; the time from the first completion to the last waiter released, and each waiter's delay
  *   after its own task's completion.
+ *
+ *   node bench/tasks-inproc.js session [count] [rounds]
+ *
+ * - session: what releasing `count` waiting tasks/result costs taskgate's own code, without the processes
+ *   around it: a Session built as the stdio front builds it (observed store, metrics, audit, board), on
+ *   LineChannels over in-memory streams; `count` task-augmented calls and a tasks/result for each, then
+ *   the upstream's answers in chunks of 650 lines (what one 64 KiB pipe read holds) until every
+ *   tasks/result is answered. CPU and wall µs per released task, median and least of `rounds`.
  */
 import { rssBytes } from './lib/procs.js';
 import { quantile, round } from './lib/stats.js';
 
-const COUNT = Number(process.argv[2] ?? 10_000);
-const { MemoryTaskStore } = await import(new URL('../dist/tasks/memory-store.js', import.meta.url).href);
+const SESSION = process.argv[2] === 'session';
+const COUNT = Number(process.argv[SESSION ? 3 : 2] ?? 10_000);
+const dist = (/** @type {string} */ path) => import(new URL(`../dist/${path}`, import.meta.url).href);
+const { MemoryTaskStore } = await dist('tasks/memory-store.js');
 
 const gc = /** @type {() => void} */ (/** @type {any} */ (globalThis).gc);
 if (typeof gc !== 'function') throw new Error('run with node --expose-gc');
@@ -116,10 +126,162 @@ async function waiters() {
   };
 }
 
-const report = {
-  count: COUNT,
-  completed1KiB: await memory('completed'),
-  working: await memory('working'),
-  waiters: await waiters(),
-};
+/** The release of `COUNT` waiting tasks/result through a whole Session (see the header). */
+async function session() {
+  const rounds = Number(process.argv[4] ?? 7);
+  const { resolveConfig } = await dist('config/load.js');
+  const { Policy } = await dist('config/policy.js');
+  const { Metrics } = await dist('observability/metrics.js');
+  const { observeTasks } = await dist('observability/observe.js');
+  const { countingDenials, createAuditLog } = await dist('observability/audit.js');
+  const { createLogger } = await dist('observability/logger.js');
+  const { Limits } = await dist('security/limits.js');
+  const { Session } = await dist('session/session.js');
+  const { DeferredChannel } = await dist('transport/deferred-channel.js');
+  const { LineChannel } = await dist('transport/line-channel.js');
+  const { PassThrough, Writable } = await import('node:stream');
+
+  const config = resolveConfig({ tasks: { maxTasks: COUNT * (rounds + 2) * 2 } });
+  const logger = createLogger('warn');
+  const metrics = new Metrics();
+  const tasks = new MemoryTaskStore({
+    maxTasks: config.tasks.maxTasks,
+    maxResultBytes: config.tasks.maxResultBytes,
+  });
+  const observed = observeTasks(tasks, metrics, logger);
+  const store = observed.store;
+  const id = 'stdio-bench';
+  const audit = countingDenials(createAuditLog(logger, store, config.audit), () => undefined);
+  const options = {
+    id,
+    config,
+    policy: new Policy(config),
+    store,
+    logger,
+    limits: new Limits(config.limits, () => undefined),
+    audit,
+    onUpstreamAnswer: (/** @type {string} */ m, /** @type {number} */ s) => metrics.upstreamLatency(m, s),
+    sightings: observed.board.sightingsOf(id),
+  };
+
+  // The client's side: what taskgate writes is only counted (tasks/result answers carry related-task).
+  let answered = 0;
+  let expected = Infinity;
+  /** @type {() => void} */
+  let allAnswered = () => undefined;
+  const count = (/** @type {{ chunk: Buffer | string }[]} */ chunks) => {
+    for (const { chunk } of chunks) {
+      const text = chunk.toString();
+      if (text.includes('"result"') && text.includes('related-task')) answered++;
+    }
+    if (answered >= expected) allAnswered();
+  };
+  const clientIn = new PassThrough();
+  const clientOut = new Writable({
+    writev: (chunks, done) => (count(chunks), done()),
+    write: (chunk, _encoding, done) => (count([{ chunk }]), done()),
+  });
+  // The upstream's side: the requests taskgate sends it, parsed.
+  const upstreamIn = new PassThrough();
+  /** @type {any[]} */
+  const requests = [];
+  let partial = '';
+  const upstreamOut = new Writable({
+    write: (chunk, _encoding, done) => {
+      const lines = (partial + chunk.toString()).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) if (line !== '') requests.push(JSON.parse(line));
+      done();
+    },
+  });
+  const toClient = new DeferredChannel();
+  const gate = new Session(
+    toClient,
+    new LineChannel(upstreamIn, upstreamOut, config.maxMessageBytes, 'the upstream'),
+    options,
+    { upstreamGone: () => undefined, closed: () => undefined },
+  );
+  gate.start();
+  toClient.connect(new LineChannel(clientIn, clientOut, config.maxMessageBytes, 'the client'));
+
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+  const settle = async () => {
+    for (let i = 0; i < 20; i++) await turn();
+  };
+  let nextId = 1;
+  const send = (/** @type {object} */ message) =>
+    clientIn.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\n');
+  const answer = (/** @type {any} */ request, /** @type {object} */ result) =>
+    JSON.stringify({ result, jsonrpc: '2.0', id: request.id }) + '\n';
+
+  send({
+    id: nextId++,
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+  });
+  await settle();
+  const serverInfo = { name: 'bench-fixture', version: '1' };
+  for (const request of requests.splice(0))
+    upstreamIn.write(
+      answer(request, { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo }),
+    );
+  await settle();
+  send({ method: 'notifications/initialized' });
+  await settle();
+  requests.length = 0;
+
+  const release = async (/** @type {number} */ n) => {
+    answered = 0;
+    expected = n;
+    const ids = [];
+    for (let i = 0; i < n; i++) {
+      const callId = nextId++;
+      ids.push(callId);
+      send({
+        id: callId,
+        method: 'tools/call',
+        params: { name: 'sleep_until', arguments: { at: 0 }, task: {} },
+      });
+    }
+    await settle();
+    const live = [...tasks['live'].keys()];
+    for (const taskId of live) send({ id: nextId++, method: 'tasks/result', params: { taskId } });
+    await settle();
+    const calls = requests.splice(0).filter((request) => request.method === 'tools/call');
+    if (calls.length !== n || live.length !== n)
+      throw new Error(`${calls.length} calls, ${live.length} live`);
+    const lines = calls.map((call) => answer(call, { content: [{ type: 'text', text: 'woke' }] }));
+    const done = new Promise((resolve) => (allAnswered = () => resolve(undefined)));
+    const cpu = process.cpuUsage();
+    const start = performance.now();
+    for (let i = 0; i < lines.length; i += 650) {
+      upstreamIn.write(Buffer.from(lines.slice(i, i + 650).join('')));
+      await turn();
+    }
+    await done;
+    const wall = performance.now() - start;
+    const used = process.cpuUsage(cpu);
+    return { wall: (wall * 1000) / n, cpu: (used.user + used.system) / n };
+  };
+  await release(Math.min(COUNT, 2000)); // warm-up
+  const results = [];
+  for (let i = 0; i < rounds; i++) results.push(await release(COUNT));
+  const cpu = results.map((r) => r.cpu);
+  const wall = results.map((r) => r.wall);
+  return {
+    released: COUNT,
+    rounds,
+    cpuUsPerTask: { median: round(quantile(cpu, 0.5)), least: round(Math.min(...cpu)) },
+    wallUsPerTask: { median: round(quantile(wall, 0.5)), least: round(Math.min(...wall)) },
+  };
+}
+
+const report = SESSION
+  ? await session()
+  : {
+      count: COUNT,
+      completed1KiB: await memory('completed'),
+      working: await memory('working'),
+      waiters: await waiters(),
+    };
 process.stdout.write(JSON.stringify(report) + '\n');

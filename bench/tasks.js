@@ -12,6 +12,10 @@
  * - waiters: 10 000 task-augmented `sleep_until` calls (bench/fixture.js) that all end at one deadline,
  *   each with a tasks/result waiting in taskgate; the time from the deadline to the last result, against
  *   the same 10 000 plain calls made directly to that server.
+ *
+ * run.js runs them all; one alone, JSON on stdout (BENCH_TASKS_CPU_PROF=DIR profiles its taskgate):
+ *
+ *   node bench/tasks.js waiters [COUNT]
  */
 import { pathToFileURL } from 'node:url';
 import { RawStdioClient } from './lib/raw-client.js';
@@ -253,4 +257,13 @@ export async function waiters({ count, leadMs }) {
     valid: gate.readyBeforeDeadlineMs > 0 && direct.readyBeforeDeadlineMs > 0,
     addedMs: gate.lastAfterDeadlineMs - direct.lastAfterDeadlineMs,
   };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const [workload, count = '10000'] = process.argv.slice(2);
+  if (workload !== 'waiters') {
+    process.stderr.write('usage: node bench/tasks.js waiters [COUNT]\n');
+    process.exit(2);
+  }
+  process.stdout.write(JSON.stringify(await waiters({ count: Number(count), leadMs: 10_000 })) + '\n');
 }
