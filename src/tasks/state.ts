@@ -124,13 +124,31 @@ export function transition(record: TaskRecord, change: TransitionChange, now: nu
   return next;
 }
 
+/**
+ * An epoch-ms time as ISO 8601, remembering the last one: tasks created or finished in a burst share
+ * their millisecond, and a Date per field is most of what a wire task costs.
+ */
+function isoTime(): (ms: number) => string {
+  let lastMs = NaN;
+  let lastIso = '';
+  return (ms) => {
+    if (ms !== lastMs) {
+      lastIso = new Date(ms).toISOString();
+      lastMs = ms;
+    }
+    return lastIso;
+  };
+}
+const createdIso = isoTime();
+const updatedIso = isoTime();
+
 /** The Task object of the spec, as sent in CreateTaskResult, tasks/get, tasks/list, tasks/cancel and status notifications. */
 export function toWireTask(record: TaskRecord): Record<string, unknown> {
   const task: Record<string, unknown> = {
     taskId: record.taskId,
     status: record.status,
-    createdAt: new Date(record.createdAt).toISOString(),
-    lastUpdatedAt: new Date(record.lastUpdatedAt).toISOString(),
+    createdAt: createdIso(record.createdAt),
+    lastUpdatedAt: updatedIso(record.lastUpdatedAt),
     ttl: record.ttl,
     pollInterval: record.pollInterval,
   };
