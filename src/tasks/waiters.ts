@@ -66,11 +66,21 @@ export class TaskWaiters {
   }
 
   resolve(taskId: string, record: TaskRecord): void {
-    for (const wait of [...(this.byTask.get(taskId) ?? [])]) wait.resolve(record);
+    for (const wait of this.snapshot(taskId)) wait.resolve(record);
   }
 
   reject(taskId: string, error: unknown): void {
-    for (const wait of [...(this.byTask.get(taskId) ?? [])]) wait.reject(error);
+    for (const wait of this.snapshot(taskId)) wait.reject(error);
+  }
+
+  /**
+   * The task's waits as they are now: settling one removes it from the set. The usual lone wait is not
+   * copied out (deleting the entry a for…of is on is safe).
+   */
+  private snapshot(taskId: string): Iterable<Wait> {
+    const waiting = this.byTask.get(taskId);
+    if (waiting === undefined) return [];
+    return waiting.size === 1 ? waiting : [...waiting];
   }
 
   rejectAll(error: unknown): void {
