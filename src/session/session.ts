@@ -25,8 +25,8 @@ import {
   type Response,
 } from '../protocol/messages.js';
 import { MAX_NESTING, TooDeepError, idOfBrokenAnswer, parseFrame } from '../protocol/frames.js';
-import { readMessage } from '../protocol/read-message.js';
-import { digitsOf, serialize, withExactId, withExactRequestId } from '../protocol/exact-ids.js';
+import { readHanded } from '../protocol/read-message.js';
+import { digitsOf, hasAlias, serialize, withExactId, withExactRequestId } from '../protocol/exact-ids.js';
 import { ClientTasks } from '../tasks/client-tasks.js';
 import type { Lifecycle } from '../tasks/lifecycle.js';
 import type { AuditLog } from '../tasks/audit-log.js';
@@ -254,7 +254,7 @@ export class Session {
 
   start(): void {
     this.client.start({
-      message: (raw) => this.fromClient(raw),
+      message: (raw, _arrival, parsed) => this.fromClient(raw, parsed),
       malformed: (error, id) => this.respond(id, errorResponse(id, error.toJson())),
       closed: ({ reason, inputEnded }) => {
         if (inputEnded) return this.finishAnswering(reason);
@@ -357,8 +357,8 @@ export class Session {
 
   // ── client → upstream ────────────────────────────────────────────────────────────────────────────
 
-  private fromClient(raw: Buffer): void {
-    const read = readMessage(raw, 'the client');
+  private fromClient(raw: Buffer, parsed: object | undefined): void {
+    const read = readHanded(raw, parsed, 'the client');
     if (!read.ok) return this.refuseFromClient(read.error, read.value);
     const { message } = read;
     // Forwarded, a request must carry the alias of a large id (the upstream answers with what it was
@@ -590,7 +590,7 @@ export class Session {
     }
     const wireId = this.toUpstream.forward(request.id, entry);
     if (request.method === 'tools/call') this.plainToolCalls.add(idKey(wireId));
-    if (wireId === request.id && raw !== undefined) this.upstream.sendRaw(raw);
+    if (wireId === request.id && raw !== undefined) this.upstream.sendRaw(raw, undefined, handed(request));
     else this.upstream.send({ ...request, id: wireId });
   }
 
@@ -715,7 +715,7 @@ export class Session {
     }
     if (entry.kind === 'own') return entry.settle({ response, bytes: raw.length });
     if (entry.taskId !== undefined) void this.augmenter.inputAnswered(entry.taskId);
-    if (entry.upstreamId === response.id) this.upstream.sendRaw(raw);
+    if (entry.upstreamId === response.id) this.upstream.sendRaw(raw, undefined, handed(response));
     else this.upstream.send({ ...response, id: entry.upstreamId });
   }
 
@@ -794,7 +794,7 @@ export class Session {
     if ('result' in response && entry.onResult) {
       this.client.send(successResponse(entry.clientId, entry.onResult(response.result)), route);
     } else if (entry.clientId === response.id && raw !== undefined) {
-      this.client.sendRaw(raw, route);
+      this.client.sendRaw(raw, route, handed(response));
     } else {
       this.client.send({ ...response, id: entry.clientId }, route);
     }
@@ -894,7 +894,7 @@ export class Session {
       ...(route && { route }),
       ...(request.params?.task !== undefined && { asTask: true }),
     });
-    if (wireId === request.id) this.client.sendRaw(raw, route);
+    if (wireId === request.id) this.client.sendRaw(raw, route, handed(request));
     else this.client.send({ ...request, id: wireId }, route);
   }
 
@@ -1237,6 +1237,15 @@ export class Session {
     if (direct?.kind === 'upstream' && direct.upstreamId === upstreamId) return upstreamId;
     return this.toClient.findId((entry) => entry.kind === 'upstream' && entry.upstreamId === upstreamId);
   }
+}
+
+/**
+ * What goes beside a message's bytes to a channel in memory (Channel.sendRaw's `parsed`): the message the
+ * Session read them as, unless its id is an alias of one beyond 2^53, which parsing the bytes does not give.
+ * Nothing changes a message after it is forwarded.
+ */
+function handed(message: Request | Response): object | undefined {
+  return hasAlias(message) ? undefined : message;
 }
 
 function isNotificationOrResponse(value: JsonObject): boolean {
