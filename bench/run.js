@@ -17,9 +17,10 @@
  *
  * Every process it starts is on 127.0.0.1 and stopped at the end; every loop is bounded in count.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import { commit } from './lib/commit.js';
 import { evaluate, markdown } from './lib/report.js';
 import { cpuSeconds } from './lib/procs.js';
 import { median, quantile, ratio, round } from './lib/stats.js';
@@ -266,22 +267,6 @@ function summarize(samples, up) {
   /** @param {Target} target @param {Samples | undefined} base */
   function baseLineName(target, base) {
     return base ? baselineOf(target) : null;
-  }
-}
-
-/** The commit measured, and whether src/ differed from it (the build is of the work tree). */
-function commit() {
-  try {
-    const git = (/** @type {string[]} */ args) =>
-      execFileSync('git', args, {
-        cwd: fromRoot('.'),
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'ignore'],
-      }).trim();
-    const dirty = git(['status', '--porcelain', '--', 'src', 'package.json', 'package-lock.json']) !== '';
-    return `${git(['rev-parse', '--short', 'HEAD'])}${dirty ? ' with uncommitted changes to src/ or the packages' : ''}`;
-  } catch {
-    return 'unknown (not a git checkout)';
   }
 }
 

@@ -27,7 +27,6 @@
  *
  * Every process is on 127.0.0.1 and stopped at the end, on failure too; every loop is bounded.
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { pathToFileURL } from 'node:url';
@@ -35,7 +34,6 @@ import { Pool, WebSocket } from '../node_modules/undici/index.js';
 import { LegacyHttpClient } from './lib/http-client.js';
 import {
   AcceptQueueSampler,
-  Proc,
   TreeSampler,
   cpuSeconds,
   descendants,
@@ -46,11 +44,18 @@ import {
 } from './lib/procs.js';
 import { sharingMarkdown } from './lib/report.js';
 import { median, quantile, round, sleep } from './lib/stats.js';
-import { NODE, fromRoot } from './lib/targets.js';
+import { commit } from './lib/commit.js';
+import {
+  MCP_PROXY,
+  NODE,
+  SUPERGATEWAY,
+  fromRoot,
+  startMcpProxy,
+  startOnPort,
+  startSupergateway,
+} from './lib/targets.js';
 
 const FIXTURE = fromRoot('bench/fixture.js');
-const SUPERGATEWAY = fromRoot('bench/node_modules/supergateway/dist/index.js');
-const MCP_PROXY = fromRoot('bench/node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs');
 const PROFILE = process.env['BENCH_CPU_PROF'];
 /** BENCH_SHARING_HEAP_DIR=DIR: heap snapshots of taskgate before and after the idle sessions, into DIR. */
 const HEAP_DIR = process.env['BENCH_SHARING_HEAP_DIR'];
@@ -91,22 +96,6 @@ const count = (into, error) => {
   const kind = kindOf(error);
   into[kind] = (into[kind] ?? 0) + 1;
 };
-
-/**
- * Starts a process that listens on a port chosen here; resolves once it accepts connections.
- * @param {string} label @param {(port: number) => string[]} argv
- */
-async function startOnPort(label, argv) {
-  const port = await freePort();
-  const proc = new Proc(label, argv(port));
-  try {
-    await waitForPort(port, 30_000, () => proc.exited);
-  } catch (error) {
-    await proc.stop();
-    throw error;
-  }
-  return { proc, port, url: `http://127.0.0.1:${port}/mcp` };
-}
 
 /**
  * taskgate HTTP→stdio in front of bench/fixture.js in `sharing` mode.
@@ -504,7 +493,7 @@ async function idle(s, log) {
  * @typedef {object} Peer
  * @property {string} name
  * @property {boolean} stateless no Mcp-Session-Id: a child per POST (supergateway without --stateful)
- * @property {() => Promise<{ proc: Proc, url: string }>} start
+ * @property {() => Promise<{ proc: import('./lib/procs.js').Proc, url: string }>} start
  */
 
 /** @type {Peer[]} */
@@ -514,45 +503,11 @@ const PEERS = [
   {
     name: 'supergateway stateful',
     stateless: false,
-    start: () => supergateway(['--stateful']),
+    start: () => startSupergateway([NODE, FIXTURE], ['--stateful']),
   },
-  { name: 'supergateway stateless', stateless: true, start: () => supergateway([]) },
-  {
-    name: 'mcp-proxy',
-    stateless: false,
-    start: () =>
-      startOnPort('mcp-proxy', (port) => [
-        NODE,
-        MCP_PROXY,
-        '--host',
-        '127.0.0.1',
-        '--port',
-        String(port),
-        '--',
-        NODE,
-        FIXTURE,
-      ]),
-  },
+  { name: 'supergateway stateless', stateless: true, start: () => startSupergateway([NODE, FIXTURE], []) },
+  { name: 'mcp-proxy', stateless: false, start: () => startMcpProxy([NODE, FIXTURE]) },
 ];
-
-/** supergateway stdio→Streamable HTTP on 127.0.0.1 (bench/loopback.js), logging off. @param {string[]} flags */
-function supergateway(flags) {
-  return startOnPort(`supergateway ${flags.join(' ')}`, (port) => [
-    NODE,
-    '--import',
-    pathToFileURL(fromRoot('bench/loopback.js')).href,
-    SUPERGATEWAY,
-    '--stdio',
-    `${NODE} ${FIXTURE}`,
-    '--outputTransport',
-    'streamableHttp',
-    ...flags,
-    '--port',
-    String(port),
-    '--logLevel',
-    'none',
-  ]);
-}
 
 /**
  * One target's phase: every session makes plain echo calls one after another (so `inFlight` sessions at
@@ -588,7 +543,7 @@ async function phase(sessions, inFlight, calls, seconds, errors) {
  * @param {Settings['peers']} s @param {number} budgetS seconds the rounds may take @param {(line: string) => void} log
  */
 async function peers(s, budgetS, log) {
-  /** @type {{ peer: Peer, proc: Proc, pool: Pool, sessions: LegacyHttpClient[], sampler: TreeSampler }[]} */
+  /** @type {{ peer: Peer, proc: import('./lib/procs.js').Proc, pool: Pool, sessions: LegacyHttpClient[], sampler: TreeSampler }[]} */
   const up = [];
   /** @type {Record<string, string>} */
   const skipped = {};
@@ -729,22 +684,6 @@ export async function sharing(s, log = () => undefined) {
     idle: idleResult,
     peers: peerResult,
   };
-}
-
-/** The commit measured, and whether src/ differed from it (as run.js says it). */
-function commit() {
-  try {
-    const git = (/** @type {string[]} */ args) =>
-      execFileSync('git', args, {
-        cwd: fromRoot('.'),
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'ignore'],
-      }).trim();
-    const dirty = git(['status', '--porcelain', '--', 'src', 'package.json', 'package-lock.json']) !== '';
-    return `${git(['rev-parse', '--short', 'HEAD'])}${dirty ? ' with uncommitted changes to src/ or the packages' : ''}`;
-  } catch {
-    return 'unknown (not a git checkout)';
-  }
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -20,8 +20,8 @@ export const TASKGATE_FLAGS = ['--config', TASKGATE_CONFIG, '--log-level', 'warn
 /** Node flags of the taskgate targets: BENCH_CPU_PROF=DIR profiles them (node --cpu-prof) into DIR. */
 const PROFILE = process.env['BENCH_CPU_PROF'];
 const GATE = [...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE}`] : []), fromRoot('dist/cli.js')];
-const SUPERGATEWAY = fromRoot('bench/node_modules/supergateway/dist/index.js');
-const MCP_PROXY = fromRoot('bench/node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs');
+export const SUPERGATEWAY = fromRoot('bench/node_modules/supergateway/dist/index.js');
+export const MCP_PROXY = fromRoot('bench/node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs');
 
 /**
  * @typedef {object} Running
@@ -99,8 +99,44 @@ export async function startOnPort(label, argv) {
     await proc.stop();
     throw error;
   }
-  return { proc, url: `http://127.0.0.1:${port}/mcp` };
+  return { proc, port, url: `http://127.0.0.1:${port}/mcp` };
 }
+
+/**
+ * supergateway stdio→Streamable HTTP in front of `server` (a command line), on 127.0.0.1 (bench/loopback.js:
+ * it has no option for that), logging off (it logs every message otherwise). `flags`: `--stateful` for a
+ * child per session, as a client that keeps its session expects; none for a child per request.
+ * @param {string[]} server @param {string[]} flags
+ */
+export const startSupergateway = (server, flags) =>
+  startOnPort(['supergateway', ...flags].join(' '), (port) => [
+    NODE,
+    '--import',
+    pathToFileURL(fromRoot('bench/loopback.js')).href,
+    SUPERGATEWAY,
+    '--stdio',
+    server.join(' '),
+    '--outputTransport',
+    'streamableHttp',
+    ...flags,
+    '--port',
+    String(port),
+    '--logLevel',
+    'none',
+  ]);
+
+/** mcp-proxy in front of `server` (a command line), on 127.0.0.1, with its defaults. @param {string[]} server */
+export const startMcpProxy = (server) =>
+  startOnPort('mcp-proxy', (port) => [
+    NODE,
+    MCP_PROXY,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--',
+    ...server,
+  ]);
 
 /** @param {string} path */
 const missing = (path) => () =>
@@ -189,21 +225,7 @@ export const TARGETS = [
     start: async () => {
       // Stateful: one child per session, as a client that keeps its session expects; stateless spawns a
       // child per request. --logLevel none: it logs every message otherwise. loopback.js: see there.
-      const { proc, url } = await startOnPort('supergateway', (port) => [
-        NODE,
-        '--import',
-        pathToFileURL(fromRoot('bench/loopback.js')).href,
-        SUPERGATEWAY,
-        '--stdio',
-        `${NODE} ${FIXTURE}`,
-        '--outputTransport',
-        'streamableHttp',
-        '--stateful',
-        '--port',
-        String(port),
-        '--logLevel',
-        'none',
-      ]);
+      const { proc, url } = await startSupergateway([NODE, FIXTURE], ['--stateful']);
       return overHttp(url, [proc], proc);
     },
   },
@@ -214,17 +236,7 @@ export const TARGETS = [
     tasks: false,
     unavailable: missing(MCP_PROXY),
     start: async () => {
-      const { proc, url } = await startOnPort('mcp-proxy', (port) => [
-        NODE,
-        MCP_PROXY,
-        '--host',
-        '127.0.0.1',
-        '--port',
-        String(port),
-        '--',
-        NODE,
-        FIXTURE,
-      ]);
+      const { proc, url } = await startMcpProxy([NODE, FIXTURE]);
       return overHttp(url, [proc], proc);
     },
   },
