@@ -205,6 +205,7 @@ describe('--help, --version and print-config print to stdout', () => {
       args: ['some-server', '--api-key', '********'],
       env: { SERVER_TOKEN: '********' },
       sharing: 'session',
+      poolSize: 4,
     });
     expect(printed.tasks).toMatchObject({ maxTtl: 3000, defaultTtl: 2000, maxTasks: 10000 });
     expect(printed.tools).toEqual([{ match: 'slow_*', timeout: 500 }]);
