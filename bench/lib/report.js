@@ -363,7 +363,7 @@ export function markdown(report) {
       'Clients: the SDK `Client` for the calls; a bare JSON-lines client (`bench/lib/raw-client.js`) for the task workloads, so that the client is not what limits them.',
   );
   lines.push(
-    '- taskgate runs `--config bench/taskgate.yaml --log-level warn`: the defaults, with room for the 20 000 tasks the held-tasks workload keeps (`tasks.maxTasks`). ' +
+    '- taskgate runs `--config bench/taskgate.yaml --log-level warn`: the defaults, with room for the 20 000 tasks the held-tasks workload keeps (`tasks.maxTasks`) and per-caller rates no bench client reaches (the HTTP front counts every 2026-07-28 request from 127.0.0.1 against one caller). ' +
       'supergateway 4.0.0 runs `--outputTransport streamableHttp --stateful --logLevel none` (stateful: one child per session; `bench/loopback.js` makes it bind 127.0.0.1, as it has no option for that); mcp-proxy 6.7.19 runs with its defaults on `--host 127.0.0.1`.',
   );
   lines.push(
