@@ -10,7 +10,6 @@ import { ErrorCode, ProtocolError, methodNotFound, type JsonRpcErrorObject } fro
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import {
   RELATED_TASK_META,
-  classify,
   errorResponse,
   idKey,
   isObject,
@@ -24,9 +23,9 @@ import {
   type RequestId,
   type Response,
 } from '../protocol/messages.js';
-import { MAX_NESTING, TooDeepError, idOfBrokenAnswer, parseFrame } from '../protocol/frames.js';
+import { MAX_NESTING, TooDeepError, idOfBrokenAnswer } from '../protocol/frames.js';
 import { readHanded } from '../protocol/read-message.js';
-import { digitsOf, hasAlias, serialize, withExactId, withExactRequestId } from '../protocol/exact-ids.js';
+import { digitsOf, hasAlias, serialize, withExactRequestId } from '../protocol/exact-ids.js';
 import { ClientTasks } from '../tasks/client-tasks.js';
 import type { Lifecycle } from '../tasks/lifecycle.js';
 import type { AuditLog } from '../tasks/audit-log.js';
@@ -263,7 +262,7 @@ export class Session {
       },
     });
     this.upstream.start({
-      message: (raw, arrival) => this.fromUpstream(raw, arrival),
+      message: (raw, arrival, parsed) => this.fromUpstream(raw, arrival, parsed),
       malformed: (error, id) => this.upstreamMalformed(error, id),
       closed: ({ reason, reopening }) => this.upstreamClosed(reason, reopening === true),
       reopened: () => this.upstreamReopened(),
@@ -721,16 +720,10 @@ export class Session {
 
   // ── upstream → client ────────────────────────────────────────────────────────────────────────────
 
-  private fromUpstream(raw: Buffer, arrival?: Arrival): void {
-    let value: unknown;
-    let message;
-    try {
-      value = withExactId(parseFrame(raw, 'the upstream server'), raw);
-      message = classify(value);
-    } catch (error) {
-      const parsed = error instanceof TooDeepError ? withExactId(error.value, raw) : value;
-      return this.upstreamInvalid(error, parsed, raw);
-    }
+  private fromUpstream(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined): void {
+    const read = readHanded(raw, parsed, 'the upstream server');
+    if (!read.ok) return this.upstreamInvalid(read.error, read.value, raw);
+    const { message } = read;
     switch (message.kind) {
       case 'response':
         return this.upstreamResponse(message.msg, raw);

@@ -15,13 +15,14 @@ import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { TaskNotFoundError } from '../tasks/errors.js';
 import { ALLOWED_TRANSITIONS, isTerminal, type TaskStatus } from '../tasks/state.js';
 import { CALLER_CAPABILITIES_META } from '../protocol/modern/meta.js';
-import { hasAlias, serialize, withExactId, withExactRequestId } from '../protocol/exact-ids.js';
-import { parseFrame } from '../protocol/frames.js';
+import { hasAlias, serialize, withExactRequestId } from '../protocol/exact-ids.js';
+import { readHanded } from '../protocol/read-message.js';
 import {
   RELATED_TASK_META,
   classify,
   errorResponse,
   idKey,
+  isId,
   isObject,
   metaOf,
   successResponse,
@@ -83,7 +84,7 @@ export class SharedUpstream {
     if (!this.started) {
       this.started = true;
       this.upstream.start({
-        message: (raw, arrival) => this.fromUpstream(raw, arrival),
+        message: (raw, arrival, parsed) => this.fromUpstream(raw, arrival, parsed),
         malformed: (error, id) => this.malformed(error, id),
         closed: (info) => this.upstreamClosed(info),
         reopened: () => this.upstreamReopened(),
@@ -231,9 +232,9 @@ export class SharedUpstream {
     this.passOn(response, raw, route);
   }
 
-  private passOn(message: object, raw: Buffer | string | undefined, route: Route | undefined): void {
+  private passOn(message: Message['msg'], raw: Buffer | string | undefined, route: Route | undefined): void {
     // The message goes beside its bytes, unless it holds an id JSON cannot (exact-ids.ts).
-    if (raw !== undefined) this.upstream.sendRaw(raw, route, hasAlias(message) ? undefined : message);
+    if (raw !== undefined) this.upstream.sendRaw(raw, route, handed(message));
     else this.upstream.send(message, route);
   }
 
@@ -295,14 +296,16 @@ export class SharedUpstream {
 
   // ── from the upstream ───────────────────────────────────────────────────────────────────────────
 
-  private fromUpstream(raw: Buffer, arrival: Arrival | undefined): void {
-    let message: Message;
-    try {
-      message = classify(withExactId(parseFrame(raw, 'the upstream server'), raw));
-    } catch (error) {
-      this.logger.warn({ err: error }, 'shared upstream: a message that could not be routed was dropped');
+  private fromUpstream(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined): void {
+    const read = readHanded(raw, parsed, 'the upstream server');
+    if (!read.ok) {
+      this.logger.warn(
+        { err: read.error },
+        'shared upstream: a message that could not be routed was dropped',
+      );
       return;
     }
+    const message = read.message;
     switch (message.kind) {
       case 'response':
         return this.upstreamResponse(message.msg);
@@ -380,7 +383,7 @@ export class SharedUpstream {
     const key = idKey(request.id);
     this.serverRequests.set(key, chosen);
     chosen.serverRequests.set(key, request.id);
-    chosen.receive(raw, tied === undefined ? undefined : { onStreamOf: tied.id });
+    chosen.receive(raw, tied === undefined ? undefined : { onStreamOf: tied.id }, handed(request));
   }
 
   /** The port a request of the server's belongs to, or why none can be chosen safely. */
@@ -391,12 +394,15 @@ export class SharedUpstream {
       const owner = this.taskOwners.get(taskId);
       if (owner !== undefined) return owner;
     }
-    const waiting = new Set<Port>();
-    for (const entry of this.inFlight.values()) if (entry.port !== undefined) waiting.add(entry.port);
-    const [only, ...others] = waiting;
+    let only: Port | undefined;
+    let busy = 0;
+    for (const port of this.ports) {
+      if (port.inFlight.size === 0) continue;
+      busy++;
+      only = port;
+    }
     if (only === undefined) return 'no client session has a request in flight';
-    if (others.length > 0) return `${waiting.size} client sessions have requests in flight`;
-    return only;
+    return busy > 1 ? `${busy} client sessions have requests in flight` : only;
   }
 
   private upstreamNotification(notification: Notification, raw: Buffer): void {
@@ -429,7 +435,7 @@ export class SharedUpstream {
       case 'notifications/tasks/status': {
         const taskId = params?.taskId;
         if (typeof taskId !== 'string') return;
-        this.taskOwners.get(taskId)?.receive(raw);
+        this.taskOwners.get(taskId)?.receive(raw, undefined, notification);
         if (endsTask(params?.status)) this.taskEnded(taskId);
         return;
       }
@@ -467,8 +473,6 @@ export class SharedUpstream {
     for (const port of this.ports) port.upstreamReopened();
   }
 }
-
-const isId = (value: unknown): value is RequestId => typeof value === 'string' || typeof value === 'number';
 
 const endsTask = (status: unknown): boolean =>
   typeof status === 'string' &&
@@ -515,7 +519,7 @@ class Port implements Channel {
     if (this.closed) return;
     let classified: Message;
     try {
-      classified = parsed === undefined ? readFromSession(raw) : classify(parsed);
+      classified = readFromSession(raw, parsed);
     } catch {
       return; // the session parsed it before sending: nothing here would
     }
@@ -531,13 +535,16 @@ class Port implements Channel {
   }
 
   /** @internal */
-  deliver(message: object): void {
-    this.receive(Buffer.from(serialize(message)));
+  deliver(message: Request | Response | Notification): void {
+    this.receive(Buffer.from(serialize(message)), undefined, handed(message));
   }
 
-  /** @internal */
-  receive(raw: Buffer, arrival?: Arrival): void {
-    this.handlers?.message(raw, arrival);
+  /**
+   * @internal `parsed`: the message beside its bytes, for a port that is its only receiver (the Session
+   * reads it instead of the bytes; one handed to several could be changed by one of them).
+   */
+  receive(raw: Buffer, arrival?: Arrival, parsed?: object): void {
+    this.handlers?.message(raw, arrival, parsed);
   }
 
   /** @internal */
@@ -559,10 +566,16 @@ class Port implements Channel {
   }
 }
 
-/** A message a Session serialized, read back with ids beyond 2^53 as taskgate holds them. */
-function readFromSession(raw: Buffer | string): Message {
+/** A message a Session sent, read from the value it handed or its bytes, as taskgate holds its ids. */
+function readFromSession(raw: Buffer | string, parsed: object | undefined): Message {
   const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
-  const classified = classify(withExactId(parseFrame(bytes, 'a client session'), bytes));
+  const read = readHanded(bytes, parsed, 'a client session');
+  if (!read.ok) throw read.error;
+  const classified = read.message;
   if (classified.kind !== 'notification') return classified;
   return { kind: 'notification', msg: withExactRequestId(classified.msg, bytes) };
 }
+
+/** What goes beside a message's bytes: the message, unless an id in it is an alias JSON does not give. */
+const handed = (message: Request | Response | Notification): object | undefined =>
+  hasAlias(message) ? undefined : message;
