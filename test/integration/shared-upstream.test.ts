@@ -13,7 +13,6 @@ import {
   LoggingMessageNotificationSchema,
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
-  type CallToolResult,
   type Progress,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -21,6 +20,7 @@ import { httpTransport } from '../helpers/http-client.js';
 import { startHttpFixture } from '../helpers/http-fixture.js';
 import { Inbox } from '../helpers/inbox.js';
 import { connectModern } from '../helpers/modern-client.js';
+import { textOf } from '../helpers/tool-results.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -76,8 +76,6 @@ function answerElicitations(sessions: Record<string, Session>): string[] {
 /** How many stdio children taskgate has started (it logs each one's pid). */
 const childrenStarted = (gateway: Gateway): number =>
   [...gateway.stderr.matchAll(/"pid":(\d+),"command"/g)].length;
-
-const textOf = (result: unknown): string => ((result as CallToolResult).content[0] as { text: string }).text;
 
 const call = (client: Client, name: string, args: Record<string, unknown> = {}): Promise<string> =>
   client.callTool({ name, arguments: args }, CallToolResultSchema).then(textOf);
@@ -297,7 +295,8 @@ describe('upstream.sharing shared over the HTTP front', () => {
       call(a.client, 'sleep', { ms: 60_000 }).catch((error: unknown) => error),
       call(b.client, 'sleep', { ms: 60_000 }).catch((error: unknown) => error),
     ];
-    await call(a.client, 'echo', { text: 'the sleeps are upstream' });
+    // Each session's echo is answered after its sleep reached the server (one pipe, in order).
+    for (const { client } of [a, b]) await call(client, 'echo', { text: 'the sleep is upstream' });
     await call(b.client, 'crash').catch(() => undefined);
     for (const failed of await Promise.all(inFlight)) {
       expect(String(failed)).toMatch(/Upstream server unavailable/);
@@ -353,7 +352,7 @@ describe('upstream.sharing pool over the HTTP front', () => {
         .catch((error: unknown) => error)
         .finally(() => (settled[i] = true)),
     );
-    for (const { client } of [a, b, d]) await call(client, 'echo', { text: 'the sleep is upstream' });
+    for (const { client } of [a, b, c, d]) await call(client, 'echo', { text: 'the sleep is upstream' });
     await call(c.client, 'crash').catch(() => undefined);
     for (const failed of await Promise.all([sleeping[0], sleeping[2]])) {
       expect(String(failed)).toMatch(/Upstream server unavailable/);
