@@ -11,7 +11,7 @@ import type { Config } from './config/schema.js';
 import { Lifecycle } from './tasks/lifecycle.js';
 import { startAdminListener, type AdminListener } from './observability/admin.js';
 import { countingDenials, createAuditLog } from './observability/audit.js';
-import type { AuditLog, Caller } from './tasks/audit-log.js';
+import type { Caller } from './tasks/audit-log.js';
 import type { Metrics } from './observability/metrics.js';
 import { observeTasks, type Observability, type ObserveOptions } from './observability/observe.js';
 import { Limits } from './security/limits.js';
@@ -20,13 +20,8 @@ import type { SessionOptions } from './session/session.js';
 import type { TaskStore } from './tasks/store.js';
 
 export interface Core {
-  readonly policy: Policy;
-  /** The store to hand to sessions. */
-  readonly store: TaskStore;
   readonly observed: Observability;
   readonly running: RunningTasks;
-  readonly audit: AuditLog;
-  readonly limits: Limits;
   readonly lifecycle: Lifecycle;
   /** What every Session of the process is given; the session's own id and logger. */
   sessionOptions(id: string, logger: Logger): SessionOptions;
@@ -66,12 +61,8 @@ export function openCore(
   const policy = new Policy(config);
   const lifecycle = new Lifecycle();
   return {
-    policy,
-    store,
     observed,
     running,
-    audit,
-    limits,
     lifecycle,
     sessionOptions: (id, sessionLogger) => ({
       id,
