@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { Policy } from '../config/policy.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, type Config } from '../config/schema.js';
-import { ErrorCode, ProtocolError, methodNotFound, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { ErrorCode, ProtocolError, methodNotFound } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import {
   RELATED_TASK_META,
@@ -40,8 +40,11 @@ import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { dropCall, placeCall, type OwnPending } from './own-calls.js';
 import type { OwnCall } from '../tasks/own-call.js';
+import { Correlator } from './correlator.js';
 import { decideToolCall } from './decide.js';
 import { PendingRequests } from './pending.js';
+import { ServedRequests, type Outcome } from './served-requests.js';
+import { UpstreamProfile } from './upstream-profile.js';
 
 /** A request forwarded to the upstream, or one of taskgate's own. */
 type UpstreamPending =
@@ -64,14 +67,6 @@ type UpstreamPending =
  */
 type ClientPending =
   { kind: 'upstream'; upstreamId: RequestId; taskId?: string; route?: Route; asTask?: boolean } | OwnPending;
-
-/** A peer that sends requests taskgate answers itself, and those of them still blocking (tasks/result). */
-interface Side {
-  channel: Channel;
-  blocking: Map<string | number, AbortController>;
-  /** The peer went away (a crashed upstream): what it asked gets no answer, so a restarted one never sees it. */
-  gone?: boolean;
-}
 
 export interface SessionOptions {
   id: string;
@@ -117,27 +112,13 @@ const CAPABILITY_FOR: Record<string, string | undefined> = {
   'roots/list': 'roots',
 };
 
-function withoutTaskSupport(tool: JsonObject, execution: JsonObject): JsonObject {
-  if (!('taskSupport' in execution)) return tool;
-  const { taskSupport: _, ...rest } = execution;
-  const { execution: __, ...bare } = tool;
-  return Object.keys(rest).length > 0 ? { ...bare, execution: rest } : bare;
-}
-
-const TASK_INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage']);
-
 export class Session {
   private readonly toUpstream: PendingRequests<UpstreamPending>;
   private readonly toClient = new PendingRequests<ClientPending>();
-  /** Wire ids of plain tools/call requests in flight upstream, to know when an upstream request is unambiguous. */
-  private readonly plainToolCalls = new Set<string | number>();
-  private readonly fromClientSide: Side;
-  /** Progress token → the client request that gave it, while that request is in flight. */
-  private readonly progressOwners = new Map<string | number, RequestId>();
-  /** The other way round: client request → its progress token, to forget it in one step when answered. */
-  private readonly progressTokenOf = new Map<string | number, string | number>();
-  /** Task → the client's open tasks/result of it, where related messages belong. */
-  private readonly openTaskResults = new Map<string, RequestId>();
+  /** The client's requests taskgate answers itself. */
+  private readonly servedForClient: ServedRequests;
+  private readonly correlator: Correlator;
+  private readonly profile: UpstreamProfile;
   /** Client requests not answered yet: once the client's input has ended, the session closes when none is left. */
   private readonly clientRequestsOpen = new Set<string | number>();
   private clientInputEnded = false;
@@ -146,16 +127,9 @@ export class Session {
   /** The client has sent a request (it knows the session is there). */
   private clientAsked = false;
   private closeWhenAnswered = false;
-  private fromUpstreamSide: Side;
+  /** The upstream's requests taskgate answers itself (for client-side tasks): anew when it restarts. */
+  private servedForUpstream: ServedRequests;
   private readonly augmenter: Augmenter;
-  /** The upstream's own `capabilities.tasks`, once initialize has told; undefined when it has none. */
-  private upstreamTasks: JsonObject | undefined;
-  /** Tools the upstream runs as tasks itself (taskSupport optional or required in its tools/list). */
-  private readonly nativeTaskTools = new Set<string>();
-  /** Of those, the ones it requires to be called as tasks. */
-  private readonly nativeRequiredTools = new Set<string>();
-  /** Tools the upstream's tools/list has shown, native or not. */
-  private readonly listedTools = new Set<string>();
   /** The params of the client's latest logging/setLevel. */
   private clientLogLevel: JsonObject | undefined;
   /** The client's capabilities, from its initialize request. */
@@ -180,8 +154,9 @@ export class Session {
   ) {
     this.client = new ExactIdChannel(client, false);
     this.upstream = new ExactIdChannel(upstream, true);
-    this.fromClientSide = { channel: this.client, blocking: new Map() };
-    this.fromUpstreamSide = { channel: this.upstream, blocking: new Map() };
+    this.servedForClient = new ServedRequests((id, m) => this.respond(id, m), options.logger);
+    this.servedForUpstream = this.servedRequestsOfUpstream();
+    this.profile = new UpstreamProfile(options.policy, options.logger);
     this.toUpstream = new PendingRequests<UpstreamPending>({
       afterMs: options.config.upstream?.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS,
       expired: (wireId, entry, afterMs) => this.upstreamTimedOut(wireId, entry, afterMs),
@@ -236,6 +211,15 @@ export class Session {
       options.audit,
       options.lifecycle,
     );
+    this.correlator = new Correlator({
+      clientRequestOf: (wireId) => {
+        const entry = this.toUpstream.get(wireId);
+        return entry?.kind === 'client' ? entry.clientId : undefined;
+      },
+      unwrappedCallOf: (taskId) => this.unwrapper.clientRequestOf(taskId),
+      taskOfCall: (wireId) => this.augmenter.taskOfCall(wireId),
+      soleRunningTask: () => this.augmenter.soleRunningTask(),
+    });
   }
 
   /** Whom per-caller limits count against: the identity, or this session without one. */
@@ -271,9 +255,8 @@ export class Session {
 
   close(): Promise<void> {
     this.closing ??= (async () => {
-      for (const side of [this.fromClientSide, this.fromUpstreamSide]) {
-        for (const controller of side.blocking.values()) controller.abort();
-      }
+      this.servedForClient.stopBlocking();
+      this.servedForUpstream.stopBlocking();
       this.unwrapper.abandonAll();
       this.clientTasks.close();
       if (this.options.lingerForTasks && this.upstreamState.goneReason === undefined) {
@@ -333,9 +316,9 @@ export class Session {
    * waited for.
    */
   private get onlyTasksAwaited(): boolean {
-    const waiting = this.fromClientSide.blocking;
-    if (this.clientRequestsOpen.size > waiting.size) return false;
-    for (const key of this.clientRequestsOpen) if (!waiting.has(key)) return false;
+    const waiting = this.servedForClient;
+    if (this.clientRequestsOpen.size > waiting.blockingCount) return false;
+    for (const key of this.clientRequestsOpen) if (!waiting.isBlocking(key)) return false;
     return true;
   }
 
@@ -347,11 +330,7 @@ export class Session {
     if (wasOpen && (this.clientInputEnded || this.closeWhenAnswered) && this.onlyTasksAwaited) {
       void this.close();
     }
-    if (this.progressTokenOf.size === 0) return;
-    const token = this.progressTokenOf.get(idKey(id));
-    if (token === undefined) return;
-    this.progressTokenOf.delete(idKey(id));
-    if (this.progressOwners.get(token) === id) this.progressOwners.delete(token);
+    this.correlator.requestAnswered(id);
   }
 
   // ── client → upstream ────────────────────────────────────────────────────────────────────────────
@@ -409,19 +388,17 @@ export class Session {
         if (request.method === 'tools/call') limits!.admitTask(caller);
         else limits!.admitTaskRequest(caller);
       } catch (error) {
-        return this.replyError(this.fromClientSide, request.id, error);
+        return this.servedForClient.refuse(request.id, error);
       }
     }
-    const token = metaOf(params)?.progressToken;
-    if (typeof token === 'string' || typeof token === 'number') {
-      this.progressOwners.set(idKey(token), request.id);
-      this.progressTokenOf.set(idKey(request.id), idKey(token));
-    }
+    this.correlator.requestOpened(request.id, params);
     switch (request.method) {
       case 'initialize':
         return this.initialize(request, raw);
       case 'tools/list':
-        return this.forwardRequest(request, raw, (result) => this.rewriteToolsList(result));
+        return this.forwardRequest(request, raw, (result) =>
+          this.profile.rewriteToolsList(result, this.clientHasTasks),
+        );
       case 'tools/call':
         return this.toolCall(request, raw);
       case 'logging/setLevel':
@@ -435,11 +412,13 @@ export class Session {
       case 'tasks/result':
         return this.taskRequest(request, raw);
       case 'tasks/list':
-        return this.answerLocally(request, () => this.augmenter.listTasks(params, this.upstreamLists));
+        return this.servedForClient.answer(request.id, () =>
+          this.augmenter.listTasks(params, this.profile.lists),
+        );
       default:
         // A receiver must process a request normally and ignore task metadata for a request type it never
         // advertised tasks for; some SDK servers fail on it instead, so it is taken off.
-        if (params?.task !== undefined && !this.upstreamTakesTask(request.method)) {
+        if (params?.task !== undefined && !this.profile.takesTask(request.method)) {
           const { task: _, ...rest } = params;
           return this.forwardRequest({ ...request, params: rest });
         }
@@ -474,14 +453,7 @@ export class Session {
     const plan = decideToolCall({
       asTask: params?.task !== undefined,
       clientHasTasks: this.clientHasTasks,
-      upstream:
-        name === undefined
-          ? { listedAsTask: false, mayRunAsTask: false, requiresTask: false }
-          : {
-              listedAsTask: this.nativeTaskTools.has(name),
-              mayRunAsTask: this.isNativeTaskTool(name),
-              requiresTask: this.nativeRequiredTools.has(name),
-            },
+      upstream: this.profile.tool(name),
       policy: policy ?? { taskSupport: 'optional', unwrap: false },
     });
     switch (plan.kind) {
@@ -491,8 +463,7 @@ export class Session {
         return this.forwardRequest(request, raw);
       case 'refuse-task': {
         const why = plan.taskSupport === 'forbidden' ? 'forbidden' : 'left to the server, which has no tasks';
-        return this.replyError(
-          this.fromClientSide,
+        return this.servedForClient.refuse(
           request.id,
           methodNotFound(
             `Tool "${name}" cannot be called as a task (its taskSupport is "${why}"); call it without "task"`,
@@ -500,8 +471,7 @@ export class Session {
         );
       }
       case 'refuse-plain':
-        return this.replyError(
-          this.fromClientSide,
+        return this.servedForClient.refuse(
           request.id,
           methodNotFound(
             `Tool "${name}" must be called as a task (its taskSupport is "required"): add a "task" field to the tools/call params`,
@@ -511,7 +481,7 @@ export class Session {
         if (this.upstreamRefuses) return this.refuseUpstreamGone(request);
         const limits = this.options.limits;
         const caller = this.callerOf(request.id);
-        return this.answerLocally(request, () =>
+        return this.servedForClient.answer(request.id, () =>
           limits && caller !== undefined
             ? limits.withinLiveTasks(caller, (limit) => this.augmenter.createTask(params, limit))
             : this.augmenter.createTask(params),
@@ -527,9 +497,9 @@ export class Session {
   private taskRequest(request: Request, raw: Buffer, serve?: () => Promise<JsonObject>): void {
     const local = (): void =>
       serve
-        ? this.answerLocally(request, serve)
-        : this.answerBlocking(request, (signal) => this.taskResultFor(request, signal));
-    if (this.upstreamTasks === undefined) return local();
+        ? this.servedForClient.answer(request.id, serve)
+        : this.servedForClient.answerBlocking(request.id, (signal) => this.taskResultFor(request, signal));
+    if (!this.profile.hasTasks) return local();
     this.augmenter.knows(request.params).then(
       (known) => {
         if (known) return local();
@@ -537,7 +507,7 @@ export class Session {
         if (lost === undefined) return this.forwardRequest(request, raw);
         this.answerForLostTask(request, lost);
       },
-      (error: unknown) => this.replyError(this.fromClientSide, request.id, error),
+      (error: unknown) => this.servedForClient.refuse(request.id, error),
     );
   }
 
@@ -546,8 +516,7 @@ export class Session {
     const taskId = String(task.taskId);
     if (request.method === 'tasks/get') return this.respond(request.id, successResponse(request.id, task));
     if (request.method === 'tasks/cancel') {
-      return this.replyError(
-        this.fromClientSide,
+      return this.servedForClient.refuse(
         request.id,
         new IllegalTransitionError(taskId, 'failed', 'cancelled'),
       );
@@ -588,22 +557,16 @@ export class Session {
       entry.tool = request.params.name;
     }
     const wireId = this.toUpstream.forward(request.id, entry);
-    if (request.method === 'tools/call') this.plainToolCalls.add(idKey(wireId));
+    if (request.method === 'tools/call') this.correlator.plainCallSent(wireId);
     if (wireId === request.id && raw !== undefined) this.upstream.sendRaw(raw, undefined, handed(request));
     else this.upstream.send({ ...request, id: wireId });
   }
 
   /** tasks/result of one of taskgate's tasks, noting that it is open so related messages can use its stream. */
-  private taskResultFor(
-    request: Request,
-    signal: AbortSignal,
-  ): Promise<{ result: JsonObject } | { error: JsonRpcErrorObject }> {
+  private taskResultFor(request: Request, signal: AbortSignal): Promise<Outcome> {
     const taskId = request.params?.taskId;
     if (typeof taskId !== 'string') return this.augmenter.taskResult(request.params, signal);
-    this.openTaskResults.set(taskId, request.id);
-    const closed = (): void => {
-      if (this.openTaskResults.get(taskId) === request.id) this.openTaskResults.delete(taskId);
-    };
+    const closed = this.correlator.taskResultOpened(taskId, request.id);
     // then(), not an await in try/finally: fewer turns of the microtask queue per released waiter.
     return this.augmenter.taskResult(request.params, signal).then(
       (outcome) => {
@@ -617,64 +580,6 @@ export class Session {
     );
   }
 
-  /** Answers a request taskgate serves itself, to the peer that sent it. */
-  private answerLocally(
-    request: Request,
-    handler: () => Promise<JsonObject>,
-    from: Side = this.fromClientSide,
-  ): void {
-    handler().then(
-      (result) => this.reply(from, request.id, successResponse(request.id, result)),
-      (error: unknown) => this.replyError(from, request.id, error),
-    );
-  }
-
-  /** Like answerLocally, for a request that may block (tasks/result) and so may be cancelled meanwhile. */
-  private answerBlocking(
-    request: Request,
-    handler: (signal: AbortSignal) => Promise<{ result: JsonObject } | { error: JsonRpcErrorObject }>,
-    from: Side = this.fromClientSide,
-  ): void {
-    if (from.gone) return;
-    const controller = new AbortController();
-    const key = idKey(request.id);
-    from.blocking.set(key, controller);
-    const unblock = (): void => {
-      if (from.blocking.get(key) === controller) from.blocking.delete(key);
-    };
-    handler(controller.signal).then(
-      (outcome) => {
-        if (!controller.signal.aborted) {
-          this.reply(
-            from,
-            request.id,
-            'error' in outcome
-              ? errorResponse(request.id, outcome.error)
-              : successResponse(request.id, outcome.result),
-          );
-        }
-        unblock();
-      },
-      (error: unknown) => {
-        // A cancelled request gets no answer (MCP cancellation).
-        if (!controller.signal.aborted) this.replyError(from, request.id, error);
-        unblock();
-      },
-    );
-  }
-
-  private replyError(from: Side, id: RequestId, error: unknown): void {
-    if (!(error instanceof ProtocolError)) this.options.logger.debug({ err: error }, 'request refused');
-    this.reply(from, id, errorResponse(id, toJsonRpcError(error)));
-  }
-
-  /** The answer to a request taskgate served itself, to whichever peer asked. */
-  private reply(from: Side, id: RequestId, message: object): void {
-    if (from.gone) return;
-    if (from === this.fromClientSide) return this.respond(id, message);
-    from.channel.send(message, { responseTo: id });
-  }
-
   private clientNotification(notification: Notification, raw: Buffer): void {
     // Progress on what the gone server asked: nobody to tell (and its successor must not hear it).
     if (notification.method === 'notifications/progress' && this.upstreamState.goneReason !== undefined)
@@ -684,16 +589,12 @@ export class Session {
       if (typeof requestId === 'string' || typeof requestId === 'number') {
         // A cancelled request gets no answer: it is over for the client.
         this.answered(requestId);
-        const local = this.fromClientSide.blocking.get(idKey(requestId));
-        if (local) {
-          local.abort();
-          return;
-        }
+        if (this.servedForClient.cancel(requestId)) return;
         if (this.unwrapper.cancel(requestId)) return;
         const wireId = this.findForwarded(requestId);
         if (wireId === undefined) return; // already answered, or never ours to forward
         this.toUpstream.take(wireId);
-        this.plainToolCalls.delete(idKey(wireId));
+        this.correlator.plainCallEnded(wireId);
         if (wireId !== requestId) {
           this.upstream.send({ ...notification, params: { ...notification.params, requestId: wireId } });
           return;
@@ -728,10 +629,19 @@ export class Session {
       case 'response':
         return this.upstreamResponse(message.msg, raw);
       case 'request':
-        return this.upstreamRequest(message.msg, raw, this.routeFor(message.msg.params, arrival), arrival);
+        return this.upstreamRequest(
+          message.msg,
+          raw,
+          this.correlator.routeFor(message.msg.params, arrival),
+          arrival,
+        );
       case 'notification': {
         const notification = withExactRequestId(message.msg, raw);
-        return this.upstreamNotification(notification, raw, this.routeFor(notification.params, arrival));
+        return this.upstreamNotification(
+          notification,
+          raw,
+          this.correlator.routeFor(notification.params, arrival),
+        );
       }
     }
   }
@@ -779,9 +689,9 @@ export class Session {
       entry.settle({ response, bytes: raw?.length ?? 0 });
       return;
     }
-    this.plainToolCalls.delete(idKey(response.id as RequestId));
+    this.correlator.plainCallEnded(response.id as RequestId);
     this.options.onUpstreamAnswer?.(entry.method, (performance.now() - entry.sentAt) / 1000);
-    if (this.upstreamTasks !== undefined) this.followUpstreamTask(entry, response);
+    if (this.profile.hasTasks) this.followUpstreamTask(entry, response);
     const route = { responseTo: entry.clientId };
     this.answered(entry.clientId);
     if ('result' in response && entry.onResult) {
@@ -819,11 +729,7 @@ export class Session {
   ): void {
     const params = request.params;
     if (params?.task !== undefined && this.clientTasks.serves(request.method)) {
-      return this.answerLocally(
-        request,
-        () => this.clientTasks.create(request.method, params),
-        this.fromUpstreamSide,
-      );
+      return this.servedForUpstream.answer(request.id, () => this.clientTasks.create(request.method, params));
     }
     switch (request.method) {
       case 'tasks/get':
@@ -837,17 +743,9 @@ export class Session {
     if (isObject(tag) && typeof tag.taskId === 'string' && this.unwrapper.follows(tag.taskId)) {
       return this.relayForUnwrappedTask(request, route);
     }
-    const alreadyTagged = tag !== undefined;
-    // The stream it came on names the task's call (Streamable HTTP); else only a sole running task is sure.
-    const onStreamOf = arrival?.onStreamOf;
-    const taskId = alreadyTagged
-      ? undefined
-      : ((onStreamOf === undefined ? undefined : this.augmenter.taskOfCall(onStreamOf)) ??
-        (TASK_INPUT_METHODS.has(request.method) && this.plainToolCalls.size === 0
-          ? this.augmenter.soleRunningTask()
-          : undefined));
+    const taskId = tag === undefined ? this.correlator.taskOfRequest(request.method, arrival) : undefined;
     if (taskId === undefined) return this.relayToClient(request, raw, route);
-    const taskRoute = this.routeForTask(taskId) ?? route;
+    const taskRoute = this.correlator.routeForTask(taskId) ?? route;
     const wireId = this.toClient.forward(request.id, {
       kind: 'upstream',
       upstreamId: request.id,
@@ -868,15 +766,15 @@ export class Session {
     route: Route | undefined,
     serve?: () => Promise<JsonObject>,
   ): void {
-    const from = this.fromUpstreamSide;
+    const served = this.servedForUpstream;
     this.clientTasks.knows(request.params).then(
       (known) => {
-        if (from.gone) return;
+        if (served.isGone) return;
         if (!known) return this.relayToClient(request, raw, route);
-        if (serve) return this.answerLocally(request, serve, from);
-        this.answerBlocking(request, (signal) => this.clientTasks.result(request.params, signal), from);
+        if (serve) return served.answer(request.id, serve);
+        served.answerBlocking(request.id, (signal) => this.clientTasks.result(request.params, signal));
       },
-      (error: unknown) => this.replyError(from, request.id, error),
+      (error: unknown) => served.refuse(request.id, error),
     );
   }
 
@@ -940,7 +838,7 @@ export class Session {
       if (taskId !== undefined && metaOf(notification.params)?.[RELATED_TASK_META] === undefined) {
         this.client.send(
           { ...notification, params: withMeta(notification.params, RELATED_TASK_META, { taskId }) },
-          this.routeForTask(taskId) ?? route,
+          this.correlator.routeForTask(taskId) ?? route,
         );
         return;
       }
@@ -948,8 +846,7 @@ export class Session {
     if (notification.method === 'notifications/cancelled') {
       const requestId = notification.params?.requestId;
       if (typeof requestId === 'string' || typeof requestId === 'number') {
-        const blocking = this.fromUpstreamSide.blocking.get(idKey(requestId));
-        if (blocking) return blocking.abort();
+        if (this.servedForUpstream.cancel(requestId)) return;
         const wireId = this.findRelayed(requestId);
         if (wireId !== undefined) {
           this.toClient.take(wireId);
@@ -964,32 +861,6 @@ export class Session {
       }
     }
     this.client.sendRaw(raw, route);
-  }
-
-  /**
-   * The client request an upstream message belongs with, for a transport with several streams: the
-   * request whose upstream stream carried it, or the one whose progress token it carries, or for a task,
-   * the client's open tasks/result of it.
-   */
-  private routeFor(params: JsonObject | undefined, arrival: Arrival | undefined): Route | undefined {
-    const onStreamOf = arrival?.onStreamOf;
-    if (onStreamOf !== undefined) {
-      const entry = this.toUpstream.get(onStreamOf);
-      if (entry?.kind === 'client') return { relatedTo: entry.clientId };
-    }
-    const token = metaOf(params)?.progressToken ?? params?.progressToken;
-    if (typeof token === 'string' || typeof token === 'number') {
-      const owner = this.progressOwners.get(idKey(token));
-      if (owner !== undefined) return { relatedTo: owner };
-    }
-    const tag = metaOf(params)?.[RELATED_TASK_META];
-    return isObject(tag) && typeof tag.taskId === 'string' ? this.routeForTask(tag.taskId) : undefined;
-  }
-
-  /** A message about a task goes on the client's open tasks/result of it, or its unwrapped call. */
-  private routeForTask(taskId: string): Route | undefined {
-    const waiting = this.openTaskResults.get(taskId) ?? this.unwrapper.clientRequestOf(taskId);
-    return waiting === undefined ? undefined : { relatedTo: waiting };
   }
 
   private upstreamMalformed(error: ProtocolError, id: RequestId | null): void {
@@ -1024,7 +895,7 @@ export class Session {
       entry.settle({ response: errorResponse(wireId, error), bytes: 0 });
       return;
     }
-    this.plainToolCalls.delete(idKey(wireId));
+    this.correlator.plainCallEnded(wireId);
     this.respond(entry.clientId, errorResponse(entry.clientId, error));
   }
 
@@ -1052,7 +923,7 @@ export class Session {
           }),
         );
     }
-    this.plainToolCalls.clear();
+    this.correlator.plainCallsLost();
     for (const task of this.upstreamTaskWatch.lose(`Upstream server unavailable: ${reason}`)) {
       this.options.sightings?.upstreamTask(task, undefined);
       if (this.options.config.tasks.statusNotifications) {
@@ -1078,10 +949,15 @@ export class Session {
       );
     }
     this.clientTasks.abandon();
-    const side = this.fromUpstreamSide;
-    side.gone = true;
-    for (const controller of side.blocking.values()) controller.abort();
-    this.fromUpstreamSide = { channel: this.upstream, blocking: new Map() };
+    this.servedForUpstream.abandon();
+    this.servedForUpstream = this.servedRequestsOfUpstream();
+  }
+
+  private servedRequestsOfUpstream(): ServedRequests {
+    return new ServedRequests(
+      (id, message) => this.upstream.send(message, { responseTo: id }),
+      this.options.logger,
+    );
   }
 
   /** A restarted upstream is back: it is told the log level the client had set. */
@@ -1121,100 +997,17 @@ export class Session {
 
   private rewriteInitialize(result: JsonObject): JsonObject {
     this.upstreamState.initialized = true;
-    const capabilities = isObject(result.capabilities) ? result.capabilities : {};
-    this.upstreamTasks = isObject(capabilities.tasks) ? capabilities.tasks : undefined;
-    this.options.logger.info(
-      this.upstreamTakesTask('tools/call')
-        ? 'upstream server has tasks of its own: its task tools pass through, taskgate serves the rest'
-        : 'upstream server has no tasks for tools/call: taskgate serves them',
-    );
-    return {
-      ...result,
-      capabilities: { ...capabilities, tasks: this.augmenter.capabilities(this.upstreamTasks) },
-    };
+    return this.profile.rewriteInitialize(result, (ownTasks) => this.augmenter.capabilities(ownTasks));
   }
 
-  /** Marks each tool with taskSupport: the upstream's own where it runs the tool as a task, else policy's. */
-  private rewriteToolsList(result: JsonObject): JsonObject {
-    if (!Array.isArray(result.tools)) return result;
-    const nativeTasks = this.upstreamTakesTask('tools/call');
-    const tools = result.tools.map((tool: unknown) => {
-      if (!isObject(tool) || typeof tool.name !== 'string') return tool;
-      const execution = isObject(tool.execution) ? tool.execution : {};
-      this.listedTools.add(tool.name);
-      const native =
-        nativeTasks && (execution.taskSupport === 'optional' || execution.taskSupport === 'required');
-      if (native) this.nativeTaskTools.add(tool.name);
-      else this.nativeTaskTools.delete(tool.name);
-      if (native && execution.taskSupport === 'required') this.nativeRequiredTools.add(tool.name);
-      else this.nativeRequiredTools.delete(tool.name);
-      // A client without a tasks capability may still ask for tasks (a client's 2025 tasks capability is
-      // about requests it receives), but must not see "required": SDK clients then refuse to call the tool,
-      // and taskgate serves them the plain call (or follows the server's task for them).
-      const hidesRequired = !this.clientHasTasks;
-      // In front of a server with tasks of its own, such a client sees the tools as the server lists them.
-      const asListed = native || (hidesRequired && nativeTasks);
-      const { taskSupport } = asListed
-        ? { taskSupport: 'passthrough' }
-        : this.options.policy.forTool(tool.name);
-      if (taskSupport === 'passthrough') {
-        return hidesRequired && execution.taskSupport === 'required'
-          ? withoutTaskSupport(tool, execution)
-          : tool;
-      }
-      if (hidesRequired && taskSupport === 'required') return withoutTaskSupport(tool, execution);
-      return { ...tool, execution: { ...execution, taskSupport } };
-    });
-    if (result.nextCursor === undefined) {
-      this.options.policy.warnUnmatchedRules(this.listedTools, this.options.logger);
-    }
-    return { ...result, tools };
-  }
-
-  /**
-   * Whether the upstream runs this tool as a task itself. A tool its tools/list has not shown yet is
-   * given the benefit of the doubt when the upstream has tasks for tools/call at all.
-   */
-  private isNativeTaskTool(name: string): boolean {
-    if (!this.upstreamTakesTask('tools/call')) return false;
-    return this.nativeTaskTools.has(name) || !this.listedTools.has(name);
-  }
-
-  /**
-   * How a call of the tool may run, as taskgate lists it for a 2025 client with tasks: the upstream's own
-   * taskSupport for a tool it runs as a task, else the operator's rule (`passthrough` to a server that does
-   * not run it as a task: never a task). What a 2026-07-28 front decides a call by.
-   */
-  taskSupportFor(name: string): {
-    taskSupport: 'required' | 'optional' | 'forbidden';
-    upstreamTask: boolean;
-  } {
-    if (this.isNativeTaskTool(name)) {
-      return {
-        taskSupport: this.nativeRequiredTools.has(name) ? 'required' : 'optional',
-        upstreamTask: true,
-      };
-    }
-    const { taskSupport } = this.options.policy.forTool(name);
-    return { taskSupport: taskSupport === 'passthrough' ? 'forbidden' : taskSupport, upstreamTask: false };
+  /** How a call of the tool may run (UpstreamProfile.taskSupportFor): what a 2026-07-28 front decides by. */
+  taskSupportFor(name: string): ReturnType<UpstreamProfile['taskSupportFor']> {
+    return this.profile.taskSupportFor(name);
   }
 
   /** A client that declared no tasks capability cannot make task-augmented requests. */
   private get clientHasTasks(): boolean {
     return isObject(this.clientCapabilities.tasks);
-  }
-
-  /** Whether the upstream declared tasks for this request type (`tasks.requests.<a>.<b>` for "a/b"). */
-  private upstreamTakesTask(method: string): boolean {
-    const [category, action] = method.split('/');
-    const requests = this.upstreamTasks?.requests;
-    const byCategory = isObject(requests) && category !== undefined ? requests[category] : undefined;
-    return isObject(byCategory) && action !== undefined && isObject(byCategory[action]);
-  }
-
-  /** The upstream serves tasks/list for its own tasks. */
-  private get upstreamLists(): boolean {
-    return isObject(this.upstreamTasks?.list);
   }
 
   // ── id lookups for cancellation (rare: linear scans are fine) ────────────────────────────────────
