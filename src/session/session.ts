@@ -43,23 +43,11 @@ import type { OwnCall } from '../tasks/own-call.js';
 import { Correlator } from './correlator.js';
 import { decideToolCall } from './decide.js';
 import { PendingRequests } from './pending.js';
-import { ServedRequests, type Outcome } from './served-requests.js';
-import { UpstreamProfile } from './upstream-profile.js';
 
-/** A request forwarded to the upstream, or one of taskgate's own. */
-type UpstreamPending =
-  | {
-      kind: 'client';
-      clientId: RequestId;
-      method: string;
-      sentAt: number;
-      onResult?: (result: JsonObject) => JsonObject;
-      /** For tasks/result of the upstream's own task: which one (answered, it is over for the client). */
-      taskId?: string;
-      /** For tools/call: the tool, to name the upstream's task if it answers with one. */
-      tool?: string;
-    }
-  | OwnPending;
+export type { UpstreamState } from './upstream-peer.js';
+import { ServedRequests, type Outcome } from './served-requests.js';
+import { UpstreamPeer, type Forwarded, type UpstreamState } from './upstream-peer.js';
+import { UpstreamProfile } from './upstream-profile.js';
 
 /**
  * A request from the upstream forwarded to the client (with the stream it went on, and whether it asked
@@ -92,13 +80,6 @@ export interface SessionOptions {
   lingerForTasks?: boolean;
 }
 
-export interface UpstreamState {
-  /** True once the upstream has answered initialize. */
-  initialized: boolean;
-  /** Why the upstream is away, while it is (for good, or until a restarted one is back). */
-  goneReason?: string;
-}
-
 export interface SessionEvents {
   upstreamGone(state: UpstreamState): void;
   /** The session is over: the client went away or close() was called; the upstream channel is closed. */
@@ -113,7 +94,7 @@ const CAPABILITY_FOR: Record<string, string | undefined> = {
 };
 
 export class Session {
-  private readonly toUpstream: PendingRequests<UpstreamPending>;
+  private readonly upstreamPeer: UpstreamPeer;
   private readonly toClient = new PendingRequests<ClientPending>();
   /** The client's requests taskgate answers itself. */
   private readonly servedForClient: ServedRequests;
@@ -139,9 +120,7 @@ export class Session {
   private readonly upstreamTaskWatch = new UpstreamTaskWatch();
   private readonly clientTasks: ClientTasks;
   private closing: Promise<void> | undefined;
-  /** The upstream is being restarted and requests wait for it (upstreamRestart.holdRequests). */
-  private holding = false;
-  readonly upstreamState: UpstreamState = { initialized: false };
+  readonly upstreamState: UpstreamState;
 
   private readonly client: Channel;
   private readonly upstream: Channel;
@@ -157,10 +136,16 @@ export class Session {
     this.servedForClient = new ServedRequests((id, m) => this.respond(id, m), options.logger);
     this.servedForUpstream = this.servedRequestsOfUpstream();
     this.profile = new UpstreamProfile(options.policy, options.logger);
-    this.toUpstream = new PendingRequests<UpstreamPending>({
-      afterMs: options.config.upstream?.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS,
-      expired: (wireId, entry, afterMs) => this.upstreamTimedOut(wireId, entry, afterMs),
+    this.upstreamPeer = new UpstreamPeer(this.upstream, {
+      requestTimeoutMs: options.config.upstream?.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS,
+      holdsRequests: options.config.upstreamRestart.holdRequests > 0,
+      logger: options.logger,
+      unanswered: (entry, wireId, error) => {
+        if (wireId !== undefined) this.correlator.plainCallEnded(wireId);
+        this.respond(entry.clientId, errorResponse(entry.clientId, error));
+      },
     });
+    this.upstreamState = this.upstreamPeer.state;
     const host: AugmentHost = {
       callUpstream: (method, params, timeoutMs) => this.callUpstream(method, params, timeoutMs),
       cancelUpstream: (wireId, reason) => this.cancelOwnCall(wireId, reason),
@@ -190,8 +175,7 @@ export class Session {
         cancelClient: (wireId, reason) => dropCall(this.toClient, (m) => this.client.send(m), wireId, reason),
         // Nothing goes to a server that is down, nor to its successor, which never had these tasks.
         notifyUpstream: (method, params) => {
-          if (this.upstreamState.goneReason === undefined)
-            this.upstream.send({ jsonrpc: '2.0', method, params });
+          if (!this.upstreamPeer.isAway) this.upstream.send({ jsonrpc: '2.0', method, params });
         },
       },
       options.id,
@@ -212,10 +196,7 @@ export class Session {
       options.lifecycle,
     );
     this.correlator = new Correlator({
-      clientRequestOf: (wireId) => {
-        const entry = this.toUpstream.get(wireId);
-        return entry?.kind === 'client' ? entry.clientId : undefined;
-      },
+      clientRequestOf: (wireId) => this.upstreamPeer.clientRequestOf(wireId),
       unwrappedCallOf: (taskId) => this.unwrapper.clientRequestOf(taskId),
       taskOfCall: (wireId) => this.augmenter.taskOfCall(wireId),
       soleRunningTask: () => this.augmenter.soleRunningTask(),
@@ -259,7 +240,7 @@ export class Session {
       this.servedForUpstream.stopBlocking();
       this.unwrapper.abandonAll();
       this.clientTasks.close();
-      if (this.options.lingerForTasks && this.upstreamState.goneReason === undefined) {
+      if (this.options.lingerForTasks && !this.upstreamPeer.isAway) {
         await this.augmenter.idle(this.options.config.tasks.maxTtl);
       }
       this.augmenter.close();
@@ -478,7 +459,7 @@ export class Session {
           ),
         );
       case 'augment': {
-        if (this.upstreamRefuses) return this.refuseUpstreamGone(request);
+        if (this.upstreamPeer.refuses) return this.refuseUpstreamGone(request);
         const limits = this.options.limits;
         const caller = this.callerOf(request.id);
         return this.servedForClient.answer(request.id, () =>
@@ -529,13 +510,7 @@ export class Session {
   }
 
   private refuseUpstreamGone(request: Request): void {
-    this.respond(
-      request.id,
-      errorResponse(request.id, {
-        code: ErrorCode.UpstreamUnavailable,
-        message: `Upstream server unavailable: ${this.upstreamState.goneReason}`,
-      }),
-    );
+    this.respond(request.id, errorResponse(request.id, this.upstreamPeer.unavailable()));
   }
 
   private forwardRequest(
@@ -543,8 +518,8 @@ export class Session {
     raw?: Buffer,
     onResult?: (result: JsonObject) => JsonObject,
   ): void {
-    if (this.upstreamRefuses) return this.refuseUpstreamGone(request);
-    const entry: UpstreamPending = {
+    if (this.upstreamPeer.refuses) return this.refuseUpstreamGone(request);
+    const entry: Forwarded = {
       kind: 'client',
       clientId: request.id,
       method: request.method,
@@ -556,10 +531,8 @@ export class Session {
     if (request.method === 'tools/call' && typeof request.params?.name === 'string') {
       entry.tool = request.params.name;
     }
-    const wireId = this.toUpstream.forward(request.id, entry);
+    const wireId = this.upstreamPeer.forward(request, raw, entry, handed(request));
     if (request.method === 'tools/call') this.correlator.plainCallSent(wireId);
-    if (wireId === request.id && raw !== undefined) this.upstream.sendRaw(raw, undefined, handed(request));
-    else this.upstream.send({ ...request, id: wireId });
   }
 
   /** tasks/result of one of taskgate's tasks, noting that it is open so related messages can use its stream. */
@@ -582,8 +555,7 @@ export class Session {
 
   private clientNotification(notification: Notification, raw: Buffer): void {
     // Progress on what the gone server asked: nobody to tell (and its successor must not hear it).
-    if (notification.method === 'notifications/progress' && this.upstreamState.goneReason !== undefined)
-      return;
+    if (notification.method === 'notifications/progress' && this.upstreamPeer.isAway) return;
     if (notification.method === 'notifications/cancelled') {
       const requestId = notification.params?.requestId;
       if (typeof requestId === 'string' || typeof requestId === 'number') {
@@ -591,9 +563,8 @@ export class Session {
         this.answered(requestId);
         if (this.servedForClient.cancel(requestId)) return;
         if (this.unwrapper.cancel(requestId)) return;
-        const wireId = this.findForwarded(requestId);
+        const wireId = this.upstreamPeer.withdraw(requestId);
         if (wireId === undefined) return; // already answered, or never ours to forward
-        this.toUpstream.take(wireId);
         this.correlator.plainCallEnded(wireId);
         if (wireId !== requestId) {
           this.upstream.send({ ...notification, params: { ...notification.params, requestId: wireId } });
@@ -655,7 +626,7 @@ export class Session {
     if (error instanceof ProtocolError && error.code === ErrorCode.ParseError) {
       // Not JSON, yet it may still say which call it answers: that call fails now rather than at its timeout.
       const id = idOfBrokenAnswer(raw);
-      if (id !== null && this.toUpstream.get(id) !== undefined) {
+      if (id !== null && this.upstreamPeer.awaits(id)) {
         this.upstreamResponse(
           errorResponse(id, badUpstreamAnswer('a line that is not valid JSON')),
           undefined,
@@ -671,13 +642,13 @@ export class Session {
           ? `a message nested deeper than ${MAX_NESTING} levels (the limit of taskgate)`
           : 'an invalid JSON-RPC response';
       this.upstreamResponse(errorResponse(id, badUpstreamAnswer(what)), undefined);
-    } else if ('id' in value && this.upstreamState.goneReason === undefined) {
+    } else if ('id' in value && !this.upstreamPeer.isAway) {
       this.upstream.send(errorResponse(id, toJsonRpcError(error)));
     }
   }
 
   private upstreamResponse(response: Response, raw: Buffer | undefined): void {
-    const entry = response.id === null ? undefined : this.toUpstream.take(response.id);
+    const entry = response.id === null ? undefined : this.upstreamPeer.answered(response.id);
     if (!entry) {
       this.options.logger.debug(
         { id: response.id },
@@ -865,38 +836,9 @@ export class Session {
 
   private upstreamMalformed(error: ProtocolError, id: RequestId | null): void {
     this.options.logger.warn(`upstream server sent an unusable message: ${error.message}`);
-    if (id !== null && this.toUpstream.get(id) !== undefined) {
+    if (id !== null && this.upstreamPeer.awaits(id)) {
       this.upstreamResponse(errorResponse(id, badUpstreamAnswer(error.message)), undefined);
     }
-  }
-
-  /** Requests are refused: the upstream is gone, and not coming back soon enough to wait for it. */
-  private get upstreamRefuses(): boolean {
-    return this.upstreamState.goneReason !== undefined && !this.holding;
-  }
-
-  /**
-   * A request the upstream did not answer in time: the upstream is told to stop, and the request's sender
-   * (the client, or taskgate itself: a task's call then fails its task) gets an error that says so.
-   */
-  private upstreamTimedOut(wireId: RequestId, entry: UpstreamPending, afterMs: number): void {
-    const message = `Upstream server did not answer ${entry.method} within ${afterMs} ms`;
-    this.options.logger.warn({ id: wireId }, message);
-    // MCP never cancels initialize.
-    if (entry.method !== 'initialize') {
-      this.upstream.send({
-        jsonrpc: '2.0',
-        method: 'notifications/cancelled',
-        params: { requestId: wireId, reason: message },
-      });
-    }
-    const error = { code: ErrorCode.UpstreamUnavailable, message };
-    if (entry.kind === 'own') {
-      entry.settle({ response: errorResponse(wireId, error), bytes: 0 });
-      return;
-    }
-    this.correlator.plainCallEnded(wireId);
-    this.respond(entry.clientId, errorResponse(entry.clientId, error));
   }
 
   /**
@@ -905,24 +847,9 @@ export class Session {
    * back in time).
    */
   private upstreamClosed(reason: string, reopening: boolean): void {
-    this.upstreamState.goneReason = reopening ? `${reason}, and is being restarted` : reason;
-    this.holding = reopening && this.options.config.upstreamRestart.holdRequests > 0;
+    this.upstreamPeer.away(reason, reopening);
     this.forgetUpstreamRequests(reason);
-    for (const entry of this.toUpstream.drain()) {
-      const error = {
-        code: ErrorCode.UpstreamUnavailable,
-        message: `Upstream server unavailable: ${reason}`,
-      };
-      if (entry.kind === 'own') entry.settle({ response: errorResponse(null, error), bytes: 0 });
-      else
-        this.respond(
-          entry.clientId,
-          errorResponse(entry.clientId, {
-            ...error,
-            message: `${error.message} before answering ${entry.method}`,
-          }),
-        );
-    }
+    this.upstreamPeer.failInFlight(reason);
     this.correlator.plainCallsLost();
     for (const task of this.upstreamTaskWatch.lose(`Upstream server unavailable: ${reason}`)) {
       this.options.sightings?.upstreamTask(task, undefined);
@@ -962,8 +889,7 @@ export class Session {
 
   /** A restarted upstream is back: it is told the log level the client had set. */
   private upstreamReopened(): void {
-    delete this.upstreamState.goneReason;
-    this.holding = false;
+    this.upstreamPeer.back();
     if (this.clientLogLevel === undefined) return;
     void this.callUpstream('logging/setLevel', this.clientLogLevel).done.then((answer) => {
       if (answer !== undefined && 'error' in answer.response) {
@@ -978,19 +904,11 @@ export class Session {
   // ── taskgate's own upstream calls (augment) ─────────────────────────────────────────────────────
 
   private callUpstream(method: string, params: JsonObject, timeoutMs?: number): OwnCall {
-    if (this.upstreamRefuses) {
-      const error = {
-        code: ErrorCode.UpstreamUnavailable,
-        message: `Upstream server unavailable: ${this.upstreamState.goneReason}`,
-      };
-      return { wireId: '', done: Promise.resolve({ response: errorResponse(null, error), bytes: 0 }) };
-    }
-    return placeCall(this.toUpstream, (m) => this.upstream.send(m), method, params, timeoutMs);
+    return this.upstreamPeer.call(method, params, timeoutMs);
   }
 
   private cancelOwnCall(wireId: RequestId, reason: string): void {
-    const gone = this.upstreamState.goneReason !== undefined;
-    dropCall(this.toUpstream, gone ? undefined : (m) => this.upstream.send(m), wireId, reason);
+    this.upstreamPeer.cancelCall(wireId, reason);
   }
 
   // ── rewrites ─────────────────────────────────────────────────────────────────────────────────────
@@ -1011,12 +929,6 @@ export class Session {
   }
 
   // ── id lookups for cancellation (rare: linear scans are fine) ────────────────────────────────────
-
-  private findForwarded(clientId: RequestId): RequestId | undefined {
-    const direct = this.toUpstream.get(clientId);
-    if (direct?.kind === 'client' && direct.clientId === clientId) return clientId;
-    return this.toUpstream.findId((entry) => entry.kind === 'client' && entry.clientId === clientId);
-  }
 
   private findRelayed(upstreamId: RequestId): RequestId | undefined {
     const direct = this.toClient.get(upstreamId);

@@ -1,0 +1,185 @@
+/**
+ * The upstream as the session sends to it: one table of what is in flight there (forwarded client
+ * requests and taskgate's own calls, each with the one deadline `upstream.requestTimeout`), and whether
+ * it is there at all. Whatever it leaves unanswered — by its deadline, or by going away — is ended here
+ * with the reason: an own call settles with the error, a forwarded request goes back to the session for
+ * its client.
+ */
+import type { Logger } from 'pino';
+import { ErrorCode } from '../protocol/errors.js';
+import { errorResponse, type JsonObject, type Request, type RequestId } from '../protocol/messages.js';
+import type { OwnCall } from '../tasks/own-call.js';
+import type { Channel } from '../transport/channel.js';
+import { dropCall, placeCall, type OwnPending } from './own-calls.js';
+import { PendingRequests } from './pending.js';
+
+/** A client request forwarded upstream. */
+export interface Forwarded {
+  kind: 'client';
+  clientId: RequestId;
+  method: string;
+  sentAt: number;
+  onResult?: (result: JsonObject) => JsonObject;
+  /** For tasks/result of the upstream's own task: which one (answered, it is over for the client). */
+  taskId?: string;
+  /** For tools/call: the tool, to name the upstream's task if it answers with one. */
+  tool?: string;
+}
+
+export type UpstreamPending = Forwarded | OwnPending;
+
+export interface UpstreamState {
+  /** True once the upstream has answered initialize. */
+  initialized: boolean;
+  /** Why the upstream is away, while it is (for good, or until a restarted one is back). */
+  goneReason?: string;
+}
+
+export interface UpstreamError {
+  code: number;
+  message: string;
+}
+
+export interface UpstreamPeerOptions {
+  requestTimeoutMs: number;
+  /** While a restarted upstream is awaited, requests wait for it (`upstreamRestart.holdRequests`). */
+  holdsRequests: boolean;
+  logger: Logger;
+  /** A forwarded request the upstream will not answer: the client is owed `error`. */
+  unanswered(entry: Forwarded, wireId: RequestId | undefined, error: UpstreamError): void;
+}
+
+export class UpstreamPeer {
+  readonly state: UpstreamState = { initialized: false };
+  private holding = false;
+  private readonly pending: PendingRequests<UpstreamPending>;
+
+  constructor(
+    readonly channel: Channel,
+    private readonly options: UpstreamPeerOptions,
+  ) {
+    this.pending = new PendingRequests<UpstreamPending>({
+      afterMs: options.requestTimeoutMs,
+      expired: (wireId, entry, afterMs) => this.timedOut(wireId, entry, afterMs),
+    });
+  }
+
+  /** The upstream is away (for good, or being restarted). */
+  get isAway(): boolean {
+    return this.state.goneReason !== undefined;
+  }
+
+  /** Requests are refused: the upstream is away, and not coming back soon enough to wait for it. */
+  get refuses(): boolean {
+    return this.isAway && !this.holding;
+  }
+
+  /** What a request that cannot go to the upstream now is answered. */
+  unavailable(): UpstreamError {
+    return {
+      code: ErrorCode.UpstreamUnavailable,
+      message: `Upstream server unavailable: ${this.state.goneReason}`,
+    };
+  }
+
+  /** Sends a client request (its exact bytes when its id goes unchanged); the id it went as. */
+  forward(
+    request: Request,
+    raw: Buffer | undefined,
+    entry: Forwarded,
+    handed: object | undefined,
+  ): RequestId {
+    const wireId = this.pending.forward(request.id, entry);
+    if (wireId === request.id && raw !== undefined) this.channel.sendRaw(raw, undefined, handed);
+    else this.channel.send({ ...request, id: wireId });
+    return wireId;
+  }
+
+  /** The request an answer from the upstream answers, now no longer in flight. */
+  answered(wireId: RequestId): UpstreamPending | undefined {
+    return this.pending.take(wireId);
+  }
+
+  /** Whether a request with this id is in flight upstream. */
+  awaits(wireId: RequestId): boolean {
+    return this.pending.get(wireId) !== undefined;
+  }
+
+  /** The client request that went upstream as `wireId`, while it is in flight. */
+  clientRequestOf(wireId: RequestId): RequestId | undefined {
+    const entry = this.pending.get(wireId);
+    return entry?.kind === 'client' ? entry.clientId : undefined;
+  }
+
+  /** Stops waiting for a forwarded request the client cancelled: the id it went as, if it is in flight. */
+  withdraw(clientId: RequestId): RequestId | undefined {
+    const direct = this.pending.get(clientId);
+    const wireId =
+      direct?.kind === 'client' && direct.clientId === clientId
+        ? clientId
+        : this.pending.findId((entry) => entry.kind === 'client' && entry.clientId === clientId);
+    if (wireId !== undefined) this.pending.take(wireId);
+    return wireId;
+  }
+
+  /** A request of taskgate's own (`timeoutMs` in place of upstream.requestTimeout). */
+  call(method: string, params: JsonObject, timeoutMs?: number): OwnCall {
+    if (this.refuses) {
+      return {
+        wireId: '',
+        done: Promise.resolve({ response: errorResponse(null, this.unavailable()), bytes: 0 }),
+      };
+    }
+    return placeCall(this.pending, (m) => this.channel.send(m), method, params, timeoutMs);
+  }
+
+  /** Gives up on one of taskgate's own calls; the upstream is told, unless it is away. */
+  cancelCall(wireId: RequestId, reason: string): void {
+    dropCall(this.pending, this.isAway ? undefined : (m) => this.channel.send(m), wireId, reason);
+  }
+
+  /** The upstream went away; `reopening`: it is being restarted. */
+  away(reason: string, reopening: boolean): void {
+    this.state.goneReason = reopening ? `${reason}, and is being restarted` : reason;
+    this.holding = reopening && this.options.holdsRequests;
+  }
+
+  /** Everything in flight is ended with the reason the upstream went away. */
+  failInFlight(reason: string): void {
+    const error = { code: ErrorCode.UpstreamUnavailable, message: `Upstream server unavailable: ${reason}` };
+    for (const entry of this.pending.drain()) {
+      if (entry.kind === 'own') entry.settle({ response: errorResponse(null, error), bytes: 0 });
+      else
+        this.options.unanswered(entry, undefined, {
+          ...error,
+          message: `${error.message} before answering ${entry.method}`,
+        });
+    }
+  }
+
+  /** A restarted upstream is back. */
+  back(): void {
+    delete this.state.goneReason;
+    this.holding = false;
+  }
+
+  /**
+   * A request the upstream did not answer in time: the upstream is told to stop, and the request's sender
+   * (the client, or taskgate itself: a task's call then fails its task) gets an error that says so.
+   */
+  private timedOut(wireId: RequestId, entry: UpstreamPending, afterMs: number): void {
+    const message = `Upstream server did not answer ${entry.method} within ${afterMs} ms`;
+    this.options.logger.warn({ id: wireId }, message);
+    // MCP never cancels initialize.
+    if (entry.method !== 'initialize') {
+      this.channel.send({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: wireId, reason: message },
+      });
+    }
+    const error = { code: ErrorCode.UpstreamUnavailable, message };
+    if (entry.kind === 'own') entry.settle({ response: errorResponse(wireId, error), bytes: 0 });
+    else this.options.unanswered(entry, wireId, error);
+  }
+}
