@@ -21,7 +21,7 @@ import { InvalidCursorError } from './errors.js';
 import { ListTasksParams, TaskAugmentedCallParams, parseParams } from './params.js';
 import { toWireTask, type TaskRecord } from './state.js';
 import type { LiveLimit, TaskStore } from './store.js';
-import { TaskService } from './task-service.js';
+import { TaskService, type TaskServiceConfig } from './task-service.js';
 
 /** What augment needs from the session it serves. */
 export interface AugmentHost {
@@ -38,6 +38,9 @@ interface RunningCall {
   openInputRequests: number;
 }
 
+/** What an Augmenter reads of the Config: its TaskService's, and whether to list its own tasks. */
+export type AugmentConfig = TaskServiceConfig & { tasks: Pick<Config['tasks'], 'exposeList'> };
+
 const OWN_CURSOR = 'own.';
 const UPSTREAM_CURSOR = 'up.';
 const TOOL_CALL = { what: 'Tool call' };
@@ -51,7 +54,7 @@ export class Augmenter {
   constructor(
     store: TaskStore,
     private readonly policy: Policy,
-    private readonly config: Config,
+    private readonly config: AugmentConfig,
     private readonly host: AugmentHost,
     private readonly requester: { sessionId: string; identity?: string; subject?: string },
     private readonly logger: Logger,

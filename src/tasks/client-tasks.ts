@@ -7,13 +7,12 @@
  */
 import type { Logger } from 'pino';
 import type { Policy } from '../config/policy.js';
-import type { Config } from '../config/schema.js';
 import { invalidParams, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
 import type { OwnCall } from './own-call.js';
 import { toWireTask } from './state.js';
 import type { TaskStore } from './store.js';
-import { TaskService } from './task-service.js';
+import { TaskService, type TaskServiceConfig } from './task-service.js';
 
 /** The requests a server may task-augment towards a client, and the client capability each needs. */
 const TASKABLE = [
@@ -37,7 +36,7 @@ export class ClientTasks {
   constructor(
     store: TaskStore,
     private readonly policy: Policy,
-    config: Config,
+    config: TaskServiceConfig,
     private readonly host: ClientTasksHost,
     sessionId: string,
     private readonly logger: Logger,

@@ -31,6 +31,9 @@ export interface Requester {
   owner: string;
 }
 
+/** What a TaskService reads of the Config. */
+export type TaskServiceConfig = { tasks: Pick<Config['tasks'], 'statusNotifications' | 'listPageSize'> };
+
 export const CANCELLED_BY_REQUEST = 'The task was cancelled by request.';
 
 export class TaskService {
@@ -38,7 +41,7 @@ export class TaskService {
 
   constructor(
     readonly store: TaskStore,
-    private readonly config: Config,
+    private readonly config: TaskServiceConfig,
     private readonly requester: Requester,
     /** Sends a notification to the requestor. */
     notify: (method: string, params: JsonObject) => void,
