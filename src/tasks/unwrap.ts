@@ -42,6 +42,9 @@ interface Run {
   keepAlive?: NodeJS.Timeout;
 }
 
+/** What an Unwrapper reads of the Config. */
+export type UnwrapConfig = Pick<Config, 'unwrap'>;
+
 /** How long one tasks/get may take before the client's call fails instead of hanging. */
 const POLL_REQUEST_TIMEOUT_MS = 30_000;
 
@@ -51,7 +54,7 @@ export class Unwrapper {
 
   constructor(
     private readonly host: UnwrapHost,
-    private readonly config: Config,
+    private readonly config: UnwrapConfig,
     private readonly logger: Logger,
   ) {}
 
