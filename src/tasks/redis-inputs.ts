@@ -15,8 +15,8 @@ type AnswerListener = (taskId: string, inputResponses: Record<string, unknown>) 
 /** Relayed requests awaiting their answer at most; beyond it a relay gives up at once. */
 const MAX_RELAYS_IN_FLIGHT = 10_000;
 
-/** How long a relaying replica waits to hear that the runner took the request: else it is not there. */
-const ACK_WITHIN_MS = 3_000;
+/** How long a relay waits to hear the runner took its request, so a runner that is gone costs seconds. */
+export const RELAY_TAKEN_WITHIN_MS = 3_000;
 
 interface PendingRelay {
   resolve(response: object | undefined): void;
@@ -73,7 +73,7 @@ export class RedisInputBoard implements TaskInputBoard {
     if (this.relays.size >= MAX_RELAYS_IN_FLIGHT) return undefined;
     const id = this.nextRelay++;
     const answered = new Promise<object | undefined>((resolve) => {
-      const timer = setTimeout(() => this.settle(id, undefined), Math.min(ACK_WITHIN_MS, timeoutMs));
+      const timer = setTimeout(() => this.settle(id, undefined), Math.min(RELAY_TAKEN_WITHIN_MS, timeoutMs));
       this.relays.set(id, { resolve, timer, timeoutMs });
     });
     const message = JSON.stringify({ kind: 'request', id, from: this.self, ...relayed });
