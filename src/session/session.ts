@@ -38,23 +38,15 @@ import type { TaskStore } from '../tasks/store.js';
 import { UpstreamTaskWatch } from '../tasks/upstream-tasks.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
-import { dropCall, placeCall, type OwnPending } from './own-calls.js';
+import { ClientPeer } from './client-peer.js';
 import type { OwnCall } from '../tasks/own-call.js';
 import { Correlator } from './correlator.js';
 import { decideToolCall } from './decide.js';
-import { PendingRequests } from './pending.js';
 
 export type { UpstreamState } from './upstream-peer.js';
 import { ServedRequests, type Outcome } from './served-requests.js';
 import { UpstreamPeer, type Forwarded, type UpstreamState } from './upstream-peer.js';
 import { UpstreamProfile } from './upstream-profile.js';
-
-/**
- * A request from the upstream forwarded to the client (with the stream it went on, and whether it asked
- * for a task), or one of taskgate's own.
- */
-type ClientPending =
-  { kind: 'upstream'; upstreamId: RequestId; taskId?: string; route?: Route; asTask?: boolean } | OwnPending;
 
 export interface SessionOptions {
   id: string;
@@ -95,7 +87,7 @@ const CAPABILITY_FOR: Record<string, string | undefined> = {
 
 export class Session {
   private readonly upstreamPeer: UpstreamPeer;
-  private readonly toClient = new PendingRequests<ClientPending>();
+  private readonly clientPeer: ClientPeer;
   /** The client's requests taskgate answers itself. */
   private readonly servedForClient: ServedRequests;
   private readonly correlator: Correlator;
@@ -133,6 +125,7 @@ export class Session {
   ) {
     this.client = new ExactIdChannel(client, false);
     this.upstream = new ExactIdChannel(upstream, true);
+    this.clientPeer = new ClientPeer(this.client);
     this.servedForClient = new ServedRequests((id, m) => this.respond(id, m), options.logger);
     this.servedForUpstream = this.servedRequestsOfUpstream();
     this.profile = new UpstreamProfile(options.policy, options.logger);
@@ -171,8 +164,8 @@ export class Session {
       options.policy,
       options.config,
       {
-        callClient: (method, params) => placeCall(this.toClient, (m) => this.client.send(m), method, params),
-        cancelClient: (wireId, reason) => dropCall(this.toClient, (m) => this.client.send(m), wireId, reason),
+        callClient: (method, params) => this.clientPeer.call(method, params),
+        cancelClient: (wireId, reason) => this.clientPeer.cancelCall(wireId, reason),
         // Nothing goes to a server that is down, nor to its successor, which never had these tasks.
         notifyUpstream: (method, params) => {
           if (!this.upstreamPeer.isAway) this.upstream.send({ jsonrpc: '2.0', method, params });
@@ -276,10 +269,8 @@ export class Session {
    */
   private finishAnswering(reason: string): void {
     this.clientInputEnded = true;
-    for (const [, entry] of this.toClient.takeWhere(() => true)) {
-      const error = { code: ErrorCode.ClientUnavailable, message: `The client closed its input (${reason})` };
-      if (entry.kind === 'own') entry.settle({ response: errorResponse(null, error), bytes: 0 });
-      else this.upstream.send(errorResponse(entry.upstreamId, error));
+    for (const { upstreamId, error } of this.clientPeer.inputEnded(reason)) {
+      this.upstream.send(errorResponse(upstreamId, error));
     }
     if (this.onlyTasksAwaited) {
       this.options.logger.info(`client went away (${reason})`);
@@ -347,7 +338,7 @@ export class Session {
     if (error instanceof TooDeepError && isNotificationOrResponse(error.value)) {
       this.options.logger.warn(`dropping a message from the client: ${error.message}`);
       const id = salvageId(error.value);
-      if (id === null || this.toClient.get(id) === undefined) return;
+      if (id === null || !this.clientPeer.awaits(id)) return;
       const response = errorResponse(id, toJsonRpcError(error));
       return this.clientResponse(response, Buffer.from(serialize(response)));
     }
@@ -576,7 +567,7 @@ export class Session {
   }
 
   private clientResponse(response: Response, raw: Buffer): void {
-    const entry = response.id === null ? undefined : this.toClient.take(response.id);
+    const entry = response.id === null ? undefined : this.clientPeer.answered(response.id);
     if (!entry) {
       this.options.logger.debug(
         { id: response.id },
@@ -717,15 +708,9 @@ export class Session {
     const taskId = tag === undefined ? this.correlator.taskOfRequest(request.method, arrival) : undefined;
     if (taskId === undefined) return this.relayToClient(request, raw, route);
     const taskRoute = this.correlator.routeForTask(taskId) ?? route;
-    const wireId = this.toClient.forward(request.id, {
-      kind: 'upstream',
-      upstreamId: request.id,
-      taskId,
-      ...(taskRoute && { route: taskRoute }),
-    });
-    this.client.send(
-      { ...request, id: wireId, params: withMeta(request.params, RELATED_TASK_META, { taskId }) },
-      taskRoute,
+    this.clientPeer.relay(
+      { ...request, params: withMeta(request.params, RELATED_TASK_META, { taskId }) },
+      { taskId, ...(taskRoute && { route: taskRoute }) },
     );
     void this.augmenter.inputRequested(taskId);
   }
@@ -750,14 +735,12 @@ export class Session {
   }
 
   private relayToClient(request: Request, raw: Buffer, route: Route | undefined): void {
-    const wireId = this.toClient.forward(request.id, {
-      kind: 'upstream',
-      upstreamId: request.id,
-      ...(route && { route }),
-      ...(request.params?.task !== undefined && { asTask: true }),
-    });
-    if (wireId === request.id) this.client.sendRaw(raw, route, handed(request));
-    else this.client.send({ ...request, id: wireId }, route);
+    this.clientPeer.relay(
+      request,
+      { ...(route && { route }), ...(request.params?.task !== undefined && { asTask: true }) },
+      raw,
+      handed(request),
+    );
   }
 
   /**
@@ -775,16 +758,10 @@ export class Session {
       );
       return;
     }
-    const wireId = this.toClient.forward(request.id, {
-      kind: 'upstream',
-      upstreamId: request.id,
+    const params = withoutRelatedTask(request.params);
+    this.clientPeer.relay(params === undefined ? request : { ...request, params }, {
       ...(route && { route }),
     });
-    const params = withoutRelatedTask(request.params);
-    this.client.send(
-      params === undefined ? { ...request, id: wireId } : { ...request, id: wireId, params },
-      route,
-    );
   }
 
   private upstreamNotification(notification: Notification, raw: Buffer, route: Route | undefined): void {
@@ -818,9 +795,8 @@ export class Session {
       const requestId = notification.params?.requestId;
       if (typeof requestId === 'string' || typeof requestId === 'number') {
         if (this.servedForUpstream.cancel(requestId)) return;
-        const wireId = this.findRelayed(requestId);
+        const wireId = this.clientPeer.withdraw(requestId);
         if (wireId !== undefined) {
-          this.toClient.take(wireId);
           if (wireId !== requestId) {
             this.client.send(
               { ...notification, params: { ...notification.params, requestId: wireId } },
@@ -868,13 +844,7 @@ export class Session {
    * it is dropped.
    */
   private forgetUpstreamRequests(reason: string): void {
-    for (const [requestId, entry] of this.toClient.takeWhere((pending) => pending.kind === 'upstream')) {
-      if (entry.kind !== 'upstream' || entry.asTask) continue;
-      this.client.send(
-        { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } },
-        entry.route,
-      );
-    }
+    this.clientPeer.withdrawAllRelayed(reason);
     this.clientTasks.abandon();
     this.servedForUpstream.abandon();
     this.servedForUpstream = this.servedRequestsOfUpstream();
@@ -926,14 +896,6 @@ export class Session {
   /** A client that declared no tasks capability cannot make task-augmented requests. */
   private get clientHasTasks(): boolean {
     return isObject(this.clientCapabilities.tasks);
-  }
-
-  // ── id lookups for cancellation (rare: linear scans are fine) ────────────────────────────────────
-
-  private findRelayed(upstreamId: RequestId): RequestId | undefined {
-    const direct = this.toClient.get(upstreamId);
-    if (direct?.kind === 'upstream' && direct.upstreamId === upstreamId) return upstreamId;
-    return this.toClient.findId((entry) => entry.kind === 'upstream' && entry.upstreamId === upstreamId);
   }
 }
 
