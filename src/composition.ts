@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import { Policy } from './config/policy.js';
 import type { Config } from './config/schema.js';
-import { Lifecycle } from './tasks/lifecycle.js';
+import { TaskRunner } from './tasks/task-runner.js';
 import { startAdminListener, type AdminListener } from './observability/admin.js';
 import { countingDenials, createAuditLog } from './observability/audit.js';
 import type { Caller } from './tasks/audit-log.js';
@@ -22,7 +22,7 @@ import type { TaskStore } from './tasks/store.js';
 export interface Core {
   readonly observed: Observability;
   readonly running: RunningTasks;
-  readonly lifecycle: Lifecycle;
+  readonly runner: TaskRunner;
   /** What every Session of the process is given; the session's own id and logger. */
   sessionOptions(id: string, logger: Logger): SessionOptions;
   /**
@@ -59,11 +59,11 @@ export function openCore(
     audit.limitHit(limit, limitCaller(caller));
   });
   const policy = new Policy(config);
-  const lifecycle = new Lifecycle();
+  const runner = new TaskRunner();
   return {
     observed,
     running,
-    lifecycle,
+    runner,
     sessionOptions: (id, sessionLogger) => ({
       id,
       config,
@@ -72,7 +72,7 @@ export function openCore(
       logger: sessionLogger,
       limits,
       audit,
-      lifecycle,
+      runner,
       onUpstreamAnswer: (method, seconds) => metrics.upstreamLatency(method, seconds),
       sightings: observed.board.sightingsOf(id),
     }),
@@ -81,7 +81,7 @@ export function openCore(
         { graceMs: config.shutdownGrace },
         'shutting down: no new tasks (nor sessions over HTTP); letting running tasks finish',
       );
-      const { ended } = await lifecycle.drain(config.shutdownGrace);
+      const { ended } = await runner.drain(config.shutdownGrace);
       if (ended > 0) logger.warn({ ended }, 'grace period over: the tasks still running were failed');
     },
     close: () => {

@@ -52,7 +52,7 @@ export async function startHttpGateway(
           },
         }),
   });
-  const { lifecycle, running, observed } = core;
+  const { runner, running, observed } = core;
   // With an admin listener the operator's pages live there only, off the front. With bearer pass-through
   // any token gets past the front (the upstream judges it), so the pages are served on the admin listener
   // or not at all.
@@ -68,7 +68,7 @@ export async function startHttpGateway(
   const upstreams = sessionUpstreams(config, logger, {
     restarted: () => metrics.upstreamRestarted(),
     // Servers killed along with taskgate (a signal to the process group) stay down.
-    mayRestart: () => lifecycle.isAccepting,
+    mayRestart: () => runner.isAccepting,
   });
   // 2026-07-28 requests go through one bridge session, on an upstream as a 2025 session's would be: its
   // own server, or a port of the shared one or of the pool.
@@ -127,7 +127,7 @@ export async function startHttpGateway(
         session.start();
       },
       notReady: () => upstreamProblem(config.upstream),
-      accepting: () => lifecycle.isAccepting,
+      accepting: () => runner.isAccepting,
       modern: (exchange) => modern.handle(exchange),
       ...(authenticate === undefined ? {} : { authenticate }),
       ...(pagesOnFront ? { extraRoutes: observed.routes } : {}),

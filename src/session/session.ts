@@ -27,7 +27,7 @@ import { MAX_NESTING, TooDeepError, idOfBrokenAnswer } from '../protocol/frames.
 import { readHanded } from '../protocol/read-message.js';
 import { digitsOf, hasAlias, serialize, withExactRequestId } from '../protocol/exact-ids.js';
 import { ClientTasks } from '../tasks/client-tasks.js';
-import type { Lifecycle } from '../tasks/lifecycle.js';
+import type { TaskRunner } from '../tasks/task-runner.js';
 import type { AuditLog } from '../tasks/audit-log.js';
 import type { TaskSightings } from '../observability/task-board.js';
 import type { Limits } from '../security/limits.js';
@@ -55,8 +55,8 @@ export interface SessionOptions {
   subject?: string;
   limits?: Limits;
   audit?: AuditLog;
-  /** The process's shutdown state: running tasks are tracked by it, and no task starts once it drains. */
-  lifecycle?: Lifecycle;
+  /** The process's running task calls: no task starts once it drains. */
+  runner?: TaskRunner;
   /** Told how long the upstream took to answer each forwarded request (for metrics). */
   onUpstreamAnswer?: (method: string, seconds: number) => void;
   /** Told of tasks as they pass, for the operator's dashboard. */
@@ -186,13 +186,13 @@ export class Session {
       },
       options.logger,
       options.audit,
-      options.lifecycle,
+      options.runner,
     );
     this.correlator = new Correlator({
       clientRequestOf: (wireId) => this.upstreamPeer.clientRequestOf(wireId),
       unwrappedCallOf: (taskId) => this.unwrapper.clientRequestOf(taskId),
-      taskOfCall: (wireId) => this.augmenter.taskOfCall(wireId),
-      soleRunningTask: () => this.augmenter.soleRunningTask(),
+      taskOfCall: (wireId) => this.augmenter.calls.taskOfCall(wireId),
+      soleRunningTask: () => this.augmenter.calls.soleRunningTask(),
     });
   }
 
@@ -780,7 +780,7 @@ export class Session {
       }
       const taskId =
         typeof token === 'string' || typeof token === 'number'
-          ? this.augmenter.taskForProgressToken(token)
+          ? this.augmenter.calls.taskForProgressToken(token)
           : undefined;
       if (taskId !== undefined) this.options.sightings?.progress(taskId, notification.params);
       if (taskId !== undefined && metaOf(notification.params)?.[RELATED_TASK_META] === undefined) {

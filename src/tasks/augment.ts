@@ -7,20 +7,14 @@ import type { Logger } from 'pino';
 import type { Policy } from '../config/policy.js';
 import type { Config } from '../config/schema.js';
 import { ErrorCode, ProtocolError, methodNotFound, type JsonRpcErrorObject } from '../protocol/errors.js';
-import {
-  IMMEDIATE_RESPONSE_META,
-  idKey,
-  isObject,
-  type JsonObject,
-  type RequestId,
-} from '../protocol/messages.js';
+import { IMMEDIATE_RESPONSE_META, isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
 import type { OwnCall } from './own-call.js';
-import type { Lifecycle } from './lifecycle.js';
 import type { AuditLog } from './audit-log.js';
 import { InvalidCursorError } from './errors.js';
 import { ListTasksParams, TaskAugmentedCallParams, parseParams } from './params.js';
 import { toWireTask, type TaskRecord } from './state.js';
 import type { LiveLimit, TaskStore } from './store.js';
+import { TaskRunner, type SessionCalls } from './task-runner.js';
 import { TaskService, type TaskServiceConfig } from './task-service.js';
 
 /** What augment needs from the session it serves. */
@@ -32,12 +26,6 @@ export interface AugmentHost {
   notifyClient(method: string, params: JsonObject): void;
 }
 
-interface RunningCall {
-  wireId: RequestId;
-  /** Side-channel requests (elicitation, sampling) sent to the client and not yet answered. */
-  openInputRequests: number;
-}
-
 /** What an Augmenter reads of the Config: its TaskService's, and whether to list its own tasks. */
 export type AugmentConfig = TaskServiceConfig & { tasks: Pick<Config['tasks'], 'exposeList'> };
 
@@ -46,10 +34,9 @@ const UPSTREAM_CURSOR = 'up.';
 const TOOL_CALL = { what: 'Tool call' };
 
 export class Augmenter {
-  private readonly running = new Map<string, RunningCall>();
-  private readonly byProgressToken = new Map<string | number, string>();
+  /** This session's running task calls, in the process's runner. */
+  readonly calls: SessionCalls;
   private readonly tasks: TaskService;
-  private whenIdle: (() => void) | undefined;
 
   constructor(
     store: TaskStore,
@@ -59,16 +46,17 @@ export class Augmenter {
     private readonly requester: { sessionId: string; identity?: string; subject?: string },
     private readonly logger: Logger,
     audit?: AuditLog,
-    private readonly lifecycle?: Lifecycle,
+    runner: TaskRunner = new TaskRunner(),
   ) {
+    this.calls = runner.forSession();
     this.tasks = new TaskService(
       store,
       config,
       { ...requester, owner: requester.identity ?? requester.sessionId },
       (method, params) => host.notifyClient(method, params),
       (taskId) => {
-        const call = this.running.get(taskId);
-        if (call) host.cancelUpstream(call.wireId, `task ${taskId} was cancelled`);
+        const wireId = this.calls.callOf(taskId);
+        if (wireId !== undefined) host.cancelUpstream(wireId, `task ${taskId} was cancelled`);
       },
       audit,
     );
@@ -106,7 +94,7 @@ export class Augmenter {
    */
   async createTask(params: JsonObject | undefined, liveLimit?: LiveLimit): Promise<JsonObject> {
     const call = parseParams(TaskAugmentedCallParams, params, 'tools/call');
-    if (this.lifecycle && !this.lifecycle.isAccepting) {
+    if (!this.calls.isAccepting) {
       throw new ProtocolError(
         ErrorCode.UpstreamUnavailable,
         'taskgate is shutting down: it takes no new tasks',
@@ -177,50 +165,22 @@ export class Augmenter {
     return { tasks: page.tasks.map(toWireTask), nextCursor: UPSTREAM_CURSOR };
   }
 
-  /** The task whose progress notifications carry this token, if one is running. */
-  taskForProgressToken(token: string | number): string | undefined {
-    return this.byProgressToken.get(idKey(token));
-  }
-
-  /** The running task whose upstream call went with this id. */
-  taskOfCall(wireId: RequestId): string | undefined {
-    for (const [taskId, call] of this.running) if (call.wireId === wireId) return taskId;
-    return undefined;
-  }
-
-  /** The one running task, when exactly one runs: the only safe owner of an unlabelled upstream request. */
-  soleRunningTask(): string | undefined {
-    if (this.running.size !== 1) return undefined;
-    return this.running.keys().next().value;
-  }
-
   /** The upstream asked the client something on the task's behalf: the task waits on input. */
   async inputRequested(taskId: string): Promise<void> {
-    const call = this.running.get(taskId);
-    if (!call) return;
-    call.openInputRequests++;
-    await this.tasks.move(taskId, 'working', 'input_required');
+    if (this.calls.inputOpened(taskId)) await this.tasks.move(taskId, 'working', 'input_required');
   }
 
   /** The client answered one of those requests; with none left open the task works again. */
   async inputAnswered(taskId: string): Promise<void> {
-    const call = this.running.get(taskId);
-    if (!call) return;
-    call.openInputRequests = Math.max(0, call.openInputRequests - 1);
-    if (call.openInputRequests === 0) await this.tasks.move(taskId, 'input_required', 'working');
+    if (this.calls.inputClosed(taskId)) await this.tasks.move(taskId, 'input_required', 'working');
   }
 
   /** Resolves once no task's call runs any more, or after `boundMs` at the latest. */
   idle(boundMs: number): Promise<void> {
-    if (this.running.size === 0) return Promise.resolve();
-    this.logger.info({ running: this.running.size }, 'client gone: keeping the upstream until its tasks end');
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, Math.min(boundMs, 2 ** 31 - 1)).unref();
-      this.whenIdle = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+    if (this.calls.size > 0) {
+      this.logger.info({ running: this.calls.size }, 'client gone: keeping the upstream until its tasks end');
+    }
+    return this.calls.idle(boundMs);
   }
 
   close(): void {
@@ -243,33 +203,20 @@ export class Augmenter {
     // A task is for work that takes long: its call is bounded by the task's ttl, not the request timeout.
     const call = this.host.callUpstream('tools/call', params, record.ttl);
     const token = isObject(params._meta) ? params._meta.progressToken : undefined;
-    const tokenKey = typeof token === 'string' || typeof token === 'number' ? idKey(token) : undefined;
-    this.running.set(taskId, { wireId: call.wireId, openInputRequests: 0 });
-    if (tokenKey !== undefined) this.byProgressToken.set(tokenKey, taskId);
-    const timer =
-      timeoutMs === undefined
-        ? undefined
-        : setTimeout(() => void this.timeOut(taskId, call.wireId, timeoutMs), timeoutMs).unref();
-    this.lifecycle?.track(taskId, async (reason) => {
-      if (await this.tasks.fail(taskId, reason, ErrorCode.UpstreamUnavailable)) {
-        this.host.cancelUpstream(call.wireId, reason);
-      }
-    });
-    // .then(), not .finally(), after a .catch() that never rejects: finally() takes two more turns.
-    void call.done
-      .then((answer) => answer && this.tasks.finish(taskId, answer, TOOL_CALL))
-      .catch((error: unknown) => this.logger.error({ err: error, taskId }, 'task bookkeeping failed'))
-      .then(() => {
-        clearTimeout(timer);
-        this.lifecycle?.untrack(taskId);
-        this.running.delete(taskId);
-        if (tokenKey !== undefined) this.byProgressToken.delete(tokenKey);
-        if (this.running.size === 0) this.whenIdle?.();
-      });
-  }
-
-  private async timeOut(taskId: string, wireId: RequestId, timeoutMs: number): Promise<void> {
-    const message = `Task exceeded its timeout of ${timeoutMs} ms; the tool call was cancelled`;
-    if (await this.tasks.fail(taskId, message)) this.host.cancelUpstream(wireId, message);
+    this.calls.run(
+      taskId,
+      {
+        wireId: call.wireId,
+        ...((typeof token === 'string' || typeof token === 'number') && { progressToken: token }),
+        ...(timeoutMs !== undefined && { timeoutMs }),
+        stop: async (reason, code) => {
+          if (await this.tasks.fail(taskId, reason, code)) this.host.cancelUpstream(call.wireId, reason);
+        },
+      },
+      // .catch() never rejects; the runner's .then() after it, not a .finally(): finally() takes two more turns.
+      call.done
+        .then((answer) => answer && this.tasks.finish(taskId, answer, TOOL_CALL))
+        .catch((error: unknown) => this.logger.error({ err: error, taskId }, 'task bookkeeping failed')),
+    );
   }
 }
