@@ -4,13 +4,15 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import { ErrorCode, ProtocolError } from '../protocol/errors.js';
-import type { Channel, ChannelHandlers } from './channel.js';
+import type { Channel, ChannelHandlers, CloseInfo } from './channel.js';
 import { idOfOversized } from '../protocol/frames.js';
 import { LineFramer } from './framing.js';
 
 export class LineChannel implements Channel {
   private handlers: ChannelHandlers | undefined;
   private closed = false;
+  /** The owner closed it: from then on nothing is reported as `closed` (the owner knows). */
+  private closedByOwner = false;
   /** Writes are held until the end of the tick (see sendRaw). */
   private corked = false;
 
@@ -69,16 +71,23 @@ export class LineChannel implements Channel {
     this.sendRaw(JSON.stringify(message));
   }
 
+  /** Ends the output. The input ending after this (the peer following suit) is the close's doing: not reported. */
   async close(): Promise<void> {
     this.closed = true;
+    this.closedByOwner = true;
     this.output.end();
   }
 
   /** Nothing more will arrive; the output stays open for the answers still owed. */
   private inputEnded(): void {
+    this.report({ reason: `${this.label} closed its output`, inputEnded: true });
+  }
+
+  /** The peer went away: the owner hears it once, unless it closed the channel itself. */
+  private report(info: CloseInfo): void {
     const handlers = this.handlers;
     this.handlers = undefined;
-    handlers?.closed({ reason: `${this.label} closed its output`, inputEnded: true });
+    if (!this.closedByOwner) handlers?.closed(info);
   }
 
   /**
@@ -94,8 +103,6 @@ export class LineChannel implements Channel {
   markClosed(reason: string): void {
     if (this.closed && this.handlers === undefined) return;
     this.closed = true;
-    const handlers = this.handlers;
-    this.handlers = undefined;
-    handlers?.closed({ reason });
+    this.report({ reason });
   }
 }
