@@ -98,6 +98,11 @@ export class SupervisedStdioUpstream implements Channel {
   private downReason = '';
   /** The exited child being made sure of (stopped), before another takes its place. */
   private exiting: Promise<void> | undefined;
+  /**
+   * The owner closed or stopped it: the child's exit that follows (or that comes while it is being
+   * stopped) is not reported, the owner knows.
+   */
+  private closedByOwner = false;
 
   private constructor(
     private child: StdioUpstream,
@@ -198,15 +203,17 @@ export class SupervisedStdioUpstream implements Channel {
     this.sendRaw(JSON.stringify(message));
   }
 
-  /** Ends the child's input; it is not restarted once it exits. */
+  /** Ends the child's input; it is not restarted once it exits, and its exit is not reported. */
   async close(): Promise<void> {
+    this.closedByOwner = true;
     this.halt();
     await this.spawning;
     await this.child.channel.close();
   }
 
-  /** Ends the child, by signals if it lingers; it is not restarted. */
+  /** Ends the child, by signals if it lingers; it is not restarted, and its exit is not reported. */
   async stop(): Promise<void> {
+    this.closedByOwner = true;
     this.halt();
     await this.spawning;
     await this.child.stop();
@@ -307,12 +314,15 @@ export class SupervisedStdioUpstream implements Channel {
     if (wasServing) this.handlers?.closed({ reason, reopening: true });
   }
 
-  /** No child will follow: the session hears the closure as final, and nothing more after it. */
+  /**
+   * No child will follow: the session hears the closure as final, and nothing more after it (nothing at
+   * all when the owner closed or stopped it: the exit is its own doing).
+   */
   private giveUp(reason: string): void {
     this.halt();
     const handlers = this.handlers;
     this.handlers = undefined;
-    handlers?.closed({ reason });
+    if (!this.closedByOwner) handlers?.closed({ reason });
   }
 
   private scheduleRestart(reason: string): void {
