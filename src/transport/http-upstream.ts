@@ -8,7 +8,8 @@
  * notifications/initialized has gone out, carries the rest.
  *
  * What the session can count on: every request it sends gets exactly one answer through `message`, or
- * is handed back by a `closed` (below). The answer is the server's, or one made here (code
+ * is handed back by a `closed` (below), until the session closes the channel itself (then it is the
+ * session's, unreported). The answer is the server's, or one made here (code
  * UpstreamUnavailable) when the server cannot be reached, answers with an HTTP error, loses the stream and
  * cannot resume it (GET with Last-Event-ID), or does not answer initialize within `handshakeTimeoutMs`. A
  * request it cancels (notifications/cancelled) gets none, as MCP says: that is how the session's deadline
@@ -190,6 +191,8 @@ export class HttpUpstream implements Channel {
   private standalone: StandaloneStream | undefined;
   private standaloneWaiters: ((stream: StandaloneStream | undefined) => void)[] = [];
   private closing: Promise<void> | undefined;
+  /** The owner closed it: nothing more is reported as `closed`, not even a final one under way. */
+  private closedByOwner = false;
 
   constructor(options: HttpUpstreamOptions, logger: Logger) {
     const url = new URL(options.url);
@@ -256,6 +259,7 @@ export class HttpUpstream implements Channel {
   }
 
   close(): Promise<void> {
+    this.closedByOwner = true;
     this.closing ??= this.shutDown('taskgate closed its connection to the upstream server');
     return this.closing;
   }
@@ -815,7 +819,7 @@ export class HttpUpstream implements Channel {
     await this.origin.close().catch(() => undefined);
     const handlers = this.handlers;
     this.handlers = undefined;
-    handlers?.closed({ reason });
+    if (!this.closedByOwner) handlers?.closed({ reason });
   }
 }
 
