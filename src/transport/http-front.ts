@@ -153,12 +153,10 @@ export class HttpFront {
   close(): Promise<void> {
     this.closing ??= (async () => {
       clearInterval(this.sweeper);
-      await Promise.all(
-        [...this.sessions.values()].map((session) => {
-          this.hooks.sessionEnded?.('shutdown');
-          return session.close(ENDED_BECAUSE.shutdown);
-        }),
-      );
+      for (const session of [...this.sessions.values()]) {
+        this.hooks.sessionEnded?.('shutdown');
+        session.end(ENDED_BECAUSE.shutdown);
+      }
       this.server.closeAllConnections();
       await new Promise((resolve) => this.server.close(resolve));
     })();
@@ -403,7 +401,7 @@ export class HttpFront {
     this.sessions.set(session.id, session);
     session.initialize(id, body, res, () => {
       this.sessions.delete(session.id);
-      void session.close();
+      session.end();
     });
   }
 
@@ -493,7 +491,7 @@ export class HttpFront {
         this.hooks.sessionEnded?.(why);
       } else resolve();
     });
-    void session.close(ENDED_BECAUSE[why]);
+    session.end(ENDED_BECAUSE[why]);
     return stopped;
   }
 

@@ -151,17 +151,30 @@ export class HttpSession implements Channel {
     this.sendRaw(JSON.stringify(message), route);
   }
 
-  /** The client ended the session (DELETE), or taskgate did (and says why). */
-  async close(reason = 'the client ended the HTTP session'): Promise<void> {
-    if (this.closed) return;
+  /** The owner ends the session: its streams end, and nothing is reported back (the owner knows). */
+  async close(): Promise<void> {
+    this.shut();
+  }
+
+  /**
+   * The client ended the session (DELETE), or the front did for it (and says why: idle, left, shutting
+   * down): for the owner, the other side went away, and it hears so once. Nothing, after its own close().
+   */
+  end(reason = 'the client ended the HTTP session'): void {
+    const handlers = this.handlers;
+    if (this.shut()) handlers?.closed({ reason });
+  }
+
+  /** Ends the streams and drops what was kept; false when it was over already. */
+  private shut(): boolean {
+    if (this.closed) return false;
     this.closed = true;
     for (const stream of [...this.byRequest.values(), ...(this.standalone ? [this.standalone] : [])])
       stream.abort();
     this.log.clear();
     this.queued.clear();
-    const handlers = this.handlers;
     this.handlers = undefined;
-    handlers?.closed({ reason });
+    return true;
   }
 
   /** The final message for a request: a failed initialize ends the session, its id never given out. */
