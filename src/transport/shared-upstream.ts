@@ -93,8 +93,21 @@ export class SharedUpstream {
     return port;
   }
 
-  close(): Promise<void> {
-    return this.upstream.close();
+  /**
+   * Closes the upstream. The upstream does not report its owner's close, but for each port's session the
+   * server is gone: the ports still open hear it from here.
+   */
+  async close(): Promise<void> {
+    await this.upstream.close();
+    this.stopped();
+  }
+
+  /**
+   * Whoever started the upstream stopped it (the pool, shutting down): for the sessions on the ports
+   * still open, the server went away, and they hear so once (not from the upstream: it was its owner's).
+   */
+  stopped(reason = 'taskgate stopped the shared upstream server'): void {
+    if (this.gone === undefined) this.upstreamClosed({ reason });
   }
 
   /** A 2026-07-28 server behind the translator: each port's requests say what its own client can do. */

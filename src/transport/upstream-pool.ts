@@ -57,11 +57,13 @@ export class UpstreamPool {
     };
   }
 
+  /** Stops every member's server; the sessions still on its ports hear that it went away. */
   async close(): Promise<void> {
     await Promise.all(
       this.members.map(async (member) => {
         const opened = await member.opening?.catch(() => undefined);
         await opened?.upstream.stop();
+        opened?.multiplexer.stopped();
       }),
     );
   }
