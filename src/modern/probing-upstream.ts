@@ -101,8 +101,9 @@ export class ProbingUpstream implements Channel {
     this.sendRaw(JSON.stringify(message), route);
   }
 
+  /** Through the translator once there is one: hearing no `closed` for it, it ends its own calls itself. */
   close(): Promise<void> {
-    return this.inner.close();
+    return (this.target ?? this.inner).close();
   }
 
   private decided(handlers: ChannelHandlers, discover: JsonObject | undefined, why: string): void {

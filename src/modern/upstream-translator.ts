@@ -113,16 +113,7 @@ export class ModernUpstreamTranslator implements Channel {
       message: (raw, _arrival, parsed) => this.fromUpstream(raw, parsed),
       malformed: (error, id) => handlers.malformed(error, id),
       closed: (info) => {
-        this.inFlight.clear();
-        this.asked.clear();
-        const calls = [...this.ownCalls.values()];
-        this.ownCalls.clear();
-        const error = {
-          code: ErrorCode.UpstreamUnavailable,
-          message: `Upstream server unavailable: ${info.reason}`,
-        };
-        for (const settle of calls) settle({ error });
-        this.tasks?.closed();
+        this.forgetAll(info.reason);
         this.listen.lost();
         handlers.closed(info);
       },
@@ -164,9 +155,25 @@ export class ModernUpstreamTranslator implements Channel {
     this.sendRaw(serialize(message), route);
   }
 
-  close(): Promise<void> {
+  /**
+   * The inner channel does not report its owner's close: what hearing it would have ended (taskgate's own
+   * calls, the follows of tasks) ends here.
+   */
+  async close(): Promise<void> {
     this.listen.stop();
-    return this.inner.close();
+    await this.inner.close();
+    this.forgetAll('taskgate closed its connection to the upstream server');
+  }
+
+  /** The upstream is gone: nothing in flight will be answered; taskgate's own calls fail with `reason`. */
+  private forgetAll(reason: string): void {
+    this.inFlight.clear();
+    this.asked.clear();
+    const calls = [...this.ownCalls.values()];
+    this.ownCalls.clear();
+    const error = { code: ErrorCode.UpstreamUnavailable, message: `Upstream server unavailable: ${reason}` };
+    for (const settle of calls) settle({ error });
+    this.tasks?.closed();
   }
 
   private fromSession(request: Request, route: Route | undefined): void {
