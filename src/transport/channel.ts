@@ -35,7 +35,7 @@ export type Route = { responseTo: RequestId } | { relatedTo: RequestId };
 /**
  * What a channel reports, in this order: messages, then `closed`. A `closed` with `reopening` may be
  * followed by `reopened` and more messages, then by further `closed`s; one without `reopening` is the last
- * thing heard. Every upstream kind keeps this contract alike, so that the session treats a crashed stdio
+ * thing heard. `closed` is the other side going away, never the owner's own close(). Every upstream kind keeps this contract alike, so that the session treats a crashed stdio
  * child and an HTTP server that lost its session the same way.
  */
 export interface ChannelHandlers {
@@ -52,6 +52,14 @@ export interface ChannelHandlers {
    * The other side is gone. Requests sent to it before this and not answered yet never will be, by the
    * channel: they are the receiver's to answer. What the other side asked before this is moot: answers to
    * it must not reach whatever comes back.
+   *
+   * Only the other side's going: never the owner's own `close()` (nor a stop of the owner's that ends the
+   * channel), which the owner knows of already. From the moment close() is called nothing more is
+   * reported as `closed`, even when the other side goes away while the close is under way (a child that
+   * exits as its input is ended, a server that drops the connection while its session is being deleted):
+   * that going is the close's own doing. So an owner that closes never re-enters its own handling of a
+   * lost peer (failing what was in flight, saying the upstream is gone), and does in close() itself what
+   * it would have done on hearing `closed`.
    */
   closed(info: CloseInfo): void;
   /**
@@ -79,6 +87,10 @@ export interface Channel {
    */
   sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void;
   send(message: object, route?: Route): void;
+  /**
+   * The owner ends the channel: what was sent before still reaches the other side, which sees the end;
+   * what is sent after is dropped. Safe to call again. Never reported back through `closed` (above).
+   */
   close(): Promise<void>;
   /**
    * The upstream is a 2026-07-28 server behind the translator, which declares each request's own

@@ -3,6 +3,7 @@
  * memory pair, the line channel over a pair of in-memory streams (as over stdin/stdout or a child's
  * pipes), and a port of a shared upstream (its peer the server on the far end of a memory pair).
  */
+import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { pino } from 'pino';
 import { LineChannel } from '../../src/transport/line-channel.js';
@@ -48,6 +49,8 @@ function lineUnderTest(): ChannelUnderTest {
     channel: new LineChannel(toChannel, fromChannel, LINE_LIMIT, 'the peer'),
     peer: { send: (raw) => toChannel.write(`${raw}\n`), received, close: () => toChannel.end(), closesSeen },
     dispose: async () => {
+      // A peer that went away: its end reaches the channel before the streams go.
+      if (toChannel.writableEnded && !toChannel.readableEnded) await once(toChannel, 'end');
       toChannel.destroy();
       fromChannel.destroy();
     },
