@@ -89,4 +89,21 @@ describe('UpstreamPool', () => {
     await upstreams.close();
     expect(members.map((member) => member.stopped)).toEqual([true, true]);
   });
+
+  it('tells the sessions still on a member that its server is gone once closed, and a stopped one nothing', async () => {
+    const { upstreams } = pool(1);
+    const [staying, leaving] = [await upstreams.port(), await upstreams.port()];
+    const heard: string[][] = [[], []];
+    for (const [i, port] of [staying, leaving].entries()) {
+      port.channel.start({
+        message: () => undefined,
+        malformed: () => undefined,
+        closed: ({ reason, reopening }) => heard[i]!.push(`${reason}${reopening ? ' (reopening)' : ''}`),
+      });
+    }
+    await leaving.stop();
+    // The member's own channel does not report its owner's close: the pool's multiplexer says it.
+    await upstreams.close();
+    expect(heard).toEqual([['taskgate stopped the shared upstream server'], []]);
+  });
 });
