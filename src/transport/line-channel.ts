@@ -99,7 +99,7 @@ export class LineChannel implements Channel {
     this.closed = true;
   }
 
-  /** Lets the owner report a closure it learned of first (the child exited). */
+  /** Lets the owner report a closure it learned of first (the child exited); not after close(). */
   markClosed(reason: string): void {
     if (this.closed && this.handlers === undefined) return;
     this.closed = true;

@@ -1,7 +1,7 @@
 /**
  * The upstream MCP server as a child process on stdio. Each line of its stderr is a log record of the
  * logger "upstream"; its exit is reported through the channel's `closed` with the exit code or signal and
- * the last lines of its stderr.
+ * the last lines of its stderr (not once the channel was closed: the exit is then that close's doing).
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
