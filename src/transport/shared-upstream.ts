@@ -47,6 +47,8 @@ interface InFlight {
   method: string;
   /** The wire progress token given to it, if it had one. */
   progress?: Key;
+  /** A resources/subscribe: its URI, and the ports' subscribes to it that wait for its answer. */
+  subscribe?: { uri: string; waiting: { port: Port; id: RequestId }[] };
 }
 
 type Handshake =
@@ -64,6 +66,8 @@ export class SharedUpstream {
   /** The wire progress token of each task still running that was created with one. */
   private readonly taskProgress = new Map<string, Key>();
   private readonly subscriptions = new Subscriptions<Port>();
+  /** Each URI's subscribe in flight upstream, by its wire id: the one that made its subscribers' record. */
+  private readonly subscribing = new Map<string, Key>();
   private readonly levels = new LogLevels<Port>();
   /** The level the upstream was last told; `debug` stands for its default too (an SDK server sends all). */
   private upstreamLevel = 'debug';
@@ -144,11 +148,7 @@ export class SharedUpstream {
       case 'initialize':
         return this.initialize(port, request);
       case 'resources/subscribe':
-        if (typeof params?.uri === 'string') {
-          if (!this.subscriptions.subscribe(params.uri, port))
-            return port.deliver(successResponse(request.id, {}));
-          port.subscribing.set(idKey(request.id), params.uri);
-        }
+        if (typeof params?.uri === 'string') return this.subscribe(port, request, params.uri);
         return this.forward(port, request);
       case 'resources/unsubscribe':
         if (typeof params?.uri === 'string' && !this.subscriptions.unsubscribe(params.uri, port)) {
@@ -179,6 +179,68 @@ export class SharedUpstream {
     }
   }
 
+  /**
+   * The upstream holds one subscription per URI. The first subscriber's subscribe goes upstream; one that
+   * comes while it is in flight waits for its answer and is given the same outcome, so that no session is
+   * told it is subscribed to what the server refused. A refusal leaves nobody subscribed: the next
+   * subscriber asks the server again. Once the server has said yes, later subscribers are answered here.
+   */
+  private subscribe(port: Port, request: Request, uri: string): void {
+    if (this.subscriptions.subscribe(uri, port)) return this.forward(port, request, { uri, waiting: [] });
+    const pending = this.subscribing.get(uri);
+    const first = pending === undefined ? undefined : this.inFlight.get(pending);
+    if (pending === undefined || first?.subscribe === undefined) {
+      return port.deliver(successResponse(request.id, {}));
+    }
+    first.subscribe.waiting.push({ port, id: request.id });
+    port.waiting.set(idKey(request.id), pending);
+  }
+
+  /** The server answered a subscribe: its subscribers' record and every subscribe waiting on it follow. */
+  private subscribeAnswered(
+    wireId: Key,
+    subscribe: NonNullable<InFlight['subscribe']>,
+    response: Response,
+  ): void {
+    const { uri, waiting } = subscribe;
+    if (this.subscribing.get(uri) === wireId) {
+      this.subscribing.delete(uri);
+      // Everyone in the record joined while this one was in flight: none of them is subscribed.
+      if ('error' in response) {
+        for (const port of [...this.subscriptions.subscribers(uri)])
+          this.subscriptions.unsubscribe(uri, port);
+      }
+    }
+    // (Otherwise its subscribers all left and a new first subscribe went upstream after it: theirs is moot.)
+    for (const { port, id } of waiting) {
+      port.waiting.delete(idKey(id));
+      port.deliver({ ...response, id });
+    }
+  }
+
+  /** A port stops waiting for a subscribe of another's (it cancelled its own, or closed). */
+  private stopWaiting(port: Port, key: Key): boolean {
+    const wireId = port.waiting.get(key);
+    if (wireId === undefined) return false;
+    port.waiting.delete(key);
+    const subscribe = this.inFlight.get(wireId)?.subscribe;
+    if (subscribe !== undefined) {
+      subscribe.waiting = subscribe.waiting.filter((w) => w.port !== port || idKey(w.id) !== key);
+    }
+    return true;
+  }
+
+  /**
+   * A subscribe upstream is never cancelled: its answer settles the record its port's subscribers share.
+   * The port that sent it stops waiting; the answer goes to those that joined it.
+   */
+  private orphan(wireId: Key): void {
+    const entry = this.inFlight.get(wireId);
+    if (entry === undefined) return;
+    entry.port?.inFlight.delete(idKey(entry.id));
+    entry.port = undefined;
+  }
+
   private initialize(port: Port, request: Request): void {
     const handshake = this.handshake;
     const capabilities = request.params?.capabilities;
@@ -192,7 +254,8 @@ export class SharedUpstream {
     this.forward(port, request);
   }
 
-  private forward(port: Port | undefined, request: Request): void {
+  /** Sends the request upstream under a wire id of its own; `subscribe` is kept with it for its answer. */
+  private forward(port: Port | undefined, request: Request, subscribe?: InFlight['subscribe']): void {
     const wireId = this.nextWireId++;
     const entry: InFlight = { port, id: request.id, method: request.method };
     let params = request.params;
@@ -212,6 +275,10 @@ export class SharedUpstream {
     }
     this.inFlight.set(wireId, entry);
     port?.inFlight.set(idKey(request.id), wireId);
+    if (subscribe !== undefined) {
+      entry.subscribe = subscribe;
+      this.subscribing.set(subscribe.uri, wireId);
+    }
     this.upstream.send({ ...request, id: wireId, ...(params === undefined ? {} : { params }) });
   }
 
@@ -226,9 +293,11 @@ export class SharedUpstream {
       this.initializedSent = true;
     } else if (notification.method === 'notifications/cancelled') {
       const requestId = notification.params?.requestId;
+      if (isId(requestId) && this.stopWaiting(port, idKey(requestId))) return;
       const wireId = isId(requestId) ? port.inFlight.get(idKey(requestId)) : undefined;
       // A request answered here (a later initialize, a shared subscription) has nothing to cancel upstream.
       if (wireId === undefined) return;
+      if (this.inFlight.get(wireId)?.subscribe !== undefined) return this.orphan(wireId);
       this.settle(wireId);
       return this.upstream.send({ ...notification, params: { ...notification.params, requestId: wireId } });
     }
@@ -254,7 +323,12 @@ export class SharedUpstream {
   /** @internal A port closed: what it had upstream is withdrawn. */
   detached(port: Port): void {
     if (!this.ports.delete(port)) return;
+    for (const key of [...port.waiting.keys()]) this.stopWaiting(port, key);
     for (const [, wireId] of port.inFlight) {
+      if (this.inFlight.get(wireId)?.subscribe !== undefined && this.gone === undefined) {
+        this.orphan(wireId);
+        continue;
+      }
       const entry = this.settle(wireId);
       // MCP never cancels initialize: its answer is the handshake of every port.
       if (entry === undefined || entry.method === 'initialize' || this.gone !== undefined) continue;
@@ -330,8 +404,9 @@ export class SharedUpstream {
   }
 
   private upstreamResponse(response: Response): void {
-    const entry = response.id === null ? undefined : this.settle(response.id);
-    if (entry === undefined) return;
+    const wireId = response.id;
+    const entry = wireId === null ? undefined : this.settle(wireId);
+    if (entry === undefined || wireId === null) return;
     const result = 'result' in response ? response.result : undefined;
     const task = isObject(result?.task) ? result.task : undefined;
     if (typeof task?.taskId === 'string' && entry.port !== undefined) {
@@ -346,11 +421,7 @@ export class SharedUpstream {
       if (isObject(related) && typeof related.taskId === 'string') this.taskEnded(related.taskId);
     }
     if (entry.method === 'initialize') this.initializeAnswered(response);
-    if (entry.method === 'resources/subscribe' && entry.port !== undefined) {
-      const uri = entry.port.subscribing.get(idKey(entry.id));
-      entry.port.subscribing.delete(idKey(entry.id));
-      if (uri !== undefined && 'error' in response) this.subscriptions.unsubscribe(uri, entry.port);
-    }
+    if (entry.subscribe !== undefined) this.subscribeAnswered(wireId, entry.subscribe, response);
     if (entry.method === 'tasks/list' && entry.port !== undefined && Array.isArray(result?.tasks)) {
       const own = result.tasks.filter((task: unknown) => this.owns(entry.port!, task));
       return entry.port.deliver({ ...response, id: entry.id, result: { ...result, tasks: own } });
@@ -460,7 +531,13 @@ export class SharedUpstream {
 
   private malformed(error: ProtocolError, id: RequestId | null): void {
     const entry = id === null ? undefined : this.settle(id);
-    entry?.port?.reportMalformed(error, entry.id);
+    if (entry === undefined || id === null) return;
+    // An answer too large to read is no subscription: those waiting on it are refused with the same error.
+    if (entry.subscribe !== undefined) {
+      const refused = errorResponse(entry.id, { code: error.code, message: error.message });
+      this.subscribeAnswered(id, entry.subscribe, refused);
+    }
+    entry.port?.reportMalformed(error, entry.id);
   }
 
   /**
@@ -475,6 +552,7 @@ export class SharedUpstream {
     for (const port of this.serverRequests.values()) port.serverRequests.clear();
     this.serverRequests.clear();
     this.subscriptions.clear();
+    this.subscribing.clear();
     this.upstreamLevel = 'debug';
     if (!info.reopening) this.gone = info;
     const ports = [...this.ports];
@@ -498,8 +576,8 @@ class Port implements Channel {
   readonly inFlight = new Map<Key, number>();
   /** The server's requests it has to answer: id key → id. */
   readonly serverRequests = new Map<Key, RequestId>();
-  /** URIs of its resources/subscribe requests in flight, by request id key. */
-  readonly subscribing = new Map<Key, string>();
+  /** Its subscribes waiting for another's in flight to the same URI: its own id's key → that one's wire id. */
+  readonly waiting = new Map<Key, Key>();
   /** What its client declared in its initialize (the server heard only the first port's). */
   capabilities: JsonObject | undefined;
   private handlers: ChannelHandlers | undefined;
@@ -567,7 +645,7 @@ class Port implements Channel {
 
   /** @internal */
   upstreamClosed(info: CloseInfo): void {
-    this.subscribing.clear();
+    this.waiting.clear();
     const handlers = this.handlers;
     if (!info.reopening) this.handlers = undefined;
     handlers?.closed(info);

@@ -190,6 +190,57 @@ describe('SharedUpstream', () => {
     expect(unsubscribe.params).toEqual({ uri: 'file:///x' });
   });
 
+  it("answers a subscribe that joined one in flight with the server's answer to that one: a refusal reaches both, and the next goes upstream", async () => {
+    const { server, a, b, port } = await twoSessions();
+    const subscribes = (): Frame[] => server.items.filter((f) => f.method === 'resources/subscribe');
+    a.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
+    const first = await server.next((f) => f.method === 'resources/subscribe', 'the subscribe');
+    b.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
+    // b's subscribe has reached the multiplexer once b has the fence that follows it.
+    b.send({ id: 'fence', method: 'ping' });
+    const ping = await server.next((f) => f.method === 'ping', "b's ping");
+    server.send({ id: ping.id, result: {} });
+    await b.answerTo('fence');
+    expect(b.items.some((f) => f.id === 5)).toBe(false);
+    const refusal = { code: -32601, message: 'Method not found' };
+    server.send({ id: first.id, error: refusal });
+    expect((await a.answerTo(5)).error).toEqual(refusal);
+    expect((await b.answerTo(5)).error).toEqual(refusal);
+    // Nobody is subscribed: the next subscriber asks the server again.
+    const c = port();
+    c.send({ id: 'c-init', method: 'initialize', params: { capabilities: {}, clientInfo: { name: 'c' } } });
+    await c.answerTo('c-init');
+    c.send({ id: 9, method: 'resources/subscribe', params: { uri: 'file:///x' } });
+    await server.next(() => subscribes().length === 2, 'the subscribe asked again');
+    server.send({ id: subscribes()[1]!.id, result: {} });
+    expect((await c.answerTo(9)).result).toEqual({});
+    server.send({ method: 'notifications/resources/updated', params: { uri: 'file:///x' } });
+    await fence(server, a, b, c);
+    const updated = (peer: Peer): number =>
+      peer.items.filter((f) => f.method === 'notifications/resources/updated').length;
+    expect([updated(a), updated(b), updated(c)]).toEqual([0, 0, 1]);
+  });
+
+  it('settles a subscribe others wait on even when the session that sent it closes or cancels it', async () => {
+    const { server, a, b } = await twoSessions();
+    a.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
+    const first = await server.next((f) => f.method === 'resources/subscribe', 'the subscribe');
+    b.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
+    a.send({ method: 'notifications/cancelled', params: { requestId: 5, reason: 'timed out' } });
+    await a.channel.close();
+    server.send({ id: first.id, result: {} });
+    expect((await b.answerTo(5)).result).toEqual({});
+    server.send({ method: 'notifications/resources/updated', params: { uri: 'file:///x' } });
+    await fence(server, b);
+    expect(b.items.filter((f) => f.method === 'notifications/resources/updated')).toHaveLength(1);
+    // The server still holds the subscription b depends on: neither cancelled nor unsubscribed.
+    expect(
+      server.items.filter(
+        (f) => f.method === 'resources/unsubscribe' || f.method === 'notifications/cancelled',
+      ),
+    ).toEqual([]);
+  });
+
   it('keeps the upstream at the most verbose level asked and filters messages per port', async () => {
     const { server, a, b } = await twoSessions();
     // b never set a level: it hears everything, so the server must still send everything.
