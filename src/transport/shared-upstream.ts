@@ -14,7 +14,7 @@ import { ErrorCode, type ProtocolError } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { TaskNotFoundError } from '../tasks/errors.js';
 import { ALLOWED_TRANSITIONS, isTerminal, type TaskStatus } from '../tasks/state.js';
-import { CALLER_CAPABILITIES_META } from '../protocol/modern/meta.js';
+import { CALLER_CAPABILITIES_META, LOG_LEVELS, type LogLevel } from '../protocol/modern/meta.js';
 import { hasAlias, serialize, withExactRequestId } from '../protocol/exact-ids.js';
 import { readHanded } from '../protocol/read-message.js';
 import {
@@ -49,7 +49,21 @@ interface InFlight {
   progress?: Key;
   /** A resources/subscribe: its URI, and the ports' subscribes to it that wait for its answer. */
   subscribe?: { uri: string; waiting: { port: Port; id: RequestId }[] };
+  /** A logging/setLevel: what it asks of the server, and what a refusal gives its port back. */
+  setLevel?: LevelAsked;
 }
+
+interface LevelAsked {
+  /** The level sent upstream. */
+  level: string;
+  /** Its place among the setLevels sent: answers that come out of order do not undo a later one. */
+  seq: number;
+  /** A port's own request: the level it asked for and the one it had before. */
+  asked?: string;
+  previous?: string | undefined;
+}
+
+type Kept = Pick<InFlight, 'subscribe' | 'setLevel'>;
 
 type Handshake =
   | { phase: 'none' }
@@ -69,8 +83,17 @@ export class SharedUpstream {
   /** Each URI's subscribe in flight upstream, by its wire id: the one that made its subscribers' record. */
   private readonly subscribing = new Map<string, Key>();
   private readonly levels = new LogLevels<Port>();
-  /** The level the upstream was last told; `debug` stands for its default too (an SDK server sends all). */
-  private upstreamLevel = 'debug';
+  /**
+   * The level the upstream has, as its answers said: set when it accepts a setLevel, not when one is sent,
+   * so a refused one leaves it as it was. `debug` stands for its default too (an SDK server sends all);
+   * undefined: not known (a setLevel went unanswered, cancelled), so the next level needed is asked.
+   */
+  private upstreamLevel: string | undefined = 'debug';
+  /** The seq of the setLevel whose acceptance set upstreamLevel. */
+  private levelSeq = 0;
+  private confirmedSeq = 0;
+  /** The latest setLevel sent and not yet answered. */
+  private levelInFlight: LevelAsked | undefined;
   private handshake: Handshake = { phase: 'none' };
   private initializedSent = false;
   private nextWireId = 1;
@@ -155,14 +178,8 @@ export class SharedUpstream {
           return port.deliver(successResponse(request.id, {}));
         }
         return this.forward(port, request);
-      case 'logging/setLevel': {
-        if (typeof params?.level !== 'string') return this.forward(port, request);
-        this.levels.set(port, params.level);
-        const level = this.levels.upstreamLevel(this.ports);
-        if (level === this.upstreamLevel) return port.deliver(successResponse(request.id, {}));
-        this.upstreamLevel = level;
-        return this.forward(port, { ...request, params: { ...params, level } });
-      }
+      case 'logging/setLevel':
+        return this.setLevel(port, request);
       case 'tasks/get':
       case 'tasks/result':
       case 'tasks/cancel': {
@@ -186,7 +203,8 @@ export class SharedUpstream {
    * subscriber asks the server again. Once the server has said yes, later subscribers are answered here.
    */
   private subscribe(port: Port, request: Request, uri: string): void {
-    if (this.subscriptions.subscribe(uri, port)) return this.forward(port, request, { uri, waiting: [] });
+    if (this.subscriptions.subscribe(uri, port))
+      return this.forward(port, request, { subscribe: { uri, waiting: [] } });
     const pending = this.subscribing.get(uri);
     const first = pending === undefined ? undefined : this.inFlight.get(pending);
     if (pending === undefined || first?.subscribe === undefined) {
@@ -241,6 +259,55 @@ export class SharedUpstream {
     entry.port = undefined;
   }
 
+  /**
+   * The upstream is kept at the most verbose level a port needs; what a port set is filtered for it here.
+   * A level the upstream already has is answered here. Any other goes upstream and its answer is the port's:
+   * accepted, it is the upstream's level; refused, neither the upstream's level as known here nor the
+   * port's changes, as on a server of its own that refused it.
+   */
+  private setLevel(port: Port, request: Request): void {
+    const params = request.params;
+    const asked = params?.level;
+    if (typeof asked !== 'string' || !LOG_LEVELS.includes(asked as LogLevel)) {
+      const message = `Invalid params for logging/setLevel: level must be one of ${LOG_LEVELS.join(', ')}`;
+      return port.deliver(errorResponse(request.id, { code: ErrorCode.InvalidParams, message }));
+    }
+    const previous = port.level;
+    port.level = asked;
+    this.levels.set(port, asked);
+    const level = this.levels.upstreamLevel(this.ports);
+    if (level === this.upstreamLevel) return port.deliver(successResponse(request.id, {}));
+    const setLevel = { level, seq: ++this.levelSeq, asked, previous };
+    this.levelInFlight = setLevel;
+    this.forward(port, { ...request, params: { ...params, level } }, { setLevel });
+  }
+
+  private levelAnswered(entry: InFlight, setLevel: LevelAsked, response: Response): void {
+    if (this.levelInFlight === setLevel) this.levelInFlight = undefined;
+    if ('result' in response) {
+      if (setLevel.seq > this.confirmedSeq) {
+        this.confirmedSeq = setLevel.seq;
+        this.upstreamLevel = setLevel.level;
+      }
+      return;
+    }
+    const port = entry.port;
+    // Refused: the port keeps the level it had, unless it has asked for another since.
+    if (port === undefined || setLevel.asked === undefined || port.level !== setLevel.asked) return;
+    port.level = setLevel.previous;
+    if (setLevel.previous === undefined) this.levels.leave(port);
+    else this.levels.set(port, setLevel.previous);
+  }
+
+  /** A request upstream whose answer will not be seen here (cancelled, unreadable). */
+  private abandoned(entry: InFlight | undefined): void {
+    const setLevel = entry?.setLevel;
+    if (setLevel === undefined) return;
+    if (this.levelInFlight === setLevel) this.levelInFlight = undefined;
+    // The server may have taken it or not: the next level needed is asked, whatever it is.
+    if (setLevel.seq > this.confirmedSeq) this.upstreamLevel = undefined;
+  }
+
   private initialize(port: Port, request: Request): void {
     const handshake = this.handshake;
     const capabilities = request.params?.capabilities;
@@ -254,10 +321,10 @@ export class SharedUpstream {
     this.forward(port, request);
   }
 
-  /** Sends the request upstream under a wire id of its own; `subscribe` is kept with it for its answer. */
-  private forward(port: Port | undefined, request: Request, subscribe?: InFlight['subscribe']): void {
+  /** Sends the request upstream under a wire id of its own; `kept` is kept with it for its answer. */
+  private forward(port: Port | undefined, request: Request, kept: Kept = {}): void {
     const wireId = this.nextWireId++;
-    const entry: InFlight = { port, id: request.id, method: request.method };
+    const entry: InFlight = { port, id: request.id, method: request.method, ...kept };
     let params = request.params;
     const token = metaOf(params)?.progressToken;
     if (port !== undefined && (typeof token === 'string' || typeof token === 'number')) {
@@ -275,10 +342,7 @@ export class SharedUpstream {
     }
     this.inFlight.set(wireId, entry);
     port?.inFlight.set(idKey(request.id), wireId);
-    if (subscribe !== undefined) {
-      entry.subscribe = subscribe;
-      this.subscribing.set(subscribe.uri, wireId);
-    }
+    if (kept.subscribe !== undefined) this.subscribing.set(kept.subscribe.uri, wireId);
     this.upstream.send({ ...request, id: wireId, ...(params === undefined ? {} : { params }) });
   }
 
@@ -298,7 +362,7 @@ export class SharedUpstream {
       // A request answered here (a later initialize, a shared subscription) has nothing to cancel upstream.
       if (wireId === undefined) return;
       if (this.inFlight.get(wireId)?.subscribe !== undefined) return this.orphan(wireId);
-      this.settle(wireId);
+      this.abandoned(this.settle(wireId));
       return this.upstream.send({ ...notification, params: { ...notification.params, requestId: wireId } });
     }
     this.passOn(notification, raw, route);
@@ -330,6 +394,7 @@ export class SharedUpstream {
         continue;
       }
       const entry = this.settle(wireId);
+      this.abandoned(entry);
       // MCP never cancels initialize: its answer is the handshake of every port.
       if (entry === undefined || entry.method === 'initialize' || this.gone !== undefined) continue;
       this.upstream.send({
@@ -367,9 +432,15 @@ export class SharedUpstream {
   /** Tells the upstream the level its ports need now, if that is not the one it has. */
   private keepLevel(): void {
     const level = this.levels.upstreamLevel(this.ports);
-    if (level === this.upstreamLevel) return;
-    this.upstreamLevel = level;
-    this.forward(undefined, { jsonrpc: '2.0', id: 0, method: 'logging/setLevel', params: { level } });
+    // One already on its way is not asked again (nor, refused, retried: the next change of ports does).
+    if (level === this.upstreamLevel || level === this.levelInFlight?.level) return;
+    const setLevel = { level, seq: ++this.levelSeq };
+    this.levelInFlight = setLevel;
+    this.forward(
+      undefined,
+      { jsonrpc: '2.0', id: 0, method: 'logging/setLevel', params: { level } },
+      { setLevel },
+    );
   }
 
   /** Forgets a request on the shared connection (answered, cancelled, or moot). */
@@ -422,6 +493,7 @@ export class SharedUpstream {
     }
     if (entry.method === 'initialize') this.initializeAnswered(response);
     if (entry.subscribe !== undefined) this.subscribeAnswered(wireId, entry.subscribe, response);
+    if (entry.setLevel !== undefined) this.levelAnswered(entry, entry.setLevel, response);
     if (entry.method === 'tasks/list' && entry.port !== undefined && Array.isArray(result?.tasks)) {
       const own = result.tasks.filter((task: unknown) => this.owns(entry.port!, task));
       return entry.port.deliver({ ...response, id: entry.id, result: { ...result, tasks: own } });
@@ -532,6 +604,7 @@ export class SharedUpstream {
   private malformed(error: ProtocolError, id: RequestId | null): void {
     const entry = id === null ? undefined : this.settle(id);
     if (entry === undefined || id === null) return;
+    this.abandoned(entry);
     // An answer too large to read is no subscription: those waiting on it are refused with the same error.
     if (entry.subscribe !== undefined) {
       const refused = errorResponse(entry.id, { code: error.code, message: error.message });
@@ -554,6 +627,7 @@ export class SharedUpstream {
     this.subscriptions.clear();
     this.subscribing.clear();
     this.upstreamLevel = 'debug';
+    this.levelInFlight = undefined;
     if (!info.reopening) this.gone = info;
     const ports = [...this.ports];
     if (!info.reopening) this.ports.clear();
@@ -578,6 +652,8 @@ class Port implements Channel {
   readonly serverRequests = new Map<Key, RequestId>();
   /** Its subscribes waiting for another's in flight to the same URI: its own id's key → that one's wire id. */
   readonly waiting = new Map<Key, Key>();
+  /** The log level it set, if it set one and the server did not refuse it. */
+  level: string | undefined;
   /** What its client declared in its initialize (the server heard only the first port's). */
   capabilities: JsonObject | undefined;
   private handlers: ChannelHandlers | undefined;

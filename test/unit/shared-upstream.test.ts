@@ -267,6 +267,46 @@ describe('SharedUpstream', () => {
     expect(server.items.filter((f) => f.method === 'logging/setLevel')).toHaveLength(2);
   });
 
+  it('keeps the level the server has, not the one it refused: a refused setLevel changes neither it nor the port', async () => {
+    const { server, a, b } = await twoSessions();
+    const setLevels = (): Frame[] => server.items.filter((f) => f.method === 'logging/setLevel');
+    a.send({ id: 1, method: 'logging/setLevel', params: { level: 'error' } });
+    await a.answerTo(1);
+    b.send({ id: 1, method: 'logging/setLevel', params: { level: 'error' } });
+    await server.next(() => setLevels().length === 1, 'the level error');
+    server.send({ id: setLevels()[0]!.id, result: {} });
+    await b.answerTo(1);
+    b.send({ id: 2, method: 'logging/setLevel', params: { level: 'info' } });
+    await server.next(() => setLevels().length === 2, 'the level info');
+    const refusal = { code: -32603, message: 'the level cannot be changed now' };
+    server.send({ id: setLevels()[1]!.id, error: refusal });
+    expect((await b.answerTo(2)).error).toEqual(refusal);
+    // The server is still at error: a's info must be asked of it, not answered as if it were at info.
+    a.send({ id: 3, method: 'logging/setLevel', params: { level: 'info' } });
+    await server.next(() => setLevels().length === 3, "a's level asked upstream");
+    expect(setLevels()[2]!.params).toEqual({ level: 'info' });
+    server.send({ id: setLevels()[2]!.id, result: {} });
+    expect((await a.answerTo(3)).result).toEqual({});
+    // b's own level is still the error it had, as on a server of its own that refused the change.
+    server.send({ method: 'notifications/message', params: { level: 'warning', data: 'w' } });
+    await fence(server, a, b);
+    const data = (peer: Peer): unknown[] =>
+      peer.items.filter((f) => f.method === 'notifications/message').map((f) => f.params?.data);
+    expect([data(a), data(b)]).toEqual([['w'], []]);
+  });
+
+  it('refuses a log level that is none of the levels, with nothing sent upstream', async () => {
+    const { server, a } = await twoSessions();
+    a.send({ id: 1, method: 'logging/setLevel', params: { level: 'loud' } });
+    const answer = await a.answerTo(1);
+    expect(answer.error).toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(/level must be one of debug/),
+    });
+    await fence(server, a);
+    expect(server.items.filter((f) => f.method === 'logging/setLevel')).toEqual([]);
+  });
+
   it("routes the server's requests by related task or the only port in flight, refuses an ambiguous one, answers an untied ping", async () => {
     const { server, a, b } = await twoSessions();
     a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: {} } });
