@@ -65,6 +65,17 @@ interface LevelAsked {
 
 type Kept = Pick<InFlight, 'subscribe' | 'setLevel'>;
 
+/** The session a server-side native task is routed to, until `expires` (on the `now` clock). */
+interface TaskOwner {
+  port: Port;
+  /** The task's ttl as the server last gave it, in ms; null: unlimited. */
+  ttl: number | null;
+  expires: number;
+}
+
+/** The fewest task owners held before expired ones are swept out. */
+const TASK_SWEEP_FLOOR = 64;
+
 type Handshake =
   | { phase: 'none' }
   | { phase: 'asked'; waiting: { port: Port; id: RequestId }[] }
@@ -76,7 +87,18 @@ export class SharedUpstream {
   private readonly progress = new Map<Key, { port: Port; token: RequestId }>();
   /** The server's requests, by their id, to the port that has them. */
   private readonly serverRequests = new Map<Key, Port>();
-  private readonly taskOwners = new Map<string, Port>();
+  /**
+   * Which session owns each native task. Not dropped when the task ends: a terminal task's tasks/get and
+   * tasks/result are still answered by the server until its ttl (2025-11-25 tasks: the result may be
+   * fetched again), and only this record keeps them the owner's and out of other sessions' reach (their
+   * tasks/get, tasks/result, tasks/list), as on a server of its own. So it is held until the task's ttl
+   * has passed since it was last seen (created, a status, an answer about it: an SDK server keeps a task
+   * its ttl from its end), when the server may have deleted it, whatever its status; a task with no ttl
+   * (null, unlimited) is held for the session's life. Expired records are dropped when read, and swept
+   * out whenever the map has doubled since the last sweep, so it holds at most twice the live ones.
+   */
+  private readonly taskOwners = new Map<string, TaskOwner>();
+  private taskSweepAt = TASK_SWEEP_FLOOR;
   /** The wire progress token of each task still running that was created with one. */
   private readonly taskProgress = new Map<string, Key>();
   private readonly subscriptions = new Subscriptions<Port>();
@@ -103,6 +125,8 @@ export class SharedUpstream {
   constructor(
     private readonly upstream: Channel,
     private readonly logger: Logger,
+    /** A monotonic clock in ms, for the tasks' ttl. */
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /** A channel for one client session. The upstream is started with the first. */
@@ -183,7 +207,7 @@ export class SharedUpstream {
       case 'tasks/get':
       case 'tasks/result':
       case 'tasks/cancel': {
-        const owner = typeof params?.taskId === 'string' ? this.taskOwners.get(params.taskId) : undefined;
+        const owner = typeof params?.taskId === 'string' ? this.ownerOf(params.taskId) : undefined;
         // Another session's task is none of this one's, as it would be on a server of its own.
         if (owner !== undefined && owner !== port) {
           const notFound = toJsonRpcError(new TaskNotFoundError(String(params?.taskId)));
@@ -408,7 +432,7 @@ export class SharedUpstream {
     }
     for (const [key, token] of this.progress) if (token.port === port) this.progress.delete(key);
     for (const [taskId, owner] of this.taskOwners) {
-      if (owner !== port) continue;
+      if (owner.port !== port) continue;
       this.taskOwners.delete(taskId);
       this.taskProgress.delete(taskId);
     }
@@ -481,15 +505,21 @@ export class SharedUpstream {
     const result = 'result' in response ? response.result : undefined;
     const task = isObject(result?.task) ? result.task : undefined;
     if (typeof task?.taskId === 'string' && entry.port !== undefined) {
-      this.taskOwners.set(task.taskId, entry.port);
+      this.taskOwned(task.taskId, entry.port, task);
       // The progress of a task goes on after its creation is answered, until the task ends.
       if (entry.progress !== undefined) this.taskProgress.set(task.taskId, entry.progress);
       if (endsTask(task.status)) this.taskEnded(task.taskId);
     } else if (entry.progress !== undefined) this.progress.delete(entry.progress);
+    if (entry.method.startsWith('tasks/') && typeof result?.taskId === 'string') {
+      this.taskSeen(result.taskId, result);
+    }
     if (entry.method === 'tasks/result' || (entry.method.startsWith('tasks/') && endsTask(result?.status))) {
       if (typeof result?.taskId === 'string') this.taskEnded(result.taskId);
       const related = metaOf(result)?.[RELATED_TASK_META];
-      if (isObject(related) && typeof related.taskId === 'string') this.taskEnded(related.taskId);
+      if (isObject(related) && typeof related.taskId === 'string') {
+        this.taskSeen(related.taskId);
+        this.taskEnded(related.taskId);
+      }
     }
     if (entry.method === 'initialize') this.initializeAnswered(response);
     if (entry.subscribe !== undefined) this.subscribeAnswered(wireId, entry.subscribe, response);
@@ -510,7 +540,51 @@ export class SharedUpstream {
   }
 
   private owns(port: Port, task: unknown): boolean {
-    return isObject(task) && typeof task.taskId === 'string' && this.taskOwners.get(task.taskId) === port;
+    if (!isObject(task) || typeof task.taskId !== 'string' || this.ownerOf(task.taskId) !== port)
+      return false;
+    this.taskSeen(task.taskId, task);
+    return true;
+  }
+
+  /** @internal How many task owners are held (tests: the map is bounded). */
+  get tasksHeld(): number {
+    return this.taskOwners.size;
+  }
+
+  private taskOwned(taskId: string, port: Port, task: JsonObject): void {
+    const ttl = ttlOf(task) ?? null;
+    this.taskOwners.set(taskId, { port, ttl, expires: this.expiry(ttl) });
+    if (this.taskOwners.size < this.taskSweepAt) return;
+    const now = this.now();
+    for (const [id, owner] of this.taskOwners) if (owner.expires <= now) this.taskForgotten(id);
+    this.taskSweepAt = Math.max(TASK_SWEEP_FLOOR, 2 * this.taskOwners.size);
+  }
+
+  /** The port a task is routed to, unless there is none or its ttl has passed. */
+  private ownerOf(taskId: string): Port | undefined {
+    const owner = this.taskOwners.get(taskId);
+    if (owner === undefined) return undefined;
+    if (owner.expires > this.now()) return owner.port;
+    this.taskForgotten(taskId);
+    return undefined;
+  }
+
+  /** The server spoke of the task: it holds it for its ttl from now at least. */
+  private taskSeen(taskId: string, task?: JsonObject): void {
+    const owner = this.taskOwners.get(taskId);
+    if (owner === undefined || owner.expires <= this.now()) return;
+    const ttl = task === undefined ? undefined : ttlOf(task);
+    if (ttl !== undefined) owner.ttl = ttl;
+    owner.expires = this.expiry(owner.ttl);
+  }
+
+  private expiry(ttl: number | null): number {
+    return ttl === null ? Infinity : this.now() + ttl;
+  }
+
+  private taskForgotten(taskId: string): void {
+    this.taskOwners.delete(taskId);
+    this.taskEnded(taskId);
   }
 
   private initializeAnswered(response: Response): void {
@@ -547,8 +621,11 @@ export class SharedUpstream {
     const related = metaOf(request.params)?.[RELATED_TASK_META];
     const taskId = isObject(related) ? related.taskId : undefined;
     if (typeof taskId === 'string') {
-      const owner = this.taskOwners.get(taskId);
-      if (owner !== undefined) return owner;
+      const owner = this.ownerOf(taskId);
+      if (owner !== undefined) {
+        this.taskSeen(taskId);
+        return owner;
+      }
     }
     let only: Port | undefined;
     let busy = 0;
@@ -591,7 +668,8 @@ export class SharedUpstream {
       case 'notifications/tasks/status': {
         const taskId = params?.taskId;
         if (typeof taskId !== 'string') return;
-        this.taskOwners.get(taskId)?.receive(raw, undefined, notification);
+        this.ownerOf(taskId)?.receive(raw, undefined, notification);
+        this.taskSeen(taskId, params);
         if (endsTask(params?.status)) this.taskEnded(taskId);
         return;
       }
@@ -638,6 +716,13 @@ export class SharedUpstream {
     for (const port of this.ports) port.upstreamReopened();
   }
 }
+
+/** A Task's ttl: ms, null for unlimited; undefined when it gives none that can be read. */
+const ttlOf = (task: JsonObject): number | null | undefined => {
+  const ttl = task.ttl;
+  if (ttl === null) return null;
+  return typeof ttl === 'number' && Number.isFinite(ttl) && ttl >= 0 ? ttl : undefined;
+};
 
 const endsTask = (status: unknown): boolean =>
   typeof status === 'string' &&

@@ -63,11 +63,11 @@ function takingCallerCapabilities(channel: Channel): Channel {
 
 /** Sessions a and b, both past the handshake (answered once by the server). */
 async function twoSessions(
-  options: { modern?: boolean; capabilities?: { a: object; b: object } } = {},
+  options: { modern?: boolean; capabilities?: { a: object; b: object }; now?: () => number } = {},
 ): Promise<Setup> {
   const { a: end, b: serverEnd } = memoryChannelPair();
   const upstream = options.modern === true ? takingCallerCapabilities(end) : end;
-  const shared = new SharedUpstream(upstream, pino({ level: 'silent' }));
+  const shared = new SharedUpstream(upstream, pino({ level: 'silent' }), options.now);
   const port = (): Peer => new Peer(shared.port());
   const a = port();
   const server = new Peer(serverEnd);
@@ -364,6 +364,72 @@ describe('SharedUpstream', () => {
     const task = (taskId: string): Frame => ({ taskId, status: 'working' });
     server.send({ id: list.id, result: { tasks: [task('t-a'), task('t-b'), task('t-unknown')] } });
     expect((await b.answerTo('list')).result).toEqual({ tasks: [task('t-b')] });
+  });
+
+  it("keeps a native task's owner past its end until its ttl: its result still reaches it, another session still cannot read it", async () => {
+    let now = 0;
+    const { server, a, b } = await twoSessions({ now: () => now });
+    a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: { ttl: 60_000 } } });
+    const call = await server.next((f) => f.method === 'tools/call', 'the task call');
+    server.send({ id: call.id, result: { task: { taskId: 't-a', status: 'working', ttl: 60_000 } } });
+    await a.answerTo(1);
+    server.send({
+      method: 'notifications/tasks/status',
+      params: { taskId: 't-a', status: 'completed', ttl: 60_000 },
+    });
+    await a.next((f) => f.method === 'notifications/tasks/status', 'the task completed');
+    now = 59_000;
+    const tasksResults = (): Frame[] => server.items.filter((f) => f.method === 'tasks/result');
+    for (const attempt of [1, 2]) {
+      // A result can be fetched again until the ttl: each time it is a's, and b is told there is no such task.
+      a.send({ id: `result-${attempt}`, method: 'tasks/result', params: { taskId: 't-a' } });
+      await server.next(() => tasksResults().length === attempt, "a's tasks/result upstream");
+      server.send({
+        id: tasksResults()[attempt - 1]!.id,
+        result: { content: [], _meta: { 'io.modelcontextprotocol/related-task': { taskId: 't-a' } } },
+      });
+      expect((await a.answerTo(`result-${attempt}`)).result).toMatchObject({ content: [] });
+      b.send({ id: `peek-${attempt}`, method: 'tasks/result', params: { taskId: 't-a' } });
+      expect((await b.answerTo(`peek-${attempt}`)).error).toMatchObject({ code: -32602 });
+    }
+    expect(tasksResults()).toHaveLength(2);
+    // Its ttl after it was last seen has passed: the server may have deleted it, and taskgate forgets it.
+    now = 59_000 + 60_001;
+    b.send({ id: 'late', method: 'tasks/get', params: { taskId: 't-a' } });
+    const get = await server.next((f) => f.method === 'tasks/get', 'the tasks/get for a forgotten task');
+    server.send({ id: get.id, error: { code: -32602, message: 'Task not found' } });
+    expect((await b.answerTo('late')).error).toMatchObject({ code: -32602 });
+  });
+
+  it('holds as many native task owners as are within their ttl, not every task a session ever had', async () => {
+    let now = 0;
+    const { server, a, b, shared } = await twoSessions({ now: () => now });
+    const calls = (): Frame[] => server.items.filter((f) => f.method === 'tools/call');
+    for (let i = 1; i <= 300; i++) {
+      a.send({ id: i, method: 'tools/call', params: { name: 'x', task: { ttl: 1_000 } } });
+      await server.next(() => calls().length === i, `task call ${i}`);
+      server.send({
+        id: calls()[i - 1]!.id,
+        result: { task: { taskId: `t${i}`, status: 'completed', ttl: 1_000 } },
+      });
+      await a.answerTo(i);
+      now += 100;
+    }
+    // Ten are within their ttl at any time; the sweep lets the expired ones at most double what is held.
+    expect(shared.tasksHeld).toBeLessThanOrEqual(128);
+    // Without a ttl a task is the session's for its life.
+    a.send({ id: 'forever', method: 'tools/call', params: { name: 'x', task: {} } });
+    await server.next(() => calls().length === 301, 'the task call without ttl');
+    server.send({
+      id: calls()[300]!.id,
+      result: { task: { taskId: 't-forever', status: 'completed', ttl: null } },
+    });
+    await a.answerTo('forever');
+    now += 1e12;
+    a.send({ id: 'get', method: 'tasks/get', params: { taskId: 't-forever' } });
+    await server.next((f) => f.method === 'tasks/get', 'its tasks/get');
+    b.send({ id: 'peek', method: 'tasks/get', params: { taskId: 't-forever' } });
+    expect((await b.answerTo('peek')).error).toMatchObject({ code: -32602 });
   });
 
   it('reads a message handed beside its bytes from the value, without parsing the bytes again', async () => {
