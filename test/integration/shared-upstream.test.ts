@@ -388,3 +388,19 @@ describe('upstream.sharing shared in front of a 2026-07-28 stdio server', () => 
     expect(childrenStarted(gateway)).toBe(1);
   });
 });
+
+describe('upstream.sharing shared with a server that refuses what it is asked', () => {
+  it('tells every session that subscribed together that the server refused the subscription, and asks it again', async () => {
+    // Without FIXTURE_WATCH the fixture takes no resources/subscribe: it answers each with an error.
+    const gateway = await sharedGateway();
+    const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
+    // Both sessions at once, on several URIs: some of b's come while a's is still with the server.
+    const uris = ['test://1', 'test://2', 'test://3', 'test://4', 'test://5'];
+    const outcomes = await Promise.allSettled(
+      uris.flatMap((uri) => [a.client.subscribeResource({ uri }), b.client.subscribeResource({ uri })]),
+    );
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(Array(10).fill('rejected'));
+    // Nobody is subscribed after a refusal: a later subscribe is the server's to answer again.
+    await expect(b.client.subscribeResource({ uri: 'test://1' })).rejects.toThrow(/not found/i);
+  });
+});
