@@ -241,6 +241,19 @@ describe('SharedUpstream', () => {
     ).toEqual([]);
   });
 
+  it("lets a session stop waiting for another's subscribe in flight without touching it upstream", async () => {
+    const { server, a, b } = await twoSessions();
+    a.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
+    const first = await server.next((f) => f.method === 'resources/subscribe', 'the subscribe');
+    b.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
+    b.send({ method: 'notifications/cancelled', params: { requestId: 5, reason: 'timed out' } });
+    server.send({ id: first.id, result: {} });
+    expect((await a.answerTo(5)).result).toEqual({});
+    await fence(server, a, b);
+    expect(b.items.some((f) => f.id === 5)).toBe(false);
+    expect(server.items.filter((f) => f.method === 'notifications/cancelled')).toEqual([]);
+  });
+
   it('keeps the upstream at the most verbose level asked and filters messages per port', async () => {
     const { server, a, b } = await twoSessions();
     // b never set a level: it hears everything, so the server must still send everything.
