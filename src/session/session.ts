@@ -238,6 +238,8 @@ export class Session {
       }
       this.augmenter.close();
       await this.upstream.close();
+      // A channel does not report its owner's close: what is left in flight upstream ends here.
+      this.upstreamLost('taskgate closed the session', false);
       await this.client.close();
       await this.events.closed();
     })();
@@ -823,6 +825,11 @@ export class Session {
    * back in time).
    */
   private upstreamClosed(reason: string, reopening: boolean): void {
+    this.upstreamLost(reason, reopening);
+    if (!reopening) this.events.upstreamGone(this.upstreamState);
+  }
+
+  private upstreamLost(reason: string, reopening: boolean): void {
     this.upstreamPeer.away(reason, reopening);
     this.forgetUpstreamRequests(reason);
     this.upstreamPeer.failInFlight(reason);
@@ -833,7 +840,6 @@ export class Session {
         this.client.send({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: task });
       }
     }
-    if (!reopening) this.events.upstreamGone(this.upstreamState);
   }
 
   /**

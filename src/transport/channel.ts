@@ -35,8 +35,9 @@ export type Route = { responseTo: RequestId } | { relatedTo: RequestId };
 /**
  * What a channel reports, in this order: messages, then `closed`. A `closed` with `reopening` may be
  * followed by `reopened` and more messages, then by further `closed`s; one without `reopening` is the last
- * thing heard. `closed` is the other side going away, never the owner's own close(). Every upstream kind keeps this contract alike, so that the session treats a crashed stdio
- * child and an HTTP server that lost its session the same way.
+ * thing heard. `closed` is the other side going away, never the owner's own close(). Every upstream kind
+ * keeps this contract alike, so that the session treats a crashed stdio child and an HTTP server that
+ * lost its session the same way.
  */
 export interface ChannelHandlers {
   /**
