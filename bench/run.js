@@ -20,6 +20,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import { pathToFileURL } from 'node:url';
 import { commit } from './lib/commit.js';
 import { evaluate, markdown } from './lib/report.js';
 import { cpuSeconds } from './lib/procs.js';
@@ -80,13 +81,16 @@ const log = (/** @type {string} */ line) =>
  *   cpu: { throughput: number, throughputCalls: number, latency: number, latencyCalls: number } }} Samples
  */
 
-/** Starts each target and checks that it answers as the fixture does; records why one cannot run. */
-async function startAll() {
+/**
+ * Starts each target and checks that it answers as the fixture does; records why one cannot run.
+ * @param {Target[]} targets
+ */
+export async function startAll(targets = TARGETS) {
   /** @type {{ target: Target, running: Running }[]} */
   const up = [];
   /** @type {Record<string, string>} */
   const skipped = {};
-  for (const target of TARGETS) {
+  for (const target of targets) {
     if (ONLY && !ONLY.some((part) => target.name.includes(part))) continue;
     const why = target.unavailable?.();
     if (why) {
@@ -112,8 +116,11 @@ async function startAll() {
   return { up, skipped };
 }
 
-/** @param {{ target: Target, running: Running }[]} up */
-async function alternate(up) {
+/**
+ * Warms every target up, then measures them in alternating rounds (bench/ab.js: one round a call).
+ * @param {{ target: Target, running: Running }[]} up @param {typeof SETTINGS} settings
+ */
+export async function alternate(up, settings = SETTINGS) {
   /** @type {Record<string, Samples>} */
   const samples = {};
   for (const { target } of up) {
@@ -128,17 +135,17 @@ async function alternate(up) {
   }
   const of = (/** @type {Target} */ target) => /** @type {Samples} */ (samples[target.name]);
   for (const { target, running } of up) {
-    await load.latency(running.client, SETTINGS.latencyCalls, []);
-    await load.throughput(running.client, SETTINGS.throughputCalls / 2, SETTINGS.inFlight);
+    await load.latency(running.client, settings.latencyCalls, []);
+    await load.throughput(running.client, settings.throughputCalls / 2, settings.inFlight);
     await load.blobs(running.client, 4, BLOB_BYTES);
-    if (target.tasks) for (let i = 0; i < SETTINGS.taskCalls / 2; i++) await load.timedTask(running.client);
+    if (target.tasks) for (let i = 0; i < settings.taskCalls / 2; i++) await load.timedTask(running.client);
   }
   log('warmed up');
   const roundsStarted = performance.now();
   let rounds = 0;
-  for (let round_ = 0; round_ < SETTINGS.rounds; round_++) {
+  for (let round_ = 0; round_ < settings.rounds; round_++) {
     const elapsed = (performance.now() - roundsStarted) / 1000;
-    if (round_ >= SETTINGS.minRounds && elapsed + elapsed / round_ > ROUNDS_BUDGET_S) {
+    if (round_ >= settings.minRounds && elapsed + elapsed / round_ > ROUNDS_BUDGET_S) {
       log(`stopping after ${round_} rounds: another would pass the ${ROUNDS_BUDGET_S} s budget`);
       break;
     }
@@ -152,31 +159,31 @@ async function alternate(up) {
     const latencies = order.map(() => /** @type {number[]} */ ([]));
     const cpuBefore = order.map(({ running }) => cpuSeconds(running.pid));
     const untimed = order.map(() => 0);
-    for (let done = 0; done < SETTINGS.latencyCalls; done += BLOCK) {
+    for (let done = 0; done < settings.latencyCalls; done += BLOCK) {
       for (const [k, { running }] of order.entries()) {
         await load.timedCall(running.client);
         untimed[k] = (untimed[k] ?? 0) + 1;
-        for (let i = 0; i < Math.min(BLOCK, SETTINGS.latencyCalls - done); i++)
+        for (let i = 0; i < Math.min(BLOCK, settings.latencyCalls - done); i++)
           latencies[k]?.push(await load.timedCall(running.client));
       }
     }
     for (const [k, { target, running }] of order.entries()) {
       of(target).cpu.latency += cpuSeconds(running.pid) - /** @type {number} */ (cpuBefore[k]);
-      of(target).cpu.latencyCalls += SETTINGS.latencyCalls + /** @type {number} */ (untimed[k]);
+      of(target).cpu.latencyCalls += settings.latencyCalls + /** @type {number} */ (untimed[k]);
       of(target).latency.push(/** @type {number[]} */ (latencies[k]));
     }
 
     // Throughput and 256 KiB results, target by target.
     for (const { target, running } of order) {
       const cpu = cpuSeconds(running.pid);
-      const seconds = await load.throughput(running.client, SETTINGS.throughputCalls, SETTINGS.inFlight);
+      const seconds = await load.throughput(running.client, settings.throughputCalls, settings.inFlight);
       of(target).cpu.throughput += cpuSeconds(running.pid) - cpu;
-      of(target).cpu.throughputCalls += SETTINGS.throughputCalls;
-      of(target).throughput.push(SETTINGS.throughputCalls / seconds);
+      of(target).cpu.throughputCalls += settings.throughputCalls;
+      of(target).throughput.push(settings.throughputCalls / seconds);
     }
     for (const { target, running } of order) {
-      const seconds = await load.blobs(running.client, SETTINGS.blobCalls, BLOB_BYTES);
-      of(target).blob.push((SETTINGS.blobCalls * BLOB_BYTES) / seconds);
+      const seconds = await load.blobs(running.client, settings.blobCalls, BLOB_BYTES);
+      of(target).blob.push((settings.blobCalls * BLOB_BYTES) / seconds);
     }
 
     // Task create → result against a plain call on the same taskgate: in blocks, like the latency, each
@@ -186,10 +193,10 @@ async function alternate(up) {
       task: /** @type {number[]} */ ([]),
       plain: /** @type {number[]} */ ([]),
     }));
-    for (let done = 0; done < SETTINGS.taskCalls; done += TASK_BLOCK) {
+    for (let done = 0; done < settings.taskCalls; done += TASK_BLOCK) {
       for (const [k, { running }] of taskTargets.entries()) {
         await load.timedCall(running.client);
-        for (let i = 0; i < Math.min(TASK_BLOCK, SETTINGS.taskCalls - done); i++) {
+        for (let i = 0; i < Math.min(TASK_BLOCK, settings.taskCalls - done); i++) {
           tasks[k]?.task.push(await load.timedTask(running.client));
           tasks[k]?.plain.push(await load.timedCall(running.client));
         }
@@ -199,7 +206,7 @@ async function alternate(up) {
       of(target).task.push(/** @type {number[]} */ (tasks[k]?.task));
       of(target).taskPlain.push(/** @type {number[]} */ (tasks[k]?.plain));
     }
-    log(`round ${round_ + 1}/${SETTINGS.rounds} done`);
+    log(`round ${round_ + 1}/${settings.rounds} done`);
   }
   return { samples, rounds };
 }
@@ -208,7 +215,7 @@ async function alternate(up) {
  * Figures per target: pooled p50/p99, medians of rounds, and ratios to the baseline taken round by round.
  * @param {Record<string, Samples>} samples @param {{ target: Target }[]} up
  */
-function summarize(samples, up) {
+export function summarize(samples, up) {
   const baselineOf = (/** @type {Target} */ t) => (t.transport === 'stdio' ? 'direct stdio' : 'direct HTTP');
   /** Per-round ratios. @param {number[]} a @param {number[]} b */
   const perRound = (a, b) => a.map((value, i) => ratio(value, /** @type {number} */ (b[i])));
@@ -304,7 +311,7 @@ async function main() {
       .join(' ')}`,
   );
   const loadBefore = os.loadavg();
-  const { up, skipped } = await startAll();
+  const { up, skipped } = await startAll(TARGETS);
   /** @type {Record<string, Samples>} */
   let samples;
   let rounds;
@@ -384,4 +391,4 @@ async function main() {
   }
 }
 
-await main();
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main();

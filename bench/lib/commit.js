@@ -3,12 +3,15 @@
 import { execFileSync } from 'node:child_process';
 import { fromRoot } from './targets.js';
 
-/** The commit measured, and whether src/ differed from it (the build is of the work tree). */
-export function commit() {
+/**
+ * The commit measured, and whether src/ differed from it (the build is of the work tree).
+ * @param {string} dir the checkout (this one unless told)
+ */
+export function commit(dir = fromRoot('.')) {
   try {
     const git = (/** @type {string[]} */ args) =>
       execFileSync('git', args, {
-        cwd: fromRoot('.'),
+        cwd: dir,
         encoding: 'utf8',
         stdio: ['ignore', 'pipe', 'ignore'],
       }).trim();

@@ -19,7 +19,8 @@ export const TASKGATE_CONFIG = fromRoot('bench/taskgate.yaml');
 export const TASKGATE_FLAGS = ['--config', TASKGATE_CONFIG, '--log-level', 'warn'];
 /** Node flags of the taskgate targets: BENCH_CPU_PROF=DIR profiles them (node --cpu-prof) into DIR. */
 const PROFILE = process.env['BENCH_CPU_PROF'];
-const GATE = [...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE}`] : []), fromRoot('dist/cli.js')];
+/** What the taskgate targets run: node's flags and a build's cli.js. @param {string} cli */
+const gate = (cli) => [...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE}`] : []), cli];
 export const SUPERGATEWAY = fromRoot('bench/node_modules/supergateway/dist/index.js');
 export const MCP_PROXY = fromRoot('bench/node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs');
 
@@ -142,102 +143,112 @@ export const startMcpProxy = (server) =>
 const missing = (path) => () =>
   existsSync(path) ? undefined : `${path} is not installed (npm ci --prefix bench)`;
 
-/** @type {Target[]} */
-export const TARGETS = [
-  {
-    name: 'direct stdio',
-    transport: 'stdio',
-    kind: 'direct',
-    tasks: false,
-    start: () => overStdio([NODE, FIXTURE]),
-  },
-  {
-    name: 'raw relay stdio→stdio',
-    transport: 'stdio',
-    kind: 'relay',
-    tasks: false,
-    start: () => overStdio([NODE, fromRoot('bench/relay.js'), '--', NODE, FIXTURE]),
-  },
-  {
-    name: 'taskgate stdio→stdio',
-    transport: 'stdio',
-    kind: 'taskgate',
-    tasks: true,
-    start: () => overStdio([NODE, ...GATE, ...TASKGATE_FLAGS, '--', NODE, FIXTURE]),
-  },
-  {
-    name: 'direct HTTP',
-    transport: 'http',
-    kind: 'direct',
-    tasks: false,
-    start: async () => {
-      const { proc, url } = await startHttpFixture();
-      return overHttp(url, [proc], proc);
+/**
+ * Every target, the taskgate ones running `cli` (this checkout's build unless told; bench/ab.js passes
+ * another commit's) with the same flags and config, against the same fixture.
+ * @param {string} cli
+ * @returns {Target[]}
+ */
+export const targetsOf = (cli) => {
+  const GATE = gate(cli);
+  return [
+    {
+      name: 'direct stdio',
+      transport: 'stdio',
+      kind: 'direct',
+      tasks: false,
+      start: () => overStdio([NODE, FIXTURE]),
     },
-  },
-  {
-    name: 'taskgate HTTP→stdio',
-    transport: 'http',
-    kind: 'taskgate',
-    tasks: true,
-    start: async () => {
-      const { proc, url } = await startOnPort('taskgate HTTP→stdio', (port) => [
-        NODE,
-        ...GATE,
-        ...TASKGATE_FLAGS,
-        '--listen',
-        `127.0.0.1:${port}`,
-        '--',
-        NODE,
-        FIXTURE,
-      ]);
-      return overHttp(url, [proc], proc);
+    {
+      name: 'raw relay stdio→stdio',
+      transport: 'stdio',
+      kind: 'relay',
+      tasks: false,
+      start: () => overStdio([NODE, fromRoot('bench/relay.js'), '--', NODE, FIXTURE]),
     },
-  },
-  {
-    name: 'taskgate sidecar HTTP→HTTP',
-    transport: 'http',
-    kind: 'taskgate',
-    tasks: true,
-    start: async () => {
-      const upstream = await startHttpFixture();
-      const gate = await startOnPort('taskgate sidecar', (port) => [
-        NODE,
-        ...GATE,
-        ...TASKGATE_FLAGS,
-        '--listen',
-        `127.0.0.1:${port}`,
-        '--upstream-url',
-        upstream.url,
-      ]).catch(async (error) => {
-        await upstream.proc.stop();
-        throw error;
-      });
-      return overHttp(gate.url, [upstream.proc, gate.proc], gate.proc);
+    {
+      name: 'taskgate stdio→stdio',
+      transport: 'stdio',
+      kind: 'taskgate',
+      tasks: true,
+      start: () => overStdio([NODE, ...GATE, ...TASKGATE_FLAGS, '--', NODE, FIXTURE]),
     },
-  },
-  {
-    name: 'supergateway',
-    transport: 'http',
-    kind: 'peer',
-    tasks: false,
-    unavailable: missing(SUPERGATEWAY),
-    start: async () => {
-      // Stateful: one child per session, as a client that keeps its session expects; stateless spawns a
-      // child per request. --logLevel none: it logs every message otherwise. loopback.js: see there.
-      const { proc, url } = await startSupergateway([NODE, FIXTURE], ['--stateful']);
-      return overHttp(url, [proc], proc);
+    {
+      name: 'direct HTTP',
+      transport: 'http',
+      kind: 'direct',
+      tasks: false,
+      start: async () => {
+        const { proc, url } = await startHttpFixture();
+        return overHttp(url, [proc], proc);
+      },
     },
-  },
-  {
-    name: 'mcp-proxy',
-    transport: 'http',
-    kind: 'peer',
-    tasks: false,
-    unavailable: missing(MCP_PROXY),
-    start: async () => {
-      const { proc, url } = await startMcpProxy([NODE, FIXTURE]);
-      return overHttp(url, [proc], proc);
+    {
+      name: 'taskgate HTTP→stdio',
+      transport: 'http',
+      kind: 'taskgate',
+      tasks: true,
+      start: async () => {
+        const { proc, url } = await startOnPort('taskgate HTTP→stdio', (port) => [
+          NODE,
+          ...GATE,
+          ...TASKGATE_FLAGS,
+          '--listen',
+          `127.0.0.1:${port}`,
+          '--',
+          NODE,
+          FIXTURE,
+        ]);
+        return overHttp(url, [proc], proc);
+      },
     },
-  },
-];
+    {
+      name: 'taskgate sidecar HTTP→HTTP',
+      transport: 'http',
+      kind: 'taskgate',
+      tasks: true,
+      start: async () => {
+        const upstream = await startHttpFixture();
+        const gate = await startOnPort('taskgate sidecar', (port) => [
+          NODE,
+          ...GATE,
+          ...TASKGATE_FLAGS,
+          '--listen',
+          `127.0.0.1:${port}`,
+          '--upstream-url',
+          upstream.url,
+        ]).catch(async (error) => {
+          await upstream.proc.stop();
+          throw error;
+        });
+        return overHttp(gate.url, [upstream.proc, gate.proc], gate.proc);
+      },
+    },
+    {
+      name: 'supergateway',
+      transport: 'http',
+      kind: 'peer',
+      tasks: false,
+      unavailable: missing(SUPERGATEWAY),
+      start: async () => {
+        // Stateful: one child per session, as a client that keeps its session expects; stateless spawns a
+        // child per request. --logLevel none: it logs every message otherwise. loopback.js: see there.
+        const { proc, url } = await startSupergateway([NODE, FIXTURE], ['--stateful']);
+        return overHttp(url, [proc], proc);
+      },
+    },
+    {
+      name: 'mcp-proxy',
+      transport: 'http',
+      kind: 'peer',
+      tasks: false,
+      unavailable: missing(MCP_PROXY),
+      start: async () => {
+        const { proc, url } = await startMcpProxy([NODE, FIXTURE]);
+        return overHttp(url, [proc], proc);
+      },
+    },
+  ];
+};
+
+export const TARGETS = targetsOf(TASKGATE);
