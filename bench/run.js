@@ -60,7 +60,7 @@ export const SETTINGS = QUICK
  * budget of its own). BENCH_ROUNDS_BUDGET overrides it.
  */
 const ROUNDS_BUDGET_S = Number(process.env['BENCH_ROUNDS_BUDGET'] ?? (QUICK ? 120 : 300));
-const BLOB_BYTES = 256 * 1024;
+export const BLOB_BYTES = 256 * 1024;
 /** Sequential calls per block, and task/plain pairs per block (see alternate()). */
 const BLOCK = 25;
 const TASK_BLOCK = 10;
