@@ -333,7 +333,7 @@ function markdown(report) {
   lines.push('');
   const s = report.settings;
   lines.push(
-    `${report.rounds} rounds, before then after in each. A side's session starts every target afresh (direct stdio, raw relay, taskgate stdio→stdio, direct HTTP, taskgate HTTP→stdio, taskgate sidecar HTTP→HTTP; the taskgate ones run that side's dist/cli.js with \`${path.relative(ROOT, TASKGATE_CONFIG)}\` of this checkout), warms them up and runs one round of \`npm run bench\`'s calls: ` +
+    `${report.rounds} round${report.rounds === 1 ? '' : 's'}, before then after in each. A side's session starts every target afresh (direct stdio, raw relay, taskgate stdio→stdio, direct HTTP, taskgate HTTP→stdio, taskgate sidecar HTTP→HTTP; the taskgate ones run that side's dist/cli.js with \`${path.relative(ROOT, TASKGATE_CONFIG)}\` of this checkout), warms them up and runs one round of \`npm run bench\`'s calls: ` +
       `${s.latencyCalls} sequential echo calls per target in interleaved blocks of 25, ${s.throughputCalls} with ${s.inFlight} in flight, ${s.blobCalls} results of ${s.blobBytes / 1024} KiB, ${s.taskCalls} task-augmented calls each followed by a plain one. ` +
       'Ratios are to the direct call over the same transport in the same session. Per figure: the median over rounds of each side with its smallest and largest round, after ÷ before round by round, and the verdict: **worse beyond spread** when after’s median is worse than before’s worst round, **better beyond spread** when it is better than before’s best, within spread otherwise.' +
       (report.rounds < 3
@@ -386,7 +386,7 @@ async function main() {
   const settings = { ...SETTINGS, rounds: 1, minRounds: 1 };
   const loadBefore = os.loadavg();
   log(
-    `${QUICK ? 'quick' : 'full'} A/B, ${rounds} rounds: before ${before.commit}, after ${after.commit}; load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`,
+    `${QUICK ? 'quick' : 'full'} A/B, ${rounds} round${rounds === 1 ? '' : 's'}: before ${before.commit}, after ${after.commit}; load average ${loadBefore.map((l) => l.toFixed(2)).join(' ')}`,
   );
 
   /** @type {{ round: number, side: 'before' | 'after', load: number, seconds: number, values: Record<string, number>, results: any }[]} */
