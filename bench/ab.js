@@ -276,6 +276,18 @@ async function session(side, settings) {
   };
 }
 
+/**
+ * The median of a side's rounds, the mean of the two middle ones when they are even in number (stats.js's
+ * nearest-rank median would take the lower one, which reads as worse for a figure where higher is better).
+ * @param {number[]} values
+ */
+const middle = (values) => {
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
+  const half = Math.floor(sorted.length / 2);
+  if (sorted.length % 2 === 1 || sorted.length === 0) return median(sorted);
+  return ((sorted[half - 1] ?? NaN) + (sorted[half] ?? NaN)) / 2;
+};
+
 /** @param {number[]} values @returns {[number, number] | null} */
 const range = (values) => {
   const finite = values.filter(Number.isFinite);
@@ -284,8 +296,8 @@ const range = (values) => {
 
 /** @param {Figure} figure @param {number[]} before @param {number[]} after */
 function compare(figure, before, after) {
-  const beforeMedian = median(before.filter(Number.isFinite));
-  const afterMedian = median(after.filter(Number.isFinite));
+  const beforeMedian = middle(before);
+  const afterMedian = middle(after);
   const perRound = after.map((a, i) => ratio(a, /** @type {number} */ (before[i])));
   const b = range(before);
   let verdict = 'not measured';
@@ -306,7 +318,7 @@ function compare(figure, before, after) {
     beforeRange: b,
     afterMedian: round(afterMedian),
     afterRange: range(after),
-    afterOverBefore: { median: round(median(perRound.filter(Number.isFinite))), range: range(perRound) },
+    afterOverBefore: { median: round(middle(perRound)), range: range(perRound) },
     verdict,
   };
 }
