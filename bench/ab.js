@@ -178,8 +178,15 @@ const git = (args, cwd = ROOT) =>
   execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
 /** Runs a command with its output on stderr (stdout is the report). @param {string} command @param {string[]} args @param {string} cwd */
 const run = (command, args, cwd) => {
-  log(`${path.relative(ROOT, cwd) || '.'}: ${command} ${args.join(' ')}`);
+  const where = path.relative(ROOT, cwd);
+  log(`${where.startsWith('..') ? cwd : where || '.'}: ${command} ${args.join(' ')}`);
   execFileSync(command, args, { cwd, stdio: ['ignore', 2, 2] });
+};
+
+/** A commit's subject, cut at 100 characters. @param {string} sha */
+const subject = (sha) => {
+  const line = git(['log', '-1', '--format=%s', sha]);
+  return line.length > 100 ? `${line.slice(0, 99)}…` : line;
 };
 
 /**
@@ -200,7 +207,7 @@ function prepare(spec) {
     };
   }
   const sha = git(['rev-parse', '--verify', `${spec}^{commit}`]);
-  const name = `${sha.slice(0, 7)} (${git(['log', '-1', '--format=%s', sha]).slice(0, 100)})`;
+  const name = `${sha.slice(0, 7)} (${subject(sha)})`;
   const dir = path.join(os.tmpdir(), `taskgate-ab-${sha.slice(0, 12)}`);
   const cli = path.join(dir, 'dist/cli.js');
   const marker = path.join(dir, '.taskgate-ab-built');
