@@ -26,27 +26,27 @@ import {
 import { MAX_NESTING, TooDeepError, idOfBrokenAnswer } from '../protocol/frames.js';
 import { readHanded } from '../protocol/read-message.js';
 import { digitsOf, hasAlias, serialize, withExactRequestId } from '../protocol/exact-ids.js';
-import { ClientTasks } from '../tasks/client-tasks.js';
-import type { TaskRunner } from '../tasks/task-runner.js';
 import type { AuditLog } from '../tasks/audit-log.js';
-import type { TaskSightings } from '../observability/task-board.js';
-import type { Limits } from '../security/limits.js';
-import { Unwrapper, withoutRelatedTask } from '../tasks/unwrap.js';
 import { Augmenter, type AugmentHost } from '../tasks/augment.js';
+import { ClientTasks } from '../tasks/client-tasks.js';
+import type { OwnCall } from '../tasks/own-call.js';
 import { IllegalTransitionError } from '../tasks/state.js';
 import type { TaskStore } from '../tasks/store.js';
+import type { TaskRunner } from '../tasks/task-runner.js';
+import { Unwrapper, withoutRelatedTask } from '../tasks/unwrap.js';
 import { UpstreamTaskWatch } from '../tasks/upstream-tasks.js';
+import type { TaskSightings } from '../observability/task-board.js';
+import type { Limits } from '../security/limits.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { ClientPeer } from './client-peer.js';
-import type { OwnCall } from '../tasks/own-call.js';
 import { Correlator } from './correlator.js';
 import { decideToolCall } from './decide.js';
-
-export type { UpstreamState } from './upstream-peer.js';
 import { ServedRequests, type Outcome } from './served-requests.js';
 import { UpstreamPeer, type Forwarded, type UpstreamState } from './upstream-peer.js';
 import { UpstreamProfile } from './upstream-profile.js';
+
+export type { UpstreamState } from './upstream-peer.js';
 
 export interface SessionOptions {
   id: string;

@@ -1,0 +1,260 @@
+/**
+ * The parts a Session is wired from, each on its own: the upstream peer (what is in flight upstream and
+ * how it ends unanswered), the correlator (which client request or task an upstream message belongs
+ * with) and the requests answered locally (one reply path; cancelled ones unanswered).
+ */
+import { setImmediate } from 'node:timers/promises';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ErrorCode, ProtocolError } from '../../src/protocol/errors.js';
+import type { RequestId } from '../../src/protocol/messages.js';
+import { Correlator } from '../../src/session/correlator.js';
+import { ServedRequests } from '../../src/session/served-requests.js';
+import { UpstreamPeer, type Forwarded, type UpstreamError } from '../../src/session/upstream-peer.js';
+import { memoryChannelPair } from '../../src/transport/memory-channel.js';
+
+const logger = pino({ level: 'silent' });
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** An upstream peer whose far end records what it is sent. */
+function upstreamPeer(options: { requestTimeoutMs?: number; holdsRequests?: boolean } = {}) {
+  const { a, b } = memoryChannelPair();
+  const sent: object[] = [];
+  b.start({
+    message: (raw) => sent.push(JSON.parse(raw.toString())),
+    malformed: () => undefined,
+    closed: () => undefined,
+  });
+  a.start({ message: () => undefined, malformed: () => undefined, closed: () => undefined });
+  const unanswered: { entry: Forwarded; wireId: RequestId | undefined; error: UpstreamError }[] = [];
+  const peer = new UpstreamPeer(a, {
+    requestTimeoutMs: options.requestTimeoutMs ?? 60_000,
+    holdsRequests: options.holdsRequests ?? false,
+    logger,
+    unanswered: (entry, wireId, error) => unanswered.push({ entry, wireId, error }),
+  });
+  return { peer, sent, unanswered };
+}
+
+const forwarded = (clientId: RequestId, method = 'tools/call'): Forwarded => ({
+  kind: 'client',
+  clientId,
+  method,
+  sentAt: 0,
+});
+
+describe('UpstreamPeer', () => {
+  it('ends a forwarded request at its deadline: the upstream is told to stop, the client is owed the error', async () => {
+    vi.useFakeTimers();
+    const { peer, sent, unanswered } = upstreamPeer({ requestTimeoutMs: 1_000 });
+    const wireId = peer.forward(
+      { jsonrpc: '2.0', id: 7, method: 'tools/call' },
+      undefined,
+      forwarded(7),
+      undefined,
+    );
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(sent).toContainEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: wireId, reason: 'Upstream server did not answer tools/call within 1000 ms' },
+    });
+    expect(unanswered).toEqual([
+      {
+        entry: forwarded(7),
+        wireId,
+        error: {
+          code: ErrorCode.UpstreamUnavailable,
+          message: 'Upstream server did not answer tools/call within 1000 ms',
+        },
+      },
+    ]);
+    expect(peer.awaits(wireId)).toBe(false);
+  });
+
+  it('never cancels initialize at its deadline (MCP), and settles an own call with the error', async () => {
+    vi.useFakeTimers();
+    const { peer, sent, unanswered } = upstreamPeer({ requestTimeoutMs: 500 });
+    peer.forward(
+      { jsonrpc: '2.0', id: 1, method: 'initialize' },
+      undefined,
+      forwarded(1, 'initialize'),
+      undefined,
+    );
+    const own = peer.call('tasks/list', {});
+    await vi.advanceTimersByTimeAsync(500);
+    const answer = await own.done;
+    expect(answer?.response).toMatchObject({ error: { code: ErrorCode.UpstreamUnavailable } });
+    expect(unanswered.map((u) => u.entry.method)).toEqual(['initialize']);
+    const cancelled = sent.filter((m) => (m as { method?: string }).method === 'notifications/cancelled');
+    expect(cancelled).toEqual([
+      expect.objectContaining({ params: expect.objectContaining({ requestId: own.wireId }) }),
+    ]);
+  });
+
+  it('gone: fails what is in flight with the reason, refuses own calls, and is back when told', async () => {
+    const { peer, unanswered } = upstreamPeer();
+    peer.forward(
+      { jsonrpc: '2.0', id: 'a', method: 'tools/list' },
+      undefined,
+      forwarded('a', 'tools/list'),
+      undefined,
+    );
+    const inFlight = peer.call('tasks/get', { taskId: 't' });
+    peer.away('exited with code 3', false);
+    peer.failInFlight('exited with code 3');
+    expect((await inFlight.done)?.response).toMatchObject({
+      error: { message: 'Upstream server unavailable: exited with code 3' },
+    });
+    expect(unanswered.map((u) => u.error.message)).toEqual([
+      'Upstream server unavailable: exited with code 3 before answering tools/list',
+    ]);
+    expect(peer.refuses).toBe(true);
+    expect((await peer.call('tasks/get', {}).done)?.response).toMatchObject({
+      error: {
+        code: ErrorCode.UpstreamUnavailable,
+        message: 'Upstream server unavailable: exited with code 3',
+      },
+    });
+    peer.back();
+    expect(peer.isAway).toBe(false);
+    expect(peer.refuses).toBe(false);
+  });
+
+  it('holds requests for an upstream being restarted, when told to, and says it is being restarted', () => {
+    const holding = upstreamPeer({ holdsRequests: true }).peer;
+    holding.away('exited', true);
+    expect(holding.isAway).toBe(true);
+    expect(holding.refuses).toBe(false);
+    const refusing = upstreamPeer({ holdsRequests: false }).peer;
+    refusing.away('exited', true);
+    expect(refusing.refuses).toBe(true);
+    expect(refusing.unavailable().message).toBe(
+      'Upstream server unavailable: exited, and is being restarted',
+    );
+  });
+
+  it('withdraws a forwarded request by the client’s id, whatever id it went as', () => {
+    const { peer } = upstreamPeer();
+    const first = peer.forward(
+      { jsonrpc: '2.0', id: 5, method: 'ping' },
+      undefined,
+      forwarded(5, 'ping'),
+      undefined,
+    );
+    // The same client id again while the first is in flight goes under an id of taskgate's.
+    const second = peer.forward(
+      { jsonrpc: '2.0', id: 5, method: 'ping' },
+      undefined,
+      forwarded(5, 'ping'),
+      undefined,
+    );
+    expect(second).not.toBe(first);
+    expect(peer.clientRequestOf(second)).toBe(5);
+    expect(peer.withdraw(5)).toBe(first);
+    expect(peer.withdraw(5)).toBe(second);
+    expect(peer.withdraw(5)).toBeUndefined();
+  });
+});
+
+describe('Correlator', () => {
+  function correlator(running: { onCall?: string; sole?: string; unwrapped?: RequestId } = {}) {
+    return new Correlator({
+      clientRequestOf: (wireId) => (wireId === 'w-stream' ? 'client-on-stream' : undefined),
+      unwrappedCallOf: (taskId) => (taskId === 'unwrapped' ? running.unwrapped : undefined),
+      taskOfCall: (wireId) => (wireId === 'w-task' ? running.onCall : undefined),
+      soleRunningTask: () => running.sole,
+    });
+  }
+
+  it('routes by the stream first, then the progress token, then the task’s open tasks/result', () => {
+    const c = correlator();
+    c.requestOpened('r1', { _meta: { progressToken: 'p1' } });
+    const close = c.taskResultOpened('t1', 'r2');
+    const params = {
+      progressToken: 'p1',
+      _meta: { 'io.modelcontextprotocol/related-task': { taskId: 't1' } },
+    };
+    expect(c.routeFor(params, { onStreamOf: 'w-stream' })).toEqual({ relatedTo: 'client-on-stream' });
+    expect(c.routeFor(params, undefined)).toEqual({ relatedTo: 'r1' });
+    c.requestAnswered('r1');
+    expect(c.routeFor(params, undefined)).toEqual({ relatedTo: 'r2' });
+    close();
+    expect(c.routeFor(params, undefined)).toBeUndefined();
+  });
+
+  it('keeps a progress token with the request that gave it last, not an earlier answered one', () => {
+    const c = correlator();
+    c.requestOpened('old', { _meta: { progressToken: 9 } });
+    c.requestOpened('new', { _meta: { progressToken: 9 } });
+    c.requestAnswered('old');
+    expect(c.routeFor({ progressToken: 9 }, undefined)).toEqual({ relatedTo: 'new' });
+  });
+
+  it('gives an untagged request for input to the sole running task only while no plain call is upstream', () => {
+    const c = correlator({ sole: 'only-task' });
+    expect(c.taskOfRequest('elicitation/create', undefined)).toBe('only-task');
+    expect(c.taskOfRequest('roots/list', undefined)).toBeUndefined();
+    c.plainCallSent('plain-1');
+    expect(c.taskOfRequest('elicitation/create', undefined)).toBeUndefined();
+    c.plainCallEnded('plain-1');
+    expect(c.taskOfRequest('sampling/createMessage', undefined)).toBe('only-task');
+    c.plainCallSent('plain-2');
+    c.plainCallsLost();
+    expect(c.taskOfRequest('sampling/createMessage', undefined)).toBe('only-task');
+  });
+
+  it('names the task whose call’s stream carried the request, even among plain calls', () => {
+    const c = correlator({ onCall: 'streamed-task' });
+    c.plainCallSent('plain-1');
+    expect(c.taskOfRequest('elicitation/create', { onStreamOf: 'w-task' })).toBe('streamed-task');
+  });
+
+  it('routes a task’s messages to its unwrapped call when no tasks/result of it is open', () => {
+    const c = correlator({ unwrapped: 'call-1' });
+    expect(c.routeForTask('unwrapped')).toEqual({ relatedTo: 'call-1' });
+  });
+});
+
+describe('ServedRequests', () => {
+  function served() {
+    const answers: { id: RequestId; message: object }[] = [];
+    return { s: new ServedRequests((id, message) => answers.push({ id, message }), logger), answers };
+  }
+
+  it('answers with the result, or the JSON-RPC error the failure maps to', async () => {
+    const { s, answers } = served();
+    s.answer(1, () => Promise.resolve({ ok: true }));
+    s.answer(2, () => Promise.reject(new ProtocolError(ErrorCode.InvalidParams, 'bad taskId')));
+    await setImmediate();
+    expect(answers).toEqual([
+      { id: 1, message: { jsonrpc: '2.0', id: 1, result: { ok: true } } },
+      { id: 2, message: { jsonrpc: '2.0', id: 2, error: { code: -32602, message: 'bad taskId' } } },
+    ]);
+  });
+
+  it('leaves a cancelled blocking request unanswered, and answers nothing to a peer gone', async () => {
+    const { s, answers } = served();
+    let release!: () => void;
+    s.answerBlocking(
+      1,
+      (signal) =>
+        new Promise((resolve) => (release = () => resolve({ result: { aborted: signal.aborted } }))),
+    );
+    expect(s.isBlocking(1)).toBe(true);
+    expect(s.cancel(1)).toBe(true);
+    release();
+    await setImmediate();
+    expect(answers).toEqual([]);
+    expect(s.blockingCount).toBe(0);
+    expect(s.cancel(1)).toBe(false);
+    s.abandon();
+    s.answer(2, () => Promise.resolve({}));
+    s.answerBlocking(3, () => Promise.resolve({ result: {} }));
+    await setImmediate();
+    expect(answers).toEqual([]);
+  });
+});
