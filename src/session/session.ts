@@ -30,11 +30,9 @@ import type { AuditLog } from '../tasks/audit-log.js';
 import { Augmenter, type AugmentHost } from '../tasks/augment.js';
 import { ClientTasks } from '../tasks/client-tasks.js';
 import type { OwnCall } from '../tasks/own-call.js';
-import { IllegalTransitionError } from '../tasks/state.js';
 import type { TaskStore } from '../tasks/store.js';
 import type { TaskRunner } from '../tasks/task-runner.js';
 import { Unwrapper, withoutRelatedTask } from '../tasks/unwrap.js';
-import { UpstreamTaskWatch } from '../tasks/upstream-tasks.js';
 import type { TaskSightings } from '../observability/task-board.js';
 import type { Limits } from '../security/limits.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
@@ -44,6 +42,7 @@ import { Correlator } from './correlator.js';
 import { decideToolCall } from './decide.js';
 import { ServedRequests, type Outcome } from './served-requests.js';
 import { UpstreamPeer, type Forwarded, type UpstreamState } from './upstream-peer.js';
+import { UpstreamOwnTasks } from './upstream-own-tasks.js';
 import { UpstreamProfile } from './upstream-profile.js';
 
 export type { UpstreamState } from './upstream-peer.js';
@@ -109,7 +108,7 @@ export class Session {
   private clientCapabilities: JsonObject = {};
   private readonly unwrapper: Unwrapper;
   /** The upstream's own tasks, to fail them here if it goes away while they run. */
-  private readonly upstreamTaskWatch = new UpstreamTaskWatch();
+  private readonly upstreamTasks: UpstreamOwnTasks;
   private readonly clientTasks: ClientTasks;
   private closing: Promise<void> | undefined;
   readonly upstreamState: UpstreamState;
@@ -129,6 +128,7 @@ export class Session {
     this.servedForClient = new ServedRequests((id, m) => this.respond(id, m), options.logger);
     this.servedForUpstream = this.servedRequestsOfUpstream();
     this.profile = new UpstreamProfile(options.policy, options.logger);
+    this.upstreamTasks = new UpstreamOwnTasks(options.sightings);
     this.upstreamPeer = new UpstreamPeer(this.upstream, {
       requestTimeoutMs: options.config.upstream?.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS,
       holdsRequests: options.config.upstreamRestart.holdRequests > 0,
@@ -477,28 +477,11 @@ export class Session {
     this.augmenter.knows(request.params).then(
       (known) => {
         if (known) return local();
-        const lost = this.upstreamTaskWatch.lostTask(request.params?.taskId);
+        const lost = this.upstreamTasks.answerIfLost(request);
         if (lost === undefined) return this.forwardRequest(request, raw);
-        this.answerForLostTask(request, lost);
+        this.respond(request.id, lost);
       },
       (error: unknown) => this.servedForClient.refuse(request.id, error),
-    );
-  }
-
-  /** tasks/get|result|cancel of a task the gone upstream was running: it failed, saying why. */
-  private answerForLostTask(request: Request, task: JsonObject): void {
-    const taskId = String(task.taskId);
-    if (request.method === 'tasks/get') return this.respond(request.id, successResponse(request.id, task));
-    if (request.method === 'tasks/cancel') {
-      return this.servedForClient.refuse(
-        request.id,
-        new IllegalTransitionError(taskId, 'failed', 'cancelled'),
-      );
-    }
-    // Its outcome went with the upstream: tasks/result answers as the call in flight was answered.
-    this.respond(
-      request.id,
-      errorResponse(request.id, { code: ErrorCode.UpstreamUnavailable, message: String(task.statusMessage) }),
     );
   }
 
@@ -655,7 +638,7 @@ export class Session {
     }
     this.correlator.plainCallEnded(response.id as RequestId);
     this.options.onUpstreamAnswer?.(entry.method, (performance.now() - entry.sentAt) / 1000);
-    if (this.profile.hasTasks) this.followUpstreamTask(entry, response);
+    if (this.profile.hasTasks) this.upstreamTasks.answered(entry, response);
     const route = { responseTo: entry.clientId };
     this.answered(entry.clientId);
     if ('result' in response && entry.onResult) {
@@ -665,24 +648,6 @@ export class Session {
     } else {
       this.client.send({ ...response, id: entry.clientId }, route);
     }
-  }
-
-  /** What a forwarded answer tells of the upstream's own tasks (to fail them here if it goes away). */
-  private followUpstreamTask(
-    entry: { method: string; taskId?: string; tool?: string },
-    response?: Response,
-  ): void {
-    if (entry.method === 'tasks/result') return this.upstreamTaskWatch.ended(entry.taskId);
-    if (response === undefined || !('result' in response)) return;
-    if (entry.method === 'tools/call') this.sawUpstreamTask(response.result.task, entry.tool);
-    else if (entry.method === 'tasks/get' || entry.method === 'tasks/cancel') {
-      this.sawUpstreamTask(response.result);
-    }
-  }
-
-  private sawUpstreamTask(task: unknown, tool?: string): void {
-    this.upstreamTaskWatch.saw(task);
-    this.options.sightings?.upstreamTask(task, tool);
   }
 
   private upstreamRequest(
@@ -773,7 +738,7 @@ export class Session {
       if (typeof taskId === 'string' && this.unwrapper.follows(taskId)) {
         return this.unwrapper.statusAnnounced(notification.params);
       }
-      this.sawUpstreamTask(notification.params);
+      this.upstreamTasks.announced(notification.params);
     }
     if (notification.method === 'notifications/progress') {
       const token = notification.params?.progressToken;
@@ -834,8 +799,7 @@ export class Session {
     this.forgetUpstreamRequests(reason);
     this.upstreamPeer.failInFlight(reason);
     this.correlator.plainCallsLost();
-    for (const task of this.upstreamTaskWatch.lose(`Upstream server unavailable: ${reason}`)) {
-      this.options.sightings?.upstreamTask(task, undefined);
+    for (const task of this.upstreamTasks.lose(`Upstream server unavailable: ${reason}`)) {
       if (this.options.config.tasks.statusNotifications) {
         this.client.send({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: task });
       }
