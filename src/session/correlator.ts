@@ -57,6 +57,11 @@ export class Correlator {
     if (this.progressOwners.get(token) === id) this.progressOwners.delete(token);
   }
 
+  /** @internal How many client requests' progress tokens are held (tests: none once all are answered). */
+  get tokensHeld(): number {
+    return this.progressTokenOf.size + this.progressOwners.size;
+  }
+
   /** The client's tasks/result of a task is open; the returned function closes it. */
   taskResultOpened(taskId: string, id: RequestId): () => void {
     this.openTaskResults.set(taskId, id);

@@ -12,6 +12,7 @@ import {
   type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Correlator } from '../../src/session/correlator.js';
 import { heldTool, type HeldTool } from '../helpers/held-call.js';
 import {
   inProcessGateway,
@@ -242,6 +243,25 @@ describe('in process: augment', () => {
       _meta: { [RELATED]: { taskId: task.taskId } },
     });
     started.answer(textResult('done'));
+  });
+
+  it('issue 15: holds no progress token once the task-augmented calls that gave them are answered', async () => {
+    const g = await open();
+    const tasks = [];
+    for (let i = 0; i < 5; i++) {
+      const params = {
+        name: 'echo',
+        arguments: { text: `${i}` },
+        task: {},
+        _meta: { progressToken: `p${i}` },
+      };
+      tasks.push((await g.client.request({ method: 'tools/call', params }, CreateTaskResultSchema)).task);
+    }
+    for (const { taskId } of tasks) {
+      await g.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    }
+    const { correlator } = g.session as unknown as { correlator: Correlator };
+    expect(correlator.tokensHeld).toBe(0);
   });
 
   it('moves the task to input_required while the client answers an elicitation, then back to working (spec: Input Required Status)', async () => {
