@@ -91,16 +91,21 @@ export async function openUpstream(
     logger,
     hooks,
   );
+  const probing = new ProbingUpstream(
+    channel,
+    upstream.era ?? 'auto',
+    Math.min(ERA_PROBE_TIMEOUT_MS, (upstream.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS) / 4),
+    logger,
+    { statusNotifications: config.tasks.statusNotifications },
+  );
   return {
-    channel: new ProbingUpstream(
-      channel,
-      upstream.era ?? 'auto',
-      Math.min(ERA_PROBE_TIMEOUT_MS, (upstream.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS) / 4),
-      logger,
-      { statusNotifications: config.tasks.statusNotifications },
-    ),
+    channel: probing,
     description: maskCommand(command, args),
-    stop: () => channel.stop(),
+    // Closed first (a translator ends its own calls there: the child's exit is not reported), then stopped.
+    stop: async () => {
+      await probing.close();
+      await channel.stop();
+    },
   };
 }
 

@@ -33,6 +33,9 @@ export class ProbingUpstream implements Channel {
   private waiting: { raw: Buffer | string; route: Route | undefined; parsed: object | undefined }[] = [];
   /** Until the probe is answered, each message is looked at for its answer; after, none pays for it. */
   private probeOpen = true;
+  private probeTimer: NodeJS.Timeout | undefined;
+  /** The owner closed it: no verdict comes any more, and nothing waits to be sent. */
+  private closed = false;
 
   /** Known once the probe is answered: before, nothing has been sent on (it all waits). */
   get takesCallerCapabilities(): boolean {
@@ -54,11 +57,11 @@ export class ProbingUpstream implements Channel {
       return;
     }
     const decide = (discover: JsonObject | undefined, why: string): void => {
-      if (this.target !== undefined) return;
-      clearTimeout(timer);
+      if (this.target !== undefined || this.closed) return;
+      clearTimeout(this.probeTimer);
       this.decided(handlers, discover, why);
     };
-    const timer = setTimeout(
+    this.probeTimer = setTimeout(
       () => decide(undefined, `no answer within ${this.probeTimeoutMs} ms`),
       this.probeTimeoutMs,
     ).unref();
@@ -94,15 +97,21 @@ export class ProbingUpstream implements Channel {
 
   sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void {
     if (this.target !== undefined) this.target.sendRaw(raw, route, parsed);
-    else this.waiting.push({ raw, route, parsed });
+    else if (!this.closed) this.waiting.push({ raw, route, parsed });
   }
 
   send(message: object, route?: Route): void {
     this.sendRaw(JSON.stringify(message), route);
   }
 
-  /** Through the translator once there is one: hearing no `closed` for it, it ends its own calls itself. */
+  /**
+   * Through the translator once there is one: hearing no `closed` for it, it ends its own calls itself.
+   * Before the verdict, the probe is given up and what waited for it dropped.
+   */
   close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.probeTimer);
+    this.waiting = [];
     return (this.target ?? this.inner).close();
   }
 

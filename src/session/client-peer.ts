@@ -22,7 +22,7 @@ export interface Relayed {
   asTask?: boolean;
 }
 
-export type ClientPending = Relayed | OwnPending;
+type ClientPending = Relayed | OwnPending;
 
 export class ClientPeer {
   private readonly pending = new PendingRequests<ClientPending>();

@@ -115,6 +115,8 @@ export class Session {
 
   private readonly client: Channel;
   private readonly upstream: Channel;
+  /** The upstream is a shared server's: closing lets go of it, and it goes on with what it runs. */
+  private readonly upstreamOutlivesClose: boolean;
 
   constructor(
     client: Channel,
@@ -124,6 +126,7 @@ export class Session {
   ) {
     this.client = new ExactIdChannel(client, false);
     this.upstream = new ExactIdChannel(upstream, true);
+    this.upstreamOutlivesClose = upstream.outlivesClose === true;
     this.clientPeer = new ClientPeer(this.client);
     this.servedForClient = new ServedRequests((id, m) => this.respond(id, m), options.logger);
     this.servedForUpstream = this.servedRequestsOfUpstream();
@@ -238,8 +241,11 @@ export class Session {
       }
       this.augmenter.close();
       await this.upstream.close();
-      // A channel does not report its owner's close: what is left in flight upstream ends here.
-      this.upstreamLost('taskgate closed the session', false);
+      // A channel does not report its owner's close: what is left in flight on an upstream of the session's
+      // own ends here (a shared one goes on, and answers nobody: its requests end at their deadline).
+      if (!this.upstreamOutlivesClose && !this.upstreamPeer.isGoneForGood) {
+        this.upstreamLost('taskgate closed the session', false);
+      }
       await this.client.close();
       await this.events.closed();
     })();
@@ -507,8 +513,10 @@ export class Session {
     if (request.method === 'tools/call' && typeof request.params?.name === 'string') {
       entry.tool = request.params.name;
     }
-    const wireId = this.upstreamPeer.forward(request, raw, entry, handed(request));
+    const wireId = this.upstreamPeer.register(request.id, entry);
+    // Known as a plain call before it is sent: a channel may answer within send.
     if (request.method === 'tools/call') this.correlator.plainCallSent(wireId);
+    this.upstreamPeer.send(request, wireId, raw, handed(request));
   }
 
   /** tasks/result of one of taskgate's tasks, noting that it is open so related messages can use its stream. */
@@ -784,16 +792,17 @@ export class Session {
     }
   }
 
-  /**
-   * Everything in flight upstream is answered with the reason. Later calls too until it is back, unless
-   * it is being restarted and requests are held for it (the restarting channel answers them if it is not
-   * back in time).
-   */
+  /** The upstream went away (the channel says so: never for the session's own close). */
   private upstreamClosed(reason: string, reopening: boolean): void {
     this.upstreamLost(reason, reopening);
     if (!reopening) this.events.upstreamGone(this.upstreamState);
   }
 
+  /**
+   * Everything in flight upstream is answered with the reason. Later calls too until it is back, unless
+   * it is being restarted and requests are held for it (the restarting channel answers them if it is not
+   * back in time).
+   */
   private upstreamLost(reason: string, reopening: boolean): void {
     this.upstreamPeer.away(reason, reopening);
     this.forgetUpstreamRequests(reason);

@@ -26,7 +26,7 @@ export interface Forwarded {
   tool?: string;
 }
 
-export type UpstreamPending = Forwarded | OwnPending;
+type UpstreamPending = Forwarded | OwnPending;
 
 export interface UpstreamState {
   /** True once the upstream has answered initialize. */
@@ -52,6 +52,8 @@ export interface UpstreamPeerOptions {
 export class UpstreamPeer {
   readonly state: UpstreamState = { initialized: false };
   private holding = false;
+  /** Away, and not being restarted. */
+  private goneForGood = false;
   private readonly pending: PendingRequests<UpstreamPending>;
 
   constructor(
@@ -69,6 +71,10 @@ export class UpstreamPeer {
     return this.state.goneReason !== undefined;
   }
 
+  get isGoneForGood(): boolean {
+    return this.goneForGood;
+  }
+
   /** Requests are refused: the upstream is away, and not coming back soon enough to wait for it. */
   get refuses(): boolean {
     return this.isAway && !this.holding;
@@ -82,17 +88,15 @@ export class UpstreamPeer {
     };
   }
 
-  /** Sends a client request (its exact bytes when its id goes unchanged); the id it went as. */
-  forward(
-    request: Request,
-    raw: Buffer | undefined,
-    entry: Forwarded,
-    handed: object | undefined,
-  ): RequestId {
-    const wireId = this.pending.forward(request.id, entry);
+  /** A client request about to be forwarded, awaited from now on: the id it goes as. */
+  register(clientId: RequestId, entry: Forwarded): RequestId {
+    return this.pending.forward(clientId, entry);
+  }
+
+  /** Sends a registered client request: its exact bytes when its id goes unchanged. */
+  send(request: Request, wireId: RequestId, raw: Buffer | undefined, handed: object | undefined): void {
     if (wireId === request.id && raw !== undefined) this.channel.sendRaw(raw, undefined, handed);
     else this.channel.send({ ...request, id: wireId });
-    return wireId;
   }
 
   /** The request an answer from the upstream answers, now no longer in flight. */
@@ -142,6 +146,7 @@ export class UpstreamPeer {
   away(reason: string, reopening: boolean): void {
     this.state.goneReason = reopening ? `${reason}, and is being restarted` : reason;
     this.holding = reopening && this.options.holdsRequests;
+    this.goneForGood = !reopening;
   }
 
   /** Everything in flight is ended with the reason the upstream went away. */
@@ -161,6 +166,7 @@ export class UpstreamPeer {
   back(): void {
     delete this.state.goneReason;
     this.holding = false;
+    this.goneForGood = false;
   }
 
   /**

@@ -98,4 +98,9 @@ export interface Channel {
    * capabilities upstream when the request carries them (`CALLER_CAPABILITIES_META`).
    */
   readonly takesCallerCapabilities?: boolean;
+  /**
+   * close() lets go of this connection only: the server goes on, for others, with what it runs (a port of
+   * a shared upstream).
+   */
+  readonly outlivesClose?: boolean;
 }

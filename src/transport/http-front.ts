@@ -401,7 +401,7 @@ export class HttpFront {
     this.sessions.set(session.id, session);
     session.initialize(id, body, res, () => {
       this.sessions.delete(session.id);
-      session.end();
+      session.end('its initialize failed: the session was never opened');
     });
   }
 

@@ -746,6 +746,8 @@ class Port implements Channel {
 
   constructor(private readonly shared: SharedUpstream) {}
 
+  readonly outlivesClose = true;
+
   get takesCallerCapabilities(): boolean {
     return this.shared.takesCallerCapabilities;
   }

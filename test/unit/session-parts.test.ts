@@ -46,16 +46,18 @@ const forwarded = (clientId: RequestId, method = 'tools/call'): Forwarded => ({
   sentAt: 0,
 });
 
+/** A client request sent on as the session forwards one: the id it went as. */
+function forward(peer: UpstreamPeer, id: RequestId, method: string): RequestId {
+  const wireId = peer.register(id, forwarded(id, method));
+  peer.send({ jsonrpc: '2.0', id, method }, wireId, undefined, undefined);
+  return wireId;
+}
+
 describe('UpstreamPeer', () => {
   it('ends a forwarded request at its deadline: the upstream is told to stop, the client is owed the error', async () => {
     vi.useFakeTimers();
     const { peer, sent, unanswered } = upstreamPeer({ requestTimeoutMs: 1_000 });
-    const wireId = peer.forward(
-      { jsonrpc: '2.0', id: 7, method: 'tools/call' },
-      undefined,
-      forwarded(7),
-      undefined,
-    );
+    const wireId = forward(peer, 7, 'tools/call');
     await vi.advanceTimersByTimeAsync(1_000);
     expect(sent).toContainEqual({
       jsonrpc: '2.0',
@@ -78,12 +80,7 @@ describe('UpstreamPeer', () => {
   it('never cancels initialize at its deadline (MCP), and settles an own call with the error', async () => {
     vi.useFakeTimers();
     const { peer, sent, unanswered } = upstreamPeer({ requestTimeoutMs: 500 });
-    peer.forward(
-      { jsonrpc: '2.0', id: 1, method: 'initialize' },
-      undefined,
-      forwarded(1, 'initialize'),
-      undefined,
-    );
+    forward(peer, 1, 'initialize');
     const own = peer.call('tasks/list', {});
     await vi.advanceTimersByTimeAsync(500);
     const answer = await own.done;
@@ -97,12 +94,7 @@ describe('UpstreamPeer', () => {
 
   it('gone: fails what is in flight with the reason, refuses own calls, and is back when told', async () => {
     const { peer, unanswered } = upstreamPeer();
-    peer.forward(
-      { jsonrpc: '2.0', id: 'a', method: 'tools/list' },
-      undefined,
-      forwarded('a', 'tools/list'),
-      undefined,
-    );
+    forward(peer, 'a', 'tools/list');
     const inFlight = peer.call('tasks/get', { taskId: 't' });
     peer.away('exited with code 3', false);
     peer.failInFlight('exited with code 3');
@@ -139,19 +131,9 @@ describe('UpstreamPeer', () => {
 
   it('withdraws a forwarded request by the client’s id, whatever id it went as', () => {
     const { peer } = upstreamPeer();
-    const first = peer.forward(
-      { jsonrpc: '2.0', id: 5, method: 'ping' },
-      undefined,
-      forwarded(5, 'ping'),
-      undefined,
-    );
+    const first = forward(peer, 5, 'ping');
     // The same client id again while the first is in flight goes under an id of taskgate's.
-    const second = peer.forward(
-      { jsonrpc: '2.0', id: 5, method: 'ping' },
-      undefined,
-      forwarded(5, 'ping'),
-      undefined,
-    );
+    const second = forward(peer, 5, 'ping');
     expect(second).not.toBe(first);
     expect(peer.clientRequestOf(second)).toBe(5);
     expect(peer.withdraw(5)).toBe(first);
