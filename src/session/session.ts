@@ -72,6 +72,10 @@ export interface SessionOptions {
 }
 
 export interface SessionEvents {
+  /**
+   * The upstream is gone for good: it went away and is not being restarted, or the session closed it
+   * (not for a shared server's, which goes on).
+   */
   upstreamGone(state: UpstreamState): void;
   /** The session is over: the client went away or close() was called; the upstream channel is closed. */
   closed(): Promise<void> | void;
@@ -244,7 +248,7 @@ export class Session {
       // A channel does not report its owner's close: what is left in flight on an upstream of the session's
       // own ends here (a shared one goes on, and answers nobody: its requests end at their deadline).
       if (!this.upstreamOutlivesClose && !this.upstreamPeer.isGoneForGood) {
-        this.upstreamLost('taskgate closed the session', false);
+        this.upstreamClosed('taskgate closed the session', false);
       }
       await this.client.close();
       await this.events.closed();
@@ -792,7 +796,7 @@ export class Session {
     }
   }
 
-  /** The upstream went away (the channel says so: never for the session's own close). */
+  /** The upstream is gone: it went away (as its channel says), or the session closed it. */
   private upstreamClosed(reason: string, reopening: boolean): void {
     this.upstreamLost(reason, reopening);
     if (!reopening) this.events.upstreamGone(this.upstreamState);
