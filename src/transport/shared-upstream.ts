@@ -285,9 +285,11 @@ export class SharedUpstream {
 
   /**
    * The upstream is kept at the most verbose level a port needs; what a port set is filtered for it here.
-   * A level the upstream already has is answered here. Any other goes upstream and its answer is the port's:
-   * accepted, it is the upstream's level; refused, neither the upstream's level as known here nor the
-   * port's changes, as on a server of its own that refused it.
+   * A level the upstream already has, with no other on its way, is answered here. Any other goes upstream
+   * and its answer is the port's: accepted, it is the upstream's level; refused, neither the upstream's
+   * level as known here nor the port's changes, as on a server of its own that refused it. While another
+   * setLevel is in flight the confirmed level is not the one the server will end at (it may accept the
+   * one in flight), so even the confirmed level is asked again: sent later, it is the one that holds.
    */
   private setLevel(port: Port, request: Request): void {
     const params = request.params;
@@ -300,7 +302,9 @@ export class SharedUpstream {
     port.level = asked;
     this.levels.set(port, asked);
     const level = this.levels.upstreamLevel(this.ports);
-    if (level === this.upstreamLevel) return port.deliver(successResponse(request.id, {}));
+    if (level === this.upstreamLevel && this.levelInFlight === undefined) {
+      return port.deliver(successResponse(request.id, {}));
+    }
     const setLevel = { level, seq: ++this.levelSeq, asked, previous };
     this.levelInFlight = setLevel;
     this.forward(port, { ...request, params: { ...params, level } }, { setLevel });

@@ -308,6 +308,34 @@ describe('SharedUpstream', () => {
     expect([data(a), data(b)]).toEqual([['w'], []]);
   });
 
+  it('asks the server for a level it already has while another is in flight: the later one must win', async () => {
+    const { server, a, b } = await twoSessions();
+    const setLevels = (): Frame[] => server.items.filter((f) => f.method === 'logging/setLevel');
+    // b still needs debug: a's error is answered here.
+    a.send({ id: 1, method: 'logging/setLevel', params: { level: 'error' } });
+    expect((await a.answerTo(1)).result).toEqual({});
+    b.send({ id: 1, method: 'logging/setLevel', params: { level: 'error' } });
+    await server.next(() => setLevels().length === 1, 'the level error');
+    // The server still confirms debug, but error is on its way: a's debug must follow it upstream.
+    a.send({ id: 2, method: 'logging/setLevel', params: { level: 'debug' } });
+    await server.next(() => setLevels().length === 2, "a's debug asked after the error in flight");
+    expect(setLevels().map((f) => f.params?.level)).toEqual(['error', 'debug']);
+    server.send({ id: setLevels()[0]!.id, result: {} });
+    server.send({ id: setLevels()[1]!.id, result: {} });
+    expect((await b.answerTo(1)).result).toEqual({});
+    expect((await a.answerTo(2)).result).toEqual({});
+    // Both accepted in order: the server is at debug, and a hears a debug message.
+    server.send({ method: 'notifications/message', params: { level: 'debug', data: 'd' } });
+    await fence(server, a, b);
+    const data = (peer: Peer): unknown[] =>
+      peer.items.filter((f) => f.method === 'notifications/message').map((f) => f.params?.data);
+    expect([data(a), data(b)]).toEqual([['d'], []]);
+    // And what the server has is known: a level it then has is answered here again.
+    a.send({ id: 3, method: 'logging/setLevel', params: { level: 'debug' } });
+    expect((await a.answerTo(3)).result).toEqual({});
+    expect(setLevels()).toHaveLength(2);
+  });
+
   it('refuses a log level that is none of the levels, with nothing sent upstream', async () => {
     const { server, a } = await twoSessions();
     a.send({ id: 1, method: 'logging/setLevel', params: { level: 'loud' } });
