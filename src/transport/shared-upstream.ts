@@ -319,6 +319,10 @@ export class SharedUpstream {
       }
       return;
     }
+    this.logger.warn(
+      { logLevel: setLevel.level, error: 'error' in response ? response.error : undefined },
+      'shared upstream: the server refused a log level its sessions need; it is not asked again until they change',
+    );
     const port = entry.port;
     // Refused: the port keeps the level it had, unless it has asked for another since.
     if (port === undefined || setLevel.asked === undefined || port.level !== setLevel.asked) return;
@@ -460,8 +464,10 @@ export class SharedUpstream {
   /** Tells the upstream the level its ports need now, if that is not the one it has. */
   private keepLevel(): void {
     const level = this.levels.upstreamLevel(this.ports);
-    // One already on its way is not asked again (nor, refused, retried: the next change of ports does).
-    if (level === this.upstreamLevel || level === this.levelInFlight?.level) return;
+    // The level the server will end at: the latest on its way if there is one (it outranks the confirmed
+    // one), else the confirmed one. That one is not asked again; any other is, after the one in flight.
+    // (Refused, it is not retried: the warning says so, and the next change of ports asks again.)
+    if (level === (this.levelInFlight?.level ?? this.upstreamLevel)) return;
     const setLevel = { level, seq: ++this.levelSeq };
     this.levelInFlight = setLevel;
     this.forward(

@@ -63,11 +63,22 @@ function takingCallerCapabilities(channel: Channel): Channel {
 
 /** Sessions a and b, both past the handshake (answered once by the server). */
 async function twoSessions(
-  options: { modern?: boolean; capabilities?: { a: object; b: object }; now?: () => number } = {},
+  options: {
+    modern?: boolean;
+    capabilities?: { a: object; b: object };
+    now?: () => number;
+    /** Where the multiplexer's warnings go, one JSON line each. */
+    warnings?: string[];
+  } = {},
 ): Promise<Setup> {
   const { a: end, b: serverEnd } = memoryChannelPair();
   const upstream = options.modern === true ? takingCallerCapabilities(end) : end;
-  const shared = new SharedUpstream(upstream, pino({ level: 'silent' }), options.now);
+  const warnings = options.warnings;
+  const logger =
+    warnings === undefined
+      ? pino({ level: 'silent' })
+      : pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) });
+  const shared = new SharedUpstream(upstream, logger, options.now);
   const port = (): Peer => new Peer(shared.port());
   const a = port();
   const server = new Peer(serverEnd);
@@ -281,7 +292,8 @@ describe('SharedUpstream', () => {
   });
 
   it('keeps the level the server has, not the one it refused: a refused setLevel changes neither it nor the port', async () => {
-    const { server, a, b } = await twoSessions();
+    const warnings: string[] = [];
+    const { server, a, b } = await twoSessions({ warnings });
     const setLevels = (): Frame[] => server.items.filter((f) => f.method === 'logging/setLevel');
     a.send({ id: 1, method: 'logging/setLevel', params: { level: 'error' } });
     await a.answerTo(1);
@@ -294,6 +306,8 @@ describe('SharedUpstream', () => {
     const refusal = { code: -32603, message: 'the level cannot be changed now' };
     server.send({ id: setLevels()[1]!.id, error: refusal });
     expect((await b.answerTo(2)).error).toEqual(refusal);
+    // Not retried: the operator is told the server may not send what the sessions need.
+    expect(warnings.map((line) => (JSON.parse(line) as { logLevel: unknown }).logLevel)).toEqual(['info']);
     // The server is still at error: a's info must be asked of it, not answered as if it were at info.
     a.send({ id: 3, method: 'logging/setLevel', params: { level: 'info' } });
     await server.next(() => setLevels().length === 3, "a's level asked upstream");
@@ -334,6 +348,27 @@ describe('SharedUpstream', () => {
     a.send({ id: 3, method: 'logging/setLevel', params: { level: 'debug' } });
     expect((await a.answerTo(3)).result).toEqual({});
     expect(setLevels()).toHaveLength(2);
+  });
+
+  it('asks the server again for the level a joining session needs while another level is in flight', async () => {
+    const { server, a, b, port } = await twoSessions();
+    const setLevels = (): Frame[] => server.items.filter((f) => f.method === 'logging/setLevel');
+    a.send({ id: 1, method: 'logging/setLevel', params: { level: 'error' } });
+    await a.answerTo(1);
+    // b, which needed debug, leaves: the server is asked for error, a's level.
+    await b.channel.close();
+    await server.next(() => setLevels().length === 1, 'the level error');
+    // c joins needing debug, the level the server last confirmed, while error is on its way.
+    const c = port();
+    await server.next(() => setLevels().length === 2, 'the level debug asked again for c');
+    expect(setLevels().map((f) => f.params?.level)).toEqual(['error', 'debug']);
+    server.send({ id: setLevels()[0]!.id, result: {} });
+    server.send({ id: setLevels()[1]!.id, result: {} });
+    server.send({ method: 'notifications/message', params: { level: 'debug', data: 'd' } });
+    await fence(server, a, c);
+    const data = (peer: Peer): unknown[] =>
+      peer.items.filter((f) => f.method === 'notifications/message').map((f) => f.params?.data);
+    expect([data(a), data(c)]).toEqual([[], ['d']]);
   });
 
   it('refuses a log level that is none of the levels, with nothing sent upstream', async () => {
