@@ -232,12 +232,11 @@ describe('SharedUpstream', () => {
     expect([updated(a), updated(b), updated(c)]).toEqual([0, 0, 1]);
   });
 
-  it('settles a subscribe others wait on even when the session that sent it closes or cancels it', async () => {
+  it('settles a subscribe others wait on when the session that sent it closes without cancelling it', async () => {
     const { server, a, b } = await twoSessions();
     a.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
     const first = await server.next((f) => f.method === 'resources/subscribe', 'the subscribe');
     b.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
-    a.send({ method: 'notifications/cancelled', params: { requestId: 5, reason: 'timed out' } });
     await a.channel.close();
     server.send({ id: first.id, result: {} });
     expect((await b.answerTo(5)).result).toEqual({});
@@ -245,6 +244,25 @@ describe('SharedUpstream', () => {
     await fence(server, b);
     expect(b.items.filter((f) => f.method === 'notifications/resources/updated')).toHaveLength(1);
     // The server still holds the subscription b depends on: neither cancelled nor unsubscribed.
+    expect(
+      server.items.filter(
+        (f) => f.method === 'resources/unsubscribe' || f.method === 'notifications/cancelled',
+      ),
+    ).toEqual([]);
+  });
+
+  it('settles a subscribe others wait on when the session that sent it cancels it without closing', async () => {
+    const { server, a, b } = await twoSessions();
+    a.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
+    const first = await server.next((f) => f.method === 'resources/subscribe', 'the subscribe');
+    b.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
+    a.send({ method: 'notifications/cancelled', params: { requestId: 5, reason: 'timed out' } });
+    server.send({ id: first.id, result: {} });
+    expect((await b.answerTo(5)).result).toEqual({});
+    server.send({ method: 'notifications/resources/updated', params: { uri: 'file:///x' } });
+    await fence(server, a, b);
+    expect(b.items.filter((f) => f.method === 'notifications/resources/updated')).toHaveLength(1);
+    expect(a.items.some((f) => f.id === 5)).toBe(false);
     expect(
       server.items.filter(
         (f) => f.method === 'resources/unsubscribe' || f.method === 'notifications/cancelled',
