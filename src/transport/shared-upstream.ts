@@ -225,6 +225,8 @@ export class SharedUpstream {
    * comes while it is in flight waits for its answer and is given the same outcome, so that no session is
    * told it is subscribed to what the server refused. A refusal leaves nobody subscribed: the next
    * subscriber asks the server again. Once the server has said yes, later subscribers are answered here.
+   * A session that stops waiting (it cancelled, or closed) is no subscriber, and a subscribe nobody waits
+   * on any more is cancelled (leftSubscribe).
    */
   private subscribe(port: Port, request: Request, uri: string): void {
     if (this.subscriptions.subscribe(uri, port))
@@ -265,22 +267,56 @@ export class SharedUpstream {
     const wireId = port.waiting.get(key);
     if (wireId === undefined) return false;
     port.waiting.delete(key);
-    const subscribe = this.inFlight.get(wireId)?.subscribe;
-    if (subscribe !== undefined) {
+    const entry = this.inFlight.get(wireId);
+    const subscribe = entry?.subscribe;
+    if (entry !== undefined && subscribe !== undefined) {
       subscribe.waiting = subscribe.waiting.filter((w) => w.port !== port || idKey(w.id) !== key);
+      this.leftSubscribe(port, wireId, entry, subscribe);
     }
     return true;
   }
 
   /**
-   * A subscribe upstream is never cancelled: its answer settles the record its port's subscribers share.
-   * The port that sent it stops waiting; the answer goes to those that joined it.
+   * A subscribe upstream is not cancelled while others wait on it: its answer settles the record its
+   * port's subscribers share. The port that sent it stops waiting; the answer goes to those that joined it.
    */
   private orphan(wireId: Key): void {
     const entry = this.inFlight.get(wireId);
-    if (entry === undefined) return;
-    entry.port?.inFlight.delete(idKey(entry.id));
+    if (entry?.subscribe === undefined) return;
+    const port = entry.port;
+    port?.inFlight.delete(idKey(entry.id));
     entry.port = undefined;
+    if (port !== undefined) this.leftSubscribe(port, wireId, entry, entry.subscribe);
+  }
+
+  /**
+   * A port no longer waits on a subscribe in flight (it cancelled its own, or closed): its client saw it
+   * fail, so it is no subscriber of the URI, whatever the server answers. Once nobody waits on it, the
+   * subscribe is let go as that session's own would be (cancelled upstream), so that the URI's next
+   * subscriber asks the server afresh instead of joining one the server may never answer, and nothing
+   * is held for it here.
+   */
+  private leftSubscribe(
+    port: Port,
+    wireId: Key,
+    entry: InFlight,
+    subscribe: NonNullable<InFlight['subscribe']>,
+  ): void {
+    const { uri } = subscribe;
+    const ours = this.subscribing.get(uri) === wireId;
+    const waits = entry.port === port || subscribe.waiting.some((w) => w.port === port);
+    // (Not ours: a later first subscribe owns the URI's record, and the port's place in it is that one's.)
+    if (ours && !waits) this.subscriptions.unsubscribe(uri, port);
+    if (entry.port !== undefined || subscribe.waiting.length > 0) return;
+    if (ours && [...this.subscriptions.subscribers(uri)].length > 0) return;
+    this.settle(wireId);
+    if (ours) this.subscribing.delete(uri);
+    if (this.gone !== undefined) return;
+    this.upstream.send({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: wireId, reason: 'no client session waits for this subscribe any more' },
+    });
   }
 
   /**

@@ -251,7 +251,7 @@ describe('SharedUpstream', () => {
     ).toEqual([]);
   });
 
-  it('settles a subscribe others wait on when the session that sent it cancels it without closing', async () => {
+  it('settles a subscribe others wait on when the session that sent it cancels it, and leaves that one unsubscribed', async () => {
     const { server, a, b } = await twoSessions();
     a.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
     const first = await server.next((f) => f.method === 'resources/subscribe', 'the subscribe');
@@ -261,13 +261,44 @@ describe('SharedUpstream', () => {
     expect((await b.answerTo(5)).result).toEqual({});
     server.send({ method: 'notifications/resources/updated', params: { uri: 'file:///x' } });
     await fence(server, a, b);
-    expect(b.items.filter((f) => f.method === 'notifications/resources/updated')).toHaveLength(1);
+    // a's client saw its subscribe fail: it hears no updates, b does.
+    const updated = (peer: Peer): number =>
+      peer.items.filter((f) => f.method === 'notifications/resources/updated').length;
+    expect([updated(a), updated(b)]).toEqual([0, 1]);
     expect(a.items.some((f) => f.id === 5)).toBe(false);
     expect(
       server.items.filter(
         (f) => f.method === 'resources/unsubscribe' || f.method === 'notifications/cancelled',
       ),
     ).toEqual([]);
+  });
+
+  it('lets a subscribe go once nobody waits on it: the next subscriber asks the server afresh, not one it may never answer', async () => {
+    const { server, a, b } = await twoSessions();
+    const subscribes = (): Frame[] => server.items.filter((f) => f.method === 'resources/subscribe');
+    a.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
+    const first = await server.next((f) => f.method === 'resources/subscribe', 'the subscribe');
+    b.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
+    // Both sessions time out: the server never answered.
+    a.send({ method: 'notifications/cancelled', params: { requestId: 5, reason: 'timed out' } });
+    b.send({ method: 'notifications/cancelled', params: { requestId: 5, reason: 'timed out' } });
+    const cancelled = await server.next(
+      (f) => f.method === 'notifications/cancelled',
+      'the subscribe nobody waits on cancelled',
+    );
+    expect(cancelled.params?.requestId).toBe(first.id);
+    a.send({ id: 6, method: 'resources/subscribe', params: { uri: 'file:///x' } });
+    await server.next(() => subscribes().length === 2, 'a fresh subscribe');
+    server.send({ id: subscribes()[1]!.id, result: {} });
+    expect((await a.answerTo(6)).result).toEqual({});
+    // The first one's late answer is moot.
+    server.send({ id: first.id, result: {} });
+    server.send({ method: 'notifications/resources/updated', params: { uri: 'file:///x' } });
+    await fence(server, a, b);
+    const updated = (peer: Peer): number =>
+      peer.items.filter((f) => f.method === 'notifications/resources/updated').length;
+    expect([updated(a), updated(b)]).toEqual([1, 0]);
+    expect([a, b].map((peer) => peer.items.filter((f) => f.id === 5))).toEqual([[], []]);
   });
 
   it("lets a session stop waiting for another's subscribe in flight without touching it upstream", async () => {
@@ -278,9 +309,14 @@ describe('SharedUpstream', () => {
     b.send({ method: 'notifications/cancelled', params: { requestId: 5, reason: 'timed out' } });
     server.send({ id: first.id, result: {} });
     expect((await a.answerTo(5)).result).toEqual({});
+    server.send({ method: 'notifications/resources/updated', params: { uri: 'file:///x' } });
     await fence(server, a, b);
     expect(b.items.some((f) => f.id === 5)).toBe(false);
     expect(server.items.filter((f) => f.method === 'notifications/cancelled')).toEqual([]);
+    // b's client saw its subscribe fail: the update is a's only.
+    const updated = (peer: Peer): number =>
+      peer.items.filter((f) => f.method === 'notifications/resources/updated').length;
+    expect([updated(a), updated(b)]).toEqual([1, 0]);
   });
 
   it('keeps the upstream at the most verbose level asked and filters messages per port', async () => {
