@@ -94,8 +94,11 @@ export class SharedUpstream {
    * tasks/get, tasks/result, tasks/list), as on a server of its own. So it is held until the task's ttl
    * has passed since it was last seen (created, a status, an answer about it: an SDK server keeps a task
    * its ttl from its end), when the server may have deleted it, whatever its status; a task with no ttl
-   * (null, unlimited) is held for the session's life. Expired records are dropped when read, and swept
-   * out whenever the map has doubled since the last sweep, so it holds at most twice the live ones.
+   * (null, unlimited) is held for the session's life. A record outlives its session's close until its
+   * ttl (the server still answers for the task, and only the record keeps it from other sessions): it is
+   * a tombstone then, whose port is closed and is routed nothing (routedTo). Expired records are dropped
+   * when read, and swept out whenever the map has doubled since the last sweep, so it holds at most twice
+   * the live ones.
    */
   private readonly taskOwners = new Map<string, TaskOwner>();
   private taskSweepAt = TASK_SWEEP_FLOOR;
@@ -477,8 +480,10 @@ export class SharedUpstream {
     for (const [key, token] of this.progress) if (token.port === port) this.progress.delete(key);
     for (const [taskId, owner] of this.taskOwners) {
       if (owner.port !== port) continue;
-      this.taskOwners.delete(taskId);
       this.taskProgress.delete(taskId);
+      // A task within its ttl stays the closed session's (a tombstone: nothing is routed to it, other
+      // sessions are still told it is not found) until it expires. One with no ttl would be held forever.
+      if (owner.ttl === null) this.taskOwners.delete(taskId);
     }
     for (const [key, id] of port.serverRequests) {
       this.serverRequests.delete(key);
@@ -489,6 +494,7 @@ export class SharedUpstream {
         }),
       );
     }
+    port.serverRequests.clear();
     if (this.gone !== undefined) return;
     for (const uri of this.subscriptions.leave(port)) {
       this.forward(undefined, { jsonrpc: '2.0', id: 0, method: 'resources/unsubscribe', params: { uri } });
@@ -615,6 +621,11 @@ export class SharedUpstream {
     return undefined;
   }
 
+  /** The task owner's port if messages may go to it: not one that has closed (a tombstone's). */
+  private routedTo(owner: Port): Port | undefined {
+    return this.ports.has(owner) ? owner : undefined;
+  }
+
   /** The server spoke of the task: it holds it for its ttl from now at least. */
   private taskSeen(taskId: string, task?: JsonObject): void {
     const owner = this.taskOwners.get(taskId);
@@ -670,7 +681,8 @@ export class SharedUpstream {
       const owner = this.ownerOf(taskId);
       if (owner !== undefined) {
         this.taskSeen(taskId);
-        return owner;
+        // The task's session has closed: nobody else may answer for it.
+        return this.routedTo(owner) ?? `the client session of task ${taskId} has closed`;
       }
     }
     let only: Port | undefined;
@@ -714,7 +726,8 @@ export class SharedUpstream {
       case 'notifications/tasks/status': {
         const taskId = params?.taskId;
         if (typeof taskId !== 'string') return;
-        this.ownerOf(taskId)?.receive(raw, undefined, notification);
+        const owner = this.ownerOf(taskId);
+        if (owner !== undefined) this.routedTo(owner)?.receive(raw, undefined, notification);
         this.taskSeen(taskId, params);
         if (endsTask(params?.status)) this.taskEnded(taskId);
         return;

@@ -531,6 +531,40 @@ describe('SharedUpstream', () => {
     expect((await b.answerTo('late')).error).toMatchObject({ code: -32602 });
   });
 
+  it("keeps a closed session's native task its own until its ttl: another session cannot read it, the server's requests about it go nowhere", async () => {
+    let now = 0;
+    const { server, a, b } = await twoSessions({ now: () => now });
+    a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: { ttl: 60_000 } } });
+    const call = await server.next((f) => f.method === 'tools/call', 'the task call');
+    server.send({ id: call.id, result: { task: { taskId: 't-a', status: 'completed', ttl: 60_000 } } });
+    await a.answerTo(1);
+    await a.channel.close();
+    now = 30_000;
+    for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel']) {
+      b.send({ id: method, method, params: { taskId: 't-a' } });
+      expect((await b.answerTo(method)).error).toEqual({
+        code: -32602,
+        message: 'Task not found or expired: t-a',
+      });
+    }
+    // b has a call in flight, the only one: still, a request about a's task is not b's, nor the closed a's.
+    b.send({ id: 2, method: 'tools/call', params: { name: 'y' } });
+    await server.next(() => server.items.filter((f) => f.method === 'tools/call').length === 2, "b's call");
+    server.send({
+      id: 'srv-1',
+      method: 'elicitation/create',
+      params: { message: '?', _meta: { 'io.modelcontextprotocol/related-task': { taskId: 't-a' } } },
+    });
+    expect((await server.answerTo('srv-1')).error).toMatchObject({ code: expect.any(Number) });
+    await fence(server, b);
+    expect(b.items.some((f) => f.id === 'srv-1')).toBe(false);
+    expect(server.items.filter((f) => f.method?.startsWith('tasks/'))).toEqual([]);
+    // Past its ttl the server may have deleted it: the tombstone is gone and the server answers.
+    now = 200_000;
+    b.send({ id: 'late', method: 'tasks/get', params: { taskId: 't-a' } });
+    await server.next((f) => f.method === 'tasks/get', 'the tasks/get past the ttl');
+  });
+
   it('holds as many native task owners as are within their ttl, not every task a session ever had', async () => {
     let now = 0;
     const { server, a, b, shared } = await twoSessions({ now: () => now });
