@@ -50,13 +50,10 @@ export class ClientPeer {
 
   /** Stops waiting for a relayed request the upstream cancelled: the id the client knows it by, if awaited. */
   withdraw(upstreamId: RequestId): RequestId | undefined {
-    const direct = this.pending.get(upstreamId);
-    const wireId =
-      direct?.kind === 'upstream' && direct.upstreamId === upstreamId
-        ? upstreamId
-        : this.pending.findId((entry) => entry.kind === 'upstream' && entry.upstreamId === upstreamId);
-    if (wireId !== undefined) this.pending.take(wireId);
-    return wireId;
+    return this.pending.takeMatching(
+      upstreamId,
+      (entry) => entry.kind === 'upstream' && entry.upstreamId === upstreamId,
+    );
   }
 
   /** A request of taskgate's own to the client. */

@@ -84,7 +84,18 @@ export class PendingRequests<Entry> {
     return entry;
   }
 
-  /** The wire id of the first entry that matches (a linear scan: for rare paths such as cancellation). */
+  /**
+   * Removes the first entry that matches, looked for under `likely` first (a forwarded request mostly
+   * keeps its id), else by a linear scan (for rare paths such as cancellation): its wire id.
+   */
+  takeMatching(likely: RequestId, matches: (entry: Entry) => boolean): RequestId | undefined {
+    const direct = this.get(likely);
+    const id = direct !== undefined && matches(direct) ? likely : this.findId(matches);
+    if (id !== undefined) this.take(id);
+    return id;
+  }
+
+  /** The wire id of the first entry that matches (a linear scan). */
   findId(matches: (entry: Entry) => boolean): RequestId | undefined {
     for (const [key, entry] of this.byWireId) {
       if (matches(entry)) return typeof key === 'number' ? key : key.slice(2);

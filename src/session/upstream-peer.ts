@@ -117,13 +117,10 @@ export class UpstreamPeer {
 
   /** Stops waiting for a forwarded request the client cancelled: the id it went as, if it is in flight. */
   withdraw(clientId: RequestId): RequestId | undefined {
-    const direct = this.pending.get(clientId);
-    const wireId =
-      direct?.kind === 'client' && direct.clientId === clientId
-        ? clientId
-        : this.pending.findId((entry) => entry.kind === 'client' && entry.clientId === clientId);
-    if (wireId !== undefined) this.pending.take(wireId);
-    return wireId;
+    return this.pending.takeMatching(
+      clientId,
+      (entry) => entry.kind === 'client' && entry.clientId === clientId,
+    );
   }
 
   /** A request of taskgate's own (`timeoutMs` in place of upstream.requestTimeout). */

@@ -127,6 +127,16 @@ describe('PendingRequests', () => {
     expect(pending.findId(() => false)).toBeUndefined();
   });
 
+  it('takeMatching removes the entry under the likely id when it matches, else the first match, and says its id', () => {
+    const pending = new PendingRequests<Entry>();
+    pending.forward(5, entry('first'));
+    const renamed = pending.forward(5, entry('second'));
+    expect(pending.takeMatching(5, (e) => e.name === 'second')).toBe(renamed);
+    expect(pending.takeMatching(5, (e) => e.name === 'first')).toBe(5);
+    expect(pending.takeMatching(5, () => true)).toBeUndefined();
+    expect(pending.size).toBe(0);
+  });
+
   it('takeWhere removes the matching entries and returns them with their wire ids, typed', () => {
     const pending = new PendingRequests<Entry>();
     pending.forward(7, entry('upstream'));
