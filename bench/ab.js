@@ -35,6 +35,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { commit } from './lib/commit.js';
+import { runFacts } from './lib/machine.js';
 import { evaluate } from './lib/report.js';
 import { median, ratio, round } from './lib/stats.js';
 import { TASKGATE_CONFIG, fromRoot, targetsOf } from './lib/targets.js';
@@ -426,13 +427,7 @@ async function main() {
 
   const argv = process.argv.slice(2);
   const report = {
-    date: new Date().toISOString(),
-    node: process.version,
-    platform: `${os.platform()} ${os.release()}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}`,
-    loadAverageBefore: loadBefore.map((l) => round(l)),
-    loadAverageAfter: os.loadavg().map((l) => round(l)),
-    quick: QUICK,
-    durationSeconds: round((performance.now() - started) / 1000),
+    ...runFacts(loadBefore, started, QUICK),
     command: `${QUICK ? 'BENCH_QUICK=1 ' : ''}npm run bench:ab${argv.length > 0 ? ` -- ${argv.join(' ')}` : ''}`,
     before,
     after,

@@ -22,6 +22,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { commit } from './lib/commit.js';
+import { runFacts } from './lib/machine.js';
 import { evaluate, markdown } from './lib/report.js';
 import { cpuSeconds } from './lib/procs.js';
 import { median, quantile, ratio, round } from './lib/stats.js';
@@ -360,13 +361,7 @@ async function main() {
       : undefined;
 
   const report = {
-    date: new Date().toISOString(),
-    node: process.version,
-    platform: `${os.platform()} ${os.release()}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}`,
-    loadAverageBefore: loadBefore.map((l) => round(l)),
-    loadAverageAfter: os.loadavg().map((l) => round(l)),
-    quick: QUICK,
-    durationSeconds: round((performance.now() - started) / 1000),
+    ...runFacts(loadBefore, started, QUICK),
     commit: commit(),
     settings: { ...SETTINGS, rounds, blobBytes: BLOB_BYTES, tasks: TASK_SETTINGS },
     skipped,
