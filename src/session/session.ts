@@ -2,6 +2,9 @@
  * One client connection paired with one upstream connection. Messages are routed by their envelope; only
  * initialize, tools/list, tools/call, tasks/*, progress, cancellation and the upstream's requests made
  * during a task are looked into. Everything else goes through as the exact text it arrived as.
+ *
+ * This is the wiring; each part owns one thing: the peers (what is in flight to each side), the requests
+ * answered here, the decision for a tools/call, the upstream's profile and own tasks, the correlator.
  */
 import type { Logger } from 'pino';
 import type { Policy } from '../config/policy.js';
