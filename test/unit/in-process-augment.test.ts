@@ -264,6 +264,24 @@ describe('in process: augment', () => {
     expect(correlator.tokensHeld).toBe(0);
   });
 
+  it('issue 15: closing the session answers what is still in flight upstream, saying so, and fails its running tasks', async () => {
+    const g = await open();
+    const { task } = await createTask(g, 'held');
+    const plain = g.client.callTool({ name: 'held', arguments: {} });
+    await held.calls.waitFor(() => held.calls.items.length === 2, 'both calls upstream');
+    await g.session.close();
+    const error = await rpcError(plain);
+    expect(error.code).toBe(-32000);
+    expect(error.message).toContain(
+      'Upstream server unavailable: taskgate closed the session before answering tools/call',
+    );
+    const record = await g.store.get(task.taskId);
+    expect(record).toMatchObject({
+      status: 'failed',
+      statusMessage: expect.stringContaining('taskgate closed the session'),
+    });
+  });
+
   it('moves the task to input_required while the client answers an elicitation, then back to working (spec: Input Required Status)', async () => {
     const g = await open();
     let statusWhileAsked: string | undefined;
