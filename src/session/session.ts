@@ -492,7 +492,8 @@ export class Session {
         if (known) return local();
         const lost = this.upstreamTasks.answerIfLost(request);
         if (lost === undefined) return this.forwardRequest(request, raw);
-        this.respond(request.id, lost);
+        if ('refusal' in lost) return this.servedForClient.refuse(request.id, lost.refusal);
+        this.respond(request.id, lost.answer);
       },
       (error: unknown) => this.servedForClient.refuse(request.id, error),
     );
@@ -815,11 +816,11 @@ export class Session {
     this.forgetUpstreamRequests(reason);
     this.upstreamPeer.failInFlight(reason);
     this.correlator.plainCallsLost();
-    for (const task of this.upstreamTasks.lose(`Upstream server unavailable: ${reason}`)) {
+    this.upstreamTasks.lose(`Upstream server unavailable: ${reason}`, (task) => {
       if (this.options.config.tasks.statusNotifications) {
         this.client.send({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: task });
       }
-    }
+    });
   }
 
   /**

@@ -13,7 +13,6 @@ import {
 } from '../protocol/messages.js';
 import { IllegalTransitionError } from '../tasks/state.js';
 import { UpstreamTaskWatch } from '../tasks/upstream-tasks.js';
-import { toJsonRpcError } from '../tasks/wire-errors.js';
 import type { TaskSightings } from '../observability/task-board.js';
 import type { Forwarded } from './upstream-peer.js';
 
@@ -37,28 +36,26 @@ export class UpstreamOwnTasks {
 
   /**
    * The answer to the client's tasks/get|result|cancel of a task the gone upstream was running (it failed,
-   * saying why); undefined when the request is of no such task.
+   * saying why), or the refusal to give; undefined when the request is of no such task.
    */
-  answerIfLost(request: Request): Response | undefined {
+  answerIfLost(request: Request): { answer: Response } | { refusal: Error } | undefined {
     const task = this.watch.lostTask(request.params?.taskId);
     if (task === undefined) return undefined;
-    if (request.method === 'tasks/get') return successResponse(request.id, task);
+    if (request.method === 'tasks/get') return { answer: successResponse(request.id, task) };
     if (request.method === 'tasks/cancel') {
-      const refusal = new IllegalTransitionError(String(task.taskId), 'failed', 'cancelled');
-      return errorResponse(request.id, toJsonRpcError(refusal));
+      return { refusal: new IllegalTransitionError(String(task.taskId), 'failed', 'cancelled') };
     }
     // Its outcome went with the upstream: tasks/result answers as the call in flight was answered.
-    return errorResponse(request.id, {
-      code: ErrorCode.UpstreamUnavailable,
-      message: String(task.statusMessage),
-    });
+    const error = { code: ErrorCode.UpstreamUnavailable, message: String(task.statusMessage) };
+    return { answer: errorResponse(request.id, error) };
   }
 
-  /** The upstream went away: its live tasks fail with `statusMessage`. Returns them as they now are. */
-  lose(statusMessage: string): JsonObject[] {
-    const failed = this.watch.lose(statusMessage);
-    for (const task of failed) this.sightings?.upstreamTask(task, undefined);
-    return failed;
+  /** The upstream went away: its live tasks fail with `statusMessage`; `each` hears of each as it now is. */
+  lose(statusMessage: string, each: (task: JsonObject) => void): void {
+    for (const task of this.watch.lose(statusMessage)) {
+      this.sightings?.upstreamTask(task, undefined);
+      each(task);
+    }
   }
 
   private saw(task: unknown, tool?: string): void {
