@@ -10,10 +10,9 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
-import { serialize, withExactId } from '../protocol/exact-ids.js';
-import { parseFrame } from '../protocol/frames.js';
+import { serialize } from '../protocol/exact-ids.js';
+import { readHanded } from '../protocol/read-message.js';
 import {
-  classify,
   errorResponse,
   isObject,
   metaOf,
@@ -563,13 +562,12 @@ export class ModernBridge {
   }
 
   private fromSession(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined): void {
-    let message;
-    try {
-      message = classify(withExactId(parsed ?? parseFrame(raw, 'the session'), raw));
-    } catch (error) {
-      this.options.logger.warn({ err: error }, 'modern bridge: unreadable message from the session');
+    const read = readHanded(raw, parsed, 'the session');
+    if (!read.ok) {
+      this.options.logger.warn({ err: read.error }, 'modern bridge: unreadable message from the session');
       return;
     }
+    const message = read.message;
     switch (message.kind) {
       case 'response': {
         const response = message.msg;

@@ -9,10 +9,9 @@
  */
 import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/errors.js';
-import { serialize, withExactId } from '../protocol/exact-ids.js';
-import { parseFrame } from '../protocol/frames.js';
+import { serialize } from '../protocol/exact-ids.js';
+import { readHanded } from '../protocol/read-message.js';
 import {
-  classify,
   errorResponse,
   isObject,
   successResponse,
@@ -125,12 +124,9 @@ export class ModernUpstreamTranslator implements Channel {
   }
 
   sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void {
-    let message;
-    try {
-      message = classify(parsed ?? readOwn(raw));
-    } catch {
-      return;
-    }
+    const read = readHanded(typeof raw === 'string' ? Buffer.from(raw) : raw, parsed, 'the session');
+    if (!read.ok) return;
+    const message = read.message;
     if (message.kind === 'request') return this.fromSession(message.msg, route);
     if (message.kind === 'response') {
       if (this.tasks?.inputAnswered(message.msg)) return;
@@ -324,13 +320,12 @@ export class ModernUpstreamTranslator implements Channel {
   }
 
   private fromUpstream(raw: Buffer, parsed: object | undefined): void {
-    let message;
-    try {
-      message = classify(parsed ?? withExactId(parseFrame(raw, 'the upstream server'), raw));
-    } catch (error) {
-      this.logger.warn({ err: error }, 'modern upstream: unreadable message');
+    const read = readHanded(raw, parsed, 'the upstream server');
+    if (!read.ok) {
+      this.logger.warn({ err: read.error }, 'modern upstream: unreadable message');
       return;
     }
+    const message = read.message;
     if (message.kind === 'request') {
       // 2026-07-28 servers ask for input by MRTR only.
       this.inner.send(
@@ -462,12 +457,6 @@ function needsTasks(error: { code: number; data?: unknown }): boolean {
   if (error.code !== ErrorCode.MissingRequiredClientCapability || !isObject(error.data)) return false;
   const required = error.data.requiredCapabilities;
   return isObject(required) && isObject(required.extensions) && TASKS_EXTENSION in required.extensions;
-}
-
-/** A message the Session serialized, read back (ids beyond 2^53 as taskgate holds them). */
-function readOwn(raw: Buffer | string): unknown {
-  const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
-  return withExactId(parseFrame(bytes, 'the session'), bytes);
 }
 
 function withoutKey(object: JsonObject, key: string): JsonObject {
