@@ -57,6 +57,7 @@ import type { Limits } from '../security/limits.js';
 import { ExtensionTasks, type Outcome } from './extension-tasks.js';
 import { MODERN_MAX_LISTENERS } from './defaults.js';
 import { ParkedCalls } from './parked-calls.js';
+import { Settling } from './settling.js';
 import { Subscriptions } from './subscriptions.js';
 import type { TaskV1 } from '@modelcontextprotocol/ext-tasks/core/v1';
 
@@ -164,10 +165,8 @@ export class ModernBridge {
   private readonly own = new Map<number, (outcome: Outcome) => void>();
   private readonly tasks: ExtensionTasks;
   private readonly subscriptions: Subscriptions;
-  /** Each tool's `x-mcp-header` parameters, once read. */
-  private toolHeaders: Promise<Map<string, HeaderParam[]>> | undefined;
-  /** What `toolHeaders` resolved with, while it is the one read. */
-  private toolHeadersRead: Map<string, HeaderParam[]> | undefined;
+  /** Each tool's `x-mcp-header` parameters, being read or read (its value once it is). */
+  private toolHeaders: Settling<Map<string, HeaderParam[]>> | undefined;
   private readonly stopServingRetries: () => void;
   private nextId = INITIALIZE_ID + 1;
   /** Input keys are never reused, so an answer can never reach a request it was not meant for. */
@@ -318,7 +317,7 @@ export class ModernBridge {
     const paramHeaders = request.method === 'tools/call' ? exchange.paramHeaders : undefined;
     if (paramHeaders === undefined) return this.carry(exchange, meta);
     const name = request.params?.name;
-    const known = this.toolHeadersRead;
+    const known = this.toolHeaders?.value;
     if (known !== undefined) return this.carryMirrored(exchange, meta, paramsIn(known, name), paramHeaders);
     return this.headerParamsOf(name).then((params) =>
       this.carryMirrored(exchange, meta, params, paramHeaders),
@@ -701,20 +700,13 @@ export class ModernBridge {
    * list_changed). A tool it does not list has none: the upstream answers for it.
    */
   private async headerParamsOf(name: unknown): Promise<readonly HeaderParam[]> {
-    if (this.toolHeaders === undefined) {
-      const reading = this.readToolHeaders();
-      this.toolHeaders = reading;
-      void reading.then((read) => {
-        if (this.toolHeaders === reading) this.toolHeadersRead = read;
-      });
-    }
-    return paramsIn(await this.toolHeaders, name);
+    this.toolHeaders ??= new Settling(this.readToolHeaders());
+    return paramsIn(await this.toolHeaders.promise, name);
   }
 
   /** The tools' header parameters are read again, on the next tools/call that needs them. */
   private forgetToolHeaders(): void {
     this.toolHeaders = undefined;
-    this.toolHeadersRead = undefined;
   }
 
   private async readToolHeaders(): Promise<Map<string, HeaderParam[]>> {

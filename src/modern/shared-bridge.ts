@@ -15,6 +15,7 @@ import type { Channel } from '../transport/channel.js';
 import { memoryChannelPair } from '../transport/memory-channel.js';
 import { ModernBridge } from './bridge.js';
 import { MODERN_INPUT_WAIT_MS, MODERN_MAX_PARKED, TASKGATE_INFO } from './defaults.js';
+import { Settling } from './settling.js';
 
 export interface BridgedSession {
   bridge: ModernBridge;
@@ -102,14 +103,13 @@ export async function openModernSession(parts: ModernSessionParts): Promise<Open
 }
 
 export class SharedModernBridge {
-  private opening: Promise<OpenedBridge> | undefined;
-  /** What `opening` resolved with, while it is the current one: served without waiting on it. */
-  private opened: OpenedBridge | undefined;
+  /** The current bridge, being opened or open (its value, once it is: served without waiting on it). */
+  private opening: Settling<OpenedBridge> | undefined;
 
   constructor(private readonly open: () => Promise<OpenedBridge>) {}
 
   handle(exchange: ModernExchange): Promise<ModernAnswer> {
-    const opened = this.opened;
+    const opened = this.opening?.value;
     return opened === undefined ? this.handleOnceOpen(exchange) : opened.bridge.handle(exchange);
   }
 
@@ -136,22 +136,18 @@ export class SharedModernBridge {
   async close(): Promise<void> {
     const opening = this.opening;
     this.opening = undefined;
-    this.opened = undefined;
-    const opened = await opening?.catch(() => undefined);
+    const opened = await opening?.promise.catch(() => undefined);
     await opened?.close();
   }
 
   private current(): Promise<OpenedBridge> {
     if (this.opening === undefined) {
-      const opening = this.open();
+      const opening = new Settling(this.open());
       this.opening = opening;
-      opening.then(
+      opening.promise.then(
         (opened) => {
-          if (this.opening === opening) this.opened = opened;
           void opened.ended.then(() => {
-            if (this.opening !== opening) return;
-            this.opening = undefined;
-            this.opened = undefined;
+            if (this.opening === opening) this.opening = undefined;
           });
         },
         () => {
@@ -159,6 +155,6 @@ export class SharedModernBridge {
         },
       );
     }
-    return this.opening;
+    return this.opening.promise;
   }
 }
