@@ -17,7 +17,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { LegacyHttpClient, ModernHttpClient } from './lib/http-client.js';
 import { Proc, freePort, waitForPort } from './lib/procs.js';
-import { median, sleep } from './lib/stats.js';
+import { median, pipelined, sleep } from './lib/stats.js';
 import { NODE, fromRoot } from './lib/targets.js';
 
 const { values, positionals } = parseArgs({
@@ -101,15 +101,11 @@ const op = async () => {
 
 /** @param {number} n @param {number[]} into */
 async function run(n, into) {
-  let next = 0;
-  const worker = async () => {
-    while (next++ < n) {
-      const start = performance.now();
-      await op();
-      into.push(performance.now() - start);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(inFlight, n) }, worker));
+  await pipelined(n, inFlight, async () => {
+    const start = performance.now();
+    await op();
+    into.push(performance.now() - start);
+  });
 }
 
 try {

@@ -13,7 +13,7 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { median } from './lib/stats.js';
+import { median, pipelined } from './lib/stats.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -104,11 +104,7 @@ const call = async () => {
 };
 /** @param {number} count */
 async function run(count) {
-  let left = count;
-  const worker = async () => {
-    while (left-- > 0) await call();
-  };
-  await Promise.all(Array.from({ length: inFlight }, worker));
+  await pipelined(count, inFlight, call);
 }
 
 await run(Math.min(COUNT, 5000));

@@ -27,7 +27,7 @@ import { writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { cpuSeconds, Proc, freePort, waitForPort } from './lib/procs.js';
 import { LegacyHttpClient, ModernHttpClient } from './lib/http-client.js';
-import { median, quantile, ratio, round, sleep } from './lib/stats.js';
+import { median, pipelined, quantile, ratio, round, sleep } from './lib/stats.js';
 import { NODE, fetchWithoutPostSignal, fromRoot } from './lib/targets.js';
 import { CallToolResultSchema, Client, ElicitRequestSchema, StreamableHTTPClientTransport } from './sdk.js';
 
@@ -141,15 +141,6 @@ async function modernTaskCall(client, args, pollMs) {
   if (first.resultType !== 'task') throw new Error(`tools/call answered ${JSON.stringify(first)}`);
   checkText(await pollV2(client, first, pollMs), String(args['text']));
   return false;
-}
-
-/** @param {number} n @param {number} inFlight @param {(i: number) => Promise<unknown>} make */
-async function pipelined(n, inFlight, make) {
-  let next = 0;
-  const worker = async () => {
-    while (next < n) await make(next++);
-  };
-  await Promise.all(Array.from({ length: Math.min(inFlight, n) }, worker));
 }
 
 /** The SDK 1.x Client over Streamable HTTP, answering every elicitation at once. @param {string} url */

@@ -20,7 +20,7 @@ import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { cpuSeconds, startWithUrl } from './lib/procs.js';
-import { median, quantile, ratio, round } from './lib/stats.js';
+import { median, pipelined, quantile, ratio, round } from './lib/stats.js';
 import { sdkV2Lines } from './lib/report.js';
 import { NODE, fetchWithoutPostSignal, fromRoot, startOnPort } from './lib/targets.js';
 
@@ -133,15 +133,6 @@ async function echo(client) {
   const result = await client.callTool({ name: 'echo', arguments: { text: 'ping' } });
   const first = /** @type {{ type: string, text?: string }[]} */ (result.content)[0];
   if (first?.text !== 'ping') throw new Error(`echo answered ${JSON.stringify(result)}`);
-}
-
-/** @param {number} n @param {number} inFlight @param {() => Promise<void>} make */
-async function pipelined(n, inFlight, make) {
-  let next = 0;
-  const worker = async () => {
-    while (next++ < n) await make();
-  };
-  await Promise.all(Array.from({ length: Math.min(inFlight, n) }, worker));
 }
 
 /**

@@ -43,7 +43,7 @@ import {
   waitForPort,
 } from './lib/procs.js';
 import { sharingMarkdown } from './lib/report.js';
-import { median, quantile, round, sleep } from './lib/stats.js';
+import { median, pipelined, quantile, round, sleep } from './lib/stats.js';
 import { commit } from './lib/commit.js';
 import {
   MCP_PROXY,
@@ -145,18 +145,13 @@ async function taskCall(/** @type {LegacyHttpClient} */ client, /** @type {strin
 async function bounded(tasks, limit) {
   /** @type {PromiseSettledResult<T>[]} */
   const settled = [];
-  let next = 0;
-  const worker = async () => {
-    while (next < tasks.length) {
-      const i = next++;
-      try {
-        settled[i] = { status: 'fulfilled', value: await /** @type {() => Promise<T>} */ (tasks[i])() };
-      } catch (reason) {
-        settled[i] = { status: 'rejected', reason };
-      }
+  await pipelined(tasks.length, limit, async (i) => {
+    try {
+      settled[i] = { status: 'fulfilled', value: await /** @type {() => Promise<T>} */ (tasks[i])() };
+    } catch (reason) {
+      settled[i] = { status: 'rejected', reason };
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, worker));
+  });
   return settled;
 }
 

@@ -20,7 +20,7 @@
 import { pathToFileURL } from 'node:url';
 import { RawStdioClient } from './lib/raw-client.js';
 import { cpuSeconds, rssBytes } from './lib/procs.js';
-import { median, quantile, round, sleep } from './lib/stats.js';
+import { median, pipelined, quantile, round, sleep } from './lib/stats.js';
 import { FIXTURE, NODE, TASKGATE, TASKGATE_FLAGS, fromRoot } from './lib/targets.js';
 
 /** BENCH_TASKS_CPU_PROF=DIR profiles the taskgate processes of these workloads (node --cpu-prof). */
@@ -59,13 +59,13 @@ export async function storm({ requests, rounds, inFlight }) {
       client.request('tasks/get', { taskId }).then((task) => {
         if (task.status !== 'completed') throw new Error(`tasks/get answered ${JSON.stringify(task)}`);
       });
-    await client.pipelined(Math.min(5000, requests), inFlight, get); // warm-up
+    await pipelined(Math.min(5000, requests), inFlight, get); // warm-up
     const wall = [];
     const perCpu = [];
     for (let round_ = 0; round_ < rounds; round_++) {
       const cpu = cpuSeconds(client.pid);
       const start = performance.now();
-      await client.pipelined(requests, inFlight, get);
+      await pipelined(requests, inFlight, get);
       const seconds = (performance.now() - start) / 1000;
       wall.push(requests / seconds);
       perCpu.push(requests / Math.max(0.01, cpuSeconds(client.pid) - cpu));
@@ -133,7 +133,7 @@ export async function held({ count, resultBytes, holdSeconds }) {
   /** Creates `n` tasks, 64 outstanding. @param {number} n @param {(i: number) => [string, Record<string, unknown>]} what */
   const createMany = async (n, what) => {
     const ids = /** @type {string[]} */ ([]);
-    await client.pipelined(n, 64, async (i) => {
+    await pipelined(n, 64, async (i) => {
       ids.push(await createTask(client, ...what(i)));
     });
     return ids;
@@ -143,7 +143,7 @@ export async function held({ count, resultBytes, holdSeconds }) {
     await client.initialize();
     // Warm-up: the task path and plain calls, then let the burst's garbage go.
     const warm = await createMany(500, (i) => ['echo', { text: text(i) }]);
-    await client.pipelined(warm.length, 64, (i) => client.request('tasks/result', { taskId: warm[i] }));
+    await pipelined(warm.length, 64, (i) => client.request('tasks/result', { taskId: warm[i] }));
     for (let i = 0; i < 500; i++)
       await client.request('tools/call', { name: 'echo', arguments: { text: 'ping' } });
     const idle = await window(holdSeconds);
@@ -206,7 +206,7 @@ export async function waiters({ count, leadMs }) {
     try {
       await client.initialize();
       // Warm-up.
-      await client.pipelined(500, 64, () =>
+      await pipelined(500, 64, () =>
         client.request('tools/call', {
           name: 'sleep_until',
           arguments: { at: 0 },

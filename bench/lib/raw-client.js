@@ -90,19 +90,6 @@ export class RawStdioClient {
     return result;
   }
 
-  /**
-   * Runs `count` requests made by `make(i)`, at most `window` outstanding, and resolves when all are
-   * answered (rejects on the first error).
-   * @param {number} count @param {number} window @param {(i: number) => Promise<unknown>} make
-   */
-  async pipelined(count, window, make) {
-    let next = 0;
-    const worker = async () => {
-      while (next < count) await make(next++);
-    };
-    await Promise.all(Array.from({ length: Math.min(window, count) }, worker));
-  }
-
   /** Closes stdin (taskgate then stops its upstream and exits) and waits; SIGTERM after 3 s, SIGKILL after 6 s. */
   async close() {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;

@@ -1,5 +1,5 @@
 // @ts-check
-/** Small statistics for the bench: quantiles of samples, medians of rounds. */
+/** Small statistics for the bench: quantiles of samples, medians of rounds; and the in-flight loop they time. */
 
 /** @param {number[]} values @param {number} q 0..1 (nearest rank) */
 export function quantile(values, q) {
@@ -25,3 +25,17 @@ export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  * @param {number} value
  */
 export const round = (value) => (Number.isFinite(value) ? Number(value.toPrecision(4)) : NaN);
+
+/**
+ * Runs `count` operations made by `make(i)` (i = 0 … count − 1, in the order started), at most
+ * `inFlight` outstanding: that many workers each start the next one as their last ends. Resolves when
+ * all are done (rejects on the first error). The one "N operations, K in flight" loop of the bench.
+ * @param {number} count @param {number} inFlight @param {(i: number) => Promise<unknown>} make
+ */
+export async function pipelined(count, inFlight, make) {
+  let next = 0;
+  const worker = async () => {
+    while (next < count) await make(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(inFlight, count) }, worker));
+}

@@ -1,6 +1,7 @@
 // @ts-check
 /** The workloads an SDK Client runs against every target. */
 import { CallToolResultSchema, CreateTaskResultSchema } from '../sdk.js';
+import { pipelined } from './stats.js';
 
 /** @typedef {import('../sdk.js').Client} Client */
 
@@ -35,12 +36,8 @@ export async function latency(client, count, into) {
  * @param {Client} client @param {number} count @param {number} inFlight
  */
 export async function throughput(client, count, inFlight) {
-  let next = 0;
   const start = performance.now();
-  const worker = async () => {
-    while (next++ < count) await call(client, 'echo', { text: 'ping' });
-  };
-  await Promise.all(Array.from({ length: inFlight }, worker));
+  await pipelined(count, inFlight, () => call(client, 'echo', { text: 'ping' }));
   return (performance.now() - start) / 1000;
 }
 
