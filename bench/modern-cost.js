@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { LegacyHttpClient, ModernHttpClient } from './lib/http-client.js';
 import { Proc, freePort, waitForPort } from './lib/procs.js';
 import { median, pipelined, sleep } from './lib/stats.js';
-import { NODE, fromRoot } from './lib/targets.js';
+import { BENCH_FIXTURE, NODE, fromRoot } from './lib/targets.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -71,7 +71,7 @@ const gate = new Proc('taskgate', [
   `127.0.0.1:${port}`,
   '--',
   NODE,
-  fromRoot('bench/fixture.js'),
+  BENCH_FIXTURE,
 ]);
 await waitForPort(port, 30_000, () => gate.exited);
 const url = `http://127.0.0.1:${port}/mcp`;

@@ -28,10 +28,9 @@ import { pathToFileURL } from 'node:url';
 import { cpuSeconds, Proc, freePort, waitForPort } from './lib/procs.js';
 import { LegacyHttpClient, ModernHttpClient } from './lib/http-client.js';
 import { median, pipelined, quantile, ratio, round, sleep } from './lib/stats.js';
-import { NODE, fetchWithoutPostSignal, fromRoot } from './lib/targets.js';
+import { BENCH_FIXTURE, NODE, fetchWithoutPostSignal, fromRoot } from './lib/targets.js';
 import { CallToolResultSchema, Client, ElicitRequestSchema, StreamableHTTPClientTransport } from './sdk.js';
 
-const FIXTURE = fromRoot('bench/fixture.js');
 const PROFILE = process.env['BENCH_CPU_PROF'];
 
 export const MODERN_SETTINGS = {
@@ -78,7 +77,7 @@ async function startGate(label, config) {
     `127.0.0.1:${port}`,
     '--',
     NODE,
-    FIXTURE,
+    BENCH_FIXTURE,
   ]);
   try {
     await waitForPort(port, 30_000, () => proc.exited);

@@ -22,10 +22,9 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { cpuSeconds, startWithUrl } from './lib/procs.js';
 import { median, pipelined, quantile, ratio, round } from './lib/stats.js';
 import { sdkV2Lines } from './lib/report.js';
-import { NODE, fetchWithoutPostSignal, fromRoot, startOnPort } from './lib/targets.js';
+import { BENCH_FIXTURE, NODE, fetchWithoutPostSignal, fromRoot, startOnPort } from './lib/targets.js';
 
 const V2_SERVER = fromRoot('test/fixtures/modern-server.js');
-const LEGACY_SERVER = fromRoot('bench/fixture.js');
 const TASKGATE = fromRoot('dist/cli.js');
 
 export const SDK_V2_SETTINGS = {
@@ -109,7 +108,7 @@ function startTargets() {
         },
       };
     }),
-    startGate('taskgate → 2025 stdio', ['--', NODE, LEGACY_SERVER]).then(({ proc, url }) => ({
+    startGate('taskgate → 2025 stdio', ['--', NODE, BENCH_FIXTURE]).then(({ proc, url }) => ({
       name: 'taskgate → 2025 stdio',
       url,
       pids: () => [proc.pid, ...childrenOf(proc.pid)],

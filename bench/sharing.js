@@ -46,6 +46,7 @@ import { sharingMarkdown } from './lib/report.js';
 import { median, pipelined, quantile, round, sleep } from './lib/stats.js';
 import { commit } from './lib/commit.js';
 import {
+  BENCH_FIXTURE,
   MCP_PROXY,
   NODE,
   SUPERGATEWAY,
@@ -55,7 +56,6 @@ import {
   startSupergateway,
 } from './lib/targets.js';
 
-const FIXTURE = fromRoot('bench/fixture.js');
 const PROFILE = process.env['BENCH_CPU_PROF'];
 /** BENCH_SHARING_HEAP_DIR=DIR: heap snapshots of taskgate before and after the idle sessions, into DIR. */
 const HEAP_DIR = process.env['BENCH_SHARING_HEAP_DIR'];
@@ -122,7 +122,7 @@ function startGate(sharing, maxSessions, extra = [], nodeFlags = []) {
     ...extra,
     '--',
     NODE,
-    FIXTURE,
+    BENCH_FIXTURE,
   ]);
 }
 
@@ -498,10 +498,14 @@ const PEERS = [
   {
     name: 'supergateway stateful',
     stateless: false,
-    start: () => startSupergateway([NODE, FIXTURE], ['--stateful']),
+    start: () => startSupergateway([NODE, BENCH_FIXTURE], ['--stateful']),
   },
-  { name: 'supergateway stateless', stateless: true, start: () => startSupergateway([NODE, FIXTURE], []) },
-  { name: 'mcp-proxy', stateless: false, start: () => startMcpProxy([NODE, FIXTURE]) },
+  {
+    name: 'supergateway stateless',
+    stateless: true,
+    start: () => startSupergateway([NODE, BENCH_FIXTURE], []),
+  },
+  { name: 'mcp-proxy', stateless: false, start: () => startMcpProxy([NODE, BENCH_FIXTURE]) },
 ];
 
 /**

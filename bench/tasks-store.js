@@ -19,7 +19,6 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 // The root's SDK, by path: bench/ has a node_modules of its own, with an older SDK a bare import would find.
 import { Client } from '../node_modules/@modelcontextprotocol/sdk/dist/esm/client/index.js';
@@ -29,10 +28,8 @@ import {
   CallToolResultSchema,
   CreateTaskResultSchema,
 } from '../node_modules/@modelcontextprotocol/sdk/dist/esm/types.js';
+import { FIXTURE, TASKGATE, fromRoot } from './lib/targets.js';
 
-const root = (/** @type {string} */ path) => fileURLToPath(new URL(`../${path}`, import.meta.url));
-const FIXTURE = root('test/fixtures/legacy-server.js');
-const TASKGATE = root('dist/cli.js');
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const QUICK = process.env.BENCH_QUICK === '1';
 const ROUNDS = QUICK ? 2 : 10;
@@ -213,8 +210,8 @@ async function main() {
   process.stdout.write(lines.join('\n'));
   if (!QUICK) {
     const stamp = report.date.slice(0, 10);
-    writeFileSync(root(`bench/results/${stamp}-store.json`), JSON.stringify(report, null, 2) + '\n');
-    writeFileSync(root(`bench/results/${stamp}-store.md`), lines.join('\n'));
+    writeFileSync(fromRoot(`bench/results/${stamp}-store.json`), JSON.stringify(report, null, 2) + '\n');
+    writeFileSync(fromRoot(`bench/results/${stamp}-store.md`), lines.join('\n'));
   }
 }
 

@@ -21,7 +21,7 @@ import { pathToFileURL } from 'node:url';
 import { RawStdioClient } from './lib/raw-client.js';
 import { cpuSeconds, rssBytes } from './lib/procs.js';
 import { median, pipelined, quantile, round, sleep } from './lib/stats.js';
-import { FIXTURE, NODE, TASKGATE, TASKGATE_FLAGS, fromRoot } from './lib/targets.js';
+import { BENCH_FIXTURE, FIXTURE, NODE, TASKGATE, TASKGATE_FLAGS, fromRoot } from './lib/targets.js';
 
 /** BENCH_TASKS_CPU_PROF=DIR profiles the taskgate processes of these workloads (node --cpu-prof). */
 const gateFlags = () => {
@@ -196,7 +196,6 @@ export async function held({ count, resultBytes, holdSeconds }) {
  * @param {{ count: number, leadMs: number }} options
  */
 export async function waiters({ count, leadMs }) {
-  const server = fromRoot('bench/fixture.js');
   /**
    * @param {string[]} argv
    * @param {boolean} tasks
@@ -248,8 +247,11 @@ export async function waiters({ count, leadMs }) {
       await client.close();
     }
   };
-  const gate = await run([NODE, ...gateFlags(), TASKGATE, ...TASKGATE_FLAGS, '--', NODE, server], true);
-  const direct = await run([NODE, server], false);
+  const gate = await run(
+    [NODE, ...gateFlags(), TASKGATE, ...TASKGATE_FLAGS, '--', NODE, BENCH_FIXTURE],
+    true,
+  );
+  const direct = await run([NODE, BENCH_FIXTURE], false);
   return {
     count,
     taskgate: gate,

@@ -13,7 +13,10 @@ import { Proc, freePort, startWithUrl, waitForPort } from './procs.js';
 export const fromRoot = (path) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 
 export const NODE = process.execPath;
+/** The shared 2025 fixture server (test/fixtures): the server behind every target here. */
 export const FIXTURE = fromRoot('test/fixtures/legacy-server.js');
+/** The bench's own 2025 stdio server, for the workloads FIXTURE cannot serve (sleep_ms, sleep_until). */
+export const BENCH_FIXTURE = fromRoot('bench/fixture.js');
 export const TASKGATE = fromRoot('dist/cli.js');
 export const TASKGATE_CONFIG = fromRoot('bench/taskgate.yaml');
 export const TASKGATE_FLAGS = ['--config', TASKGATE_CONFIG, '--log-level', 'warn'];
