@@ -32,7 +32,6 @@ import { digitsOf, hasAlias, serialize, withExactRequestId } from '../protocol/e
 import type { AuditLog } from '../tasks/audit-log.js';
 import { Augmenter, type AugmentHost } from '../tasks/augment.js';
 import { ClientTasks } from '../tasks/client-tasks.js';
-import type { OwnCall } from '../tasks/own-call.js';
 import type { TaskStore } from '../tasks/store.js';
 import type { TaskRunner } from '../tasks/task-runner.js';
 import { Unwrapper, withoutRelatedTask } from '../tasks/unwrap.js';
@@ -118,7 +117,6 @@ export class Session {
   private readonly upstreamTasks: UpstreamOwnTasks;
   private readonly clientTasks: ClientTasks;
   private closing: Promise<void> | undefined;
-  readonly upstreamState: UpstreamState;
 
   private readonly client: Channel;
   private readonly upstream: Channel;
@@ -148,16 +146,15 @@ export class Session {
         this.respond(entry.clientId, errorResponse(entry.clientId, error));
       },
     });
-    this.upstreamState = this.upstreamPeer.state;
     const host: AugmentHost = {
-      callUpstream: (method, params, timeoutMs) => this.callUpstream(method, params, timeoutMs),
-      cancelUpstream: (wireId, reason) => this.cancelOwnCall(wireId, reason),
+      callUpstream: (method, params, timeoutMs) => this.upstreamPeer.call(method, params, timeoutMs),
+      cancelUpstream: (wireId, reason) => this.upstreamPeer.cancelCall(wireId, reason),
       notifyClient: (method, params) => this.client.send({ jsonrpc: '2.0', method, params }),
     };
     this.unwrapper = new Unwrapper(
       {
-        callUpstream: (method, params, timeoutMs) => this.callUpstream(method, params, timeoutMs),
-        cancelUpstream: (wireId, reason) => this.cancelOwnCall(wireId, reason),
+        callUpstream: (method, params, timeoutMs) => this.upstreamPeer.call(method, params, timeoutMs),
+        cancelUpstream: (wireId, reason) => this.upstreamPeer.cancelCall(wireId, reason),
         notifyClient: (method, params, relatedTo) =>
           this.client.send({ jsonrpc: '2.0', method, params }, { relatedTo }),
         answerClient: (id, outcome) =>
@@ -524,7 +521,7 @@ export class Session {
     const wireId = this.upstreamPeer.register(request.id, entry);
     // Known as a plain call before it is sent: a channel may answer within send.
     if (request.method === 'tools/call') this.correlator.plainCallSent(wireId);
-    this.upstreamPeer.send(request, wireId, raw, handed(request));
+    this.upstreamPeer.send(request, wireId, raw);
   }
 
   /** tasks/result of one of taskgate's tasks, noting that it is open so related messages can use its stream. */
@@ -803,7 +800,7 @@ export class Session {
   /** The upstream is gone: it went away (as its channel says), or the session closed it. */
   private upstreamClosed(reason: string, reopening: boolean): void {
     this.upstreamLost(reason, reopening);
-    if (!reopening) this.events.upstreamGone(this.upstreamState);
+    if (!reopening) this.events.upstreamGone(this.upstreamPeer.state);
   }
 
   /**
@@ -848,7 +845,7 @@ export class Session {
   private upstreamReopened(): void {
     this.upstreamPeer.back();
     if (this.clientLogLevel === undefined) return;
-    void this.callUpstream('logging/setLevel', this.clientLogLevel).done.then((answer) => {
+    void this.upstreamPeer.call('logging/setLevel', this.clientLogLevel).done.then((answer) => {
       if (answer !== undefined && 'error' in answer.response) {
         this.options.logger.warn(
           { error: answer.response.error },
@@ -858,20 +855,10 @@ export class Session {
     });
   }
 
-  // ── taskgate's own upstream calls (augment) ─────────────────────────────────────────────────────
-
-  private callUpstream(method: string, params: JsonObject, timeoutMs?: number): OwnCall {
-    return this.upstreamPeer.call(method, params, timeoutMs);
-  }
-
-  private cancelOwnCall(wireId: RequestId, reason: string): void {
-    this.upstreamPeer.cancelCall(wireId, reason);
-  }
-
   // ── rewrites ─────────────────────────────────────────────────────────────────────────────────────
 
   private rewriteInitialize(result: JsonObject): JsonObject {
-    this.upstreamState.initialized = true;
+    this.upstreamPeer.state.initialized = true;
     return this.profile.rewriteInitialize(result, (ownTasks) => this.augmenter.capabilities(ownTasks));
   }
 

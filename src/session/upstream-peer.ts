@@ -7,6 +7,7 @@
  */
 import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/errors.js';
+import { hasAlias } from '../protocol/exact-ids.js';
 import { errorResponse, type JsonObject, type Request, type RequestId } from '../protocol/messages.js';
 import type { OwnCall } from '../tasks/own-call.js';
 import type { Channel } from '../transport/channel.js';
@@ -93,10 +94,14 @@ export class UpstreamPeer {
     return this.pending.forward(clientId, entry);
   }
 
-  /** Sends a registered client request: its exact bytes when its id goes unchanged. */
-  send(request: Request, wireId: RequestId, raw: Buffer | undefined, handed: object | undefined): void {
-    if (wireId === request.id && raw !== undefined) this.channel.sendRaw(raw, undefined, handed);
-    else this.channel.send({ ...request, id: wireId });
+  /**
+   * Sends a registered client request: its exact bytes when its id goes unchanged, handed beside them
+   * unless its id is an alias (exact-ids.ts), which parsing the bytes would not give.
+   */
+  send(request: Request, wireId: RequestId, raw: Buffer | undefined): void {
+    if (wireId === request.id && raw !== undefined) {
+      this.channel.sendRaw(raw, undefined, hasAlias(request) ? undefined : request);
+    } else this.channel.send({ ...request, id: wireId });
   }
 
   /** The request an answer from the upstream answers, now no longer in flight. */

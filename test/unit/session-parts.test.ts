@@ -49,7 +49,7 @@ const forwarded = (clientId: RequestId, method = 'tools/call'): Forwarded => ({
 /** A client request sent on as the session forwards one: the id it went as. */
 function forward(peer: UpstreamPeer, id: RequestId, method: string): RequestId {
   const wireId = peer.register(id, forwarded(id, method));
-  peer.send({ jsonrpc: '2.0', id, method }, wireId, undefined, undefined);
+  peer.send({ jsonrpc: '2.0', id, method }, wireId, undefined);
   return wireId;
 }
 
