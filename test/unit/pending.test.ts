@@ -131,7 +131,14 @@ describe('PendingRequests', () => {
     const pending = new PendingRequests<Entry>();
     pending.forward(5, entry('first'));
     const renamed = pending.forward(5, entry('second'));
-    expect(pending.takeMatching(5, (e) => e.name === 'second')).toBe(renamed);
+    // Both entries match, and 5 is the first in order: the likely id still wins.
+    expect(pending.takeMatching(renamed, () => true)).toBe(renamed);
+    expect(pending.get(renamed)).toBeUndefined();
+    expect(pending.get(5)).toEqual(entry('first'));
+    expect(pending.size).toBe(1);
+    const renamedAgain = pending.forward(5, entry('second'));
+    // The likely id's entry does not match: the first entry that does is taken.
+    expect(pending.takeMatching(5, (e) => e.name === 'second')).toBe(renamedAgain);
     expect(pending.takeMatching(5, (e) => e.name === 'first')).toBe(5);
     expect(pending.takeMatching(5, () => true)).toBeUndefined();
     expect(pending.size).toBe(0);
