@@ -65,3 +65,11 @@ export function serialize(message: object): string {
 export function hasAlias(message: object): boolean {
   return digitsOf((message as { id?: unknown }).id) !== undefined;
 }
+
+/**
+ * What goes beside a message's bytes to a channel in memory (Channel.sendRaw's `parsed`): the message the
+ * bytes were read as, unless its id is an alias of one beyond 2^53, which parsing the bytes does not give.
+ */
+export function handed(message: object): object | undefined {
+  return hasAlias(message) ? undefined : message;
+}

@@ -28,7 +28,7 @@ import {
 } from '../protocol/messages.js';
 import { MAX_NESTING, TooDeepError, idOfBrokenAnswer } from '../protocol/frames.js';
 import { readHanded } from '../protocol/read-message.js';
-import { digitsOf, hasAlias, serialize, withExactRequestId } from '../protocol/exact-ids.js';
+import { digitsOf, handed, serialize, withExactRequestId } from '../protocol/exact-ids.js';
 import type { AuditLog } from '../tasks/audit-log.js';
 import { Augmenter, type AugmentHost } from '../tasks/augment.js';
 import { ClientTasks } from '../tasks/client-tasks.js';
@@ -871,15 +871,6 @@ export class Session {
   private get clientHasTasks(): boolean {
     return isObject(this.clientCapabilities.tasks);
   }
-}
-
-/**
- * What goes beside a message's bytes to a channel in memory (Channel.sendRaw's `parsed`): the message the
- * Session read them as, unless its id is an alias of one beyond 2^53, which parsing the bytes does not give.
- * Nothing changes a message after it is forwarded.
- */
-function handed(message: Request | Response): object | undefined {
-  return hasAlias(message) ? undefined : message;
 }
 
 function isNotificationOrResponse(value: JsonObject): boolean {

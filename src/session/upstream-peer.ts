@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/errors.js';
-import { hasAlias } from '../protocol/exact-ids.js';
+import { handed } from '../protocol/exact-ids.js';
 import { errorResponse, type JsonObject, type Request, type RequestId } from '../protocol/messages.js';
 import type { OwnCall } from '../tasks/own-call.js';
 import type { Channel } from '../transport/channel.js';
@@ -100,7 +100,7 @@ export class UpstreamPeer {
    */
   send(request: Request, wireId: RequestId, raw: Buffer | undefined): void {
     if (wireId === request.id && raw !== undefined) {
-      this.channel.sendRaw(raw, undefined, hasAlias(request) ? undefined : request);
+      this.channel.sendRaw(raw, undefined, handed(request));
     } else this.channel.send({ ...request, id: wireId });
   }
 

@@ -15,7 +15,7 @@ import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { TaskNotFoundError } from '../tasks/errors.js';
 import { ALLOWED_TRANSITIONS, isTerminal, type TaskStatus } from '../tasks/state.js';
 import { CALLER_CAPABILITIES_META, LOG_LEVELS, type LogLevel } from '../protocol/modern/meta.js';
-import { hasAlias, serialize, withExactRequestId } from '../protocol/exact-ids.js';
+import { handed, serialize, withExactRequestId } from '../protocol/exact-ids.js';
 import { readHanded } from '../protocol/read-message.js';
 import {
   RELATED_TASK_META,
@@ -160,8 +160,9 @@ export class SharedUpstream {
    * Whoever started the upstream stopped it (the pool, shutting down): for the sessions on the ports
    * still open, the server went away, and they hear so once (not from the upstream: it was its owner's).
    */
-  stopped(reason = 'taskgate stopped the shared upstream server'): void {
-    if (this.gone === undefined) this.upstreamClosed({ reason });
+  stopped(): void {
+    if (this.gone === undefined)
+      this.upstreamClosed({ reason: 'taskgate stopped the shared upstream server' });
   }
 
   /** A 2026-07-28 server behind the translator: each port's requests say what its own client can do. */
@@ -283,13 +284,14 @@ export class SharedUpstream {
    * A subscribe upstream is not cancelled while others wait on it: its answer settles the record its
    * port's subscribers share. The port that sent it stops waiting; the answer goes to those that joined it.
    */
-  private orphan(wireId: Key): void {
+  private orphan(wireId: Key): boolean {
     const entry = this.inFlight.get(wireId);
-    if (entry?.subscribe === undefined) return;
+    if (entry?.subscribe === undefined) return false;
     const port = entry.port;
     port?.inFlight.delete(idKey(entry.id));
     entry.port = undefined;
     if (port !== undefined) this.leftSubscribe(port, wireId, entry, entry.subscribe);
+    return true;
   }
 
   /**
@@ -359,7 +361,7 @@ export class SharedUpstream {
       return;
     }
     this.logger.warn(
-      { logLevel: setLevel.level, error: 'error' in response ? response.error : undefined },
+      { logLevel: setLevel.level, error: response.error },
       'shared upstream: the server refused a log level its sessions need; it is not asked again until they change',
     );
     const port = entry.port;
@@ -393,9 +395,12 @@ export class SharedUpstream {
   }
 
   /** Sends the request upstream under a wire id of its own; `kept` is kept with it for its answer. */
-  private forward(port: Port | undefined, request: Request, kept: Kept = {}): void {
+  private forward(port: Port | undefined, request: Request, kept?: Kept): void {
     const wireId = this.nextWireId++;
-    const entry: InFlight = { port, id: request.id, method: request.method, ...kept };
+    const entry: InFlight =
+      kept === undefined
+        ? { port, id: request.id, method: request.method }
+        : { port, id: request.id, method: request.method, ...kept };
     let params = request.params;
     const token = metaOf(params)?.progressToken;
     if (port !== undefined && (typeof token === 'string' || typeof token === 'number')) {
@@ -413,7 +418,7 @@ export class SharedUpstream {
     }
     this.inFlight.set(wireId, entry);
     port?.inFlight.set(idKey(request.id), wireId);
-    if (kept.subscribe !== undefined) this.subscribing.set(kept.subscribe.uri, wireId);
+    if (kept?.subscribe !== undefined) this.subscribing.set(kept.subscribe.uri, wireId);
     this.upstream.send({ ...request, id: wireId, ...(params === undefined ? {} : { params }) });
   }
 
@@ -432,7 +437,7 @@ export class SharedUpstream {
       const wireId = isId(requestId) ? port.inFlight.get(idKey(requestId)) : undefined;
       // A request answered here (a later initialize, a shared subscription) has nothing to cancel upstream.
       if (wireId === undefined) return;
-      if (this.inFlight.get(wireId)?.subscribe !== undefined) return this.orphan(wireId);
+      if (this.orphan(wireId)) return;
       this.abandoned(this.settle(wireId));
       return this.upstream.send({ ...notification, params: { ...notification.params, requestId: wireId } });
     }
@@ -460,10 +465,7 @@ export class SharedUpstream {
     if (!this.ports.delete(port)) return;
     for (const key of [...port.waiting.keys()]) this.stopWaiting(port, key);
     for (const [, wireId] of port.inFlight) {
-      if (this.inFlight.get(wireId)?.subscribe !== undefined && this.gone === undefined) {
-        this.orphan(wireId);
-        continue;
-      }
+      if (this.gone === undefined && this.orphan(wireId)) continue;
       const entry = this.settle(wireId);
       this.abandoned(entry);
       // MCP never cancels initialize: its answer is the handshake of every port.
@@ -562,10 +564,9 @@ export class SharedUpstream {
       if (entry.progress !== undefined) this.taskProgress.set(task.taskId, entry.progress);
       if (endsTask(task.status)) this.taskEnded(task.taskId);
     } else if (entry.progress !== undefined) this.progress.delete(entry.progress);
-    if (entry.method.startsWith('tasks/') && typeof result?.taskId === 'string') {
-      this.taskSeen(result.taskId, result);
-    }
-    if (entry.method === 'tasks/result' || (entry.method.startsWith('tasks/') && endsTask(result?.status))) {
+    const aboutTask = entry.method.startsWith('tasks/');
+    if (aboutTask && typeof result?.taskId === 'string') this.taskSeen(result.taskId, result);
+    if (entry.method === 'tasks/result' || (aboutTask && endsTask(result?.status))) {
       if (typeof result?.taskId === 'string') this.taskEnded(result.taskId);
       const related = metaOf(result)?.[RELATED_TASK_META];
       if (isObject(related) && typeof related.taskId === 'string') {
@@ -888,7 +889,3 @@ function readFromSession(raw: Buffer | string, parsed: object | undefined): Mess
   if (classified.kind !== 'notification') return classified;
   return { kind: 'notification', msg: withExactRequestId(classified.msg, bytes) };
 }
-
-/** What goes beside a message's bytes: the message, unless an id in it is an alias JSON does not give. */
-const handed = (message: Request | Response | Notification): object | undefined =>
-  hasAlias(message) ? undefined : message;
