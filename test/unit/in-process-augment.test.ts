@@ -262,6 +262,16 @@ describe('in process: augment', () => {
     }
     const { correlator } = g.session as unknown as { correlator: Correlator };
     expect(correlator.tokensHeld).toBe(0);
+    // The zero above is tokens released, not tokens never kept: a request in flight holds its token
+    // both ways (token → request, request → token). A task-augmented call is answered at once, so a
+    // plain call on the held tool is what stays in flight long enough to see it.
+    const call = g.client.callTool({ name: 'held', arguments: {}, _meta: { progressToken: 'p-held' } });
+    const started = await held.calls.waitFor(() => true, 'the call upstream');
+    expect(started.extra._meta?.progressToken).toBe('p-held');
+    expect(correlator.tokensHeld).toBe(2);
+    started.answer(textResult('done'));
+    await call;
+    expect(correlator.tokensHeld).toBe(0);
   });
 
   it('issue 15: closing the session answers what is still in flight upstream, saying so, and fails its running tasks', async () => {
