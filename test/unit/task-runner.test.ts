@@ -2,6 +2,7 @@
  * The process's runner of task calls: each session sees only its own calls, a tool's timeout and shutdown
  * end a call through its stop(), and drain waits for running calls within the grace period only.
  */
+import { setImmediate } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ErrorCode } from '../../src/protocol/errors.js';
 import { TaskRunner, type TaskCall } from '../../src/tasks/task-runner.js';
@@ -42,6 +43,7 @@ describe('TaskRunner', () => {
     expect(b.taskOfCall('w2')).toBe('task-b');
     expect(a.taskForProgressToken(7)).toBe('task-a');
     expect(b.taskForProgressToken(7)).toBe('task-b');
+    expect(a.callOf('task-a')).toBe('w1');
     expect(a.callOf('task-b')).toBeUndefined();
   });
 
@@ -50,9 +52,12 @@ describe('TaskRunner', () => {
     const session = runner.forSession();
     const { call, settled, settle } = callOf('w1', { progressToken: 'p' });
     session.run('t', call, settled);
+    expect(session.size).toBe(1);
+    expect(session.callOf('t')).toBe('w1');
+    expect(session.taskForProgressToken('p')).toBe('t');
     let idle = false;
     const waiting = session.idle(60_000).then(() => (idle = true));
-    await Promise.resolve();
+    await setImmediate();
     expect(idle).toBe(false);
     settle();
     await waiting;
@@ -99,15 +104,17 @@ describe('TaskRunner', () => {
     const slow = callOf('w2');
     a.run('quick', quick.call, quick.settled);
     b.run('slow', slow.call, slow.settled);
-    const drained = runner.drain(5_000);
+    let drained: { finished: boolean; ended: number } | undefined;
+    void runner.drain(5_000).then((result) => (drained = result));
     expect(runner.isAccepting).toBe(false);
     expect(a.isAccepting).toBe(false);
     await vi.advanceTimersByTimeAsync(1_000);
     quick.settle();
     await vi.advanceTimersByTimeAsync(3_999);
     expect(slow.stops).toEqual([]);
+    expect(drained).toBeUndefined();
     await vi.advanceTimersByTimeAsync(1);
-    expect(await drained).toEqual({ finished: false, ended: 1 });
+    expect(drained).toEqual({ finished: false, ended: 1 });
     expect(quick.stops).toEqual([]);
     expect(slow.stops).toEqual([
       { reason: 'taskgate is shutting down', code: ErrorCode.UpstreamUnavailable },
@@ -116,14 +123,19 @@ describe('TaskRunner', () => {
 
   it('drains at once when nothing runs, and as soon as the last call ends within the grace', async () => {
     vi.useFakeTimers();
-    expect(await new TaskRunner().drain(60_000)).toEqual({ finished: true, ended: 0 });
+    let idle: { finished: boolean; ended: number } | undefined;
+    void new TaskRunner().drain(60_000).then((result) => (idle = result));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(idle).toEqual({ finished: true, ended: 0 });
     const runner = new TaskRunner();
     const { call, settled, settle } = callOf('w1');
     runner.forSession().run('t', call, settled);
-    const drained = runner.drain(60_000);
+    let drained: { finished: boolean; ended: number } | undefined;
+    void runner.drain(60_000).then((result) => (drained = result));
     await vi.advanceTimersByTimeAsync(10);
+    expect(drained).toBeUndefined();
     settle();
     await vi.advanceTimersByTimeAsync(0);
-    expect(await drained).toEqual({ finished: true, ended: 0 });
+    expect(drained).toEqual({ finished: true, ended: 0 });
   });
 });
