@@ -12,6 +12,7 @@ import { Correlator } from '../../src/session/correlator.js';
 import { ServedRequests } from '../../src/session/served-requests.js';
 import { UpstreamPeer, type Forwarded, type UpstreamError } from '../../src/session/upstream-peer.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
+import { Inbox } from '../helpers/inbox.js';
 
 const logger = pino({ level: 'silent' });
 
@@ -203,15 +204,17 @@ describe('Correlator', () => {
 
 describe('ServedRequests', () => {
   function served() {
-    const answers: { id: RequestId; message: object }[] = [];
-    return { s: new ServedRequests((id, message) => answers.push({ id, message }), logger), answers };
+    const inbox = new Inbox<{ id: RequestId; message: object }>();
+    const s = new ServedRequests((id, message) => inbox.push({ id, message }), logger);
+    return { s, answers: inbox.items, inbox };
   }
 
   it('answers with the result, or the JSON-RPC error the failure maps to', async () => {
-    const { s, answers } = served();
+    const { s, answers, inbox } = served();
     s.answer(1, () => Promise.resolve({ ok: true }));
     s.answer(2, () => Promise.reject(new ProtocolError(ErrorCode.InvalidParams, 'bad taskId')));
-    await setImmediate();
+    await inbox.waitFor((answer) => answer.id === 1, 'the answer to 1');
+    await inbox.waitFor((answer) => answer.id === 2, 'the answer to 2');
     expect(answers).toEqual([
       { id: 1, message: { jsonrpc: '2.0', id: 1, result: { ok: true } } },
       { id: 2, message: { jsonrpc: '2.0', id: 2, error: { code: -32602, message: 'bad taskId' } } },
