@@ -111,6 +111,24 @@ async function fence(server: Peer, ...peers: Peer[]): Promise<void> {
   );
 }
 
+/** The server's subscribes to resources, in order. */
+const subscribes = (server: Peer): Frame[] => server.items.filter((f) => f.method === 'resources/subscribe');
+
+/** The server's logging/setLevel requests, in order. */
+const setLevels = (server: Peer): Frame[] => server.items.filter((f) => f.method === 'logging/setLevel');
+
+/** What would let go of a subscription upstream: an unsubscribe, or a cancellation. */
+const unsubscribesOrCancels = (server: Peer): Frame[] =>
+  server.items.filter((f) => f.method === 'resources/unsubscribe' || f.method === 'notifications/cancelled');
+
+/** How many resource updates a peer has heard. */
+const updated = (peer: Peer): number =>
+  peer.items.filter((f) => f.method === 'notifications/resources/updated').length;
+
+/** The data of the log messages a peer has heard, in order. */
+const data = (peer: Peer): unknown[] =>
+  peer.items.filter((f) => f.method === 'notifications/message').map((f) => f.params?.data);
+
 describe('SharedUpstream', () => {
   it('sends the first initialize upstream, answers the later ones from its result, and initialized once', async () => {
     const { server, a, b, port } = await twoSessions();
@@ -204,7 +222,6 @@ describe('SharedUpstream', () => {
 
   it("answers a subscribe that joined one in flight with the server's answer to that one: a refusal reaches both, and the next goes upstream", async () => {
     const { server, a, b, port } = await twoSessions();
-    const subscribes = (): Frame[] => server.items.filter((f) => f.method === 'resources/subscribe');
     a.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
     const first = await server.next((f) => f.method === 'resources/subscribe', 'the subscribe');
     b.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
@@ -223,13 +240,11 @@ describe('SharedUpstream', () => {
     c.send({ id: 'c-init', method: 'initialize', params: { capabilities: {}, clientInfo: { name: 'c' } } });
     await c.answerTo('c-init');
     c.send({ id: 9, method: 'resources/subscribe', params: { uri: 'file:///x' } });
-    await server.next(() => subscribes().length === 2, 'the subscribe asked again');
-    server.send({ id: subscribes()[1]!.id, result: {} });
+    await server.next(() => subscribes(server).length === 2, 'the subscribe asked again');
+    server.send({ id: subscribes(server)[1]!.id, result: {} });
     expect((await c.answerTo(9)).result).toEqual({});
     server.send({ method: 'notifications/resources/updated', params: { uri: 'file:///x' } });
     await fence(server, a, b, c);
-    const updated = (peer: Peer): number =>
-      peer.items.filter((f) => f.method === 'notifications/resources/updated').length;
     expect([updated(a), updated(b), updated(c)]).toEqual([0, 0, 1]);
   });
 
@@ -245,11 +260,7 @@ describe('SharedUpstream', () => {
     await fence(server, b);
     expect(b.items.filter((f) => f.method === 'notifications/resources/updated')).toHaveLength(1);
     // The server still holds the subscription b depends on: neither cancelled nor unsubscribed.
-    expect(
-      server.items.filter(
-        (f) => f.method === 'resources/unsubscribe' || f.method === 'notifications/cancelled',
-      ),
-    ).toEqual([]);
+    expect(unsubscribesOrCancels(server)).toEqual([]);
   });
 
   it('settles a subscribe others wait on when the session that sent it cancels it, and leaves that one unsubscribed', async () => {
@@ -263,20 +274,13 @@ describe('SharedUpstream', () => {
     server.send({ method: 'notifications/resources/updated', params: { uri: 'file:///x' } });
     await fence(server, a, b);
     // a's client saw its subscribe fail: it hears no updates, b does.
-    const updated = (peer: Peer): number =>
-      peer.items.filter((f) => f.method === 'notifications/resources/updated').length;
     expect([updated(a), updated(b)]).toEqual([0, 1]);
     expect(a.items.some((f) => f.id === 5)).toBe(false);
-    expect(
-      server.items.filter(
-        (f) => f.method === 'resources/unsubscribe' || f.method === 'notifications/cancelled',
-      ),
-    ).toEqual([]);
+    expect(unsubscribesOrCancels(server)).toEqual([]);
   });
 
   it('lets a subscribe go once nobody waits on it: the next subscriber asks the server afresh, not one it may never answer', async () => {
     const { server, a, b } = await twoSessions();
-    const subscribes = (): Frame[] => server.items.filter((f) => f.method === 'resources/subscribe');
     a.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
     const first = await server.next((f) => f.method === 'resources/subscribe', 'the subscribe');
     b.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
@@ -289,15 +293,13 @@ describe('SharedUpstream', () => {
     );
     expect(cancelled.params?.requestId).toBe(first.id);
     a.send({ id: 6, method: 'resources/subscribe', params: { uri: 'file:///x' } });
-    await server.next(() => subscribes().length === 2, 'a fresh subscribe');
-    server.send({ id: subscribes()[1]!.id, result: {} });
+    await server.next(() => subscribes(server).length === 2, 'a fresh subscribe');
+    server.send({ id: subscribes(server)[1]!.id, result: {} });
     expect((await a.answerTo(6)).result).toEqual({});
     // The first one's late answer is moot.
     server.send({ id: first.id, result: {} });
     server.send({ method: 'notifications/resources/updated', params: { uri: 'file:///x' } });
     await fence(server, a, b);
-    const updated = (peer: Peer): number =>
-      peer.items.filter((f) => f.method === 'notifications/resources/updated').length;
     expect([updated(a), updated(b)]).toEqual([1, 0]);
     expect([a, b].map((peer) => peer.items.filter((f) => f.id === 5))).toEqual([[], []]);
   });
@@ -315,8 +317,6 @@ describe('SharedUpstream', () => {
     expect(b.items.some((f) => f.id === 5)).toBe(false);
     expect(server.items.filter((f) => f.method === 'notifications/cancelled')).toEqual([]);
     // b's client saw its subscribe fail: the update is a's only.
-    const updated = (peer: Peer): number =>
-      peer.items.filter((f) => f.method === 'notifications/resources/updated').length;
     expect([updated(a), updated(b)]).toEqual([1, 0]);
   });
 
@@ -335,94 +335,83 @@ describe('SharedUpstream', () => {
     server.send({ method: 'notifications/message', params: { level: 'warning', data: 'w' } });
     server.send({ method: 'notifications/message', params: { level: 'critical', data: 'c' } });
     await fence(server, a, b);
-    const data = (peer: Peer): unknown[] =>
-      peer.items.filter((f) => f.method === 'notifications/message').map((f) => f.params?.data);
     expect([data(a), data(b)]).toEqual([['c'], ['w', 'c']]);
     await b.channel.close();
     await server.next(
       (f) => f.method === 'logging/setLevel' && f.params?.level === 'error',
       'the level of the port that stays',
     );
-    expect(server.items.filter((f) => f.method === 'logging/setLevel')).toHaveLength(2);
+    expect(setLevels(server)).toHaveLength(2);
   });
 
   it('keeps the level the server has, not the one it refused: a refused setLevel changes neither it nor the port', async () => {
     const warnings: string[] = [];
     const { server, a, b } = await twoSessions({ warnings });
-    const setLevels = (): Frame[] => server.items.filter((f) => f.method === 'logging/setLevel');
     a.send({ id: 1, method: 'logging/setLevel', params: { level: 'error' } });
     await a.answerTo(1);
     b.send({ id: 1, method: 'logging/setLevel', params: { level: 'error' } });
-    await server.next(() => setLevels().length === 1, 'the level error');
-    server.send({ id: setLevels()[0]!.id, result: {} });
+    await server.next(() => setLevels(server).length === 1, 'the level error');
+    server.send({ id: setLevels(server)[0]!.id, result: {} });
     await b.answerTo(1);
     b.send({ id: 2, method: 'logging/setLevel', params: { level: 'info' } });
-    await server.next(() => setLevels().length === 2, 'the level info');
+    await server.next(() => setLevels(server).length === 2, 'the level info');
     const refusal = { code: -32603, message: 'the level cannot be changed now' };
-    server.send({ id: setLevels()[1]!.id, error: refusal });
+    server.send({ id: setLevels(server)[1]!.id, error: refusal });
     expect((await b.answerTo(2)).error).toEqual(refusal);
     // Not retried: the operator is told the server may not send what the sessions need.
     expect(warnings.map((line) => (JSON.parse(line) as { logLevel: unknown }).logLevel)).toEqual(['info']);
     // The server is still at error: a's info must be asked of it, not answered as if it were at info.
     a.send({ id: 3, method: 'logging/setLevel', params: { level: 'info' } });
-    await server.next(() => setLevels().length === 3, "a's level asked upstream");
-    expect(setLevels()[2]!.params).toEqual({ level: 'info' });
-    server.send({ id: setLevels()[2]!.id, result: {} });
+    await server.next(() => setLevels(server).length === 3, "a's level asked upstream");
+    expect(setLevels(server)[2]!.params).toEqual({ level: 'info' });
+    server.send({ id: setLevels(server)[2]!.id, result: {} });
     expect((await a.answerTo(3)).result).toEqual({});
     // b's own level is still the error it had, as on a server of its own that refused the change.
     server.send({ method: 'notifications/message', params: { level: 'warning', data: 'w' } });
     await fence(server, a, b);
-    const data = (peer: Peer): unknown[] =>
-      peer.items.filter((f) => f.method === 'notifications/message').map((f) => f.params?.data);
     expect([data(a), data(b)]).toEqual([['w'], []]);
   });
 
   it('asks the server for a level it already has while another is in flight: the later one must win', async () => {
     const { server, a, b } = await twoSessions();
-    const setLevels = (): Frame[] => server.items.filter((f) => f.method === 'logging/setLevel');
     // b still needs debug: a's error is answered here.
     a.send({ id: 1, method: 'logging/setLevel', params: { level: 'error' } });
     expect((await a.answerTo(1)).result).toEqual({});
     b.send({ id: 1, method: 'logging/setLevel', params: { level: 'error' } });
-    await server.next(() => setLevels().length === 1, 'the level error');
+    await server.next(() => setLevels(server).length === 1, 'the level error');
     // The server still confirms debug, but error is on its way: a's debug must follow it upstream.
     a.send({ id: 2, method: 'logging/setLevel', params: { level: 'debug' } });
-    await server.next(() => setLevels().length === 2, "a's debug asked after the error in flight");
-    expect(setLevels().map((f) => f.params?.level)).toEqual(['error', 'debug']);
-    server.send({ id: setLevels()[0]!.id, result: {} });
-    server.send({ id: setLevels()[1]!.id, result: {} });
+    await server.next(() => setLevels(server).length === 2, "a's debug asked after the error in flight");
+    expect(setLevels(server).map((f) => f.params?.level)).toEqual(['error', 'debug']);
+    server.send({ id: setLevels(server)[0]!.id, result: {} });
+    server.send({ id: setLevels(server)[1]!.id, result: {} });
     expect((await b.answerTo(1)).result).toEqual({});
     expect((await a.answerTo(2)).result).toEqual({});
     // Both accepted in order: the server is at debug, and a hears a debug message.
     server.send({ method: 'notifications/message', params: { level: 'debug', data: 'd' } });
     await fence(server, a, b);
-    const data = (peer: Peer): unknown[] =>
-      peer.items.filter((f) => f.method === 'notifications/message').map((f) => f.params?.data);
     expect([data(a), data(b)]).toEqual([['d'], []]);
     // And what the server has is known: a level it then has is answered here again.
     a.send({ id: 3, method: 'logging/setLevel', params: { level: 'debug' } });
     expect((await a.answerTo(3)).result).toEqual({});
-    expect(setLevels()).toHaveLength(2);
+    expect(setLevels(server)).toHaveLength(2);
   });
 
   it('asks the server again for the level a joining session needs while another level is in flight', async () => {
     const { server, a, b, port } = await twoSessions();
-    const setLevels = (): Frame[] => server.items.filter((f) => f.method === 'logging/setLevel');
     a.send({ id: 1, method: 'logging/setLevel', params: { level: 'error' } });
     await a.answerTo(1);
     // b, which needed debug, leaves: the server is asked for error, a's level.
     await b.channel.close();
-    await server.next(() => setLevels().length === 1, 'the level error');
+    await server.next(() => setLevels(server).length === 1, 'the level error');
     // c joins needing debug, the level the server last confirmed, while error is on its way.
     const c = port();
-    await server.next(() => setLevels().length === 2, 'the level debug asked again for c');
-    expect(setLevels().map((f) => f.params?.level)).toEqual(['error', 'debug']);
-    server.send({ id: setLevels()[0]!.id, result: {} });
-    server.send({ id: setLevels()[1]!.id, result: {} });
+    await server.next(() => setLevels(server).length === 2, 'the level debug asked again for c');
+    expect(setLevels(server).map((f) => f.params?.level)).toEqual(['error', 'debug']);
+    server.send({ id: setLevels(server)[0]!.id, result: {} });
+    server.send({ id: setLevels(server)[1]!.id, result: {} });
     server.send({ method: 'notifications/message', params: { level: 'debug', data: 'd' } });
     await fence(server, a, c);
-    const data = (peer: Peer): unknown[] =>
-      peer.items.filter((f) => f.method === 'notifications/message').map((f) => f.params?.data);
     expect([data(a), data(c)]).toEqual([[], ['d']]);
   });
 
