@@ -263,19 +263,27 @@ describe('SharedUpstream', () => {
     expect(unsubscribesOrCancels(server)).toEqual([]);
   });
 
-  it('settles a subscribe others wait on when the session that sent it cancels it, and leaves that one unsubscribed', async () => {
+  it.each<[string, 'a' | 'b']>([
+    [
+      'settles a subscribe others wait on when the session that sent it cancels it, and leaves that one unsubscribed',
+      'a',
+    ],
+    ["lets a session stop waiting for another's subscribe in flight without touching it upstream", 'b'],
+  ])('%s', async (_title, cancels) => {
     const { server, a, b } = await twoSessions();
+    const [canceller, other] = cancels === 'a' ? [a, b] : [b, a];
     a.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
     const first = await server.next((f) => f.method === 'resources/subscribe', 'the subscribe');
     b.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
-    a.send({ method: 'notifications/cancelled', params: { requestId: 5, reason: 'timed out' } });
+    canceller.send({ method: 'notifications/cancelled', params: { requestId: 5, reason: 'timed out' } });
     server.send({ id: first.id, result: {} });
-    expect((await b.answerTo(5)).result).toEqual({});
+    expect((await other.answerTo(5)).result).toEqual({});
     server.send({ method: 'notifications/resources/updated', params: { uri: 'file:///x' } });
     await fence(server, a, b);
-    // a's client saw its subscribe fail: it hears no updates, b does.
-    expect([updated(a), updated(b)]).toEqual([0, 1]);
-    expect(a.items.some((f) => f.id === 5)).toBe(false);
+    // The canceller's client saw its subscribe fail: it hears no updates, the other session does.
+    expect([updated(canceller), updated(other)]).toEqual([0, 1]);
+    expect(canceller.items.some((f) => f.id === 5)).toBe(false);
+    // The subscription upstream is the other session's still: neither cancelled nor unsubscribed.
     expect(unsubscribesOrCancels(server)).toEqual([]);
   });
 
@@ -302,22 +310,6 @@ describe('SharedUpstream', () => {
     await fence(server, a, b);
     expect([updated(a), updated(b)]).toEqual([1, 0]);
     expect([a, b].map((peer) => peer.items.filter((f) => f.id === 5))).toEqual([[], []]);
-  });
-
-  it("lets a session stop waiting for another's subscribe in flight without touching it upstream", async () => {
-    const { server, a, b } = await twoSessions();
-    a.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
-    const first = await server.next((f) => f.method === 'resources/subscribe', 'the subscribe');
-    b.send({ id: 5, method: 'resources/subscribe', params: { uri: 'file:///x' } });
-    b.send({ method: 'notifications/cancelled', params: { requestId: 5, reason: 'timed out' } });
-    server.send({ id: first.id, result: {} });
-    expect((await a.answerTo(5)).result).toEqual({});
-    server.send({ method: 'notifications/resources/updated', params: { uri: 'file:///x' } });
-    await fence(server, a, b);
-    expect(b.items.some((f) => f.id === 5)).toBe(false);
-    expect(server.items.filter((f) => f.method === 'notifications/cancelled')).toEqual([]);
-    // b's client saw its subscribe fail: the update is a's only.
-    expect([updated(a), updated(b)]).toEqual([1, 0]);
   });
 
   it('keeps the upstream at the most verbose level asked and filters messages per port', async () => {
