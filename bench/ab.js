@@ -36,7 +36,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { commit } from './lib/commit.js';
 import { runFacts } from './lib/machine.js';
-import { evaluate } from './lib/report.js';
+import { evaluate, fmt } from './lib/report.js';
 import { median, ratio, round } from './lib/stats.js';
 import { TASKGATE_CONFIG, fromRoot, targetsOf } from './lib/targets.js';
 import { BLOB_BYTES, SETTINGS, alternate, startAll, summarize } from './run.js';
@@ -60,62 +60,22 @@ const verdict = (id) => (/** @type {Record<string, any>} */ _, /** @type {any[]}
 /** @param {string} target @param {(r: any) => number | undefined} pick */
 const of = (target, pick) => (/** @type {Record<string, any>} */ results) => pick(results[target]) ?? NaN;
 
-/** Issue 9's 2025-era ratios (the ones that need no peer), then the figures behind them. @type {Figure[]} */
+/** Issue 9's 2025-era ratios (the ones that need no peer), each by its check's id in report.js. @type {Figure[]} */
+const RATIOS = /** @type {const} */ ([
+  ['stdio-latency', 'lower', 'stdio→stdio p50 latency × direct stdio'],
+  ['stdio-vs-relay', 'lower', 'stdio→stdio latency ratio ÷ the raw relay’s'],
+  ['stdio-throughput', 'higher', 'stdio→stdio calls/s × direct stdio'],
+  ['stdio-blob', 'higher', 'stdio→stdio 256 KiB results × direct stdio'],
+  ['http-latency-sdk', 'lower', 'HTTP→stdio p50 latency × direct HTTP'],
+  ['http-throughput-sdk', 'higher', 'HTTP→stdio calls/s × direct HTTP'],
+  ['sidecar-latency', 'lower', 'sidecar HTTP→HTTP p50 latency × direct HTTP'],
+  ['sidecar-throughput', 'higher', 'sidecar HTTP→HTTP calls/s × direct HTTP'],
+  ['task-create-result', 'lower', 'task create → result ÷ a plain call (stdio→stdio)'],
+]).map(([id, better, label]) => ({ id, better, label, value: verdict(id) }));
+
+/** Then the figures behind them, and the controls. @type {Figure[]} */
 const FIGURES = [
-  {
-    id: 'stdio-latency',
-    label: 'stdio→stdio p50 latency × direct stdio',
-    better: 'lower',
-    value: verdict('stdio-latency'),
-  },
-  {
-    id: 'stdio-vs-relay',
-    label: 'stdio→stdio latency ratio ÷ the raw relay’s',
-    better: 'lower',
-    value: verdict('stdio-vs-relay'),
-  },
-  {
-    id: 'stdio-throughput',
-    label: 'stdio→stdio calls/s × direct stdio',
-    better: 'higher',
-    value: verdict('stdio-throughput'),
-  },
-  {
-    id: 'stdio-blob',
-    label: 'stdio→stdio 256 KiB results × direct stdio',
-    better: 'higher',
-    value: verdict('stdio-blob'),
-  },
-  {
-    id: 'http-latency-sdk',
-    label: 'HTTP→stdio p50 latency × direct HTTP',
-    better: 'lower',
-    value: verdict('http-latency-sdk'),
-  },
-  {
-    id: 'http-throughput-sdk',
-    label: 'HTTP→stdio calls/s × direct HTTP',
-    better: 'higher',
-    value: verdict('http-throughput-sdk'),
-  },
-  {
-    id: 'sidecar-latency',
-    label: 'sidecar HTTP→HTTP p50 latency × direct HTTP',
-    better: 'lower',
-    value: verdict('sidecar-latency'),
-  },
-  {
-    id: 'sidecar-throughput',
-    label: 'sidecar HTTP→HTTP calls/s × direct HTTP',
-    better: 'higher',
-    value: verdict('sidecar-throughput'),
-  },
-  {
-    id: 'task-create-result',
-    label: 'task create → result ÷ a plain call (stdio→stdio)',
-    better: 'lower',
-    value: verdict('task-create-result'),
-  },
+  ...RATIOS,
   {
     id: 'stdio-p50-ms',
     label: 'stdio→stdio p50 ms',
@@ -171,8 +131,6 @@ const FIGURES = [
     value: of('direct HTTP', (r) => r?.latencyP50Ms),
   },
 ];
-/** Figures that are issue 9's ratios (the rest are the absolute figures and the controls). */
-const RATIO_COUNT = 9;
 
 /** @param {string[]} args @param {string} cwd */
 const git = (args, cwd = ROOT) =>
@@ -275,7 +233,7 @@ async function session(side, settings) {
     for (const { running } of up) await running.stop();
   }
   const results = summarize(samples, up);
-  const verdicts = evaluate({ results, tasks: {}, settings });
+  const verdicts = evaluate({ results, settings });
   return {
     load: round(load),
     seconds: round((performance.now() - t0) / 1000),
@@ -331,8 +289,6 @@ function compare(figure, before, after) {
   };
 }
 
-const fmt = (/** @type {number} */ value, digits = 2) =>
-  Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
 /** @param {number} value @param {number[] | null} minMax */
 const span = (value, minMax, digits = 2) =>
   minMax
@@ -377,12 +333,12 @@ function markdown(report) {
   };
   lines.push("## Issue 9's ratios");
   lines.push('');
-  table(report.figures.slice(0, RATIO_COUNT));
+  table(report.figures.slice(0, RATIOS.length));
   lines.push('## The figures behind them, and the controls');
   lines.push('');
   lines.push('The controls run no taskgate: a difference there is the machine, not the build.');
   lines.push('');
-  table(report.figures.slice(RATIO_COUNT));
+  table(report.figures.slice(RATIOS.length));
   lines.push('## Sessions');
   lines.push('');
   lines.push('| round | side | load average (1 min) at start | seconds |');

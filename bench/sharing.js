@@ -45,6 +45,7 @@ import {
 import { sharingMarkdown } from './lib/report.js';
 import { median, pipelined, quantile, round, sleep } from './lib/stats.js';
 import { commit } from './lib/commit.js';
+import { runFacts } from './lib/machine.js';
 import {
   BENCH_FIXTURE,
   MCP_PROXY,
@@ -688,17 +689,14 @@ export async function sharing(s, log = () => undefined) {
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const full = process.env['BENCH_QUICK'] === '0';
   const loadBefore = os.loadavg();
+  const started = performance.now();
   const date = new Date().toISOString();
   const result = await sharing(full ? SHARING_SETTINGS.full : SHARING_SETTINGS.quick, (line) =>
     process.stderr.write(`[sharing ${new Date().toISOString().slice(11, 19)}] ${line}\n`),
   );
   const report = {
+    ...runFacts(loadBefore, started, !full),
     date,
-    node: process.version,
-    platform: `${os.platform()} ${os.release()}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}`,
-    loadAverageBefore: loadBefore.map(round),
-    loadAverageAfter: os.loadavg().map(round),
-    quick: !full,
     commit: commit(),
     sharing: result,
   };

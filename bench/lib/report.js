@@ -9,7 +9,7 @@
  *   met: boolean | null, how: string }} Verdict
  */
 
-const fmt = (/** @type {number} */ value, digits = 2) =>
+export const fmt = (/** @type {number} */ value, digits = 2) =>
   Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
 
 /**

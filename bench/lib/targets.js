@@ -154,6 +154,16 @@ const missing = (path) => () =>
  */
 export const targetsOf = (cli) => {
   const GATE = gate(cli);
+  /** taskgate on a free port, its upstream given by `upstream` (the command after `--`, or a URL). */
+  const listening = (/** @type {string} */ label, /** @type {string[]} */ upstream) =>
+    startOnPort(label, (port) => [
+      NODE,
+      ...GATE,
+      ...TASKGATE_FLAGS,
+      '--listen',
+      `127.0.0.1:${port}`,
+      ...upstream,
+    ]);
   return [
     {
       name: 'direct stdio',
@@ -192,16 +202,7 @@ export const targetsOf = (cli) => {
       kind: 'taskgate',
       tasks: true,
       start: async () => {
-        const { proc, url } = await startOnPort('taskgate HTTP→stdio', (port) => [
-          NODE,
-          ...GATE,
-          ...TASKGATE_FLAGS,
-          '--listen',
-          `127.0.0.1:${port}`,
-          '--',
-          NODE,
-          FIXTURE,
-        ]);
+        const { proc, url } = await listening('taskgate HTTP→stdio', ['--', NODE, FIXTURE]);
         return overHttp(url, [proc], proc);
       },
     },
@@ -212,19 +213,13 @@ export const targetsOf = (cli) => {
       tasks: true,
       start: async () => {
         const upstream = await startHttpFixture();
-        const gate = await startOnPort('taskgate sidecar', (port) => [
-          NODE,
-          ...GATE,
-          ...TASKGATE_FLAGS,
-          '--listen',
-          `127.0.0.1:${port}`,
-          '--upstream-url',
-          upstream.url,
-        ]).catch(async (error) => {
-          await upstream.proc.stop();
-          throw error;
-        });
-        return overHttp(gate.url, [upstream.proc, gate.proc], gate.proc);
+        const sidecar = await listening('taskgate sidecar', ['--upstream-url', upstream.url]).catch(
+          async (error) => {
+            await upstream.proc.stop();
+            throw error;
+          },
+        );
+        return overHttp(sidecar.url, [upstream.proc, sidecar.proc], sidecar.proc);
       },
     },
     {
