@@ -77,10 +77,15 @@ export function openCore(
       sightings: observed.board.sightingsOf(id),
     }),
     drain: async () => {
-      logger.info(
-        { graceMs: config.shutdownGrace },
-        'shutting down: no new tasks (nor sessions over HTTP); letting running tasks finish',
-      );
+      const running = runner.size;
+      // Nothing to wait for: the fronts stop at once (a desktop client kills taskgate 2 s after its SIGTERM).
+      if (running === 0) logger.info('shutting down: no task running');
+      else {
+        logger.info(
+          { graceMs: config.shutdownGrace, running },
+          'shutting down: no new tasks (nor sessions over HTTP); letting running tasks finish',
+        );
+      }
       const { ended } = await runner.drain(config.shutdownGrace);
       if (ended > 0) logger.warn({ ended }, 'grace period over: the tasks still running were failed');
     },

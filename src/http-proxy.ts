@@ -79,6 +79,8 @@ export async function startHttpGateway(
       sessionOptions: (id, sessionLogger) => core.sessionOptions(id, sessionLogger),
     }),
   );
+  // Each session's own server, until it has stopped: close() waits for them, so that none outlives taskgate.
+  const sessionServers = new Set<Pick<Upstream, 'stop'>>();
   const front: HttpFront = new HttpFront(
     {
       host: listen.slice(0, colon),
@@ -98,6 +100,7 @@ export async function startHttpGateway(
         const sessionLogger = logger.child({ session: channel.id.slice(0, 8) });
         running.follow(channel.id);
         const upstream = await upstreams.open(sessionLogger, caller?.upstreamAuthorization);
+        sessionServers.add(upstream);
         const options = core.sessionOptions(channel.id, sessionLogger);
         const sightings = options.sightings!;
         const session = new Session(
@@ -119,6 +122,7 @@ export async function startHttpGateway(
             upstreamGone: () => undefined,
             closed: async () => {
               await upstream.stop();
+              sessionServers.delete(upstream);
               running.forget(channel.id);
               front.forget(channel.id);
             },
@@ -151,6 +155,8 @@ export async function startHttpGateway(
     close: async () => {
       await front.close();
       await modern.close();
+      // The sessions ended by front.close() stop their servers; every one is stopped here all the same.
+      await Promise.all([...sessionServers].map((upstream) => upstream.stop()));
       await upstreams.close();
       await adminListener?.close();
       core.close();

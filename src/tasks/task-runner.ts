@@ -40,6 +40,11 @@ export class TaskRunner {
     return this.accepting;
   }
 
+  /** How many task calls run, every session's. */
+  get size(): number {
+    return this.calls.size;
+  }
+
   /** A new session's index of its running calls. */
   forSession(): SessionCalls {
     return new SessionCalls(this);

@@ -211,12 +211,15 @@ export class SupervisedStdioUpstream implements Channel {
     await this.child.channel.close();
   }
 
-  /** Ends the child, by signals if it lingers; it is not restarted, and its exit is not reported. */
+  /**
+   * Ends the child and its process group, by signals if they linger (and makes sure of a child that had
+   * already exited); it is not restarted, and its exit is not reported.
+   */
   async stop(): Promise<void> {
     this.closedByOwner = true;
     this.halt();
     await this.spawning;
-    await this.child.stop();
+    await Promise.all([this.exiting, this.child.stop()]);
   }
 
   private halt(): void {
