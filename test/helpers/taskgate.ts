@@ -237,9 +237,18 @@ export class RawPeer {
     this.exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
   }
 
-  static start(args: string[], env: Record<string, string> = {}): RawPeer {
+  /** `detached`: taskgate leads a process group of its own, as a shell's foreground job does. */
+  static start(
+    args: string[],
+    env: Record<string, string> = {},
+    options: { detached?: boolean } = {},
+  ): RawPeer {
     return new RawPeer(
-      spawn(process.execPath, [TASKGATE, ...args], { stdio: 'pipe', env: { ...process.env, ...env } }),
+      spawn(process.execPath, [TASKGATE, ...args], {
+        stdio: 'pipe',
+        env: { ...process.env, ...env },
+        detached: options.detached === true,
+      }),
     );
   }
 
