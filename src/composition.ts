@@ -19,6 +19,9 @@ import { RunningTasks, noticingCreations } from './session/running-tasks.js';
 import type { SessionOptions } from './session/session.js';
 import type { TaskStore } from './tasks/store.js';
 
+/** After a drain in which tasks finished, how long their results stay fetchable (at most shutdownGrace). */
+const RESULTS_WINDOW_MS = 5_000;
+
 export interface Core {
   readonly observed: Observability;
   readonly running: RunningTasks;
@@ -27,7 +30,8 @@ export interface Core {
   sessionOptions(id: string, logger: Logger): SessionOptions;
   /**
    * Stops accepting tasks, lets the running ones finish within `shutdownGrace`, and fails the rest, so
-   * that every waiter is answered before the sessions close.
+   * that every waiter is answered before the sessions close; when some finished, their results stay
+   * fetchable for RESULTS_WINDOW_MS more (at most shutdownGrace). At once when none runs.
    */
   drain(): Promise<void>;
   /** Stops watching the store (the store itself is closed by whoever opened it). */
@@ -86,8 +90,16 @@ export function openCore(
           'shutting down: no new tasks (nor sessions over HTTP); letting running tasks finish',
         );
       }
-      const { ended } = await runner.drain(config.shutdownGrace);
+      const { ended, completed } = await runner.drain(config.shutdownGrace);
       if (ended > 0) logger.warn({ ended }, 'grace period over: the tasks still running were failed');
+      // A client that polls tasks/get learns of the last ones within its pollInterval: it gets a moment.
+      const windowMs = Math.min(config.shutdownGrace, RESULTS_WINDOW_MS);
+      if (completed === 0 || windowMs === 0) return;
+      logger.info(
+        { windowMs, completed },
+        'shutting down: the results of the tasks that finished stay fetchable a moment longer',
+      );
+      await new Promise((resolve) => setTimeout(resolve, windowMs));
     },
     close: () => {
       audit.close();

@@ -50,10 +50,14 @@ export class TaskRunner {
     return new SessionCalls(this);
   }
 
-  /** Stops accepting, waits up to `graceMs` for running tasks, then ends those still running. */
-  async drain(graceMs: number): Promise<{ finished: boolean; ended: number }> {
+  /**
+   * Stops accepting, waits up to `graceMs` for running tasks, then ends those still running: `completed`
+   * is how many finished meanwhile, `ended` how many it ended.
+   */
+  async drain(graceMs: number): Promise<{ finished: boolean; ended: number; completed: number }> {
     this.accepting = false;
-    if (this.calls.size > 0) {
+    const running = this.calls.size;
+    if (running > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, graceMs);
         this.whenIdle = () => {
@@ -66,7 +70,7 @@ export class TaskRunner {
     await Promise.all(
       left.map((call) => call.stop('taskgate is shutting down', ErrorCode.UpstreamUnavailable)),
     );
-    return { finished: left.length === 0, ended: left.length };
+    return { finished: left.length === 0, ended: left.length, completed: running - left.length };
   }
 
   /** @internal for SessionCalls */

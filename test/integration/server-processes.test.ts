@@ -49,7 +49,11 @@ interface DesktopClient {
 }
 
 /** A desktop client (the SDK's StdioClientTransport, v1 or v2) that spawned taskgate in front of `upstream`. */
-async function desktop(sdk: 'v1' | 'v2', upstream: string[], task?: object): Promise<DesktopClient> {
+async function desktop(
+  sdk: 'v1' | 'v2',
+  upstream: string[],
+  task?: { name: string; arguments: Record<string, unknown>; task: object },
+): Promise<DesktopClient> {
   const params = {
     command: process.execPath,
     args: [TASKGATE, '--log-level', 'info', '--', ...upstream],
@@ -136,7 +140,7 @@ describe('taskgate over stdio, stopped with nothing running', () => {
 });
 
 describe('Ctrl-C in a terminal (SIGINT to taskgate’s process group)', () => {
-  it('does not reach the server: the running task finishes in the drain, then everything stops', async () => {
+  it('does not reach the server: the running task finishes in the drain, its result stays fetchable a moment, then everything stops', async () => {
     const p = (peer = RawPeer.start(
       ['--log-level', 'info', '--shutdown-grace', '10000', '--', process.execPath, LINGERING],
       {},
@@ -158,6 +162,10 @@ describe('Ctrl-C in a terminal (SIGINT to taskgate’s process group)', () => {
     expect((await p.response('result', 10_000)).result).toMatchObject({
       content: [{ type: 'text', text: 'slept 1500 ms' }],
     });
+    // The drain is over, and a client that polls still learns how its task ended.
+    await p.logged('stay fetchable a moment longer');
+    p.send({ jsonrpc: '2.0', id: 'after', method: 'tasks/get', params: { taskId } });
+    expect((await p.response('after')).result).toMatchObject({ status: 'completed' });
     const [code] = await p.exited;
     expect(code).toBe(0);
     expect(await stillRunning(seen, 3_000)).toEqual([]);

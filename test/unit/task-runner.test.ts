@@ -104,7 +104,7 @@ describe('TaskRunner', () => {
     const slow = callOf('w2');
     a.run('quick', quick.call, quick.settled);
     b.run('slow', slow.call, slow.settled);
-    let drained: { finished: boolean; ended: number } | undefined;
+    let drained: { finished: boolean; ended: number; completed: number } | undefined;
     void runner.drain(5_000).then((result) => (drained = result));
     expect(runner.isAccepting).toBe(false);
     expect(a.isAccepting).toBe(false);
@@ -114,7 +114,7 @@ describe('TaskRunner', () => {
     expect(slow.stops).toEqual([]);
     expect(drained).toBeUndefined();
     await vi.advanceTimersByTimeAsync(1);
-    expect(drained).toEqual({ finished: false, ended: 1 });
+    expect(drained).toEqual({ finished: false, ended: 1, completed: 1 });
     expect(quick.stops).toEqual([]);
     expect(slow.stops).toEqual([
       { reason: 'taskgate is shutting down', code: ErrorCode.UpstreamUnavailable },
@@ -123,19 +123,19 @@ describe('TaskRunner', () => {
 
   it('drains at once when nothing runs, and as soon as the last call ends within the grace', async () => {
     vi.useFakeTimers();
-    let idle: { finished: boolean; ended: number } | undefined;
+    let idle: { finished: boolean; ended: number; completed: number } | undefined;
     void new TaskRunner().drain(60_000).then((result) => (idle = result));
     await vi.advanceTimersByTimeAsync(0);
-    expect(idle).toEqual({ finished: true, ended: 0 });
+    expect(idle).toEqual({ finished: true, ended: 0, completed: 0 });
     const runner = new TaskRunner();
     const { call, settled, settle } = callOf('w1');
     runner.forSession().run('t', call, settled);
-    let drained: { finished: boolean; ended: number } | undefined;
+    let drained: { finished: boolean; ended: number; completed: number } | undefined;
     void runner.drain(60_000).then((result) => (drained = result));
     await vi.advanceTimersByTimeAsync(10);
     expect(drained).toBeUndefined();
     settle();
     await vi.advanceTimersByTimeAsync(0);
-    expect(drained).toEqual({ finished: true, ended: 0 });
+    expect(drained).toEqual({ finished: true, ended: 0, completed: 1 });
   });
 });
