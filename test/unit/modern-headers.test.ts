@@ -178,11 +178,24 @@ describe('Mcp-Param-* headers against x-mcp-header parameters (streamable-http.m
     expect(check({ region: '=?base64?SGk=' }, { 'mcp-param-region': '=?base64?SGk=' }).ok).toBe(true);
   });
 
+  it.each([
+    [16, '16'],
+    [16, '16.00'],
+    [-7, '-7'],
+    [-7, '-7.0'],
+    [0, '0'],
+    [0, '-0'],
+    [2 ** 53 - 1, '9007199254740991'],
+    [-(2 ** 53 - 1), '-9007199254740991'],
+  ])('accepts %d in the decimal spelling %j (streamable-http.mdx "Server Validation")', (limit, spelled) => {
+    expect(check({ limit }, { 'mcp-param-limit': spelled }).ok).toBe(true);
+  });
+
   it('a value with no argument (or a null one) expects no header', () => {
     expect(check({ query: 'q', region: null }, {}).ok).toBe(true);
   });
 
-  it.each([
+  it.each<[string, object, HeaderMap, string]>([
     ['a value in the body without its header', { region: 'us' }, {}, 'is missing'],
     ['a header that differs', { region: 'us' }, { 'mcp-param-region': 'eu' }, 'does not match'],
     ['a header with no value in the body', {}, { 'mcp-param-region': 'us' }, 'does not match'],
@@ -194,8 +207,28 @@ describe('Mcp-Param-* headers against x-mcp-header parameters (streamable-http.m
     ],
     ['an integer that is not a number', { limit: 1 }, { 'mcp-param-limit': 'one' }, 'does not match'],
     ['a header given twice', { region: 'us' }, { 'mcp-param-region': ['us', 'us'] }, 'more than once'],
+    ...['0x10', '1.6e1', '+16', '0016', '0b10000', ' 16', '16.', '16.5', '-16', ''].map(
+      (spelled): [string, object, HeaderMap, string] => [
+        `16 spelled '${spelled}'`,
+        { limit: 16 },
+        { 'mcp-param-limit': spelled },
+        'does not match',
+      ],
+    ),
+    [
+      '2^53 + 1, which a float reads as 2^53',
+      { limit: 2 ** 53 },
+      { 'mcp-param-limit': '9007199254740993' },
+      'not an integer within',
+    ],
+    [
+      'an integer outside the safe range, even spelled exactly',
+      { limit: 2 ** 53 },
+      { 'mcp-param-limit': '9007199254740992' },
+      'not an integer within',
+    ],
   ])('refuses %s with -32020 and HTTP 400', (_, args, headers, words) => {
-    const refusal = mismatch(check(args, headers as HeaderMap));
+    const refusal = mismatch(check(args, headers));
     expect(refusal).toMatchObject({ code: -32020, status: 400 });
     expect(refusal.message).toContain(words);
   });

@@ -198,6 +198,13 @@ export function checkParamHeaders(
       return refused(new HeaderMismatchError(`${param.header} contains invalid characters`));
     const decoded = decodeSentinel(raw, param.header);
     if (!decoded.ok) return decoded;
+    if (typeof value === 'number' && !Number.isSafeInteger(value)) {
+      return refused(
+        new HeaderMismatchError(
+          `${param.header} mirrors ${param.path.join('.')}, which is not an integer within ±(2^53−1)`,
+        ),
+      );
+    }
     if (!mirrors(decoded.value, value)) {
       const body = value === undefined || value === null ? '(none)' : String(value);
       return refused(differs(param.header, decoded.value, body));
@@ -209,8 +216,24 @@ export function checkParamHeaders(
 function mirrors(headerValue: string, value: unknown): boolean {
   if (typeof value === 'string') return headerValue === value;
   if (typeof value === 'boolean') return headerValue === String(value);
-  if (typeof value === 'number') return headerValue.trim() !== '' && Number(headerValue) === value;
+  if (typeof value === 'number') return mirrorsInteger(headerValue, value);
   return false;
+}
+
+/** A decimal integer, optionally with a zero fraction ("Server Validation": `42.0` and `42` are equal). */
+const DECIMAL_INTEGER = /^(-?)(0|[1-9][0-9]*)(?:\.0+)?$/;
+
+/**
+ * An integer header holds the body's value in decimal ("Value Encoding"), and the value is a safe integer
+ * ("Schema Extension"): compared digit by digit, so no other spelling (`0x10`, `1.6e1`, `+16`, `0016`) and
+ * no float rounding (`9007199254740993` read as 2^53) lets a router and the server read two values.
+ */
+function mirrorsInteger(headerValue: string, value: number): boolean {
+  const spelled = DECIMAL_INTEGER.exec(headerValue);
+  if (spelled === null) return false;
+  const [, sign, digits] = spelled;
+  if (digits === '0') return value === 0;
+  return digits === String(Math.abs(value)) && sign === (value < 0 ? '-' : '');
 }
 
 /**
