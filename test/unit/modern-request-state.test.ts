@@ -23,10 +23,12 @@ function sealer(clock = { now: 1_000 }, extra: { maxLength?: number } = {}) {
   return createRequestStateSealer({ secret: SECRET, now: () => clock.now, ttlMs: 60_000, ...extra });
 }
 
-function problem(result: ReturnType<ReturnType<typeof sealer>['open']>) {
+function refusedWith(result: ReturnType<ReturnType<typeof sealer>['open']>) {
   if (result.ok) throw new Error('expected a refusal');
-  return result.error.problem;
+  return result.error;
 }
+
+const problem = (result: ReturnType<ReturnType<typeof sealer>['open']>) => refusedWith(result).problem;
 
 describe('requestState sealing', () => {
   it('opens what it sealed: the pending upstream request it names', () => {
@@ -53,6 +55,47 @@ describe('requestState sealing', () => {
     expect(problem(s.open(other.seal(state), expected))).toBe('tampered');
   });
 
+  it('has one spelling: its MAC padded, in standard base64 or with its unused bits flipped is refused', () => {
+    const s = sealer();
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    // A token whose MAC has a character that standard base64 spells otherwise.
+    const token = Array.from({ length: 64 }, (_, i) => s.seal({ ...state, pending: `p-${i}` })).find(
+      (sealed) => /[-_]/.test(sealed.split('.')[2]!),
+    )!;
+    const [version, body, mac = ''] = token.split('.');
+    const last = alphabet.indexOf(mac.at(-1)!);
+    const spellings = [
+      `${mac}=`,
+      `${mac}==`,
+      mac.replaceAll('-', '+').replaceAll('_', '/'),
+      // 32 bytes are 43 characters, the last carrying 2 bits nobody reads.
+      `${mac.slice(0, -1)}${alphabet[last ^ 1]}`,
+      `${mac.slice(0, -1)}${alphabet[last ^ 2]}`,
+    ];
+    for (const spelled of spellings) {
+      expect(Buffer.from(spelled, 'base64url').equals(Buffer.from(mac, 'base64url'))).toBe(true);
+      expect(problem(s.open(`${version}.${body}.${spelled}`, state))).toBe('tampered');
+    }
+    expect(s.open(token, state).ok).toBe(true);
+  });
+
+  it("refuses another caller's token, expired or not, in the words it refuses a forged one", () => {
+    const clock = { now: 1_000 };
+    const s = sealer(clock);
+    const token = s.seal(state);
+    const [version, , mac] = token.split('.');
+    const forged = `${version}.${Buffer.from('{}').toString('base64url')}.${mac}`;
+    const refusal = (result: ReturnType<typeof s.open>) => toJsonRpcError(refusedWith(result)).message;
+    const mallory = { ...expected, principal: 'mallory' };
+    expect(refusal(s.open(token, mallory))).toBe(refusal(s.open(forged, mallory)));
+    expect(refusal(s.open(token, { method: expected.method, digest: expected.digest }))).toBe(
+      refusal(s.open(forged, expected)),
+    );
+    clock.now = 61_000;
+    expect(refusal(s.open(token, mallory))).toBe(refusal(s.open(forged, mallory)));
+    expect(problem(s.open(token, expected))).toBe('expired');
+  });
+
   it('2026-07-28 basic/patterns/mrtr Server Requirements 5: SHOULD reject state presented after its expiry', () => {
     const clock = { now: 1_000 };
     const s = sealer(clock);
@@ -66,8 +109,8 @@ describe('requestState sealing', () => {
   it('2026-07-28 basic/patterns/mrtr Server Requirements 5: SHOULD reject another principal or another request', () => {
     const s = sealer();
     const token = s.seal(state);
-    expect(problem(s.open(token, { ...expected, principal: 'mallory' }))).toBe('mismatch');
-    expect(problem(s.open(token, { method: expected.method, digest: expected.digest }))).toBe('mismatch');
+    expect(problem(s.open(token, { ...expected, principal: 'mallory' }))).toBe('tampered');
+    expect(problem(s.open(token, { method: expected.method, digest: expected.digest }))).toBe('tampered');
     expect(problem(s.open(token, { ...expected, method: 'prompts/get' }))).toBe('mismatch');
     const otherArgs = requestDigest('tools/call', { ...params, arguments: { env: 'dev' } });
     expect(problem(s.open(token, { ...expected, digest: otherArgs }))).toBe('mismatch');

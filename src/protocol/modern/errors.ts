@@ -61,7 +61,7 @@ export class RequestStateError extends ModernRequestError {
 const EXPLAINED: Record<RequestStateProblem, string> = {
   oversized: 'it is longer than any state taskgate issues; send the value exactly as received',
   malformed: 'it is not a state taskgate issued; send the value exactly as received',
-  tampered: 'its signature does not match; send the value exactly as received',
+  tampered: 'taskgate did not issue it to this caller, or it was altered; send the value exactly as received',
   expired: 'it has expired; send the original request again, without requestState and inputResponses',
   mismatch: 'it was issued for another request; send it only with the retry of the request it came with',
 };

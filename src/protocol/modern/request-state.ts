@@ -2,7 +2,8 @@
  * Sealed MRTR `requestState` (basic/patterns/mrtr.mdx "Server Requirements" 4 and 5, "Security
  * Considerations"): the state is attacker-controlled input, so it is HMAC-SHA256 signed with a process
  * secret, expires, is bounded in size, and is bound to the request it was issued for (method, a digest of
- * the salient params, the principal). It names the pending upstream request that the retry answers.
+ * the salient params, the principal). It names the pending upstream request that the retry answers. A
+ * token has one spelling, and another caller's reads as a forged one.
  *
  * Token: `v1.<base64url(JSON payload)>.<base64url(HMAC-SHA256(secret, "v1." + payload))>`.
  * Single use is not the token's job (mrtr.mdx warns it cannot be): whoever holds the pending request
@@ -72,17 +73,18 @@ export function createRequestStateSealer(options: SealerOptions): RequestStateSe
       const parts = token.split('.');
       if (parts.length !== 3 || parts[0] !== VERSION) return refuse('malformed');
       const [, body = '', mac = ''] = parts;
-      const given = Buffer.from(mac, 'base64url');
-      const wanted = sign(`${VERSION}.${body}`);
+      // The MAC as taskgate spells it, not as it decodes: padding, standard base64 or flipped unused bits
+      // would make one token many.
+      const given = Buffer.from(mac);
+      const wanted = Buffer.from(sign(`${VERSION}.${body}`).toString('base64url'));
       if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) return refuse('tampered');
       const state = parsePayload(body);
       if (state === undefined) return refuse('malformed');
+      // Another caller's token reads as a forged one, before its expiry could tell it is genuine.
+      if (state.principal !== expected.principal) return refuse('tampered');
       if (now() >= state.expiresAt) return refuse('expired');
       const { expiresAt: _expiresAt, ...value } = state;
-      const same =
-        value.method === expected.method &&
-        value.digest === expected.digest &&
-        value.principal === expected.principal;
+      const same = value.method === expected.method && value.digest === expected.digest;
       return same ? { ok: true, value } : refuse('mismatch');
     },
   };
