@@ -214,6 +214,7 @@ export class ModernBridge {
     this.subscriptions = new Subscriptions({
       upstream: (method, uri) => void this.ask(method, { uri }),
       taskStatus: (params, principal) => this.tasks.statusChanged(params as unknown as TaskV1, principal),
+      createdBy: (taskId, principal) => this.tasks.createdBy(taskId, principal),
       refuse: (request, error) => this.refuse(request, error),
       maxListeners: MODERN_MAX_LISTENERS,
       logger: options.logger,

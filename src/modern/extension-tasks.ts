@@ -254,6 +254,12 @@ export class ExtensionTasks {
     return params;
   }
 
+  /** Whether `principal` created the task (held here, or posted by a replica): a listener hears only those. */
+  async createdBy(taskId: string, principal: string | undefined): Promise<boolean> {
+    const creator = this.tasks.get(taskId) ?? (await this.options.board?.read(taskId));
+    return creator !== undefined && creator.principal === principal;
+  }
+
   /** The Session told of a status change of a task: the replicas sharing the store are told, if it is held here. */
   announce(taskId: string): void {
     const board = this.options.board;

@@ -3,22 +3,30 @@
  * Notifications"): each listen request is a stream that stays open until the client closes it, and gets
  * the acknowledgment first, then only the notifications its filter asked for and the upstream can send,
  * each tagged with the subscription's id. Resource subscriptions are made upstream in 2025 terms
- * (`resources/subscribe`), once per URI however many listeners want it.
+ * (`resources/subscribe`), once per URI however many listeners want it. A filter is bounded, and a stream
+ * holds only what was agreed: the acknowledgment names the task ids taskgate will send (tasks.md "Task
+ * Status Notifications"), those of tasks the caller created, not every id it was sent.
  */
 import type { Logger } from 'pino';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { isObject, type JsonObject, type Request, type RequestId } from '../protocol/messages.js';
+import { toJsonRpcError } from '../tasks/wire-errors.js';
 import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
 
 export const SUBSCRIPTION_ID_META = 'io.modelcontextprotocol/subscriptionId';
+
+/** Entries in each list of a filter at most (`taskIds`, `resourceSubscriptions`): more, open another listen. */
+export const MAX_FILTER_ENTRIES = 256;
+/** UTF-8 bytes of a filter's strings at most. */
+export const MAX_FILTER_BYTES = 64 * 1024;
 
 /** The filter of a listen request (subscriptions.mdx "Notification Filter"; tasks.md `taskIds`). */
 interface Filter {
   toolsListChanged: boolean;
   promptsListChanged: boolean;
   resourcesListChanged: boolean;
-  resourceSubscriptions: readonly string[];
-  taskIds: readonly string[];
+  resourceSubscriptions: ReadonlySet<string>;
+  taskIds: ReadonlySet<string>;
 }
 
 const LIST_CHANGED: Readonly<Record<string, keyof Filter>> = {
@@ -29,7 +37,8 @@ const LIST_CHANGED: Readonly<Record<string, keyof Filter>> = {
 
 interface Listener {
   id: RequestId;
-  exchange: ModernExchange;
+  principal: string | undefined;
+  notify: ModernExchange['notify'];
   filter: Filter;
   end(answer: ModernAnswer): void;
 }
@@ -39,6 +48,8 @@ export interface SubscriptionsOptions {
   upstream(method: 'resources/subscribe' | 'resources/unsubscribe', uri: string): void;
   /** The `notifications/tasks` params for a 2025 status notification, if `principal` may see the task. */
   taskStatus(params: JsonObject, principal: string | undefined): Promise<JsonObject | undefined>;
+  /** Whether `principal` created the task: only such ids are agreed to. */
+  createdBy(taskId: string, principal: string | undefined): Promise<boolean>;
   refuse(request: Request, error: JsonRpcErrorObject): ModernAnswer;
   /** Open listen requests at most; beyond it a new one is refused. */
   maxListeners: number;
@@ -53,50 +64,69 @@ export class Subscriptions {
   constructor(private readonly options: SubscriptionsOptions) {}
 
   /** Opens the stream; resolves when it ends (undefined once the client closed it). */
-  listen(exchange: ModernExchange, upstreamCapabilities: JsonObject): ModernAnswer | Promise<ModernAnswer> {
+  async listen(exchange: ModernExchange, upstreamCapabilities: JsonObject): Promise<ModernAnswer> {
     const { request } = exchange;
     const asked = readFilter(request.params?.notifications);
-    if (typeof asked === 'string') {
-      return this.options.refuse(request, {
-        code: ErrorCode.InvalidParams,
-        message: `Invalid params: ${asked}`,
-      });
+    if ('code' in asked) return this.options.refuse(request, asked);
+    const full = this.full(request);
+    if (full !== undefined) return full;
+    const taskIds = new Set<string>();
+    try {
+      const asks = [...asked.taskIds];
+      const created = await Promise.all(
+        asks.map((taskId) => this.options.createdBy(taskId, exchange.principal)),
+      );
+      for (const [at, taskId] of asks.entries()) if (created[at] === true) taskIds.add(taskId);
+    } catch (error) {
+      return this.options.refuse(request, toJsonRpcError(error));
     }
-    if (this.listeners.size >= this.options.maxListeners) {
-      return this.options.refuse(request, {
-        code: ErrorCode.LimitExceeded,
-        message: `Too many open subscriptions (${this.options.maxListeners}): close one first`,
-      });
-    }
-    const filter = honoured(asked, upstreamCapabilities);
+    if (exchange.signal.aborted) return undefined;
+    return this.full(request) ?? this.open(exchange, honoured(asked, upstreamCapabilities, taskIds));
+  }
+
+  /** A refusal when no other stream may be open. */
+  private full(request: Request): ModernAnswer {
+    if (this.listeners.size < this.options.maxListeners) return undefined;
+    return this.options.refuse(request, {
+      code: ErrorCode.LimitExceeded,
+      message: `Too many open subscriptions (${this.options.maxListeners}): close one first`,
+    });
+  }
+
+  /** The stream keeps the parts of its exchange it needs, not the request (whose params may be large). */
+  private open(
+    { request: { id }, principal, notify, signal }: ModernExchange,
+    filter: Filter,
+  ): Promise<ModernAnswer> {
     return new Promise<ModernAnswer>((resolve) => {
       const listener: Listener = {
-        id: request.id,
-        exchange,
+        id,
+        principal,
+        notify,
         filter,
         end: (answer) => {
           if (!this.listeners.delete(listener)) return;
-          exchange.signal.removeEventListener('abort', closed);
+          signal.removeEventListener('abort', closed);
           for (const uri of filter.resourceSubscriptions) this.release(uri);
           resolve(answer);
         },
       };
       const closed = () => listener.end(undefined);
-      exchange.signal.addEventListener('abort', closed, { once: true });
+      signal.addEventListener('abort', closed, { once: true });
       this.listeners.add(listener);
       for (const uri of filter.resourceSubscriptions) this.hold(uri);
-      exchange.notify({
+      notify({
         jsonrpc: '2.0',
         method: 'notifications/subscriptions/acknowledged',
-        params: { _meta: { [SUBSCRIPTION_ID_META]: request.id }, notifications: ackOf(filter) },
+        params: { _meta: { [SUBSCRIPTION_ID_META]: id }, notifications: ackOf(filter) },
       });
-      if (exchange.signal.aborted) closed();
+      if (signal.aborted) closed();
     });
   }
 
   /** Whether a listener's filter names the task. */
   watches(taskId: string): boolean {
-    for (const listener of this.listeners) if (listener.filter.taskIds.includes(taskId)) return true;
+    for (const listener of this.listeners) if (listener.filter.taskIds.has(taskId)) return true;
     return false;
   }
 
@@ -113,15 +143,15 @@ export class Subscriptions {
     if (method === 'notifications/resources/updated' && typeof params?.uri === 'string') {
       const { uri } = params;
       for (const listener of this.listeners) {
-        if (listener.filter.resourceSubscriptions.includes(uri)) send(listener, method, { uri });
+        if (listener.filter.resourceSubscriptions.has(uri)) send(listener, method, { uri });
       }
       return;
     }
     if (method === 'notifications/tasks/status' && typeof params?.taskId === 'string') {
       const { taskId } = params;
       for (const listener of this.listeners) {
-        if (!listener.filter.taskIds.includes(taskId)) continue;
-        this.options.taskStatus(params, listener.exchange.principal).then(
+        if (!listener.filter.taskIds.has(taskId)) continue;
+        this.options.taskStatus(params, listener.principal).then(
           (task) => {
             if (task !== undefined && this.listeners.has(listener))
               send(listener, 'notifications/tasks', task);
@@ -162,27 +192,35 @@ export class Subscriptions {
 
 function send(listener: Listener, method: string, params: JsonObject): void {
   const meta = isObject(params._meta) ? params._meta : {};
-  listener.exchange.notify({
+  listener.notify({
     jsonrpc: '2.0',
     method,
     params: { ...params, _meta: { ...meta, [SUBSCRIPTION_ID_META]: listener.id } },
   });
 }
 
-/** The filter as asked, or what is wrong with it. */
-function readFilter(value: unknown): Filter | string {
+/** The filter as asked, or why it is refused: malformed (-32602), or beyond the bounds above. */
+function readFilter(value: unknown): Filter | JsonRpcErrorObject {
+  const invalid = (problem: string) => ({
+    code: ErrorCode.InvalidParams,
+    message: `Invalid params: ${problem}`,
+  });
   if (value === undefined) value = {};
-  if (!isObject(value)) return 'notifications must be an object (the notification filter)';
+  if (!isObject(value)) return invalid('notifications must be an object (the notification filter)');
   const flag = (key: string): boolean | string =>
     value[key] === undefined || typeof value[key] === 'boolean'
       ? value[key] === true
       : `notifications.${key} must be a boolean`;
-  const list = (key: string): readonly string[] | string => {
+  let bytes = 0;
+  let tooMany: string | undefined;
+  const list = (key: string): ReadonlySet<string> | string => {
     const entries = value[key];
-    if (entries === undefined) return [];
-    return Array.isArray(entries) && entries.every((entry) => typeof entry === 'string')
-      ? [...new Set(entries as string[])]
-      : `notifications.${key} must be an array of strings`;
+    if (entries === undefined) return new Set();
+    if (!Array.isArray(entries) || !entries.every((entry) => typeof entry === 'string'))
+      return `notifications.${key} must be an array of strings`;
+    if (entries.length > MAX_FILTER_ENTRIES) tooMany ??= `notifications.${key} has ${entries.length} entries`;
+    for (const entry of entries as string[]) bytes += Buffer.byteLength(entry);
+    return new Set(entries as string[]);
   };
   const filter = {
     toolsListChanged: flag('toolsListChanged'),
@@ -192,11 +230,17 @@ function readFilter(value: unknown): Filter | string {
     taskIds: list('taskIds'),
   };
   const problem = Object.values(filter).find((field) => typeof field === 'string');
-  return typeof problem === 'string' ? problem : (filter as Filter);
+  if (typeof problem === 'string') return invalid(problem);
+  if (bytes > MAX_FILTER_BYTES) tooMany ??= `the notification filter's strings are ${bytes} bytes`;
+  if (tooMany === undefined) return filter as Filter;
+  return {
+    code: ErrorCode.LimitExceeded,
+    message: `Too large a subscription: ${tooMany}; taskgate takes at most ${MAX_FILTER_ENTRIES} task ids and ${MAX_FILTER_ENTRIES} resource URIs, ${MAX_FILTER_BYTES} bytes in all, per subscriptions/listen: open another`,
+  };
 }
 
 /** What the upstream can send of what was asked (subscriptions.mdx "Acknowledgment": the rest is omitted). */
-function honoured(asked: Filter, capabilities: JsonObject): Filter {
+function honoured(asked: Filter, capabilities: JsonObject, taskIds: ReadonlySet<string>): Filter {
   const declares = (capability: string, feature: string): boolean => {
     const declared = capabilities[capability];
     return isObject(declared) && declared[feature] === true;
@@ -205,9 +249,9 @@ function honoured(asked: Filter, capabilities: JsonObject): Filter {
     toolsListChanged: asked.toolsListChanged && declares('tools', 'listChanged'),
     promptsListChanged: asked.promptsListChanged && declares('prompts', 'listChanged'),
     resourcesListChanged: asked.resourcesListChanged && declares('resources', 'listChanged'),
-    resourceSubscriptions: declares('resources', 'subscribe') ? asked.resourceSubscriptions : [],
+    resourceSubscriptions: declares('resources', 'subscribe') ? asked.resourceSubscriptions : new Set(),
     // taskgate serves the tasks extension itself, whatever the upstream has.
-    taskIds: asked.taskIds,
+    taskIds,
   };
 }
 
@@ -216,7 +260,7 @@ function ackOf(filter: Filter): JsonObject {
   if (filter.toolsListChanged) ack.toolsListChanged = true;
   if (filter.promptsListChanged) ack.promptsListChanged = true;
   if (filter.resourcesListChanged) ack.resourcesListChanged = true;
-  if (filter.resourceSubscriptions.length > 0) ack.resourceSubscriptions = [...filter.resourceSubscriptions];
-  if (filter.taskIds.length > 0) ack.taskIds = [...filter.taskIds];
+  if (filter.resourceSubscriptions.size > 0) ack.resourceSubscriptions = [...filter.resourceSubscriptions];
+  if (filter.taskIds.size > 0) ack.taskIds = [...filter.taskIds];
   return ack;
 }

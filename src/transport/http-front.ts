@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { digitsOf, serialize } from '../protocol/exact-ids.js';
+import { answerModern, sseEvent } from './modern-answer.js';
 import { isObject, salvageId, type Message, type RequestId } from '../protocol/messages.js';
 import { readMessage } from '../protocol/read-message.js';
 import { ClientGiveUp, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
@@ -323,33 +324,27 @@ export class HttpFront {
       );
     }
     const cancelled = new ClientGiveUp();
-    let answered = false;
-    let streaming = false;
+    const stream = { answered: false, streaming: false };
     res.on('close', () => {
-      if (!answered) cancelled.giveUp();
+      if (!stream.answered) cancelled.giveUp();
     });
-    const answer = await serve({
+    const served = serve({
       request,
       ...(caller === undefined ? {} : { principal: caller.identity }),
       caller: caller?.identity ?? `address:${req.socket.remoteAddress ?? 'unknown'}`,
       ...(request.method === 'tools/call' ? { paramHeaders: paramHeadersOf(req.headers) } : {}),
       signal: cancelled,
       notify: (related) => {
-        if (answered || res.destroyed) return;
-        if (!streaming) {
-          streaming = true;
+        if (stream.answered || res.destroyed) return;
+        if (!stream.streaming) {
+          stream.streaming = true;
           res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
         }
         res.write(sseEvent(related));
       },
     });
-    answered = true;
-    if (res.destroyed) return;
-    if (answer === undefined) return void res.end();
-    if (streaming) return void res.end(sseEvent(answer.response));
-    res
-      .writeHead(modernStatus(answer), { 'content-type': 'application/json' })
-      .end(serialize(answer.response));
+    // Awaited elsewhere, so that a long stream (subscriptions/listen) holds its response, not its request.
+    return answerModern(res, served, stream);
   }
 
   private async initialize(
@@ -542,26 +537,6 @@ function isModernTraffic(message: Message, version: string | string[] | undefine
     (typeof version === 'string' && MODERN_VERSIONS.includes(version))
   );
 }
-
-/**
- * A refusal is 400, and a method taskgate does not serve 404 (streamable-http.mdx "Protocol Version
- * Header"); the upstream's own answers, errors included, are 200 like any JSON-RPC response.
- */
-function modernStatus(answer: NonNullable<ModernAnswer>): number {
-  const { error } = answer.response as { error?: { code?: unknown } };
-  if (error?.code === ErrorCode.MethodNotFound) return 404;
-  // Whoever found it (taskgate, or a 2026-07-28 server behind it), these errors are HTTP 400.
-  return answer.refused === true || BAD_REQUEST_CODES.has(error?.code) ? 400 : 200;
-}
-
-/** The 2026-07-28 errors that streamable-http.mdx answers with 400 Bad Request. */
-const BAD_REQUEST_CODES: ReadonlySet<unknown> = new Set([
-  ErrorCode.HeaderMismatch,
-  ErrorCode.MissingRequiredClientCapability,
-  ErrorCode.UnsupportedProtocolVersion,
-]);
-
-const sseEvent = (message: object): string => `event: message\ndata: ${serialize(message)}\n\n`;
 
 function unsupportedVersion(version: string): JsonRpcErrorObject {
   return {

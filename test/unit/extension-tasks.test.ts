@@ -8,6 +8,8 @@ import { CreateTaskResultV2Schema, GetTaskResultV2Schema } from '@modelcontextpr
 import { ElicitResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ConfigInput } from '../../src/config/schema.js';
+import type { JsonObject } from '../../src/protocol/messages.js';
+import { collectGarbage } from '../helpers/gc.js';
 import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
 import { textResult, type FakeTool } from '../helpers/in-process.js';
 
@@ -462,6 +464,69 @@ describe('subscriptions/listen for task status', () => {
     await listening;
   });
 
+  it('acknowledges only the task ids the caller created, not the ids it sent (tasks.md "Task Status Notifications")', async () => {
+    const gate = await open();
+    const created = await answerOf(
+      gate.ask('tools/call', { name: 'gate', arguments: {}, _meta: WITH_TASKS }, { principal: 'alice' }),
+    );
+    const taskId = String(created.result!.taskId);
+    const asked = [taskId, 'no-such-task', taskId];
+    expect(await acknowledged(gate, { taskIds: asked, toolsListChanged: true }, 'alice')).toEqual({
+      taskIds: [taskId],
+    });
+    expect(await acknowledged(gate, { taskIds: asked }, 'mallory')).toEqual({});
+    expect(await acknowledged(gate, { taskIds: ['no-such-task'] })).toEqual({});
+    for (let turn = 0; release.length === 0 && turn < 500; turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    release.shift()!();
+  });
+
+  it.each([
+    [
+      'more task ids than it takes',
+      { taskIds: Array.from({ length: 257 }, (_, i) => `t-${i}`) },
+      '257 entries',
+    ],
+    [
+      'more resource URIs than it takes',
+      { resourceSubscriptions: Array.from({ length: 257 }, (_, i) => `file:///${i}`) },
+      '257 entries',
+    ],
+    ['more bytes than it takes', { taskIds: ['a'.repeat(40_000), 'b'.repeat(40_000)] }, '80000 bytes'],
+  ])('refuses a filter with %s (-31001, saying the bounds)', async (_, notifications, words) => {
+    const gate = await open();
+    const refused = await tasksRequest(gate, 'subscriptions/listen', { notifications });
+    expect(refused.error).toMatchObject({ code: -31001 });
+    expect(refused.error!.message).toContain(words);
+    expect(refused.error!.message).toContain('at most 256 task ids and 256 resource URIs, 65536 bytes');
+  });
+
+  it('takes a filter at its bounds', async () => {
+    const gate = await open();
+    const taskIds = Array.from({ length: 256 }, (_, i) => `${i}`.padStart(255, '0'));
+    expect(await acknowledged(gate, { taskIds })).toEqual({});
+  });
+
+  it('an open stream keeps nothing of its request but the id (its params may be as large as a message)', async () => {
+    const gate = await open();
+    const heard: object[] = [];
+    const controller = new AbortController();
+    // Made in a scope of its own, so that the test holds the request only weakly.
+    const { kept, listening } = ((params: JsonObject) => ({
+      kept: new WeakRef(params),
+      listening: gate.ask('subscriptions/listen', params, { notified: heard, signal: controller.signal }),
+    }))({ notifications: {}, padding: 'x'.repeat(1_000_000), _meta: WITH_TASKS });
+    for (let turn = 0; heard.length === 0 && turn < 500; turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(heard).toHaveLength(1);
+    await collectGarbage();
+    expect(kept.deref()).toBeUndefined();
+    controller.abort();
+    expect(await listening).toBeUndefined();
+  });
+
   it('refuses a malformed filter (-32602) and task ids without the extension (-32021)', async () => {
     const gate = await open();
     const bad = await tasksRequest(gate, 'subscriptions/listen', { notifications: { taskIds: 'x' } });
@@ -488,6 +553,28 @@ describe('subscriptions/listen for task status', () => {
     });
   });
 });
+
+/** The `notifications` of a listen's acknowledgment; the stream is closed once it came. */
+async function acknowledged(
+  gate: InProcessBridge,
+  notifications: object,
+  principal?: string,
+): Promise<unknown> {
+  const heard: { method: string; params: Record<string, unknown> }[] = [];
+  const controller = new AbortController();
+  const listening = gate.ask(
+    'subscriptions/listen',
+    { notifications, _meta: WITH_TASKS },
+    { notified: heard, signal: controller.signal, ...(principal === undefined ? {} : { principal }) },
+  );
+  for (let turn = 0; heard.length === 0 && turn < 500; turn++) {
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  controller.abort();
+  expect(await listening).toBeUndefined();
+  expect(heard[0]?.method).toBe('notifications/subscriptions/acknowledged');
+  return heard[0]!.params.notifications;
+}
 
 async function pollUntilSettledAs(gate: InProcessBridge, taskId: string, principal: string): Promise<void> {
   for (let attempt = 0; attempt < 200; attempt++) {

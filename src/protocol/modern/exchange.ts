@@ -12,8 +12,11 @@ export interface ModernExchange {
   readonly caller?: string;
   /** Its `Mcp-Param-*` headers by lower-case name (Streamable HTTP); none over stdio, where none are checked. */
   readonly paramHeaders?: ReadonlyMap<string, string | readonly string[]>;
-  /** A message that belongs with the request before its answer (progress, log messages): on its stream. */
-  notify(message: object): void;
+  /**
+   * A message that belongs with the request before its answer (progress, log messages): on its stream. A
+   * function of its own, kept by a long stream without the rest of the exchange.
+   */
+  readonly notify: (message: object) => void;
   /** Aborted when the client gives the request up (its HTTP stream closed, or notifications/cancelled). */
   readonly signal: GiveUpSignal;
 }

@@ -1,0 +1,41 @@
+/**
+ * How the HTTP front answers a 2026-07-28 request: JSON with its status, or the end of its SSE stream once
+ * something about the request went before the answer.
+ */
+import type { ServerResponse } from 'node:http';
+import { ErrorCode } from '../protocol/errors.js';
+import { serialize } from '../protocol/exact-ids.js';
+import type { ModernAnswer } from '../protocol/modern/exchange.js';
+
+export async function answerModern(
+  res: ServerResponse,
+  served: Promise<ModernAnswer>,
+  stream: { answered: boolean; streaming: boolean },
+): Promise<void> {
+  const answer = await served;
+  stream.answered = true;
+  if (res.destroyed) return;
+  if (answer === undefined) return void res.end();
+  if (stream.streaming) return void res.end(sseEvent(answer.response));
+  res.writeHead(modernStatus(answer), { 'content-type': 'application/json' }).end(serialize(answer.response));
+}
+
+/**
+ * A refusal is 400, and a method taskgate does not serve 404 (streamable-http.mdx "Protocol Version
+ * Header"); the upstream's own answers, errors included, are 200 like any JSON-RPC response.
+ */
+function modernStatus(answer: NonNullable<ModernAnswer>): number {
+  const { error } = answer.response as { error?: { code?: unknown } };
+  if (error?.code === ErrorCode.MethodNotFound) return 404;
+  // Whoever found it (taskgate, or a 2026-07-28 server behind it), these errors are HTTP 400.
+  return answer.refused === true || BAD_REQUEST_CODES.has(error?.code) ? 400 : 200;
+}
+
+/** The 2026-07-28 errors that streamable-http.mdx answers with 400 Bad Request. */
+const BAD_REQUEST_CODES: ReadonlySet<unknown> = new Set([
+  ErrorCode.HeaderMismatch,
+  ErrorCode.MissingRequiredClientCapability,
+  ErrorCode.UnsupportedProtocolVersion,
+]);
+
+export const sseEvent = (message: object): string => `event: message\ndata: ${serialize(message)}\n\n`;
