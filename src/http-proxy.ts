@@ -153,8 +153,9 @@ export async function startHttpGateway(
     url,
     drain: () => core.drain(),
     close: async () => {
-      await front.close();
+      // The bridge first: its open streams end with their closing result, which the front then delivers.
       await modern.close();
+      await front.close();
       // The sessions ended by front.close() stop their servers; every one is stopped here all the same.
       await Promise.all([...sessionServers].map((upstream) => upstream.stop()));
       await upstreams.close();

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { digitsOf, serialize } from '../protocol/exact-ids.js';
-import { answerModern, sseEvent } from './modern-answer.js';
+import { answerModern, settledWithin, sseEvent } from './modern-answer.js';
 import { isObject, salvageId, type Message, type RequestId } from '../protocol/messages.js';
 import { readMessage } from '../protocol/read-message.js';
 import { ClientGiveUp, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
@@ -35,6 +35,9 @@ const LISTEN_BACKLOG = 4096;
 
 /** How long a DELETE waits for the session's upstream to stop, so that its 200 means the slot is free. */
 const DELETE_WAITS_MS = 1_000;
+
+/** How long closing waits for 2026-07-28 answers to reach their clients (a client may not be reading). */
+const MODERN_FLUSH_MS = 1_000;
 
 /** Why taskgate ends a session, as its client is told (and the log says). */
 const ENDED_BECAUSE: Record<SessionEnd, string> = {
@@ -103,6 +106,8 @@ export class HttpFront {
   private readonly kept: KeptBytes;
   private opening = 0;
   private closing: Promise<void> | undefined;
+  /** 2026-07-28 requests being answered (open streams among them). */
+  private readonly modernAnswers = new Set<Promise<void>>();
 
   constructor(
     private readonly options: HttpFrontOptions,
@@ -158,6 +163,8 @@ export class HttpFront {
         this.hooks.sessionEnded?.('shutdown');
         session.end(ENDED_BECAUSE.shutdown);
       }
+      // A 2026-07-28 stream ended on closing (subscriptions/listen's closing result) reaches its client.
+      await settledWithin([...this.modernAnswers], MODERN_FLUSH_MS);
       this.server.closeAllConnections();
       await new Promise((resolve) => this.server.close(resolve));
     })();
@@ -344,7 +351,11 @@ export class HttpFront {
       },
     });
     // Awaited elsewhere, so that a long stream (subscriptions/listen) holds its response, not its request.
-    return answerModern(res, served, stream);
+    const answering = answerModern(res, served, stream);
+    const done = () => void this.modernAnswers.delete(answering);
+    this.modernAnswers.add(answering);
+    answering.then(done, done);
+    return answering;
   }
 
   private async initialize(

@@ -3,6 +3,7 @@
  * something about the request went before the answer.
  */
 import type { ServerResponse } from 'node:http';
+import { finished } from 'node:stream/promises';
 import { ErrorCode } from '../protocol/errors.js';
 import { serialize } from '../protocol/exact-ids.js';
 import type { ModernAnswer } from '../protocol/modern/exchange.js';
@@ -15,9 +16,14 @@ export async function answerModern(
   const answer = await served;
   stream.answered = true;
   if (res.destroyed) return;
-  if (answer === undefined) return void res.end();
-  if (stream.streaming) return void res.end(sseEvent(answer.response));
-  res.writeHead(modernStatus(answer), { 'content-type': 'application/json' }).end(serialize(answer.response));
+  if (answer === undefined) res.end();
+  else if (stream.streaming) res.end(sseEvent(answer.response));
+  else
+    res
+      .writeHead(modernStatus(answer), { 'content-type': 'application/json' })
+      .end(serialize(answer.response));
+  // Resolved once the answer is handed to the socket, so that closing may wait for it.
+  await finished(res).catch(() => undefined);
 }
 
 /**
@@ -39,3 +45,15 @@ const BAD_REQUEST_CODES: ReadonlySet<unknown> = new Set([
 ]);
 
 export const sseEvent = (message: object): string => `event: message\ndata: ${serialize(message)}\n\n`;
+
+/** Resolves once every answer is given, or after `ms`, whichever is first. */
+export function settledWithin(answers: readonly Promise<void>[], ms: number): Promise<void> {
+  if (answers.length === 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    void Promise.allSettled(answers).then(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}

@@ -13,10 +13,13 @@ import type { ElicitRequest } from '@modelcontextprotocol/client';
 import { jsonLines } from '../helpers/inbox.js';
 import { modernCallCases } from '../helpers/modern-calls.js';
 import { connectModern, MODERN_VERSION, type ModernConnection } from '../helpers/modern-client.js';
+import { listen } from '../helpers/modern-raw.js';
 import { post } from '../helpers/raw-http.js';
 import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
 import { FIXTURES, Gateway, TASKGATE } from '../helpers/taskgate.js';
 import { textOf } from '../helpers/tool-results.js';
+
+const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 
 interface Route {
   name: string;
@@ -331,5 +334,31 @@ describe('a stdio connection is 2025 or 2026-07-28 by its first message', () => 
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     child.stdin.end();
     expect(await exited).toBe(0);
+  });
+});
+
+describe('a 2026-07-28 subscriptions/listen stream when taskgate is stopped', () => {
+  it('ends with its closing result (subscriptions.mdx "Graceful Closure"), not a cut socket', async () => {
+    const gateway = await Gateway.start([process.execPath, FIXTURES.legacy]);
+    try {
+      const stream = await listen(gateway.url, { toolsListChanged: true });
+      const ack = await stream.until(
+        (message) => message.method === 'notifications/subscriptions/acknowledged',
+      );
+      const subscriptionId = (ack.params!._meta as Record<string, unknown>)[SUBSCRIPTION_ID];
+      gateway.child.kill('SIGTERM');
+      const closing = (await stream.until((message) => 'result' in message, 15_000)) as {
+        id?: unknown;
+        result?: unknown;
+      };
+      expect(closing).toEqual({
+        jsonrpc: '2.0',
+        id: subscriptionId,
+        result: { resultType: 'complete', _meta: { [SUBSCRIPTION_ID]: subscriptionId } },
+      });
+      expect(await gateway.exited).toEqual([0, null]);
+    } finally {
+      await gateway.stop();
+    }
   });
 });
