@@ -357,10 +357,11 @@ export class ModernBridge {
       ...(exchange.principal === undefined ? {} : { principal: exchange.principal }),
       ...(exchange.caller === undefined ? {} : { caller: exchange.caller }),
     };
-    const response = await this.options
+    // Refused there is refused here: the same HTTP status as a retry refused by this replica.
+    const answer = await this.options
       .taskInputs!.relay(holder, relayed, RELAYED_RETRY_WITHIN_MS)
       .catch(() => undefined);
-    if (response !== undefined) return { response };
+    if (answer !== undefined) return answer;
     return this.refuse(request, {
       code: ErrorCode.InvalidParams,
       message:
@@ -369,7 +370,7 @@ export class ModernBridge {
   }
 
   /** A retry another replica carried here because its call waits here. */
-  private async serveRelayedRetry(relayed: RelayedRequest): Promise<object | undefined> {
+  private async serveRelayedRetry(relayed: RelayedRequest): Promise<ModernAnswer> {
     const state = relayed.request.params?.requestState;
     if (typeof state !== 'string' || replicaNamedBy(state) !== this.options.replica) return undefined;
     const answer = await this.handle({
@@ -379,7 +380,7 @@ export class ModernBridge {
       signal: AbortSignal.timeout(RELAYED_RETRY_WITHIN_MS),
       notify: () => undefined,
     });
-    return answer?.response;
+    return answer;
   }
 
   /** Whom the Session counts a request the bridge sent against: a client's call its caller, its own requests nobody. */

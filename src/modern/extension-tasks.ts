@@ -516,12 +516,11 @@ export class ExtensionTasks {
       ...(exchange.principal === undefined ? {} : { principal: exchange.principal }),
       ...(exchange.caller === undefined ? {} : { caller: exchange.caller }),
     };
-    const response = await board.relay(runner, relayed, RELAY_WITHIN_MS).catch(() => undefined);
-    return response === undefined ? undefined : { response };
+    return board.relay(runner, relayed, RELAY_WITHIN_MS).catch(() => undefined);
   }
 
   /** A request another replica relayed here, if it is about a task held here. */
-  private async serveRelayed(relayed: RelayedRequest): Promise<object | undefined> {
+  private async serveRelayed(relayed: RelayedRequest): Promise<ModernAnswer> {
     const taskId = relayed.request.params?.taskId;
     if (typeof taskId !== 'string' || !this.tasks.has(taskId)) return undefined;
     const exchange: ModernExchange = {
@@ -538,7 +537,7 @@ export class ExtensionTasks {
         : method === 'tasks/cancel'
           ? await this.cancel(exchange)
           : undefined;
-    return answer?.response;
+    return answer;
   }
 
   /** Tells the replicas sharing the store what the task waits for (none: it is held by no other store). */

@@ -8,7 +8,7 @@
  */
 import { isObject } from '../protocol/messages.js';
 import { relayChannelOf, type RedisLink } from './redis-link.js';
-import type { PostedTask, RelayedRequest, RelayHandler, TaskInputBoard } from './store.js';
+import type { PostedTask, RelayedAnswer, RelayedRequest, RelayHandler, TaskInputBoard } from './store.js';
 
 type AnswerListener = (taskId: string, inputResponses: Record<string, unknown>) => void;
 
@@ -19,7 +19,7 @@ const MAX_RELAYS_IN_FLIGHT = 10_000;
 export const RELAY_TAKEN_WITHIN_MS = 3_000;
 
 interface PendingRelay {
-  resolve(response: object | undefined): void;
+  resolve(answer: RelayedAnswer | undefined): void;
   timer: NodeJS.Timeout;
   /** The whole wait, once the runner said it took the request. */
   timeoutMs: number;
@@ -69,10 +69,14 @@ export class RedisInputBoard implements TaskInputBoard {
     return () => this.announced.delete(listener);
   }
 
-  async relay(runner: string, relayed: RelayedRequest, timeoutMs: number): Promise<object | undefined> {
+  async relay(
+    runner: string,
+    relayed: RelayedRequest,
+    timeoutMs: number,
+  ): Promise<RelayedAnswer | undefined> {
     if (this.relays.size >= MAX_RELAYS_IN_FLIGHT) return undefined;
     const id = this.nextRelay++;
-    const answered = new Promise<object | undefined>((resolve) => {
+    const answered = new Promise<RelayedAnswer | undefined>((resolve) => {
       const timer = setTimeout(() => this.settle(id, undefined), Math.min(RELAY_TAKEN_WITHIN_MS, timeoutMs));
       this.relays.set(id, { resolve, timer, timeoutMs });
     });
@@ -95,7 +99,12 @@ export class RedisInputBoard implements TaskInputBoard {
   relayed(message: string): void {
     const got = parse(message);
     if (!isObject(got) || typeof got.id !== 'number') return;
-    if (got.kind === 'reply') return this.settle(got.id, isObject(got.response) ? got.response : undefined);
+    if (got.kind === 'reply') {
+      const answer = isObject(got.response)
+        ? { response: got.response, refused: got.refused === true }
+        : undefined;
+      return this.settle(got.id, answer);
+    }
     if (got.kind === 'taken') return this.taken(got.id);
     const request = got.request;
     if (got.kind !== 'request' || typeof got.from !== 'string' || !isObject(request)) return;
@@ -108,8 +117,8 @@ export class RedisInputBoard implements TaskInputBoard {
       ...(typeof got.caller === 'string' ? { caller: got.caller } : {}),
     };
     void this.serve(relayed)
-      .then((response) => {
-        const reply = JSON.stringify({ kind: 'reply', id: got.id, ...(response && { response }) });
+      .then((answer) => {
+        const reply = JSON.stringify({ kind: 'reply', id: got.id, ...answer });
         return this.link.redis(() => this.link.cmd.publish(to, reply));
       })
       .catch(() => undefined);
@@ -120,11 +129,11 @@ export class RedisInputBoard implements TaskInputBoard {
     for (const id of [...this.relays.keys()]) this.settle(id, undefined);
   }
 
-  private async serve(relayed: RelayedRequest): Promise<object | undefined> {
+  private async serve(relayed: RelayedRequest): Promise<RelayedAnswer | undefined> {
     for (const handler of this.handlers) {
       try {
-        const response = await handler(relayed);
-        if (response !== undefined) return response;
+        const answer = await handler(relayed);
+        if (answer !== undefined) return answer;
       } catch (error) {
         process.emitWarning(error as Error);
       }
@@ -140,12 +149,12 @@ export class RedisInputBoard implements TaskInputBoard {
     pending.timer = setTimeout(() => this.settle(id, undefined), pending.timeoutMs);
   }
 
-  private settle(id: number, response: object | undefined): void {
+  private settle(id: number, answer: RelayedAnswer | undefined): void {
     const pending = this.relays.get(id);
     if (pending === undefined) return;
     this.relays.delete(id);
     clearTimeout(pending.timer);
-    pending.resolve(response);
+    pending.resolve(answer);
   }
 
   /** A message on the inputs channel (a replica sharing the prefix published it): answers, or a change. */

@@ -42,8 +42,15 @@ export interface RelayedRequest {
   caller?: string;
 }
 
-/** Serves a relayed request if it is about a task held here: its JSON-RPC response; undefined if not. */
-export type RelayHandler = (relayed: RelayedRequest) => Promise<object | undefined> | undefined;
+/** The answer to a relayed request: its JSON-RPC response, and whether the replica serving it refused it. */
+export interface RelayedAnswer {
+  response: object;
+  /** Refused by taskgate for what the request is (HTTP 400 on a modern front), wherever it was sent. */
+  refused?: boolean;
+}
+
+/** Serves a relayed request if it is about a task held here: its answer; undefined if not. */
+export type RelayHandler = (relayed: RelayedRequest) => Promise<RelayedAnswer | undefined> | undefined;
 
 /**
  * Pending input of tasks across the replicas sharing a store (ext-tasks tasks.md "Task Update Requests").
@@ -64,7 +71,7 @@ export interface TaskInputBoard {
   /** Tells every replica that the task's status changed (their listeners of it are told: notifications/tasks). */
   announce(taskId: string): Promise<void>;
   onAnnounced(listener: (taskId: string) => void): () => void;
-  relay(runner: string, relayed: RelayedRequest, timeoutMs: number): Promise<object | undefined>;
+  relay(runner: string, relayed: RelayedRequest, timeoutMs: number): Promise<RelayedAnswer | undefined>;
   onRelayed(handler: RelayHandler): () => void;
 }
 

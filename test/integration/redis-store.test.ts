@@ -397,13 +397,19 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
       });
     });
 
-    it('a request relayed to the runner is answered by the handler holding its task; one nobody holds, or sent to a replica that is not there, gets none', async () => {
+    it('a request relayed to the runner is answered by the handler holding its task, refused or not; one nobody holds, or sent to a replica that is not there, gets none', async () => {
       const [a, b] = await replicas();
-      a.inputs.onRelayed(({ request, principal }) =>
-        request.params?.taskId === 'held-on-a'
-          ? Promise.resolve({ jsonrpc: '2.0', id: request.id, result: { servedBy: 'a', principal } })
-          : undefined,
-      );
+      a.inputs.onRelayed(({ request, principal }) => {
+        if (request.params?.taskId === 'refused-on-a') {
+          const error = { code: -32602, message: 'Invalid params' };
+          return Promise.resolve({ response: { jsonrpc: '2.0', id: request.id, error }, refused: true });
+        }
+        return request.params?.taskId === 'held-on-a'
+          ? Promise.resolve({
+              response: { jsonrpc: '2.0', id: request.id, result: { servedBy: 'a', principal } },
+            })
+          : undefined;
+      });
       const relayed = (taskId: string, runner = a.inputs.self, timeoutMs = WITHIN_MS) =>
         b.inputs.relay(
           runner,
@@ -411,9 +417,12 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
           timeoutMs,
         );
       expect(await relayed('held-on-a')).toEqual({
-        jsonrpc: '2.0',
-        id: 7,
-        result: { servedBy: 'a', principal: 'alice' },
+        response: { jsonrpc: '2.0', id: 7, result: { servedBy: 'a', principal: 'alice' } },
+        refused: false,
+      });
+      expect(await relayed('refused-on-a')).toEqual({
+        response: { jsonrpc: '2.0', id: 7, error: { code: -32602, message: 'Invalid params' } },
+        refused: true,
       });
       expect(await relayed('held-nowhere')).toBeUndefined();
       expect(await relayed('held-on-a', 'a-replica-that-is-gone', 200)).toBeUndefined();
@@ -424,16 +433,12 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
       a.inputs.onRelayed(async ({ request }) => {
         // Outlasts the time a runner has to say it took the request: the relay, told it did, waits on.
         await new Promise((resolve) => setTimeout(resolve, RELAY_TAKEN_WITHIN_MS + 500));
-        return { jsonrpc: '2.0', id: request.id, result: { late: true } };
+        return { response: { jsonrpc: '2.0', id: request.id, result: { late: true } } };
       });
       const request = { jsonrpc: '2.0' as const, id: 1, method: 'tools/call', params: {} };
       await expect(
         within(b.inputs.relay(a.inputs.self, { request }, 60_000), 'the relay to A'),
-      ).resolves.toEqual({
-        jsonrpc: '2.0',
-        id: 1,
-        result: { late: true },
-      });
+      ).resolves.toEqual({ response: { jsonrpc: '2.0', id: 1, result: { late: true } }, refused: false });
       await expect(
         within(b.inputs.relay('nobody', { request }, 600_000), 'the relay to nobody'),
       ).resolves.toBeUndefined();

@@ -25,7 +25,9 @@ import {
   type RedisServer,
   startRedisServer,
 } from '../helpers/redis.js';
+import { MODERN_VERSION } from '../helpers/modern-client.js';
 import { EXTENSION_META, listen, modernRequest } from '../helpers/modern-raw.js';
+import { post } from '../helpers/raw-http.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 import { thrownBy } from '../helpers/thrown.js';
 
@@ -355,9 +357,19 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
       resultType: 'complete',
       content: [{ type: 'text', text: JSON.stringify({ action: 'accept', content: { answer: 'via B' } }) }],
     });
-    // Single use, wherever it is sent again.
-    const again = await modernRequest(b.url, 'tools/call', retry, plain);
-    expect(again.error).toMatchObject({ code: -32602, message: expect.stringContaining('already used') });
+    // Single use, wherever it is sent again; refused on A or relayed from B, it is the same 400.
+    for (const url of [b.url, a.url]) {
+      const again = await post(
+        url,
+        { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { ...retry, _meta: plain } },
+        { 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': 'tools/call', 'mcp-name': 'elicit' },
+      );
+      expect(again.status).toBe(400);
+      expect(await again.json()).toMatchObject({
+        id: 9,
+        error: { code: -32602, message: expect.stringContaining('already used') },
+      });
+    }
   });
 
   it('issue 18: 2026-07-28 requests alternated between A and B, each to the other replica than the last, all served', async () => {
