@@ -2,6 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 /** Long runs under load: in CI with the rest, out of the way of a quick check. */
 const SOAK = ['test/integration/load.test.ts', 'test/integration/fuzz.test.ts'];
+/** The projects that start processes: dist/ built fresh first, and nothing they started left running after. */
+const PROCESSES = ['test/helpers/fresh-build.ts', 'test/helpers/no-leftovers.ts'];
 
 export default defineConfig({
   test: {
@@ -15,10 +17,10 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           exclude: SOAK,
-          globalSetup: ['test/helpers/fresh-build.ts'],
+          globalSetup: PROCESSES,
         },
       },
-      { extends: true, test: { name: 'soak', include: SOAK, globalSetup: ['test/helpers/fresh-build.ts'] } },
+      { extends: true, test: { name: 'soak', include: SOAK, globalSetup: PROCESSES } },
     ],
   },
 });

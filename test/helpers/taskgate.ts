@@ -201,9 +201,13 @@ async function logged(
   }
 }
 
+/** The pids in the "upstream server started/restarted" lines of a taskgate log, oldest first. */
+const upstreamPids = (stderr: string): number[] =>
+  [...stderr.matchAll(/"pid":(\d+),"command"/g)].map((m) => Number(m[1]));
+
 /** The pid in the most recent "upstream server started/restarted" line of a taskgate log. */
 export function latestUpstreamPid(stderr: string): number {
-  const pid = [...stderr.matchAll(/"pid":(\d+),"command"/g)].map((m) => Number(m[1])).at(-1);
+  const pid = upstreamPids(stderr).at(-1);
   if (pid === undefined) throw new Error(`no upstream pid in the log:\n${stderr}`);
   return pid;
 }
@@ -310,6 +314,24 @@ export class RawPeer {
   async stop(): Promise<void> {
     this.child.stdin.end();
     if (this.alive) await this.exited;
+  }
+
+  /**
+   * Ends taskgate at once, as a crash would, and every upstream server its log says it started: one that
+   * ignores the end of its input (silent-server.js) would otherwise outlive it. Needs a log level of info.
+   */
+  async kill(): Promise<void> {
+    for (const pid of upstreamPids(this.stderr)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    if (this.alive) {
+      this.child.kill('SIGKILL');
+      await this.exited;
+    }
   }
 
   private take(line: string): void {

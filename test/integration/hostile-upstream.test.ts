@@ -33,7 +33,7 @@ let server: HttpFixture | undefined;
 afterEach(async () => {
   await server?.stop();
   server = undefined;
-  for (const peer of peers) if (peer.alive) peer.child.kill('SIGKILL');
+  for (const peer of peers) await peer.kill();
   peers = [];
   await gateway?.stop();
   gateway = undefined;
@@ -54,6 +54,8 @@ async function behindSilent(timeoutMs: number): Promise<RawPeer> {
   );
   const peer = track(RawPeer.start(['--log-level', 'info', '--config', config]));
   await peer.initialize();
+  // Its pid, for afterEach to end it: this fixture outlives taskgate's end.
+  await peer.logged('upstream server started');
   return peer;
 }
 
