@@ -8,8 +8,6 @@
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import { MemoryTaskStore, type MemoryStoreOptions } from './tasks/memory-store.js';
-import { redact } from './tasks/redis-link.js';
-import { RedisTaskStore } from './tasks/redis-store.js';
 import type { TaskStore } from './tasks/store.js';
 
 /** How long start-up waits for Redis before it goes on without it. */
@@ -26,6 +24,11 @@ export async function openStore(
   if (url === undefined) return new MemoryTaskStore({ ...memory, ...limits });
   // The config's own check requires it with a URL; this only satisfies the type checker.
   if (cursorSecret === undefined) throw new Error('store.cursorSecret is required with store.url');
+  // Loaded only for a run that uses Redis (ioredis is a fair part of a start's time).
+  const [{ RedisTaskStore }, { redact }] = await Promise.all([
+    import('./tasks/redis-store.js'),
+    import('./tasks/redis-link.js'),
+  ]);
   const store = new RedisTaskStore({
     url,
     keyPrefix,

@@ -4,12 +4,8 @@
 import type { Logger } from 'pino';
 import { maskCommand, maskUrl } from './config/mask.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, type Config } from './config/schema.js';
-import { httpUpstreamEra } from './modern/http-era.js';
 import { ProbingUpstream } from './modern/probing-upstream.js';
-import { ModernUpstreamTranslator } from './modern/upstream-translator.js';
 import type { Channel } from './transport/channel.js';
-import { HttpUpstream } from './transport/http-upstream.js';
-import { ModernHttpUpstream } from './transport/modern-http-upstream.js';
 import { SupervisedStdioUpstream, type SupervisionHooks } from './transport/supervised-upstream.js';
 
 /**
@@ -43,6 +39,14 @@ export async function openUpstream(
   const upstream = config.upstream;
   if (!upstream) throw new Error('no upstream server configured');
   if (upstream.url !== undefined) {
+    // The HTTP client side (undici among it) is loaded only by a run with an HTTP upstream.
+    const [{ httpUpstreamEra }, { ModernHttpUpstream }, { ModernUpstreamTranslator }, { HttpUpstream }] =
+      await Promise.all([
+        import('./modern/http-era.js'),
+        import('./transport/modern-http-upstream.js'),
+        import('./modern/upstream-translator.js'),
+        import('./transport/http-upstream.js'),
+      ]);
     const headers =
       authorization === undefined ? upstream.headers : withAuthorization(upstream.headers, authorization);
     const description = maskUrl(upstream.url);
