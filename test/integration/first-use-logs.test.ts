@@ -103,6 +103,25 @@ describe('issue 14.7: a server that exits at once', () => {
       error: { message: expect.stringContaining('(stderr: line 4 | line 5 | line 6 | line 7 | line 8)') },
     });
   });
+
+  it("keeps a crash's error line when the stack trace behind it fills the last lines (issue 27)", async () => {
+    const missing = join(tmpdir(), 'taskgate-no-such-server.js');
+    const peer = track(RawPeer.start(['--', process.execPath, missing]));
+    peer.send(INITIALIZE);
+    const answer = await peer.response('init');
+    expect(answer).toMatchObject({
+      error: {
+        message: expect.stringContaining(`(stderr: Error: Cannot find module '${missing}' | … | `),
+      },
+    });
+    expect((await peer.exited)[0]).toBe(1);
+    expect(records(peer.stderr)).toContainEqual(
+      expect.objectContaining({
+        msg: 'upstream server exited with code 1',
+        stderr: expect.stringMatching(/^Error: Cannot find module .* \| … \| .*Node\.js v\d/),
+      }),
+    );
+  });
 });
 
 describe('issue 14.10: the log', () => {
