@@ -204,7 +204,13 @@ export class ModernUpstreamTranslator implements Channel {
     } else if (request.method === 'tools/call' && request.params?.task !== undefined) {
       // A v2 server must not answer with a task unless the request declares the extension: only these do.
       call.asTask = true;
-      call.settle = (answer) => tasks.created(request.id, request.params, answer);
+      // A 2026-07-28 caller that declared the extension itself takes the server's decision as it is: a
+      // plain answer stays plain (its bridge gives it resultType "complete"); a 2025 caller asked for a task.
+      const passThrough = declaresTasks(callerCapabilitiesOf(request.params));
+      call.settle = (answer) =>
+        passThrough && !('error' in answer) && answer.result.resultType !== 'task'
+          ? this.replySession(call, answer)
+          : tasks.created(request.id, request.params, answer);
     } else if (request.method === 'tools/call') {
       call.settle = (answer) => {
         if (!('error' in answer) || !needsTasks(answer.error)) return this.replySession(call, answer);
@@ -451,6 +457,16 @@ export class ModernUpstreamTranslator implements Channel {
 
 const extensionsOf = (capabilities: JsonObject): JsonObject =>
   isObject(capabilities.extensions) ? capabilities.extensions : {};
+
+const declaresTasks = (capabilities: JsonObject | undefined): boolean =>
+  capabilities !== undefined && isObject(extensionsOf(capabilities)[TASKS_EXTENSION]);
+
+/** What a 2026-07-28 caller declared, as its bridge carries it on the 2025 request (CALLER_CAPABILITIES_META). */
+function callerCapabilitiesOf(params: JsonObject | undefined): JsonObject | undefined {
+  const meta = isObject(params?._meta) ? params._meta : undefined;
+  const caller = meta?.[CALLER_CAPABILITIES_META];
+  return isObject(caller) ? caller : undefined;
+}
 
 /** A -32021 that names the tasks extension: the server can run the call only as a task. */
 function needsTasks(error: { code: number; data?: unknown }): boolean {
