@@ -4,7 +4,9 @@
 import type { Logger } from 'pino';
 import { maskCommand, maskUrl } from './config/mask.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, type Config } from './config/schema.js';
+import { FaceChoosingUpstream } from './modern/face-choice.js';
 import { ProbingUpstream } from './modern/probing-upstream.js';
+import { isObject } from './protocol/messages.js';
 import type { Channel } from './transport/channel.js';
 import { SupervisedStdioUpstream, type SupervisionHooks } from './transport/supervised-upstream.js';
 
@@ -47,6 +49,7 @@ export async function openUpstream(
         import('./modern/upstream-translator.js'),
         import('./transport/http-upstream.js'),
       ]);
+    const url = upstream.url;
     const headers =
       authorization === undefined ? upstream.headers : withAuthorization(upstream.headers, authorization);
     const description = maskUrl(upstream.url);
@@ -60,14 +63,39 @@ export async function openUpstream(
             Math.min(HTTP_ERA_PROBE_TIMEOUT_MS, upstream.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS),
             logger,
           );
-    if (found?.era === 'modern') {
-      const inner = new ModernHttpUpstream(
-        { url: upstream.url, headers, maxMessageBytes: config.maxMessageBytes },
+    const openLegacy = () =>
+      new HttpUpstream(
+        {
+          url,
+          headers,
+          handshakeTimeoutMs: upstream.requestTimeout,
+          maxMessageBytes: config.maxMessageBytes,
+        },
         logger,
       );
-      const channel = new ModernUpstreamTranslator(inner, found.discover, found.version, logger, {
-        statusNotifications: config.tasks.statusNotifications,
-      });
+    if (found?.era === 'modern') {
+      const { discover, version, legacyCapabilities } = found;
+      const openModern = () =>
+        new ModernUpstreamTranslator(
+          new ModernHttpUpstream({ url, headers, maxMessageBytes: config.maxMessageBytes }, logger),
+          discover,
+          version,
+          logger,
+          { statusNotifications: config.tasks.statusNotifications },
+        );
+      // A dual-era server under `auto`: each session on the face that offers what its client sees.
+      const channel =
+        era === 'auto' && legacyCapabilities !== undefined
+          ? new FaceChoosingUpstream(
+              {
+                modern: isObject(discover.capabilities) ? discover.capabilities : {},
+                legacy: legacyCapabilities,
+                openModern,
+                openLegacy,
+              },
+              logger,
+            )
+          : openModern();
       return { channel, description, stop: () => channel.close() };
     }
     if (era === 'modern') {
@@ -75,15 +103,7 @@ export async function openUpstream(
         `upstream.era is modern, but the upstream server did not answer server/discover (${found?.reason}): speaking 2025 to it`,
       );
     }
-    const channel = new HttpUpstream(
-      {
-        url: upstream.url,
-        headers,
-        handshakeTimeoutMs: upstream.requestTimeout,
-        maxMessageBytes: config.maxMessageBytes,
-      },
-      logger,
-    );
+    const channel = openLegacy();
     return { channel, description, stop: () => channel.close() };
   }
   if (upstream.command === undefined) throw new Error('no upstream server configured');

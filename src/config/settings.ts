@@ -266,6 +266,13 @@ export const SETTINGS: readonly Setting[] = [
     help: 'with --upstream-sharing pool: how many servers the client sessions are spread over',
   },
   {
+    path: ['upstream', 'era'],
+    flag: 'upstream-era',
+    metavar: 'MODE',
+    group: 'Transport',
+    help: 'which protocol generation to speak to the upstream: auto (ask it, and put each session on the face that suits it), legacy (2025) or modern (2026-07-28)',
+  },
+  {
     path: ['upstreamRestart', 'enabled'],
     flag: 'no-upstream-restart',
     sets: false,

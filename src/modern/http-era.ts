@@ -5,6 +5,8 @@
  * names the versions it supports is asked again once in one of them. The verdict belongs to the server:
  * it is kept per URL for the life of the process, except one that decided nothing (401, 5xx, no
  * connection), which is asked again next time. A server that says nothing in time is taken for 2025.
+ * A modern server is asked for its 2025 face too (one initialize, its session ended at once), so that each
+ * session can be put on the face that offers what its client sees (era.ts `legacyFaceNeeded`).
  */
 import type { Logger } from 'pino';
 import { parseFrame } from '../protocol/frames.js';
@@ -16,12 +18,28 @@ import {
   PROTOCOL_VERSION_META,
 } from '../protocol/modern/meta.js';
 import { chooseVersion, httpProbeVerdict, type EraVerdict } from '../protocol/modern/probe.js';
-import { HttpOrigin, mediaType, networkReason, pump, readLimited } from '../transport/http-wire.js';
+import { LEGACY_VERSIONS } from '../protocol/versions.js';
+import {
+  discard,
+  header,
+  HttpOrigin,
+  mediaType,
+  networkReason,
+  pump,
+  readLimited,
+} from '../transport/http-wire.js';
 import { SseParser } from '../transport/sse.js';
 import { TASKGATE_INFO } from './defaults.js';
 
 export type HttpEra =
-  { era: 'modern'; discover: JsonObject; version: string } | { era: 'legacy'; reason: string; kept: boolean };
+  | {
+      era: 'modern';
+      discover: JsonObject;
+      version: string;
+      /** The capabilities of the server's 2025 face; undefined when it has none (it refused initialize). */
+      legacyCapabilities: JsonObject | undefined;
+    }
+  | { era: 'legacy'; reason: string; kept: boolean };
 
 const PROBE_ID = 'taskgate-era-probe';
 /** A DiscoverResult is small; a larger answer is not one. */
@@ -76,7 +94,10 @@ async function probe(
           MODERN_VERSIONS,
           theirs.filter((each) => typeof each === 'string'),
         );
-        if (chosen !== undefined) return { era: 'modern', discover: result, version: chosen };
+        if (chosen !== undefined) {
+          const legacyCapabilities = await legacyFace(origin, headers, timeoutMs);
+          return { era: 'modern', discover: result, version: chosen, legacyCapabilities };
+        }
         return { era: 'legacy', reason: 'it supports no 2026 version taskgate speaks', kept: true };
       }
       const retry = verdict.supportedVersions && chooseVersion(MODERN_VERSIONS, verdict.supportedVersions);
@@ -89,10 +110,43 @@ async function probe(
   }
 }
 
-/** `timedOut`: the server took the request and said nothing (as a stdio server that is silent: 2025). */
-type Answer = { status: number; body: unknown } | { failed: string; timedOut: boolean };
+/**
+ * The capabilities the server's 2025 face declares in answer to an initialize; its session is ended at
+ * once (DELETE). Undefined when it has no 2025 face, or said nothing readable in time.
+ */
+async function legacyFace(
+  origin: HttpOrigin,
+  headers: Record<string, string> | undefined,
+  timeoutMs: number,
+): Promise<JsonObject | undefined> {
+  const request = {
+    jsonrpc: '2.0',
+    id: PROBE_ID,
+    method: 'initialize',
+    params: { protocolVersion: LEGACY_VERSIONS[0], capabilities: {}, clientInfo: TASKGATE_INFO },
+  };
+  const answer = await post(origin, { ...headers }, request, timeoutMs);
+  if ('failed' in answer) return undefined;
+  if (answer.sessionId !== undefined) {
+    const ended = {
+      ...headers,
+      'mcp-session-id': answer.sessionId,
+      'mcp-protocol-version': LEGACY_VERSIONS[0]!,
+    };
+    await origin
+      .request('DELETE', ended, AbortSignal.timeout(timeoutMs))
+      .then((reply) => discard(reply.body))
+      .catch(() => undefined);
+  }
+  const result = isObject(answer.body) ? answer.body.result : undefined;
+  return isObject(result) && isObject(result.capabilities) ? result.capabilities : undefined;
+}
 
-async function discover(
+/** `timedOut`: the server took the request and said nothing (as a stdio server that is silent: 2025). */
+type Answer =
+  { status: number; body: unknown; sessionId: string | undefined } | { failed: string; timedOut: boolean };
+
+function discover(
   origin: HttpOrigin,
   headers: Record<string, string> | undefined,
   version: string,
@@ -110,20 +164,30 @@ async function discover(
       },
     },
   };
+  return post(
+    origin,
+    { ...headers, 'mcp-protocol-version': version, 'mcp-method': 'server/discover' },
+    request,
+    timeoutMs,
+  );
+}
+
+/** One probe request POSTed, its answer read off JSON or the POST's event stream. */
+async function post(
+  origin: HttpOrigin,
+  headers: Record<string, string>,
+  request: object,
+  timeoutMs: number,
+): Promise<Answer> {
   const signal = AbortSignal.timeout(timeoutMs);
   try {
     const reply = await origin.request(
       'POST',
-      {
-        ...headers,
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': version,
-        'mcp-method': 'server/discover',
-      },
+      { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       signal,
       JSON.stringify(request),
     );
+    const sessionId = header(reply, 'mcp-session-id');
     if (mediaType(reply) === 'text/event-stream') {
       let body: unknown;
       const parser = new SseParser(MAX_PROBE_BYTES, {
@@ -137,10 +201,10 @@ async function discover(
         oversized: () => undefined,
       });
       await pump(reply.body, parser);
-      return { status: reply.statusCode, body };
+      return { status: reply.statusCode, body, sessionId };
     }
     const raw = await readLimited(reply.body, MAX_PROBE_BYTES);
-    return { status: reply.statusCode, body: raw === undefined ? undefined : parsed(raw) };
+    return { status: reply.statusCode, body: raw === undefined ? undefined : parsed(raw), sessionId };
   } catch (error) {
     if (signal.aborted) return { failed: `no answer within ${timeoutMs} ms`, timedOut: true };
     return { failed: `no answer (${networkReason(error)})`, timedOut: false };

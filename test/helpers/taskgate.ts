@@ -25,6 +25,7 @@ export const FIXTURES = {
   conformance: root('test/fixtures/conformance-server.js'),
   conformanceModern: root('test/fixtures/conformance-modern-server.js'),
   conformanceTasks: root('test/fixtures/conformance-tasks-tools.js'),
+  dualEra: root('test/fixtures/dual-era-server.js'),
 } as const;
 export type FixtureName = keyof typeof FIXTURES;
 
