@@ -15,7 +15,6 @@ import { readHanded } from '../protocol/read-message.js';
 import {
   errorResponse,
   isObject,
-  metaOf,
   successResponse,
   type JsonObject,
   type Request,
@@ -30,18 +29,7 @@ import {
 import { MissingCapabilityError, type ModernRequestError } from '../protocol/modern/errors.js';
 import { buildDiscoverResult, type LegacyInitializeResult } from '../protocol/modern/discover.js';
 import { checkParamHeaders, headerParamsOf, type HeaderParam } from '../protocol/modern/headers.js';
-import {
-  CLIENT_CAPABILITIES_META,
-  CALLER_CAPABILITIES_META,
-  CLIENT_INFO_META,
-  LOG_LEVELS,
-  LOG_LEVEL_META,
-  PROTOCOL_VERSION_META,
-  readRequestMeta,
-  type Implementation,
-  type LogLevel,
-  type ModernRequestMeta,
-} from '../protocol/modern/meta.js';
+import { readRequestMeta, type Implementation, type ModernRequestMeta } from '../protocol/modern/meta.js';
 import {
   createRequestStateSealer,
   replicaNamedBy,
@@ -57,36 +45,20 @@ import type { Limits } from '../security/limits.js';
 import { ExtensionTasks, type Outcome } from './extension-tasks.js';
 import { MODERN_MAX_LISTENERS } from './defaults.js';
 import { ParkedCalls } from './parked-calls.js';
+import {
+  BRIDGE_CAPABILITIES,
+  LEGACY_VERSION,
+  MAY_ASK_FOR_INPUT,
+  NOT_MODERN,
+  asInitializeResult,
+  atLeast,
+  legacyIdOfToken,
+  legacyParams,
+  progressTokenOf,
+} from './legacy-form.js';
 import { Settling } from './settling.js';
 import { Subscriptions } from './subscriptions.js';
 import type { TaskV1 } from '@modelcontextprotocol/ext-tasks/core/v1';
-
-/** The 2025 version the bridge speaks to the Session. */
-const LEGACY_VERSION = '2025-11-25';
-
-/**
- * What the bridge declares in its initialize: everything a modern client may declare per request, so the
- * upstream may ask for it; each request is then checked against what that request declared.
- */
-const BRIDGE_CAPABILITIES = {
-  elicitation: { form: {}, url: {} },
-  sampling: { tools: {}, context: {} },
-  roots: {},
-};
-
-/** Requests whose answer may be `input_required` (basic/patterns/mrtr.mdx "Supported Requests"). */
-const MAY_ASK_FOR_INPUT: ReadonlySet<string> = new Set(['tools/call', 'prompts/get', 'resources/read']);
-
-/** Methods of the 2025 era that a modern request cannot use (changelog; tasks extension "tasks/result"). */
-const NOT_MODERN: Readonly<Record<string, string>> = {
-  initialize: 'there is no initialize in 2026-07-28: send server/discover, or requests with _meta',
-  ping: 'ping was removed in 2026-07-28',
-  'logging/setLevel': `logging/setLevel was removed in 2026-07-28: send _meta["${LOG_LEVEL_META}"] per request`,
-  'tasks/result': 'tasks/result is not part of 2026-07-28: the tasks extension returns results in tasks/get',
-  'tasks/list': 'tasks/list is not part of 2026-07-28',
-  'resources/subscribe': 'resources/subscribe was removed in 2026-07-28',
-  'resources/unsubscribe': 'resources/unsubscribe was removed in 2026-07-28',
-};
 
 /** taskgate serves the tasks extension in front of any upstream (discover advertises it). */
 const TASKGATE_EXTENSIONS = { [TASKS_EXTENSION]: {} };
@@ -916,19 +888,6 @@ class InitializeFailed extends Error {
   }
 }
 
-function asInitializeResult(result: JsonObject): LegacyInitializeResult {
-  const capabilities = isObject(result.capabilities) ? result.capabilities : {};
-  const info = result.serverInfo;
-  const serverInfo =
-    isObject(info) && typeof info.name === 'string' && typeof info.version === 'string'
-      ? (info as Implementation)
-      : { name: 'unknown', version: '0' };
-  return typeof result.instructions === 'string'
-    ? { capabilities, serverInfo, instructions: result.instructions }
-    : { capabilities, serverInfo };
-}
-
-/** The bridge's own progress token for a call: client tokens may collide between clients of one bridge. */
 /** How long a replica waits for the one holding a call to answer the retry it carried there (the call runs on). */
 const RELAYED_RETRY_WITHIN_MS = 10 * 60 * 1000;
 
@@ -938,60 +897,5 @@ const MAX_TOOL_PAGES = 100;
 /** The extension's tasks/* requests: within the caller's limits.taskRequestRate, as 2025 ones are. */
 const TASK_REQUESTS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
 
-const BRIDGE_TOKEN = 'taskgate-modern-';
-const bridgeToken = (legacyId: number): string => `${BRIDGE_TOKEN}${legacyId}`;
-
-/** The call a progress token names, read off the token (NaN, which no call has, for any other token). */
-function legacyIdOfToken(token: string): number {
-  if (!token.startsWith(BRIDGE_TOKEN)) return Number.NaN;
-  const legacyId = Number(token.slice(BRIDGE_TOKEN.length));
-  return bridgeToken(legacyId) === token ? legacyId : Number.NaN;
-}
-
 const paramsIn = (byTool: Map<string, HeaderParam[]>, name: unknown): readonly HeaderParam[] =>
   (typeof name === 'string' ? byTool.get(name) : undefined) ?? [];
-
-function progressTokenOf(params: JsonObject | undefined): string | number | undefined {
-  const token = metaOf(params)?.progressToken;
-  return typeof token === 'string' || typeof token === 'number' ? token : undefined;
-}
-
-/**
- * The params as a 2025 request has them: no per-request protocol fields, no MRTR fields, and a 2025
- * `task` only where taskgate decided on one (a modern client's own `task` is ignored: tasks.md).
- */
-/**
- * The 2025 params of a modern request: its per-request `_meta` taken out (the Session's initialize stands
- * for it), with the caller's capabilities kept for a translator that declares them upstream.
- */
-function legacyParams(
-  params: JsonObject | undefined,
-  legacyId: number,
-  asTask: boolean,
-  callerCapabilities: JsonObject | undefined,
-): JsonObject {
-  const {
-    _meta,
-    task: _task,
-    inputResponses: _inputResponses,
-    requestState: _requestState,
-    ...rest
-  } = params ?? {};
-  const {
-    [PROTOCOL_VERSION_META]: _version,
-    [CLIENT_CAPABILITIES_META]: _capabilities,
-    [CLIENT_INFO_META]: _info,
-    [LOG_LEVEL_META]: _level,
-    progressToken: clientToken,
-    ...meta
-  } = isObject(_meta) ? _meta : {};
-  if (clientToken !== undefined) meta.progressToken = bridgeToken(legacyId);
-  if (callerCapabilities !== undefined) meta[CALLER_CAPABILITIES_META] = callerCapabilities;
-  const legacy = asTask ? { ...rest, task: {} } : rest;
-  return Object.keys(meta).length === 0 ? legacy : { ...legacy, _meta: meta };
-}
-
-function atLeast(level: unknown, wanted: LogLevel): boolean {
-  const rank = LOG_LEVELS.indexOf(level as LogLevel);
-  return rank >= LOG_LEVELS.indexOf(wanted);
-}
