@@ -38,8 +38,10 @@ import {
 } from '../protocol/modern/request-state.js';
 import { CONSERVATIVE_CACHE, toModernError, toModernResult } from '../protocol/modern/results.js';
 import type { Arrival, Channel } from '../transport/channel.js';
-import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
+import { callerOfExchange, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
+import { NO_CALLER, type RequestCaller } from '../protocol/caller.js';
 import { decideModernToolCall, type ModernToolCallFacts } from '../session/decide.js';
+import type { AuditLog } from '../tasks/audit-log.js';
 import type { RelayedRequest, TaskInputBoard } from '../tasks/store.js';
 import type { Limits } from '../security/limits.js';
 import { ExtensionTasks, type Outcome } from './extension-tasks.js';
@@ -90,6 +92,8 @@ export interface ModernBridgeOptions {
   limits?: Limits;
   /** Whom a request that names no caller counts against (the Session's own caller). */
   defaultCaller: string;
+  /** Where a caller's lookup of another caller's task is recorded, under the Session's id. */
+  audit?: { log: AuditLog; session: string };
 }
 
 /** A pending input request: what the server asked, and its id on the Session's side. */
@@ -111,9 +115,8 @@ interface Call {
   method: string;
   /** The request's params, for the digest its requestState is sealed with (only if it asks for input). */
   params: JsonObject | undefined;
-  principal: string | undefined;
-  /** Whom the Session counts the call against (limits). */
-  caller: string;
+  /** Who made it: the task it may become is theirs, its requestState is bound to them, limits count it. */
+  caller: RequestCaller;
   meta: ModernRequestMeta;
   /** The client's progress token of the current attempt; the Session sees the bridge's own. */
   clientProgressToken: string | number | undefined;
@@ -134,7 +137,7 @@ interface Call {
 export class ModernBridge {
   private readonly calls = new Map<number, Call>();
   /** The bridge's own requests to the Session (the tasks extension's), by id. */
-  private readonly own = new Map<number, (outcome: Outcome) => void>();
+  private readonly own = new Map<number, { settle(outcome: Outcome): void; caller: RequestCaller }>();
   private readonly tasks: ExtensionTasks;
   private readonly subscriptions: Subscriptions;
   /** Each tool's `x-mcp-header` parameters, being read or read (its value once it is). */
@@ -172,8 +175,15 @@ export class ModernBridge {
       changedElsewhere: (taskId) => {
         if (this.subscriptions.watches(taskId)) this.taskChanged(taskId);
       },
+      denied: (taskId, method, subject) => {
+        const audit = options.audit;
+        audit?.log.denied(taskId, method, {
+          session: audit.session,
+          ...(subject === undefined ? {} : { subject }),
+        });
+      },
       session: {
-        ask: (method, params) => this.ask(method, params),
+        ask: (method, params, caller) => this.ask(method, params, caller),
         drop: (id, reason) => this.drop(id, reason),
         answerServer: (response) => this.answerServer(response),
         respond: (request, outcome) => ({ response: this.responseTo(request, outcome) }),
@@ -327,6 +337,7 @@ export class ModernBridge {
     const relayed: RelayedRequest = {
       request: request as RelayedRequest['request'],
       ...(exchange.principal === undefined ? {} : { principal: exchange.principal }),
+      ...(exchange.subject === undefined ? {} : { subject: exchange.subject }),
       ...(exchange.caller === undefined ? {} : { caller: exchange.caller }),
     };
     // Refused there is refused here: the same HTTP status as a retry refused by this replica.
@@ -348,6 +359,7 @@ export class ModernBridge {
     const answer = await this.handle({
       request: relayed.request as Request,
       ...(relayed.principal === undefined ? {} : { principal: relayed.principal }),
+      ...(relayed.subject === undefined ? {} : { subject: relayed.subject }),
       ...(relayed.caller === undefined ? {} : { caller: relayed.caller }),
       signal: AbortSignal.timeout(RELAYED_RETRY_WITHIN_MS),
       notify: () => undefined,
@@ -355,9 +367,13 @@ export class ModernBridge {
     return answer;
   }
 
-  /** Whom the Session counts a request the bridge sent against: a client's call its caller, its own requests nobody. */
-  callerOf(legacyId: RequestId): string | undefined {
-    return typeof legacyId === 'number' ? this.calls.get(legacyId)?.caller : undefined;
+  /**
+   * Who made a request the bridge sent the Session: a client's call its caller; one of its own the caller
+   * it is made for (the creator of the task it is about), counted against no quota.
+   */
+  callerOf(legacyId: RequestId): RequestCaller {
+    if (typeof legacyId !== 'number') return NO_CALLER;
+    return this.calls.get(legacyId)?.caller ?? this.own.get(legacyId)?.caller ?? NO_CALLER;
   }
 
   close(): Promise<void> {
@@ -379,8 +395,7 @@ export class ModernBridge {
       legacyId,
       method: request.method,
       params: request.params,
-      principal: exchange.principal,
-      caller: exchange.caller ?? this.options.defaultCaller,
+      caller: callerOfExchange(exchange, this.options.defaultCaller),
       meta,
       clientProgressToken: progressTokenOf(request.params),
       waiter: undefined,
@@ -438,18 +453,26 @@ export class ModernBridge {
 
   /** Listeners of a task hear its state as the Session has it now (with the input the bridge holds). */
   private taskChanged(taskId: string): void {
-    void this.ask('tasks/get', { taskId }).answer.then((got) => {
-      if ('result' in got) this.subscriptions.notification('notifications/tasks/status', got.result);
-    });
+    void this.tasks.creatorOf(taskId).then((creator) =>
+      this.ask('tasks/get', { taskId }, creator).answer.then((got) => {
+        if ('result' in got) this.subscriptions.notification('notifications/tasks/status', got.result);
+      }),
+    );
   }
 
-  /** A request of the bridge's own to the Session; answered with the reason once the Session is gone. */
-  private ask(method: string, params: JsonObject): { id: number; answer: Promise<Outcome> } {
+  /** A request of the bridge's own to the Session, for `caller`; answered with the reason once the Session is gone. */
+  private ask(
+    method: string,
+    params: JsonObject,
+    caller: RequestCaller = NO_CALLER,
+  ): { id: number; answer: Promise<Outcome> } {
     const id = this.nextId++;
     if (this.closedReason !== undefined) {
       return { id, answer: Promise.resolve({ error: this.unavailable() }) };
     }
-    const answer = new Promise<Outcome>((resolve) => this.own.set(id, resolve));
+    const answer = new Promise<Outcome>((settle) =>
+      this.own.set(id, { settle, caller: withoutQuota(caller) }),
+    );
     this.toSession({ jsonrpc: '2.0', id, method, params });
     return { id, answer };
   }
@@ -549,7 +572,7 @@ export class ModernBridge {
         const own = typeof response.id === 'number' ? this.own.get(response.id) : undefined;
         if (own !== undefined) {
           this.own.delete(response.id as number);
-          return own(outcome);
+          return own.settle(outcome);
         }
         const call = typeof response.id === 'number' ? this.calls.get(response.id) : undefined;
         if (call !== undefined) this.finish(call, outcome);
@@ -658,7 +681,7 @@ export class ModernBridge {
       replica: this.options.replica,
       method: call.method,
       digest: requestDigest(call.method, call.params),
-      ...(call.principal === undefined ? {} : { principal: call.principal }),
+      ...(call.caller.identity === undefined ? {} : { principal: call.caller.identity }),
     });
     waiter.resolve({
       response: successResponse(waiter.exchange.request.id, {
@@ -790,12 +813,14 @@ export class ModernBridge {
   /** A call sent as a task, given up before its CreateTaskResult came: the task nobody will see is cancelled. */
   private cancelTaskOnceCreated(call: Call): void {
     this.forget(call);
-    this.own.set(call.legacyId, (outcome) => {
+    const caller = withoutQuota(call.caller);
+    const settle = (outcome: Outcome): void => {
       const created = 'result' in outcome ? outcome.result.task : undefined;
       if (isObject(created) && typeof created.taskId === 'string') {
-        this.ask('tasks/cancel', { taskId: created.taskId });
+        this.ask('tasks/cancel', { taskId: created.taskId }, caller);
       }
-    });
+    };
+    this.own.set(call.legacyId, { settle, caller });
   }
 
   /** A parked call nobody came back for. */
@@ -850,7 +875,7 @@ export class ModernBridge {
     this.parked.close();
     const own = [...this.own.values()];
     this.own.clear();
-    for (const settle of own) settle({ error: this.unavailable() });
+    for (const { settle } of own) settle({ error: this.unavailable() });
     this.tasks.close();
     this.stopServingRetries();
     this.subscriptions.close();
@@ -899,3 +924,6 @@ const TASK_REQUESTS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
 
 const paramsIn = (byTool: Map<string, HeaderParam[]>, name: unknown): readonly HeaderParam[] =>
   (typeof name === 'string' ? byTool.get(name) : undefined) ?? [];
+
+/** The caller a request of the bridge's own is made for: counted already, when it was the client's. */
+const withoutQuota = ({ quota: _quota, ...caller }: RequestCaller): RequestCaller => caller;

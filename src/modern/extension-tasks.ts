@@ -21,7 +21,9 @@ import {
   type RequestId,
 } from '../protocol/messages.js';
 import { checkCapabilities, requiredForInputRequest } from '../protocol/modern/capabilities.js';
+import type { RequestCaller } from '../protocol/caller.js';
 import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
+import { TaskNotFoundError } from '../tasks/errors.js';
 import type { ModernRequestMeta } from '../protocol/modern/meta.js';
 import type { Arrival } from '../transport/channel.js';
 import {
@@ -40,8 +42,11 @@ export type Outcome = TaskOutcome;
 
 /** What the bridge lends this module: requests of its own to the Session, and answers to the server. */
 export interface SessionAccess {
-  /** Sends a request to the Session; `id` is the one it went with (messages on its stream name it). */
-  ask(method: string, params: JsonObject): { id: number; answer: Promise<Outcome> };
+  /**
+   * Sends a request to the Session, made for `caller` (the Session checks the task it names against it);
+   * `id` is the one it went with (messages on its stream name it).
+   */
+  ask(method: string, params: JsonObject, caller: RequestCaller): { id: number; answer: Promise<Outcome> };
   /** Gives up a request `ask` sent: the Session is told (notifications/cancelled), its answer never comes. */
   drop(id: number, reason: string): void;
   answerServer(response: object): void;
@@ -70,7 +75,8 @@ interface Promotion {
 
 interface ExtensionTask {
   taskId: string;
-  principal: string | undefined;
+  /** Who created it (identity and subject): the Session is asked about the task as them. */
+  caller: RequestCaller;
   /** The creating request's declarations: what the server may ask this task's client for. */
   meta: ModernRequestMeta;
   /** Input the server asked for and the client has not answered, by key. */
@@ -86,9 +92,9 @@ interface ExtensionTask {
   forgetAt: number;
 }
 
-const TASK_NOT_FOUND = (taskId: string): JsonRpcErrorObject => ({
-  code: ErrorCode.InvalidParams,
-  message: `Failed to retrieve task: Task not found: ${taskId}`,
+/** Another caller's task is answered exactly as an unknown id is (the store's answer, as every era gets it). */
+const TASK_NOT_FOUND = (taskId: string): Outcome => ({
+  error: toJsonRpcError(new TaskNotFoundError(taskId)),
 });
 
 /** How often a task's tasks/result that ended early is sent again before the task is only polled. */
@@ -111,6 +117,8 @@ export interface ExtensionTasksOptions {
   board?: TaskInputBoard;
   /** Another replica announced a change of a task it holds (its listeners here are told). */
   changedElsewhere?(taskId: string): void;
+  /** A caller named a task of another caller (for the audit log): it was told "not found". */
+  denied?(taskId: string, method: string, subject: string | undefined): void;
 }
 
 /** A task a tasks/* request names: held here, or (`posted`) by another replica sharing the store. */
@@ -152,7 +160,7 @@ export class ExtensionTasks {
     created: TaskV1,
     promoteAfterMs: number | undefined,
   ): Promise<ModernAnswer> | ModernAnswer {
-    const task = this.remember(created, exchange.principal, meta);
+    const task = this.remember(created, askerOf(exchange), meta);
     this.follow(task);
     const { request } = exchange;
     if (promoteAfterMs === undefined || task.outcome !== undefined) {
@@ -232,7 +240,8 @@ export class ExtensionTasks {
     const { request } = exchange;
     const found = await this.find(exchange);
     if ('refused' in found) return found.refused;
-    const asked = await this.options.session.ask('tasks/get', { taskId: found.taskId }).answer;
+    const asked = await this.options.session.ask('tasks/get', { taskId: found.taskId }, askerOf(exchange))
+      .answer;
     if ('error' in asked)
       return (await this.relayToRunner(exchange, found)) ?? this.options.session.respond(request, asked);
     const detailed = await this.detailed(asked.result as unknown as TaskV1, found.task, found.posted);
@@ -246,8 +255,10 @@ export class ExtensionTasks {
   async statusChanged(v1: TaskV1, principal: string | undefined): Promise<JsonObject | undefined> {
     const task = this.tasks.get(v1.taskId);
     const posted = task === undefined ? await this.options.board?.read(v1.taskId) : undefined;
-    const creator = task ?? posted;
-    if (creator === undefined ? principal !== undefined : creator.principal !== principal) return undefined;
+    const creator = task?.caller.identity ?? posted?.principal;
+    if (task === undefined && posted === undefined ? principal !== undefined : creator !== principal) {
+      return undefined;
+    }
     const detailed = await this.detailed(v1, task, posted);
     if ('error' in detailed) return undefined;
     const { resultType: _resultType, ...params } = detailed.result;
@@ -274,6 +285,17 @@ export class ExtensionTasks {
       );
   }
 
+  /**
+   * Who created a task, as the Session is asked about it: held here, posted by another replica, or (a task
+   * this process never saw) nobody.
+   */
+  async creatorOf(taskId: string): Promise<RequestCaller> {
+    const task = this.tasks.get(taskId);
+    if (task !== undefined) return task.caller;
+    const principal = (await this.options.board?.read(taskId).catch(() => undefined))?.principal;
+    return principal === undefined ? {} : { identity: principal };
+  }
+
   /** The v2 DetailedTask of a task whose 2025 face the Session gave, with its outcome or pending input. */
   private async detailed(v1: TaskV1, task: ExtensionTask | undefined, posted?: PostedTask): Promise<Outcome> {
     let outcome: Outcome | undefined;
@@ -281,7 +303,10 @@ export class ExtensionTasks {
       const known = task?.outcome;
       const trusted =
         known !== undefined && ('result' in known || v1.status === 'failed') ? known : undefined;
-      outcome = v1.status === 'cancelled' ? undefined : (trusted ?? (await this.resultOf(v1.taskId)));
+      const creator: RequestCaller =
+        task?.caller ?? (posted?.principal === undefined ? {} : { identity: posted.principal });
+      outcome =
+        v1.status === 'cancelled' ? undefined : (trusted ?? (await this.resultOf(v1.taskId, creator)));
     } else if (task !== undefined) {
       // A tasks/result that ended early (the upstream's deadline) said nothing about the outcome.
       task.outcome = undefined;
@@ -359,7 +384,8 @@ export class ExtensionTasks {
     const { request } = exchange;
     const found = await this.find(exchange);
     if ('refused' in found) return found.refused;
-    const asked = await this.options.session.ask('tasks/cancel', { taskId: found.taskId }).answer;
+    const asked = await this.options.session.ask('tasks/cancel', { taskId: found.taskId }, askerOf(exchange))
+      .answer;
     const relayed = 'error' in asked ? await this.relayToRunner(exchange, found) : undefined;
     if (relayed !== undefined) return relayed;
     // An already terminal task is acknowledged too (tasks.md "Task Cancellation"): the 2025 -32602 is not.
@@ -378,12 +404,12 @@ export class ExtensionTasks {
     this.byFollower.clear();
   }
 
-  private remember(created: TaskV1, principal: string | undefined, meta: ModernRequestMeta): ExtensionTask {
+  private remember(created: TaskV1, caller: RequestCaller, meta: ModernRequestMeta): ExtensionTask {
     this.forgetExpired();
     const ttl = created.ttl ?? UNLIMITED_TTL_REMEMBERED_MS;
     const task: ExtensionTask = {
       taskId: created.taskId,
-      principal,
+      caller,
       meta,
       inputs: new Map(),
       follower: undefined,
@@ -419,14 +445,14 @@ export class ExtensionTasks {
   /** Holds a tasks/result open on the Session for the task, unless one is or the outcome is known. */
   private follow(task: ExtensionTask): void {
     if (task.follower !== undefined || task.outcome !== undefined || this.closed) return;
-    const { id, answer } = this.options.session.ask('tasks/result', { taskId: task.taskId });
+    const { id, answer } = this.options.session.ask('tasks/result', { taskId: task.taskId }, task.caller);
     task.follower = id;
     this.byFollower.set(id, task);
     void answer.then(async (outcome) => {
       this.byFollower.delete(id);
       if (task.follower !== id) return;
       task.follower = undefined;
-      if ('error' in outcome && !(await this.hasEnded(task.taskId))) {
+      if ('error' in outcome && !(await this.hasEnded(task))) {
         // The wait ended early (the upstream's deadline, a limit): the task runs on, and is followed again.
         if (task.promotion !== undefined) this.promote(task);
         if (++task.refollows <= MAX_REFOLLOWS && this.tasks.get(task.taskId) === task) this.follow(task);
@@ -438,13 +464,13 @@ export class ExtensionTasks {
   }
 
   /** Whether the Session says the task is over (or cannot say: then nothing more will come of it). */
-  private async hasEnded(taskId: string): Promise<boolean> {
-    const got = await this.options.session.ask('tasks/get', { taskId }).answer;
+  private async hasEnded(task: ExtensionTask): Promise<boolean> {
+    const got = await this.options.session.ask('tasks/get', { taskId: task.taskId }, task.caller).answer;
     return 'error' in got || isTerminal((got.result as unknown as TaskV1).status as TaskStatus);
   }
 
-  private async resultOf(taskId: string): Promise<Outcome> {
-    return withoutTag(await this.options.session.ask('tasks/result', { taskId }).answer);
+  private async resultOf(taskId: string, creator: RequestCaller): Promise<Outcome> {
+    return withoutTag(await this.options.session.ask('tasks/result', { taskId }, creator).answer);
   }
 
   private soleRunning(): ExtensionTask | undefined {
@@ -495,9 +521,12 @@ export class ExtensionTasks {
         return { refused: this.options.session.refuse(request, toJsonRpcError(error)) };
       }
     }
-    const creator = task ?? posted;
-    if (creator === undefined ? exchange.principal !== undefined : creator.principal !== exchange.principal) {
-      return { refused: this.options.session.refuse(request, TASK_NOT_FOUND(taskId)) };
+    // A task this process does not hold is the Session's to find for this caller, as for any era's.
+    if (task === undefined && posted === undefined) return { taskId, task, posted };
+    const creator = task === undefined ? posted?.principal : task.caller.identity;
+    if (creator !== exchange.principal) {
+      this.options.denied?.(taskId, request.method, exchange.subject);
+      return { refused: this.options.session.respond(request, TASK_NOT_FOUND(taskId)) };
     }
     return { taskId, task, posted };
   }
@@ -514,6 +543,7 @@ export class ExtensionTasks {
     const relayed: RelayedRequest = {
       request: exchange.request as RelayedRequest['request'],
       ...(exchange.principal === undefined ? {} : { principal: exchange.principal }),
+      ...(exchange.subject === undefined ? {} : { subject: exchange.subject }),
       ...(exchange.caller === undefined ? {} : { caller: exchange.caller }),
     };
     return board.relay(runner, relayed, RELAY_WITHIN_MS).catch(() => undefined);
@@ -526,6 +556,7 @@ export class ExtensionTasks {
     const exchange: ModernExchange = {
       request: relayed.request as Request,
       ...(relayed.principal === undefined ? {} : { principal: relayed.principal }),
+      ...(relayed.subject === undefined ? {} : { subject: relayed.subject }),
       ...(relayed.caller === undefined ? {} : { caller: relayed.caller }),
       signal: AbortSignal.timeout(RELAY_WITHIN_MS),
       notify: () => undefined,
@@ -545,7 +576,7 @@ export class ExtensionTasks {
     const board = this.options.board;
     if (board === undefined) return;
     const posted: PostedTask = {
-      ...(task.principal === undefined ? {} : { principal: task.principal }),
+      ...(task.caller.identity === undefined ? {} : { principal: task.caller.identity }),
       inputRequests: openInputs(task),
     };
     try {
@@ -603,7 +634,7 @@ export class ExtensionTasks {
     this.stopPromotion(task, promotion);
     promotion.resolve(undefined);
     this.forget(task);
-    this.options.session.ask('tasks/cancel', { taskId: task.taskId });
+    this.options.session.ask('tasks/cancel', { taskId: task.taskId }, task.caller);
   }
 }
 
@@ -632,4 +663,12 @@ function labelled(request: Request, arrival: Arrival | undefined): boolean {
   if (typeof arrival?.onStreamOf === 'number') return true;
   const meta = request.params?._meta;
   return isObject(meta) && meta['io.modelcontextprotocol/related-task'] !== undefined;
+}
+
+/** Who asks, as the Session is told (their quota was counted by the bridge). */
+function askerOf({ principal, subject }: ModernExchange): RequestCaller {
+  return {
+    ...(principal === undefined ? {} : { identity: principal }),
+    ...(subject === undefined ? {} : { subject }),
+  };
 }

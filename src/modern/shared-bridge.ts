@@ -51,6 +51,7 @@ export function startBridge(
     ...(options.store.inputs === undefined ? {} : { taskInputs: options.store.inputs }),
     ...(options.limits === undefined ? {} : { limits: options.limits }),
     defaultCaller: session.caller,
+    ...(options.audit === undefined ? {} : { audit: { log: options.audit, session: options.id } }),
     upstreamTakesCallerCapabilities: () => upstream.takesCallerCapabilities === true,
   });
   session.countCallersBy((legacyId) => bridge.callerOf(legacyId));

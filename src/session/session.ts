@@ -9,6 +9,7 @@
 import type { Logger } from 'pino';
 import type { Policy } from '../config/policy.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, type Config } from '../config/schema.js';
+import type { RequestCaller } from '../protocol/caller.js';
 import { ErrorCode, ProtocolError, methodNotFound } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import {
@@ -100,8 +101,14 @@ export class Session {
   /** Client requests not answered yet: once the client's input has ended, the session closes when none is left. */
   private readonly clientRequestsOpen = new Set<string | number>();
   private clientInputEnded = false;
-  /** Whom each client request counts against (see countCallersBy). */
-  private callerOf: (requestId: RequestId) => string | undefined = () => this.caller;
+  /** Who made each client request (see countCallersBy): this session's caller, unless its client serves many. */
+  private callerOf: (requestId: RequestId) => RequestCaller = () =>
+    (this.ownCaller ??= {
+      ...(this.options.identity === undefined ? {} : { identity: this.options.identity }),
+      ...(this.options.subject === undefined ? {} : { subject: this.options.subject }),
+      quota: this.caller,
+    });
+  private ownCaller: RequestCaller | undefined;
   /** The client has sent a request (it knows the session is there). */
   private clientAsked = false;
   private closeWhenAnswered = false;
@@ -209,10 +216,11 @@ export class Session {
   }
 
   /**
-   * The client of this session is a bridge serving many callers: each request counts against the caller it
-   * names, and one it names none for (the bridge's own, already counted for its client) against nobody.
+   * The client of this session is a bridge serving many callers: each request is made by the caller the
+   * bridge says it carries (its identity binds the tasks it makes and names, its quota counts it), and one
+   * it names no quota for (the bridge's own, already counted for its client) counts against nobody.
    */
-  countCallersBy(callerOf: (requestId: RequestId) => string | undefined): void {
+  countCallersBy(callerOf: (requestId: RequestId) => RequestCaller): void {
     this.callerOf = callerOf;
   }
 
@@ -363,7 +371,7 @@ export class Session {
     this.clientRequestsOpen.add(idKey(request.id));
     const params = request.params;
     const limits = this.options.limits;
-    const caller = limits && this.callerOf(request.id);
+    const caller = limits && this.callerOf(request.id).quota;
     if (
       caller !== undefined &&
       (request.method.startsWith('tasks/') || (request.method === 'tools/call' && params?.task !== undefined))
@@ -390,14 +398,14 @@ export class Session {
         this.clientLogLevel = params;
         return this.forwardRequest(request, raw);
       case 'tasks/get':
-        return this.taskRequest(request, raw, () => this.augmenter.getTask(params));
+        return this.taskRequest(request, raw, (by) => this.augmenter.getTask(params, by));
       case 'tasks/cancel':
-        return this.taskRequest(request, raw, () => this.augmenter.cancelTask(params));
+        return this.taskRequest(request, raw, (by) => this.augmenter.cancelTask(params, by));
       case 'tasks/result':
         return this.taskRequest(request, raw);
       case 'tasks/list':
         return this.servedForClient.answer(request.id, () =>
-          this.augmenter.listTasks(params, this.profile.lists),
+          this.augmenter.listTasks(params, this.profile.lists, this.callerOf(request.id)),
         );
       default:
         // A receiver must process a request normally and ignore task metadata for a request type it never
@@ -465,10 +473,11 @@ export class Session {
         if (this.upstreamPeer.refuses) return this.refuseUpstreamGone(request);
         const limits = this.options.limits;
         const caller = this.callerOf(request.id);
+        const quota = caller.quota;
         return this.servedForClient.answer(request.id, () =>
-          limits && caller !== undefined
-            ? limits.withinLiveTasks(caller, (limit) => this.augmenter.createTask(params, limit))
-            : this.augmenter.createTask(params),
+          limits && quota !== undefined
+            ? limits.withinLiveTasks(quota, (limit) => this.augmenter.createTask(params, limit, caller))
+            : this.augmenter.createTask(params, undefined, caller),
         );
       }
     }
@@ -478,13 +487,20 @@ export class Session {
    * tasks/get, tasks/result, tasks/cancel: served here for taskgate's own tasks, forwarded for the
    * upstream's (an id this store does not know, when the upstream has tasks of its own).
    */
-  private taskRequest(request: Request, raw: Buffer, serve?: () => Promise<JsonObject>): void {
+  private taskRequest(
+    request: Request,
+    raw: Buffer,
+    serve?: (caller: RequestCaller) => Promise<JsonObject>,
+  ): void {
+    const caller = this.callerOf(request.id);
     const local = (): void =>
       serve
-        ? this.servedForClient.answer(request.id, serve)
-        : this.servedForClient.answerBlocking(request.id, (signal) => this.taskResultFor(request, signal));
+        ? this.servedForClient.answer(request.id, () => serve(caller))
+        : this.servedForClient.answerBlocking(request.id, (signal) =>
+            this.taskResultFor(request, signal, caller),
+          );
     if (!this.profile.hasTasks) return local();
-    this.augmenter.knows(request.params).then(
+    this.augmenter.knows(request.params, caller).then(
       (known) => {
         if (known) return local();
         const lost = this.upstreamTasks.answerIfLost(request);
@@ -525,12 +541,12 @@ export class Session {
   }
 
   /** tasks/result of one of taskgate's tasks, noting that it is open so related messages can use its stream. */
-  private taskResultFor(request: Request, signal: AbortSignal): Promise<Outcome> {
+  private taskResultFor(request: Request, signal: AbortSignal, caller: RequestCaller): Promise<Outcome> {
     const taskId = request.params?.taskId;
-    if (typeof taskId !== 'string') return this.augmenter.taskResult(request.params, signal);
+    if (typeof taskId !== 'string') return this.augmenter.taskResult(request.params, signal, caller);
     const closed = this.correlator.taskResultOpened(taskId, request.id);
     // then(), not an await in try/finally: fewer turns of the microtask queue per released waiter.
-    return this.augmenter.taskResult(request.params, signal).then(
+    return this.augmenter.taskResult(request.params, signal, caller).then(
       (outcome) => {
         closed();
         return outcome;

@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import type { Policy } from '../config/policy.js';
 import type { Config } from '../config/schema.js';
+import type { RequestCaller } from '../protocol/caller.js';
 import { ErrorCode, ProtocolError, methodNotFound, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { IMMEDIATE_RESPONSE_META, isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
 import type { OwnCall } from './own-call.js';
@@ -52,7 +53,8 @@ export class Augmenter {
     this.tasks = new TaskService(
       store,
       config,
-      { ...requester, owner: requester.identity ?? requester.sessionId },
+      // A request may carry a caller of its own (the bridge's): its task is bound to that caller.
+      { ...requester, owner: requester.identity ?? requester.sessionId, perRequest: true },
       (method, params) => host.notifyClient(method, params),
       (taskId) => {
         const wireId = this.calls.callOf(taskId);
@@ -63,8 +65,9 @@ export class Augmenter {
   }
 
   /** Whether taskgate may list its own tasks: only where they are bound to an identity, unless told. */
-  private get listsOwnTasks(): boolean {
-    return this.requester.identity !== undefined || this.config.tasks.exposeList;
+  private listsOwnTasks(caller?: RequestCaller): boolean {
+    const identity = caller === undefined ? this.requester.identity : caller.identity;
+    return identity !== undefined || this.config.tasks.exposeList;
   }
 
   /**
@@ -79,20 +82,24 @@ export class Augmenter {
       cancel: {},
       requests: { ...requests, tools: { ...tools, call: {} } },
     };
-    if (this.listsOwnTasks || isObject(upstreamTasks?.list)) tasks.list = {};
+    if (this.listsOwnTasks() || isObject(upstreamTasks?.list)) tasks.list = {};
     else delete tasks.list;
     return tasks;
   }
 
-  knows(params: JsonObject | undefined): Promise<boolean> {
-    return this.tasks.knows(params);
+  knows(params: JsonObject | undefined, caller?: RequestCaller): Promise<boolean> {
+    return this.tasks.knows(params, caller);
   }
 
   /**
    * The task-augmented tools/call: creates the task (within the caller's `liveLimit`, when given), starts
-   * the plain call upstream, returns CreateTaskResult.
+   * the plain call upstream, returns CreateTaskResult. The task is bound to `caller`, the session's own by default.
    */
-  async createTask(params: JsonObject | undefined, liveLimit?: LiveLimit): Promise<JsonObject> {
+  async createTask(
+    params: JsonObject | undefined,
+    liveLimit?: LiveLimit,
+    caller?: RequestCaller,
+  ): Promise<JsonObject> {
     const call = parseParams(TaskAugmentedCallParams, params, 'tools/call');
     if (!this.calls.isAccepting) {
       throw new ProtocolError(
@@ -112,6 +119,7 @@ export class Augmenter {
       (created) => this.start(created, plainParams, policy.timeout),
       TOOL_CALL,
       call.arguments,
+      caller,
     );
     const result: JsonObject = { task: toWireTask(record) };
     if (policy.immediateResponse !== undefined) {
@@ -121,19 +129,20 @@ export class Augmenter {
     return result;
   }
 
-  getTask(params: JsonObject | undefined): Promise<JsonObject> {
-    return this.tasks.get(params);
+  getTask(params: JsonObject | undefined, caller?: RequestCaller): Promise<JsonObject> {
+    return this.tasks.get(params, caller);
   }
 
   taskResult(
     params: JsonObject | undefined,
     signal: AbortSignal,
+    caller?: RequestCaller,
   ): Promise<{ result: JsonObject } | { error: JsonRpcErrorObject }> {
-    return this.tasks.result(params, signal);
+    return this.tasks.result(params, signal, caller);
   }
 
-  cancelTask(params: JsonObject | undefined): Promise<JsonObject> {
-    return this.tasks.cancel(params);
+  cancelTask(params: JsonObject | undefined, caller?: RequestCaller): Promise<JsonObject> {
+    return this.tasks.cancel(params, caller);
   }
 
   /**
@@ -142,20 +151,25 @@ export class Augmenter {
    * cursor (prefixed "up."), which the upstream validates itself. No page is empty while it has a cursor:
    * a client may stop at an empty page.
    */
-  async listTasks(params: JsonObject | undefined, upstreamLists: boolean): Promise<JsonObject> {
-    if (!this.listsOwnTasks && !upstreamLists) {
+  async listTasks(
+    params: JsonObject | undefined,
+    upstreamLists: boolean,
+    caller?: RequestCaller,
+  ): Promise<JsonObject> {
+    const listsOwn = this.listsOwnTasks(caller);
+    if (!listsOwn && !upstreamLists) {
       throw methodNotFound(
         'tasks/list is not available: tasks here are not bound to an identity, so listing them is off (see the exposeList setting)',
       );
     }
     const { cursor } = parseParams(ListTasksParams, params, 'tasks/list');
     if (cursor?.startsWith(UPSTREAM_CURSOR)) return this.listUpstream(cursor.slice(UPSTREAM_CURSOR.length));
-    if (!this.listsOwnTasks) {
+    if (!listsOwn) {
       if (cursor !== undefined) throw new InvalidCursorError();
       return this.listUpstream('');
     }
     if (cursor !== undefined && !cursor.startsWith(OWN_CURSOR)) throw new InvalidCursorError();
-    const page = await this.tasks.list(cursor?.slice(OWN_CURSOR.length));
+    const page = await this.tasks.list(cursor?.slice(OWN_CURSOR.length), caller);
     if (page.nextCursor !== undefined) {
       return { tasks: page.tasks.map(toWireTask), nextCursor: OWN_CURSOR + page.nextCursor };
     }

@@ -114,6 +114,7 @@ export class RedisInputBoard implements TaskInputBoard {
     const relayed: RelayedRequest = {
       request: request as RelayedRequest['request'],
       ...(typeof got.principal === 'string' ? { principal: got.principal } : {}),
+      ...(typeof got.subject === 'string' ? { subject: got.subject } : {}),
       ...(typeof got.caller === 'string' ? { caller: got.caller } : {}),
     };
     void this.serve(relayed)

@@ -39,6 +39,8 @@ export interface PostedTask {
 export interface RelayedRequest {
   request: { jsonrpc: '2.0'; id: string | number; method: string; params?: Record<string, unknown> };
   principal?: string;
+  /** Who the principal is, for the audit lines of the replica that serves it. */
+  subject?: string;
   caller?: string;
 }
 

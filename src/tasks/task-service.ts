@@ -7,6 +7,7 @@
 import type { Config } from '../config/schema.js';
 import { NO_AUDIT, type AuditLog, type Caller } from './audit-log.js';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import type { RequestCaller } from '../protocol/caller.js';
 import { RELATED_TASK_META, isObject, type JsonObject, type Response } from '../protocol/messages.js';
 import { TaskLimitError, TaskNotFoundError } from './errors.js';
 import { TaskIdParams, parseParams } from './params.js';
@@ -29,6 +30,11 @@ export interface Requester {
   subject?: string;
   /** Whose tasks these are for tasks/list: an identity, a session, or a session's upstream. */
   owner: string;
+  /**
+   * Each request may name its own caller (a bridge serving many): a task is then bound to, owned by and
+   * checked against the identity of the request that made or names it, not the session's.
+   */
+  perRequest?: boolean;
 }
 
 /** What a TaskService reads of the Config. */
@@ -50,7 +56,10 @@ export class TaskService {
     private readonly audit: AuditLog = NO_AUDIT,
   ) {
     this.unsubscribe = sessionTransitions(store).on(requester.sessionId, (record) => {
-      if (record.owner !== requester.owner) return;
+      const owned =
+        record.owner === requester.owner ||
+        (requester.perRequest === true && record.identity !== undefined && record.owner === record.identity);
+      if (!owned) return;
       if (config.tasks.statusNotifications) notify('notifications/tasks/status', toWireTask(record));
       // Whoever cancelled the task (this requestor, another session, another replica through the store),
       // its work stops here, where it runs.
@@ -68,8 +77,10 @@ export class TaskService {
     start: (record: TaskRecord) => void,
     describe: Describe,
     args?: unknown,
+    caller?: RequestCaller,
   ): Promise<TaskRecord> {
-    const { sessionId, identity, owner } = this.requester;
+    const requester = this.as(caller);
+    const { sessionId, identity, owner } = requester;
     const record = await this.store.create({
       ...init,
       owner,
@@ -77,7 +88,7 @@ export class TaskService {
       ...(identity === undefined ? {} : { identity }),
     });
     try {
-      this.audit.created(record, this.caller, args);
+      this.audit.created(record, auditCaller(requester), args);
       start(record);
     } catch (error) {
       // A store that cannot take the end now keeps it (see the store contract) and records it later.
@@ -90,9 +101,9 @@ export class TaskService {
   }
 
   /** Whether the task named in params is one of these that this requestor may see. */
-  async knows(params: JsonObject | undefined): Promise<boolean> {
+  async knows(params: JsonObject | undefined, caller?: RequestCaller): Promise<boolean> {
     try {
-      await this.visibleTask(params, 'tasks');
+      await this.visibleTask(params, 'tasks', this.as(caller));
       return true;
     } catch (error) {
       if (error instanceof TaskNotFoundError) return false;
@@ -100,35 +111,38 @@ export class TaskService {
     }
   }
 
-  async get(params: JsonObject | undefined): Promise<JsonObject> {
-    return toWireTask(await this.visibleTask(params, 'tasks/get'));
+  async get(params: JsonObject | undefined, caller?: RequestCaller): Promise<JsonObject> {
+    return toWireTask(await this.visibleTask(params, 'tasks/get', this.as(caller)));
   }
 
   /** Blocks until the task is terminal, then answers exactly what the underlying request answered. */
   async result(
     params: JsonObject | undefined,
     signal: AbortSignal,
+    caller?: RequestCaller,
   ): Promise<{ result: JsonObject } | { error: JsonRpcErrorObject }> {
-    const { taskId } = await this.visibleTask(params, 'tasks/result');
+    const requester = this.as(caller);
+    const { taskId } = await this.visibleTask(params, 'tasks/result', requester);
     const done = await this.store.waitForTerminal(taskId, signal);
-    this.audit.resultRetrieved(taskId, this.caller);
+    this.audit.resultRetrieved(taskId, auditCaller(requester));
     const outcome = done.outcome ?? cancelledOutcome(done);
     if ('error' in outcome) return { error: outcome.error };
     const meta = isObject(outcome.result._meta) ? outcome.result._meta : {};
     return { result: { ...outcome.result, _meta: { ...meta, [RELATED_TASK_META]: { taskId } } } };
   }
 
-  list(cursor: string | undefined): Promise<TaskPage> {
-    return this.store.list(this.requester.owner, cursor, this.config.tasks.listPageSize);
+  list(cursor: string | undefined, caller?: RequestCaller): Promise<TaskPage> {
+    return this.store.list(this.as(caller).owner, cursor, this.config.tasks.listPageSize);
   }
 
-  async cancel(params: JsonObject | undefined): Promise<JsonObject> {
-    const { taskId } = await this.visibleTask(params, 'tasks/cancel');
+  async cancel(params: JsonObject | undefined, caller?: RequestCaller): Promise<JsonObject> {
+    const requester = this.as(caller);
+    const { taskId } = await this.visibleTask(params, 'tasks/cancel', requester);
     const cancelled = await this.store.update(taskId, {
       status: 'cancelled',
       statusMessage: CANCELLED_BY_REQUEST,
     });
-    this.audit.cancelled(taskId, this.caller);
+    this.audit.cancelled(taskId, auditCaller(requester));
     return toWireTask(cancelled);
   }
 
@@ -184,25 +198,43 @@ export class TaskService {
   }
 
   /** The task named in params, as long as this requestor may see it; otherwise exactly "not found". */
-  private async visibleTask(params: JsonObject | undefined, method: string): Promise<TaskRecord> {
+  private async visibleTask(
+    params: JsonObject | undefined,
+    method: string,
+    requester: Requester,
+  ): Promise<TaskRecord> {
     const { taskId } = parseParams(TaskIdParams, params, method);
     try {
       const record = await this.store.get(taskId);
-      if (record.identity !== undefined && record.identity !== this.requester.identity) {
+      if (record.identity !== undefined && record.identity !== requester.identity) {
         throw new TaskNotFoundError(taskId);
       }
       return record;
     } catch (error) {
       if (error instanceof TaskNotFoundError && method !== 'tasks')
-        this.audit.denied(taskId, method, this.caller);
+        this.audit.denied(taskId, method, auditCaller(requester));
       throw error;
     }
   }
 
-  private get caller(): Caller {
-    const { subject, sessionId } = this.requester;
-    return subject === undefined ? { session: sessionId } : { subject, session: sessionId };
+  /** Who asks: the session's own requester, or (perRequest) the caller the request carries. */
+  private as(caller: RequestCaller | undefined): Requester {
+    const own = this.requester;
+    if (caller === undefined || own.perRequest !== true) return own;
+    if (caller.identity === own.identity && caller.subject === own.subject) return own;
+    const { identity, subject } = caller;
+    return {
+      sessionId: own.sessionId,
+      ...(identity === undefined ? {} : { identity }),
+      ...(subject === undefined ? {} : { subject }),
+      owner: identity ?? own.owner,
+      perRequest: true,
+    };
   }
+}
+
+function auditCaller({ subject, sessionId }: Requester): Caller {
+  return subject === undefined ? { session: sessionId } : { subject, session: sessionId };
 }
 
 /** How a failed outcome is described in the task's statusMessage. */

@@ -337,7 +337,7 @@ export class HttpFront {
     });
     const served = serve({
       request,
-      ...(caller === undefined ? {} : { principal: caller.identity }),
+      ...(caller === undefined ? {} : { principal: caller.identity, subject: caller.subject }),
       caller: caller?.identity ?? `address:${req.socket.remoteAddress ?? 'unknown'}`,
       ...(request.method === 'tools/call' ? { paramHeaders: paramHeadersOf(req.headers) } : {}),
       signal: cancelled,

@@ -2,12 +2,15 @@
  * One 2026-07-28 request as a front hands it to the bridge: the request, who sent it, where messages
  * about it go before its answer, and how the client says it no longer wants it.
  */
+import type { RequestCaller } from '../caller.js';
 import type { Request } from '../messages.js';
 
 export interface ModernExchange {
   readonly request: Request;
   /** The authenticated caller, when callers are identified: a requestState is bound to it. */
   readonly principal?: string;
+  /** Who the principal is, for audit lines (never a token). */
+  readonly subject?: string;
   /** Whom per-caller limits count the request against (the identity, else the client's address); none: the front's one client. */
   readonly caller?: string;
   /** Its `Mcp-Param-*` headers by lower-case name (Streamable HTTP); none over stdio, where none are checked. */
@@ -19,6 +22,16 @@ export interface ModernExchange {
   readonly notify: (message: object) => void;
   /** Aborted when the client gives the request up (its HTTP stream closed, or notifications/cancelled). */
   readonly signal: GiveUpSignal;
+}
+
+/** The caller the request carries into the core; `quota` for one whose front named no caller. */
+export function callerOfExchange(exchange: ModernExchange, quota: string): RequestCaller {
+  const { principal, subject } = exchange;
+  return {
+    ...(principal === undefined ? {} : { identity: principal }),
+    ...(subject === undefined ? {} : { subject }),
+    quota: exchange.caller ?? quota,
+  };
 }
 
 /**

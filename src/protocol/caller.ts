@@ -1,0 +1,17 @@
+/**
+ * Who made a request, made once by the edge that read it (a 2025 session, a 2026-07-28 POST) and carried
+ * with the request into the core: the task it creates is bound to `identity`, a task it names is checked
+ * against it, audit lines name `subject`, and per-caller limits count it against `quota`. Nothing
+ * downstream works out the caller again.
+ */
+export interface RequestCaller {
+  /** The authenticated identity (a binding key); none when callers are not identified. */
+  readonly identity?: string;
+  /** Who the identity is, for logs and audit (never a token). */
+  readonly subject?: string;
+  /** Whom per-caller limits count the request against; none for a request counted already (the bridge's own). */
+  readonly quota?: string;
+}
+
+/** A request no caller made (a bridge's own bookkeeping without a task behind it): no identity, no quota. */
+export const NO_CALLER: RequestCaller = {};
