@@ -267,8 +267,10 @@ export class ExtensionTasks {
 
   /** Whether `principal` created the task (held here, or posted by a replica): a listener hears only those. */
   async createdBy(taskId: string, principal: string | undefined): Promise<boolean> {
-    const creator = this.tasks.get(taskId) ?? (await this.options.board?.read(taskId));
-    return creator !== undefined && creator.principal === principal;
+    const task = this.tasks.get(taskId);
+    if (task !== undefined) return task.caller.identity === principal;
+    const posted = await this.options.board?.read(taskId);
+    return posted !== undefined && posted.principal === principal;
   }
 
   /** The Session told of a status change of a task: the replicas sharing the store are told, if it is held here. */

@@ -75,19 +75,35 @@ export function classify(value: unknown): Message {
     return { kind: 'request', msg: value as unknown as Request };
   }
   if ('method' in value) throw invalid('"method" must be a string');
-  if (hasId && isObject(value.result) && !('error' in value)) {
-    return { kind: 'response', msg: value as unknown as SuccessResponse };
-  }
-  if (hasId && isObject(value.error) && !('result' in value)) {
-    const error = value.error;
-    if (typeof error.code === 'number' && typeof error.message === 'string') {
-      return { kind: 'response', msg: value as unknown as ErrorResponse };
-    }
-  }
+  if ('result' in value || 'error' in value) return classifyResponse(value, hasId);
   throw invalid(
     hasId ? 'a message with an "id" needs a "method", a "result" or an "error"' : 'missing "method"',
   );
 }
+
+function classifyResponse(value: JsonObject, hasId: boolean): Message {
+  const refused = (why: string): ProtocolError =>
+    new ProtocolError(ErrorCode.InvalidRequest, `Invalid response: ${why}`);
+  if (!hasId) throw refused('it has no "id"');
+  if ('result' in value && 'error' in value) throw refused('it has both a "result" and an "error"');
+  if ('result' in value) {
+    if (!isObject(value.result)) throw refused('"result" must be an object');
+    return { kind: 'response', msg: value as unknown as SuccessResponse };
+  }
+  const error = value.error;
+  if (!isObject(error) || typeof error.code !== 'number' || typeof error.message !== 'string') {
+    throw refused('"error" must be an object with a number "code" and a string "message"');
+  }
+  return { kind: 'response', msg: value as unknown as ErrorResponse };
+}
+
+/**
+ * Shaped like a response — no "method", a "result" or an "error" — however malformed. JSON-RPC answers
+ * only requests; and the id of a response is in its reader's numbering, so an error sent back for it
+ * would land on the sender's own request of that id.
+ */
+export const isResponseShaped = (value: unknown): value is JsonObject =>
+  isObject(value) && !('method' in value) && ('result' in value || 'error' in value);
 
 const REQUEST_MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params']);
 

@@ -10,15 +10,13 @@ import type { Logger } from 'pino';
 import type { Policy } from '../config/policy.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, type Config } from '../config/schema.js';
 import type { RequestCaller } from '../protocol/caller.js';
-import { ErrorCode, ProtocolError, methodNotFound } from '../protocol/errors.js';
-import { toJsonRpcError } from '../tasks/wire-errors.js';
+import { ErrorCode, methodNotFound, type ProtocolError } from '../protocol/errors.js';
 import {
   RELATED_TASK_META,
   errorResponse,
   idKey,
   isObject,
   metaOf,
-  salvageId,
   successResponse,
   withMeta,
   type JsonObject,
@@ -27,7 +25,6 @@ import {
   type RequestId,
   type Response,
 } from '../protocol/messages.js';
-import { MAX_NESTING, TooDeepError, idOfBrokenAnswer } from '../protocol/frames.js';
 import { readHanded } from '../protocol/read-message.js';
 import { digitsOf, handed, serialize, withExactRequestId } from '../protocol/exact-ids.js';
 import type { AuditLog } from '../tasks/audit-log.js';
@@ -40,6 +37,7 @@ import type { TaskSightings } from '../observability/task-board.js';
 import type { Limits } from '../security/limits.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
+import { badUpstreamAnswer, clientFrameRefusal, upstreamFrameRefusal } from './bad-frames.js';
 import { ClientPeer } from './client-peer.js';
 import { Correlator } from './correlator.js';
 import { decideToolCall } from './decide.js';
@@ -329,7 +327,7 @@ export class Session {
 
   private fromClient(raw: Buffer, parsed: object | undefined): void {
     const read = readHanded(raw, parsed, 'the client');
-    if (!read.ok) return this.refuseFromClient(read.error, read.value);
+    if (!read.ok) return this.refuseFromClient(read.error, read.value, raw);
     const { message } = read;
     // Forwarded, a request must carry the alias of a large id (the upstream answers with what it was
     // sent), and so must a cancellation of one (below).
@@ -349,21 +347,17 @@ export class Session {
     }
   }
 
-  /**
-   * A client message taskgate cannot take: one error, to its id when it has one. A notification or a
-   * response refused for its depth is not answered (JSON-RPC answers neither); a response that answers
-   * the upstream gives it the error instead.
-   */
-  private refuseFromClient(error: unknown, value: unknown): void {
-    if (error instanceof TooDeepError && isNotificationOrResponse(error.value)) {
-      this.options.logger.warn(`dropping a message from the client: ${error.message}`);
-      const id = salvageId(error.value);
-      if (id === null || !this.clientPeer.awaits(id)) return;
-      const response = errorResponse(id, toJsonRpcError(error));
-      return this.clientResponse(response, Buffer.from(serialize(response)));
+  /** A client message taskgate cannot take (bad-frames.ts): a response is never answered. */
+  private refuseFromClient(error: unknown, value: unknown, raw: Buffer): void {
+    const { reply, fails } = clientFrameRefusal(error, value, raw);
+    if (fails !== undefined && this.clientPeer.awaits(fails.id)) {
+      this.options.logger.warn(
+        `the client's answer to request ${String(fails.id)} is refused: ${fails.error.message}`,
+      );
+      const response = errorResponse(fails.id, fails.error);
+      this.clientResponse(response, Buffer.from(serialize(response)));
     }
-    const id = salvageId(value);
-    this.respond(id, errorResponse(id, toJsonRpcError(error)));
+    if (reply !== undefined) this.respond(reply.id, reply);
   }
 
   private clientRequest(request: Request, raw: Buffer): void {
@@ -628,28 +622,11 @@ export class Session {
    */
   private upstreamInvalid(error: unknown, value: unknown, raw: Buffer): void {
     this.options.logger.warn({ err: error }, 'dropping an invalid message from the upstream server');
-    if (error instanceof ProtocolError && error.code === ErrorCode.ParseError) {
-      // Not JSON, yet it may still say which call it answers: that call fails now rather than at its timeout.
-      const id = idOfBrokenAnswer(raw);
-      if (id !== null && this.upstreamPeer.awaits(id)) {
-        this.upstreamResponse(
-          errorResponse(id, badUpstreamAnswer('a line that is not valid JSON')),
-          undefined,
-        );
-      }
-      return;
+    const { reply, fails } = upstreamFrameRefusal(error, value, raw);
+    if (fails !== undefined && this.upstreamPeer.awaits(fails.id)) {
+      this.upstreamResponse(errorResponse(fails.id, fails.error), undefined);
     }
-    const id = salvageId(value);
-    if (id === null || !isObject(value)) return;
-    if (value.method === undefined) {
-      const what =
-        error instanceof TooDeepError
-          ? `a message nested deeper than ${MAX_NESTING} levels (the limit of taskgate)`
-          : 'an invalid JSON-RPC response';
-      this.upstreamResponse(errorResponse(id, badUpstreamAnswer(what)), undefined);
-    } else if ('id' in value && !this.upstreamPeer.isAway) {
-      this.upstream.send(errorResponse(id, toJsonRpcError(error)));
-    }
+    if (reply !== undefined && !this.upstreamPeer.isAway) this.upstream.send(reply);
   }
 
   private upstreamResponse(response: Response, raw: Buffer | undefined): void {
@@ -887,13 +864,4 @@ export class Session {
   private get clientHasTasks(): boolean {
     return isObject(this.clientCapabilities.tasks);
   }
-}
-
-function isNotificationOrResponse(value: JsonObject): boolean {
-  if (typeof value.method === 'string') return !('id' in value);
-  return value.method === undefined && 'id' in value && ('result' in value || 'error' in value);
-}
-
-function badUpstreamAnswer(what: string): { code: number; message: string } {
-  return { code: ErrorCode.InternalError, message: `The upstream server answered with ${what}` };
 }

@@ -10,9 +10,9 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
-import { digitsOf, serialize } from '../protocol/exact-ids.js';
+import { digitsOf } from '../protocol/exact-ids.js';
 import { answerModern, settledWithin, sseEvent } from './modern-answer.js';
-import { isObject, salvageId, type Message, type RequestId } from '../protocol/messages.js';
+import { isObject, isResponseShaped, salvageId, type Message, type RequestId } from '../protocol/messages.js';
 import { readMessage } from '../protocol/read-message.js';
 import { ClientGiveUp, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
 import { checkModernHeaders, paramHeadersOf } from '../protocol/modern/headers.js';
@@ -23,6 +23,7 @@ import type { SessionEnd } from '../observability/metrics.js';
 import type { Authentication } from '../security/auth.js';
 import { KeptBytes } from './event-stream.js';
 import { HttpSession, type Resumption } from './http-session.js';
+import { accepts, json, readBody, reply } from './http-io.js';
 import { listenOn } from './listen.js';
 import { isLoopbackHost } from '../security/loopback.js';
 
@@ -256,6 +257,7 @@ export class HttpFront {
       });
     }
     const read = readMessage(body, 'the client');
+    if (!read.ok && isResponseShaped(read.value)) return this.badAnswer(req, res, body, read.error, caller);
     if (!read.ok) return reply(res, 400, salvageId(read.value), toJsonRpcError(read.error));
     const { message } = read;
     const sessionId = req.headers['mcp-session-id'];
@@ -293,6 +295,23 @@ export class HttpFront {
     }
     session.accept(body, message.kind === 'notification' ? message.msg : undefined);
     res.writeHead(202).end();
+  }
+
+  /**
+   * A malformed response: 400 with an error of no id (a response is never answered: its id is taskgate's),
+   * and its session fails the request of taskgate's it names, if any (bad-frames.ts).
+   */
+  private badAnswer(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: Buffer,
+    error: unknown,
+    caller?: Caller,
+  ): void {
+    const session = this.sessionFor(req.headers['mcp-session-id'], res, null, caller);
+    if (!session) return;
+    session.accept(body);
+    reply(res, 400, null, toJsonRpcError(error));
   }
 
   /**
@@ -554,29 +573,4 @@ function unsupportedVersion(version: string): JsonRpcErrorObject {
     code: ErrorCode.InvalidRequest,
     message: `Unsupported MCP-Protocol-Version "${version}" (supported: ${[...MODERN_VERSIONS, ...LEGACY_VERSIONS].join(', ')})`,
   };
-}
-
-function accepts(req: IncomingMessage, type: string): boolean {
-  const accept = req.headers.accept ?? '';
-  return accept.includes(type) || accept.includes('*/*');
-}
-
-/** The body, or undefined when it is larger than the limit (reading stops there). */
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) return undefined;
-    chunks.push(chunk);
-  }
-  return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
-}
-
-function reply(res: ServerResponse, status: number, id: RequestId | null, error: JsonRpcErrorObject): void {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(serialize({ jsonrpc: '2.0', id, error }));
-}
-
-function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 }

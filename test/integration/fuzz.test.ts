@@ -5,8 +5,10 @@
  *
  * Properties, per batch: taskgate keeps running; every request with a usable id gets exactly one
  * response; every malformed line gets exactly one -32700/-32600/-32602 error, addressed to its id when it
- * has a usable one and to null otherwise; stdout carries only JSON-RPC lines; stderr shows no unhandled
- * error. `tasks/result` is only sent for unknown tasks (a known one may legitimately block), except in the
+ * has a usable one and to null otherwise, except a line shaped like a response (no "method", a "result"
+ * or an "error"), which JSON-RPC never answers, however malformed: its id is in taskgate's numbering, and
+ * an answer would land on the client's own request of that id; stdout carries only JSON-RPC lines; stderr
+ * shows no unhandled error. `tasks/result` is only sent for unknown tasks (a known one may legitimately block), except in the
  * second phase of a batch, for the tasks the batch created, which all end quickly.
  */
 import { dirname } from 'node:path';
@@ -23,7 +25,8 @@ type Json = Record<string, unknown>;
 type Expect =
   | { kind: 'answer'; id: Id } // exactly one response (result or error) with this id
   | { kind: 'error'; id: Id | null; codes: number[] } // exactly one error response
-  | { kind: 'none' }; // a notification, or a response from the client: nothing comes back
+  | { kind: 'none' } // a notification: nothing comes back
+  | { kind: 'unanswered'; id: Id }; // a response from the client, well formed or not: nothing comes back
 
 interface Line {
   text: string;
@@ -40,6 +43,7 @@ const line_ = (text: string, expected: Expect): Line => ({
 const answer = (id: Id): Expect => ({ kind: 'answer', id });
 const error = (id: Id | null, codes: number[]): Expect => ({ kind: 'error', id, codes });
 const NONE: Expect = { kind: 'none' };
+const unanswered = (id: Id): Expect => ({ kind: 'unanswered', id });
 
 const BATCHES = Number(process.env['FUZZ_BATCHES'] ?? 90);
 const MIN_BATCH = 100;
@@ -264,13 +268,13 @@ const notification: fc.Arbitrary<Line> = fc
   )
   .map((body) => line_(JSON.stringify({ jsonrpc: '2.0', ...body }), NONE));
 
-/** A response from the client to a request taskgate never sent: dropped, never answered. */
+/**
+ * A response from the client to a request taskgate never sent: dropped, never answered. Its id is unique
+ * in the run, so that an answer to it cannot be taken for the answer to a request.
+ */
 const strayResponse: fc.Arbitrary<Line> = fc
   .tuple(
-    fc.oneof(
-      fc.string({ maxLength: 10 }).map((s) => `x${s}`),
-      fc.integer({ max: -1 }),
-    ),
+    uniqueId,
     fc.oneof(
       fc.record({ result: fc.object({ maxDepth: 2 }) }),
       fc.record({
@@ -281,7 +285,31 @@ const strayResponse: fc.Arbitrary<Line> = fc
       }),
     ),
   )
-  .map(([id, body]) => line_(JSON.stringify({ jsonrpc: '2.0', id, ...body }), NONE));
+  .map(([id, body]) => line_(JSON.stringify({ jsonrpc: '2.0', id, ...body }), unanswered(id)));
+
+/** Responses malformed in one way: never answered either (JSON-RPC answers only requests). */
+const badResponse: fc.Arbitrary<Line> = fc
+  .tuple(
+    uniqueId,
+    fc.oneof(
+      fc.record({ result: fc.oneof(fc.string(), fc.integer(), fc.constant(null), fc.array(fc.integer())) }),
+      fc.record({
+        error: fc.oneof(
+          fc.string(),
+          fc.constant(null),
+          fc.record({ code: fc.string(), message: fc.integer() }),
+          fc.record({ code: fc.double({ noInteger: true }), message: fc.string() }),
+          fc.record({ message: fc.string() }),
+        ),
+      }),
+      fc.record({
+        result: fc.object({ maxDepth: 1 }),
+        error: fc.record({ code: fc.integer(), message: fc.string() }),
+      }),
+    ),
+    fc.constantFrom('2.0', '1.0', undefined),
+  )
+  .map(([id, body, jsonrpc]) => line_(JSON.stringify({ jsonrpc, id, ...body }), unanswered(id)));
 
 const INVALID = [-32600, -32602];
 
@@ -323,25 +351,12 @@ const badEnvelope: fc.Arbitrary<Line> = fc.oneof(
     .map(([id, method, params]) =>
       line_(JSON.stringify({ jsonrpc: '2.0', id, method, params }), error(id, INVALID)),
     ),
-  // an id but neither a method, nor a result object, nor a well-formed error
-  fc
-    .tuple(
-      uniqueId,
-      fc.oneof(
-        fc.constant({}),
-        fc.record({ result: fc.oneof(fc.string(), fc.integer(), fc.constant(null), fc.array(fc.integer())) }),
-        fc.record({ error: fc.oneof(fc.string(), fc.record({ code: fc.string(), message: fc.integer() })) }),
-        fc.record({
-          result: fc.object({ maxDepth: 1 }),
-          error: fc.record({ code: fc.integer(), message: fc.string() }),
-        }),
-      ),
-    )
-    .map(([id, body]) => line_(JSON.stringify({ jsonrpc: '2.0', id, ...body }), error(id, INVALID))),
-  // neither id nor method
+  // an id and nothing else: no method, no result, no error
+  uniqueId.map((id) => line_(JSON.stringify({ jsonrpc: '2.0', id }), error(id, INVALID))),
+  // neither id nor method (nor a result or an error, which would make it a response)
   fc
     .dictionary(
-      fc.string({ maxLength: 6 }).filter((k) => k !== 'id' && k !== 'method'),
+      fc.string({ maxLength: 6 }).filter((k) => !['id', 'method', 'result', 'error'].includes(k)),
       anyJson,
       { maxKeys: 3 },
     )
@@ -398,6 +413,7 @@ const line: fc.Arbitrary<Line> = fc.oneof(
   { weight: 10, arbitrary: request },
   { weight: 3, arbitrary: notification },
   { weight: 1, arbitrary: strayResponse },
+  { weight: 1, arbitrary: badResponse },
   { weight: 4, arbitrary: badEnvelope },
   { weight: 2, arbitrary: notJson },
 );
@@ -411,6 +427,9 @@ const isResponse = (m: Json): boolean => !('method' in m) && ('result' in m || '
 
 let peer: RawPeer | undefined;
 let cases = 0;
+/** Lines shaped like a response, and the answers taskgate gave them (there must be none). */
+let responseShaped = 0;
+const answersToResponses: string[] = [];
 afterAll(async () => {
   await peer?.stop();
 });
@@ -418,12 +437,15 @@ afterAll(async () => {
 async function runBatch(p: RawPeer, lines: Line[]): Promise<void> {
   const seenBefore = p.messages.items.length;
   const expected = new Map<string, Expect>();
+  const responseIds = new Set<string>();
   let nullErrors = 0;
   for (const l of lines) {
     if (l.expect.kind === 'answer' || (l.expect.kind === 'error' && l.expect.id !== null)) {
       expected.set(keyOf(l.expect.id), l.expect);
     } else if (l.expect.kind === 'error') nullErrors++;
+    else if (l.expect.kind === 'unanswered') responseIds.add(keyOf(l.expect.id));
   }
+  responseShaped += responseIds.size;
   const fence = `fence#${++counter}`;
   const created: string[] = [];
 
@@ -458,6 +480,11 @@ async function runBatch(p: RawPeer, lines: Line[]): Promise<void> {
     const key = keyOf(m.id);
     counts.set(key, (counts.get(key) ?? 0) + 1);
     const want = expected.get(key);
+    if (responseIds.has(key)) {
+      // Counted, not thrown at once: the run's total is the figure to report.
+      answersToResponses.push(JSON.stringify(m).slice(0, 200));
+      continue;
+    }
     if (m.id === null) {
       expect(m, 'a null-id response is an error').toHaveProperty('error');
       expect([-32700, -32600, -32602]).toContain((m.error as Json).code);
@@ -521,8 +548,12 @@ describe('fuzzing the client edge on stdio', () => {
       expect(p.stderr).not.toMatch(
         new RegExp(`^\\s+at .*${dirname(TASKGATE).replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`, 'm'),
       );
-      console.log(`fuzz: ${cases} cases in ${Math.round(performance.now() - started)} ms`);
+      console.log(
+        `fuzz: ${cases} cases in ${Math.round(performance.now() - started)} ms; ${answersToResponses.length} answers to ${responseShaped} response-shaped lines`,
+      );
       expect(cases).toBeGreaterThanOrEqual(10_000);
+      expect(answersToResponses.slice(0, 5), 'answers to lines shaped like a response').toEqual([]);
+      expect(answersToResponses.length).toBe(0);
     },
   );
 });
