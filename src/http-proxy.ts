@@ -115,6 +115,10 @@ export async function startHttpGateway(
                 running.seen(channel.id, task);
                 sightings.upstreamTask(task, tool);
               },
+              upstreamTaskForgotten: (taskId) => {
+                running.forgot(channel.id, taskId);
+                sightings.upstreamTaskForgotten(taskId);
+              },
             },
             ...(caller === undefined ? {} : { identity: caller.identity, subject: caller.subject }),
           },

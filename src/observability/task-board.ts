@@ -34,6 +34,10 @@ export interface BoardTask {
 export interface TaskSightings {
   /** An upstream's own task, as it described it (a CreateTaskResult's task, tasks/get, a status notification). */
   upstreamTask(task: unknown, tool: string | undefined): void;
+  /** An upstream's own task no longer followed, its end unknown: it stops counting as live. */
+  upstreamTaskForgotten(taskId: string): void;
+  /** A progress notification of the call behind an upstream's own task. */
+  upstreamProgress(taskId: string, params: Record<string, unknown> | undefined): void;
   /** A progress notification of the call behind one of taskgate's tasks. */
   progress(taskId: string, params: Record<string, unknown> | undefined): void;
 }
@@ -77,6 +81,10 @@ export class TaskBoard {
   /** taskId → task, least recently changed first (a Map keeps insertion order). */
   private readonly live = new Map<string, BoardTask>();
   private readonly liveCounts = zero();
+  /** Key → epoch ms when its ttl ends, for the upstreams' live tasks that have one. */
+  private readonly expiries = new Map<string, number>();
+  /** The earliest of those (Infinity: none), so that most reads skip the sweep. */
+  private nextExpiry = Infinity;
   /** Finished tasks, oldest first. */
   private readonly finished: BoardTask[] = [];
   private readonly buckets: { minute: number; counts: StatusCounts }[] = [];
@@ -94,6 +102,11 @@ export class TaskBoard {
 
   /** Live tasks by status, for the metrics. */
   liveByStatus(): Pick<StatusCounts, 'working' | 'input_required'> {
+    this.dropExpired(this.now());
+    return this.liveNow();
+  }
+
+  private liveNow(): Pick<StatusCounts, 'working' | 'input_required'> {
     return { working: this.liveCounts.working, input_required: this.liveCounts.input_required };
   }
 
@@ -117,7 +130,7 @@ export class TaskBoard {
   /**
    * A task an upstream server runs itself, as a session saw it go by. `key` tells apart equal ids of
    * different upstream connections; the tool is known only from the call that created it (a task first
-   * seen through tasks/get shows "(unknown)").
+   * seen through tasks/get shows "(unknown)"). One never seen to end leaves the live tasks at its ttl.
    */
   upstreamTask(key: string, described: unknown, tool?: string): void {
     const task = upstreamView(described);
@@ -125,6 +138,11 @@ export class TaskBoard {
     const before = this.live.get(key);
     // Its end is counted once, when the board saw it live; later tasks/get of it change nothing.
     if (before === undefined && isTerminal(task.status)) return;
+    if (task.expiresAt !== undefined && !isTerminal(task.status)) {
+      if (task.expiresAt <= this.now()) return this.forget(key);
+      this.expiries.set(key, task.expiresAt);
+      this.nextExpiry = Math.min(this.nextExpiry, task.expiresAt);
+    }
     this.place(key, {
       id: task.taskId.slice(0, 8),
       tool: cut(tool ?? before?.tool ?? '(unknown)'),
@@ -143,11 +161,13 @@ export class TaskBoard {
         const taskId = (task as { taskId?: unknown } | undefined)?.taskId;
         if (typeof taskId === 'string') this.upstreamTask(`${sessionId} ${taskId}`, task, tool);
       },
+      upstreamTaskForgotten: (taskId) => this.forget(`${sessionId} ${taskId}`),
+      upstreamProgress: (taskId, params) => this.progress(`${sessionId} ${taskId}`, params ?? {}),
       progress: (taskId, params) => this.progress(taskId, params ?? {}),
     };
   }
 
-  /** The progress of a live task's call (`key` as the task was placed with). */
+  /** The progress of a live task's call (`key` as the task was placed with): a change like any other. */
   progress(key: string, progress: { progress?: unknown; total?: unknown; message?: unknown }): void {
     const task = this.live.get(key);
     if (task === undefined || typeof progress.progress !== 'number') return;
@@ -156,6 +176,29 @@ export class TaskBoard {
         ? `${progress.progress}/${progress.total}`
         : String(progress.progress);
     task.progress = cut(typeof progress.message === 'string' ? `${amount} · ${progress.message}` : amount);
+    task.updatedAt = Math.max(task.updatedAt, this.now());
+    this.live.delete(key);
+    this.live.set(key, task);
+  }
+
+  /** A live task leaves the board uncounted: its end will not be known. */
+  forget(key: string): void {
+    const task = this.live.get(key);
+    this.expiries.delete(key);
+    if (task === undefined) return;
+    this.advance(this.now());
+    this.live.delete(key);
+    this.liveCounts[task.status]--;
+  }
+
+  /** Upstream tasks whose ttl ended unseen are gone from their server: they are forgotten. */
+  private dropExpired(now: number): void {
+    if (now < this.nextExpiry) return;
+    this.nextExpiry = Infinity;
+    for (const [key, expiresAt] of this.expiries) {
+      if (expiresAt <= now) this.forget(key);
+      else this.nextExpiry = Math.min(this.nextExpiry, expiresAt);
+    }
   }
 
   private place(key: string, task: BoardTask): void {
@@ -167,6 +210,7 @@ export class TaskBoard {
       if (before.progress !== undefined) task.progress ??= before.progress;
     }
     if (isTerminal(task.status)) {
+      this.expiries.delete(key);
       bucket[task.status]++;
       this.finished.push(task);
       if (this.finished.length > this.keepRecent) this.finished.shift();
@@ -175,6 +219,7 @@ export class TaskBoard {
     if (!before && this.live.size >= this.maxLive) {
       const [oldestId, oldest] = this.live.entries().next().value!;
       this.live.delete(oldestId);
+      this.expiries.delete(oldestId);
       this.liveCounts[oldest.status]--;
     }
     // A changed task moves to the end: the most recently active are shown first.
@@ -184,6 +229,7 @@ export class TaskBoard {
 
   snapshot(): BoardSnapshot {
     const now = this.now();
+    this.dropExpired(now);
     this.advance(now);
     const minute = Math.floor(now / BUCKET_MS);
     const start = minute - HISTORY_BUCKETS + 1;
@@ -192,13 +238,13 @@ export class TaskBoard {
       ...(byMinute.get(start + i) ?? zero()),
     }));
     // The current minute is not over: its live tasks are those live now.
-    Object.assign(buckets[HISTORY_BUCKETS - 1]!, this.liveByStatus());
+    Object.assign(buckets[HISTORY_BUCKETS - 1]!, this.liveNow());
     const live = [...this.live.values()].slice(-this.maxShown).reverse();
     return {
       now,
       live,
       liveTotal: this.live.size,
-      liveByStatus: this.liveByStatus(),
+      liveByStatus: this.liveNow(),
       recent: [...this.finished].reverse(),
       history: { bucketMs: BUCKET_MS, start: start * BUCKET_MS, buckets },
     };
@@ -212,7 +258,7 @@ export class TaskBoard {
     const minute = Math.floor(now / BUCKET_MS);
     const last = this.buckets.at(-1);
     if (last && last.minute >= minute) return last.counts;
-    const live = this.liveByStatus();
+    const live = this.liveNow();
     if (last) Object.assign(last.counts, live);
     const from = last ? Math.max(last.minute + 1, minute - HISTORY_BUCKETS + 1) : minute;
     for (let m = from; m < minute; m++) this.buckets.push({ minute: m, counts: { ...zero(), ...live } });
@@ -225,10 +271,15 @@ export class TaskBoard {
 const STATUS_SET = new Set<unknown>(STATUSES);
 
 /** The fields the board shows of a task an upstream described, or undefined when it is not one. */
-function upstreamView(
-  value: unknown,
-):
-  | { taskId: string; status: TaskStatus; statusMessage?: string; createdAt: number; updatedAt: number }
+function upstreamView(value: unknown):
+  | {
+      taskId: string;
+      status: TaskStatus;
+      statusMessage?: string;
+      createdAt: number;
+      updatedAt: number;
+      expiresAt?: number;
+    }
   | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const task = value as Record<string, unknown>;
@@ -241,6 +292,7 @@ function upstreamView(
     status: task.status as TaskStatus,
     createdAt,
     updatedAt: Number.isFinite(updatedAt) ? updatedAt : createdAt,
+    ...(typeof task.ttl === 'number' ? { expiresAt: createdAt + task.ttl } : {}),
     ...(typeof task.statusMessage === 'string' ? { statusMessage: task.statusMessage } : {}),
   };
 }

@@ -167,6 +167,7 @@ export class Session {
             id,
             'error' in outcome ? errorResponse(id, outcome.error) : successResponse(id, outcome.result),
           ),
+        tasks: this.upstreamTasks.unwrapped,
       },
       options.config,
       options.logger,
@@ -749,7 +750,7 @@ export class Session {
     if (notification.method === 'notifications/progress') {
       const token = notification.params?.progressToken;
       if (typeof token === 'string' || typeof token === 'number') {
-        this.unwrapper.progressSeen(token, notification.params?.progress);
+        this.unwrapper.progressSeen(token, notification.params);
       }
       const taskId =
         typeof token === 'string' || typeof token === 'number'

@@ -1,7 +1,8 @@
 /**
  * The upstream's own tasks as the session sees them pass: what each answer and notification tells of
  * them, for the operator's dashboard and for the watch that fails them here when the upstream goes away
- * (DESIGN: nothing lost), and the answers given for the tasks it took with it.
+ * (DESIGN: nothing lost), and the answers given for the tasks it took with it. Those taskgate follows for
+ * a client without tasks (unwrap) are told to the dashboard alone: the client never saw them.
  */
 import { ErrorCode } from '../protocol/errors.js';
 import {
@@ -12,6 +13,7 @@ import {
   type Response,
 } from '../protocol/messages.js';
 import { IllegalTransitionError } from '../tasks/state.js';
+import type { UnwrappedTasks } from '../tasks/unwrap.js';
 import { UpstreamTaskWatch } from '../tasks/upstream-tasks.js';
 import type { TaskSightings } from '../observability/task-board.js';
 import type { Forwarded } from './upstream-peer.js';
@@ -19,11 +21,24 @@ import type { Forwarded } from './upstream-peer.js';
 export class UpstreamOwnTasks {
   private readonly watch = new UpstreamTaskWatch();
 
-  constructor(private readonly sightings: TaskSightings | undefined) {}
+  /** What the unwrapper learns of the tasks it follows. */
+  readonly unwrapped: UnwrappedTasks;
+
+  constructor(private readonly sightings: TaskSightings | undefined) {
+    this.unwrapped = {
+      seen: (task, tool) => {
+        // A status notification may come before the answer that made the task one the unwrapper follows.
+        this.watch.ended(task.taskId);
+        sightings?.upstreamTask(task, tool);
+      },
+      progress: (taskId, params) => sightings?.upstreamProgress(taskId, params),
+      forgotten: (taskId) => sightings?.upstreamTaskForgotten(taskId),
+    };
+  }
 
   /** What the upstream's answer to a forwarded request tells of its tasks. */
   answered(entry: Forwarded, response: Response): void {
-    if (entry.method === 'tasks/result') return this.watch.ended(entry.taskId);
+    if (entry.method === 'tasks/result') return this.resultAnswered(entry.taskId, response);
     if (!('result' in response)) return;
     if (entry.method === 'tools/call') this.saw(response.result.task, entry.tool);
     else if (entry.method === 'tasks/get' || entry.method === 'tasks/cancel') this.saw(response.result);
@@ -56,6 +71,22 @@ export class UpstreamOwnTasks {
       this.sightings?.upstreamTask(task, undefined);
       each(task);
     }
+  }
+
+  /** The client has the task's outcome: it ended as the outcome says, unless a status said so first. */
+  private resultAnswered(taskId: string | undefined, response: Response): void {
+    const last = this.watch.ended(taskId);
+    if (last === undefined) return;
+    const failed = 'error' in response || response.result.isError === true;
+    this.sightings?.upstreamTask(
+      {
+        ...last,
+        status: failed ? 'failed' : 'completed',
+        lastUpdatedAt: new Date().toISOString(),
+        ...('error' in response ? { statusMessage: response.error.message } : {}),
+      },
+      undefined,
+    );
   }
 
   private saw(task: unknown, tool?: string): void {

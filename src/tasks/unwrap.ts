@@ -25,11 +25,27 @@ export interface UnwrapHost {
   /** Sends a notification to the client, on the stream of the request it concerns. */
   notifyClient(method: string, params: JsonObject, relatedTo: RequestId): void;
   answerClient(id: RequestId, outcome: { result: JsonObject } | { error: JsonRpcErrorObject }): void;
+  /** Told of each upstream task followed, as it goes, for the operator's view of what runs. */
+  tasks: UnwrappedTasks;
+}
+
+/** What an unwrapper tells of the upstream tasks it follows: each is seen to its end or forgotten. */
+export interface UnwrappedTasks {
+  /** The task as the upstream last described it; `tool` is the one the client called. */
+  seen(task: JsonObject, tool: string): void;
+  /** Progress of the call behind the task. */
+  progress(taskId: string, params: JsonObject): void;
+  /** No longer followed, its end unknown (the client left and the upstream refused the cancel). */
+  forgotten(taskId: string): void;
 }
 
 interface Run {
   request: Request;
+  /** The tool called, for the operator's view. */
+  tool: string;
   taskId?: string;
+  /** The task as last described by the upstream (or as its end was learnt). */
+  task?: JsonObject;
   cancelled: boolean;
   /** The open tasks/result call, once made. */
   resultCall?: OwnCall;
@@ -70,7 +86,8 @@ export class Unwrapper {
 
   start(request: Request, ttl: number): void {
     const token = isObject(request.params?._meta) ? request.params._meta.progressToken : undefined;
-    const run: Run = { request, cancelled: false, lastProgress: 0 };
+    const tool = typeof request.params?.name === 'string' ? request.params.name : '(unknown)';
+    const run: Run = { request, tool, cancelled: false, lastProgress: 0 };
     if (typeof token === 'string' || typeof token === 'number') run.progressToken = token;
     this.byClientId.set(idKey(request.id), run);
     this.armKeepAlive(run);
@@ -98,14 +115,18 @@ export class Unwrapper {
     const run = typeof params?.taskId === 'string' ? this.byTaskId.get(params.taskId) : undefined;
     if (!run || typeof params?.status !== 'string') return;
     run.announced = params.status as TaskStatus;
+    this.seen(run, params);
     run.wake?.();
   }
 
   /** Progress the upstream sent for a call being unwrapped, so keep-alives never go backwards. */
-  progressSeen(token: string | number, progress: unknown): void {
+  progressSeen(token: string | number, params: JsonObject | undefined): void {
+    const progress = params?.progress;
     if (typeof progress !== 'number' || this.byClientId.size === 0) return;
     for (const run of this.byClientId.values()) {
-      if (run.progressToken === token) run.lastProgress = Math.max(run.lastProgress, progress);
+      if (run.progressToken !== token) continue;
+      run.lastProgress = Math.max(run.lastProgress, progress);
+      if (run.taskId !== undefined) this.host.tasks.progress(run.taskId, params!);
     }
   }
 
@@ -125,6 +146,11 @@ export class Unwrapper {
       return this.finish(run, { result: created.response.result });
     }
     run.taskId = task.taskId;
+    this.logger.debug(
+      { taskId: task.taskId, tool: run.tool, requestId: run.request.id },
+      'following the upstream task for a client without tasks',
+    );
+    this.seen(run, task);
     if (run.cancelled) return this.cancelUpstreamTask(run, 'the client cancelled its call');
     this.byTaskId.set(task.taskId, run);
     let status = task.status as TaskStatus;
@@ -156,6 +182,7 @@ export class Unwrapper {
           },
         });
       }
+      this.seen(run, polled.response.result);
       status = polled.response.result.status as TaskStatus;
       if (typeof polled.response.result.pollInterval === 'number')
         pollInterval = polled.response.result.pollInterval;
@@ -170,6 +197,31 @@ export class Unwrapper {
         ? { error: answer.response.error }
         : { result: withoutTaskTag(answer.response.result) },
     );
+  }
+
+  /** A description of the followed task from the upstream: the operator's view follows it. */
+  private seen(run: Run, task: JsonObject): void {
+    if (typeof task.status !== 'string' || run.taskId === undefined) return;
+    // A poll answered before a status notification may arrive after it: the older word is not taken.
+    if (run.task !== undefined && (isTerminal(run.task.status as TaskStatus) || isOlder(task, run.task))) {
+      return;
+    }
+    run.task = { ...run.task, ...task, taskId: run.taskId };
+    this.host.tasks.seen(run.task, run.tool);
+  }
+
+  /**
+   * The run is over with `outcome` for the client. A task whose end no status told (it was answered after
+   * input_required, or following it failed) ends as its outcome says.
+   */
+  private ended(run: Run, outcome: { result: JsonObject } | { error: JsonRpcErrorObject }): void {
+    if (run.task === undefined || isTerminal(run.task.status as TaskStatus)) return;
+    const failed = 'error' in outcome || outcome.result.isError === true;
+    this.seen(run, {
+      status: failed ? 'failed' : 'completed',
+      lastUpdatedAt: new Date().toISOString(),
+      ...('error' in outcome ? { statusMessage: outcome.error.message } : {}),
+    });
   }
 
   private pause(run: Run, pollInterval: number | undefined): Promise<void> {
@@ -216,21 +268,43 @@ export class Unwrapper {
 
   private cancelUpstreamTask(run: Run, reason: string): void {
     if (run.taskId === undefined) return;
-    this.logger.debug({ taskId: run.taskId }, `cancelling the upstream task: ${reason}`);
-    void this.host.callUpstream('tasks/cancel', { taskId: run.taskId }, POLL_REQUEST_TIMEOUT_MS).done;
+    const taskId = run.taskId;
+    this.logger.debug({ taskId }, `cancelling the upstream task: ${reason}`);
+    void this.host.callUpstream('tasks/cancel', { taskId }, POLL_REQUEST_TIMEOUT_MS).done.then((answer) => {
+      const task = answer !== undefined && 'result' in answer.response ? answer.response.result : {};
+      if (typeof task.status === 'string') return this.seen(run, task);
+      this.logger.debug({ taskId }, 'the upstream task was not cancelled: no longer followed');
+      this.host.tasks.forgotten(taskId);
+    });
   }
 
   private finish(run: Run, outcome: { result: JsonObject } | { error: JsonRpcErrorObject }): void {
     if (run.cancelled || !this.byClientId.has(idKey(run.request.id))) return;
+    this.ended(run, outcome);
+    if (run.taskId !== undefined) {
+      this.logger.debug({ taskId: run.taskId, status: run.task?.status }, 'the upstream task ended');
+    }
     this.forget(run);
     this.host.answerClient(run.request.id, outcome);
   }
 
   private forget(run: Run): void {
     clearInterval(run.keepAlive);
+    // Neither answered nor cancelled: its call was withdrawn, so nothing more will be learnt of it.
+    if (!run.cancelled && run.task !== undefined && !isTerminal(run.task.status as TaskStatus)) {
+      delete run.task;
+      this.host.tasks.forgotten(run.taskId!);
+    }
     if (this.byClientId.get(idKey(run.request.id)) === run) this.byClientId.delete(idKey(run.request.id));
     if (run.taskId !== undefined && this.byTaskId.get(run.taskId) === run) this.byTaskId.delete(run.taskId);
   }
+}
+
+/** Whether `task` was last updated before `than` (as their lastUpdatedAt say). */
+function isOlder(task: JsonObject, than: JsonObject): boolean {
+  const at = (t: JsonObject): number =>
+    typeof t.lastUpdatedAt === 'string' ? Date.parse(t.lastUpdatedAt) : Number.NaN;
+  return at(task) < at(than);
 }
 
 /** The result as the plain call would have returned it: without the task tag tasks/result adds. */

@@ -41,9 +41,15 @@ export class UpstreamTaskWatch {
     return this.live.size < MAX_TRACKED;
   }
 
-  /** The client has the task's outcome (its tasks/result was answered): it is not live any more. */
-  ended(taskId: unknown): void {
-    if (typeof taskId === 'string') this.live.delete(taskId);
+  /**
+   * The task is not live any more (the client has its outcome, or taskgate follows it itself). Returns
+   * it as last seen live, if it was.
+   */
+  ended(taskId: unknown): JsonObject | undefined {
+    if (typeof taskId !== 'string') return undefined;
+    const task = this.live.get(taskId);
+    this.live.delete(taskId);
+    return task;
   }
 
   /** The upstream went away: its live tasks fail with `statusMessage`. Returns them as they now are. */

@@ -27,6 +27,7 @@ import { pino } from 'pino';
 import { resolveConfig } from '../../src/config/load.js';
 import { Policy } from '../../src/config/policy.js';
 import type { ConfigInput } from '../../src/config/schema.js';
+import type { TaskSightings } from '../../src/observability/task-board.js';
 import { Limits, type LimitKind } from '../../src/security/limits.js';
 import { Session } from '../../src/session/session.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
@@ -56,6 +57,10 @@ export interface GatewayOptions {
   clientCapabilities?: ClientCapabilities;
   /** The server's messages about a request arrive saying whose they are, as over Streamable HTTP. */
   upstreamStreams?: boolean;
+  /** A real server in place of the fake one (`tools` is then unused), e.g. server-everything's. */
+  server?: Server;
+  /** Told of the tasks that pass, as the dashboard is. */
+  sightings?: TaskSightings;
 }
 
 export interface Gateway {
@@ -94,7 +99,8 @@ export async function inProcessGateway(options: GatewayOptions = {}): Promise<Ga
   const toClient = memoryChannelPair();
   const toServer = memoryChannelPair();
 
-  const { server, serverTasks } = fakeServer(tools);
+  const { server, serverTasks } =
+    options.server === undefined ? fakeServer(tools) : { server: options.server, serverTasks: undefined };
   const serverTransport = new CheckedTransport(
     new ChannelTransport(toServer.b, { streams: options.upstreamStreams ?? false }),
   );
@@ -115,6 +121,7 @@ export async function inProcessGateway(options: GatewayOptions = {}): Promise<Ga
       store,
       logger: pino({ level: 'silent' }),
       limits: new Limits(config.limits, (kind) => refusals.push(kind)),
+      ...(options.sightings === undefined ? {} : { sightings: options.sightings }),
     },
     { upstreamGone: () => undefined, closed: () => undefined },
   );

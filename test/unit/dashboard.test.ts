@@ -107,6 +107,51 @@ describe('TaskBoard', () => {
     expect(snapshot.history.buckets.at(-1)?.completed).toBe(1);
   });
 
+  it('issue 27: counts a server’s task never seen to end as live only until its ttl, or until forgotten', () => {
+    let now = T0;
+    const board = new TaskBoard({ now: () => now });
+    const upstream = (taskId: string, ttl: number | null) => ({
+      taskId,
+      status: 'working',
+      createdAt: new Date(T0).toISOString(),
+      lastUpdatedAt: new Date(T0).toISOString(),
+      ttl,
+    });
+    board.upstreamTask('s1 short', upstream('short', 60_000), 'research');
+    board.upstreamTask('s1 long', upstream('long', 600_000), 'research');
+    board.upstreamTask('s1 forever', upstream('forever', null), 'research');
+    expect(board.liveByStatus().working).toBe(3);
+    now = T0 + 60_000;
+    expect(board.liveByStatus().working).toBe(2);
+    expect(board.snapshot().live.map((task) => task.id)).toEqual(['forever', 'long']);
+    board.sightingsOf('s1').upstreamTaskForgotten('forever');
+    expect(board.snapshot().liveTotal).toBe(1);
+    // Forgotten or expired, a task did not end: the last hour counts no end for either.
+    expect(board.snapshot().recent).toEqual([]);
+    // Seen again after its ttl (a late tasks/get), an expired task stays gone.
+    board.upstreamTask('s1 short', upstream('short', 60_000), 'research');
+    expect(board.liveByStatus().working).toBe(1);
+  });
+
+  it('issue 27: counts progress as a change: "Last change" and the order of the live tasks follow it', () => {
+    let now = T0;
+    const board = new TaskBoard({ now: () => now });
+    board.created(record(1));
+    now += 1_000;
+    board.created(record(2, { createdAt: now, lastUpdatedAt: now }));
+    now += 5_000;
+    board.progress(record(1).taskId, { progress: 1, total: 4 });
+    board.sightingsOf('s1').upstreamProgress('none', { progress: 1 });
+    const { live } = board.snapshot();
+    expect(live.map((task) => [task.id, task.updatedAt, task.progress])).toEqual([
+      ['00000001', now, '1/4'],
+      ['00000002', T0 + 1_000, undefined],
+    ]);
+    expect(renderDashboard(board.snapshot(), { nonce: 'n', refreshMs: 2_000 })).toContain(
+      '<td class="progress">1/4</td><td class="num">6.0 s</td><td class="num">0 ms</td>',
+    );
+  });
+
   it('counts each task once per minute: by how it ended in that minute, or its status at the end of it', () => {
     let now = T0 + 5_000;
     const board = new TaskBoard({ now: () => now });

@@ -1,0 +1,94 @@
+/**
+ * Tasks the upstream server runs itself, followed by taskgate to their end (issue 27): the real
+ * server-everything in process, behind a Session whose sightings feed a TaskBoard, the dashboard's and
+ * the live gauges' source. Its task-only `simulate-research-query` takes about 4 s.
+ */
+import { createServer } from '@modelcontextprotocol/server-everything/dist/server/index.js';
+import {
+  CallToolResultSchema,
+  CreateTaskResultSchema,
+  type CallToolResult,
+  type ClientCapabilities,
+} from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { TaskBoard } from '../../src/observability/task-board.js';
+import { inProcessGateway, textResult, type Gateway } from '../helpers/in-process.js';
+
+/** What the MCP Inspector CLI 2.12 declares: no tasks, the tasks extension, elicitation. */
+const INSPECTOR_CAPABILITIES: ClientCapabilities = {
+  elicitation: { form: {} },
+  extensions: { 'io.modelcontextprotocol/tasks': {} },
+};
+
+let gate: Gateway | undefined;
+let cleanup: (() => void) | undefined;
+afterEach(async () => {
+  expect(gate?.violations ?? []).toEqual([]);
+  await gate?.close();
+  cleanup?.();
+  gate = undefined;
+});
+
+async function everything(board: TaskBoard): Promise<Gateway> {
+  const made = createServer();
+  cleanup = () => made.cleanup(undefined);
+  return (gate = await inProcessGateway({
+    server: made.server.server,
+    clientCapabilities: INSPECTOR_CAPABILITIES,
+    sightings: board.sightingsOf('s1'),
+  }));
+}
+
+const research = (g: Gateway) =>
+  g.client.request(
+    { method: 'tools/call', params: { name: 'simulate-research-query', arguments: { topic: 'otters' } } },
+    CallToolResultSchema,
+    { timeout: 20_000 },
+  );
+
+describe('server-everything’s own task, unwrapped for a client without tasks', () => {
+  it('is seen to its end: the board shows it completed under its tool, and counts nothing live', async () => {
+    const board = new TaskBoard();
+    const g = await everything(board);
+    await g.client.setLoggingLevel('info');
+    await g.client.listTools();
+    const result = await research(g);
+    expect(JSON.stringify(result.content)).toContain('Research Report: otters');
+
+    expect(board.liveByStatus()).toEqual({ working: 0, input_required: 0 });
+    const { live, recent } = board.snapshot();
+    expect(live).toEqual([]);
+    expect(recent.map(({ tool, status, runBy }) => ({ tool, status, runBy }))).toEqual([
+      { tool: 'simulate-research-query', status: 'completed', runBy: 'server' },
+    ]);
+  }, 30_000);
+});
+
+describe('a server’s own task passed through to a client with tasks', () => {
+  it('ends on the board when the client fetches its result, with no tasks/get or status after its end', async () => {
+    const board = new TaskBoard();
+    // The result is stored past the SDK's per-request store, which would announce it: many servers do not.
+    const quietly = async (): Promise<CallToolResult> => {
+      const store = gate!.serverTasks!;
+      const [task] = (await store.listTasks()).tasks;
+      await store.storeTaskResult(task!.taskId, 'completed', textResult('done'));
+      return textResult('done');
+    };
+    const g = (gate = await inProcessGateway({
+      tools: [{ name: 'slow', taskSupport: 'required', run: quietly }],
+      sightings: board.sightingsOf('s1'),
+    }));
+    await g.client.listTools();
+    const { task } = await g.client.request(
+      { method: 'tools/call', params: { name: 'slow', arguments: {}, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
+    expect(board.liveByStatus().working).toBe(1);
+    const result = await g.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(result.content).toEqual(textResult('done').content);
+    expect(board.liveByStatus().working).toBe(0);
+    expect(board.snapshot().recent.map(({ tool, status }) => [tool, status])).toEqual([
+      ['slow', 'completed'],
+    ]);
+  });
+});
