@@ -432,10 +432,18 @@ export class Session {
     );
   }
 
-  /** What DESIGN's table says for this call (decide.ts), carried out. */
-  private toolCall(request: Request, raw: Buffer): void {
+  /** What DESIGN's table says for this call (decide.ts), carried out; `listed`: the profile was updated for it. */
+  private toolCall(request: Request, raw: Buffer, listed = false): void {
     const params = request.params;
     const name = typeof params?.name === 'string' ? params.name : undefined;
+    if (!listed && this.profile.needsListing(name, params?.task !== undefined, this.clientHasTasks)) {
+      void this.profile
+        .learn((method, p) => this.upstreamPeer.call(method, p))
+        .then(() => {
+          if (this.clientRequestsOpen.has(idKey(request.id))) this.toolCall(request, raw, true);
+        });
+      return;
+    }
     const policy = name === undefined ? undefined : this.options.policy.forTool(name);
     const plan = decideToolCall({
       asTask: params?.task !== undefined,
@@ -739,6 +747,7 @@ export class Session {
   }
 
   private upstreamNotification(notification: Notification, raw: Buffer, route: Route | undefined): void {
+    if (notification.method === 'notifications/tools/list_changed') this.profile.toolsChanged();
     if (notification.method === 'notifications/tasks/status') {
       const taskId = notification.params?.taskId;
       // A client without tasks never saw the task taskgate follows for it.

@@ -1,11 +1,20 @@
 /**
  * What the upstream server offers, as its initialize and tools/list answers told: its own tasks and the
- * tools it runs as tasks, and the rewrites by which the client sees taskgate's tasks beside them.
+ * tools it runs as tasks, and the rewrites by which the client sees taskgate's tasks beside them. Where a
+ * call's handling hangs on a tool no listing has shown (or one the upstream said changed), taskgate lists
+ * the upstream's tools itself first.
  */
 import type { Logger } from 'pino';
 import type { Policy } from '../config/policy.js';
 import { isObject, type JsonObject } from '../protocol/messages.js';
+import type { OwnCall } from '../tasks/own-call.js';
 import type { UpstreamTool } from './decide.js';
+
+/** How the profile asks the upstream itself (the session's own calls). */
+export type CallUpstream = (method: string, params: JsonObject) => OwnCall;
+
+/** Pages of tools/list taskgate reads at most when it lists the upstream's tools itself. */
+const MAX_PAGES = 100;
 
 const UNKNOWN_TOOL: UpstreamTool = { listedAsTask: false, mayRunAsTask: false, requiresTask: false };
 
@@ -18,6 +27,11 @@ export class UpstreamProfile {
   private readonly nativeRequiredTools = new Set<string>();
   /** Tools the upstream's tools/list has shown, native or not. */
   private readonly listedTools = new Set<string>();
+  /** taskgate has listed every tool itself since the upstream last said its list changed. */
+  private learnt = false;
+  /** The upstream said its tools changed since taskgate last listed them. */
+  private changed = false;
+  private learning: Promise<void> | undefined;
 
   constructor(
     private readonly policy: Policy,
@@ -70,13 +84,7 @@ export class UpstreamProfile {
     const tools = result.tools.map((tool: unknown) => {
       if (!isObject(tool) || typeof tool.name !== 'string') return tool;
       const execution = isObject(tool.execution) ? tool.execution : {};
-      this.listedTools.add(tool.name);
-      const native =
-        nativeTasks && (execution.taskSupport === 'optional' || execution.taskSupport === 'required');
-      if (native) this.nativeTaskTools.add(tool.name);
-      else this.nativeTaskTools.delete(tool.name);
-      if (native && execution.taskSupport === 'required') this.nativeRequiredTools.add(tool.name);
-      else this.nativeRequiredTools.delete(tool.name);
+      const native = this.note(tool.name, execution, nativeTasks);
       // A client without a tasks capability may still ask for tasks (a client's 2025 tasks capability is
       // about requests it receives), but must not see "required": SDK clients then refuse to call the tool,
       // and taskgate serves them the plain call (or follows the server's task for them).
@@ -94,6 +102,63 @@ export class UpstreamProfile {
     });
     if (result.nextCursor === undefined) this.policy.warnUnmatchedRules(this.listedTools, this.logger);
     return { ...result, tools };
+  }
+
+  /**
+   * Whether a call must wait for taskgate to list the upstream's tools: a plain call from a client
+   * without tasks to an upstream with tasks for tools/call is unwrapped only if the tool is one it runs
+   * as a task, which only a listing tells (and only a listing since its last list_changed).
+   */
+  needsListing(name: string | undefined, asTask: boolean, clientHasTasks: boolean): boolean {
+    if (name === undefined || asTask || clientHasTasks || this.learnt) return false;
+    return this.takesTask('tools/call') && (this.changed || !this.listedTools.has(name));
+  }
+
+  /** Lists the upstream's tools (every page) to know what each does; one listing for concurrent needs. */
+  learn(call: CallUpstream): Promise<void> {
+    this.learning ??= this.listAll(call).finally(() => (this.learning = undefined));
+    return this.learning;
+  }
+
+  /** The upstream said its tools changed (notifications/tools/list_changed). */
+  toolsChanged(): void {
+    this.learnt = false;
+    this.changed = true;
+  }
+
+  private async listAll(call: CallUpstream): Promise<void> {
+    const nativeTasks = this.takesTask('tools/call');
+    this.changed = false;
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const answer = await call('tools/list', cursor === undefined ? {} : { cursor }).done;
+      const result = answer && 'result' in answer.response ? answer.response.result : undefined;
+      if (result === undefined) {
+        // Not asked again for every call (until the upstream says its tools changed).
+        this.logger.debug('could not list the upstream server’s tools: calls are decided by what is known');
+        break;
+      }
+      for (const tool of Array.isArray(result.tools) ? result.tools : []) {
+        if (!isObject(tool) || typeof tool.name !== 'string') continue;
+        this.note(tool.name, isObject(tool.execution) ? tool.execution : {}, nativeTasks);
+      }
+      if (typeof result.nextCursor !== 'string') break;
+      cursor = result.nextCursor;
+    }
+    // A change said during the listing may not be in it.
+    this.learnt = !this.changed;
+  }
+
+  /** Notes what a listing says of one tool; true when the upstream runs it as a task itself. */
+  private note(name: string, execution: JsonObject, nativeTasks: boolean): boolean {
+    this.listedTools.add(name);
+    const native =
+      nativeTasks && (execution.taskSupport === 'optional' || execution.taskSupport === 'required');
+    if (native) this.nativeTaskTools.add(name);
+    else this.nativeTaskTools.delete(name);
+    if (native && execution.taskSupport === 'required') this.nativeRequiredTools.add(name);
+    else this.nativeRequiredTools.delete(name);
+    return native;
   }
 
   /** What the upstream is known to do with the tool, for decideToolCall. */

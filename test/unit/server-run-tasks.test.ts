@@ -7,12 +7,13 @@ import { createServer } from '@modelcontextprotocol/server-everything/dist/serve
 import {
   CallToolResultSchema,
   CreateTaskResultSchema,
+  ToolListChangedNotificationSchema,
   type CallToolResult,
   type ClientCapabilities,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TaskBoard } from '../../src/observability/task-board.js';
-import { inProcessGateway, textResult, type Gateway } from '../helpers/in-process.js';
+import { inProcessGateway, textResult, type FakeTool, type Gateway } from '../helpers/in-process.js';
 
 /** What the MCP Inspector CLI 2.12 declares: no tasks, the tasks extension, elicitation. */
 const INSPECTOR_CAPABILITIES: ClientCapabilities = {
@@ -90,5 +91,42 @@ describe('a server’s own task passed through to a client with tasks', () => {
     expect(board.snapshot().recent.map(({ tool, status }) => [tool, status])).toEqual([
       ['slow', 'completed'],
     ]);
+  });
+});
+
+describe('a task-required tool called by a client without tasks that has not listed tools', () => {
+  it('is unwrapped: taskgate lists the upstream’s tools itself first (server-everything)', async () => {
+    const board = new TaskBoard();
+    const g = await everything(board);
+    const result = await research(g);
+    expect(JSON.stringify(result.content)).toContain('Research Report: otters');
+    expect(board.snapshot().recent.map(({ tool, status }) => [tool, status])).toEqual([
+      ['simulate-research-query', 'completed'],
+    ]);
+  }, 30_000);
+
+  it('is unwrapped after the server says its tools changed, once taskgate has listed them again', async () => {
+    const flex: FakeTool = { name: 'flex', run: () => textResult('flexed') };
+    const g = (gate = await inProcessGateway({
+      clientTasks: false,
+      tools: [flex, { name: 'other', taskSupport: 'optional', run: () => textResult('other') }],
+    }));
+    const call = () =>
+      g.client.request(
+        { method: 'tools/call', params: { name: 'flex', arguments: {} } },
+        CallToolResultSchema,
+      );
+    expect((await call()).content).toEqual(textResult('flexed').content);
+    const changed = new Promise<void>((resolve) =>
+      g.client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
+    );
+    flex.taskSupport = 'required';
+    await g.server.sendToolListChanged();
+    await changed;
+    expect((await call()).content).toEqual(textResult('flexed').content);
+    const upstreamCalls = g.serverTransport.received.items.filter(
+      (m) => 'method' in m && m.method === 'tools/call',
+    );
+    expect(upstreamCalls.map((m) => 'params' in m && m.params?.task !== undefined)).toEqual([false, true]);
   });
 });
