@@ -11,11 +11,11 @@ import { ErrorCode, ProtocolError, methodNotFound, type JsonRpcErrorObject } fro
 import { IMMEDIATE_RESPONSE_META, isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
 import type { OwnCall } from './own-call.js';
 import type { AuditLog } from './audit-log.js';
-import { InvalidCursorError } from './errors.js';
 import { ListTasksParams, TaskAugmentedCallParams, parseParams } from './params.js';
 import { toWireTask, type TaskRecord } from './state.js';
 import type { LiveLimit, TaskStore } from './store.js';
 import { TaskRunner, type SessionCalls } from './task-runner.js';
+import { listBothSides } from './task-list.js';
 import { TaskService, type TaskServiceConfig } from './task-service.js';
 
 /** What augment needs from the session it serves. */
@@ -30,8 +30,6 @@ export interface AugmentHost {
 /** What an Augmenter reads of the Config: its TaskService's, and whether to list its own tasks. */
 export type AugmentConfig = TaskServiceConfig & { tasks: Pick<Config['tasks'], 'exposeList'> };
 
-const OWN_CURSOR = 'own.';
-const UPSTREAM_CURSOR = 'up.';
 const TOOL_CALL = { what: 'Tool call' };
 
 export class Augmenter {
@@ -145,12 +143,7 @@ export class Augmenter {
     return this.tasks.cancel(params, caller);
   }
 
-  /**
-   * tasks/list over both sides: taskgate's own tasks first (where it may list them), then the upstream's,
-   * behind one cursor. A cursor is either one of the store's (prefixed "own.") or the upstream's own
-   * cursor (prefixed "up."), which the upstream validates itself. No page is empty while it has a cursor:
-   * a client may stop at an empty page.
-   */
+  /** tasks/list over both sides (task-list.ts). */
   async listTasks(
     params: JsonObject | undefined,
     upstreamLists: boolean,
@@ -163,20 +156,16 @@ export class Augmenter {
       );
     }
     const { cursor } = parseParams(ListTasksParams, params, 'tasks/list');
-    if (cursor?.startsWith(UPSTREAM_CURSOR)) return this.listUpstream(cursor.slice(UPSTREAM_CURSOR.length));
-    if (!listsOwn) {
-      if (cursor !== undefined) throw new InvalidCursorError();
-      return this.listUpstream('');
-    }
-    if (cursor !== undefined && !cursor.startsWith(OWN_CURSOR)) throw new InvalidCursorError();
-    const page = await this.tasks.list(cursor?.slice(OWN_CURSOR.length), caller);
-    if (page.nextCursor !== undefined) {
-      return { tasks: page.tasks.map(toWireTask), nextCursor: OWN_CURSOR + page.nextCursor };
-    }
-    if (!upstreamLists) return { tasks: page.tasks.map(toWireTask) };
-    // After the store's last page comes the upstream's first; an empty one (no own tasks) is skipped.
-    if (page.tasks.length === 0) return this.listUpstream('');
-    return { tasks: page.tasks.map(toWireTask), nextCursor: UPSTREAM_CURSOR };
+    return listBothSides(
+      {
+        listsOwn,
+        upstreamLists,
+        ownPage: (from) => this.tasks.list(from, caller),
+        callUpstream: (method, p) => this.host.callUpstream(method, p),
+        pageSize: this.config.tasks.listPageSize,
+      },
+      cursor,
+    );
   }
 
   /** The upstream asked the client something on the task's behalf: the task waits on input. */
@@ -199,17 +188,6 @@ export class Augmenter {
 
   close(): void {
     this.tasks.close();
-  }
-
-  private async listUpstream(cursor: string): Promise<JsonObject> {
-    const answer = await this.host.callUpstream('tasks/list', cursor === '' ? {} : { cursor }).done;
-    if (!answer) throw new ProtocolError(ErrorCode.InternalError, 'tasks/list was cancelled');
-    if ('error' in answer.response) {
-      const { code, message, data } = answer.response.error;
-      throw new ProtocolError(code, message, data);
-    }
-    const { nextCursor, ...rest } = answer.response.result;
-    return typeof nextCursor === 'string' ? { ...rest, nextCursor: UPSTREAM_CURSOR + nextCursor } : rest;
   }
 
   private start(record: TaskRecord, params: JsonObject, timeoutMs: number | undefined): void {

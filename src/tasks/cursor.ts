@@ -35,3 +35,34 @@ export class CursorCodec {
     return createHmac('sha256', this.secret).update(`${owner}\0${position}`).digest().subarray(0, 16);
   }
 }
+
+/**
+ * Where a tasks/list over both sides goes on: the store's own cursor, or a page of the upstream's
+ * (`cursor` undefined for its first) of which the first `skip` tasks were listed already. The store's
+ * cursor is signed; the upstream validates its own.
+ */
+export type ListPosition =
+  { side: 'own'; cursor: string } | { side: 'upstream'; cursor: string | undefined; skip: number };
+
+const OWN = 'own.';
+const UPSTREAM = 'up.';
+
+export function encodeListPosition(position: ListPosition): string {
+  if (position.side === 'own') return OWN + position.cursor;
+  return `${UPSTREAM}${position.skip.toString(36)}.${position.cursor ?? ''}`;
+}
+
+/** The position a cursor of encodeListPosition names; InvalidCursorError for anything else. */
+export function decodeListPosition(cursor: string): ListPosition {
+  if (cursor.startsWith(OWN)) return { side: 'own', cursor: cursor.slice(OWN.length) };
+  if (!cursor.startsWith(UPSTREAM)) throw new InvalidCursorError();
+  const rest = cursor.slice(UPSTREAM.length);
+  const dot = rest.indexOf('.');
+  const skipText = dot < 0 ? '' : rest.slice(0, dot);
+  const skip = Number.parseInt(skipText, 36);
+  if (!Number.isSafeInteger(skip) || skip < 0 || skip.toString(36) !== skipText) {
+    throw new InvalidCursorError();
+  }
+  const theirs = rest.slice(dot + 1);
+  return { side: 'upstream', cursor: theirs === '' ? undefined : theirs, skip };
+}

@@ -130,3 +130,40 @@ describe('a task-required tool called by a client without tasks that has not lis
     expect(upstreamCalls.map((m) => 'params' in m && m.params?.task !== undefined)).toEqual([false, true]);
   });
 });
+
+describe('tasks/list in front of a server that lists its own tasks', () => {
+  it('fills each page from both sides: taskgate’s last page goes out with as many of the server’s as fit', async () => {
+    const g = (gate = await inProcessGateway({
+      config: { tasks: { exposeList: true, listPageSize: 3 } },
+      tools: [
+        { name: 'plain', run: () => textResult('plain') },
+        { name: 'native', taskSupport: 'required', run: () => textResult('native') },
+      ],
+    }));
+    await g.client.listTools();
+    const create = async (name: string): Promise<string> =>
+      (
+        await g.client.request(
+          { method: 'tools/call', params: { name, arguments: {}, task: { ttl: 60_000 } } },
+          CreateTaskResultSchema,
+        )
+      ).task.taskId;
+    const created = [await create('plain'), await create('plain')];
+    for (let i = 0; i < 3; i++) created.push(await create('native'));
+    const pages: number[] = [];
+    const listed: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await g.client.experimental.tasks.listTasks(cursor);
+      pages.push(page.tasks.length);
+      listed.push(...page.tasks.map((task) => task.taskId));
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    expect(pages).toEqual([3, 2]);
+    expect(listed.sort()).toEqual([...created].sort());
+    // The server's work ends before it closes.
+    for (const taskId of created.slice(2)) {
+      await g.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    }
+  });
+});
