@@ -3,11 +3,13 @@
  * calls a plain and a task-required tool through taskgate, in front of server-everything and of the
  * project's legacy fixture.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { freePort } from '../helpers/ports.js';
 import { FIXTURES, TASKGATE } from '../helpers/taskgate.js';
 
 const root = (path: string): string => fileURLToPath(new URL(`../../${path}`, import.meta.url));
@@ -119,4 +121,69 @@ describe('the MCP Inspector CLI through taskgate', () => {
       expect(textOf(output)).toContain('slept 50 ms');
     });
   });
+
+  it('issue 27: over the HTTP gateway, the unwrapped task is seen to end and the session ends as abandoned', async () => {
+    const port = await freePort();
+    const gateway = spawn(
+      process.execPath,
+      [
+        TASKGATE,
+        '--listen',
+        `127.0.0.1:${port}`,
+        '--abandoned-session-timeout',
+        '1000',
+        '--',
+        process.execPath,
+        EVERYTHING,
+        'stdio',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let log = '';
+    const heard = (text: string): Promise<void> =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`not logged: ${text}\n${log}`)), 20_000);
+        const check = (): void => {
+          if (!log.includes(text)) return;
+          clearTimeout(timer);
+          gateway.stderr.off('data', check);
+          resolve();
+        };
+        gateway.stderr.on('data', (chunk: Buffer) => void (log += chunk.toString()));
+        gateway.stderr.on('data', check);
+        check();
+      });
+    try {
+      await heard('listening for MCP over Streamable HTTP');
+      const { stdout } = await run(
+        NODE_22,
+        [
+          INSPECTOR,
+          '--cli',
+          '--format',
+          'json',
+          '-q',
+          '--transport',
+          'http',
+          '--server-url',
+          `http://127.0.0.1:${port}/mcp`,
+          '--method',
+          'tools/call',
+          '--tool-name',
+          'simulate-research-query',
+          '--tool-arg',
+          'topic=otters',
+        ],
+        { timeout: 60_000 },
+      );
+      expect(textOf(JSON.parse(stdout) as Record<string, unknown>)).toContain('Research Report: otters');
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      expect(metrics).toContain('taskgate_tasks_live{status="working"} 0');
+      // Abandoned after 1 s, not kept for the 30-minute idle timeout as a session running a task.
+      await heard('ending an abandoned session');
+    } finally {
+      gateway.kill('SIGTERM');
+      await once(gateway, 'exit');
+    }
+  }, 90_000);
 });
