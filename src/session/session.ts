@@ -39,6 +39,7 @@ import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { badUpstreamAnswer, clientFrameRefusal, upstreamFrameRefusal } from './bad-frames.js';
 import { ClientPeer } from './client-peer.js';
+import { EarlyMessages } from './early-messages.js';
 import { Correlator } from './correlator.js';
 import { decideToolCall } from './decide.js';
 import { ServedRequests, type Outcome } from './served-requests.js';
@@ -98,7 +99,9 @@ export class Session {
   private readonly profile: UpstreamProfile;
   /** Client requests not answered yet: once the client's input has ended, the session closes when none is left. */
   private readonly clientRequestsOpen = new Set<string | number>();
-  private clientInputEnded = false;
+  /** Why the client's input ended, once it has. */
+  private clientInputEnded: string | undefined;
+  private readonly early = new EarlyMessages((raw, parsed) => this.fromClient(raw, parsed));
   /** Who made each client request (see countCallersBy): this session's caller, unless its client serves many. */
   private callerOf: (requestId: RequestId) => RequestCaller = () =>
     (this.ownCaller ??= {
@@ -249,6 +252,10 @@ export class Session {
       this.clientTasks.close();
       if (this.options.lingerForTasks && !this.upstreamPeer.isAway) {
         await this.augmenter.idle(this.options.config.tasks.maxTtl);
+      } else if (this.clientInputEnded !== undefined) {
+        await this.augmenter.stopTasks(
+          `The task ended unfinished: the client's input ended (${this.clientInputEnded}), and taskgate closed its session`,
+        );
       }
       this.augmenter.close();
       await this.upstream.close();
@@ -287,7 +294,7 @@ export class Session {
    * as the server alone would. What the upstream asks of it can no longer be answered, so it is refused.
    */
   private finishAnswering(reason: string): void {
-    this.clientInputEnded = true;
+    this.clientInputEnded = reason;
     for (const { upstreamId, error } of this.clientPeer.inputEnded(reason)) {
       this.upstream.send(errorResponse(upstreamId, error));
     }
@@ -318,10 +325,11 @@ export class Session {
     const wasOpen = this.clientRequestsOpen.delete(idKey(id));
     // onlyTasksAwaited walks every open request: asked only when the answer could close the session, or
     // 10 000 waiting tasks/result would each walk the others as they are answered.
-    if (wasOpen && (this.clientInputEnded || this.closeWhenAnswered) && this.onlyTasksAwaited) {
+    if (wasOpen && (this.clientInputEnded !== undefined || this.closeWhenAnswered) && this.onlyTasksAwaited) {
       void this.close();
     }
     this.correlator.requestAnswered(id);
+    this.early.answered(id);
   }
 
   // ── client → upstream ────────────────────────────────────────────────────────────────────────────
@@ -330,6 +338,11 @@ export class Session {
     const read = readHanded(raw, parsed, 'the client');
     if (!read.ok) return this.refuseFromClient(read.error, read.value, raw);
     const { message } = read;
+    if (message.kind !== 'response' && this.early.hold(raw, parsed)) {
+      // Open already: the session does not close before it is answered.
+      if (message.kind === 'request') this.clientRequestsOpen.add(idKey(message.msg.id));
+      return;
+    }
     // Forwarded, a request must carry the alias of a large id (the upstream answers with what it was
     // sent), and so must a cancellation of one (below).
     if (message.kind === 'request' && digitsOf(message.msg.id) !== undefined) {
@@ -420,6 +433,7 @@ export class Session {
   private initialize(request: Request, raw: Buffer): void {
     const capabilities = isObject(request.params?.capabilities) ? request.params.capabilities : {};
     this.clientCapabilities = capabilities;
+    this.early.initializeSent(request.id);
     const declared = this.options.config.clientTasks
       ? this.clientTasks.declareFor(capabilities)
       : capabilities;

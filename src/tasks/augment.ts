@@ -186,6 +186,11 @@ export class Augmenter {
     return this.calls.idle(boundMs);
   }
 
+  /** The client left (`why`) while tasks run, and nobody could fetch their results: they end, saying so. */
+  stopTasks(why: string): Promise<void> {
+    return this.calls.stopAll(why, ErrorCode.ClientUnavailable);
+  }
+
   close(): void {
     this.tasks.close();
   }

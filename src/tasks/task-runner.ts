@@ -163,6 +163,11 @@ export class SessionCalls {
     return call.openInputRequests === 0;
   }
 
+  /** Ends every call of the session still running, each task failed with `reason` (and `code`). */
+  async stopAll(reason: string, code?: number): Promise<void> {
+    await Promise.all([...this.running.values()].map((call) => call.stop(reason, code)));
+  }
+
   /** Resolves once none of the session's calls runs any more, or after `boundMs` at the latest. */
   idle(boundMs: number): Promise<void> {
     if (this.running.size === 0) return Promise.resolve();
