@@ -5,23 +5,21 @@
  *
  * A process belongs to this run when its environment carries this run's MCP_TASKGATE_TEST_RUN (set here,
  * before the workers start, so every child that keeps its parent's environment inherits it; not TASKGATE_*,
- * which taskgate refuses when it does not know the name), or, for a child spawned with an environment of its
- * own (the SDK's StdioClientTransport keeps only PATH, HOME and a few), when its command line names this
- * checkout and it started after this run did. Other runs on the machine are never looked at.
+ * which taskgate refuses when it does not know the name). Other runs on the machine, and anything else started
+ * from this checkout meanwhile (a tsc, another vitest), are never looked at. So a test that spawns a process
+ * with an environment of its own passes process.env into it (the SDK's StdioClientTransport, given none,
+ * keeps only PATH, HOME and a few).
  */
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 
 const MARKER = 'MCP_TASKGATE_TEST_RUN';
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** How long a process that a test just stopped may take to be gone. */
 const EXIT_GRACE_MS = 5_000;
 
 interface Proc {
   pid: number;
   ppid: number;
-  startTicks: number;
   command: string;
   run: string | undefined;
 }
@@ -39,7 +37,6 @@ function read(pid: string): Proc | undefined {
     return {
       pid: Number(pid),
       ppid: Number(fields[1]),
-      startTicks: Number(fields[19]),
       command,
       run: marker?.slice(MARKER.length + 1),
     };
@@ -48,27 +45,26 @@ function read(pid: string): Proc | undefined {
   }
 }
 
-function leftovers(run: string, since: number): Proc[] {
-  const ours = (proc: Proc): boolean =>
-    proc.run === run || (proc.run === undefined && proc.startTicks > since && proc.command.includes(ROOT));
+function leftovers(run: string): Proc[] {
   const isVitest = (proc: Proc): boolean =>
     proc.pid === process.pid || (proc.ppid === process.pid && proc.command.includes('/vitest/dist/'));
   return readdirSync('/proc')
     .filter((entry) => /^\d+$/.test(entry))
     .map(read)
-    .filter((proc): proc is Proc => proc !== undefined && ours(proc) && !isVitest(proc));
+    .filter((proc): proc is Proc => proc !== undefined && proc.run === run && !isVitest(proc));
 }
 
 export default function setup(): () => Promise<void> {
-  process.env[MARKER] ??= randomUUID();
+  // Both projects' setups run in this process and share it; one inherited from another run is replaced.
+  if (!process.env[MARKER]?.startsWith(`${process.pid}-`))
+    process.env[MARKER] = `${process.pid}-${randomUUID()}`;
   const run = process.env[MARKER];
-  const since = read(String(process.pid))!.startTicks;
   return async () => {
     const deadline = Date.now() + EXIT_GRACE_MS;
-    let left = leftovers(run, since);
+    let left = leftovers(run);
     while (left.length > 0 && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 100));
-      left = leftovers(run, since);
+      left = leftovers(run);
     }
     if (left.length === 0) return;
     for (const proc of left) {

@@ -139,6 +139,8 @@ async function stdioWithAdmin(): Promise<{ client: Client; admin: URL }> {
     command: process.execPath,
     args: [TASKGATE, '--admin-listen', '127.0.0.1:0', '--', process.execPath, FIXTURES.legacy],
     stderr: 'pipe',
+    // The whole environment (the SDK's default keeps a few variables): the run's leak check finds it by it.
+    env: process.env as Record<string, string>,
   });
   const admin = adminUrlFrom(transport.stderr as Readable);
   const client = new Client({ name: 'metrics-test', version: '1' }, { capabilities: TASK_AWARE });
