@@ -368,6 +368,18 @@ describe('in process: augment', () => {
     await plain;
   });
 
+  it('sends notifications/tasks/status on every change, without the related-task tag (spec: Task Notifications 3)', async () => {
+    const g = await open();
+    const { task } = await createTask(g, 'echo', { text: 'x' });
+    await g.clientTransport.received.waitFor(
+      (m) => 'method' in m && m.method === 'notifications/tasks/status' && m.params?.status === 'completed',
+      'the completed status notification',
+    );
+    expect(statusesOf(g, task.taskId)).toEqual(['completed']);
+    const notification = g.clientTransport.received.items.find(isMethod('notifications/tasks/status'));
+    expect(notification && 'params' in notification && notification.params?._meta?.[RELATED]).toBeFalsy();
+  });
+
   it('tasks.statusNotifications false: no notifications/tasks/status', async () => {
     const g = await open({ config: { tasks: { statusNotifications: false } } });
     const { task } = await createTask(g, 'echo', { text: 'quiet' });
@@ -411,6 +423,7 @@ describe('in process: augment', () => {
     const capped = await createTask(g, 'echo', { text: 'a' }, { ttl: 60_000 });
     expect(capped.task).toMatchObject({ ttl: 5_000, pollInterval: 250 });
     const defaulted = await createTask(g, 'echo', { text: 'b' });
+    expect(defaulted.task.ttl).toBe(2_000);
     expect((await g.client.experimental.tasks.getTask(defaulted.task.taskId)).ttl).toBe(2_000);
   });
 
@@ -470,7 +483,9 @@ describe('in process: augment', () => {
     expect(plain.message).toMatch(/must be called as a task/);
     const asTask = await rpcError(createTask(g, 'echo', { text: 'x' }));
     expect(asTask.code).toBe(-32601);
+    expect(asTask.message).toMatch(/forbidden/);
     expect(upstreamCalls(g)).toEqual([]);
+    expect((await createTask(g, 'held')).task.status).toBe('working');
   });
 
   it('refuses a new task with -32001 when every slot holds a live task, and evicts only finished ones', async () => {
@@ -480,6 +495,11 @@ describe('in process: augment', () => {
     const refused = await rpcError(createTask(g, 'echo', { text: 'x' }));
     expect(refused.code).toBe(-32001);
     expect(refused.message).toMatch(/max-tasks/);
+    const echo = await g.client.callTool({ name: 'echo', arguments: { text: 'still fine' } });
+    expect(echo.content).toEqual([{ type: 'text', text: 'still fine' }]);
+    for (const { task } of [first, second]) {
+      expect((await g.client.experimental.tasks.getTask(task.taskId)).status).toBe('working');
+    }
     await g.client.experimental.tasks.cancelTask(first.task.taskId);
     expect((await createTask(g, 'echo', { text: 'room now' })).task.status).toBe('working');
     expect((await g.client.experimental.tasks.getTask(second.task.taskId)).status).toBe('working');
