@@ -1,10 +1,12 @@
 /**
  * Unwrap: a client without tasks uses tools that the upstream runs only as tasks. taskgate follows the
- * upstream task and answers the plain call with exactly its result or error.
+ * upstream task and answers the plain call with exactly its result or error. Here against real servers
+ * (server-everything, the native and plain-answer fixtures, polling failures the native fixture plays); the
+ * plain call, its keep-alive progress and a client without tasks in front of a legacy server are in process
+ * (test/unit/in-process-unwrap.test.ts).
  */
 import { fileURLToPath } from 'node:url';
 import {
-  CallToolResultSchema,
   ElicitRequestSchema,
   McpError,
   type ClientCapabilities,
@@ -96,33 +98,6 @@ describe('unwrap against server-everything', () => {
 });
 
 describe('unwrap against the native fixture', () => {
-  it('runs a task-required tool for a plain call', async () => {
-    const c = await legacyClient('native');
-    await c.client.listTools();
-    const result = await c.client.callTool(
-      { name: 'sleep-required', arguments: { ms: 200 } },
-      CallToolResultSchema,
-    );
-    expect(text(result)).toBe('slept 200 ms');
-    expect(result._meta?.[RELATED]).toBeUndefined();
-  });
-
-  it('keeps a waiting client that gave a progressToken alive with progress that only increases', async () => {
-    const c = await legacyClient('native', { flags: ['--unwrap-keep-alive-interval', '100'] });
-    await c.client.listTools();
-    const progress: number[] = [];
-    const result = await c.client.callTool(
-      { name: 'sleep-required', arguments: { ms: 700 } },
-      CallToolResultSchema,
-      {
-        onprogress: (p) => progress.push(p.progress),
-      },
-    );
-    expect(text(result)).toBe('slept 700 ms');
-    expect(progress.length).toBeGreaterThanOrEqual(3);
-    progress.slice(1).forEach((value, i) => expect(value).toBeGreaterThan(progress[i]!));
-  });
-
   it('returns the exact JSON-RPC error of the upstream task', async () => {
     const c = await legacyClient('native', { flags: ['--tool-task-support', 'throw=optional'] });
     await c.client.listTools();
@@ -180,15 +155,5 @@ describe('unwrap against the native fixture', () => {
     );
     expect(error).toBeInstanceOf(McpError);
     expect((error as McpError).message).toMatch(expected);
-  });
-});
-
-describe('a client without tasks in front of a legacy server', () => {
-  it('gets plain calls even for tools that policy marks required', async () => {
-    const c = await legacyClient('legacy', { flags: ['--tool-task-support', 'echo=required'] });
-    const { tools } = await c.client.listTools();
-    expect(tools.find((tool) => tool.name === 'echo')?.execution?.taskSupport).toBeUndefined();
-    const result = await c.client.callTool({ name: 'echo', arguments: { text: 'plain' } });
-    expect(text(result)).toBe('plain');
   });
 });
