@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { TASK_SUPPORT_VALUES, type ConfigInput, type TaskSupport } from './schema.js';
 import { FLAG_SETTINGS, TEXT_METAVARS, assign } from './settings.js';
-import { closest, didYouMean } from './suggest.js';
+import { closest, didYouMean, foreignFlagHint } from './suggest.js';
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -142,6 +142,8 @@ function refuseUnknown(args: readonly string[]): void {
   });
   for (const token of tokens) {
     if (token.kind === 'option' && !(token.name in OPTIONS)) {
+      const hint = foreignFlagHint(token.rawName);
+      if (hint !== undefined) throw new UsageError(hint);
       const flags = Object.keys(OPTIONS).map((name) => `--${name}`);
       throw new UsageError(`unknown flag ${token.rawName}${didYouMean(token.rawName, flags, '')}`);
     }

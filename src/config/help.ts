@@ -4,6 +4,7 @@
 import { defaultOf, expectation, frontDefaultsOf } from './introspect.js';
 import { TASK_SUPPORT_VALUES } from './schema.js';
 import { FLAG_SETTINGS, SETTINGS, envName, schemaOf, type Setting } from './settings.js';
+import { FOREIGN_FLAGS } from './suggest.js';
 
 const WIDTH = 100;
 const COLUMN = 34;
@@ -127,6 +128,10 @@ command and without an upstream in the config file, taskgate serves the bundled 
     entry('-h, --help', 'this text'),
     entry('-v, --version', 'the version'),
   ]),
+  group(
+    "Coming from supergateway or mcp-proxy: their flags, and taskgate's way",
+    Object.entries(FOREIGN_FLAGS).map(([flag, { instead }]) => entry(flag, instead)),
+  ),
   `Environment
   Each single-value flag has a variable: TASKGATE_ and the flag's name in capitals, "-" as "_"
   (--max-ttl is TASKGATE_MAX_TTL, --config is TASKGATE_CONFIG). A --no-X flag's variable is

@@ -32,3 +32,47 @@ export function didYouMean(name: string, candidates: Iterable<string>, quote = '
   const match = closest(name, candidates);
   return match === undefined ? '' : ` (did you mean ${quote}${match}${quote}?)`;
 }
+
+/**
+ * Flags of the gateways people come from (supergateway, mcp-proxy), which taskgate does not take, with what
+ * taskgate takes instead: a habit gets its translation, not only "unknown flag".
+ */
+export const FOREIGN_FLAGS: Readonly<Record<string, { from: string; instead: string }>> = {
+  '--stdio': {
+    from: "supergateway's",
+    instead: 'the server\'s command goes after "--": taskgate --listen PORT -- command args...',
+  },
+  '--port': {
+    from: "supergateway's and mcp-proxy's",
+    instead: '--listen PORT (on 127.0.0.1) or --listen HOST:PORT',
+  },
+  '--host': { from: "mcp-proxy's", instead: '--listen HOST:PORT' },
+  '--sse-port': { from: "mcp-proxy's", instead: '--listen PORT (on 127.0.0.1) or --listen HOST:PORT' },
+  '--sse-host': { from: "mcp-proxy's", instead: '--listen HOST:PORT' },
+  '--sse': {
+    from: "supergateway's",
+    instead:
+      '--upstream-url URL, for a Streamable HTTP server (taskgate does not speak the older HTTP+SSE transport)',
+  },
+  '--streamableHttp': { from: "supergateway's", instead: '--upstream-url URL' },
+  '--outputTransport': {
+    from: "supergateway's",
+    instead: 'taskgate serves stdio, or Streamable HTTP with --listen (no SSE or WebSocket front)',
+  },
+  '--header': { from: "supergateway's", instead: '--upstream-header "Name: value" (with --upstream-url)' },
+  '--cors': {
+    from: "supergateway's",
+    instead: '--allowed-origin ORIGIN (loopback origins are always allowed)',
+  },
+  '--baseUrl': { from: "supergateway's", instead: '--path PATH (the one MCP endpoint)' },
+  '--streamableHttpPath': { from: "supergateway's", instead: '--path PATH' },
+  '--healthEndpoint': { from: "supergateway's", instead: '/healthz and /readyz are always served' },
+};
+
+/** `unknown flag --port: that is mcp-proxy's; in taskgate, --listen PORT ...`, for FOREIGN_FLAGS only. */
+export function foreignFlagHint(flag: string): string | undefined {
+  const known = FOREIGN_FLAGS[flag];
+  return known === undefined
+    ? undefined
+    : `unknown flag ${flag}: that is ${known.from}; in taskgate, ${known.instead}`;
+}

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseCommandLine, UsageError } from '../../src/config/flags.js';
+import { HELP } from '../../src/config/help.js';
 import { ConfigError, resolveConfig } from '../../src/config/load.js';
 
 const usageError = (argv: string[]): unknown => {
@@ -161,5 +162,33 @@ describe('parseCommandLine', () => {
       sharing: 'session',
       poolSize: 4,
     });
+  });
+});
+
+describe('issue 27: the flags of supergateway and mcp-proxy', () => {
+  it.each([
+    [
+      ['--stdio', 'npx -y some-mcp-server'],
+      'unknown flag --stdio: that is supergateway\'s; in taskgate, the server\'s command goes after "--": taskgate --listen PORT -- command args...',
+    ],
+    [
+      ['--port', '8000'],
+      "unknown flag --port: that is supergateway's and mcp-proxy's; in taskgate, --listen PORT (on 127.0.0.1) or --listen HOST:PORT",
+    ],
+    [['--port=8000'], 'in taskgate, --listen PORT (on 127.0.0.1) or --listen HOST:PORT'],
+    [
+      ['--host', '0.0.0.0', '--port', '8000'],
+      "unknown flag --host: that is mcp-proxy's; in taskgate, --listen HOST:PORT",
+    ],
+    [['--sse', 'http://127.0.0.1:8000/sse'], 'in taskgate, --upstream-url URL, for a Streamable HTTP server'],
+  ])('answers %j with what taskgate takes instead', (argv, message) => {
+    const error = usageError(argv);
+    expect(error).toBeInstanceOf(UsageError);
+    expect((error as UsageError).message).toContain(message);
+  });
+
+  it('lists them in --help, each beside what taskgate takes', () => {
+    expect(HELP).toMatch(/^ {2}--stdio +the server's command goes after "--"/m);
+    expect(HELP).toMatch(/^ {2}--port +--listen PORT \(on 127\.0\.0\.1\) or --listen HOST:PORT$/m);
   });
 });
