@@ -18,6 +18,7 @@ import { Limits } from './security/limits.js';
 import { RunningTasks, noticingCreations } from './session/running-tasks.js';
 import type { SessionOptions } from './session/session.js';
 import type { TaskStore } from './tasks/store.js';
+import { upstreamProblem } from './upstream-readiness.js';
 
 /** After a drain in which tasks finished, how long their results stay fetchable (at most shutdownGrace). */
 const RESULTS_WINDOW_MS = 5_000;
@@ -116,7 +117,9 @@ export async function startAdmin(
   logger: Logger,
 ): Promise<AdminListener | undefined> {
   if (config.admin.listen === undefined) return undefined;
-  const admin = await startAdminListener(config.admin.listen, observed.routes, logger);
-  logger.info({ url: admin.url.href }, 'admin listener: /metrics, /healthz, /dashboard');
+  const admin = await startAdminListener(config.admin.listen, observed.routes, logger, () =>
+    upstreamProblem(config.upstream),
+  );
+  logger.info({ url: admin.url.href }, 'admin listener: /metrics, /healthz, /readyz, /dashboard');
   return admin;
 }

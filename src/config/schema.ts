@@ -12,6 +12,9 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const milliseconds = (max: number) => z.number().int().positive().max(max);
 
 /** An address to listen on, of this shape, whose port (the digits it ends with) is one there can be. */
+/** `PORT` or `HOST:PORT`, the host in brackets for IPv6. */
+const LISTEN_SHAPE = /^((\[[0-9a-fA-F:]+\]|[^:]+):)?\d{1,5}$/;
+
 const listenAddress = (shape: RegExp, expected: string) =>
   z
     .string()
@@ -127,8 +130,8 @@ export const ConfigSchema = z
     /** The Streamable HTTP front; without `listen`, taskgate speaks stdio to the client that started it. */
     http: z
       .object({
-        /** HOST:PORT to listen on, e.g. 127.0.0.1:8080 ([::1]:8080 for IPv6). */
-        listen: listenAddress(/^(\[[0-9a-fA-F:]+\]|[^:]+):\d{1,5}$/, 'expected HOST:PORT').optional(),
+        /** PORT (on 127.0.0.1) or HOST:PORT to listen on, e.g. 8080 or 0.0.0.0:8080 ([::1]:8080 for IPv6). */
+        listen: listenAddress(LISTEN_SHAPE, 'expected PORT or HOST:PORT').optional(),
         path: z.string().startsWith('/').default('/mcp'),
         /** Origins allowed to call the front from a browser; loopback origins are always allowed. */
         allowedOrigins: z.array(z.string()).default([]),
@@ -163,10 +166,7 @@ export const ConfigSchema = z
     /** The admin listener for /metrics, /healthz and /dashboard: PORT (on 127.0.0.1) or HOST:PORT. */
     admin: z
       .object({
-        listen: listenAddress(
-          /^((\[[0-9a-fA-F:]+\]|[^:]+):)?\d{1,5}$/,
-          'expected PORT or HOST:PORT',
-        ).optional(),
+        listen: listenAddress(LISTEN_SHAPE, 'expected PORT or HOST:PORT').optional(),
       })
       .strict()
       .prefault({}),

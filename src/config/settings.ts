@@ -200,7 +200,7 @@ export const SETTINGS: readonly Setting[] = [
     flag: 'listen',
     metavar: 'HOST:PORT',
     group: 'HTTP front',
-    help: 'serve MCP over Streamable HTTP here instead of stdio (e.g. 127.0.0.1:8080)',
+    help: 'serve MCP over Streamable HTTP here instead of stdio (a bare PORT binds 127.0.0.1)',
   },
   {
     path: ['http', 'path'],

@@ -1,34 +1,30 @@
 /**
- * The admin listener (`--admin-listen`): a small HTTP server of its own for /metrics, /healthz and
- * /dashboard, for stdio mode (which has no HTTP front) or to keep those pages off a public front. It
+ * The admin listener (`--admin-listen`): a small HTTP server of its own for /metrics, /healthz, /readyz
+ * and /dashboard, for stdio mode (which has no HTTP front) or to keep those pages off a public front. It
  * binds the loopback unless told otherwise, and on the loopback it refuses a Host that is not one (a
  * DNS-rebinding page could otherwise read it).
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Routes } from './routes.js';
 import { isLoopbackHost } from '../security/loopback.js';
-import { listenOn } from '../transport/listen.js';
-
-export const DEFAULT_ADMIN_HOST = '127.0.0.1';
+import { listenOn, parseListen } from '../transport/listen.js';
 
 export interface AdminListener {
   url: URL;
   close(): Promise<void>;
 }
 
-/** `PORT` or `HOST:PORT` (`[::1]:PORT` for IPv6) → where to bind; a bare port binds the loopback. */
-export function parseListen(listen: string): { host: string; port: number } {
-  const colon = listen.lastIndexOf(':');
-  if (colon === -1 || listen.endsWith(']')) return { host: DEFAULT_ADMIN_HOST, port: Number(listen) };
-  return { host: listen.slice(0, colon), port: Number(listen.slice(colon + 1)) };
-}
-
+/**
+ * `notReady` says why the upstream cannot be started or reached now (undefined when it can): /readyz
+ * answers as the HTTP front's does, for a probe that only reaches this port.
+ */
 export async function startAdminListener(
   listen: string,
   routes: Routes,
   logger: Logger,
+  notReady: () => Promise<string | undefined>,
 ): Promise<AdminListener> {
   const { host, port } = parseListen(listen);
   const loopback = isLoopbackHost(host);
@@ -42,9 +38,13 @@ export async function startAdminListener(
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
       return;
     }
-    routes(req, res, path)
-      .then((answered) => {
-        if (!answered) res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found\n');
+    const answered =
+      path === '/readyz' && req.method === 'GET'
+        ? readiness(res, notReady).then(() => true)
+        : routes(req, res, path);
+    answered
+      .then((done) => {
+        if (!done) res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found\n');
       })
       .catch((error: unknown) => {
         logger.error({ err: error, path }, 'admin request failed');
@@ -64,4 +64,13 @@ export async function startAdminListener(
         server.close(() => resolve());
       })),
   };
+}
+
+/** 200 `{"status":"ready"}`, or 503 with the cause, as the HTTP front's /readyz. */
+async function readiness(res: ServerResponse, notReady: () => Promise<string | undefined>): Promise<void> {
+  const cause = await notReady();
+  const body = cause === undefined ? { status: 'ready' } : { status: 'upstream unavailable', cause };
+  res
+    .writeHead(cause === undefined ? 200 : 503, { 'content-type': 'application/json' })
+    .end(JSON.stringify(body));
 }

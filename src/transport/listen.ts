@@ -10,6 +10,16 @@ const CAUSES: Record<string, string> = {
   EAI_AGAIN: 'the host name could not be resolved now',
 };
 
+/** Where a bare port (`--listen 8080`, `--admin-listen 9464`) binds: the loopback, never every interface. */
+export const DEFAULT_LISTEN_HOST = '127.0.0.1';
+
+/** `PORT` or `HOST:PORT` (`[::1]:PORT` for IPv6) → where to bind. */
+export function parseListen(listen: string): { host: string; port: number } {
+  const colon = listen.lastIndexOf(':');
+  if (colon === -1 || listen.endsWith(']')) return { host: DEFAULT_LISTEN_HOST, port: Number(listen) };
+  return { host: listen.slice(0, colon), port: Number(listen.slice(colon + 1)) };
+}
+
 export class ListenError extends Error {
   constructor(address: string, cause: NodeJS.ErrnoException) {
     super(`cannot listen on ${address}: ${CAUSES[cause.code ?? ''] ?? cause.message}`, { cause });

@@ -109,6 +109,21 @@ describe('metrics on the HTTP front', () => {
     expect(admin.port).not.toBe(gateway.url.port);
     expect(sample(await scrape(new URL('/metrics', admin)), 'taskgate_sessions_open')).toBe(0);
   });
+
+  it('answers /readyz on the admin listener as on the front: 503 with the cause while the command is not found (issue 27)', async () => {
+    const gateway = await Gateway.start(['no-such-command-27'], ['--admin-listen', '0']);
+    cleanups.push(() => gateway.stop());
+    const found = ADMIN_LINE.exec(gateway.stderr);
+    const admin = found ? new URL(found[1]!) : await adminUrlFrom(gateway.child.stderr);
+    const expected = {
+      status: 'upstream unavailable',
+      cause: 'the upstream command "no-such-command-27" is not found on PATH',
+    };
+    for (const base of [admin, gateway.url]) {
+      const answer = await fetch(new URL('/readyz', base));
+      expect({ status: answer.status, body: await answer.json() }).toEqual({ status: 503, body: expected });
+    }
+  });
 });
 
 const ADMIN_LINE = /"url":"([^"]+)","msg":"admin listener/;
@@ -162,6 +177,7 @@ describe('the admin listener in stdio mode', () => {
     expect(sample(text, 'taskgate_tasks_finished_total', { tool: 'fail', status: 'failed' })).toBe(1);
     expect(sample(text, 'taskgate_sessions_open')).toBe(1);
     expect(await (await fetch(new URL('/healthz', admin))).json()).toEqual({ status: 'ok' });
+    expect(await (await fetch(new URL('/readyz', admin))).json()).toEqual({ status: 'ready' });
 
     const page = await fetch(new URL('/dashboard', admin));
     expect(page.status).toBe(200);

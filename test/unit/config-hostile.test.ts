@@ -67,7 +67,7 @@ describe('issue 13.18: only ports that exist', () => {
 
   it('says which shape an address must have', () => {
     expect(problemsOf(() => load(['--listen', '127.0.0.1']))).toEqual([
-      '--listen: expected HOST:PORT, got "127.0.0.1"',
+      '--listen: expected PORT or HOST:PORT, got "127.0.0.1"',
     ]);
   });
 

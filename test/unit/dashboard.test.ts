@@ -4,7 +4,8 @@
  */
 import { request, type IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startAdminListener, parseListen, type AdminListener } from '../../src/observability/admin.js';
+import { startAdminListener, type AdminListener } from '../../src/observability/admin.js';
+import { parseListen } from '../../src/transport/listen.js';
 import { escapeHtml, formatDuration, renderDashboard } from '../../src/observability/dashboard.js';
 import { Metrics } from '../../src/observability/metrics.js';
 import { observeTasks } from '../../src/observability/observe.js';
@@ -237,6 +238,8 @@ describe('the dashboard page', () => {
 });
 
 describe('the admin listener', () => {
+  /** The upstream can be started, as far as /readyz is concerned. */
+  const ready = (): Promise<string | undefined> => Promise.resolve(undefined);
   let admin: AdminListener | undefined;
   afterEach(async () => {
     await admin?.close();
@@ -267,7 +270,7 @@ describe('the admin listener', () => {
     const board = new TaskBoard();
     const metrics = new Metrics({ defaultMetrics: false });
     const routes = operationsRoutes({ metrics, board, ...(authorize ? { authorize } : {}) });
-    admin = await startAdminListener('127.0.0.1:0', routes, { error: () => undefined } as never);
+    admin = await startAdminListener('127.0.0.1:0', routes, { error: () => undefined } as never, ready);
     return board;
   }
 
@@ -331,7 +334,12 @@ describe('the admin listener', () => {
       return req.headers.authorization === 'Bearer operator' ? 'allowed' : 'unauthenticated';
     };
     const observed = observeTasks(store, metrics, { debug: () => undefined } as never, { authorize });
-    admin = await startAdminListener('127.0.0.1:0', observed.routes, { error: () => undefined } as never);
+    admin = await startAdminListener(
+      '127.0.0.1:0',
+      observed.routes,
+      { error: () => undefined } as never,
+      ready,
+    );
     expect((await get('/metrics')).status).toBe(401);
     expect((await get('/dashboard/data')).status).toBe(401);
     expect(seen).toEqual(['/metrics', '/dashboard/data']);

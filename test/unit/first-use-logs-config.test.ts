@@ -51,8 +51,12 @@ describe('issue 14.6: messages a person can act on', () => {
     );
   });
 
-  it('asks for HOST:PORT when --listen is a port alone', () => {
-    expect(refusal(['--listen', '8080'])).toContain('--listen: expected HOST:PORT, got "8080"');
+  it('takes a port alone for --listen, as for --admin-listen, and asks for PORT or HOST:PORT otherwise (issue 27)', () => {
+    const loaded = loadConfig(parseCommandLine(['--listen', '8080', '--admin-listen', '9464']), {});
+    expect(loaded.config).toMatchObject({ http: { listen: '8080' }, admin: { listen: '9464' } });
+    expect(refusal(['--listen', 'localhost'])).toContain(
+      '--listen: expected PORT or HOST:PORT, got "localhost"',
+    );
   });
 });
 
