@@ -15,6 +15,7 @@ import type { TaskStore } from './tasks/store.js';
 import { createAuthenticator } from './security/auth.js';
 import { HttpFront, type Caller } from './transport/http-front.js';
 import type { HttpSession } from './transport/http-session.js';
+import { parseListen } from './transport/listen.js';
 import { isLoopbackHost } from './security/loopback.js';
 import { UpstreamPool } from './transport/upstream-pool.js';
 import { openUpstream, type Upstream } from './upstream.js';
@@ -35,7 +36,6 @@ export async function startHttpGateway(
 ): Promise<RunningGateway> {
   const listen = config.http.listen;
   if (listen === undefined) throw new Error('no listen address configured');
-  const colon = listen.lastIndexOf(':');
   const authenticate = createAuthenticator(config.auth);
   // The operator's pages on the front are behind the same authentication as MCP, and for operators only.
   const admins = new Set(config.auth.adminSubjects);
@@ -83,8 +83,7 @@ export async function startHttpGateway(
   const sessionServers = new Set<Pick<Upstream, 'stop'>>();
   const front: HttpFront = new HttpFront(
     {
-      host: listen.slice(0, colon),
-      port: Number(listen.slice(colon + 1)),
+      ...parseListen(listen),
       path: config.http.path,
       allowedOrigins: config.http.allowedOrigins,
       maxMessageBytes: config.maxMessageBytes,
@@ -148,6 +147,13 @@ export async function startHttpGateway(
   metrics.observeSessions(() => front.sessionCount);
   const url = await front.listen();
   logger.info({ url: url.href }, 'listening for MCP over Streamable HTTP');
+  // A command that cannot be started now is said once here; each session it refuses is then one line.
+  const problem = config.upstream?.url === undefined ? await upstreamProblem(config.upstream) : undefined;
+  if (problem !== undefined) {
+    logger.warn(
+      `${problem}: every new session is refused until it can be started (/readyz answers 503 meanwhile)`,
+    );
+  }
   const adminListener = await startAdmin(config, observed, logger).catch(async (error: unknown) => {
     await front.close();
     core.close();

@@ -25,6 +25,7 @@ import { KeptBytes } from './event-stream.js';
 import { HttpSession, type Resumption } from './http-session.js';
 import { accepts, json, readBody, reply } from './http-io.js';
 import { listenOn } from './listen.js';
+import { UpstreamStartError } from './stdio-upstream.js';
 import { isLoopbackHost } from '../security/loopback.js';
 
 /**
@@ -415,7 +416,9 @@ export class HttpFront {
     try {
       await this.hooks.openSession(session, caller);
     } catch (error) {
-      this.logger.error({ err: error }, 'could not connect a new session to the upstream server');
+      // A server that cannot be started (warned of at start-up) is one line per session, not a stack.
+      if (error instanceof UpstreamStartError) this.logger.warn(`session refused: ${error.message}`);
+      else this.logger.error({ err: error }, 'could not connect a new session to the upstream server');
       return reply(res, 502, id, {
         code: ErrorCode.UpstreamUnavailable,
         message: `Bad Gateway: ${error instanceof Error ? error.message : 'the upstream server is unavailable'}`,

@@ -206,6 +206,41 @@ describe('issue 14.6: addresses that cannot be listened on', () => {
   });
 });
 
+describe('issue 27: a bare port, and a command that cannot start', () => {
+  it('issue 27: --listen PORT binds the loopback, as --admin-listen PORT does', async () => {
+    // The helper's own --listen 127.0.0.1:0 comes first; the last one given wins.
+    const gateway = await start([process.execPath, FIXTURES.legacy], ['--listen', '0']);
+    expect(gateway.url.hostname).toBe('127.0.0.1');
+    const client = new Client({ name: 'bare-port', version: '1' }, { capabilities: TASK_AWARE });
+    await client.connect(httpTransport(gateway.url));
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    await client.close();
+  });
+
+  it('issue 27: a command not on PATH is warned of once at start, then each refused session is one line, no stack', async () => {
+    const gateway = await start(['no-such-command-27']);
+    await gateway.logged('every new session is refused');
+    for (const name of ['first', 'second']) {
+      const client = new Client({ name, version: '1' }, { capabilities: TASK_AWARE });
+      await expect(client.connect(httpTransport(gateway.url))).rejects.toThrow(
+        /Cannot start the upstream server .*no-such-command-27/,
+      );
+    }
+    await gateway.logged('session refused');
+    const lines = gateway.stderr.split('\n').filter((line) => line !== '');
+    const warned = lines.filter((line) => line.includes('every new session is refused'));
+    expect(warned).toHaveLength(1);
+    expect(JSON.parse(warned[0]!)).toMatchObject({
+      level: 40,
+      msg: 'the upstream command "no-such-command-27" is not found on PATH: every new session is refused until it can be started (/readyz answers 503 meanwhile)',
+    });
+    const refused = lines.filter((line) => line.includes('session refused'));
+    expect(refused).toHaveLength(2);
+    for (const line of refused) expect(JSON.parse(line)).toMatchObject({ level: 40 });
+    expect(gateway.stderr).not.toContain('"stack"');
+  });
+});
+
 async function readiness(gateway: Gateway): Promise<{ status: number; body: unknown }> {
   const response = await fetch(new URL('/readyz', gateway.url));
   return { status: response.status, body: await response.json() };
