@@ -1,5 +1,5 @@
 /**
- * What taskgate does with a tools/call: the table of DESIGN.md as one pure function. Everything it needs
+ * What taskgate does with a tools/call: the table of docs/design.md as one pure function. Everything it needs
  * is an input, so that every combination can be tested in-process, and the next protocol era adds inputs
  * here rather than branches in the session.
  */

@@ -446,7 +446,7 @@ export class Session {
     );
   }
 
-  /** What DESIGN's table says for this call (decide.ts), carried out; `listed`: the profile was updated for it. */
+  /** What the table of docs/design.md says for this call (decide.ts), carried out; `listed`: the profile was updated for it. */
   private toolCall(request: Request, raw: Buffer, listed = false): void {
     const params = request.params;
     const name = typeof params?.name === 'string' ? params.name : undefined;

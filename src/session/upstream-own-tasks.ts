@@ -1,7 +1,7 @@
 /**
  * The upstream's own tasks as the session sees them pass: what each answer and notification tells of
  * them, for the operator's dashboard and for the watch that fails them here when the upstream goes away
- * (DESIGN: nothing lost), and the answers given for the tasks it took with it. Those taskgate follows for
+ * (docs/design.md: nothing lost), and the answers given for the tasks it took with it. Those taskgate follows for
  * a client without tasks (unwrap) are told to the dashboard alone: the client never saw them.
  */
 import { ErrorCode } from '../protocol/errors.js';

@@ -1,7 +1,7 @@
 /**
  * Tasks the upstream runs itself, passed through to the client. The upstream holds them, so when it goes
  * away they would vanish mid-work; taskgate keeps the last word it saw on each live one, and then turns
- * them into `failed` with the reason, answered here until their ttl runs out (DESIGN: nothing lost).
+ * them into `failed` with the reason, answered here until their ttl runs out (docs/design.md: nothing lost).
  */
 import { isObject, type JsonObject } from '../protocol/messages.js';
 import { canTransition, isTerminal, type TaskStatus } from './state.js';

@@ -66,7 +66,7 @@ describe('bad input from the client', () => {
     },
   );
 
-  it('refuses a 50 MB message with an error addressed to its id, without crashing (SDK-NOTES: 10 MB kills SDK servers)', async () => {
+  it('refuses a 50 MB message with an error addressed to its id, without crashing (docs/sdk-notes.md: 10 MB kills SDK servers)', async () => {
     const p = (peer = await RawPeer.initialized());
     const huge = JSON.stringify({
       jsonrpc: '2.0',

@@ -1,4 +1,4 @@
-/** The decision table of DESIGN.md ("The three jobs, decided per session and per tool"), row by row. */
+/** The decision table of docs/design.md ("The three jobs, decided per session and per tool"), row by row. */
 import { describe, expect, it } from 'vitest';
 import type { TaskSupport } from '../../src/config/schema.js';
 import {
