@@ -26,7 +26,7 @@ import {
   requiredForRequest,
   TASKS_EXTENSION,
 } from '../protocol/modern/capabilities.js';
-import { MissingCapabilityError, type ModernRequestError } from '../protocol/modern/errors.js';
+import { MissingCapabilityError } from '../protocol/modern/errors.js';
 import { buildDiscoverResult, type LegacyInitializeResult } from '../protocol/modern/discover.js';
 import { checkParamHeaders, headerParamsOf, type HeaderParam } from '../protocol/modern/headers.js';
 import { readRequestMeta, type Implementation, type ModernRequestMeta } from '../protocol/modern/meta.js';
@@ -44,7 +44,8 @@ import { decideModernToolCall, type ModernToolCallFacts } from '../session/decid
 import type { AuditLog } from '../tasks/audit-log.js';
 import type { RelayedRequest, TaskInputBoard } from '../tasks/store.js';
 import type { Limits } from '../security/limits.js';
-import { ExtensionTasks, type Outcome } from './extension-tasks.js';
+import { AS_THE_CLIENT_REFUSES, ExtensionTasks, type Outcome } from './extension-tasks.js';
+import { attribute } from './attribution.js';
 import { MODERN_MAX_LISTENERS } from './defaults.js';
 import { ParkedCalls } from './parked-calls.js';
 import {
@@ -595,14 +596,13 @@ export class ModernBridge {
     }
   }
 
-  /** A server-to-client request: put to the client whose request it belongs to, as MRTR input. */
+  /**
+   * A server-to-client request: put to the client whose request it belongs to (attribution.ts), as MRTR
+   * input; one that client did not declare it can answer is refused to the server as the client would,
+   * and its call goes on.
+   */
   private serverRequest(request: Request, arrival: Arrival | undefined): void {
     if (request.method === 'ping') return this.answerServer(successResponse(request.id, {}));
-    // A parked call's server is waiting for the answer it already asked for: it is not the one asking.
-    const open = [...this.calls.values()].filter(
-      (each) => MAY_ASK_FOR_INPUT.has(each.method) && each.parkedAs === undefined,
-    );
-    if (this.tasks.claim(request, arrival, open.length === 0)) return;
     const required = requiredForInputRequest(request);
     if (required === undefined) {
       return this.answerServer(
@@ -612,20 +612,28 @@ export class ModernBridge {
         }),
       );
     }
-    const call = this.callOf(arrival, open);
-    if (call === undefined || !MAY_ASK_FOR_INPUT.has(call.method)) {
+    const owner = attribute(request, arrival, {
+      callOnStream: (legacyId) => {
+        const call = this.calls.get(legacyId);
+        return call !== undefined && MAY_ASK_FOR_INPUT.has(call.method) ? call : undefined;
+      },
+      taskOf: (asked, on) => this.tasks.taskOf(asked, on),
+      // A parked call's server is waiting for the answer it already asked for: it is not the one asking.
+      calls: [...this.calls.values()].filter(
+        (each) => MAY_ASK_FOR_INPUT.has(each.method) && each.parkedAs === undefined,
+      ),
+      tasks: this.tasks.running(),
+    });
+    if ('task' in owner) return this.tasks.hold(owner.task, request);
+    if ('nobody' in owner) {
       return this.answerServer(
-        errorResponse(request.id, {
-          code: ErrorCode.ClientUnavailable,
-          message:
-            open.length === 0
-              ? `${request.method} outside any request: a 2026-07-28 client can only be asked for input while its tools/call, prompts/get or resources/read is open`
-              : `${request.method} could belong to any of ${open.length} requests in flight, and the server did not say which: it was put to no client`,
-        }),
+        errorResponse(request.id, { code: ErrorCode.ClientUnavailable, message: owner.nobody }),
       );
     }
-    const declared = checkCapabilities(required, call.meta.clientCapabilities);
-    if (!declared.ok) return this.refuseUndeclared(call, request, declared.error);
+    const { call } = owner;
+    if (!checkCapabilities(required, call.meta.clientCapabilities).ok) {
+      return this.answerServer(errorResponse(request.id, AS_THE_CLIENT_REFUSES));
+    }
     call.inputs.set(`input-${this.nextInputKey++}`, {
       serverRequestId: request.id,
       method: request.method,
@@ -635,31 +643,6 @@ export class ModernBridge {
     call.unsent = true;
     // Requests the server sends together reach the client in one input_required answer.
     setImmediate(() => this.askForInput(call));
-  }
-
-  /**
-   * The server needs input the request did not declare it can give: the request is refused with -32021
-   * naming what is missing (basic/index.mdx "Per-request protocol fields"), and the call is given up.
-   */
-  private refuseUndeclared(call: Call, request: Request, missing: ModernRequestError): void {
-    this.answerServer(
-      errorResponse(request.id, {
-        code: ErrorCode.MethodNotFound,
-        message: `The client cannot answer ${request.method}: ${missing.message}`,
-      }),
-    );
-    const waiter = call.waiter;
-    this.cancelUpstream(call, `the client did not declare what ${request.method} needs`);
-    if (waiter === undefined) return;
-    waiter.stopListening();
-    waiter.resolve(this.refuse(waiter.exchange.request, toJsonRpcError(missing)));
-  }
-
-  /** The call a server request belongs to: the one whose stream carried it, or the only one that may ask. */
-  private callOf(arrival: Arrival | undefined, mayAsk: readonly Call[]): Call | undefined {
-    const onStreamOf = arrival?.onStreamOf;
-    if (typeof onStreamOf === 'number') return this.calls.get(onStreamOf);
-    return mayAsk.length === 1 ? mayAsk[0] : undefined;
   }
 
   private askForInput(call: Call): void {

@@ -73,7 +73,7 @@ interface Promotion {
   created: TaskV1;
 }
 
-interface ExtensionTask {
+export interface ExtensionTask {
   taskId: string;
   /** Who created it (identity and subject): the Session is asked about the task as them. */
   caller: RequestCaller;
@@ -96,6 +96,12 @@ interface ExtensionTask {
 const TASK_NOT_FOUND = (taskId: string): Outcome => ({
   error: toJsonRpcError(new TaskNotFoundError(taskId)),
 });
+
+/** What an SDK client answers a request it has no handler for (it did not declare the capability). */
+export const AS_THE_CLIENT_REFUSES: JsonRpcErrorObject = {
+  code: ErrorCode.MethodNotFound,
+  message: 'Method not found',
+};
 
 /** How often a task's tasks/result that ended early is sent again before the task is only polled. */
 const MAX_REFOLLOWS = 10;
@@ -185,31 +191,13 @@ export class ExtensionTasks {
   }
 
   /**
-   * A server-to-client request that belongs to one of these tasks is held as its input; false if none.
-   * `mayBeSole`: nothing else could have asked (no plain call is open), so an unlabelled request is the one
-   * running task's, when exactly one runs.
+   * Holds a server-to-client request as input of a task it belongs to (attribution.ts). One the task's
+   * client did not declare it can answer is refused to the server as that client would refuse it.
    */
-  claim(request: Request, arrival: Arrival | undefined, mayBeSole: boolean): boolean {
-    const task = labelled(request, arrival)
-      ? this.taskOf(request, arrival)
-      : mayBeSole
-        ? this.soleRunning()
-        : undefined;
-    if (task === undefined) return false;
+  hold(task: ExtensionTask, request: Request): void {
     const required = requiredForInputRequest(request);
-    const declared =
-      required === undefined ? undefined : checkCapabilities(required, task.meta.clientCapabilities);
-    if (declared === undefined || !declared.ok) {
-      this.options.session.answerServer(
-        errorResponse(request.id, {
-          code: ErrorCode.MethodNotFound,
-          message:
-            declared === undefined
-              ? `${request.method} cannot be put to a 2026-07-28 client`
-              : `The client cannot answer ${request.method}: ${declared.error.message}`,
-        }),
-      );
-      return true;
+    if (required === undefined || !checkCapabilities(required, task.meta.clientCapabilities).ok) {
+      return this.options.session.answerServer(errorResponse(request.id, AS_THE_CLIENT_REFUSES));
     }
     task.inputs.set(`input-${this.nextInputKey++}`, {
       serverRequestId: request.id,
@@ -222,7 +210,6 @@ export class ExtensionTasks {
     this.announce(task.taskId);
     // The client's request is still open as a plain call: it learns of the input from tasks/get.
     if (task.promotion !== undefined) this.promote(task);
-    return true;
   }
 
   /** The Session withdrew a request it had put to the client: it is no longer asked. */
@@ -475,17 +462,13 @@ export class ExtensionTasks {
     return withoutTag(await this.options.session.ask('tasks/result', { taskId }, creator).answer);
   }
 
-  private soleRunning(): ExtensionTask | undefined {
-    let running: ExtensionTask | undefined;
-    for (const task of this.tasks.values()) {
-      if (task.follower === undefined) continue;
-      if (running !== undefined) return undefined;
-      running = task;
-    }
-    return running;
+  /** The tasks whose call runs (their tasks/result is held open): each may ask for input. */
+  running(): ExtensionTask[] {
+    return [...this.byFollower.values()];
   }
 
-  private taskOf(request: Request, arrival: Arrival | undefined): ExtensionTask | undefined {
+  /** The task a server request says it is for: by the stream it came on, or its related-task tag. */
+  taskOf(request: Request, arrival: Arrival | undefined): ExtensionTask | undefined {
     const onStreamOf = arrival?.onStreamOf;
     if (typeof onStreamOf === 'number') {
       const task = this.byFollower.get(onStreamOf);
@@ -658,13 +641,6 @@ function openInputs(task: ExtensionTask): JsonObject {
       held.params === undefined ? { method: held.method } : { method: held.method, params: held.params };
   }
   return inputRequests;
-}
-
-/** The Session (or the stream it came on) says which call a server request belongs to. */
-function labelled(request: Request, arrival: Arrival | undefined): boolean {
-  if (typeof arrival?.onStreamOf === 'number') return true;
-  const meta = request.params?._meta;
-  return isObject(meta) && meta['io.modelcontextprotocol/related-task'] !== undefined;
 }
 
 /** Who asks, as the Session is told (their quota was counted by the bridge). */

@@ -161,19 +161,21 @@ describe('the modern bridge, in-process', () => {
     expect(late.error!.message).toMatch(/already used, or its call stopped waiting|expired/);
   });
 
-  it('refuses input the request did not declare: -32021 naming it, and the server hears no', async () => {
+  it('input the request did not declare is refused to the server as that client would refuse it (-32601), and the call ends with its own answer', async () => {
     const gate = await open();
     const meta = { ...MODERN_META, 'io.modelcontextprotocol/clientCapabilities': {} };
-    const refused = (await gate.ask('tools/call', call('ask', {}, meta))) as {
+    const answered = (await gate.ask('tools/call', call('ask', {}, meta))) as {
       response: Answer;
       refused?: boolean;
     };
-    expect(refused.refused).toBe(true);
-    expect(refused.response.error).toMatchObject({
-      code: -32021,
-      data: { requiredCapabilities: { elicitation: { form: {} } } },
+    expect(elicited[0]?.outcome).toBeInstanceOf(McpError);
+    expect(elicited[0]?.outcome).toMatchObject({
+      code: -32601,
+      message: expect.stringContaining('Method not found'),
     });
-    await vi.waitFor(() => expect(elicited[0]?.outcome).toBeInstanceOf(McpError));
+    // The server's tool rethrew what it was told: that, and not a refusal of taskgate's, is the call's answer.
+    expect(answered.refused).toBeUndefined();
+    expect(answered.response.error).toMatchObject({ code: -32601 });
   });
 
   it.each([
