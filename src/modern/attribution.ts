@@ -5,8 +5,15 @@
  * (calls that may ask for input and running tasks together, whoever's). Anything else belongs to nobody:
  * it is refused to the server, and no call of anyone is failed or given up because of it.
  */
+import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import type { Request } from '../protocol/messages.js';
 import type { Arrival } from '../transport/channel.js';
+
+/** What an SDK client answers a request it has no handler for (it did not declare the capability). */
+export const AS_THE_CLIENT_REFUSES: JsonRpcErrorObject = {
+  code: ErrorCode.MethodNotFound,
+  message: 'Method not found',
+};
 
 export type Attribution<C, T> = { call: C } | { task: T } | { nobody: string };
 

@@ -44,9 +44,10 @@ import { decideModernToolCall, type ModernToolCallFacts } from '../session/decid
 import type { AuditLog } from '../tasks/audit-log.js';
 import type { RelayedRequest, TaskInputBoard } from '../tasks/store.js';
 import type { Limits } from '../security/limits.js';
-import { AS_THE_CLIENT_REFUSES, ExtensionTasks, type Outcome } from './extension-tasks.js';
-import { attribute } from './attribution.js';
+import { ExtensionTasks, type Outcome } from './extension-tasks.js';
+import { AS_THE_CLIENT_REFUSES, attribute } from './attribution.js';
 import { MODERN_MAX_LISTENERS } from './defaults.js';
+import { exchangeOf, relayedOf } from './relayed.js';
 import { ParkedCalls } from './parked-calls.js';
 import {
   BRIDGE_CAPABILITIES,
@@ -335,12 +336,7 @@ export class ModernBridge {
    */
   private async relayRetry(exchange: ModernExchange, holder: string): Promise<ModernAnswer> {
     const { request } = exchange;
-    const relayed: RelayedRequest = {
-      request: request as RelayedRequest['request'],
-      ...(exchange.principal === undefined ? {} : { principal: exchange.principal }),
-      ...(exchange.subject === undefined ? {} : { subject: exchange.subject }),
-      ...(exchange.caller === undefined ? {} : { caller: exchange.caller }),
-    };
+    const relayed = relayedOf(exchange);
     // Refused there is refused here: the same HTTP status as a retry refused by this replica.
     const answer = await this.options
       .taskInputs!.relay(holder, relayed, RELAYED_RETRY_WITHIN_MS)
@@ -357,15 +353,7 @@ export class ModernBridge {
   private async serveRelayedRetry(relayed: RelayedRequest): Promise<ModernAnswer> {
     const state = relayed.request.params?.requestState;
     if (typeof state !== 'string' || replicaNamedBy(state) !== this.options.replica) return undefined;
-    const answer = await this.handle({
-      request: relayed.request as Request,
-      ...(relayed.principal === undefined ? {} : { principal: relayed.principal }),
-      ...(relayed.subject === undefined ? {} : { subject: relayed.subject }),
-      ...(relayed.caller === undefined ? {} : { caller: relayed.caller }),
-      signal: AbortSignal.timeout(RELAYED_RETRY_WITHIN_MS),
-      notify: () => undefined,
-    });
-    return answer;
+    return this.handle(exchangeOf(relayed, RELAYED_RETRY_WITHIN_MS));
   }
 
   /**
@@ -396,7 +384,7 @@ export class ModernBridge {
       legacyId,
       method: request.method,
       params: request.params,
-      caller: callerOfExchange(exchange, this.options.defaultCaller),
+      caller: { ...callerOfExchange(exchange), quota: exchange.caller ?? this.options.defaultCaller },
       meta,
       clientProgressToken: progressTokenOf(request.params),
       waiter: undefined,

@@ -22,7 +22,9 @@ import {
 } from '../protocol/messages.js';
 import { checkCapabilities, requiredForInputRequest } from '../protocol/modern/capabilities.js';
 import type { RequestCaller } from '../protocol/caller.js';
-import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
+import { callerOfExchange, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
+import { AS_THE_CLIENT_REFUSES } from './attribution.js';
+import { exchangeOf, relayedOf } from './relayed.js';
 import { TaskNotFoundError } from '../tasks/errors.js';
 import type { ModernRequestMeta } from '../protocol/modern/meta.js';
 import type { Arrival } from '../transport/channel.js';
@@ -97,12 +99,6 @@ const TASK_NOT_FOUND = (taskId: string): Outcome => ({
   error: toJsonRpcError(new TaskNotFoundError(taskId)),
 });
 
-/** What an SDK client answers a request it has no handler for (it did not declare the capability). */
-export const AS_THE_CLIENT_REFUSES: JsonRpcErrorObject = {
-  code: ErrorCode.MethodNotFound,
-  message: 'Method not found',
-};
-
 /** How often a task's tasks/result that ended early is sent again before the task is only polled. */
 const MAX_REFOLLOWS = 10;
 
@@ -166,7 +162,7 @@ export class ExtensionTasks {
     created: TaskV1,
     promoteAfterMs: number | undefined,
   ): Promise<ModernAnswer> | ModernAnswer {
-    const task = this.remember(created, askerOf(exchange), meta);
+    const task = this.remember(created, callerOfExchange(exchange), meta);
     this.follow(task);
     const { request } = exchange;
     if (promoteAfterMs === undefined || task.outcome !== undefined) {
@@ -227,8 +223,11 @@ export class ExtensionTasks {
     const { request } = exchange;
     const found = await this.find(exchange);
     if ('refused' in found) return found.refused;
-    const asked = await this.options.session.ask('tasks/get', { taskId: found.taskId }, askerOf(exchange))
-      .answer;
+    const asked = await this.options.session.ask(
+      'tasks/get',
+      { taskId: found.taskId },
+      callerOfExchange(exchange),
+    ).answer;
     if ('error' in asked)
       return (await this.relayToRunner(exchange, found)) ?? this.options.session.respond(request, asked);
     const detailed = await this.detailed(asked.result as unknown as TaskV1, found.task, found.posted);
@@ -280,9 +279,9 @@ export class ExtensionTasks {
    */
   async creatorOf(taskId: string): Promise<RequestCaller> {
     const task = this.tasks.get(taskId);
-    if (task !== undefined) return task.caller;
-    const principal = (await this.options.board?.read(taskId).catch(() => undefined))?.principal;
-    return principal === undefined ? {} : { identity: principal };
+    const posted =
+      task === undefined ? await this.options.board?.read(taskId).catch(() => undefined) : undefined;
+    return creator(task, posted);
   }
 
   /** The v2 DetailedTask of a task whose 2025 face the Session gave, with its outcome or pending input. */
@@ -292,10 +291,8 @@ export class ExtensionTasks {
       const known = task?.outcome;
       const trusted =
         known !== undefined && ('result' in known || v1.status === 'failed') ? known : undefined;
-      const creator: RequestCaller =
-        task?.caller ?? (posted?.principal === undefined ? {} : { identity: posted.principal });
-      outcome =
-        v1.status === 'cancelled' ? undefined : (trusted ?? (await this.resultOf(v1.taskId, creator)));
+      const by = creator(task, posted);
+      outcome = v1.status === 'cancelled' ? undefined : (trusted ?? (await this.resultOf(v1.taskId, by)));
     } else if (task !== undefined) {
       // A tasks/result that ended early (the upstream's deadline) said nothing about the outcome.
       task.outcome = undefined;
@@ -373,8 +370,11 @@ export class ExtensionTasks {
     const { request } = exchange;
     const found = await this.find(exchange);
     if ('refused' in found) return found.refused;
-    const asked = await this.options.session.ask('tasks/cancel', { taskId: found.taskId }, askerOf(exchange))
-      .answer;
+    const asked = await this.options.session.ask(
+      'tasks/cancel',
+      { taskId: found.taskId },
+      callerOfExchange(exchange),
+    ).answer;
     const relayed = 'error' in asked ? await this.relayToRunner(exchange, found) : undefined;
     if (relayed !== undefined) return relayed;
     // An already terminal task is acknowledged too (tasks.md "Task Cancellation"): the 2025 -32602 is not.
@@ -525,12 +525,7 @@ export class ExtensionTasks {
     const board = this.options.board;
     const runner = found.posted?.runner;
     if (board === undefined || runner === undefined || runner === board.self) return undefined;
-    const relayed: RelayedRequest = {
-      request: exchange.request as RelayedRequest['request'],
-      ...(exchange.principal === undefined ? {} : { principal: exchange.principal }),
-      ...(exchange.subject === undefined ? {} : { subject: exchange.subject }),
-      ...(exchange.caller === undefined ? {} : { caller: exchange.caller }),
-    };
+    const relayed = relayedOf(exchange);
     return board.relay(runner, relayed, RELAY_WITHIN_MS).catch(() => undefined);
   }
 
@@ -538,14 +533,7 @@ export class ExtensionTasks {
   private async serveRelayed(relayed: RelayedRequest): Promise<ModernAnswer> {
     const taskId = relayed.request.params?.taskId;
     if (typeof taskId !== 'string' || !this.tasks.has(taskId)) return undefined;
-    const exchange: ModernExchange = {
-      request: relayed.request as Request,
-      ...(relayed.principal === undefined ? {} : { principal: relayed.principal }),
-      ...(relayed.subject === undefined ? {} : { subject: relayed.subject }),
-      ...(relayed.caller === undefined ? {} : { caller: relayed.caller }),
-      signal: AbortSignal.timeout(RELAY_WITHIN_MS),
-      notify: () => undefined,
-    };
+    const exchange: ModernExchange = exchangeOf(relayed, RELAY_WITHIN_MS);
     const method = relayed.request.method;
     const answer =
       method === 'tasks/get'
@@ -643,10 +631,5 @@ function openInputs(task: ExtensionTask): JsonObject {
   return inputRequests;
 }
 
-/** Who asks, as the Session is told (their quota was counted by the bridge). */
-function askerOf({ principal, subject }: ModernExchange): RequestCaller {
-  return {
-    ...(principal === undefined ? {} : { identity: principal }),
-    ...(subject === undefined ? {} : { subject }),
-  };
-}
+const creator = (task: ExtensionTask | undefined, posted: PostedTask | undefined): RequestCaller =>
+  task?.caller ?? (posted?.principal === undefined ? {} : { identity: posted.principal });

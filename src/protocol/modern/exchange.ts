@@ -24,13 +24,11 @@ export interface ModernExchange {
   readonly signal: GiveUpSignal;
 }
 
-/** The caller the request carries into the core; `quota` for one whose front named no caller. */
-export function callerOfExchange(exchange: ModernExchange, quota: string): RequestCaller {
-  const { principal, subject } = exchange;
+/** The caller the request carries into the core; its quota is counted where the request enters it. */
+export function callerOfExchange({ principal, subject }: ModernExchange): RequestCaller {
   return {
     ...(principal === undefined ? {} : { identity: principal }),
     ...(subject === undefined ? {} : { subject }),
-    quota: exchange.caller ?? quota,
   };
 }
 
