@@ -74,6 +74,11 @@ export class ModernUpstreamTranslator implements Channel {
   private nextId = 1;
   private clientCapabilities: JsonObject = {};
   private clientInfo: JsonObject | undefined;
+  /**
+   * The level the Session set with logging/setLevel. Until it sets one, every level is asked for, from an
+   * upstream that logs: a 2025 server sends what it chooses without a setLevel (the SDK's sends all), a
+   * 2026-07-28 one sends nothing to a request without a logLevel.
+   */
   private logLevel: string | undefined;
   /** taskgate's own requests upstream, by id: what to do with the answer. */
   private readonly ownCalls = new Map<string, (answer: TaskOutcome) => void>();
@@ -90,6 +95,7 @@ export class ModernUpstreamTranslator implements Channel {
     options: TranslatorOptions = {},
   ) {
     const capabilities = isObject(discover.capabilities) ? discover.capabilities : {};
+    if (isObject(capabilities.logging)) this.logLevel = 'debug';
     this.listen = new UpstreamListen(
       { send: (message) => this.inner.send(message), meta: () => this.meta(undefined), logger },
       capabilities,

@@ -103,6 +103,17 @@ export class Correlator {
     return isObject(tag) && typeof tag.taskId === 'string' ? this.routeForTask(tag.taskId) : undefined;
   }
 
+  /**
+   * An untagged log message while exactly one plain tools/call is in flight upstream (over stdio nothing
+   * says more): that call's, so that a front that sends logs only with their request (2026-07-28) has one.
+   */
+  routeForLog(): Route | undefined {
+    if (this.plainToolCalls.size !== 1) return undefined;
+    const [wireId] = this.plainToolCalls;
+    const clientId = wireId === undefined ? undefined : this.lookups.clientRequestOf(wireId);
+    return clientId === undefined ? undefined : { relatedTo: clientId };
+  }
+
   /** A message about a task goes on the client's open tasks/result of it, or its unwrapped call. */
   routeForTask(taskId: string): Route | undefined {
     const waiting = this.openTaskResults.get(taskId) ?? this.lookups.unwrappedCallOf(taskId);

@@ -630,11 +630,10 @@ export class Session {
         );
       case 'notification': {
         const notification = withExactRequestId(message.msg, raw);
-        return this.upstreamNotification(
-          notification,
-          raw,
-          this.correlator.routeFor(notification.params, arrival),
-        );
+        const route =
+          this.correlator.routeFor(notification.params, arrival) ??
+          (notification.method === 'notifications/message' ? this.correlator.routeForLog() : undefined);
+        return this.upstreamNotification(notification, raw, route);
       }
     }
   }
