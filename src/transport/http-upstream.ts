@@ -51,7 +51,7 @@ import {
   type ReplyBody,
 } from './http-wire.js';
 import { SseParser, type SseEvent } from './sse.js';
-import { StandaloneStream } from './standalone-stream.js';
+import { STANDALONE_OPEN_WAIT_MS, StandaloneStream } from './standalone-stream.js';
 
 export interface HttpUpstreamOptions {
   /** The server's MCP endpoint, e.g. `http://127.0.0.1:3000/mcp`. */
@@ -305,12 +305,12 @@ export class HttpUpstream implements Channel {
 
   /**
    * The client's notifications/initialized. Each message is its own POST, so one sent just after could
-   * overtake it: the others wait until the server has taken it (once per session).
+   * overtake it: the others wait until the server has taken it and the standalone stream it opens is up.
    */
   private async initialized(out: Outgoing): Promise<void> {
     this.initializedSent = true;
     this.phase = 'initializing';
-    await this.postOneWay(out);
+    if (await this.postOneWay(out)) await this.standalone?.openedWithin(STANDALONE_OPEN_WAIT_MS);
     if (this.phase !== 'initializing') return;
     this.phase = 'ready';
     this.flush();

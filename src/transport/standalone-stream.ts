@@ -24,6 +24,9 @@ export interface StandaloneHost {
   logger: Logger;
 }
 
+/** How long the session's requests wait for the stream to open (openedWithin) at most. */
+export const STANDALONE_OPEN_WAIT_MS = 5_000;
+
 type State = 'connecting' | 'open' | 'unsupported' | 'stopped';
 
 export class StandaloneStream {
@@ -47,6 +50,17 @@ export class StandaloneStream {
     if (this.state === 'open') return Promise.resolve(true);
     if (this.state !== 'connecting') return Promise.resolve(false);
     return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /**
+   * Settles once the stream is open or will not be, or after `ms` while it still connects. What a server
+   * asks on it, tied to no call, is lost when a call reaches the server first (the SDK drops such a
+   * request while no stream is open): the session's requests wait for this.
+   */
+  async openedWithin(ms: number): Promise<void> {
+    const bound = new AbortController();
+    await Promise.race([this.settled(), pause(ms, bound.signal)]);
+    bound.abort();
   }
 
   stop(): void {

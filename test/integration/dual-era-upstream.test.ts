@@ -4,6 +4,7 @@
  * directly, its session on the 2025 face; `--upstream-era modern` puts it on the 2026-07-28 face.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { httpTransport } from '../helpers/http-client.js';
 import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
@@ -49,6 +50,34 @@ describe('a 2025 client through taskgate with --upstream-era modern', () => {
       expect(client.getServerCapabilities()?.resources).toBeUndefined();
     } finally {
       await close();
+    }
+  });
+});
+
+describe('a server request tied to no call, asked by the first call after the handshake (the sidecar race)', () => {
+  let slow: HttpFixture;
+  beforeAll(async () => {
+    // The standalone GET stream opens 300 ms late: a call forwarded before it is open loses the request.
+    slow = await startHttpFixture('dualEra', { env: { FIXTURE_GET_DELAY_MS: '300' } });
+  });
+  afterAll(() => slow?.stop());
+
+  it('reaches the client: the first call waits for the upstream standalone stream', async () => {
+    const connection = await connect('dualEra', { upstream: [], flags: ['--upstream-url', slow.url] });
+    try {
+      connection.client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+        role: 'assistant',
+        model: 'test',
+        content: { type: 'text', text: 'yes' },
+      }));
+      const result = await connection.client.callTool(
+        { name: 'ask_unrelated', arguments: { prompt: 'ok?' } },
+        undefined,
+        { timeout: 10_000 },
+      );
+      expect(textOf(result)).toBe('sampled: yes');
+    } finally {
+      await connection.close();
     }
   });
 });
