@@ -75,7 +75,7 @@ export async function startStdioProxy(config: Config): Promise<number> {
       // A 2026-07-28 client: the bridge is the 2025 client of this connection's session.
       const pair = memoryChannelPair();
       toClient.connect(pair.a);
-      const bridge = startBridge(pair.b, session, options, upstream.channel);
+      const bridge = startBridge(pair.b, session, options, upstream.channel, true);
       const front = new ModernChannelFront(channel, bridge, logger, () => void session.close());
       stopFront = () => void front.close();
       front.start();

@@ -22,12 +22,16 @@ export interface BridgedSession {
   session: Session;
 }
 
-/** A started bridge on `legacyClient`, the client end of a channel `session` serves in front of `upstream`. */
+/**
+ * A started bridge on `legacyClient`, the client end of a channel `session` serves in front of `upstream`;
+ * `oneCaller` when every request it carries comes from one client connection (stdio).
+ */
 export function startBridge(
   legacyClient: Channel,
   session: Session,
   options: SessionOptions,
   upstream: Channel,
+  oneCaller = false,
 ): ModernBridge {
   const bridge = new ModernBridge({
     legacyClient,
@@ -54,7 +58,7 @@ export function startBridge(
     ...(options.audit === undefined ? {} : { audit: { log: options.audit, session: options.id } }),
     upstreamTakesCallerCapabilities: () => upstream.takesCallerCapabilities === true,
   });
-  session.countCallersBy((legacyId) => bridge.callerOf(legacyId));
+  session.countCallersBy((legacyId) => bridge.callerOf(legacyId), oneCaller);
   bridge.start();
   return bridge;
 }

@@ -110,6 +110,8 @@ export class Session {
       quota: this.caller,
     });
   private ownCaller: RequestCaller | undefined;
+  /** Whether all the client's requests come from one caller (see countCallersBy). */
+  private oneCaller = true;
   /** The client has sent a request (it knows the session is there). */
   private clientAsked = false;
   private closeWhenAnswered = false;
@@ -221,9 +223,12 @@ export class Session {
    * The client of this session is a bridge serving many callers: each request is made by the caller the
    * bridge says it carries (its identity binds the tasks it makes and names, its quota counts it), and one
    * it names no quota for (the bridge's own, already counted for its client) counts against nobody.
+   * `oneCaller`: every request still comes from one client (a stdio connection), so what the upstream
+   * sends unlabelled may go with that client's one call in flight; never so across many callers.
    */
-  countCallersBy(callerOf: (requestId: RequestId) => RequestCaller): void {
+  countCallersBy(callerOf: (requestId: RequestId) => RequestCaller, oneCaller: boolean): void {
     this.callerOf = callerOf;
+    this.oneCaller = oneCaller;
   }
 
   start(): void {
@@ -632,7 +637,9 @@ export class Session {
         const notification = withExactRequestId(message.msg, raw);
         const route =
           this.correlator.routeFor(notification.params, arrival) ??
-          (notification.method === 'notifications/message' ? this.correlator.routeForLog() : undefined);
+          (notification.method === 'notifications/message' && this.oneCaller
+            ? this.correlator.routeForLog()
+            : undefined);
         return this.upstreamNotification(notification, raw, route);
       }
     }
