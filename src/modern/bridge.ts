@@ -26,7 +26,7 @@ import {
   requiredForRequest,
   TASKS_EXTENSION,
 } from '../protocol/modern/capabilities.js';
-import { MissingCapabilityError } from '../protocol/modern/errors.js';
+import { MissingCapabilityError, type ModernRequestError } from '../protocol/modern/errors.js';
 import { buildDiscoverResult, type LegacyInitializeResult } from '../protocol/modern/discover.js';
 import { checkParamHeaders, headerParamsOf, type HeaderParam } from '../protocol/modern/headers.js';
 import { readRequestMeta, type Implementation, type ModernRequestMeta } from '../protocol/modern/meta.js';
@@ -586,8 +586,8 @@ export class ModernBridge {
 
   /**
    * A server-to-client request: put to the client whose request it belongs to (attribution.ts), as MRTR
-   * input; one that client did not declare it can answer is refused to the server as the client would,
-   * and its call goes on.
+   * input. One that client did not declare it can answer is refused to the server as the client would;
+   * the call goes on after a roots/list, and is refused -32021 after an elicitation or sampling it needs.
    */
   private serverRequest(request: Request, arrival: Arrival | undefined): void {
     if (request.method === 'ping') return this.answerServer(successResponse(request.id, {}));
@@ -619,8 +619,14 @@ export class ModernBridge {
       );
     }
     const { call } = owner;
-    if (!checkCapabilities(required, call.meta.clientCapabilities).ok) {
-      return this.answerServer(errorResponse(request.id, AS_THE_CLIENT_REFUSES));
+    const declared = checkCapabilities(required, call.meta.clientCapabilities);
+    if (!declared.ok) {
+      // A server asks for roots on its own (server-everything does after initialize): refused as the
+      // client would refuse it, and the call goes on. Elicitation and sampling are asked for the work at hand.
+      if (request.method === 'roots/list') {
+        return this.answerServer(errorResponse(request.id, AS_THE_CLIENT_REFUSES));
+      }
+      return this.refuseUndeclared(call, request, declared.error);
     }
     call.inputs.set(`input-${this.nextInputKey++}`, {
       serverRequestId: request.id,
@@ -631,6 +637,19 @@ export class ModernBridge {
     call.unsent = true;
     // Requests the server sends together reach the client in one input_required answer.
     setImmediate(() => this.askForInput(call));
+  }
+
+  /**
+   * The call needs input its request did not declare it can give: the request is refused with -32021
+   * naming what is missing (basic/index.mdx "Per-request protocol fields"), and the call is given up.
+   */
+  private refuseUndeclared(call: Call, request: Request, missing: ModernRequestError): void {
+    this.answerServer(errorResponse(request.id, AS_THE_CLIENT_REFUSES));
+    const waiter = call.waiter;
+    this.cancelUpstream(call, `the client did not declare what ${request.method} needs`);
+    if (waiter === undefined) return;
+    waiter.stopListening();
+    waiter.resolve(this.refuse(waiter.exchange.request, toJsonRpcError(missing)));
   }
 
   private askForInput(call: Call): void {

@@ -293,14 +293,14 @@ describe('the HTTP front refuses what a 2026-07-28 request must not be, with the
     expect(without.error!.message).toContain('without requestState');
   });
 
-  it('input the request did not declare it can give: refused to the server as that client would (-32601), and the call ends with its own result', async () => {
+  it('input the request did not declare it can give: 400, -32021 naming it, and the call is given up upstream', async () => {
     const meta = { ...META, 'io.modelcontextprotocol/clientCapabilities': {} };
     const response = await post(gateway.url, elicit(41, 'who?', {}, meta), routing('tools/call', 'elicit'));
-    // The fixture's tool throws what its elicitation got: the server's own answer, not a -32021 of taskgate's.
-    const answer = (await response.json()) as Answer;
-    expect(answer).toMatchObject({ id: 41, error: { code: -32601 } });
-    expect(answer.error!.message).toContain('Method not found');
-    expect(response.status).toBe(404);
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({
+      id: 41,
+      error: { code: -32021, data: { requiredCapabilities: { elicitation: { form: {} } } } },
+    });
   });
 
   function elicit(id: number, message = 'who?', extra: object = {}, meta: object = META) {

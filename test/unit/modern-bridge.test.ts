@@ -161,21 +161,19 @@ describe('the modern bridge, in-process', () => {
     expect(late.error!.message).toMatch(/already used, or its call stopped waiting|expired/);
   });
 
-  it('input the request did not declare is refused to the server as that client would refuse it (-32601), and the call ends with its own answer', async () => {
+  it('refuses input the request did not declare: -32021 naming it, and the server hears no', async () => {
     const gate = await open();
     const meta = { ...MODERN_META, 'io.modelcontextprotocol/clientCapabilities': {} };
-    const answered = (await gate.ask('tools/call', call('ask', {}, meta))) as {
+    const refused = (await gate.ask('tools/call', call('ask', {}, meta))) as {
       response: Answer;
       refused?: boolean;
     };
-    expect(elicited[0]?.outcome).toBeInstanceOf(McpError);
-    expect(elicited[0]?.outcome).toMatchObject({
-      code: -32601,
-      message: expect.stringContaining('Method not found'),
+    expect(refused.refused).toBe(true);
+    expect(refused.response.error).toMatchObject({
+      code: -32021,
+      data: { requiredCapabilities: { elicitation: { form: {} } } },
     });
-    // The server's tool rethrew what it was told: that, and not a refusal of taskgate's, is the call's answer.
-    expect(answered.refused).toBeUndefined();
-    expect(answered.response.error).toMatchObject({ code: -32601 });
+    await vi.waitFor(() => expect(elicited[0]?.outcome).toBeInstanceOf(McpError));
   });
 
   it.each([
