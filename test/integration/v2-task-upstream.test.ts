@@ -197,7 +197,8 @@ describe.each(['stdio', 'http'] as const)(
 
     it('tasks/list pages with an opaque cursor, newest last', async () => {
       const made: string[] = [];
-      for (let i = 0; i < 55; i++)
+      // More than one page of tasks.listPageSize (100): each page is filled from the upstream's pages.
+      for (let i = 0; i < 105; i++)
         made.push((await createTask(connection.client, 'echo', { text: `${i}` })).task.taskId);
       const seen: string[] = [];
       let cursor: string | undefined;
