@@ -35,9 +35,22 @@ async function start(upstream: string[], flags: string[] = []): Promise<Gateway>
   return gateway;
 }
 
-/** The processes taskgate started (its upstream servers), by pid (Linux). */
+/**
+ * The upstream servers taskgate runs, by pid (Linux): its children but the watchdog (one /bin/sh -c,
+ * src/transport/group-watchdog.ts).
+ */
 function children(pid: number): number[] {
-  return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  const all = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+    .split(' ')
+    .filter(Boolean)
+    .map(Number);
+  return all.filter((child) => {
+    try {
+      return !readFileSync(`/proc/${child}/cmdline`, 'latin1').startsWith('/bin/sh\0-c\0');
+    } catch {
+      return false; // it has exited meanwhile
+    }
+  });
 }
 
 async function metrics(gateway: Gateway): Promise<string> {
