@@ -799,7 +799,11 @@ export class HttpUpstream implements Channel {
       call.controller.abort();
       call.own?.reject(new Error('closed'));
     }
+    // What waited for the standalone stream (initialized) was sent before close(): its one-way messages
+    // still go, in order, before the session ends; a request's answer has nobody left to take it.
+    const unsent = this.initializedSent ? this.queue.filter((out) => !isRequest(out)) : [];
     this.queue = [];
+    for (const out of unsent) await this.postOneWay(out);
     if (this.upstreamSessionId !== undefined) {
       try {
         const reply = await this.origin.request(
