@@ -3,14 +3,12 @@
  * calls a plain and a task-required tool through taskgate, in front of server-everything and of the
  * project's legacy fixture.
  */
-import { execFile, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../helpers/ports.js';
-import { FIXTURES, TASKGATE } from '../helpers/taskgate.js';
+import { FIXTURES, Gateway, TASKGATE } from '../helpers/taskgate.js';
 
 const root = (path: string): string => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 const NODE_22 = root('test/inspector/node_modules/node/bin/node');
@@ -21,33 +19,21 @@ const EVERYTHING = root('node_modules/@modelcontextprotocol/server-everything/di
 
 const run = promisify(execFile);
 
-async function inspect(
+/** One Inspector CLI run (`--cli --format json -q`), its JSON output parsed. */
+async function inspector(args: string[]): Promise<Record<string, unknown>> {
+  const { stdout } = await run(NODE_22, [INSPECTOR, '--cli', '--format', 'json', '-q', ...args], {
+    timeout: 60_000,
+  });
+  return JSON.parse(stdout) as Record<string, unknown>;
+}
+
+/** The Inspector CLI in front of taskgate on stdio, which runs `upstream`. */
+const inspect = (
   upstream: string[],
   args: string[],
   flags: string[] = [],
-): Promise<Record<string, unknown>> {
-  const { stdout } = await run(
-    NODE_22,
-    [
-      INSPECTOR,
-      '--cli',
-      '--format',
-      'json',
-      '-q',
-      ...args,
-      '--',
-      process.execPath,
-      TASKGATE,
-      '--log-level',
-      'warn',
-      ...flags,
-      '--',
-      ...upstream,
-    ],
-    { timeout: 60_000 },
-  );
-  return JSON.parse(stdout) as Record<string, unknown>;
-}
+): Promise<Record<string, unknown>> =>
+  inspector([...args, '--', process.execPath, TASKGATE, '--log-level', 'warn', ...flags, '--', ...upstream]);
 
 const textOf = (output: Record<string, unknown>): string =>
   JSON.stringify((output.result as { content?: unknown } | undefined)?.content ?? output);
@@ -123,67 +109,30 @@ describe('the MCP Inspector CLI through taskgate', () => {
   });
 
   it('issue 27: over the HTTP gateway, the unwrapped task is seen to end and the session ends as abandoned', async () => {
-    const port = await freePort();
-    const gateway = spawn(
-      process.execPath,
-      [
-        TASKGATE,
-        '--listen',
-        `127.0.0.1:${port}`,
-        '--abandoned-session-timeout',
-        '1000',
-        '--',
-        process.execPath,
-        EVERYTHING,
-        'stdio',
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
+    const gateway = await Gateway.start(
+      [process.execPath, EVERYTHING, 'stdio'],
+      ['--abandoned-session-timeout', '1000'],
     );
-    let log = '';
-    const heard = (text: string): Promise<void> =>
-      new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`not logged: ${text}\n${log}`)), 20_000);
-        const check = (): void => {
-          if (!log.includes(text)) return;
-          clearTimeout(timer);
-          gateway.stderr.off('data', check);
-          resolve();
-        };
-        gateway.stderr.on('data', (chunk: Buffer) => void (log += chunk.toString()));
-        gateway.stderr.on('data', check);
-        check();
-      });
     try {
-      await heard('listening for MCP over Streamable HTTP');
-      const { stdout } = await run(
-        NODE_22,
-        [
-          INSPECTOR,
-          '--cli',
-          '--format',
-          'json',
-          '-q',
-          '--transport',
-          'http',
-          '--server-url',
-          `http://127.0.0.1:${port}/mcp`,
-          '--method',
-          'tools/call',
-          '--tool-name',
-          'simulate-research-query',
-          '--tool-arg',
-          'topic=otters',
-        ],
-        { timeout: 60_000 },
-      );
-      expect(textOf(JSON.parse(stdout) as Record<string, unknown>)).toContain('Research Report: otters');
-      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const output = await inspector([
+        '--transport',
+        'http',
+        '--server-url',
+        gateway.url.href,
+        '--method',
+        'tools/call',
+        '--tool-name',
+        'simulate-research-query',
+        '--tool-arg',
+        'topic=otters',
+      ]);
+      expect(textOf(output)).toContain('Research Report: otters');
+      const metrics = await (await fetch(new URL('/metrics', gateway.url))).text();
       expect(metrics).toContain('taskgate_tasks_live{status="working"} 0');
       // Abandoned after 1 s, not kept for the 30-minute idle timeout as a session running a task.
-      await heard('ending an abandoned session');
+      await gateway.logged('ending an abandoned session', 20_000);
     } finally {
-      gateway.kill('SIGTERM');
-      await once(gateway, 'exit');
+      await gateway.stop();
     }
   }, 90_000);
 });
