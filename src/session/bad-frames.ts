@@ -16,6 +16,7 @@ import {
   type RequestId,
 } from '../protocol/messages.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
+import { OversizedFrameError } from '../transport/framing.js';
 
 export interface Refusal {
   /** The error the peer is sent. */
@@ -46,6 +47,15 @@ export function clientFrameRefusal(error: unknown, value: unknown, raw: Buffer):
   if (deep && isObject(value) && typeof value.method === 'string' && !('id' in value)) return {};
   const id = salvageId(value);
   return { reply: errorResponse(id, toJsonRpcError(error)) };
+}
+
+/** A client frame the channel dropped unread (over the size limit); `id` as salvaged from its bytes. */
+export function unreadClientFrameRefusal(error: ProtocolError, id: RequestId | null): Refusal {
+  if (!(error instanceof OversizedFrameError && error.answers))
+    return { reply: errorResponse(id, error.toJson()) };
+  return id === null
+    ? {}
+    : { fails: { id, error: clientAnswer(`a response it could not take: ${error.message}`) } };
 }
 
 export function upstreamFrameRefusal(error: unknown, value: unknown, raw: Buffer): Refusal {

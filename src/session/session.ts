@@ -37,7 +37,13 @@ import type { TaskSightings } from '../observability/task-board.js';
 import type { Limits } from '../security/limits.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
-import { badUpstreamAnswer, clientFrameRefusal, upstreamFrameRefusal } from './bad-frames.js';
+import {
+  badUpstreamAnswer,
+  clientFrameRefusal,
+  unreadClientFrameRefusal,
+  upstreamFrameRefusal,
+  type Refusal,
+} from './bad-frames.js';
 import { ClientPeer } from './client-peer.js';
 import { EarlyMessages } from './early-messages.js';
 import { Correlator } from './correlator.js';
@@ -234,7 +240,7 @@ export class Session {
   start(): void {
     this.client.start({
       message: (raw, _arrival, parsed) => this.fromClient(raw, parsed),
-      malformed: (error, id) => this.respond(id, errorResponse(id, error.toJson())),
+      malformed: (error, id) => this.refuseClientFrame(unreadClientFrameRefusal(error, id)),
       closed: ({ reason, inputEnded }) => {
         if (inputEnded) return this.finishAnswering(reason);
         this.options.logger.info(`session closed: ${reason}`);
@@ -368,7 +374,10 @@ export class Session {
 
   /** A client message taskgate cannot take (bad-frames.ts): a response is never answered. */
   private refuseFromClient(error: unknown, value: unknown, raw: Buffer): void {
-    const { reply, fails } = clientFrameRefusal(error, value, raw);
+    this.refuseClientFrame(clientFrameRefusal(error, value, raw));
+  }
+
+  private refuseClientFrame({ reply, fails }: Refusal): void {
     if (fails !== undefined && this.clientPeer.awaits(fails.id)) {
       this.options.logger.warn(
         `the client's answer to request ${String(fails.id)} is refused: ${fails.error.message}`,

@@ -5,6 +5,8 @@
  * messages: chunks are kept as a list until a newline arrives, and a line over the limit is not kept at
  * all (only its first and last bytes, enough to find the request id for an error reply).
  */
+import { ErrorCode, ProtocolError } from '../protocol/errors.js';
+
 const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
 const WHITESPACE = new Set([0x20, 0x09, 0x0d]);
@@ -87,4 +89,54 @@ export function lastBytes(pieces: Buffer[], count: number): Buffer {
     total += picked[0]!.length;
   }
   return Buffer.concat(picked, total);
+}
+
+/**
+ * A line over the size limit, dropped unread. `answers`: its first and last bytes say it is a response
+ * (a top-level "result" or "error", no "method"), which is never answered: its id is the reader's own.
+ */
+export class OversizedFrameError extends ProtocolError {
+  constructor(
+    message: string,
+    readonly answers: boolean,
+  ) {
+    super(ErrorCode.InvalidRequest, message);
+    this.name = 'OversizedFrameError';
+  }
+}
+
+/** Whether an oversized line's first and last bytes show a response rather than a request or notification. */
+export function looksLikeResponse(head: string, tail: string): boolean {
+  const keys = leadingKeys(head);
+  if (keys.includes('method') || keys.includes('params') || /"method"\s*:/.test(tail)) return false;
+  return keys.includes('result') || keys.includes('error');
+}
+
+/** The keys of the top-level object that `head` (the start of a JSON text, cut anywhere) shows. */
+function leadingKeys(head: string): string[] {
+  const keys: string[] = [];
+  if (!head.trimStart().startsWith('{')) return keys;
+  let depth = 0;
+  let keyNext = false;
+  for (let i = 0; i < head.length; i++) {
+    const char = head[i];
+    if (char === '"') {
+      let end = i + 1;
+      while (end < head.length && head[end] !== '"') end += head[end] === '\\' ? 2 : 1;
+      if (end >= head.length) break;
+      if (depth === 1 && keyNext) {
+        keys.push(head.slice(i + 1, end));
+        keyNext = false;
+      }
+      i = end;
+    } else if (char === '{' || char === '[') {
+      depth++;
+      keyNext = depth === 1;
+    } else if (char === '}' || char === ']') {
+      depth--;
+    } else if (char === ',' && depth === 1) {
+      keyNext = true;
+    }
+  }
+  return keys;
 }

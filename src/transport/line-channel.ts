@@ -3,10 +3,9 @@
  * both for taskgate's own stdin/stdout and for the pipes of an upstream child process.
  */
 import type { Readable, Writable } from 'node:stream';
-import { ErrorCode, ProtocolError } from '../protocol/errors.js';
 import type { Channel, ChannelHandlers, CloseInfo } from './channel.js';
 import { idOfOversized } from '../protocol/frames.js';
-import { LineFramer } from './framing.js';
+import { LineFramer, OversizedFrameError, looksLikeResponse } from './framing.js';
 
 export class LineChannel implements Channel {
   private handlers: ChannelHandlers | undefined;
@@ -31,9 +30,9 @@ export class LineChannel implements Channel {
       line: (bytes) => this.handlers?.message(bytes),
       oversized: (bytes, head, tail) =>
         handlers.malformed(
-          new ProtocolError(
-            ErrorCode.InvalidRequest,
+          new OversizedFrameError(
             `Message of ${bytes} bytes from ${this.label} exceeds the limit of ${this.maxMessageBytes} bytes (max-message-bytes); it was dropped`,
+            looksLikeResponse(head, tail),
           ),
           idOfOversized(head, tail),
         ),

@@ -2,7 +2,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { idOfOversized } from '../../src/protocol/frames.js';
-import { LineFramer } from '../../src/transport/framing.js';
+import { LineFramer, looksLikeResponse } from '../../src/transport/framing.js';
 
 const MiB = 1024 * 1024;
 const KEEP = 4096;
@@ -241,5 +241,20 @@ describe('idOfOversized', () => {
   // error reply for {"id":1e3,...} is addressed to id 1, a different request. Remove `.fails` once fixed.
   it('reads a leading id with an exponent whole, or not at all', () => {
     expect([1000, null]).toContain(idOfOversized('{"jsonrpc":"2.0","id":1e3,"method":"x"', 'xx"}}'));
+  });
+});
+
+describe('looksLikeResponse', () => {
+  it.each([
+    ['a result first', '{"result":{"content":[{"text":"aaaa', ',"jsonrpc":"2.0","id":3}', true],
+    ['a result after the id', '{"jsonrpc":"2.0","id":3,"result":{"a', 'aaa"}}', true],
+    ['an error', '{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"aaa', 'aaa"}}', true],
+    ['a request', '{"jsonrpc":"2.0","id":3,"method":"x","params":{"a', 'aaa"}}', false],
+    ['params first, the method last', '{"params":{"result":{"a', 'a"}},"method":"x","id":3}', false],
+    ['a nested "result" only', '{"params":{"result":1,"a', 'aaa"}}', false],
+    ['a key inside a string', '{"x":"\\",\\"result\\":1,"a', 'a"}', false],
+    ['not an object', '["result",{"a', 'a"}]', false],
+  ])('%s: %s', (_, head, tail, expected) => {
+    expect(looksLikeResponse(head, tail)).toBe(expected);
   });
 });
