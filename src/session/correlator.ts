@@ -11,6 +11,7 @@ import {
   type JsonObject,
   type RequestId,
 } from '../protocol/messages.js';
+import { isTerminal, type TaskStatus } from '../tasks/state.js';
 import type { Arrival, Route } from '../transport/channel.js';
 
 /** What the correlator asks of the session's other parts. */
@@ -25,6 +26,9 @@ export interface CorrelatorLookups {
   soleRunningTask(): string | undefined;
 }
 
+/** How many ended progress tokens, and tokens of the upstream's own tasks, are remembered at most. */
+const TOKENS_KEPT = 1024;
+
 /** The server-to-client requests a task's call makes for input. */
 const TASK_INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage']);
 
@@ -37,6 +41,14 @@ export class Correlator {
   private readonly openTaskResults = new Map<string, RequestId>();
   /** Ids of plain tools/call requests in flight upstream, to know when an upstream request is unambiguous. */
   private readonly plainToolCalls = new Set<string | number>();
+  /**
+   * Progress tokens whose request was answered or cancelled, or whose task ended: the client hears no
+   * more progress of them. The most recent TOKENS_KEPT.
+   */
+  private readonly endedTokens = new Set<string | number>();
+  /** The upstream's own tasks made by a client request with a progress token: its progress lasts as long as they run. */
+  private readonly tokenOfTask = new Map<string, string | number>();
+  private readonly taskOfToken = new Map<string | number, string>();
 
   constructor(private readonly lookups: CorrelatorLookups) {}
 
@@ -46,6 +58,7 @@ export class Correlator {
     if (typeof token !== 'string' && typeof token !== 'number') return;
     this.progressOwners.set(idKey(token), id);
     this.progressTokenOf.set(idKey(id), idKey(token));
+    this.endedTokens.delete(idKey(token));
   }
 
   /** The client request is answered or cancelled: its token routes nowhere now. */
@@ -54,7 +67,44 @@ export class Correlator {
     const token = this.progressTokenOf.get(idKey(id));
     if (token === undefined) return;
     this.progressTokenOf.delete(idKey(id));
-    if (this.progressOwners.get(token) === id) this.progressOwners.delete(token);
+    if (this.progressOwners.get(token) !== id) return;
+    this.progressOwners.delete(token);
+    keep(this.endedTokens, token);
+  }
+
+  /**
+   * The client request `id`, still open, made the upstream's task `taskId` (passed through): its progress
+   * token stays the task's until the task ends (spec: Progress, for tasks).
+   */
+  upstreamTaskMade(id: RequestId, taskId: string): void {
+    const token = this.progressTokenOf.get(idKey(id));
+    if (token === undefined) return;
+    if (this.tokenOfTask.size >= TOKENS_KEPT) this.upstreamTaskEnded(this.tokenOfTask.keys().next().value!);
+    this.tokenOfTask.set(taskId, token);
+    this.taskOfToken.set(token, taskId);
+  }
+
+  /** A description of an upstream task went by: once it is terminal, so is its progress. */
+  upstreamTaskSeen(task: unknown): void {
+    if (this.tokenOfTask.size === 0 || !isObject(task) || typeof task.taskId !== 'string') return;
+    if (typeof task.status === 'string' && isTerminal(task.status as TaskStatus)) {
+      this.upstreamTaskEnded(task.taskId);
+    }
+  }
+
+  /** The upstream's task ended (or its end was learnt otherwise, as by its tasks/result). */
+  upstreamTaskEnded(taskId: string): void {
+    const token = this.tokenOfTask.get(taskId);
+    if (token === undefined) return;
+    this.tokenOfTask.delete(taskId);
+    if (this.taskOfToken.get(token) === taskId) this.taskOfToken.delete(token);
+    keep(this.endedTokens, token);
+  }
+
+  /** Whether progress with this token comes after the end of what it reported on, so nobody is to hear it. */
+  progressIsOver(token: string | number): boolean {
+    const key = idKey(token);
+    return this.endedTokens.has(key) && !this.progressOwners.has(key) && !this.taskOfToken.has(key);
   }
 
   /** @internal How many client requests' progress tokens are held (tests: none once all are answered). */
@@ -81,6 +131,11 @@ export class Correlator {
   /** The upstream went away: none of its plain calls is in flight any more. */
   plainCallsLost(): void {
     this.plainToolCalls.clear();
+  }
+
+  /** The upstream went away: none of its tasks runs any more. */
+  upstreamTasksLost(): void {
+    for (const taskId of [...this.tokenOfTask.keys()]) this.upstreamTaskEnded(taskId);
   }
 
   /**
@@ -133,4 +188,11 @@ export class Correlator {
       ? this.lookups.soleRunningTask()
       : undefined;
   }
+}
+
+/** Adds `token` to `tokens` as its most recent, letting go of the oldest past TOKENS_KEPT. */
+function keep(tokens: Set<string | number>, token: string | number): void {
+  tokens.delete(token);
+  if (tokens.size >= TOKENS_KEPT) tokens.delete(tokens.values().next().value!);
+  tokens.add(token);
 }

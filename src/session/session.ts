@@ -682,7 +682,10 @@ export class Session {
     }
     this.correlator.plainCallEnded(response.id as RequestId);
     this.options.onUpstreamAnswer?.(entry.method, (performance.now() - entry.sentAt) / 1000);
-    if (this.profile.hasTasks) this.upstreamTasks.answered(entry, response);
+    if (this.profile.hasTasks) {
+      this.upstreamTasks.answered(entry, response);
+      this.upstreamTaskProgress(entry, response);
+    }
     const route = { responseTo: entry.clientId };
     this.answered(entry.clientId);
     if ('result' in response && entry.onResult) {
@@ -691,6 +694,20 @@ export class Session {
       this.client.sendRaw(raw, route, handed(response));
     } else {
       this.client.send({ ...response, id: entry.clientId }, route);
+    }
+  }
+
+  /** What an answer of the upstream tells of how long its tasks' progress lasts. */
+  private upstreamTaskProgress(entry: Forwarded, response: Response): void {
+    if (entry.method === 'tasks/result' && entry.taskId !== undefined) {
+      return this.correlator.upstreamTaskEnded(entry.taskId);
+    }
+    if (!('result' in response)) return;
+    const task = response.result.task;
+    if (entry.method === 'tools/call' && isObject(task) && typeof task.taskId === 'string') {
+      this.correlator.upstreamTaskMade(entry.clientId, task.taskId);
+    } else if (entry.method === 'tasks/get' || entry.method === 'tasks/cancel') {
+      this.correlator.upstreamTaskSeen(response.result);
     }
   }
 
@@ -784,16 +801,20 @@ export class Session {
         return this.unwrapper.statusAnnounced(notification.params);
       }
       this.upstreamTasks.announced(notification.params);
+      this.correlator.upstreamTaskSeen(notification.params);
     }
     if (notification.method === 'notifications/progress') {
       const token = notification.params?.progressToken;
-      if (typeof token === 'string' || typeof token === 'number') {
-        this.unwrapper.progressSeen(token, notification.params);
+      const hasToken = typeof token === 'string' || typeof token === 'number';
+      if (hasToken) this.unwrapper.progressSeen(token, notification.params);
+      const taskId = hasToken ? this.augmenter.calls.taskForProgressToken(token) : undefined;
+      if (hasToken && taskId === undefined && this.correlator.progressIsOver(token)) {
+        this.options.logger.debug(
+          { progressToken: token },
+          'dropping progress of a request or task that ended',
+        );
+        return;
       }
-      const taskId =
-        typeof token === 'string' || typeof token === 'number'
-          ? this.augmenter.calls.taskForProgressToken(token)
-          : undefined;
       if (taskId !== undefined) this.options.sightings?.progress(taskId, notification.params);
       if (taskId !== undefined && metaOf(notification.params)?.[RELATED_TASK_META] === undefined) {
         this.client.send(
@@ -845,6 +866,7 @@ export class Session {
     this.forgetUpstreamRequests(reason);
     this.upstreamPeer.failInFlight(reason);
     this.correlator.plainCallsLost();
+    this.correlator.upstreamTasksLost();
     this.upstreamTasks.lose(`Upstream server unavailable: ${reason}`, (task) => {
       if (this.options.config.tasks.statusNotifications) {
         this.client.send({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: task });
