@@ -49,6 +49,7 @@ import { EarlyMessages } from './early-messages.js';
 import { Correlator } from './correlator.js';
 import { decideToolCall } from './decide.js';
 import { ServedRequests, type Outcome } from './served-requests.js';
+import { StatusReads } from './status-reads.js';
 import { UpstreamPeer, type Forwarded, type UpstreamState } from './upstream-peer.js';
 import { UpstreamOwnTasks } from './upstream-own-tasks.js';
 import { UpstreamProfile } from './upstream-profile.js';
@@ -102,6 +103,7 @@ export class Session {
   /** The client's requests taskgate answers itself. */
   private readonly servedForClient: ServedRequests;
   private readonly correlator: Correlator;
+  private readonly statusReads = new StatusReads();
   private readonly profile: UpstreamProfile;
   /** Client requests not answered yet: once the client's input has ended, the session closes when none is left. */
   private readonly clientRequestsOpen = new Set<string | number>();
@@ -165,7 +167,10 @@ export class Session {
     const host: AugmentHost = {
       callUpstream: (method, params, timeoutMs) => this.upstreamPeer.call(method, params, timeoutMs),
       cancelUpstream: (wireId, reason) => this.upstreamPeer.cancelCall(wireId, reason),
-      notifyClient: (method, params) => this.client.send({ jsonrpc: '2.0', method, params }),
+      notifyClient: (method, params) => {
+        if (method === 'notifications/tasks/status') this.statusReads.notified(params);
+        this.client.send({ jsonrpc: '2.0', method, params });
+      },
     };
     this.unwrapper = new Unwrapper(
       {
@@ -296,8 +301,9 @@ export class Session {
 
   /** Sends the answer to a client request, on that request's stream. */
   private respond(id: RequestId | null, message: object): void {
-    this.client.send(message, id === null ? undefined : { responseTo: id });
-    if (id !== null) this.answered(id);
+    if (id === null) return this.client.send(message);
+    this.client.send(this.statusReads.answer(id, message), { responseTo: id });
+    this.answered(id);
   }
 
   /**
@@ -334,6 +340,7 @@ export class Session {
   /** The client request is answered (or cancelled): nothing more belongs with it. */
   private answered(id: RequestId): void {
     const wasOpen = this.clientRequestsOpen.delete(idKey(id));
+    this.statusReads.close(id);
     // onlyTasksAwaited walks every open request: asked only when the answer could close the session, or
     // 10 000 waiting tasks/result would each walk the others as they are answered.
     if (wasOpen && (this.clientInputEnded !== undefined || this.closeWhenAnswered) && this.onlyTasksAwaited) {
@@ -420,6 +427,7 @@ export class Session {
         this.clientLogLevel = params;
         return this.forwardRequest(request, raw);
       case 'tasks/get':
+        this.statusReads.opened(request.id, params);
         return this.taskRequest(request, raw, (by) => this.augmenter.getTask(params, by));
       case 'tasks/cancel':
         return this.taskRequest(request, raw, (by) => this.augmenter.cancelTask(params, by));
