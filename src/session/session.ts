@@ -3,22 +3,17 @@
  * initialize, tools/list, tools/call, tasks/*, progress, cancellation and the upstream's requests made
  * during a task are looked into. Everything else goes through as the exact text it arrived as.
  *
- * This is the wiring; each part owns one thing: the peers (what is in flight to each side), the requests
- * answered here, the decision for a tools/call, the upstream's profile and own tasks, the correlator.
+ * This is the wiring, and the client's side: what the client sends, taken where it goes. Each part owns
+ * one thing: the peers (what is in flight to each side), the upstream's side (what it sends, its going
+ * and coming back), the requests answered here, the decision for a tools/call, the upstream's profile and
+ * own tasks, the correlator, the order of task statuses.
  */
-import type { Logger } from 'pino';
-import type { Policy } from '../config/policy.js';
-import { DEFAULT_REQUEST_TIMEOUT_MS, type Config } from '../config/schema.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS } from '../config/schema.js';
 import type { RequestCaller } from '../protocol/caller.js';
-import { ErrorCode, methodNotFound, type ProtocolError } from '../protocol/errors.js';
+import { methodNotFound } from '../protocol/errors.js';
 import {
-  RELATED_TASK_META,
   errorResponse,
-  idKey,
   isObject,
-  metaOf,
-  successResponse,
-  withMeta,
   type JsonObject,
   type Notification,
   type Request,
@@ -27,75 +22,28 @@ import {
 } from '../protocol/messages.js';
 import { readHanded } from '../protocol/read-message.js';
 import { digitsOf, handed, serialize, withExactRequestId } from '../protocol/exact-ids.js';
-import type { AuditLog } from '../tasks/audit-log.js';
-import { Augmenter, type AugmentHost } from '../tasks/augment.js';
-import { ClientTasks } from '../tasks/client-tasks.js';
-import type { TaskStore } from '../tasks/store.js';
-import type { TaskRunner } from '../tasks/task-runner.js';
-import { Unwrapper, withoutRelatedTask } from '../tasks/unwrap.js';
-import type { TaskSightings } from '../observability/task-board.js';
-import type { Limits } from '../security/limits.js';
-import type { Arrival, Channel, Route } from '../transport/channel.js';
+import type { Augmenter } from '../tasks/augment.js';
+import type { ClientTasks } from '../tasks/client-tasks.js';
+import type { Unwrapper } from '../tasks/unwrap.js';
+import type { Channel } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
-import {
-  badUpstreamAnswer,
-  clientFrameRefusal,
-  unreadClientFrameRefusal,
-  upstreamFrameRefusal,
-  type Refusal,
-} from './bad-frames.js';
+import { clientFrameRefusal, unreadClientFrameRefusal, type Refusal } from './bad-frames.js';
 import { ClientPeer } from './client-peer.js';
 import { EarlyMessages } from './early-messages.js';
 import { Correlator } from './correlator.js';
 import { decideToolCall } from './decide.js';
+import { OpenRequests } from './open-requests.js';
 import { ServedRequests, type Outcome } from './served-requests.js';
+import type { SessionEvents, SessionOptions } from './session-options.js';
 import { StatusReads } from './status-reads.js';
-import { UpstreamPeer, type Forwarded, type UpstreamState } from './upstream-peer.js';
+import { taskParts } from './task-parts.js';
+import { UpstreamPeer, type Forwarded } from './upstream-peer.js';
 import { UpstreamOwnTasks } from './upstream-own-tasks.js';
+import { UpstreamSide } from './upstream-side.js';
 import { UpstreamProfile } from './upstream-profile.js';
 
 export type { UpstreamState } from './upstream-peer.js';
-
-export interface SessionOptions {
-  id: string;
-  /** The caller's identity (a binding key) and, for logs, who that is; absent without authentication. */
-  identity?: string;
-  subject?: string;
-  limits?: Limits;
-  audit?: AuditLog;
-  /** The process's running task calls: no task starts once it drains. */
-  runner?: TaskRunner;
-  /** Told how long the upstream took to answer each forwarded request (for metrics). */
-  onUpstreamAnswer?: (method: string, seconds: number) => void;
-  /** Told of tasks as they pass, for the operator's dashboard. */
-  sightings?: TaskSightings;
-  config: Config;
-  policy: Policy;
-  store: TaskStore;
-  logger: Logger;
-  /**
-   * Keep the upstream connection until the session's running tasks end when the client goes away, so
-   * their results stay retrievable from another session (HTTP). Over stdio nobody could retrieve them.
-   */
-  lingerForTasks?: boolean;
-}
-
-export interface SessionEvents {
-  /**
-   * The upstream is gone for good: it went away and is not being restarted, or the session closed it
-   * (not for a shared server's, which goes on).
-   */
-  upstreamGone(state: UpstreamState): void;
-  /** The session is over: the client went away or close() was called; the upstream channel is closed. */
-  closed(): Promise<void> | void;
-}
-
-/** The client capability a server-to-client request needs. */
-const CAPABILITY_FOR: Record<string, string | undefined> = {
-  'elicitation/create': 'elicitation',
-  'sampling/createMessage': 'sampling',
-  'roots/list': 'roots',
-};
+export type { SessionEvents, SessionOptions } from './session-options.js';
 
 export class Session {
   private readonly upstreamPeer: UpstreamPeer;
@@ -106,9 +54,7 @@ export class Session {
   private readonly statusReads = new StatusReads();
   private readonly profile: UpstreamProfile;
   /** Client requests not answered yet: once the client's input has ended, the session closes when none is left. */
-  private readonly clientRequestsOpen = new Set<string | number>();
-  /** Why the client's input ended, once it has. */
-  private clientInputEnded: string | undefined;
+  private readonly requests: OpenRequests;
   private readonly early = new EarlyMessages((raw, parsed) => this.fromClient(raw, parsed));
   /** Who made each client request (see countCallersBy): this session's caller, unless its client serves many. */
   private callerOf: (requestId: RequestId) => RequestCaller = () =>
@@ -120,11 +66,7 @@ export class Session {
   private ownCaller: RequestCaller | undefined;
   /** Whether all the client's requests come from one caller (see countCallersBy). */
   private oneCaller = true;
-  /** The client has sent a request (it knows the session is there). */
-  private clientAsked = false;
-  private closeWhenAnswered = false;
-  /** The upstream's requests taskgate answers itself (for client-side tasks): anew when it restarts. */
-  private servedForUpstream: ServedRequests;
+  private readonly upstreamSide: UpstreamSide;
   private readonly augmenter: Augmenter;
   /** The params of the client's latest logging/setLevel. */
   private clientLogLevel: JsonObject | undefined;
@@ -152,7 +94,7 @@ export class Session {
     this.upstreamOutlivesClose = upstream.outlivesClose === true;
     this.clientPeer = new ClientPeer(this.client);
     this.servedForClient = new ServedRequests((id, m) => this.respond(id, m), options.logger);
-    this.servedForUpstream = this.servedRequestsOfUpstream();
+    this.requests = new OpenRequests(this.servedForClient, () => void this.close());
     this.profile = new UpstreamProfile(options.policy, options.logger);
     this.upstreamTasks = new UpstreamOwnTasks(options.sightings);
     this.upstreamPeer = new UpstreamPeer(this.upstream, {
@@ -164,64 +106,45 @@ export class Session {
         this.respond(entry.clientId, errorResponse(entry.clientId, error));
       },
     });
-    const host: AugmentHost = {
-      callUpstream: (method, params, timeoutMs) => this.upstreamPeer.call(method, params, timeoutMs),
-      cancelUpstream: (wireId, reason) => this.upstreamPeer.cancelCall(wireId, reason),
-      notifyClient: (method, params) => {
-        if (method === 'notifications/tasks/status') this.statusReads.notified(params);
-        this.client.send({ jsonrpc: '2.0', method, params });
-      },
-    };
-    this.unwrapper = new Unwrapper(
-      {
-        callUpstream: (method, params, timeoutMs) => this.upstreamPeer.call(method, params, timeoutMs),
-        cancelUpstream: (wireId, reason) => this.upstreamPeer.cancelCall(wireId, reason),
-        notifyClient: (method, params, relatedTo) =>
-          this.client.send({ jsonrpc: '2.0', method, params }, { relatedTo }),
-        answerClient: (id, outcome) =>
-          this.respond(
-            id,
-            'error' in outcome ? errorResponse(id, outcome.error) : successResponse(id, outcome.result),
-          ),
-        tasks: this.upstreamTasks.unwrapped,
-      },
-      options.config,
-      options.logger,
-    );
-    this.clientTasks = new ClientTasks(
-      options.store,
-      options.policy,
-      options.config,
-      {
-        callClient: (method, params) => this.clientPeer.call(method, params),
-        cancelClient: (wireId, reason) => this.clientPeer.cancelCall(wireId, reason),
-        // Nothing goes to a server that is down, nor to its successor, which never had these tasks.
-        notifyUpstream: (method, params) => {
-          if (!this.upstreamPeer.isAway) this.upstream.send({ jsonrpc: '2.0', method, params });
-        },
-      },
-      options.id,
-      options.logger,
-    );
-    this.augmenter = new Augmenter(
-      options.store,
-      options.policy,
-      options.config,
-      host,
-      {
-        sessionId: options.id,
-        ...(options.identity === undefined ? {} : { identity: options.identity }),
-        ...(options.subject === undefined ? {} : { subject: options.subject }),
-      },
-      options.logger,
-      options.audit,
-      options.runner,
-    );
+    ({
+      augmenter: this.augmenter,
+      unwrapper: this.unwrapper,
+      clientTasks: this.clientTasks,
+    } = taskParts(options, {
+      client: this.client,
+      upstream: this.upstream,
+      clientPeer: this.clientPeer,
+      upstreamPeer: this.upstreamPeer,
+      upstreamTasks: this.upstreamTasks,
+      statusReads: this.statusReads,
+      respond: (id, message) => this.respond(id, message),
+    }));
     this.correlator = new Correlator({
       clientRequestOf: (wireId) => this.upstreamPeer.clientRequestOf(wireId),
       unwrappedCallOf: (taskId) => this.unwrapper.clientRequestOf(taskId),
       taskOfCall: (wireId) => this.augmenter.calls.taskOfCall(wireId),
       soleRunningTask: () => this.augmenter.calls.soleRunningTask(),
+    });
+    this.upstreamSide = new UpstreamSide({
+      client: this.client,
+      upstream: this.upstream,
+      upstreamPeer: this.upstreamPeer,
+      clientPeer: this.clientPeer,
+      correlator: this.correlator,
+      profile: this.profile,
+      upstreamTasks: this.upstreamTasks,
+      unwrapper: this.unwrapper,
+      augmenter: this.augmenter,
+      clientTasks: this.clientTasks,
+      logger: options.logger,
+      config: options.config,
+      onUpstreamAnswer: options.onUpstreamAnswer,
+      sightings: options.sightings,
+      oneCaller: () => this.oneCaller,
+      clientCapabilities: () => this.clientCapabilities,
+      clientLogLevel: () => this.clientLogLevel,
+      answered: (id) => this.answered(id),
+      upstreamGone: (state) => events.upstreamGone(state),
     });
   }
 
@@ -253,24 +176,24 @@ export class Session {
       },
     });
     this.upstream.start({
-      message: (raw, arrival, parsed) => this.fromUpstream(raw, arrival, parsed),
-      malformed: (error, id) => this.upstreamMalformed(error, id),
-      closed: ({ reason, reopening }) => this.upstreamClosed(reason, reopening === true),
-      reopened: () => this.upstreamReopened(),
+      message: (raw, arrival, parsed) => this.upstreamSide.fromUpstream(raw, arrival, parsed),
+      malformed: (error, id) => this.upstreamSide.upstreamMalformed(error, id),
+      closed: ({ reason, reopening }) => this.upstreamSide.upstreamClosed(reason, reopening === true),
+      reopened: () => this.upstreamSide.upstreamReopened(),
     });
   }
 
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.servedForClient.stopBlocking();
-      this.servedForUpstream.stopBlocking();
+      this.upstreamSide.stopBlocking();
       this.unwrapper.abandonAll();
       this.clientTasks.close();
       if (this.options.lingerForTasks && !this.upstreamPeer.isAway) {
         await this.augmenter.idle(this.options.config.tasks.maxTtl);
-      } else if (this.clientInputEnded !== undefined) {
+      } else if (this.requests.inputEnded !== undefined) {
         await this.augmenter.stopTasks(
-          `The task ended unfinished: the client's input ended (${this.clientInputEnded}), and taskgate closed its session`,
+          `The task ended unfinished: the client's input ended (${this.requests.inputEnded}), and taskgate closed its session`,
         );
       }
       this.augmenter.close();
@@ -278,7 +201,7 @@ export class Session {
       // A channel does not report its owner's close: what is left in flight on an upstream of the session's
       // own ends here (a shared one goes on, and answers nobody: its requests end at their deadline).
       if (!this.upstreamOutlivesClose && !this.upstreamPeer.isGoneForGood) {
-        this.upstreamClosed('taskgate closed the session', false);
+        this.upstreamSide.upstreamClosed('taskgate closed the session', false);
       }
       await this.client.close();
       await this.events.closed();
@@ -291,12 +214,7 @@ export class Session {
    * initialize gets the reason, whenever it comes), or after `graceMs` if it asks nothing.
    */
   closeOnceAnswered(graceMs: number): void {
-    if (this.clientAsked && this.onlyTasksAwaited) {
-      void this.close();
-      return;
-    }
-    this.closeWhenAnswered = true;
-    setTimeout(() => void this.close(), graceMs).unref();
+    this.requests.closeOnceAnswered(graceMs);
   }
 
   /** Sends the answer to a client request, on that request's stream. */
@@ -311,41 +229,23 @@ export class Session {
    * as the server alone would. What the upstream asks of it can no longer be answered, so it is refused.
    */
   private finishAnswering(reason: string): void {
-    this.clientInputEnded = reason;
     for (const { upstreamId, error } of this.clientPeer.inputEnded(reason)) {
       this.upstream.send(errorResponse(upstreamId, error));
     }
-    if (this.onlyTasksAwaited) {
+    if (this.requests.endInput(reason)) {
       this.options.logger.info(`client went away (${reason})`);
       void this.close();
       return;
     }
     this.options.logger.info(
-      `client closed its input (${reason}); answering the ${this.clientRequestsOpen.size} request(s) it sent before closing`,
+      `client closed its input (${reason}); answering the ${this.requests.size} request(s) it sent before closing`,
     );
-  }
-
-  /**
-   * Nothing the client asked is still on its way, except tasks/result waiting on tasks: those may wait for
-   * as long as a task runs, for a client that may be gone (its vanishing looks the same), so they are not
-   * waited for.
-   */
-  private get onlyTasksAwaited(): boolean {
-    const waiting = this.servedForClient;
-    if (this.clientRequestsOpen.size > waiting.blockingCount) return false;
-    for (const key of this.clientRequestsOpen) if (!waiting.isBlocking(key)) return false;
-    return true;
   }
 
   /** The client request is answered (or cancelled): nothing more belongs with it. */
   private answered(id: RequestId): void {
-    const wasOpen = this.clientRequestsOpen.delete(idKey(id));
+    this.requests.answered(id);
     this.statusReads.close(id);
-    // onlyTasksAwaited walks every open request: asked only when the answer could close the session, or
-    // 10 000 waiting tasks/result would each walk the others as they are answered.
-    if (wasOpen && (this.clientInputEnded !== undefined || this.closeWhenAnswered) && this.onlyTasksAwaited) {
-      void this.close();
-    }
     this.correlator.requestAnswered(id);
     this.early.answered(id);
   }
@@ -358,7 +258,7 @@ export class Session {
     const { message } = read;
     if (message.kind !== 'response' && this.early.hold(raw, parsed)) {
       // Open already: the session does not close before it is answered.
-      if (message.kind === 'request') this.clientRequestsOpen.add(idKey(message.msg.id));
+      if (message.kind === 'request') this.requests.opened(message.msg.id, true);
       return;
     }
     // Forwarded, a request must carry the alias of a large id (the upstream answers with what it was
@@ -396,8 +296,7 @@ export class Session {
   }
 
   private clientRequest(request: Request, raw: Buffer): void {
-    this.clientAsked = true;
-    this.clientRequestsOpen.add(idKey(request.id));
+    this.requests.opened(request.id);
     const params = request.params;
     const limits = this.options.limits;
     const caller = limits && this.callerOf(request.id).quota;
@@ -476,7 +375,7 @@ export class Session {
       void this.profile
         .learn((method, p) => this.upstreamPeer.call(method, p))
         .then(() => {
-          if (this.clientRequestsOpen.has(idKey(request.id))) this.toolCall(request, raw, true);
+          if (this.requests.isOpen(request.id)) this.toolCall(request, raw, true);
         });
       return;
     }
@@ -632,289 +531,6 @@ export class Session {
     if (entry.taskId !== undefined) void this.augmenter.inputAnswered(entry.taskId);
     if (entry.upstreamId === response.id) this.upstream.sendRaw(raw, undefined, handed(response));
     else this.upstream.send({ ...response, id: entry.upstreamId });
-  }
-
-  // ── upstream → client ────────────────────────────────────────────────────────────────────────────
-
-  private fromUpstream(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined): void {
-    const read = readHanded(raw, parsed, 'the upstream server');
-    if (!read.ok) return this.upstreamInvalid(read.error, read.value, raw);
-    const { message } = read;
-    switch (message.kind) {
-      case 'response':
-        return this.upstreamResponse(message.msg, raw);
-      case 'request':
-        return this.upstreamRequest(
-          message.msg,
-          raw,
-          this.correlator.routeFor(message.msg.params, arrival),
-          arrival,
-        );
-      case 'notification': {
-        const notification = withExactRequestId(message.msg, raw);
-        const route =
-          this.correlator.routeFor(notification.params, arrival) ??
-          (notification.method === 'notifications/message' && this.oneCaller
-            ? this.correlator.routeForLog()
-            : undefined);
-        return this.upstreamNotification(notification, raw, route);
-      }
-    }
-  }
-
-  /**
-   * An upstream message taskgate cannot take is dropped; when it answers a call, that call fails, and when
-   * it is a request, the upstream is told why, so that neither side waits for what will never come.
-   */
-  private upstreamInvalid(error: unknown, value: unknown, raw: Buffer): void {
-    this.options.logger.warn({ err: error }, 'dropping an invalid message from the upstream server');
-    const { reply, fails } = upstreamFrameRefusal(error, value, raw);
-    if (fails !== undefined && this.upstreamPeer.awaits(fails.id)) {
-      this.upstreamResponse(errorResponse(fails.id, fails.error), undefined);
-    }
-    if (reply !== undefined && !this.upstreamPeer.isAway) this.upstream.send(reply);
-  }
-
-  private upstreamResponse(response: Response, raw: Buffer | undefined): void {
-    const entry = response.id === null ? undefined : this.upstreamPeer.answered(response.id);
-    if (!entry) {
-      this.options.logger.debug(
-        { id: response.id },
-        'dropping an upstream response that answers no pending request',
-      );
-      return;
-    }
-    if (entry.kind === 'own') {
-      entry.settle({ response, bytes: raw?.length ?? 0 });
-      return;
-    }
-    this.correlator.plainCallEnded(response.id as RequestId);
-    this.options.onUpstreamAnswer?.(entry.method, (performance.now() - entry.sentAt) / 1000);
-    if (this.profile.hasTasks) {
-      this.upstreamTasks.answered(entry, response);
-      this.upstreamTaskProgress(entry, response);
-    }
-    const route = { responseTo: entry.clientId };
-    this.answered(entry.clientId);
-    if ('result' in response && entry.onResult) {
-      this.client.send(successResponse(entry.clientId, entry.onResult(response.result)), route);
-    } else if (entry.clientId === response.id && raw !== undefined) {
-      this.client.sendRaw(raw, route, handed(response));
-    } else {
-      this.client.send({ ...response, id: entry.clientId }, route);
-    }
-  }
-
-  /** What an answer of the upstream tells of how long its tasks' progress lasts. */
-  private upstreamTaskProgress(entry: Forwarded, response: Response): void {
-    if (entry.method === 'tasks/result' && entry.taskId !== undefined) {
-      return this.correlator.upstreamTaskEnded(entry.taskId);
-    }
-    if (!('result' in response)) return;
-    const task = response.result.task;
-    if (entry.method === 'tools/call' && isObject(task) && typeof task.taskId === 'string') {
-      this.correlator.upstreamTaskMade(entry.clientId, task.taskId);
-    } else if (entry.method === 'tasks/get' || entry.method === 'tasks/cancel') {
-      this.correlator.upstreamTaskSeen(response.result);
-    }
-  }
-
-  private upstreamRequest(
-    request: Request,
-    raw: Buffer,
-    route: Route | undefined,
-    arrival: Arrival | undefined,
-  ): void {
-    const params = request.params;
-    if (params?.task !== undefined && this.clientTasks.serves(request.method)) {
-      return this.servedForUpstream.answer(request.id, () => this.clientTasks.create(request.method, params));
-    }
-    switch (request.method) {
-      case 'tasks/get':
-        return this.upstreamTaskRequest(request, raw, route, () => this.clientTasks.get(params));
-      case 'tasks/cancel':
-        return this.upstreamTaskRequest(request, raw, route, () => this.clientTasks.cancel(params));
-      case 'tasks/result':
-        return this.upstreamTaskRequest(request, raw, route);
-    }
-    const tag = metaOf(params)?.[RELATED_TASK_META];
-    if (isObject(tag) && typeof tag.taskId === 'string' && this.unwrapper.follows(tag.taskId)) {
-      return this.relayForUnwrappedTask(request, route);
-    }
-    const taskId = tag === undefined ? this.correlator.taskOfRequest(request.method, arrival) : undefined;
-    if (taskId === undefined) return this.relayToClient(request, raw, route);
-    const taskRoute = this.correlator.routeForTask(taskId) ?? route;
-    this.clientPeer.relay(
-      { ...request, params: withMeta(request.params, RELATED_TASK_META, { taskId }) },
-      { taskId, ...(taskRoute && { route: taskRoute }) },
-    );
-    void this.augmenter.inputRequested(taskId);
-  }
-
-  /** The upstream's tasks/get|result|cancel: served here for client-side tasks taskgate holds, else the client's. */
-  private upstreamTaskRequest(
-    request: Request,
-    raw: Buffer,
-    route: Route | undefined,
-    serve?: () => Promise<JsonObject>,
-  ): void {
-    const served = this.servedForUpstream;
-    this.clientTasks.knows(request.params).then(
-      (known) => {
-        if (served.isGone) return;
-        if (!known) return this.relayToClient(request, raw, route);
-        if (serve) return served.answer(request.id, serve);
-        served.answerBlocking(request.id, (signal) => this.clientTasks.result(request.params, signal));
-      },
-      (error: unknown) => served.refuse(request.id, error),
-    );
-  }
-
-  private relayToClient(request: Request, raw: Buffer, route: Route | undefined): void {
-    this.clientPeer.relay(
-      request,
-      { ...(route && { route }), ...(request.params?.task !== undefined && { asTask: true }) },
-      raw,
-      handed(request),
-    );
-  }
-
-  /**
-   * A request the upstream makes for a task taskgate follows for a client without tasks: the client gets
-   * it as an ordinary request, if it declared the capability to answer it.
-   */
-  private relayForUnwrappedTask(request: Request, route: Route | undefined): void {
-    const needed = CAPABILITY_FOR[request.method];
-    if (needed !== undefined && !isObject(this.clientCapabilities[needed])) {
-      this.upstream.send(
-        errorResponse(request.id, {
-          code: ErrorCode.MethodNotFound,
-          message: `The client cannot answer ${request.method}: it did not declare the "${needed}" capability`,
-        }),
-      );
-      return;
-    }
-    const params = withoutRelatedTask(request.params);
-    this.clientPeer.relay(params === undefined ? request : { ...request, params }, {
-      ...(route && { route }),
-    });
-  }
-
-  private upstreamNotification(notification: Notification, raw: Buffer, route: Route | undefined): void {
-    if (notification.method === 'notifications/tools/list_changed') this.profile.toolsChanged();
-    if (notification.method === 'notifications/tasks/status') {
-      const taskId = notification.params?.taskId;
-      // A client without tasks never saw the task taskgate follows for it.
-      if (typeof taskId === 'string' && this.unwrapper.follows(taskId)) {
-        return this.unwrapper.statusAnnounced(notification.params);
-      }
-      this.upstreamTasks.announced(notification.params);
-      this.correlator.upstreamTaskSeen(notification.params);
-    }
-    if (notification.method === 'notifications/progress') {
-      const token = notification.params?.progressToken;
-      const hasToken = typeof token === 'string' || typeof token === 'number';
-      if (hasToken) this.unwrapper.progressSeen(token, notification.params);
-      const taskId = hasToken ? this.augmenter.calls.taskForProgressToken(token) : undefined;
-      if (hasToken && taskId === undefined && this.correlator.progressIsOver(token)) {
-        this.options.logger.debug(
-          { progressToken: token },
-          'dropping progress of a request or task that ended',
-        );
-        return;
-      }
-      if (taskId !== undefined) this.options.sightings?.progress(taskId, notification.params);
-      if (taskId !== undefined && metaOf(notification.params)?.[RELATED_TASK_META] === undefined) {
-        this.client.send(
-          { ...notification, params: withMeta(notification.params, RELATED_TASK_META, { taskId }) },
-          this.correlator.routeForTask(taskId) ?? route,
-        );
-        return;
-      }
-    }
-    if (notification.method === 'notifications/cancelled') {
-      const requestId = notification.params?.requestId;
-      if (typeof requestId === 'string' || typeof requestId === 'number') {
-        if (this.servedForUpstream.cancel(requestId)) return;
-        const wireId = this.clientPeer.withdraw(requestId);
-        if (wireId !== undefined) {
-          if (wireId !== requestId) {
-            this.client.send(
-              { ...notification, params: { ...notification.params, requestId: wireId } },
-              route,
-            );
-            return;
-          }
-        }
-      }
-    }
-    this.client.sendRaw(raw, route);
-  }
-
-  private upstreamMalformed(error: ProtocolError, id: RequestId | null): void {
-    this.options.logger.warn(`upstream server sent an unusable message: ${error.message}`);
-    if (id !== null && this.upstreamPeer.awaits(id)) {
-      this.upstreamResponse(errorResponse(id, badUpstreamAnswer(error.message)), undefined);
-    }
-  }
-
-  /** The upstream is gone: it went away (as its channel says), or the session closed it. */
-  private upstreamClosed(reason: string, reopening: boolean): void {
-    this.upstreamLost(reason, reopening);
-    if (!reopening) this.events.upstreamGone(this.upstreamPeer.state);
-  }
-
-  /**
-   * Everything in flight upstream is answered with the reason. Later calls too until it is back, unless
-   * it is being restarted and requests are held for it (the restarting channel answers them if it is not
-   * back in time).
-   */
-  private upstreamLost(reason: string, reopening: boolean): void {
-    this.upstreamPeer.away(reason, reopening);
-    this.forgetUpstreamRequests(reason);
-    this.upstreamPeer.failInFlight(reason);
-    this.correlator.plainCallsLost();
-    this.correlator.upstreamTasksLost();
-    this.upstreamTasks.lose(`Upstream server unavailable: ${reason}`, (task) => {
-      if (this.options.config.tasks.statusNotifications) {
-        this.client.send({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: task });
-      }
-    });
-  }
-
-  /**
-   * What the gone server asked is moot, and a restarted one must not get answers to requests it never
-   * made: the client is told to stop on the request's own stream, before the calls those streams belong
-   * to are answered (a request that asked for a task would need tasks/cancel, with an id not known yet: it
-   * is only forgotten), the client-side tasks it made are cancelled, and what taskgate was answering for
-   * it is dropped.
-   */
-  private forgetUpstreamRequests(reason: string): void {
-    this.clientPeer.withdrawAllRelayed(reason);
-    this.clientTasks.abandon();
-    this.servedForUpstream.abandon();
-    this.servedForUpstream = this.servedRequestsOfUpstream();
-  }
-
-  private servedRequestsOfUpstream(): ServedRequests {
-    return new ServedRequests(
-      (id, message) => this.upstream.send(message, { responseTo: id }),
-      this.options.logger,
-    );
-  }
-
-  /** A restarted upstream is back: it is told the log level the client had set. */
-  private upstreamReopened(): void {
-    this.upstreamPeer.back();
-    if (this.clientLogLevel === undefined) return;
-    void this.upstreamPeer.call('logging/setLevel', this.clientLogLevel).done.then((answer) => {
-      if (answer !== undefined && 'error' in answer.response) {
-        this.options.logger.warn(
-          { error: answer.response.error },
-          'the restarted upstream server refused the log level',
-        );
-      }
-    });
   }
 
   // ── rewrites ─────────────────────────────────────────────────────────────────────────────────────

@@ -5,7 +5,7 @@
  */
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, expect, it, vi } from 'vitest';
-import { Session } from '../../src/session/session.js';
+import { OpenRequests } from '../../src/session/open-requests.js';
 import { heldTool } from '../helpers/held-call.js';
 import { inProcessGateway, type Gateway } from '../helpers/in-process.js';
 
@@ -34,7 +34,7 @@ it('releases waiting tasks/result without asking, per answer, whether only task 
   await g.client.ping(); // behind the three tasks/result: they are all waiting now
 
   const asked = vi.spyOn(
-    Session.prototype as unknown as { onlyTasksAwaited: boolean },
+    OpenRequests.prototype as unknown as { onlyTasksAwaited: boolean },
     'onlyTasksAwaited',
     'get',
   );

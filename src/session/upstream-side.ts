@@ -1,0 +1,370 @@
+/**
+ * The session's upstream side: what the upstream sends, taken to where it belongs (a response to the
+ * client request it answers, a request to the client or served here for client-side tasks, a notification
+ * on the stream of what it concerns, progress only while its request or task lasts), and the upstream's
+ * going away and coming back. The parts it works with are the session's (session.ts).
+ */
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
+import { ErrorCode, type ProtocolError } from '../protocol/errors.js';
+import {
+  RELATED_TASK_META,
+  errorResponse,
+  isObject,
+  metaOf,
+  successResponse,
+  withMeta,
+  type JsonObject,
+  type Notification,
+  type Request,
+  type RequestId,
+  type Response,
+} from '../protocol/messages.js';
+import { readHanded } from '../protocol/read-message.js';
+import { handed, withExactRequestId } from '../protocol/exact-ids.js';
+import type { Augmenter } from '../tasks/augment.js';
+import type { ClientTasks } from '../tasks/client-tasks.js';
+import { withoutRelatedTask, type Unwrapper } from '../tasks/unwrap.js';
+import type { TaskSightings } from '../observability/task-board.js';
+import type { Arrival, Channel, Route } from '../transport/channel.js';
+import { badUpstreamAnswer, upstreamFrameRefusal } from './bad-frames.js';
+import type { ClientPeer } from './client-peer.js';
+import type { Correlator } from './correlator.js';
+import { ServedRequests } from './served-requests.js';
+import type { Forwarded, UpstreamPeer, UpstreamState } from './upstream-peer.js';
+import type { UpstreamOwnTasks } from './upstream-own-tasks.js';
+import type { UpstreamProfile } from './upstream-profile.js';
+
+/** The session's parts and state the upstream side works with. */
+export interface UpstreamSideParts {
+  client: Channel;
+  upstream: Channel;
+  upstreamPeer: UpstreamPeer;
+  clientPeer: ClientPeer;
+  correlator: Correlator;
+  profile: UpstreamProfile;
+  upstreamTasks: UpstreamOwnTasks;
+  unwrapper: Unwrapper;
+  augmenter: Augmenter;
+  clientTasks: ClientTasks;
+  logger: Logger;
+  config: Config;
+  onUpstreamAnswer?: ((method: string, seconds: number) => void) | undefined;
+  sightings?: TaskSightings | undefined;
+  /** Whether all the client's requests come from one caller (Session.countCallersBy). */
+  oneCaller(): boolean;
+  /** The client's capabilities, from its initialize request. */
+  clientCapabilities(): JsonObject;
+  /** The params of the client's latest logging/setLevel. */
+  clientLogLevel(): JsonObject | undefined;
+  /** The client request is answered: nothing more belongs with it. */
+  answered(id: RequestId): void;
+  /** The upstream is gone for good (SessionEvents.upstreamGone). */
+  upstreamGone(state: UpstreamState): void;
+}
+
+/** The client capability a server-to-client request needs. */
+const CAPABILITY_FOR: Record<string, string | undefined> = {
+  'elicitation/create': 'elicitation',
+  'sampling/createMessage': 'sampling',
+  'roots/list': 'roots',
+};
+
+export class UpstreamSide {
+  /** The upstream's requests taskgate answers itself (for client-side tasks): anew when it restarts. */
+  private servedForUpstream: ServedRequests;
+
+  constructor(private readonly parts: UpstreamSideParts) {
+    this.servedForUpstream = this.servedRequestsOfUpstream();
+  }
+
+  /** The session closes: what taskgate was answering the upstream with, and waits, stops. */
+  stopBlocking(): void {
+    this.servedForUpstream.stopBlocking();
+  }
+
+  fromUpstream(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined): void {
+    const read = readHanded(raw, parsed, 'the upstream server');
+    if (!read.ok) return this.upstreamInvalid(read.error, read.value, raw);
+    const { message } = read;
+    switch (message.kind) {
+      case 'response':
+        return this.upstreamResponse(message.msg, raw);
+      case 'request':
+        return this.upstreamRequest(
+          message.msg,
+          raw,
+          this.parts.correlator.routeFor(message.msg.params, arrival),
+          arrival,
+        );
+      case 'notification': {
+        const notification = withExactRequestId(message.msg, raw);
+        const route =
+          this.parts.correlator.routeFor(notification.params, arrival) ??
+          (notification.method === 'notifications/message' && this.parts.oneCaller()
+            ? this.parts.correlator.routeForLog()
+            : undefined);
+        return this.upstreamNotification(notification, raw, route);
+      }
+    }
+  }
+
+  /**
+   * An upstream message taskgate cannot take is dropped; when it answers a call, that call fails, and when
+   * it is a request, the upstream is told why, so that neither side waits for what will never come.
+   */
+  private upstreamInvalid(error: unknown, value: unknown, raw: Buffer): void {
+    this.parts.logger.warn({ err: error }, 'dropping an invalid message from the upstream server');
+    const { reply, fails } = upstreamFrameRefusal(error, value, raw);
+    if (fails !== undefined && this.parts.upstreamPeer.awaits(fails.id)) {
+      this.upstreamResponse(errorResponse(fails.id, fails.error), undefined);
+    }
+    if (reply !== undefined && !this.parts.upstreamPeer.isAway) this.parts.upstream.send(reply);
+  }
+
+  private upstreamResponse(response: Response, raw: Buffer | undefined): void {
+    const entry = response.id === null ? undefined : this.parts.upstreamPeer.answered(response.id);
+    if (!entry) {
+      this.parts.logger.debug(
+        { id: response.id },
+        'dropping an upstream response that answers no pending request',
+      );
+      return;
+    }
+    if (entry.kind === 'own') {
+      entry.settle({ response, bytes: raw?.length ?? 0 });
+      return;
+    }
+    this.parts.correlator.plainCallEnded(response.id as RequestId);
+    this.parts.onUpstreamAnswer?.(entry.method, (performance.now() - entry.sentAt) / 1000);
+    if (this.parts.profile.hasTasks) {
+      this.parts.upstreamTasks.answered(entry, response);
+      this.upstreamTaskProgress(entry, response);
+    }
+    const route = { responseTo: entry.clientId };
+    this.parts.answered(entry.clientId);
+    if ('result' in response && entry.onResult) {
+      this.parts.client.send(successResponse(entry.clientId, entry.onResult(response.result)), route);
+    } else if (entry.clientId === response.id && raw !== undefined) {
+      this.parts.client.sendRaw(raw, route, handed(response));
+    } else {
+      this.parts.client.send({ ...response, id: entry.clientId }, route);
+    }
+  }
+
+  /** What an answer of the upstream tells of how long its tasks' progress lasts. */
+  private upstreamTaskProgress(entry: Forwarded, response: Response): void {
+    if (entry.method === 'tasks/result' && entry.taskId !== undefined) {
+      return this.parts.correlator.upstreamTaskEnded(entry.taskId);
+    }
+    if (!('result' in response)) return;
+    const task = response.result.task;
+    if (entry.method === 'tools/call' && isObject(task) && typeof task.taskId === 'string') {
+      this.parts.correlator.upstreamTaskMade(entry.clientId, task.taskId);
+    } else if (entry.method === 'tasks/get' || entry.method === 'tasks/cancel') {
+      this.parts.correlator.upstreamTaskSeen(response.result);
+    }
+  }
+
+  private upstreamRequest(
+    request: Request,
+    raw: Buffer,
+    route: Route | undefined,
+    arrival: Arrival | undefined,
+  ): void {
+    const params = request.params;
+    if (params?.task !== undefined && this.parts.clientTasks.serves(request.method)) {
+      return this.servedForUpstream.answer(request.id, () =>
+        this.parts.clientTasks.create(request.method, params),
+      );
+    }
+    switch (request.method) {
+      case 'tasks/get':
+        return this.upstreamTaskRequest(request, raw, route, () => this.parts.clientTasks.get(params));
+      case 'tasks/cancel':
+        return this.upstreamTaskRequest(request, raw, route, () => this.parts.clientTasks.cancel(params));
+      case 'tasks/result':
+        return this.upstreamTaskRequest(request, raw, route);
+    }
+    const tag = metaOf(params)?.[RELATED_TASK_META];
+    if (isObject(tag) && typeof tag.taskId === 'string' && this.parts.unwrapper.follows(tag.taskId)) {
+      return this.relayForUnwrappedTask(request, route);
+    }
+    const taskId =
+      tag === undefined ? this.parts.correlator.taskOfRequest(request.method, arrival) : undefined;
+    if (taskId === undefined) return this.relayToClient(request, raw, route);
+    const taskRoute = this.parts.correlator.routeForTask(taskId) ?? route;
+    this.parts.clientPeer.relay(
+      { ...request, params: withMeta(request.params, RELATED_TASK_META, { taskId }) },
+      { taskId, ...(taskRoute && { route: taskRoute }) },
+    );
+    void this.parts.augmenter.inputRequested(taskId);
+  }
+
+  /** The upstream's tasks/get|result|cancel: served here for client-side tasks taskgate holds, else the client's. */
+  private upstreamTaskRequest(
+    request: Request,
+    raw: Buffer,
+    route: Route | undefined,
+    serve?: () => Promise<JsonObject>,
+  ): void {
+    const served = this.servedForUpstream;
+    this.parts.clientTasks.knows(request.params).then(
+      (known) => {
+        if (served.isGone) return;
+        if (!known) return this.relayToClient(request, raw, route);
+        if (serve) return served.answer(request.id, serve);
+        served.answerBlocking(request.id, (signal) => this.parts.clientTasks.result(request.params, signal));
+      },
+      (error: unknown) => served.refuse(request.id, error),
+    );
+  }
+
+  private relayToClient(request: Request, raw: Buffer, route: Route | undefined): void {
+    this.parts.clientPeer.relay(
+      request,
+      { ...(route && { route }), ...(request.params?.task !== undefined && { asTask: true }) },
+      raw,
+      handed(request),
+    );
+  }
+
+  /**
+   * A request the upstream makes for a task taskgate follows for a client without tasks: the client gets
+   * it as an ordinary request, if it declared the capability to answer it.
+   */
+  private relayForUnwrappedTask(request: Request, route: Route | undefined): void {
+    const needed = CAPABILITY_FOR[request.method];
+    if (needed !== undefined && !isObject(this.parts.clientCapabilities()[needed])) {
+      this.parts.upstream.send(
+        errorResponse(request.id, {
+          code: ErrorCode.MethodNotFound,
+          message: `The client cannot answer ${request.method}: it did not declare the "${needed}" capability`,
+        }),
+      );
+      return;
+    }
+    const params = withoutRelatedTask(request.params);
+    this.parts.clientPeer.relay(params === undefined ? request : { ...request, params }, {
+      ...(route && { route }),
+    });
+  }
+
+  private upstreamNotification(notification: Notification, raw: Buffer, route: Route | undefined): void {
+    if (notification.method === 'notifications/tools/list_changed') this.parts.profile.toolsChanged();
+    if (notification.method === 'notifications/tasks/status') {
+      const taskId = notification.params?.taskId;
+      // A client without tasks never saw the task taskgate follows for it.
+      if (typeof taskId === 'string' && this.parts.unwrapper.follows(taskId)) {
+        return this.parts.unwrapper.statusAnnounced(notification.params);
+      }
+      this.parts.upstreamTasks.announced(notification.params);
+      this.parts.correlator.upstreamTaskSeen(notification.params);
+    }
+    if (notification.method === 'notifications/progress') {
+      const token = notification.params?.progressToken;
+      const hasToken = typeof token === 'string' || typeof token === 'number';
+      if (hasToken) this.parts.unwrapper.progressSeen(token, notification.params);
+      const taskId = hasToken ? this.parts.augmenter.calls.taskForProgressToken(token) : undefined;
+      if (hasToken && taskId === undefined && this.parts.correlator.progressIsOver(token)) {
+        this.parts.logger.debug(
+          { progressToken: token },
+          'dropping progress of a request or task that ended',
+        );
+        return;
+      }
+      if (taskId !== undefined) this.parts.sightings?.progress(taskId, notification.params);
+      if (taskId !== undefined && metaOf(notification.params)?.[RELATED_TASK_META] === undefined) {
+        this.parts.client.send(
+          { ...notification, params: withMeta(notification.params, RELATED_TASK_META, { taskId }) },
+          this.parts.correlator.routeForTask(taskId) ?? route,
+        );
+        return;
+      }
+    }
+    if (notification.method === 'notifications/cancelled') {
+      const requestId = notification.params?.requestId;
+      if (typeof requestId === 'string' || typeof requestId === 'number') {
+        if (this.servedForUpstream.cancel(requestId)) return;
+        const wireId = this.parts.clientPeer.withdraw(requestId);
+        if (wireId !== undefined) {
+          if (wireId !== requestId) {
+            this.parts.client.send(
+              { ...notification, params: { ...notification.params, requestId: wireId } },
+              route,
+            );
+            return;
+          }
+        }
+      }
+    }
+    this.parts.client.sendRaw(raw, route);
+  }
+
+  upstreamMalformed(error: ProtocolError, id: RequestId | null): void {
+    this.parts.logger.warn(`upstream server sent an unusable message: ${error.message}`);
+    if (id !== null && this.parts.upstreamPeer.awaits(id)) {
+      this.upstreamResponse(errorResponse(id, badUpstreamAnswer(error.message)), undefined);
+    }
+  }
+
+  /** The upstream is gone: it went away (as its channel says), or the session closed it. */
+  upstreamClosed(reason: string, reopening: boolean): void {
+    this.upstreamLost(reason, reopening);
+    if (!reopening) this.parts.upstreamGone(this.parts.upstreamPeer.state);
+  }
+
+  /**
+   * Everything in flight upstream is answered with the reason. Later calls too until it is back, unless
+   * it is being restarted and requests are held for it (the restarting channel answers them if it is not
+   * back in time).
+   */
+  private upstreamLost(reason: string, reopening: boolean): void {
+    this.parts.upstreamPeer.away(reason, reopening);
+    this.forgetUpstreamRequests(reason);
+    this.parts.upstreamPeer.failInFlight(reason);
+    this.parts.correlator.plainCallsLost();
+    this.parts.correlator.upstreamTasksLost();
+    this.parts.upstreamTasks.lose(`Upstream server unavailable: ${reason}`, (task) => {
+      if (this.parts.config.tasks.statusNotifications) {
+        this.parts.client.send({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: task });
+      }
+    });
+  }
+
+  /**
+   * What the gone server asked is moot, and a restarted one must not get answers to requests it never
+   * made: the client is told to stop on the request's own stream, before the calls those streams belong
+   * to are answered (a request that asked for a task would need tasks/cancel, with an id not known yet: it
+   * is only forgotten), the client-side tasks it made are cancelled, and what taskgate was answering for
+   * it is dropped.
+   */
+  private forgetUpstreamRequests(reason: string): void {
+    this.parts.clientPeer.withdrawAllRelayed(reason);
+    this.parts.clientTasks.abandon();
+    this.servedForUpstream.abandon();
+    this.servedForUpstream = this.servedRequestsOfUpstream();
+  }
+
+  private servedRequestsOfUpstream(): ServedRequests {
+    return new ServedRequests(
+      (id, message) => this.parts.upstream.send(message, { responseTo: id }),
+      this.parts.logger,
+    );
+  }
+
+  /** A restarted upstream is back: it is told the log level the client had set. */
+  upstreamReopened(): void {
+    this.parts.upstreamPeer.back();
+    const level = this.parts.clientLogLevel();
+    if (level === undefined) return;
+    void this.parts.upstreamPeer.call('logging/setLevel', level).done.then((answer) => {
+      if (answer !== undefined && 'error' in answer.response) {
+        this.parts.logger.warn(
+          { error: answer.response.error },
+          'the restarted upstream server refused the log level',
+        );
+      }
+    });
+  }
+}
