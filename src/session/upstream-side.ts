@@ -78,11 +78,12 @@ export class UpstreamSide {
     this.servedForUpstream = this.servedRequestsOfUpstream();
   }
 
-  /** The session closes: what taskgate was answering the upstream with, and waits, stops. */
+  /** The session closes: the upstream's requests waiting here (tasks/result of client-side tasks) stop. */
   stopBlocking(): void {
     this.servedForUpstream.stopBlocking();
   }
 
+  /** One message from the upstream (ChannelHandlers.message). */
   fromUpstream(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined): void {
     const read = readHanded(raw, parsed, 'the upstream server');
     if (!read.ok) return this.upstreamInvalid(read.error, read.value, raw);
