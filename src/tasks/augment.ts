@@ -54,8 +54,10 @@ export class Augmenter {
       // A request may carry a caller of its own (the bridge's): its task is bound to that caller.
       { ...requester, owner: requester.identity ?? requester.sessionId, perRequest: true },
       (method, params) => host.notifyClient(method, params),
-      (taskId) => {
-        const wireId = this.calls.callOf(taskId);
+      ({ taskId, status }) => {
+        // Its call may still be on its way out, but what it reports is over for the client.
+        this.calls.ended(taskId);
+        const wireId = status === 'cancelled' ? this.calls.callOf(taskId) : undefined;
         if (wireId !== undefined) host.cancelUpstream(wireId, `task ${taskId} was cancelled`);
       },
       audit,

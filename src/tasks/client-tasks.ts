@@ -47,8 +47,8 @@ export class ClientTasks {
       // The upstream server has no identity here: its tasks are keyed to this session's upstream.
       { sessionId, owner: `upstream:${sessionId}` },
       (method, params) => host.notifyUpstream(method, params),
-      (taskId) => {
-        const wireId = this.running.get(taskId);
+      ({ taskId, status }) => {
+        const wireId = status === 'cancelled' ? this.running.get(taskId) : undefined;
         if (wireId !== undefined) host.cancelClient(wireId, `task ${taskId} was cancelled`);
       },
     );

@@ -120,9 +120,19 @@ export class SessionCalls {
       clearTimeout(timer);
       this.runner.removed(taskId);
       this.running.delete(taskId);
-      if (tokenKey !== undefined) this.byProgressToken.delete(tokenKey);
+      if (tokenKey !== undefined && this.byProgressToken.get(tokenKey) === taskId) {
+        this.byProgressToken.delete(tokenKey);
+      }
       if (this.running.size === 0) this.whenIdle?.();
     });
+  }
+
+  /** The task ended: its call's progress is no longer its (the call itself runs until it is settled). */
+  ended(taskId: string): void {
+    const token = this.running.get(taskId)?.progressToken;
+    if (token !== undefined && this.byProgressToken.get(idKey(token)) === taskId) {
+      this.byProgressToken.delete(idKey(token));
+    }
   }
 
   /** The id the task's call went upstream with, while it runs. */

@@ -14,6 +14,7 @@ import { TaskIdParams, parseParams } from './params.js';
 import {
   IllegalTransitionError,
   StaleStatusError,
+  isTerminal,
   toWireTask,
   type TaskOutcome,
   type TaskRecord,
@@ -51,8 +52,11 @@ export class TaskService {
     private readonly requester: Requester,
     /** Sends a notification to the requestor. */
     notify: (method: string, params: JsonObject) => void,
-    /** Told when one of these tasks was cancelled, by whomever and wherever, to stop its work. */
-    onCancelled: (taskId: string) => void,
+    /**
+     * Told when one of these tasks ended, by whomever and wherever (cancelled: its work is to stop), as
+     * its status is notified.
+     */
+    onEnded: (record: TaskRecord) => void,
     private readonly audit: AuditLog = NO_AUDIT,
   ) {
     this.unsubscribe = sessionTransitions(store).on(requester.sessionId, (record) => {
@@ -63,7 +67,7 @@ export class TaskService {
       if (config.tasks.statusNotifications) notify('notifications/tasks/status', toWireTask(record));
       // Whoever cancelled the task (this requestor, another session, another replica through the store),
       // its work stops here, where it runs.
-      if (record.status === 'cancelled') onCancelled(record.taskId);
+      if (isTerminal(record.status)) onEnded(record);
     });
   }
 

@@ -96,6 +96,30 @@ describe('progress after a cancel', () => {
     expect(progressOf('p-own')).toEqual([1]);
   });
 
+  it('after taskgate’s own task completed: none reaches the client either', async () => {
+    const { g, tick, fence, progressOf } = await open(undefined, true);
+    const { task } = await g.client.request(
+      {
+        method: 'tools/call',
+        params: { name: 'ticker', arguments: {}, task: {}, _meta: { progressToken: 'p-done' } },
+      },
+      CreateTaskResultSchema,
+    );
+    const call = await held!.calls.waitFor(() => true, 'the call upstream');
+    await tick(call, 1);
+    call.answer(textResult('done'));
+    await g.clientTransport.received.waitFor(
+      (m) =>
+        isMethod('notifications/tasks/status')(m) &&
+        m.params?.taskId === task.taskId &&
+        m.params.status === 'completed',
+      'the completed notification',
+    );
+    await tick(call, 2);
+    await fence();
+    expect(progressOf('p-done')).toEqual([1]);
+  });
+
   it('of a call taskgate unwraps for a client without tasks: none reaches the client', async () => {
     const { g, tick, fence, progressOf } = await open('required', false);
     await g.client.listTools();
