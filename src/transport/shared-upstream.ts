@@ -211,10 +211,11 @@ export class SharedUpstream {
       case 'tasks/get':
       case 'tasks/result':
       case 'tasks/cancel': {
-        const owner = typeof params?.taskId === 'string' ? this.ownerOf(params.taskId) : undefined;
-        // Another session's task is none of this one's, as it would be on a server of its own.
-        if (owner !== undefined && owner !== port) {
-          const notFound = toJsonRpcError(new TaskNotFoundError(String(params?.taskId)));
+        const taskId = params?.taskId;
+        // Only the session's own tasks reach the server. Any other id (another session's, a closed one's,
+        // one never seen or forgotten) gets one answer from here, so it tells nothing of which it is.
+        if (typeof taskId === 'string' && this.ownerOf(taskId) !== port) {
+          const notFound = toJsonRpcError(new TaskNotFoundError(taskId));
           return port.deliver(errorResponse(request.id, notFound));
         }
         return this.forward(port, request);
@@ -548,7 +549,7 @@ export class SharedUpstream {
       case 'request':
         return this.upstreamRequest(message.msg, raw, arrival);
       case 'notification':
-        return this.upstreamNotification(withExactRequestId(message.msg, raw), raw);
+        return this.upstreamNotification(withExactRequestId(message.msg, raw), raw, arrival);
     }
   }
 
@@ -697,7 +698,7 @@ export class SharedUpstream {
     return busy > 1 ? `${busy} client sessions have requests in flight` : only;
   }
 
-  private upstreamNotification(notification: Notification, raw: Buffer): void {
+  private upstreamNotification(notification: Notification, raw: Buffer, arrival: Arrival | undefined): void {
     const params = notification.params;
     switch (notification.method) {
       case 'notifications/progress': {
@@ -721,9 +722,14 @@ export class SharedUpstream {
           for (const port of this.subscriptions.subscribers(uri)) port.receive(raw);
         return;
       }
-      case 'notifications/message':
-        for (const port of this.ports) if (this.levels.wants(port, params?.level)) port.receive(raw);
+      case 'notifications/message': {
+        const owner = this.belongsTo(params, arrival);
+        if (owner === null) return;
+        for (const port of owner === undefined ? this.ports : [owner]) {
+          if (this.levels.wants(port, params?.level)) port.receive(raw);
+        }
         return;
+      }
       case 'notifications/tasks/status': {
         const taskId = params?.taskId;
         if (typeof taskId !== 'string') return;
@@ -733,10 +739,35 @@ export class SharedUpstream {
         if (endsTask(params?.status)) this.taskEnded(taskId);
         return;
       }
-      default:
-        // list_changed, and whatever else the server tells all its clients.
-        for (const port of this.ports) port.receive(raw);
+      default: {
+        // A list changed for every client; anything else goes to its session when it says whose it is.
+        const owner = notification.method.endsWith('/list_changed')
+          ? undefined
+          : this.belongsTo(params, arrival);
+        if (owner === null) return;
+        for (const port of owner === undefined ? this.ports : [owner]) port.receive(raw);
+      }
     }
+  }
+
+  /**
+   * The session a notification of the server's belongs to, by evidence: the request stream of an HTTP
+   * server that carried it, or its related task. null: it belongs to a request or task whose session is
+   * no longer here (it closed, or stopped waiting), and no other may have it. undefined: no evidence (the
+   * multiplexer's own request's stream counts as none): it is for every session.
+   */
+  private belongsTo(params: JsonObject | undefined, arrival: Arrival | undefined): Port | null | undefined {
+    const stream = arrival?.onStreamOf;
+    if (stream !== undefined) {
+      const entry = this.inFlight.get(idKey(stream));
+      if (entry === undefined) return null;
+      if (entry.port !== undefined) return this.routedTo(entry.port) ?? null;
+    }
+    const related = metaOf(params)?.[RELATED_TASK_META];
+    const taskId = isObject(related) ? related.taskId : undefined;
+    if (typeof taskId !== 'string') return undefined;
+    const owner = this.ownerOf(taskId);
+    return owner === undefined ? null : (this.routedTo(owner) ?? null);
   }
 
   private malformed(error: ProtocolError, id: RequestId | null): void {

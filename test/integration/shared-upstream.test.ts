@@ -15,7 +15,18 @@ import {
   ToolListChangedNotificationSchema,
   type Progress,
 } from '@modelcontextprotocol/sdk/types.js';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  CancelTaskResultSchema,
+  GetTaskResultSchema,
+  ListToolsRequestSchema,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { serveHttp } from '../fixtures/http-serve.js';
 import { httpTransport } from '../helpers/http-client.js';
 import { startHttpFixture } from '../helpers/http-fixture.js';
 import { Inbox } from '../helpers/inbox.js';
@@ -53,9 +64,10 @@ interface Session {
   transport: StreamableHTTPClientTransport;
 }
 
-async function session(gateway: Gateway, name: string): Promise<Session> {
+async function session(gateway: Gateway, name: string, token?: string): Promise<Session> {
   const client = new Client({ name, version: '1' }, { capabilities: TASK_AWARE });
-  const transport = httpTransport(gateway.url);
+  const headers = token === undefined ? undefined : { authorization: `Bearer ${token}` };
+  const transport = httpTransport(gateway.url, headers === undefined ? {} : { requestInit: { headers } });
   await client.connect(transport);
   cleanups.push(() => client.close());
   return { client, transport };
@@ -332,6 +344,111 @@ describe('upstream.sharing shared over the HTTP front', () => {
       .poll(async () => JSON.parse(await call(b.client, 'cancelled-calls')) as string[], { timeout: 10_000 })
       .toContain('a-left');
     expect(childrenStarted(gateway)).toBe(1);
+  });
+});
+
+/**
+ * An SDK server over Streamable HTTP in this process, with two tools: `log-here` logs its text on its own
+ * request's stream, `log-all` logs its text tied to no request (the standalone stream).
+ */
+async function loggingHttpServer(): Promise<URL> {
+  const makeServer = (): Server => {
+    const server = new Server(
+      { name: 'logging', version: '1' },
+      { capabilities: { tools: {}, logging: {} } },
+    );
+    server.setRequestHandler(ListToolsRequestSchema, () => ({
+      tools: ['log-here', 'log-all'].map((name) => ({ name, inputSchema: { type: 'object' as const } })),
+    }));
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      const params = { level: 'info' as const, data: String(request.params.arguments?.text) };
+      if (request.params.name === 'log-here') {
+        await extra.sendNotification({ method: 'notifications/message', params });
+      } else await server.sendLoggingMessage(params);
+      return { content: [] };
+    });
+    return server;
+  };
+  const http = serveHttp(makeServer, 0, 'logging');
+  cleanups.push(() => new Promise((resolve) => http.close(resolve)));
+  if (!http.listening) await once(http, 'listening');
+  return new URL(`http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`);
+}
+
+describe('upstream.sharing shared: what has an owner goes to its owner only', () => {
+  it("sends an HTTP server's log message on one session's request stream to that session only", async () => {
+    const upstream = await loggingHttpServer();
+    const gateway = await Gateway.start(
+      [],
+      ['--upstream-url', upstream.href, '--upstream-sharing', 'shared'],
+    );
+    cleanups.push(() => gateway.stop());
+    const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
+    const heard = { a: new Inbox<unknown>(), b: new Inbox<unknown>() };
+    a.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => heard.a.push(n.params.data));
+    b.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => heard.b.push(n.params.data));
+    await a.client.callTool({ name: 'log-here', arguments: { text: "a's own" } });
+    // Came before the answer on a's stream: a has it, and the gateway has routed it before this next call.
+    expect(heard.a.items).toEqual(["a's own"]);
+    await a.client.callTool({ name: 'log-all', arguments: { text: 'for all' } });
+    await heard.b.waitFor((data) => data === 'for all', 'the log for all in b', 5_000);
+    await heard.a.waitFor((data) => data === 'for all', 'the log for all in a', 5_000);
+    // Each session's messages from the gateway come in order: b had the first before the second.
+    expect(heard.b.items).toEqual(['for all']);
+  });
+
+  it("answers another identity's task exactly as an unknown id, taskgate's and the server's alike", async () => {
+    const gateway = await sharedGateway(
+      { FIXTURE_PLAIN_TOOLS: 'echo' },
+      [
+        '--upstream-sharing',
+        'shared',
+        '--auth-token',
+        'alice-token-0123456789=alice',
+        '--auth-token',
+        'bob-token-0123456789ab=bob',
+      ],
+      FIXTURES.native,
+    );
+    const alice = await session(gateway, 'alice', 'alice-token-0123456789');
+    const bob = await session(gateway, 'bob', 'bob-token-0123456789ab');
+    const createTask = async (name: string, args: Record<string, unknown>): Promise<string> => {
+      const created = await alice.client.request(
+        { method: 'tools/call', params: { name, arguments: args, task: { ttl: 60_000 } } },
+        CreateTaskResultSchema,
+      );
+      return created.task.taskId;
+    };
+    // echo is listed without execution: taskgate runs its task. sleep is the server's own task.
+    const taskgates = await createTask('echo', { text: 'mine' });
+    const servers = await createTask('sleep', { ms: 60_000 });
+    const unknown = 'no-such-task-0123';
+    const schemas = {
+      'tasks/get': GetTaskResultSchema,
+      'tasks/result': CallToolResultSchema,
+      'tasks/cancel': CancelTaskResultSchema,
+    } as const;
+    const refusal = async (method: keyof typeof schemas, taskId: string): Promise<object> => {
+      const error = await bob.client.request({ method, params: { taskId } }, schemas[method]).then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
+      expect(error).toBeInstanceOf(McpError);
+      const { code, message } = error as McpError;
+      return { code, message: message.replace(taskId, '<id>') };
+    };
+    for (const method of Object.keys(schemas) as (keyof typeof schemas)[]) {
+      const asUnknown = await refusal(method, unknown);
+      expect(asUnknown).toEqual({ code: -32602, message: expect.stringMatching(/not found/i) });
+      expect(await refusal(method, taskgates)).toEqual(asUnknown);
+      expect(await refusal(method, servers)).toEqual(asUnknown);
+    }
+    // Still alice's, and still running.
+    const own = await alice.client.request(
+      { method: 'tasks/get', params: { taskId: servers } },
+      GetTaskResultSchema,
+    );
+    expect(own.status).toBe('working');
   });
 });
 

@@ -419,6 +419,82 @@ describe('SharedUpstream', () => {
     expect(server.items.filter((f) => f.method === 'logging/setLevel')).toEqual([]);
   });
 
+  it("sends a log message on a session's request stream, or about its task, to that session only, at its level", async () => {
+    const { server, a, b } = await twoSessions();
+    a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: {} } });
+    const taskCall = await server.next((f) => f.method === 'tools/call', "a's task call");
+    server.send({ id: taskCall.id, result: { task: { taskId: 't-a', status: 'working' } } });
+    await a.answerTo(1);
+    a.send({ id: 2, method: 'tools/call', params: { name: 'y' } });
+    b.send({ id: 2, method: 'tools/call', params: { name: 'y' } });
+    const calls = (): Frame[] => server.items.filter((f) => f.method === 'tools/call');
+    await server.next(() => calls().length === 3, 'both plain calls');
+    const [, ofA, ofB] = calls() as [Frame, Frame, Frame];
+    b.send({ id: 3, method: 'logging/setLevel', params: { level: 'error' } });
+    await b.answerTo(3);
+    const log = (level: string, text: string, meta?: object): Frame => ({
+      jsonrpc: '2.0',
+      method: 'notifications/message',
+      params: { level, data: text, ...(meta === undefined ? {} : { _meta: meta }) },
+    });
+    server.channel.send(log('info', "on a's stream"), { relatedTo: ofA.id as number });
+    server.channel.send(log('info', "on b's stream, below its level"), { relatedTo: ofB.id as number });
+    server.channel.send(log('error', "on b's stream"), { relatedTo: ofB.id as number });
+    server.send(log('info', "about a's task", { 'io.modelcontextprotocol/related-task': { taskId: 't-a' } }));
+    server.send(
+      log('info', 'about a task nobody here has', {
+        'io.modelcontextprotocol/related-task': { taskId: 't-unknown' },
+      }),
+    );
+    // A stream of nobody's now: the request it carried was answered.
+    server.send({ id: ofA.id, result: { content: [] } });
+    await a.answerTo(2);
+    server.channel.send(log('error', 'on a finished stream'), { relatedTo: ofA.id as number });
+    // No evidence: each session at its own level, as from a server of its own.
+    server.send(log('info', 'for all, info'));
+    server.send(log('error', 'for all, error'));
+    await fence(server, a, b);
+    expect(data(a)).toEqual(["on a's stream", "about a's task", 'for all, info', 'for all, error']);
+    expect(data(b)).toEqual(["on b's stream", 'for all, error']);
+  });
+
+  it('sends other notifications on a request stream to its session, and a list_changed to every session', async () => {
+    const { server, a, b } = await twoSessions();
+    a.send({ id: 1, method: 'tools/call', params: { name: 'x' } });
+    const call = await server.next((f) => f.method === 'tools/call', "a's call");
+    const onStream = { relatedTo: call.id as number };
+    server.channel.send({ jsonrpc: '2.0', method: 'notifications/custom', params: { n: 1 } }, onStream);
+    server.channel.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }, onStream);
+    server.send({ method: 'notifications/custom', params: { n: 2 } });
+    await fence(server, a, b);
+    const heard = (peer: Peer): unknown[] =>
+      peer.items.filter((f) => f.method?.startsWith('notifications/')).map((f) => f.params?.n ?? f.method);
+    const listChanged = 'notifications/tools/list_changed';
+    expect(heard(a)).toEqual([1, listChanged, 2, listChanged]);
+    expect(heard(b)).toEqual([listChanged, 2, listChanged]);
+  });
+
+  it("answers another session's native task exactly as an id never seen, and sends neither upstream", async () => {
+    const { server, a, b } = await twoSessions();
+    a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: {} } });
+    const call = await server.next((f) => f.method === 'tools/call', "a's task call");
+    server.send({ id: call.id, result: { task: { taskId: 't-a', status: 'working' } } });
+    await a.answerTo(1);
+    for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel']) {
+      b.send({ id: `${method} of a's`, method, params: { taskId: 't-a' } });
+      b.send({ id: `${method} unknown`, method, params: { taskId: 't-never' } });
+      const others = (await b.answerTo(`${method} of a's`)).error as { code: number; message: string };
+      const unknown = (await b.answerTo(`${method} unknown`)).error as { code: number; message: string };
+      expect({ ...others, message: others.message.replace('t-a', '<id>') }).toEqual({
+        ...unknown,
+        message: unknown.message.replace('t-never', '<id>'),
+      });
+      expect(unknown).toEqual({ code: -32602, message: 'Task not found or expired: t-never' });
+    }
+    await fence(server, a, b);
+    expect(server.items.filter((f) => f.method?.startsWith('tasks/'))).toEqual([]);
+  });
+
   it("routes the server's requests by related task or the only port in flight, refuses an ambiguous one, answers an untied ping", async () => {
     const { server, a, b } = await twoSessions();
     a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: {} } });
@@ -480,7 +556,7 @@ describe('SharedUpstream', () => {
 
   it("keeps a native task's owner past its end until its ttl: its result still reaches it, another session still cannot read it", async () => {
     let now = 0;
-    const { server, a, b } = await twoSessions({ now: () => now });
+    const { server, a, b, shared } = await twoSessions({ now: () => now });
     a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: { ttl: 60_000 } } });
     const call = await server.next((f) => f.method === 'tools/call', 'the task call');
     server.send({ id: call.id, result: { task: { taskId: 't-a', status: 'working', ttl: 60_000 } } });
@@ -506,16 +582,20 @@ describe('SharedUpstream', () => {
     }
     expect(tasksResults()).toHaveLength(2);
     // Its ttl after it was last seen has passed: the server may have deleted it, and taskgate forgets it.
+    // Then it is no session's, a's neither: its tasks/get is answered as an id never seen.
     now = 59_000 + 60_001;
-    b.send({ id: 'late', method: 'tasks/get', params: { taskId: 't-a' } });
-    const get = await server.next((f) => f.method === 'tasks/get', 'the tasks/get for a forgotten task');
-    server.send({ id: get.id, error: { code: -32602, message: 'Task not found' } });
-    expect((await b.answerTo('late')).error).toMatchObject({ code: -32602 });
+    a.send({ id: 'late', method: 'tasks/get', params: { taskId: 't-a' } });
+    expect((await a.answerTo('late')).error).toEqual({
+      code: -32602,
+      message: 'Task not found or expired: t-a',
+    });
+    expect(shared.tasksHeld).toBe(0);
+    expect(server.items.filter((f) => f.method === 'tasks/get')).toEqual([]);
   });
 
   it("keeps a closed session's native task its own until its ttl: another session cannot read it, the server's requests about it go nowhere", async () => {
     let now = 0;
-    const { server, a, b } = await twoSessions({ now: () => now });
+    const { server, a, b, shared } = await twoSessions({ now: () => now });
     a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: { ttl: 60_000 } } });
     const call = await server.next((f) => f.method === 'tools/call', 'the task call');
     server.send({ id: call.id, result: { task: { taskId: 't-a', status: 'completed', ttl: 60_000 } } });
@@ -541,10 +621,14 @@ describe('SharedUpstream', () => {
     await fence(server, b);
     expect(b.items.some((f) => f.id === 'srv-1')).toBe(false);
     expect(server.items.filter((f) => f.method?.startsWith('tasks/'))).toEqual([]);
-    // Past its ttl the server may have deleted it: the tombstone is gone and the server answers.
+    // Past its ttl the server may have deleted it: the tombstone is gone, and b is answered as before.
     now = 200_000;
     b.send({ id: 'late', method: 'tasks/get', params: { taskId: 't-a' } });
-    await server.next((f) => f.method === 'tasks/get', 'the tasks/get past the ttl');
+    expect((await b.answerTo('late')).error).toEqual({
+      code: -32602,
+      message: 'Task not found or expired: t-a',
+    });
+    expect(shared.tasksHeld).toBe(0);
   });
 
   it('holds as many native task owners as are within their ttl, not every task a session ever had', async () => {
