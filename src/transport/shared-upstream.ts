@@ -11,9 +11,6 @@
  */
 import type { Logger } from 'pino';
 import { ErrorCode, type ProtocolError } from '../protocol/errors.js';
-import { toJsonRpcError } from '../tasks/wire-errors.js';
-import { TaskNotFoundError } from '../tasks/errors.js';
-import { ALLOWED_TRANSITIONS, isTerminal, type TaskStatus } from '../tasks/state.js';
 import { CALLER_CAPABILITIES_META, LOG_LEVELS, type LogLevel } from '../protocol/modern/meta.js';
 import { handed, serialize, withExactRequestId } from '../protocol/exact-ids.js';
 import { readHanded } from '../protocol/read-message.js';
@@ -65,16 +62,44 @@ interface LevelAsked {
 
 type Kept = Pick<InFlight, 'subscribe' | 'setLevel'>;
 
-/** The session a server-side native task is routed to, until `expires` (on the `now` clock). */
-interface TaskOwner {
-  port: Port;
-  /** The task's ttl as the server last gave it, in ms; null: unlimited. */
-  ttl: number | null;
-  expires: number;
+/** A client session's port, as the session layer's rules see it: a handle they key their records by. */
+export type SharedPort = Port;
+/** A progress token as the shared connection carries it. */
+export type WireToken = Key;
+
+/** What the task rules may ask of the multiplexer. */
+export interface TaskHost {
+  /** Whether the port's session is still here (not closed). */
+  isOpen(port: SharedPort): boolean;
+  /** The task this wire progress token was kept for has ended: its progress goes nowhere now. */
+  progressEnded(token: WireToken): void;
 }
 
-/** The fewest task owners held before expired ones are swept out. */
-const TASK_SWEEP_FLOOR = 64;
+/**
+ * Which session owns each of the server's own tasks: session logic, kept in the session layer
+ * (src/session/shared-tasks.ts). The multiplexer asks it and delivers what it says; it sends nothing.
+ */
+export interface SharedTaskRules {
+  bind(host: TaskHost): void;
+  /** The answer a port's tasks/get, tasks/result or tasks/cancel gets instead of going upstream, if any. */
+  refusal(port: SharedPort, request: Request): Response | undefined;
+  /**
+   * The server answered a request of `port` (undefined: nobody waits for it). `keepsProgress`: the wire
+   * progress token goes on (a task was created with it); `result`: what the port is given instead.
+   */
+  answered(
+    port: SharedPort | undefined,
+    method: string,
+    result: JsonObject | undefined,
+    progress: WireToken | undefined,
+  ): { keepsProgress: boolean; result?: JsonObject };
+  /** The port a server's message about a task goes to; a reason when that session closed; undefined: none. */
+  routeOf(taskId: string): SharedPort | string | undefined;
+  /** The port a notifications/tasks/status goes to, if any. */
+  status(params: JsonObject): SharedPort | undefined;
+  detached(port: SharedPort): void;
+  upstreamClosed(): void;
+}
 
 type Handshake =
   | { phase: 'none' }
@@ -87,23 +112,6 @@ export class SharedUpstream {
   private readonly progress = new Map<Key, { port: Port; token: RequestId }>();
   /** The server's requests, by their id, to the port that has them. */
   private readonly serverRequests = new Map<Key, Port>();
-  /**
-   * Which session owns each native task. Not dropped when the task ends: a terminal task's tasks/get and
-   * tasks/result are still answered by the server until its ttl (2025-11-25 tasks: the result may be
-   * fetched again), and only this record keeps them the owner's and out of other sessions' reach (their
-   * tasks/get, tasks/result, tasks/list), as on a server of its own. So it is held until the task's ttl
-   * has passed since it was last seen (created, a status, an answer about it: an SDK server keeps a task
-   * its ttl from its end), when the server may have deleted it, whatever its status; a task with no ttl
-   * (null, unlimited) is held for the session's life. A record outlives its session's close until its
-   * ttl (the server still answers for the task, and only the record keeps it from other sessions): it is
-   * a tombstone then, whose port is closed and is routed nothing (routedTo). Expired records are dropped
-   * when read, and swept out whenever the map has doubled since the last sweep, so it holds at most twice
-   * the live ones.
-   */
-  private readonly taskOwners = new Map<string, TaskOwner>();
-  private taskSweepAt = TASK_SWEEP_FLOOR;
-  /** The wire progress token of each task still running that was created with one. */
-  private readonly taskProgress = new Map<string, Key>();
   private readonly subscriptions = new Subscriptions<Port>();
   /** Each URI's subscribe in flight upstream, by its wire id: the one that made its subscribers' record. */
   private readonly subscribing = new Map<string, Key>();
@@ -128,9 +136,13 @@ export class SharedUpstream {
   constructor(
     private readonly upstream: Channel,
     private readonly logger: Logger,
-    /** A monotonic clock in ms, for the tasks' ttl. */
-    private readonly now: () => number = () => performance.now(),
-  ) {}
+    private readonly tasks: SharedTaskRules,
+  ) {
+    tasks.bind({
+      isOpen: (port) => this.ports.has(port),
+      progressEnded: (token) => void this.progress.delete(token),
+    });
+  }
 
   /** A channel for one client session. The upstream is started with the first. */
   port(): Channel {
@@ -211,14 +223,8 @@ export class SharedUpstream {
       case 'tasks/get':
       case 'tasks/result':
       case 'tasks/cancel': {
-        const taskId = params?.taskId;
-        // Only the session's own tasks reach the server. Any other id (another session's, a closed one's,
-        // one never seen or forgotten) gets one answer from here, so it tells nothing of which it is.
-        if (typeof taskId === 'string' && this.ownerOf(taskId) !== port) {
-          const notFound = toJsonRpcError(new TaskNotFoundError(taskId));
-          return port.deliver(errorResponse(request.id, notFound));
-        }
-        return this.forward(port, request);
+        const refusal = this.tasks.refusal(port, request);
+        return refusal === undefined ? this.forward(port, request) : port.deliver(refusal);
       }
       default:
         return this.forward(port, request);
@@ -481,13 +487,7 @@ export class SharedUpstream {
       this.handshake.waiting = this.handshake.waiting.filter((waiting) => waiting.port !== port);
     }
     for (const [key, token] of this.progress) if (token.port === port) this.progress.delete(key);
-    for (const [taskId, owner] of this.taskOwners) {
-      if (owner.port !== port) continue;
-      this.taskProgress.delete(taskId);
-      // A task within its ttl stays the closed session's (a tombstone: nothing is routed to it, other
-      // sessions are still told it is not found) until it expires. One with no ttl would be held forever.
-      if (owner.ttl === null) this.taskOwners.delete(taskId);
-    }
+    this.tasks.detached(port);
     for (const [key, id] of port.serverRequests) {
       this.serverRequests.delete(key);
       this.upstream.send(
@@ -558,92 +558,13 @@ export class SharedUpstream {
     const entry = wireId === null ? undefined : this.settle(wireId);
     if (entry === undefined || wireId === null) return;
     const result = 'result' in response ? response.result : undefined;
-    const task = isObject(result?.task) ? result.task : undefined;
-    if (typeof task?.taskId === 'string' && entry.port !== undefined) {
-      this.taskOwned(task.taskId, entry.port, task);
-      // The progress of a task goes on after its creation is answered, until the task ends.
-      if (entry.progress !== undefined) this.taskProgress.set(task.taskId, entry.progress);
-      if (endsTask(task.status)) this.taskEnded(task.taskId);
-    } else if (entry.progress !== undefined) this.progress.delete(entry.progress);
-    const aboutTask = entry.method.startsWith('tasks/');
-    if (aboutTask && typeof result?.taskId === 'string') this.taskSeen(result.taskId, result);
-    if (entry.method === 'tasks/result' || (aboutTask && endsTask(result?.status))) {
-      if (typeof result?.taskId === 'string') this.taskEnded(result.taskId);
-      const related = metaOf(result)?.[RELATED_TASK_META];
-      if (isObject(related) && typeof related.taskId === 'string') {
-        this.taskSeen(related.taskId);
-        this.taskEnded(related.taskId);
-      }
-    }
+    const seen = this.tasks.answered(entry.port, entry.method, result, entry.progress);
+    if (entry.progress !== undefined && !seen.keepsProgress) this.progress.delete(entry.progress);
     if (entry.method === 'initialize') this.initializeAnswered(response);
     if (entry.subscribe !== undefined) this.subscribeAnswered(wireId, entry.subscribe, response);
     if (entry.setLevel !== undefined) this.levelAnswered(entry, entry.setLevel, response);
-    if (entry.method === 'tasks/list' && entry.port !== undefined && Array.isArray(result?.tasks)) {
-      const own = result.tasks.filter((task: unknown) => this.owns(entry.port!, task));
-      return entry.port.deliver({ ...response, id: entry.id, result: { ...result, tasks: own } });
-    }
-    entry.port?.deliver({ ...response, id: entry.id });
-  }
-
-  /** A task that ended has no more progress to route. */
-  private taskEnded(taskId: string): void {
-    const token = this.taskProgress.get(taskId);
-    if (token === undefined) return;
-    this.taskProgress.delete(taskId);
-    this.progress.delete(token);
-  }
-
-  private owns(port: Port, task: unknown): boolean {
-    if (!isObject(task) || typeof task.taskId !== 'string' || this.ownerOf(task.taskId) !== port)
-      return false;
-    this.taskSeen(task.taskId, task);
-    return true;
-  }
-
-  /** @internal How many task owners are held (tests: the map is bounded). */
-  get tasksHeld(): number {
-    return this.taskOwners.size;
-  }
-
-  private taskOwned(taskId: string, port: Port, task: JsonObject): void {
-    const ttl = ttlOf(task) ?? null;
-    this.taskOwners.set(taskId, { port, ttl, expires: this.expiry(ttl) });
-    if (this.taskOwners.size < this.taskSweepAt) return;
-    const now = this.now();
-    for (const [id, owner] of this.taskOwners) if (owner.expires <= now) this.taskForgotten(id);
-    this.taskSweepAt = Math.max(TASK_SWEEP_FLOOR, 2 * this.taskOwners.size);
-  }
-
-  /** The port a task is routed to, unless there is none or its ttl has passed. */
-  private ownerOf(taskId: string): Port | undefined {
-    const owner = this.taskOwners.get(taskId);
-    if (owner === undefined) return undefined;
-    if (owner.expires > this.now()) return owner.port;
-    this.taskForgotten(taskId);
-    return undefined;
-  }
-
-  /** The task owner's port if messages may go to it: not one that has closed (a tombstone's). */
-  private routedTo(owner: Port): Port | undefined {
-    return this.ports.has(owner) ? owner : undefined;
-  }
-
-  /** The server spoke of the task: it holds it for its ttl from now at least. */
-  private taskSeen(taskId: string, task?: JsonObject): void {
-    const owner = this.taskOwners.get(taskId);
-    if (owner === undefined || owner.expires <= this.now()) return;
-    const ttl = task === undefined ? undefined : ttlOf(task);
-    if (ttl !== undefined) owner.ttl = ttl;
-    owner.expires = this.expiry(owner.ttl);
-  }
-
-  private expiry(ttl: number | null): number {
-    return ttl === null ? Infinity : this.now() + ttl;
-  }
-
-  private taskForgotten(taskId: string): void {
-    this.taskOwners.delete(taskId);
-    this.taskEnded(taskId);
+    const given = seen.result === undefined ? response : { ...response, result: seen.result };
+    entry.port?.deliver({ ...given, id: entry.id });
   }
 
   private initializeAnswered(response: Response): void {
@@ -677,16 +598,9 @@ export class SharedUpstream {
 
   /** The port a request of the server's belongs to, or why none can be chosen safely. */
   private portFor(request: Request): Port | string {
-    const related = metaOf(request.params)?.[RELATED_TASK_META];
-    const taskId = isObject(related) ? related.taskId : undefined;
-    if (typeof taskId === 'string') {
-      const owner = this.ownerOf(taskId);
-      if (owner !== undefined) {
-        this.taskSeen(taskId);
-        // The task's session has closed: nobody else may answer for it.
-        return this.routedTo(owner) ?? `the client session of task ${taskId} has closed`;
-      }
-    }
+    const taskId = relatedTaskOf(request.params);
+    const owner = taskId === undefined ? undefined : this.tasks.routeOf(taskId);
+    if (owner !== undefined) return owner;
     let only: Port | undefined;
     let busy = 0;
     for (const port of this.ports) {
@@ -730,15 +644,9 @@ export class SharedUpstream {
         }
         return;
       }
-      case 'notifications/tasks/status': {
-        const taskId = params?.taskId;
-        if (typeof taskId !== 'string') return;
-        const owner = this.ownerOf(taskId);
-        if (owner !== undefined) this.routedTo(owner)?.receive(raw, undefined, notification);
-        this.taskSeen(taskId, params);
-        if (endsTask(params?.status)) this.taskEnded(taskId);
+      case 'notifications/tasks/status':
+        if (params !== undefined) this.tasks.status(params)?.receive(raw, undefined, notification);
         return;
-      }
       default: {
         // A list changed for every client; anything else goes to its session when it says whose it is.
         const owner = notification.method.endsWith('/list_changed')
@@ -761,13 +669,12 @@ export class SharedUpstream {
     if (stream !== undefined) {
       const entry = this.inFlight.get(idKey(stream));
       if (entry === undefined) return null;
-      if (entry.port !== undefined) return this.routedTo(entry.port) ?? null;
+      if (entry.port !== undefined) return this.ports.has(entry.port) ? entry.port : null;
     }
-    const related = metaOf(params)?.[RELATED_TASK_META];
-    const taskId = isObject(related) ? related.taskId : undefined;
-    if (typeof taskId !== 'string') return undefined;
-    const owner = this.ownerOf(taskId);
-    return owner === undefined ? null : (this.routedTo(owner) ?? null);
+    const taskId = relatedTaskOf(params);
+    if (taskId === undefined) return undefined;
+    const owner = this.tasks.routeOf(taskId);
+    return owner === undefined || typeof owner === 'string' ? null : owner;
   }
 
   private malformed(error: ProtocolError, id: RequestId | null): void {
@@ -790,7 +697,7 @@ export class SharedUpstream {
     for (const entry of this.inFlight.values()) entry.port?.inFlight.clear();
     this.inFlight.clear();
     this.progress.clear();
-    this.taskProgress.clear();
+    this.tasks.upstreamClosed();
     for (const port of this.serverRequests.values()) port.serverRequests.clear();
     this.serverRequests.clear();
     this.subscriptions.clear();
@@ -808,17 +715,12 @@ export class SharedUpstream {
   }
 }
 
-/** A Task's ttl: ms, null for unlimited; undefined when it gives none that can be read. */
-const ttlOf = (task: JsonObject): number | null | undefined => {
-  const ttl = task.ttl;
-  if (ttl === null) return null;
-  return typeof ttl === 'number' && Number.isFinite(ttl) && ttl >= 0 ? ttl : undefined;
-};
-
-const endsTask = (status: unknown): boolean =>
-  typeof status === 'string' &&
-  Object.hasOwn(ALLOWED_TRANSITIONS, status) &&
-  isTerminal(status as TaskStatus);
+/** The task a message says it is about, in its related-task `_meta`. */
+function relatedTaskOf(params: JsonObject | undefined): string | undefined {
+  const related = metaOf(params)?.[RELATED_TASK_META];
+  const taskId = isObject(related) ? related.taskId : undefined;
+  return typeof taskId === 'string' ? taskId : undefined;
+}
 
 /** One client session's view of the shared upstream. */
 class Port implements Channel {

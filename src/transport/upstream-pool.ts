@@ -6,7 +6,7 @@
  * the next session given to it.
  */
 import type { Channel } from './channel.js';
-import { SharedUpstream } from './shared-upstream.js';
+import { SharedUpstream, type SharedTaskRules } from './shared-upstream.js';
 import type { Logger } from 'pino';
 
 export interface PoolUpstream {
@@ -28,6 +28,8 @@ export class UpstreamPool {
     /** Starts member `index`'s upstream; `logger` is the member's own. */
     private readonly open: (index: number, logger: Logger) => Promise<PoolUpstream>,
     private readonly logger: Logger,
+    /** The session layer's rules for one member's sessions (src/session/shared-tasks.ts). */
+    private readonly rules: () => SharedTaskRules,
   ) {
     this.members = Array.from({ length: size }, () => ({ opening: undefined, sessions: 0 }));
   }
@@ -82,7 +84,7 @@ export class UpstreamPool {
     const logger = this.members.length === 1 ? this.logger : this.logger.child({ member: index });
     const opening = this.open(index, logger).then((upstream) => ({
       upstream,
-      multiplexer: new SharedUpstream(upstream.channel, logger),
+      multiplexer: new SharedUpstream(upstream.channel, logger, this.rules()),
     }));
     opening.catch(() => {
       if (member.opening === opening) member.opening = undefined;

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../src/protocol/errors.js';
 import type { Channel, CloseInfo } from '../../src/transport/channel.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
+import { SharedTasks } from '../../src/session/shared-tasks.js';
 import { SharedUpstream } from '../../src/transport/shared-upstream.js';
 import { Inbox } from '../helpers/inbox.js';
 
@@ -48,6 +49,7 @@ interface Setup {
   a: Peer;
   b: Peer;
   shared: SharedUpstream;
+  tasks: SharedTasks;
   port: () => Peer;
 }
 
@@ -79,7 +81,8 @@ async function twoSessions(
     warnings === undefined
       ? pino({ level: 'silent' })
       : pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) });
-  const shared = new SharedUpstream(upstream, logger, options.now);
+  const tasks = new SharedTasks(options.now);
+  const shared = new SharedUpstream(upstream, logger, tasks);
   const port = (): Peer => new Peer(shared.port());
   const a = port();
   const server = new Peer(serverEnd);
@@ -100,7 +103,7 @@ async function twoSessions(
   await Promise.all([a.answerTo(0), b.answerTo(0)]);
   a.send({ method: 'notifications/initialized' });
   b.send({ method: 'notifications/initialized' });
-  return { server, a, b, shared, port };
+  return { server, a, b, shared, tasks, port };
 }
 
 /** Something every port hears: once a port has it, whatever the server sent before has reached it. */
@@ -556,7 +559,7 @@ describe('SharedUpstream', () => {
 
   it("keeps a native task's owner past its end until its ttl: its result still reaches it, another session still cannot read it", async () => {
     let now = 0;
-    const { server, a, b, shared } = await twoSessions({ now: () => now });
+    const { server, a, b, tasks } = await twoSessions({ now: () => now });
     a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: { ttl: 60_000 } } });
     const call = await server.next((f) => f.method === 'tools/call', 'the task call');
     server.send({ id: call.id, result: { task: { taskId: 't-a', status: 'working', ttl: 60_000 } } });
@@ -589,13 +592,13 @@ describe('SharedUpstream', () => {
       code: -32602,
       message: 'Task not found or expired: t-a',
     });
-    expect(shared.tasksHeld).toBe(0);
+    expect(tasks.held).toBe(0);
     expect(server.items.filter((f) => f.method === 'tasks/get')).toEqual([]);
   });
 
   it("keeps a closed session's native task its own until its ttl: another session cannot read it, the server's requests about it go nowhere", async () => {
     let now = 0;
-    const { server, a, b, shared } = await twoSessions({ now: () => now });
+    const { server, a, b, tasks } = await twoSessions({ now: () => now });
     a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: { ttl: 60_000 } } });
     const call = await server.next((f) => f.method === 'tools/call', 'the task call');
     server.send({ id: call.id, result: { task: { taskId: 't-a', status: 'completed', ttl: 60_000 } } });
@@ -628,12 +631,12 @@ describe('SharedUpstream', () => {
       code: -32602,
       message: 'Task not found or expired: t-a',
     });
-    expect(shared.tasksHeld).toBe(0);
+    expect(tasks.held).toBe(0);
   });
 
   it('holds as many native task owners as are within their ttl, not every task a session ever had', async () => {
     let now = 0;
-    const { server, a, b, shared } = await twoSessions({ now: () => now });
+    const { server, a, b, tasks } = await twoSessions({ now: () => now });
     const calls = (): Frame[] => server.items.filter((f) => f.method === 'tools/call');
     for (let i = 1; i <= 300; i++) {
       a.send({ id: i, method: 'tools/call', params: { name: 'x', task: { ttl: 1_000 } } });
@@ -648,7 +651,7 @@ describe('SharedUpstream', () => {
     // Ten are within their ttl at any time. The first sweep comes when 64 are held (the floor) and
     // leaves the 10 unexpired, so the threshold stays 64: sweeps at tasks 64, 118, 172, 226 and 280
     // each leave 10, and tasks 281..300 add 20 more.
-    expect(shared.tasksHeld).toBe(30);
+    expect(tasks.held).toBe(30);
     // Without a ttl a task is the session's for its life.
     a.send({ id: 'forever', method: 'tools/call', params: { name: 'x', task: {} } });
     await server.next(() => calls().length === 301, 'the task call without ttl');

@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Channel } from '../../src/transport/channel.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
+import { SharedTasks } from '../../src/session/shared-tasks.js';
 import { UpstreamPool, type PoolUpstream } from '../../src/transport/upstream-pool.js';
 import { Inbox } from '../helpers/inbox.js';
 
@@ -40,7 +41,10 @@ function pool(size: number, failFirstOpenOf?: number) {
       },
     };
   };
-  return { upstreams: new UpstreamPool(size, open, pino({ level: 'silent' })), members };
+  return {
+    upstreams: new UpstreamPool(size, open, pino({ level: 'silent' }), () => new SharedTasks()),
+    members,
+  };
 }
 
 /** The member whose server a request sent through `channel` reaches. */
