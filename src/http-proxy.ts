@@ -18,7 +18,7 @@ import type { HttpSession } from './transport/http-session.js';
 import { parseListen } from './transport/listen.js';
 import { isLoopbackHost } from './security/loopback.js';
 import { UpstreamPool } from './transport/upstream-pool.js';
-import { SharedTasks } from './session/shared-tasks.js';
+import { sharedSessionRules } from './session/shared-sessions.js';
 import { openUpstream, type Upstream } from './upstream.js';
 import { upstreamProblem } from './upstream-readiness.js';
 
@@ -240,7 +240,7 @@ function sessionUpstreams(
     size,
     (_index, memberLogger) => openUpstream(config, memberLogger, hooks),
     logger.child({ session: 'shared' }),
-    () => new SharedTasks(),
+    () => sharedSessionRules(),
   );
   return { open: () => pool.port(), close: () => pool.close() };
 }

@@ -4,19 +4,23 @@
  *
  * What is separated per port: request ids and progress tokens (renumbered on the shared connection and
  * given back as the port sent them), cancellations, the server's requests (sent to the port whose request
- * they belong to), resource subscriptions, log levels, task status. What is shared: the handshake. The
- * first port's initialize goes upstream and every later port is answered with its result, so the server
- * sees the first client's capabilities and clientInfo only. A server that keeps other state per
- * connection (an identity, anything a tool call sets) mixes its clients up: it is not one to share.
+ * they belong to), the server's notifications (each to the port it shows it belongs to), resource
+ * subscriptions, log levels, task status. What is shared: the handshake. The first port's initialize
+ * goes upstream and every later port is answered with its result, so the server sees the first client's
+ * capabilities and clientInfo only. A server that keeps other state per connection (an identity,
+ * anything a tool call sets) mixes its clients up: it is not one to share.
+ *
+ * This is the wire: ids, streams, cancellations, who is connected. What belongs to the sessions (which
+ * one owns each of the server's tasks, their log levels) is the session layer's, given as SharedRules
+ * (src/session/shared-sessions.ts) and asked here.
  */
 import type { Logger } from 'pino';
 import { ErrorCode, type ProtocolError } from '../protocol/errors.js';
-import { CALLER_CAPABILITIES_META, LOG_LEVELS, type LogLevel } from '../protocol/modern/meta.js';
-import { handed, serialize, withExactRequestId } from '../protocol/exact-ids.js';
+import { CALLER_CAPABILITIES_META } from '../protocol/modern/meta.js';
+import { handed, withExactRequestId } from '../protocol/exact-ids.js';
 import { readHanded } from '../protocol/read-message.js';
 import {
   RELATED_TASK_META,
-  classify,
   errorResponse,
   idKey,
   isId,
@@ -31,8 +35,9 @@ import {
   type RequestId,
   type Response,
 } from '../protocol/messages.js';
-import type { Arrival, Channel, ChannelHandlers, CloseInfo, Route } from './channel.js';
-import { LogLevels, Subscriptions } from './shared-interests.js';
+import type { Arrival, Channel, CloseInfo, Route } from './channel.js';
+import { Port, type PortHost } from './shared-port.js';
+import { Subscriptions } from './shared-interests.js';
 
 type Key = string | number;
 
@@ -46,26 +51,16 @@ interface InFlight {
   progress?: Key;
   /** A resources/subscribe: its URI, and the ports' subscribes to it that wait for its answer. */
   subscribe?: { uri: string; waiting: { port: Port; id: RequestId }[] };
-  /** A logging/setLevel: what it asks of the server, and what a refusal gives its port back. */
-  setLevel?: LevelAsked;
 }
 
-interface LevelAsked {
-  /** The level sent upstream. */
-  level: string;
-  /** Its place among the setLevels sent: answers that come out of order do not undo a later one. */
-  seq: number;
-  /** A port's own request: the level it asked for and the one it had before. */
-  asked?: string;
-  previous?: string | undefined;
-}
-
-type Kept = Pick<InFlight, 'subscribe' | 'setLevel'>;
+type Kept = Pick<InFlight, 'subscribe'>;
 
 /** A client session's port, as the session layer's rules see it: a handle they key their records by. */
 export type SharedPort = Port;
 /** A progress token as the shared connection carries it. */
 export type WireToken = Key;
+/** A request's id on the shared connection. */
+export type WireId = Key;
 
 /** What the task rules may ask of the multiplexer. */
 export interface TaskHost {
@@ -101,12 +96,46 @@ export interface SharedTaskRules {
   upstreamClosed(): void;
 }
 
+/** What the log level rules may ask of the multiplexer. */
+export interface LevelHost {
+  readonly logger: Logger;
+  /** The ports open now. */
+  ports(): Iterable<SharedPort>;
+  /** Sends a logging/setLevel upstream for `port` (undefined: nobody's); its answer goes to the port. */
+  ask(port: SharedPort | undefined, request: Request): WireId;
+}
+
+/**
+ * The sessions' log levels against the server's one (src/session/shared-levels.ts): which level the server
+ * is kept at, and which messages each session wants.
+ */
+export interface SharedLevelRules {
+  bind(host: LevelHost): void;
+  /** A port's logging/setLevel: answered here, or asked of the server with `host.ask`. */
+  setLevel(port: SharedPort, request: Request): void;
+  /** The server answered a request (a setLevel or not) sent under `wireId`. */
+  answered(wireId: WireId, port: SharedPort | undefined, response: Response): void;
+  /** A request whose answer will not be seen here (cancelled, unreadable, its session closed). */
+  abandoned(wireId: WireId): void;
+  wants(port: SharedPort, level: unknown): boolean;
+  /** A session joined after the handshake: the server is kept at the level all need. */
+  keep(): void;
+  detached(port: SharedPort): void;
+  upstreamClosed(): void;
+}
+
+/** The session layer's rules for the sessions on one shared upstream. */
+export interface SharedRules {
+  tasks: SharedTaskRules;
+  levels: SharedLevelRules;
+}
+
 type Handshake =
   | { phase: 'none' }
   | { phase: 'asked'; waiting: { port: Port; id: RequestId }[] }
   | { phase: 'done'; result: JsonObject };
 
-export class SharedUpstream {
+export class SharedUpstream implements PortHost {
   private readonly ports = new Set<Port>();
   private readonly inFlight = new Map<Key, InFlight>();
   private readonly progress = new Map<Key, { port: Port; token: RequestId }>();
@@ -115,18 +144,8 @@ export class SharedUpstream {
   private readonly subscriptions = new Subscriptions<Port>();
   /** Each URI's subscribe in flight upstream, by its wire id: the one that made its subscribers' record. */
   private readonly subscribing = new Map<string, Key>();
-  private readonly levels = new LogLevels<Port>();
-  /**
-   * The level the upstream has, as its answers said: set when it accepts a setLevel, not when one is sent,
-   * so a refused one leaves it as it was. `debug` stands for its default too (an SDK server sends all);
-   * undefined: not known (a setLevel went unanswered, cancelled), so the next level needed is asked.
-   */
-  private upstreamLevel: string | undefined = 'debug';
-  /** The seq of the setLevel whose acceptance set upstreamLevel. */
-  private levelSeq = 0;
-  private confirmedSeq = 0;
-  /** The latest setLevel sent and not yet answered. */
-  private levelInFlight: LevelAsked | undefined;
+  private readonly tasks: SharedTaskRules;
+  private readonly levels: SharedLevelRules;
   private handshake: Handshake = { phase: 'none' };
   private initializedSent = false;
   private nextWireId = 1;
@@ -136,11 +155,18 @@ export class SharedUpstream {
   constructor(
     private readonly upstream: Channel,
     private readonly logger: Logger,
-    private readonly tasks: SharedTaskRules,
+    rules: SharedRules,
   ) {
-    tasks.bind({
+    this.tasks = rules.tasks;
+    this.levels = rules.levels;
+    this.tasks.bind({
       isOpen: (port) => this.ports.has(port),
       progressEnded: (token) => void this.progress.delete(token),
+    });
+    this.levels.bind({
+      logger,
+      ports: () => this.ports,
+      ask: (port, request) => this.sendUpstream(port, request),
     });
   }
 
@@ -188,8 +214,7 @@ export class SharedUpstream {
   attached(port: Port): CloseInfo | undefined {
     if (this.gone !== undefined) return this.gone;
     this.ports.add(port);
-    // Until it sets a level of its own, a new session hears everything.
-    if (this.handshake.phase === 'done') this.keepLevel();
+    if (this.handshake.phase === 'done') this.levels.keep();
     return undefined;
   }
 
@@ -219,7 +244,7 @@ export class SharedUpstream {
         }
         return this.forward(port, request);
       case 'logging/setLevel':
-        return this.setLevel(port, request);
+        return this.levels.setLevel(port, request);
       case 'tasks/get':
       case 'tasks/result':
       case 'tasks/cancel': {
@@ -331,61 +356,9 @@ export class SharedUpstream {
     });
   }
 
-  /**
-   * The upstream is kept at the most verbose level a port needs; what a port set is filtered for it here.
-   * A level the upstream already has, with no other on its way, is answered here. Any other goes upstream
-   * and its answer is the port's: accepted, it is the upstream's level; refused, neither the upstream's
-   * level as known here nor the port's changes, as on a server of its own that refused it. While another
-   * setLevel is in flight the confirmed level is not the one the server will end at (it may accept the
-   * one in flight), so even the confirmed level is asked again: sent later, it is the one that holds.
-   */
-  private setLevel(port: Port, request: Request): void {
-    const params = request.params;
-    const asked = params?.level;
-    if (typeof asked !== 'string' || !LOG_LEVELS.includes(asked as LogLevel)) {
-      const message = `Invalid params for logging/setLevel: level must be one of ${LOG_LEVELS.join(', ')}`;
-      return port.deliver(errorResponse(request.id, { code: ErrorCode.InvalidParams, message }));
-    }
-    const previous = port.level;
-    port.level = asked;
-    this.levels.set(port, asked);
-    const level = this.levels.upstreamLevel(this.ports);
-    if (level === this.upstreamLevel && this.levelInFlight === undefined) {
-      return port.deliver(successResponse(request.id, {}));
-    }
-    const setLevel = { level, seq: ++this.levelSeq, asked, previous };
-    this.levelInFlight = setLevel;
-    this.forward(port, { ...request, params: { ...params, level } }, { setLevel });
-  }
-
-  private levelAnswered(entry: InFlight, setLevel: LevelAsked, response: Response): void {
-    if (this.levelInFlight === setLevel) this.levelInFlight = undefined;
-    if ('result' in response) {
-      if (setLevel.seq > this.confirmedSeq) {
-        this.confirmedSeq = setLevel.seq;
-        this.upstreamLevel = setLevel.level;
-      }
-      return;
-    }
-    this.logger.warn(
-      { logLevel: setLevel.level, error: response.error },
-      'shared upstream: the server refused a log level its sessions need; it is not asked again until they change',
-    );
-    const port = entry.port;
-    // Refused: the port keeps the level it had, unless it has asked for another since.
-    if (port === undefined || setLevel.asked === undefined || port.level !== setLevel.asked) return;
-    port.level = setLevel.previous;
-    if (setLevel.previous === undefined) this.levels.leave(port);
-    else this.levels.set(port, setLevel.previous);
-  }
-
   /** A request upstream whose answer will not be seen here (cancelled, unreadable). */
-  private abandoned(entry: InFlight | undefined): void {
-    const setLevel = entry?.setLevel;
-    if (setLevel === undefined) return;
-    if (this.levelInFlight === setLevel) this.levelInFlight = undefined;
-    // The server may have taken it or not: the next level needed is asked, whatever it is.
-    if (setLevel.seq > this.confirmedSeq) this.upstreamLevel = undefined;
+  private abandoned(wireId: Key): void {
+    this.levels.abandoned(wireId);
   }
 
   private initialize(port: Port, request: Request): void {
@@ -401,8 +374,12 @@ export class SharedUpstream {
     this.forward(port, request);
   }
 
-  /** Sends the request upstream under a wire id of its own; `kept` is kept with it for its answer. */
   private forward(port: Port | undefined, request: Request, kept?: Kept): void {
+    this.sendUpstream(port, request, kept);
+  }
+
+  /** Sends the request upstream under a wire id of its own, its id; `kept` is kept with it for its answer. */
+  private sendUpstream(port: Port | undefined, request: Request, kept?: Kept): Key {
     const wireId = this.nextWireId++;
     const entry: InFlight =
       kept === undefined
@@ -427,6 +404,7 @@ export class SharedUpstream {
     port?.inFlight.set(idKey(request.id), wireId);
     if (kept?.subscribe !== undefined) this.subscribing.set(kept.subscribe.uri, wireId);
     this.upstream.send({ ...request, id: wireId, ...(params === undefined ? {} : { params }) });
+    return wireId;
   }
 
   private portNotification(
@@ -445,7 +423,8 @@ export class SharedUpstream {
       // A request answered here (a later initialize, a shared subscription) has nothing to cancel upstream.
       if (wireId === undefined) return;
       if (this.orphan(wireId)) return;
-      this.abandoned(this.settle(wireId));
+      this.settle(wireId);
+      this.abandoned(wireId);
       return this.upstream.send({ ...notification, params: { ...notification.params, requestId: wireId } });
     }
     this.passOn(notification, raw, route);
@@ -474,7 +453,7 @@ export class SharedUpstream {
     for (const [, wireId] of port.inFlight) {
       if (this.gone === undefined && this.orphan(wireId)) continue;
       const entry = this.settle(wireId);
-      this.abandoned(entry);
+      this.abandoned(wireId);
       // MCP never cancels initialize: its answer is the handshake of every port.
       if (entry === undefined || entry.method === 'initialize' || this.gone !== undefined) continue;
       this.upstream.send({
@@ -502,24 +481,7 @@ export class SharedUpstream {
     for (const uri of this.subscriptions.leave(port)) {
       this.forward(undefined, { jsonrpc: '2.0', id: 0, method: 'resources/unsubscribe', params: { uri } });
     }
-    this.levels.leave(port);
-    this.keepLevel();
-  }
-
-  /** Tells the upstream the level its ports need now, if that is not the one it has. */
-  private keepLevel(): void {
-    const level = this.levels.upstreamLevel(this.ports);
-    // The level the server will end at: the latest on its way if there is one (it outranks the confirmed
-    // one), else the confirmed one. That one is not asked again; any other is, after the one in flight.
-    // (Refused, it is not retried: the warning says so, and the next change of ports asks again.)
-    if (level === (this.levelInFlight?.level ?? this.upstreamLevel)) return;
-    const setLevel = { level, seq: ++this.levelSeq };
-    this.levelInFlight = setLevel;
-    this.forward(
-      undefined,
-      { jsonrpc: '2.0', id: 0, method: 'logging/setLevel', params: { level } },
-      { setLevel },
-    );
+    this.levels.detached(port);
   }
 
   /** Forgets a request on the shared connection (answered, cancelled, or moot). */
@@ -562,7 +524,7 @@ export class SharedUpstream {
     if (entry.progress !== undefined && !seen.keepsProgress) this.progress.delete(entry.progress);
     if (entry.method === 'initialize') this.initializeAnswered(response);
     if (entry.subscribe !== undefined) this.subscribeAnswered(wireId, entry.subscribe, response);
-    if (entry.setLevel !== undefined) this.levelAnswered(entry, entry.setLevel, response);
+    this.levels.answered(wireId, entry.port, response);
     const given = seen.result === undefined ? response : { ...response, result: seen.result };
     entry.port?.deliver({ ...given, id: entry.id });
   }
@@ -680,7 +642,7 @@ export class SharedUpstream {
   private malformed(error: ProtocolError, id: RequestId | null): void {
     const entry = id === null ? undefined : this.settle(id);
     if (entry === undefined || id === null) return;
-    this.abandoned(entry);
+    this.abandoned(id);
     // An answer too large to read is no subscription: those waiting on it are refused with the same error.
     if (entry.subscribe !== undefined) {
       const refused = errorResponse(entry.id, { code: error.code, message: error.message });
@@ -702,8 +664,7 @@ export class SharedUpstream {
     this.serverRequests.clear();
     this.subscriptions.clear();
     this.subscribing.clear();
-    this.upstreamLevel = 'debug';
-    this.levelInFlight = undefined;
+    this.levels.upstreamClosed();
     if (!info.reopening) this.gone = info;
     const ports = [...this.ports];
     if (!info.reopening) this.ports.clear();
@@ -720,105 +681,4 @@ function relatedTaskOf(params: JsonObject | undefined): string | undefined {
   const related = metaOf(params)?.[RELATED_TASK_META];
   const taskId = isObject(related) ? related.taskId : undefined;
   return typeof taskId === 'string' ? taskId : undefined;
-}
-
-/** One client session's view of the shared upstream. */
-class Port implements Channel {
-  /** Its requests on the shared connection: its own id's key → wire id. */
-  readonly inFlight = new Map<Key, number>();
-  /** The server's requests it has to answer: id key → id. */
-  readonly serverRequests = new Map<Key, RequestId>();
-  /** Its subscribes waiting for another's in flight to the same URI: its own id's key → that one's wire id. */
-  readonly waiting = new Map<Key, Key>();
-  /** The log level it set, if it set one and the server did not refuse it. */
-  level: string | undefined;
-  /** What its client declared in its initialize (the server heard only the first port's). */
-  capabilities: JsonObject | undefined;
-  private handlers: ChannelHandlers | undefined;
-  private closed = false;
-
-  constructor(private readonly shared: SharedUpstream) {}
-
-  readonly outlivesClose = true;
-
-  get takesCallerCapabilities(): boolean {
-    return this.shared.takesCallerCapabilities;
-  }
-
-  start(handlers: ChannelHandlers): void {
-    this.handlers = handlers;
-    const gone = this.shared.attached(this);
-    if (gone !== undefined) queueMicrotask(() => this.upstreamClosed(gone));
-  }
-
-  send(message: object, route?: Route): void {
-    if (this.closed) return;
-    let classified: Message;
-    try {
-      classified = classify(message);
-    } catch {
-      return; // the session only sends what it built or checked
-    }
-    this.shared.fromPort(this, classified, undefined, route);
-  }
-
-  sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void {
-    if (this.closed) return;
-    let classified: Message;
-    try {
-      classified = readFromSession(raw, parsed);
-    } catch {
-      return; // the session parsed it before sending: nothing here would
-    }
-    // Requests and cancellations are rewritten; anything else goes as its bytes.
-    this.shared.fromPort(this, classified, classified.kind === 'request' ? undefined : raw, route);
-  }
-
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    this.handlers = undefined;
-    this.shared.detached(this);
-  }
-
-  /** @internal */
-  deliver(message: Request | Response | Notification): void {
-    this.receive(Buffer.from(serialize(message)), undefined, handed(message));
-  }
-
-  /**
-   * @internal `parsed`: the message beside its bytes, for a port that is its only receiver (the Session
-   * reads it instead of the bytes; one handed to several could be changed by one of them).
-   */
-  receive(raw: Buffer, arrival?: Arrival, parsed?: object): void {
-    this.handlers?.message(raw, arrival, parsed);
-  }
-
-  /** @internal */
-  reportMalformed(error: ProtocolError, id: RequestId): void {
-    this.handlers?.malformed(error, id);
-  }
-
-  /** @internal */
-  upstreamClosed(info: CloseInfo): void {
-    this.waiting.clear();
-    const handlers = this.handlers;
-    if (!info.reopening) this.handlers = undefined;
-    handlers?.closed(info);
-  }
-
-  /** @internal */
-  upstreamReopened(): void {
-    this.handlers?.reopened?.();
-  }
-}
-
-/** A message a Session sent, read from the value it handed or its bytes, as taskgate holds its ids. */
-function readFromSession(raw: Buffer | string, parsed: object | undefined): Message {
-  const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
-  const read = readHanded(bytes, parsed, 'a client session');
-  if (!read.ok) throw read.error;
-  const classified = read.message;
-  if (classified.kind !== 'notification') return classified;
-  return { kind: 'notification', msg: withExactRequestId(classified.msg, bytes) };
 }

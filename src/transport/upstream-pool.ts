@@ -6,7 +6,7 @@
  * the next session given to it.
  */
 import type { Channel } from './channel.js';
-import { SharedUpstream, type SharedTaskRules } from './shared-upstream.js';
+import { SharedUpstream, type SharedRules } from './shared-upstream.js';
 import type { Logger } from 'pino';
 
 export interface PoolUpstream {
@@ -28,8 +28,8 @@ export class UpstreamPool {
     /** Starts member `index`'s upstream; `logger` is the member's own. */
     private readonly open: (index: number, logger: Logger) => Promise<PoolUpstream>,
     private readonly logger: Logger,
-    /** The session layer's rules for one member's sessions (src/session/shared-tasks.ts). */
-    private readonly rules: () => SharedTaskRules,
+    /** The session layer's rules for one member's sessions (src/session/shared-sessions.ts). */
+    private readonly rules: () => SharedRules,
   ) {
     this.members = Array.from({ length: size }, () => ({ opening: undefined, sessions: 0 }));
   }

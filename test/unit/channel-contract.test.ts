@@ -8,7 +8,7 @@ import { PassThrough } from 'node:stream';
 import { pino } from 'pino';
 import { LineChannel } from '../../src/transport/line-channel.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
-import { SharedTasks } from '../../src/session/shared-tasks.js';
+import { sharedSessionRules } from '../../src/session/shared-sessions.js';
 import { SharedUpstream } from '../../src/transport/shared-upstream.js';
 import { describeChannelContract, type ChannelUnderTest } from '../channel-contract.js';
 import { Inbox } from '../helpers/inbox.js';
@@ -66,7 +66,7 @@ describeChannelContract('LineChannel over streams', lineUnderTest, {
 
 function sharedPortUnderTest(): ChannelUnderTest {
   const { a, b: server } = memoryChannelPair();
-  const shared = new SharedUpstream(a, pino({ level: 'silent' }), new SharedTasks());
+  const shared = new SharedUpstream(a, pino({ level: 'silent' }), sharedSessionRules());
   const received = new Inbox<string>();
   const closesSeen = new Inbox<'closed'>();
   server.start({

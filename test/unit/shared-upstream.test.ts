@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../src/protocol/errors.js';
 import type { Channel, CloseInfo } from '../../src/transport/channel.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
+import { SharedLevels } from '../../src/session/shared-levels.js';
 import { SharedTasks } from '../../src/session/shared-tasks.js';
 import { SharedUpstream } from '../../src/transport/shared-upstream.js';
 import { Inbox } from '../helpers/inbox.js';
@@ -82,7 +83,7 @@ async function twoSessions(
       ? pino({ level: 'silent' })
       : pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) });
   const tasks = new SharedTasks(options.now);
-  const shared = new SharedUpstream(upstream, logger, tasks);
+  const shared = new SharedUpstream(upstream, logger, { tasks, levels: new SharedLevels() });
   const port = (): Peer => new Peer(shared.port());
   const a = port();
   const server = new Peer(serverEnd);

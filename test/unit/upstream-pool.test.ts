@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Channel } from '../../src/transport/channel.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
-import { SharedTasks } from '../../src/session/shared-tasks.js';
+import { sharedSessionRules } from '../../src/session/shared-sessions.js';
 import { UpstreamPool, type PoolUpstream } from '../../src/transport/upstream-pool.js';
 import { Inbox } from '../helpers/inbox.js';
 
@@ -42,7 +42,7 @@ function pool(size: number, failFirstOpenOf?: number) {
     };
   };
   return {
-    upstreams: new UpstreamPool(size, open, pino({ level: 'silent' }), () => new SharedTasks()),
+    upstreams: new UpstreamPool(size, open, pino({ level: 'silent' }), () => sharedSessionRules()),
     members,
   };
 }
