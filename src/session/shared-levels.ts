@@ -6,7 +6,7 @@
 import { ErrorCode } from '../protocol/errors.js';
 import { errorResponse, successResponse, type Request, type Response } from '../protocol/messages.js';
 import { LOG_LEVELS, type LogLevel } from '../protocol/modern/meta.js';
-import type { LevelHost, SharedLevelRules, SharedPort, WireId } from '../transport/shared-upstream.js';
+import type { LevelHost, SharedLevelRules, SharedPort, WireId } from '../transport/shared-rules.js';
 
 /** A logging/setLevel sent upstream. */
 interface LevelAsked {
@@ -136,7 +136,7 @@ export class SharedLevels implements SharedLevelRules {
     if (this.host === undefined) return;
     setLevel.seq = ++this.levelSeq;
     this.inFlight = setLevel;
-    this.sent.set(this.host.ask(port, request), setLevel);
+    this.host.ask(port, request, (wireId) => this.sent.set(wireId, setLevel));
   }
 
   /**

@@ -9,7 +9,7 @@ import type { JsonObject, Request, Response } from '../protocol/messages.js';
 import { TaskNotFoundError } from '../tasks/errors.js';
 import { ALLOWED_TRANSITIONS, isTerminal, type TaskStatus } from '../tasks/state.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
-import type { SharedPort, SharedTaskRules, TaskHost, WireToken } from '../transport/shared-upstream.js';
+import type { SharedPort, SharedTaskRules, TaskHost, WireToken } from '../transport/shared-rules.js';
 
 /** The session a server-side task is routed to, until `expires` (on the `now` clock). */
 interface TaskOwner {

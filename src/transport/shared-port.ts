@@ -35,8 +35,6 @@ export class Port implements Channel {
   readonly inFlight = new Map<Key, number>();
   /** The server's requests it has to answer: id key → id. */
   readonly serverRequests = new Map<Key, RequestId>();
-  /** Its subscribes waiting for another's in flight to the same URI: its own id's key → that one's wire id. */
-  readonly waiting = new Map<Key, Key>();
   /** What its client declared in its initialize (the server heard only the first port's). */
   capabilities: JsonObject | undefined;
   private handlers: ChannelHandlers | undefined;
@@ -106,7 +104,6 @@ export class Port implements Channel {
 
   /** @internal */
   upstreamClosed(info: CloseInfo): void {
-    this.waiting.clear();
     const handlers = this.handlers;
     if (!info.reopening) this.handlers = undefined;
     handlers?.closed(info);

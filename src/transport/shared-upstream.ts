@@ -10,9 +10,10 @@
  * capabilities and clientInfo only. A server that keeps other state per connection (an identity,
  * anything a tool call sets) mixes its clients up: it is not one to share.
  *
- * This is the wire: ids, streams, cancellations, who is connected. What belongs to the sessions (which
- * one owns each of the server's tasks, their log levels) is the session layer's, given as SharedRules
- * (src/session/shared-sessions.ts) and asked here.
+ * This is the wire: ids, streams, cancellations, who is connected (each port is shared-port.ts). What
+ * belongs to the sessions (which one owns each of the server's tasks, their log levels, their
+ * subscriptions) is the session layer's, given as SharedRules (shared-rules.ts; made by
+ * src/session/shared-sessions.ts) and asked here.
  */
 import type { Logger } from 'pino';
 import { ErrorCode, type ProtocolError } from '../protocol/errors.js';
@@ -37,97 +38,23 @@ import {
 } from '../protocol/messages.js';
 import type { Arrival, Channel, CloseInfo, Route } from './channel.js';
 import { Port, type PortHost } from './shared-port.js';
-import { Subscriptions } from './shared-interests.js';
+import type {
+  SharedLevelRules,
+  SharedRules,
+  SharedSubscriptionRules,
+  SharedTaskRules,
+} from './shared-rules.js';
 
 type Key = string | number;
 
 /** A request on the shared connection, under its wire id. */
 interface InFlight {
-  /** undefined: the multiplexer's own (an unsubscribe, a log level), whose answer nobody waits for. */
+  /** undefined: the multiplexer's own (an unsubscribe, a log level) or let go, whose answer nobody waits for. */
   port: Port | undefined;
   id: RequestId;
   method: string;
   /** The wire progress token given to it, if it had one. */
   progress?: Key;
-  /** A resources/subscribe: its URI, and the ports' subscribes to it that wait for its answer. */
-  subscribe?: { uri: string; waiting: { port: Port; id: RequestId }[] };
-}
-
-type Kept = Pick<InFlight, 'subscribe'>;
-
-/** A client session's port, as the session layer's rules see it: a handle they key their records by. */
-export type SharedPort = Port;
-/** A progress token as the shared connection carries it. */
-export type WireToken = Key;
-/** A request's id on the shared connection. */
-export type WireId = Key;
-
-/** What the task rules may ask of the multiplexer. */
-export interface TaskHost {
-  /** Whether the port's session is still here (not closed). */
-  isOpen(port: SharedPort): boolean;
-  /** The task this wire progress token was kept for has ended: its progress goes nowhere now. */
-  progressEnded(token: WireToken): void;
-}
-
-/**
- * Which session owns each of the server's own tasks: session logic, kept in the session layer
- * (src/session/shared-tasks.ts). The multiplexer asks it and delivers what it says; it sends nothing.
- */
-export interface SharedTaskRules {
-  bind(host: TaskHost): void;
-  /** The answer a port's tasks/get, tasks/result or tasks/cancel gets instead of going upstream, if any. */
-  refusal(port: SharedPort, request: Request): Response | undefined;
-  /**
-   * The server answered a request of `port` (undefined: nobody waits for it). `keepsProgress`: the wire
-   * progress token goes on (a task was created with it); `result`: what the port is given instead.
-   */
-  answered(
-    port: SharedPort | undefined,
-    method: string,
-    result: JsonObject | undefined,
-    progress: WireToken | undefined,
-  ): { keepsProgress: boolean; result?: JsonObject };
-  /** The port a server's message about a task goes to; a reason when that session closed; undefined: none. */
-  routeOf(taskId: string): SharedPort | string | undefined;
-  /** The port a notifications/tasks/status goes to, if any. */
-  status(params: JsonObject): SharedPort | undefined;
-  detached(port: SharedPort): void;
-  upstreamClosed(): void;
-}
-
-/** What the log level rules may ask of the multiplexer. */
-export interface LevelHost {
-  readonly logger: Logger;
-  /** The ports open now. */
-  ports(): Iterable<SharedPort>;
-  /** Sends a logging/setLevel upstream for `port` (undefined: nobody's); its answer goes to the port. */
-  ask(port: SharedPort | undefined, request: Request): WireId;
-}
-
-/**
- * The sessions' log levels against the server's one (src/session/shared-levels.ts): which level the server
- * is kept at, and which messages each session wants.
- */
-export interface SharedLevelRules {
-  bind(host: LevelHost): void;
-  /** A port's logging/setLevel: answered here, or asked of the server with `host.ask`. */
-  setLevel(port: SharedPort, request: Request): void;
-  /** The server answered a request (a setLevel or not) sent under `wireId`. */
-  answered(wireId: WireId, port: SharedPort | undefined, response: Response): void;
-  /** A request whose answer will not be seen here (cancelled, unreadable, its session closed). */
-  abandoned(wireId: WireId): void;
-  wants(port: SharedPort, level: unknown): boolean;
-  /** A session joined after the handshake: the server is kept at the level all need. */
-  keep(): void;
-  detached(port: SharedPort): void;
-  upstreamClosed(): void;
-}
-
-/** The session layer's rules for the sessions on one shared upstream. */
-export interface SharedRules {
-  tasks: SharedTaskRules;
-  levels: SharedLevelRules;
 }
 
 type Handshake =
@@ -141,11 +68,9 @@ export class SharedUpstream implements PortHost {
   private readonly progress = new Map<Key, { port: Port; token: RequestId }>();
   /** The server's requests, by their id, to the port that has them. */
   private readonly serverRequests = new Map<Key, Port>();
-  private readonly subscriptions = new Subscriptions<Port>();
-  /** Each URI's subscribe in flight upstream, by its wire id: the one that made its subscribers' record. */
-  private readonly subscribing = new Map<string, Key>();
   private readonly tasks: SharedTaskRules;
   private readonly levels: SharedLevelRules;
+  private readonly subscriptions: SharedSubscriptionRules;
   private handshake: Handshake = { phase: 'none' };
   private initializedSent = false;
   private nextWireId = 1;
@@ -159,6 +84,7 @@ export class SharedUpstream implements PortHost {
   ) {
     this.tasks = rules.tasks;
     this.levels = rules.levels;
+    this.subscriptions = rules.subscriptions;
     this.tasks.bind({
       isOpen: (port) => this.ports.has(port),
       progressEnded: (token) => void this.progress.delete(token),
@@ -166,7 +92,20 @@ export class SharedUpstream implements PortHost {
     this.levels.bind({
       logger,
       ports: () => this.ports,
-      ask: (port, request) => this.sendUpstream(port, request),
+      ask: (port, request, registered) => this.forward(port, request, registered),
+    });
+    this.subscriptions.bind({
+      ask: (port, request, registered) => this.forward(port, request, registered),
+      release: (wireId) => this.release(wireId),
+      drop: (wireId, reason) => {
+        this.settle(wireId);
+        if (this.gone !== undefined) return;
+        this.upstream.send({
+          jsonrpc: '2.0',
+          method: 'notifications/cancelled',
+          params: { requestId: wireId, reason },
+        });
+      },
     });
   }
 
@@ -231,18 +170,13 @@ export class SharedUpstream implements PortHost {
   }
 
   private portRequest(port: Port, request: Request): void {
-    const params = request.params;
     switch (request.method) {
       case 'initialize':
         return this.initialize(port, request);
       case 'resources/subscribe':
-        if (typeof params?.uri === 'string') return this.subscribe(port, request, params.uri);
-        return this.forward(port, request);
+        return this.subscriptions.subscribe(port, request);
       case 'resources/unsubscribe':
-        if (typeof params?.uri === 'string' && !this.subscriptions.unsubscribe(params.uri, port)) {
-          return port.deliver(successResponse(request.id, {}));
-        }
-        return this.forward(port, request);
+        return this.subscriptions.unsubscribe(port, request);
       case 'logging/setLevel':
         return this.levels.setLevel(port, request);
       case 'tasks/get':
@@ -256,104 +190,12 @@ export class SharedUpstream implements PortHost {
     }
   }
 
-  /**
-   * The upstream holds one subscription per URI. The first subscriber's subscribe goes upstream; one that
-   * comes while it is in flight waits for its answer and is given the same outcome, so that no session is
-   * told it is subscribed to what the server refused. A refusal leaves nobody subscribed: the next
-   * subscriber asks the server again. Once the server has said yes, later subscribers are answered here.
-   * A session that stops waiting (it cancelled, or closed) is no subscriber, and a subscribe nobody waits
-   * on any more is cancelled (leftSubscribe).
-   */
-  private subscribe(port: Port, request: Request, uri: string): void {
-    if (this.subscriptions.subscribe(uri, port))
-      return this.forward(port, request, { subscribe: { uri, waiting: [] } });
-    const pending = this.subscribing.get(uri);
-    const first = pending === undefined ? undefined : this.inFlight.get(pending);
-    if (pending === undefined || first?.subscribe === undefined) {
-      return port.deliver(successResponse(request.id, {}));
-    }
-    first.subscribe.waiting.push({ port, id: request.id });
-    port.waiting.set(idKey(request.id), pending);
-  }
-
-  /** The server answered a subscribe: its subscribers' record and every subscribe waiting on it follow. */
-  private subscribeAnswered(
-    wireId: Key,
-    subscribe: NonNullable<InFlight['subscribe']>,
-    response: Response,
-  ): void {
-    const { uri, waiting } = subscribe;
-    if (this.subscribing.get(uri) === wireId) {
-      this.subscribing.delete(uri);
-      // Everyone in the record joined while this one was in flight: none of them is subscribed.
-      if ('error' in response) {
-        for (const port of [...this.subscriptions.subscribers(uri)])
-          this.subscriptions.unsubscribe(uri, port);
-      }
-    }
-    // (Otherwise its subscribers all left and a new first subscribe went upstream after it: theirs is moot.)
-    for (const { port, id } of waiting) {
-      port.waiting.delete(idKey(id));
-      port.deliver({ ...response, id });
-    }
-  }
-
-  /** A port stops waiting for a subscribe of another's (it cancelled its own, or closed). */
-  private stopWaiting(port: Port, key: Key): boolean {
-    const wireId = port.waiting.get(key);
-    if (wireId === undefined) return false;
-    port.waiting.delete(key);
+  /** The request stays upstream, and its answer goes to nobody: its port no longer waits for it. */
+  private release(wireId: Key): void {
     const entry = this.inFlight.get(wireId);
-    const subscribe = entry?.subscribe;
-    if (entry !== undefined && subscribe !== undefined) {
-      subscribe.waiting = subscribe.waiting.filter((w) => w.port !== port || idKey(w.id) !== key);
-      this.leftSubscribe(port, wireId, entry, subscribe);
-    }
-    return true;
-  }
-
-  /**
-   * A subscribe upstream is not cancelled while others wait on it: its answer settles the record its
-   * port's subscribers share. The port that sent it stops waiting; the answer goes to those that joined it.
-   */
-  private orphan(wireId: Key): boolean {
-    const entry = this.inFlight.get(wireId);
-    if (entry?.subscribe === undefined) return false;
-    const port = entry.port;
-    port?.inFlight.delete(idKey(entry.id));
+    if (entry === undefined) return;
+    entry.port?.inFlight.delete(idKey(entry.id));
     entry.port = undefined;
-    if (port !== undefined) this.leftSubscribe(port, wireId, entry, entry.subscribe);
-    return true;
-  }
-
-  /**
-   * A port no longer waits on a subscribe in flight (it cancelled its own, or closed): its client saw it
-   * fail, so it is no subscriber of the URI, whatever the server answers. Once nobody waits on it, the
-   * subscribe is let go as that session's own would be (cancelled upstream), so that the URI's next
-   * subscriber asks the server afresh instead of joining one the server may never answer, and nothing
-   * is held for it here.
-   */
-  private leftSubscribe(
-    port: Port,
-    wireId: Key,
-    entry: InFlight,
-    subscribe: NonNullable<InFlight['subscribe']>,
-  ): void {
-    const { uri } = subscribe;
-    const ours = this.subscribing.get(uri) === wireId;
-    const waits = entry.port === port || subscribe.waiting.some((w) => w.port === port);
-    // (Not ours: a later first subscribe owns the URI's record, and the port's place in it is that one's.)
-    if (ours && !waits) this.subscriptions.unsubscribe(uri, port);
-    if (entry.port !== undefined || subscribe.waiting.length > 0) return;
-    if (ours && [...this.subscriptions.subscribers(uri)].length > 0) return;
-    this.settle(wireId);
-    if (ours) this.subscribing.delete(uri);
-    if (this.gone !== undefined) return;
-    this.upstream.send({
-      jsonrpc: '2.0',
-      method: 'notifications/cancelled',
-      params: { requestId: wireId, reason: 'no client session waits for this subscribe any more' },
-    });
   }
 
   /** A request upstream whose answer will not be seen here (cancelled, unreadable). */
@@ -374,17 +216,10 @@ export class SharedUpstream implements PortHost {
     this.forward(port, request);
   }
 
-  private forward(port: Port | undefined, request: Request, kept?: Kept): void {
-    this.sendUpstream(port, request, kept);
-  }
-
-  /** Sends the request upstream under a wire id of its own, its id; `kept` is kept with it for its answer. */
-  private sendUpstream(port: Port | undefined, request: Request, kept?: Kept): Key {
+  /** Sends the request upstream under a wire id of its own, which `registered` is told before it is sent. */
+  private forward(port: Port | undefined, request: Request, registered?: (wireId: Key) => void): void {
     const wireId = this.nextWireId++;
-    const entry: InFlight =
-      kept === undefined
-        ? { port, id: request.id, method: request.method }
-        : { port, id: request.id, method: request.method, ...kept };
+    const entry: InFlight = { port, id: request.id, method: request.method };
     let params = request.params;
     const token = metaOf(params)?.progressToken;
     if (port !== undefined && (typeof token === 'string' || typeof token === 'number')) {
@@ -402,9 +237,8 @@ export class SharedUpstream implements PortHost {
     }
     this.inFlight.set(wireId, entry);
     port?.inFlight.set(idKey(request.id), wireId);
-    if (kept?.subscribe !== undefined) this.subscribing.set(kept.subscribe.uri, wireId);
+    registered?.(wireId);
     this.upstream.send({ ...request, id: wireId, ...(params === undefined ? {} : { params }) });
-    return wireId;
   }
 
   private portNotification(
@@ -418,11 +252,11 @@ export class SharedUpstream implements PortHost {
       this.initializedSent = true;
     } else if (notification.method === 'notifications/cancelled') {
       const requestId = notification.params?.requestId;
-      if (isId(requestId) && this.stopWaiting(port, idKey(requestId))) return;
+      if (isId(requestId) && this.subscriptions.cancelled(port, idKey(requestId))) return;
       const wireId = isId(requestId) ? port.inFlight.get(idKey(requestId)) : undefined;
       // A request answered here (a later initialize, a shared subscription) has nothing to cancel upstream.
       if (wireId === undefined) return;
-      if (this.orphan(wireId)) return;
+      if (this.subscriptions.orphaned(wireId)) return;
       this.settle(wireId);
       this.abandoned(wireId);
       return this.upstream.send({ ...notification, params: { ...notification.params, requestId: wireId } });
@@ -449,9 +283,9 @@ export class SharedUpstream implements PortHost {
   /** @internal A port closed: what it had upstream is withdrawn. */
   detached(port: Port): void {
     if (!this.ports.delete(port)) return;
-    for (const key of [...port.waiting.keys()]) this.stopWaiting(port, key);
+    this.subscriptions.leaving(port);
     for (const [, wireId] of port.inFlight) {
-      if (this.gone === undefined && this.orphan(wireId)) continue;
+      if (this.gone === undefined && this.subscriptions.orphaned(wireId)) continue;
       const entry = this.settle(wireId);
       this.abandoned(wireId);
       // MCP never cancels initialize: its answer is the handshake of every port.
@@ -478,9 +312,7 @@ export class SharedUpstream implements PortHost {
     }
     port.serverRequests.clear();
     if (this.gone !== undefined) return;
-    for (const uri of this.subscriptions.leave(port)) {
-      this.forward(undefined, { jsonrpc: '2.0', id: 0, method: 'resources/unsubscribe', params: { uri } });
-    }
+    this.subscriptions.left(port);
     this.levels.detached(port);
   }
 
@@ -523,7 +355,7 @@ export class SharedUpstream implements PortHost {
     const seen = this.tasks.answered(entry.port, entry.method, result, entry.progress);
     if (entry.progress !== undefined && !seen.keepsProgress) this.progress.delete(entry.progress);
     if (entry.method === 'initialize') this.initializeAnswered(response);
-    if (entry.subscribe !== undefined) this.subscribeAnswered(wireId, entry.subscribe, response);
+    this.subscriptions.answered(wireId, response);
     this.levels.answered(wireId, entry.port, response);
     const given = seen.result === undefined ? response : { ...response, result: seen.result };
     entry.port?.deliver({ ...given, id: entry.id });
@@ -644,10 +476,7 @@ export class SharedUpstream implements PortHost {
     if (entry === undefined || id === null) return;
     this.abandoned(id);
     // An answer too large to read is no subscription: those waiting on it are refused with the same error.
-    if (entry.subscribe !== undefined) {
-      const refused = errorResponse(entry.id, { code: error.code, message: error.message });
-      this.subscribeAnswered(id, entry.subscribe, refused);
-    }
+    this.subscriptions.answered(id, errorResponse(entry.id, { code: error.code, message: error.message }));
     entry.port?.reportMalformed(error, entry.id);
   }
 
@@ -662,8 +491,7 @@ export class SharedUpstream implements PortHost {
     this.tasks.upstreamClosed();
     for (const port of this.serverRequests.values()) port.serverRequests.clear();
     this.serverRequests.clear();
-    this.subscriptions.clear();
-    this.subscribing.clear();
+    this.subscriptions.upstreamClosed();
     this.levels.upstreamClosed();
     if (!info.reopening) this.gone = info;
     const ports = [...this.ports];

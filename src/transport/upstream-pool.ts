@@ -6,7 +6,8 @@
  * the next session given to it.
  */
 import type { Channel } from './channel.js';
-import { SharedUpstream, type SharedRules } from './shared-upstream.js';
+import type { SharedRules } from './shared-rules.js';
+import { SharedUpstream } from './shared-upstream.js';
 import type { Logger } from 'pino';
 
 export interface PoolUpstream {

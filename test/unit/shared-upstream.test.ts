@@ -8,6 +8,7 @@ import { ErrorCode } from '../../src/protocol/errors.js';
 import type { Channel, CloseInfo } from '../../src/transport/channel.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
 import { SharedLevels } from '../../src/session/shared-levels.js';
+import { SharedSubscriptions } from '../../src/session/shared-subscriptions.js';
 import { SharedTasks } from '../../src/session/shared-tasks.js';
 import { SharedUpstream } from '../../src/transport/shared-upstream.js';
 import { Inbox } from '../helpers/inbox.js';
@@ -83,7 +84,8 @@ async function twoSessions(
       ? pino({ level: 'silent' })
       : pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) });
   const tasks = new SharedTasks(options.now);
-  const shared = new SharedUpstream(upstream, logger, { tasks, levels: new SharedLevels() });
+  const rules = { tasks, levels: new SharedLevels(), subscriptions: new SharedSubscriptions() };
+  const shared = new SharedUpstream(upstream, logger, rules);
   const port = (): Peer => new Peer(shared.port());
   const a = port();
   const server = new Peer(serverEnd);
