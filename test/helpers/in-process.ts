@@ -215,3 +215,24 @@ export function fakeServer(tools: FakeTool[]): {
   });
   return { server, serverTasks };
 }
+
+/** A task-aware SDK Client connected straight to `server` over a memory channel pair: the reference. */
+export async function directConnection(server: Server): Promise<{
+  client: Client;
+  transport: CheckedTransport;
+  close(): Promise<void>;
+}> {
+  const pair = memoryChannelPair();
+  await server.connect(new ChannelTransport(pair.b));
+  const transport = new CheckedTransport(new ChannelTransport(pair.a));
+  const client = new Client({ name: 'in-process-direct', version: '1.0.0' }, { capabilities: TASK_CLIENT });
+  await client.connect(transport);
+  return {
+    client,
+    transport,
+    close: async () => {
+      await client.close();
+      await server.close();
+    },
+  };
+}
