@@ -1,14 +1,14 @@
 /**
  * Unwrap: a client without tasks uses tools that the upstream runs only as tasks. taskgate follows the
  * upstream task and answers the plain call with exactly its result or error. Here against real servers
- * (server-everything, the native and plain-answer fixtures, polling failures the native fixture plays); the
- * plain call, its keep-alive progress and a client without tasks in front of a legacy server are in process
- * (test/unit/in-process-unwrap.test.ts).
+ * (server-everything, the plain-answer fixture); the plain call, its keep-alive progress and a client
+ * without tasks in front of a legacy server are in process (test/unit/in-process-unwrap.test.ts), and so
+ * is the native fixture's server: its exact errors, cancellation and the polling failures it plays
+ * (test/unit/in-process-unwrap-native.test.ts).
  */
 import { fileURLToPath } from 'node:url';
 import {
   ElicitRequestSchema,
-  McpError,
   type ClientCapabilities,
   type ElicitRequest,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -97,42 +97,7 @@ describe('unwrap against server-everything', () => {
   });
 });
 
-describe('unwrap against the native fixture', () => {
-  it('returns the exact JSON-RPC error of the upstream task', async () => {
-    const c = await legacyClient('native', { flags: ['--tool-task-support', 'throw=optional'] });
-    await c.client.listTools();
-    const error = await c.client.callTool({ name: 'sleep-required', arguments: { ms: 'not a number' } }).then(
-      () => undefined,
-      (caught: unknown) => caught,
-    );
-    expect(error).toBeInstanceOf(McpError);
-    expect((error as McpError).code).toBe(-32602);
-  });
-
-  it('cancels the upstream task when the client cancels its call', async () => {
-    const c = await legacyClient('native');
-    await c.client.listTools();
-    const controller = new AbortController();
-    const call = c.client.callTool(
-      { name: 'sleep-required', arguments: { ms: 30_000, label: 'unwrapped' } },
-      undefined,
-      {
-        signal: controller.signal,
-      },
-    );
-    // Whether the upstream task exists yet or is still being created, it must end up cancelled.
-    controller.abort('changed my mind');
-    await expect(call).rejects.toThrow();
-    const deadline = Date.now() + 10_000;
-    let cancelled: string[] = [];
-    while (!cancelled.includes('unwrapped') && Date.now() < deadline) {
-      const seen = await c.client.callTool({ name: 'cancelled-calls', arguments: {} });
-      cancelled = JSON.parse(text(seen)) as string[];
-      if (!cancelled.includes('unwrapped')) await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    expect(cancelled).toContain('unwrapped');
-  });
-
+describe('unwrap against the plain-answer fixture', () => {
   it('copes with a server that answers a task-augmented call with the plain result', async () => {
     const c = (connection = await connect('legacy', {
       capabilities: LEGACY_CLIENT,
@@ -141,19 +106,5 @@ describe('unwrap against the native fixture', () => {
     await c.client.listTools();
     const result = await c.client.callTool({ name: 'report', arguments: { topic: 'tides' } });
     expect(text(result)).toBe('plain report on tides');
-  });
-
-  it.each([
-    ['tasks-get-fails', /Following the upstream task .* failed: task store unavailable/],
-    ['tasks-expire', /vanished before it finished/],
-  ])('ends the call with a clear error when polling fails (%s)', async (misbehave, expected) => {
-    const c = await legacyClient('native', { env: { FIXTURE_MISBEHAVE: misbehave } });
-    await c.client.listTools();
-    const error = await c.client.callTool({ name: 'sleep-required', arguments: { ms: 5_000 } }).then(
-      () => undefined,
-      (caught: unknown) => caught,
-    );
-    expect(error).toBeInstanceOf(McpError);
-    expect((error as McpError).message).toMatch(expected);
   });
 });
