@@ -2,7 +2,7 @@
  * taskgate on raw pipes: what an SDK client never sends, and the process lifecycle. Every request must
  * get exactly one clear answer, and taskgate must keep serving afterwards.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FIXTURES, RawPeer } from '../helpers/taskgate.js';
 
 let peer: RawPeer | undefined;
@@ -31,40 +31,52 @@ describe('bad input from the client', () => {
     await expectStillServing(p, 2);
   });
 
-  it.each([
-    ['no method', { jsonrpc: '2.0', id: 10 }, -32600],
-    ['a wrong jsonrpc version', { jsonrpc: '1.0', id: 11, method: 'tools/list' }, -32600],
-    ['no jsonrpc at all', { id: 12, method: 'tools/list' }, -32600],
-    ['a method that is not a string', { jsonrpc: '2.0', id: 13, method: 42 }, -32600],
-    ['params that are a string', { jsonrpc: '2.0', id: 14, method: 'tools/list', params: 'all' }, -32600],
-    ['params that are an array', { jsonrpc: '2.0', id: 15, method: 'tools/call', params: ['echo'] }, -32602],
-    ['tasks/get without a taskId', { jsonrpc: '2.0', id: 16, method: 'tasks/get', params: {} }, -32602],
-    [
-      'tasks/get with a numeric taskId',
-      { jsonrpc: '2.0', id: 17, method: 'tasks/get', params: { taskId: 7 } },
-      -32602,
-    ],
-    [
-      'tasks/result of an unknown task',
-      { jsonrpc: '2.0', id: 18, method: 'tasks/result', params: { taskId: 'nope' } },
-      -32602,
-    ],
-    [
-      'tasks/cancel of an unknown task',
-      { jsonrpc: '2.0', id: 19, method: 'tasks/cancel', params: { taskId: 'nope' } },
-      -32602,
-    ],
-  ])(
-    'answers a request with %s with its error code, naming the problem, and carries on',
-    async (_what, message, code) => {
-      const p = (peer = await RawPeer.initialized());
-      p.send(message);
-      const response = await p.response(message.id);
-      expect(response).toMatchObject({ jsonrpc: '2.0', error: { code } });
-      expect(String((response.error as { message: string }).message).length).toBeGreaterThan(10);
-      await expectStillServing(p, 'after');
-    },
-  );
+  describe('requests an SDK client never sends, one after another on one taskgate', () => {
+    // Each answer, then an echo answered after it, shows that taskgate carried on: one process serves them all.
+    let shared: RawPeer;
+    beforeAll(async () => {
+      shared = await RawPeer.initialized();
+    });
+    afterAll(() => shared?.stop());
+
+    it.each([
+      ['no method', { jsonrpc: '2.0', id: 10 }, -32600],
+      ['a wrong jsonrpc version', { jsonrpc: '1.0', id: 11, method: 'tools/list' }, -32600],
+      ['no jsonrpc at all', { id: 12, method: 'tools/list' }, -32600],
+      ['a method that is not a string', { jsonrpc: '2.0', id: 13, method: 42 }, -32600],
+      ['params that are a string', { jsonrpc: '2.0', id: 14, method: 'tools/list', params: 'all' }, -32600],
+      [
+        'params that are an array',
+        { jsonrpc: '2.0', id: 15, method: 'tools/call', params: ['echo'] },
+        -32602,
+      ],
+      ['tasks/get without a taskId', { jsonrpc: '2.0', id: 16, method: 'tasks/get', params: {} }, -32602],
+      [
+        'tasks/get with a numeric taskId',
+        { jsonrpc: '2.0', id: 17, method: 'tasks/get', params: { taskId: 7 } },
+        -32602,
+      ],
+      [
+        'tasks/result of an unknown task',
+        { jsonrpc: '2.0', id: 18, method: 'tasks/result', params: { taskId: 'nope' } },
+        -32602,
+      ],
+      [
+        'tasks/cancel of an unknown task',
+        { jsonrpc: '2.0', id: 19, method: 'tasks/cancel', params: { taskId: 'nope' } },
+        -32602,
+      ],
+    ])(
+      'answers a request with %s with its error code, naming the problem, and carries on',
+      async (what, message, code) => {
+        shared.send(message);
+        const response = await shared.response(message.id);
+        expect(response).toMatchObject({ jsonrpc: '2.0', error: { code } });
+        expect(String((response.error as { message: string }).message).length).toBeGreaterThan(10);
+        await expectStillServing(shared, `after ${what}`);
+      },
+    );
+  });
 
   it('refuses a 50 MB message with an error addressed to its id, without crashing (docs/sdk-notes.md: 10 MB kills SDK servers)', async () => {
     const p = (peer = await RawPeer.initialized());
