@@ -26,6 +26,7 @@ export const FIXTURES = {
   conformanceModern: root('test/fixtures/conformance-modern-server.js'),
   conformanceTasks: root('test/fixtures/conformance-tasks-tools.js'),
   dualEra: root('test/fixtures/dual-era-server.js'),
+  conformanceEverything: root('test/fixtures/conformance-everything.js'),
 } as const;
 export type FixtureName = keyof typeof FIXTURES;
 
