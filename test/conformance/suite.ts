@@ -1,6 +1,7 @@
 /**
  * Runs one version of the official MCP conformance suite (installed in this folder, on its own Node 22)
- * against a server URL, and reads what each server scenario gave.
+ * against a server URL, and reads what each server scenario gave; or runs a client scenario with a command
+ * as its client.
  *
  * The CLI prints `=== Running scenario: <name> ===` as it starts each scenario and, with `-o DIR`, saves the
  * scenario's checks in `DIR/server-<name>-<timestamp>/checks.json` once it ends; a scenario that throws
@@ -128,6 +129,42 @@ export async function runEachServerScenario(
     }
   }
   return outcomes;
+}
+
+/** A check a client scenario recorded: INFO ones too, which say what the scenario's server saw and did. */
+export interface RecordedCheck {
+  id: string;
+  status: string;
+  description: string;
+  timestamp: string;
+}
+
+/**
+ * Runs the client scenario `scenario` with `command` as its client (the CLI starts it through a shell with
+ * the scenario server's URL appended); every check it recorded, in order, or why it gave none.
+ */
+export async function runClientScenario(
+  suite: keyof typeof SUITES,
+  command: string,
+  scenario: string,
+  timeoutMs: number,
+): Promise<RecordedCheck[]> {
+  const outputDir = await mkdtemp(join(tmpdir(), 'taskgate-conformance-'));
+  try {
+    const { stdout, stderr, stopped } = await run(
+      [SUITES[suite], 'client', '--command', command, '--scenario', scenario, '-o', outputDir],
+      timeoutMs,
+    );
+    const [dir] = (await readdir(outputDir)).filter((name) => name.startsWith(`${scenario}-`));
+    const checksFile = dir === undefined ? undefined : join(outputDir, dir, 'checks.json');
+    if (checksFile === undefined || !existsSync(checksFile)) {
+      const why = stopped ? `it was stopped after ${timeoutMs} ms` : 'it saved no checks';
+      throw new Error(`client scenario ${scenario} gave no result (${why}):\n${stdout}\n${stderr}`);
+    }
+    return JSON.parse(await readFile(checksFile, 'utf8')) as RecordedCheck[];
+  } finally {
+    await rm(outputDir, { recursive: true, force: true });
+  }
 }
 
 /** Adds the checks each scenario of `outcomes` saved in `outputDir` to its outcome; which scenarios saved any. */

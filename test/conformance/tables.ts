@@ -1,0 +1,144 @@
+/**
+ * Runs of the official conformance suite's server scenarios as vitest tests, each against a table: per
+ * scenario, it passes, or it fails (and why), or it has no check that could pass or fail (and why). A
+ * scenario that gives anything else fails its test, in every direction: once a failing scenario passes, its
+ * entry has to change.
+ *
+ * One target (a fixture, or taskgate in front of one) serves every run of a `describeTarget`, the runs one
+ * after the other: a target costs a process start or two, and no run depends on another's sessions.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runServerScenarios, type ScenarioOutcome, type SUITES } from './suite.js';
+
+/** What a scenario gives: every check passes, some fail (why), or it has no check to pass or fail (why). */
+export type Expected = 'passes' | { fails: string } | { checksNothing: string };
+
+/** A table of `scenarios`, each expected to pass unless `exceptions` says otherwise. */
+export const table = (
+  scenarios: readonly string[],
+  exceptions: Record<string, Expected> = {},
+): Record<string, Expected> =>
+  Object.fromEntries(scenarios.map((scenario) => [scenario, exceptions[scenario] ?? 'passes']));
+
+/** The server scenarios of 0.1.16 (`--suite all`: pending ones included), in the order it runs them. */
+export const SCENARIOS_0_1_16 = [
+  'server-initialize',
+  'logging-set-level',
+  'ping',
+  'completion-complete',
+  'tools-list',
+  'tools-call-simple-text',
+  'tools-call-image',
+  'tools-call-audio',
+  'tools-call-embedded-resource',
+  'tools-call-mixed-content',
+  'tools-call-with-logging',
+  'tools-call-error',
+  'tools-call-with-progress',
+  'tools-call-sampling',
+  'tools-call-elicitation',
+  'json-schema-2020-12',
+  'elicitation-sep1034-defaults',
+  'server-sse-polling',
+  'server-sse-multiple-streams',
+  'elicitation-sep1330-enums',
+  'resources-list',
+  'resources-read-text',
+  'resources-read-binary',
+  'resources-templates-read',
+  'resources-subscribe',
+  'resources-unsubscribe',
+  'prompts-list',
+  'prompts-get-simple',
+  'prompts-get-with-args',
+  'prompts-get-embedded-resource',
+  'prompts-get-with-image',
+  'dns-rebinding-protection',
+];
+
+/**
+ * 0.2.0-alpha.12 `--requirements 2025-11-25`: the same scenarios with more checks (each message against the
+ * spec's JSON schema, SSE priming under 2025-11-25), scored ones first, then three it runs unscored.
+ */
+export const SCENARIOS_2025_REQUIREMENTS = [
+  ...SCENARIOS_0_1_16.filter((scenario) => !['json-schema-2020-12', 'server-sse-polling'].includes(scenario)),
+  'server-session-lifecycle',
+  'json-schema-2020-12',
+  'server-sse-polling',
+];
+
+/** The scenarios in which a tool asks the client something while it runs (sampling, elicitation). */
+export const ASKING_SCENARIOS = [
+  'tools-call-sampling',
+  'tools-call-elicitation',
+  'elicitation-sep1034-defaults',
+  'elicitation-sep1330-enums',
+];
+
+export const SELECT_0_1_16 = ['--suite', 'all'];
+export const SELECT_2025_REQUIREMENTS = ['--requirements', '2025-11-25'];
+
+/** Bounds a whole run: through taskgate, each scenario's session may start an upstream process. */
+export const SUITE_TIMEOUT_MS = 90_000;
+
+export interface SuiteRun {
+  title: string;
+  suite: keyof typeof SUITES;
+  /** Which scenarios, as the CLI's options. */
+  selection: string[];
+  expected: Record<string, Expected>;
+  /** Bounds this run, when SUITE_TIMEOUT_MS does not fit it. */
+  timeoutMs?: number;
+}
+
+export interface Target {
+  url: string;
+  stop(): Promise<void>;
+}
+
+const outcomeOf = (outcome: ScenarioOutcome | undefined): string =>
+  outcome === undefined
+    ? 'not run'
+    : outcome.failed > 0
+      ? 'fails'
+      : outcome.passed === 0
+        ? 'checks nothing'
+        : 'passes';
+
+const wantedOutcome = (expected: Expected): string =>
+  expected === 'passes' ? 'passes' : 'fails' in expected ? 'fails' : 'checks nothing';
+
+/** Starts the target once, runs each of `runs` against it, then one test per scenario of each table. */
+export function describeTarget(title: string, start: () => Promise<Target>, runs: SuiteRun[]): void {
+  describe(title, () => {
+    let target: Target | undefined;
+    const outcomes = new Map<SuiteRun, Map<string, ScenarioOutcome>>();
+    const timeoutOf = (run: SuiteRun): number => run.timeoutMs ?? SUITE_TIMEOUT_MS;
+
+    beforeAll(
+      async () => {
+        target = await start();
+        for (const run of runs) {
+          outcomes.set(run, await runServerScenarios(run.suite, target.url, run.selection, timeoutOf(run)));
+        }
+      },
+      runs.reduce((total, run) => total + timeoutOf(run), 20_000),
+    );
+    afterAll(() => target?.stop());
+
+    describe.each(runs.map((run) => [run.title, run] as const))('%s', (_title, run) => {
+      it('runs exactly the scenarios of its table, in order', () => {
+        expect([...(outcomes.get(run)?.keys() ?? [])]).toEqual(Object.keys(run.expected));
+      });
+
+      it.each(Object.entries(run.expected))('%s', (scenario, expected) => {
+        const outcome = outcomes.get(run)?.get(scenario);
+        const reason = typeof expected === 'string' ? '' : ` (${Object.values(expected)[0]})`;
+        const failures = outcome?.failures.map((failure) => `\n  ${failure}`).join('') ?? '';
+        expect(outcomeOf(outcome), `the table says: ${wantedOutcome(expected)}${reason}${failures}`).toBe(
+          wantedOutcome(expected),
+        );
+      });
+    });
+  });
+}
