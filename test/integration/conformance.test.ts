@@ -6,92 +6,38 @@
  * test/fixtures/conformance-modern-server.js (SDK v2, a 2026-07-28 server that answers input_required
  * itself), which taskgate speaks 2026-07-28 to, on stdio and over HTTP.
  *
- * Each run has a table: per scenario, it passes, or it fails (and why), or it has no check that could pass
- * or fail (and why). A scenario that gives anything else fails its test, in every direction: once a
- * failing scenario passes, its entry has to change. For the 2026-07-28 run, that table is
- * THROUGH_TASKGATE_2026.
+ * Each run has a table (test/conformance/tables.ts); for the 2026-07-28 run, THROUGH_TASKGATE_2026. One
+ * gateway serves every run of a topology, with the task policy the 2026-07-28 runs need: it makes none of
+ * the 2025 scenarios' tools a task. The baseline against conformance-server.js is 0.2.0-alpha.12
+ * `--requirements 2025-11-25` alone: it runs every scenario of 0.1.16 with more checks, so a direct 0.1.16
+ * run would check the fixture only, twice.
  */
 import { existsSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NODE_22, runServerScenarios, SUITES, type ScenarioOutcome } from '../conformance/suite.js';
+import { describe, expect, it } from 'vitest';
+import { NODE_22, SUITES } from '../conformance/suite.js';
+import {
+  describeTarget,
+  SCENARIOS_0_1_16,
+  SCENARIOS_2025_REQUIREMENTS,
+  SELECT_0_1_16,
+  SELECT_2025_REQUIREMENTS,
+  table,
+  type Expected,
+  type SuiteRun,
+  type Target,
+} from '../conformance/tables.js';
 import { startHttpFixture } from '../helpers/http-fixture.js';
 import { FIXTURES, Gateway, type FixtureName } from '../helpers/taskgate.js';
-
-/** What a scenario gives: every check passes, some fail (why), or it has no check to pass or fail (why). */
-type Expected = 'passes' | { fails: string } | { checksNothing: string };
-
-/** A table of `scenarios`, each expected to pass unless `exceptions` says otherwise. */
-const table = (
-  scenarios: readonly string[],
-  exceptions: Record<string, Expected> = {},
-): Record<string, Expected> =>
-  Object.fromEntries(scenarios.map((scenario) => [scenario, exceptions[scenario] ?? 'passes']));
-
-/** The server scenarios of 0.1.16 (`--suite all`: pending ones included), in the order it runs them. */
-const SCENARIOS_0_1_16 = [
-  'server-initialize',
-  'logging-set-level',
-  'ping',
-  'completion-complete',
-  'tools-list',
-  'tools-call-simple-text',
-  'tools-call-image',
-  'tools-call-audio',
-  'tools-call-embedded-resource',
-  'tools-call-mixed-content',
-  'tools-call-with-logging',
-  'tools-call-error',
-  'tools-call-with-progress',
-  'tools-call-sampling',
-  'tools-call-elicitation',
-  'json-schema-2020-12',
-  'elicitation-sep1034-defaults',
-  'server-sse-polling',
-  'server-sse-multiple-streams',
-  'elicitation-sep1330-enums',
-  'resources-list',
-  'resources-read-text',
-  'resources-read-binary',
-  'resources-templates-read',
-  'resources-subscribe',
-  'resources-unsubscribe',
-  'prompts-list',
-  'prompts-get-simple',
-  'prompts-get-with-args',
-  'prompts-get-embedded-resource',
-  'prompts-get-with-image',
-  'dns-rebinding-protection',
-];
-
-/**
- * 0.2.0-alpha.12 `--requirements 2025-11-25`: the same scenarios with more checks (each message against the
- * spec's JSON schema, SSE priming under 2025-11-25), scored ones first, then three it runs unscored.
- */
-const SCENARIOS_2025_REQUIREMENTS = [
-  ...SCENARIOS_0_1_16.filter((scenario) => !['json-schema-2020-12', 'server-sse-polling'].includes(scenario)),
-  'server-session-lifecycle',
-  'json-schema-2020-12',
-  'server-sse-polling',
-];
 
 const NO_HOST_CHECK = {
   fails:
     'http-serve.js checks neither Host nor Origin (a fixture, not a product); taskgate answers 403 to a foreign Origin',
-};
-/** server-sse-polling checks nothing unless the POST calling test_reconnection is an SSE stream closed mid-call. */
-const SDK_DOES_NOT_CLOSE = {
-  checksNothing:
-    '0.1.16 sends MCP-Protocol-Version 2025-03-26, under which the SDK neither primes nor closes the stream: it only warns',
 };
 const TASKGATE_ANSWERS_JSON = {
   checksNothing:
     'taskgate answers that POST with one JSON body, as the transport allows (whether its upstream is on stdio or closes its own SSE stream mid-call over HTTP), so the SSE checks do not apply',
 };
 
-const DIRECT_0_1_16 = table(SCENARIOS_0_1_16, {
-  'server-sse-polling': SDK_DOES_NOT_CLOSE,
-  'dns-rebinding-protection': NO_HOST_CHECK,
-});
 const THROUGH_TASKGATE_0_1_16 = table(SCENARIOS_0_1_16, { 'server-sse-polling': TASKGATE_ANSWERS_JSON });
 const DIRECT_2025_REQUIREMENTS = table(SCENARIOS_2025_REQUIREMENTS, {
   'dns-rebinding-protection': NO_HOST_CHECK,
@@ -250,92 +196,59 @@ const THROUGH_TASKGATE_MODERN_2025_REQUIREMENTS = table(SCENARIOS_2025_REQUIREME
   'server-sse-polling': TASKGATE_ANSWERS_JSON,
 });
 
-/** Bounds a whole run: through taskgate, each scenario's session starts an upstream process. */
-const SUITE_TIMEOUT_MS = 90_000;
-
-const outcomeOf = (outcome: ScenarioOutcome | undefined): string =>
-  outcome === undefined
-    ? 'not run'
-    : outcome.failed > 0
-      ? 'fails'
-      : outcome.passed === 0
-        ? 'checks nothing'
-        : 'passes';
-
-const wantedOutcome = (expected: Expected): string =>
-  expected === 'passes' ? 'passes' : 'fails' in expected ? 'fails' : 'checks nothing';
-
 /** The fixture servers with the conformance suite's tools: SDK 1.x (2025), SDK v2 (2026-07-28). */
 type ConformanceFixture = Extract<FixtureName, 'conformance' | 'conformanceModern'>;
 
-interface Run {
-  suite: keyof typeof SUITES;
-  /** Which scenarios, as the CLI's options. */
-  selection: string[];
-  /** The server behind it all: conformance-server.js unless this says otherwise. */
-  fixture?: ConformanceFixture;
-  /**
-   * Where the suite connects: the fixture's own HTTP mode; taskgate (with these flags) in front of the
-   * fixture on stdio; or taskgate as a sidecar (`--upstream-url`, with these flags) in front of the
-   * fixture's HTTP mode.
-   */
-  target: 'fixture' | { taskgate: string[] } | 'sidecar' | { sidecar: string[] };
-  expected: Record<string, Expected>;
+const run0116: SuiteRun = {
+  title: '0.1.16',
+  suite: '2025',
+  selection: SELECT_0_1_16,
+  expected: THROUGH_TASKGATE_0_1_16,
+};
+const run2025 = (expected: Record<string, Expected>): SuiteRun => ({
+  title: '0.2.0-alpha.12 --requirements 2025-11-25',
+  suite: '2026',
+  selection: SELECT_2025_REQUIREMENTS,
+  expected,
+});
+const run2026 = (expected: Record<string, Expected>): SuiteRun => ({
+  title: '0.2.0-alpha.12 --requirements 2026-07-28',
+  suite: '2026',
+  selection: ['--requirements', '2026-07-28', '--timeout', '10000'],
+  expected,
+});
+
+/** The flags of every gateway here: the 2026-07-28 runs' task policy, and a quick shutdown. */
+const FLAGS = [...TASK_POLICY_2026, ...QUICK_SHUTDOWN];
+
+/** A fixture's own HTTP mode. */
+async function fixtureTarget(name: ConformanceFixture): Promise<Target> {
+  const fixture = await startHttpFixture(name);
+  return { url: fixture.url, stop: () => fixture.stop('SIGTERM') };
 }
 
-/** Starts what `target` names in front of `fixture`; its URL, and how to stop it all. */
-async function start(
-  target: Run['target'],
-  fixtureName: ConformanceFixture = 'conformance',
-): Promise<{ url: string; stop: () => Promise<void> }> {
-  if (target === 'fixture' || target === 'sidecar' || 'sidecar' in target) {
-    const fixture = await startHttpFixture(fixtureName);
-    if (target === 'fixture') return { url: fixture.url, stop: () => fixture.stop('SIGTERM') };
-    const flags = target === 'sidecar' ? [] : target.sidecar;
-    const gateway = await Gateway.start([], [...flags, '--upstream-url', fixture.url]).catch(
-      async (error: unknown) => {
-        await fixture.stop('SIGTERM');
-        throw error;
-      },
-    );
-    return {
-      url: gateway.url.href,
-      stop: async () => {
-        await gateway.stop();
-        await fixture.stop('SIGTERM');
-      },
-    };
-  }
-  const gateway = await Gateway.start([process.execPath, FIXTURES[fixtureName]], target.taskgate);
+/** taskgate's HTTP front, each session with its own `upstream` child on stdio. */
+async function gatewayTarget(upstream: string[]): Promise<Target> {
+  const gateway = await Gateway.start(upstream, FLAGS);
   return { url: gateway.url.href, stop: () => gateway.stop() };
 }
 
-/** One run of the suite, then one test per scenario of the table. */
-function describeRun(title: string, run: Run): void {
-  describe(title, () => {
-    let stop: (() => Promise<void>) | undefined;
-    let outcomes: Map<string, ScenarioOutcome>;
-
-    beforeAll(async () => {
-      const started = await start(run.target, run.fixture);
-      stop = started.stop;
-      outcomes = await runServerScenarios(run.suite, started.url, run.selection, SUITE_TIMEOUT_MS);
-    }, SUITE_TIMEOUT_MS + 15_000);
-    afterAll(() => stop?.());
-
-    it('runs exactly the scenarios of its table, in order', () => {
-      expect([...outcomes.keys()]).toEqual(Object.keys(run.expected));
-    });
-
-    it.each(Object.entries(run.expected))('%s', (scenario, expected) => {
-      const outcome = outcomes.get(scenario);
-      const reason = typeof expected === 'string' ? '' : ` (${Object.values(expected)[0]})`;
-      const failures = outcome?.failures.map((failure) => `\n  ${failure}`).join('') ?? '';
-      expect(outcomeOf(outcome), `the table says: ${wantedOutcome(expected)}${reason}${failures}`).toBe(
-        wantedOutcome(expected),
-      );
-    });
-  });
+/** taskgate as a sidecar (`--upstream-url`) in front of a fixture's HTTP mode. */
+async function sidecarTarget(name: ConformanceFixture): Promise<Target> {
+  const fixture = await startHttpFixture(name);
+  const gateway = await Gateway.start([], [...FLAGS, '--upstream-url', fixture.url]).catch(
+    async (error: unknown) => {
+      await fixture.stop('SIGTERM');
+      throw error;
+    },
+  );
+  return {
+    url: gateway.url.href,
+    stop: async () => {
+      await gateway.stop();
+      await fixture.stop('SIGTERM');
+    },
+  };
 }
 
 describe('the official conformance suite', () => {
@@ -344,88 +257,31 @@ describe('the official conformance suite', () => {
     expect(existsSync(SUITES['2025'])).toBe(true);
     expect(existsSync(SUITES['2026'])).toBe(true);
   });
-
-  describeRun('0.1.16 against the fixture directly', {
-    suite: '2025',
-    selection: ['--suite', 'all'],
-    target: 'fixture',
-    expected: DIRECT_0_1_16,
-  });
-  describeRun('0.1.16 through taskgate in front of the fixture', {
-    suite: '2025',
-    selection: ['--suite', 'all'],
-    target: { taskgate: [] },
-    expected: THROUGH_TASKGATE_0_1_16,
-  });
-  describeRun('0.1.16 through taskgate as a sidecar in front of the fixture over HTTP', {
-    suite: '2025',
-    selection: ['--suite', 'all'],
-    target: 'sidecar',
-    expected: THROUGH_TASKGATE_0_1_16,
-  });
-  describeRun('0.2.0-alpha.12 --requirements 2025-11-25 against the fixture directly', {
-    suite: '2026',
-    selection: ['--requirements', '2025-11-25'],
-    target: 'fixture',
-    expected: DIRECT_2025_REQUIREMENTS,
-  });
-  describeRun('0.2.0-alpha.12 --requirements 2025-11-25 through taskgate in front of the fixture', {
-    suite: '2026',
-    selection: ['--requirements', '2025-11-25'],
-    target: { taskgate: [] },
-    expected: THROUGH_TASKGATE_2025_REQUIREMENTS,
-  });
-  describeRun(
-    '0.2.0-alpha.12 --requirements 2025-11-25 through taskgate as a sidecar in front of the fixture over HTTP',
-    {
-      suite: '2026',
-      selection: ['--requirements', '2025-11-25'],
-      target: 'sidecar',
-      expected: THROUGH_TASKGATE_2025_REQUIREMENTS,
-    },
-  );
-  describeRun(
-    "0.2.0-alpha.12 --requirements 2026-07-28 through taskgate's modern front in front of the fixture",
-    {
-      suite: '2026',
-      selection: ['--requirements', '2026-07-28', '--timeout', '10000'],
-      target: { taskgate: [...TASK_POLICY_2026, ...QUICK_SHUTDOWN] },
-      expected: THROUGH_TASKGATE_2026,
-    },
-  );
-
-  describeRun('0.2.0-alpha.12 --requirements 2026-07-28 against the SDK v2 fixture directly', {
-    suite: '2026',
-    selection: ['--requirements', '2026-07-28', '--timeout', '10000'],
-    fixture: 'conformanceModern',
-    target: 'fixture',
-    expected: DIRECT_MODERN_2026,
-  });
-  describeRun(
-    "0.2.0-alpha.12 --requirements 2026-07-28 through taskgate's modern front in front of the SDK v2 fixture",
-    {
-      suite: '2026',
-      selection: ['--requirements', '2026-07-28', '--timeout', '10000'],
-      fixture: 'conformanceModern',
-      target: { taskgate: [...TASK_POLICY_2026, ...QUICK_SHUTDOWN] },
-      expected: THROUGH_TASKGATE_MODERN_2026,
-    },
-  );
-  describeRun(
-    "0.2.0-alpha.12 --requirements 2026-07-28 through taskgate's modern front as a sidecar in front of the SDK v2 fixture over HTTP",
-    {
-      suite: '2026',
-      selection: ['--requirements', '2026-07-28', '--timeout', '10000'],
-      fixture: 'conformanceModern',
-      target: { sidecar: [...TASK_POLICY_2026, ...QUICK_SHUTDOWN] },
-      expected: THROUGH_TASKGATE_MODERN_2026,
-    },
-  );
-  describeRun('0.2.0-alpha.12 --requirements 2025-11-25 through taskgate in front of the SDK v2 fixture', {
-    suite: '2026',
-    selection: ['--requirements', '2025-11-25'],
-    fixture: 'conformanceModern',
-    target: { taskgate: [] },
-    expected: THROUGH_TASKGATE_MODERN_2025_REQUIREMENTS,
-  });
 });
+
+describeTarget('conformance-server.js directly', () => fixtureTarget('conformance'), [
+  run2025(DIRECT_2025_REQUIREMENTS),
+]);
+describeTarget(
+  'taskgate in front of conformance-server.js',
+  () => gatewayTarget([process.execPath, FIXTURES.conformance]),
+  [run0116, run2025(THROUGH_TASKGATE_2025_REQUIREMENTS), run2026(THROUGH_TASKGATE_2026)],
+);
+describeTarget(
+  'taskgate as a sidecar in front of conformance-server.js over HTTP',
+  () => sidecarTarget('conformance'),
+  [run0116, run2025(THROUGH_TASKGATE_2025_REQUIREMENTS)],
+);
+describeTarget('the SDK v2 fixture directly', () => fixtureTarget('conformanceModern'), [
+  run2026(DIRECT_MODERN_2026),
+]);
+describeTarget(
+  "taskgate's modern front in front of the SDK v2 fixture",
+  () => gatewayTarget([process.execPath, FIXTURES.conformanceModern]),
+  [run2026(THROUGH_TASKGATE_MODERN_2026), run2025(THROUGH_TASKGATE_MODERN_2025_REQUIREMENTS)],
+);
+describeTarget(
+  "taskgate's modern front as a sidecar in front of the SDK v2 fixture over HTTP",
+  () => sidecarTarget('conformanceModern'),
+  [run2026(THROUGH_TASKGATE_MODERN_2026)],
+);
