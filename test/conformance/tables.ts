@@ -108,6 +108,21 @@ const outcomeOf = (outcome: ScenarioOutcome | undefined): string =>
 const wantedOutcome = (expected: Expected): string =>
   expected === 'passes' ? 'passes' : 'fails' in expected ? 'fails' : 'checks nothing';
 
+/** How many scenarios passed, failed and checked nothing, and how many checks passed and failed. */
+function summary(outcomes: Map<string, ScenarioOutcome>): string {
+  const counts = new Map<string, number>();
+  let passed = 0;
+  let failed = 0;
+  for (const outcome of outcomes.values()) {
+    const what = outcomeOf(outcome);
+    counts.set(what, (counts.get(what) ?? 0) + 1);
+    passed += outcome.passed;
+    failed += outcome.failed;
+  }
+  const scenarios = [...counts].map(([what, count]) => `${count} ${what}`).join(', ');
+  return `scenarios: ${scenarios}; checks: ${passed} passed, ${failed} failed`;
+}
+
 /** Starts the target once, runs each of `runs` against it, then one test per scenario of each table. */
 export function describeTarget(title: string, start: () => Promise<Target>, runs: SuiteRun[]): void {
   describe(title, () => {
@@ -119,7 +134,10 @@ export function describeTarget(title: string, start: () => Promise<Target>, runs
       async () => {
         target = await start();
         for (const run of runs) {
-          outcomes.set(run, await runServerScenarios(run.suite, target.url, run.selection, timeoutOf(run)));
+          const started = Date.now();
+          const outcome = await runServerScenarios(run.suite, target.url, run.selection, timeoutOf(run));
+          outcomes.set(run, outcome);
+          console.info(`${title}, ${run.title}: ${summary(outcome)} (${Date.now() - started} ms)`);
         }
       },
       runs.reduce((total, run) => total + timeoutOf(run), 20_000),
