@@ -4,7 +4,8 @@
  * against that fixture's own HTTP mode, to tell a taskgate bug from a gap in the fixture: a scenario that
  * passes directly but fails through taskgate is a taskgate bug. The same again in front of
  * test/fixtures/conformance-modern-server.js (SDK v2, a 2026-07-28 server that answers input_required
- * itself), which taskgate speaks 2026-07-28 to, on stdio and over HTTP.
+ * itself), which taskgate speaks 2026-07-28 to, on stdio and over HTTP; and through taskgate behind
+ * taskgate (issue 34), which must be as transparent as one taskgate.
  *
  * Each run has a table (test/conformance/tables.ts); for the 2026-07-28 run, THROUGH_TASKGATE_2026. One
  * gateway serves every run of a topology, with the task policy the 2026-07-28 runs need: it makes none of
@@ -27,7 +28,7 @@ import {
   type Target,
 } from '../conformance/tables.js';
 import { startHttpFixture } from '../helpers/http-fixture.js';
-import { FIXTURES, Gateway, type FixtureName } from '../helpers/taskgate.js';
+import { FIXTURES, Gateway, TASKGATE, type FixtureName } from '../helpers/taskgate.js';
 
 const NO_HOST_CHECK = {
   fails:
@@ -270,6 +271,11 @@ describeTarget(
 describeTarget(
   'taskgate as a sidecar in front of conformance-server.js over HTTP',
   () => sidecarTarget('conformance'),
+  [run0116, run2025(THROUGH_TASKGATE_2025_REQUIREMENTS)],
+);
+describeTarget(
+  'taskgate behind taskgate (over stdio, the outer one speaking 2026-07-28) in front of conformance-server.js',
+  () => gatewayTarget([process.execPath, TASKGATE, '--', process.execPath, FIXTURES.conformance]),
   [run0116, run2025(THROUGH_TASKGATE_2025_REQUIREMENTS)],
 );
 describeTarget('the SDK v2 fixture directly', () => fixtureTarget('conformanceModern'), [
