@@ -22,6 +22,7 @@ import {
 } from '../protocol/messages.js';
 import {
   checkCapabilities,
+  inputCapabilitiesOf,
   requiredForInputRequest,
   requiredForRequest,
   TASKS_EXTENSION,
@@ -29,7 +30,13 @@ import {
 import { MissingCapabilityError, type ModernRequestError } from '../protocol/modern/errors.js';
 import { buildDiscoverResult, type LegacyInitializeResult } from '../protocol/modern/discover.js';
 import { checkParamHeaders, headerParamsOf, type HeaderParam } from '../protocol/modern/headers.js';
-import { readRequestMeta, type Implementation, type ModernRequestMeta } from '../protocol/modern/meta.js';
+import {
+  readRequestMeta,
+  type ClientCapabilities,
+  type Implementation,
+  type LogLevel,
+  type ModernRequestMeta,
+} from '../protocol/modern/meta.js';
 import {
   createRequestStateSealer,
   replicaNamedBy,
@@ -115,11 +122,13 @@ interface Waiter {
 interface Call {
   legacyId: number;
   method: string;
-  /** The request's params, for the digest its requestState is sealed with (only if it asks for input). */
-  params: JsonObject | undefined;
+  /** The digest its requestState is sealed with, once it asked for input (not the params: they may be large). */
+  digest: string | undefined;
   /** Who made it: the task it may become is theirs, its requestState is bound to them, limits count it. */
   caller: RequestCaller;
-  meta: ModernRequestMeta;
+  /** What the current attempt declared that the server may ask for (inputCapabilitiesOf), and its log level. */
+  declared: ClientCapabilities;
+  logLevel: LogLevel | undefined;
   /** The client's progress token of the current attempt; the Session sees the bridge's own. */
   clientProgressToken: string | number | undefined;
   /** The modern request now waiting for this call's outcome; none while parked. */
@@ -383,9 +392,10 @@ export class ModernBridge {
     const call: Call = {
       legacyId,
       method: request.method,
-      params: request.params,
+      digest: undefined,
       caller: { ...callerOfExchange(exchange), quota: exchange.caller ?? this.options.defaultCaller },
-      meta,
+      declared: inputCapabilitiesOf(meta.clientCapabilities),
+      logLevel: meta.logLevel,
       clientProgressToken: progressTokenOf(request.params),
       waiter: undefined,
       inputs: new Map(),
@@ -510,7 +520,8 @@ export class ModernBridge {
       });
     }
     call.parkedAs = undefined;
-    call.meta = meta;
+    call.declared = inputCapabilitiesOf(meta.clientCapabilities);
+    call.logLevel = meta.logLevel;
     call.clientProgressToken = progressTokenOf(params);
     for (const [key, response] of Object.entries(inputResponses ?? {})) {
       const asked = call.inputs.get(key);
@@ -619,7 +630,7 @@ export class ModernBridge {
       );
     }
     const { call } = owner;
-    const declared = checkCapabilities(required, call.meta.clientCapabilities);
+    const declared = checkCapabilities(required, call.declared);
     if (!declared.ok) {
       // A server asks for roots on its own (server-everything does after initialize): refused as the
       // client would refuse it, and the call goes on. Elicitation and sampling are asked for the work at hand.
@@ -670,7 +681,7 @@ export class ModernBridge {
       pending: call.parkedAs,
       replica: this.options.replica,
       method: call.method,
-      digest: requestDigest(call.method, call.params),
+      digest: (call.digest ??= requestDigest(call.method, waiter.exchange.request.params)),
       ...(call.caller.identity === undefined ? {} : { principal: call.caller.identity }),
     });
     waiter.resolve({
@@ -738,7 +749,7 @@ export class ModernBridge {
     }
     if (method === 'notifications/message') {
       const call = typeof arrival?.onStreamOf === 'number' ? this.calls.get(arrival.onStreamOf) : undefined;
-      const wanted = call?.meta.logLevel;
+      const wanted = call?.logLevel;
       if (call?.waiter === undefined || wanted === undefined || !atLeast(params?.level, wanted)) return;
       call.waiter.exchange.notify({ jsonrpc: '2.0', method, params });
       return;
@@ -773,7 +784,7 @@ export class ModernBridge {
     if (call.asTask !== undefined && isObject(created) && typeof created.taskId === 'string') {
       const answer = this.tasks.created(
         exchange,
-        call.meta,
+        call.declared,
         created as unknown as TaskV1,
         call.asTask.promoteAfterMs,
       );

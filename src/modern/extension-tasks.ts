@@ -26,7 +26,7 @@ import { callerOfExchange, type ModernAnswer, type ModernExchange } from '../pro
 import { AS_THE_CLIENT_REFUSES } from './attribution.js';
 import { exchangeOf, relayedOf } from './relayed.js';
 import { TaskNotFoundError } from '../tasks/errors.js';
-import type { ModernRequestMeta } from '../protocol/modern/meta.js';
+import type { ClientCapabilities } from '../protocol/modern/meta.js';
 import type { Arrival } from '../transport/channel.js';
 import {
   factsFromV1,
@@ -79,8 +79,8 @@ export interface ExtensionTask {
   taskId: string;
   /** Who created it (identity and subject): the Session is asked about the task as them. */
   caller: RequestCaller;
-  /** The creating request's declarations: what the server may ask this task's client for. */
-  meta: ModernRequestMeta;
+  /** What the creating request declared that the server may ask for (inputCapabilitiesOf): not the request. */
+  declared: ClientCapabilities;
   /** Input the server asked for and the client has not answered, by key. */
   inputs: Map<string, HeldInput>;
   /** The id of the `tasks/result` held open on the Session, while it is. */
@@ -158,11 +158,11 @@ export class ExtensionTasks {
    */
   created(
     exchange: ModernExchange,
-    meta: ModernRequestMeta,
+    declared: ClientCapabilities,
     created: TaskV1,
     promoteAfterMs: number | undefined,
   ): Promise<ModernAnswer> | ModernAnswer {
-    const task = this.remember(created, callerOfExchange(exchange), meta);
+    const task = this.remember(created, callerOfExchange(exchange), declared);
     this.follow(task);
     const { request } = exchange;
     if (promoteAfterMs === undefined || task.outcome !== undefined) {
@@ -192,7 +192,7 @@ export class ExtensionTasks {
    */
   hold(task: ExtensionTask, request: Request): void {
     const required = requiredForInputRequest(request);
-    if (required === undefined || !checkCapabilities(required, task.meta.clientCapabilities).ok) {
+    if (required === undefined || !checkCapabilities(required, task.declared).ok) {
       return this.options.session.answerServer(errorResponse(request.id, AS_THE_CLIENT_REFUSES));
     }
     task.inputs.set(`input-${this.nextInputKey++}`, {
@@ -393,13 +393,13 @@ export class ExtensionTasks {
     this.byFollower.clear();
   }
 
-  private remember(created: TaskV1, caller: RequestCaller, meta: ModernRequestMeta): ExtensionTask {
+  private remember(created: TaskV1, caller: RequestCaller, declared: ClientCapabilities): ExtensionTask {
     this.forgetExpired();
     const ttl = created.ttl ?? UNLIMITED_TTL_REMEMBERED_MS;
     const task: ExtensionTask = {
       taskId: created.taskId,
       caller,
-      meta,
+      declared,
       inputs: new Map(),
       follower: undefined,
       outcome: undefined,

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { toJsonRpcError } from '../../src/tasks/wire-errors.js';
 import {
   checkCapabilities,
+  inputCapabilitiesOf,
   requiredForInputRequest,
   requiredForRequest,
   TASKS_EXTENSION,
@@ -173,5 +174,47 @@ describe('required capabilities', () => {
 
   it('extension settings do not stand in the way of a declaration', () => {
     expect(checkCapabilities(tasks, { extensions: { [TASKS_EXTENSION]: { future: 1 } } }).ok).toBe(true);
+  });
+});
+
+describe('inputCapabilitiesOf (what a waiting call or a task keeps of its request)', () => {
+  const inputRequests = [
+    { method: 'elicitation/create', params: { message: 'm' } },
+    { method: 'elicitation/create', params: { mode: 'url', message: 'm', url: 'https://x' } },
+    { method: 'sampling/createMessage', params: { messages: [] } },
+    { method: 'sampling/createMessage', params: { messages: [], tools: [] } },
+    { method: 'sampling/createMessage', params: { messages: [], includeContext: 'thisServer' } },
+    { method: 'roots/list' },
+  ];
+  const declarations = [
+    {},
+    { elicitation: {} },
+    { elicitation: { url: {} } },
+    { elicitation: { form: {}, url: {} }, roots: { listChanged: true } },
+    { sampling: {} },
+    { sampling: { tools: {}, context: {} } },
+    { sampling: { tools: true }, elicitation: 'yes', roots: {} },
+    { experimental: { padding: 'x'.repeat(1000) }, extensions: { [TASKS_EXTENSION]: {} }, roots: {} },
+  ];
+
+  it.each(declarations)('agrees with the whole declaration %j on every input request', (declared) => {
+    const kept = inputCapabilitiesOf(declared);
+    for (const request of inputRequests) {
+      const required = requiredForInputRequest(request)!;
+      expect(checkCapabilities(required, kept).ok, request.method).toBe(
+        checkCapabilities(required, declared).ok,
+      );
+    }
+  });
+
+  it('keeps nothing an input request cannot need', () => {
+    expect(
+      inputCapabilitiesOf({
+        experimental: { padding: 'x'.repeat(1000) },
+        extensions: { [TASKS_EXTENSION]: {} },
+        roots: { listChanged: true },
+        sampling: { tools: {}, future: { big: 'x' } },
+      }),
+    ).toEqual({ roots: {}, sampling: { tools: {} } });
   });
 });

@@ -84,3 +84,28 @@ function missingPart(required: JsonObject, declared: JsonObject): JsonObject | u
   }
   return Object.keys(missing).length === 0 ? undefined : missing;
 }
+
+/** The features of each capability an input request can need (requiredForInputRequest above). */
+const INPUT_FEATURES: Readonly<Record<string, readonly string[]>> = {
+  elicitation: ['form', 'url'],
+  sampling: ['tools', 'context'],
+  roots: [],
+};
+
+/**
+ * What a request declared that an input request can need, and nothing else: what a call waiting for input
+ * or a task keeps of its request's capabilities (their `experimental` or extensions may be as large as a
+ * message). `checkCapabilities(requiredForInputRequest(r), inputCapabilitiesOf(c))` agrees with it on `c`.
+ */
+export function inputCapabilitiesOf(declared: ClientCapabilities): ClientCapabilities {
+  const withForm = withImplicitForm(declared);
+  const kept: ClientCapabilities = {};
+  for (const [capability, features] of Object.entries(INPUT_FEATURES)) {
+    const have = withForm[capability];
+    if (!isObject(have)) continue;
+    const present: JsonObject = {};
+    for (const feature of features) if (isObject(have[feature])) present[feature] = {};
+    kept[capability] = present;
+  }
+  return kept;
+}
