@@ -53,7 +53,7 @@ import type { RelayedRequest, TaskInputBoard } from '../tasks/store.js';
 import type { Limits } from '../security/limits.js';
 import { ExtensionTasks, type Outcome } from './extension-tasks.js';
 import { AS_THE_CLIENT_REFUSES, attribute } from './attribution.js';
-import { MODERN_MAX_LISTENERS } from './defaults.js';
+import type { ShareLimits } from './caller-shares.js';
 import { exchangeOf, relayedOf } from './relayed.js';
 import { ParkedCalls } from './parked-calls.js';
 import {
@@ -86,13 +86,15 @@ export interface ModernBridgeOptions {
   replica: string;
   /** How long a call waits for the client's retry with the input its server asked for. */
   inputWaitMs: number;
-  /** Calls waiting for input at most; beyond it the oldest is given up. */
-  maxParked: number;
+  /** Calls waiting for input (and the input they keep) at most, and per caller (caller-shares.ts). */
+  parkedShares: ShareLimits;
+  /** Open subscriptions/listen streams (and their filters' bytes) at most, and per caller. */
+  listenShares: ShareLimits;
   clientInfo: Implementation;
   /** How a tools/call of this tool may run, for a request with or without the tasks extension (the Session knows). */
   toolTasks(name: string, extension: boolean): ModernToolCallFacts;
-  /** Tasks the bridge remembers (creator, pending input) at most. */
-  maxTasks: number;
+  /** Tasks the bridge remembers (creator, pending input, outcome) at most, and per caller. */
+  taskShares: ShareLimits;
   /** The input board of a task store shared by replicas, so that any of them serves these tasks' input. */
   taskInputs?: TaskInputBoard;
   /** Whether the Session's upstream declares each request's own capabilities upstream (channel.ts). */
@@ -110,6 +112,8 @@ interface AskedInput {
   serverRequestId: RequestId;
   method: string;
   params: JsonObject | undefined;
+  /** The size of the server's request, counted against the caller's share while the call waits. */
+  bytes: number;
 }
 
 interface Waiter {
@@ -176,11 +180,11 @@ export class ModernBridge {
       };
     });
     this.initialized.catch(() => undefined);
-    this.parked = new ParkedCalls(options.inputWaitMs, options.maxParked, (call, why) =>
+    this.parked = new ParkedCalls(options.inputWaitMs, options.parkedShares, (call, why) =>
       this.abandon(call, why),
     );
     this.tasks = new ExtensionTasks({
-      maxTasks: options.maxTasks,
+      shares: options.taskShares,
       ...(options.taskInputs === undefined ? {} : { board: options.taskInputs }),
       inputHeld: (taskId) => this.taskChanged(taskId),
       changedElsewhere: (taskId) => {
@@ -209,7 +213,7 @@ export class ModernBridge {
       taskStatus: (params, principal) => this.tasks.statusChanged(params as unknown as TaskV1, principal),
       createdBy: (taskId, principal) => this.tasks.createdBy(taskId, principal),
       refuse: (request, error) => this.refuse(request, error),
-      maxListeners: MODERN_MAX_LISTENERS,
+      shares: options.listenShares,
       logger: options.logger,
     });
     this.sealer = createRequestStateSealer({
@@ -306,7 +310,7 @@ export class ModernBridge {
       case 'tasks/cancel':
         return this.tasks.cancel(exchange);
       case 'subscriptions/listen':
-        return this.subscriptions.listen(exchange, upstream.capabilities);
+        return this.subscriptions.listen(exchange, upstream.capabilities, this.quotaOf(exchange));
     }
     const paramHeaders = request.method === 'tools/call' ? exchange.paramHeaders : undefined;
     if (paramHeaders === undefined) return this.carry(exchange, meta);
@@ -393,7 +397,7 @@ export class ModernBridge {
       legacyId,
       method: request.method,
       digest: undefined,
-      caller: { ...callerOfExchange(exchange), quota: exchange.caller ?? this.options.defaultCaller },
+      caller: { ...callerOfExchange(exchange), quota: this.quotaOf(exchange) },
       declared: inputCapabilitiesOf(meta.clientCapabilities),
       logLevel: meta.logLevel,
       clientProgressToken: progressTokenOf(request.params),
@@ -438,6 +442,15 @@ export class ModernBridge {
       case 'promote':
         return { promoteAfterMs: plan.afterMs };
     }
+  }
+
+  /** Whom the request counts against: its caller, else the Session's own. */
+  private quotaOf(exchange: ModernExchange): string {
+    return exchange.caller ?? this.options.defaultCaller;
+  }
+
+  private quotaOfCall(call: Call): string {
+    return call.caller.quota ?? this.options.defaultCaller;
   }
 
   /** Gives up one of the bridge's own requests. */
@@ -579,7 +592,7 @@ export class ModernBridge {
         return;
       }
       case 'request':
-        return this.serverRequest(message.msg, arrival);
+        return this.serverRequest(message.msg, arrival, raw.byteLength);
       case 'notification':
         return this.serverNotification(message.msg.method, message.msg.params, arrival);
     }
@@ -600,7 +613,7 @@ export class ModernBridge {
    * input. One that client did not declare it can answer is refused to the server as the client would;
    * the call goes on after a roots/list, and is refused -32021 after an elicitation or sampling it needs.
    */
-  private serverRequest(request: Request, arrival: Arrival | undefined): void {
+  private serverRequest(request: Request, arrival: Arrival | undefined, bytes: number): void {
     if (request.method === 'ping') return this.answerServer(successResponse(request.id, {}));
     const required = requiredForInputRequest(request);
     if (required === undefined) {
@@ -623,7 +636,7 @@ export class ModernBridge {
       ),
       tasks: this.tasks.running(),
     });
-    if ('task' in owner) return this.tasks.hold(owner.task, request);
+    if ('task' in owner) return this.tasks.hold(owner.task, request, bytes);
     if ('nobody' in owner) {
       return this.answerServer(
         errorResponse(request.id, { code: ErrorCode.ClientUnavailable, message: owner.nobody }),
@@ -643,6 +656,7 @@ export class ModernBridge {
       serverRequestId: request.id,
       method: request.method,
       params: request.params,
+      bytes,
     });
     if (call.unsent) return;
     call.unsent = true;
@@ -676,7 +690,20 @@ export class ModernBridge {
     }
     call.waiter = undefined;
     waiter.stopListening();
-    call.parkedAs = this.parked.park(call);
+    let kept = 0;
+    for (const asked of call.inputs.values()) kept += asked.bytes;
+    const parked = this.parked.park(call, this.quotaOfCall(call), kept);
+    if ('refused' in parked) {
+      this.cancelUpstream(call, `the client cannot be asked for input now: ${parked.refused}`);
+      waiter.resolve(
+        this.refuse(waiter.exchange.request, {
+          code: ErrorCode.LimitExceeded,
+          message: `Too many calls waiting for input: ${parked.refused}; answer or give up one of them first`,
+        }),
+      );
+      return;
+    }
+    call.parkedAs = parked.key;
     const requestState = this.sealer.seal({
       pending: call.parkedAs,
       replica: this.options.replica,
@@ -784,7 +811,7 @@ export class ModernBridge {
     if (call.asTask !== undefined && isObject(created) && typeof created.taskId === 'string') {
       const answer = this.tasks.created(
         exchange,
-        call.declared,
+        { declared: call.declared, quota: this.quotaOfCall(call) },
         created as unknown as TaskV1,
         call.asTask.promoteAfterMs,
       );

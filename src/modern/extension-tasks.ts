@@ -8,6 +8,9 @@
  * requests (on its stream) and ends with the outcome that `tasks/get` inlines. With a store shared by
  * replicas, each task's creator and pending input are posted on the store's input board, so that any
  * replica serves its tasks/get and tasks/update; answers reach this one, which holds the server's requests.
+ * The tasks remembered, and the bytes of their held input and outcomes, are shared by callers
+ * (caller-shares.ts): past its share a caller's own oldest task is forgotten here (the store still has it),
+ * input past the bytes is refused to the server, and an outcome past them is read again from the store.
  */
 import type { Logger } from 'pino';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
@@ -24,6 +27,7 @@ import { checkCapabilities, requiredForInputRequest } from '../protocol/modern/c
 import type { RequestCaller } from '../protocol/caller.js';
 import { callerOfExchange, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
 import { AS_THE_CLIENT_REFUSES } from './attribution.js';
+import { CallerShares, type ShareLimits } from './caller-shares.js';
 import { exchangeOf, relayedOf } from './relayed.js';
 import { TaskNotFoundError } from '../tasks/errors.js';
 import type { ClientCapabilities } from '../protocol/modern/meta.js';
@@ -63,6 +67,8 @@ interface HeldInput {
   serverRequestId: RequestId;
   method: string;
   params: JsonObject | undefined;
+  /** The size of the server's request, counted against the creator's share. */
+  bytes: number;
 }
 
 /** A call answered plainly if it ends within its time, else with its CreateTaskResult then. */
@@ -85,8 +91,9 @@ export interface ExtensionTask {
   inputs: Map<string, HeldInput>;
   /** The id of the `tasks/result` held open on the Session, while it is. */
   follower: number | undefined;
-  /** What that `tasks/result` answered: the outcome once the task is terminal. */
+  /** What that `tasks/result` answered: the outcome once the task is terminal, if its bytes had room. */
   outcome: Outcome | undefined;
+  outcomeBytes: number;
   promotion: Promotion | undefined;
   /** How often its tasks/result ended early and was sent again. */
   refollows: number;
@@ -110,8 +117,8 @@ const UNLIMITED_TTL_REMEMBERED_MS = 24 * 60 * 60 * 1000;
 
 export interface ExtensionTasksOptions {
   session: SessionAccess;
-  /** Tasks remembered at most; beyond it the oldest is forgotten (its id then reads as unknown here). */
-  maxTasks: number;
+  /** Tasks remembered (and the bytes they keep) at most, and per caller. */
+  shares: ShareLimits;
   now?: () => number;
   /** The server asked one of these tasks for input (listeners are told: tasks.md "Task Status Notifications"). */
   inputHeld?(taskId: string): void;
@@ -128,6 +135,7 @@ type FoundTask = { taskId: string; task: ExtensionTask | undefined; posted: Post
 
 export class ExtensionTasks {
   private readonly tasks = new Map<string, ExtensionTask>();
+  private readonly shares: CallerShares<ExtensionTask>;
   private readonly byFollower = new Map<number, ExtensionTask>();
   private nextInputKey = 1;
   private readonly now: () => number;
@@ -136,6 +144,12 @@ export class ExtensionTasks {
 
   constructor(private readonly options: ExtensionTasksOptions) {
     this.now = options.now ?? Date.now;
+    this.shares = new CallerShares({
+      limits: options.shares,
+      what: 'tasks remembered',
+      evictOwn: true,
+      evicted: (task) => this.forget(task),
+    });
     const board = options.board;
     this.stopHearing =
       board === undefined
@@ -158,15 +172,17 @@ export class ExtensionTasks {
    */
   created(
     exchange: ModernExchange,
-    declared: ClientCapabilities,
+    by: { declared: ClientCapabilities; quota: string },
     created: TaskV1,
     promoteAfterMs: number | undefined,
   ): Promise<ModernAnswer> | ModernAnswer {
-    const task = this.remember(created, callerOfExchange(exchange), declared);
-    this.follow(task);
     const { request } = exchange;
+    const task = this.remember(created, callerOfExchange(exchange), by);
+    // Not remembered (every caller within its share): the store serves it, as a task created before a restart.
+    if (task === undefined) return this.answerCreated(request, created);
+    this.follow(task);
     if (promoteAfterMs === undefined || task.outcome !== undefined) {
-      const answer = () => this.answerCreated(task, request, created);
+      const answer = () => this.answerCreated(request, created);
       // Another replica may be asked about the task as soon as its client has the id.
       return this.options.board === undefined ? answer() : this.post(task).then(answer);
     }
@@ -190,15 +206,24 @@ export class ExtensionTasks {
    * Holds a server-to-client request as input of a task it belongs to (attribution.ts). One the task's
    * client did not declare it can answer is refused to the server as that client would refuse it.
    */
-  hold(task: ExtensionTask, request: Request): void {
+  hold(task: ExtensionTask, request: Request, bytes: number): void {
     const required = requiredForInputRequest(request);
     if (required === undefined || !checkCapabilities(required, task.declared).ok) {
       return this.options.session.answerServer(errorResponse(request.id, AS_THE_CLIENT_REFUSES));
+    }
+    if (!this.shares.resize(task, weightOf(task) + bytes)) {
+      return this.options.session.answerServer(
+        errorResponse(request.id, {
+          code: ErrorCode.LimitExceeded,
+          message: `taskgate holds no more input for this caller's tasks (${this.options.shares.maxBytesPerCaller} bytes, ${this.options.shares.maxBytes} in all): ${request.method} was put to no client`,
+        }),
+      );
     }
     task.inputs.set(`input-${this.nextInputKey++}`, {
       serverRequestId: request.id,
       method: request.method,
       params: withoutRelatedTask(request.params),
+      bytes,
     });
     void this.post(task);
     // A status the Session announced before this request reached here said no inputRequests yet.
@@ -214,7 +239,7 @@ export class ExtensionTasks {
       for (const [key, held] of task.inputs) {
         if (held.serverRequestId !== requestId) continue;
         task.inputs.delete(key);
-        void this.post(task);
+        this.inputsChanged(task);
       }
     }
   }
@@ -363,7 +388,7 @@ export class ExtensionTasks {
             }),
       );
     }
-    if (answered) void this.post(task);
+    if (answered) this.inputsChanged(task);
   }
 
   async cancel(exchange: ModernExchange): Promise<ModernAnswer> {
@@ -393,20 +418,33 @@ export class ExtensionTasks {
     this.byFollower.clear();
   }
 
-  private remember(created: TaskV1, caller: RequestCaller, declared: ClientCapabilities): ExtensionTask {
+  private remember(
+    created: TaskV1,
+    caller: RequestCaller,
+    by: { declared: ClientCapabilities; quota: string },
+  ): ExtensionTask | undefined {
     this.forgetExpired();
     const ttl = created.ttl ?? UNLIMITED_TTL_REMEMBERED_MS;
     const task: ExtensionTask = {
       taskId: created.taskId,
       caller,
-      declared,
+      declared: by.declared,
       inputs: new Map(),
       follower: undefined,
       outcome: undefined,
+      outcomeBytes: 0,
       promotion: undefined,
       refollows: 0,
       forgetAt: this.now() + ttl,
     };
+    const refused = this.shares.add(by.quota, task);
+    if (refused !== undefined) {
+      this.options.session.logger.warn(
+        { taskId: created.taskId },
+        `tasks extension: the task is not followed here (${refused.refused}); the store still serves it`,
+      );
+      return undefined;
+    }
     this.tasks.set(created.taskId, task);
     return task;
   }
@@ -414,13 +452,14 @@ export class ExtensionTasks {
   private forgetExpired(): void {
     const now = this.now();
     for (const task of this.tasks.values()) {
-      if (this.tasks.size < this.options.maxTasks && task.forgetAt > now) break;
+      if (task.forgetAt > now) break;
       this.forget(task);
     }
   }
 
   private forget(task: ExtensionTask): void {
     this.tasks.delete(task.taskId);
+    this.shares.remove(task);
     if (task.follower !== undefined) {
       this.byFollower.delete(task.follower);
       this.options.session.drop(task.follower, 'taskgate no longer follows the task');
@@ -447,8 +486,14 @@ export class ExtensionTasks {
         if (++task.refollows <= MAX_REFOLLOWS && this.tasks.get(task.taskId) === task) this.follow(task);
         return;
       }
-      task.outcome = withoutTag(outcome);
-      if (task.promotion !== undefined) this.endPromotion(task, task.outcome);
+      const ended = withoutTag(outcome);
+      if (task.promotion !== undefined) this.endPromotion(task, ended);
+      // Kept for tasks/get if its bytes have room; otherwise read again from the store then.
+      const bytes = Buffer.byteLength(JSON.stringify(ended));
+      if (this.shares.resize(task, weightOf(task) - task.outcomeBytes + bytes)) {
+        task.outcome = ended;
+        task.outcomeBytes = bytes;
+      }
     });
   }
 
@@ -570,10 +615,16 @@ export class ExtensionTasks {
       );
     }
     task.inputs.clear();
+    this.inputsChanged(task);
+  }
+
+  /** Input answered or withdrawn: it no longer counts, and the replicas are told. */
+  private inputsChanged(task: ExtensionTask): void {
+    this.shares.resize(task, weightOf(task));
     void this.post(task);
   }
 
-  private answerCreated(task: ExtensionTask, request: Request, created: TaskV1): ModernAnswer {
+  private answerCreated(request: Request, created: TaskV1): ModernAnswer {
     return this.options.session.respond(request, {
       result: toV2CreateTaskResult(factsFromV1(created)) as JsonObject,
     });
@@ -584,7 +635,7 @@ export class ExtensionTasks {
     const promotion = task.promotion;
     if (promotion === undefined) return;
     this.stopPromotion(task, promotion);
-    promotion.resolve(this.answerCreated(task, promotion.request, promotion.created));
+    promotion.resolve(this.answerCreated(promotion.request, promotion.created));
   }
 
   /** The call ended before it was promoted: the client gets exactly what a plain call would have. */
@@ -629,6 +680,13 @@ function openInputs(task: ExtensionTask): JsonObject {
       held.params === undefined ? { method: held.method } : { method: held.method, params: held.params };
   }
   return inputRequests;
+}
+
+/** The bytes a task keeps: its held input and its outcome. */
+function weightOf(task: ExtensionTask): number {
+  let bytes = task.outcomeBytes;
+  for (const held of task.inputs.values()) bytes += held.bytes;
+  return bytes;
 }
 
 const creator = (task: ExtensionTask | undefined, posted: PostedTask | undefined): RequestCaller =>

@@ -2,33 +2,49 @@
  * Calls waiting for a modern client's retry (MRTR). A 2025 server asked for input during the call; the
  * client was answered `input_required` with a sealed requestState naming the parked call, and the call
  * stays open upstream until the retry brings the answers. Each state is consumed once; a call nobody
- * comes back for is given up after the wait, and there are never more than `max` parked at a time.
+ * comes back for is given up after the wait. The calls waiting, and the bytes of input they keep, are
+ * shared by callers (caller-shares.ts): past its share a caller's own oldest call is given up, never
+ * another's within its share.
  */
 import { randomUUID } from 'node:crypto';
+import { CallerShares, type ShareLimits } from './caller-shares.js';
+
+interface Parked<Call> {
+  key: string;
+  call: Call;
+  timer: NodeJS.Timeout | undefined;
+}
 
 export class ParkedCalls<Call> {
-  private readonly parked = new Map<string, { call: Call; timer: NodeJS.Timeout }>();
+  private readonly parked = new Map<string, Parked<Call>>();
+  private readonly shares: CallerShares<Parked<Call>>;
 
   constructor(
     private readonly waitMs: number,
-    private readonly max: number,
-    /** The call was parked too long, or pushed out by newer ones: give it up. */
+    limits: ShareLimits,
+    /** The call was parked too long, or pushed out to make room: give it up. */
     private readonly abandoned: (call: Call, why: string) => void,
-  ) {}
+  ) {
+    this.shares = new CallerShares({
+      limits,
+      what: 'calls waiting for input',
+      evictOwn: true,
+      evicted: (entry, why) => this.expire(entry.key, why),
+    });
+  }
 
-  /** Parks the call; returns the key its requestState names. */
-  park(call: Call): string {
-    if (this.parked.size >= this.max) {
-      const [oldest] = this.parked.keys();
-      if (oldest !== undefined) this.expire(oldest, `more than ${this.max} calls were waiting for input`);
-    }
+  /** Parks the call for `caller`, keeping `bytes` of input; returns the key its requestState names. */
+  park(call: Call, caller: string, bytes: number): { key: string } | { refused: string } {
     const key = randomUUID();
-    const timer = setTimeout(
+    const entry: Parked<Call> = { key, call, timer: undefined };
+    const refused = this.shares.add(caller, entry, bytes);
+    if (refused !== undefined) return refused;
+    entry.timer = setTimeout(
       () => this.expire(key, `no retry came within ${this.waitMs} ms`),
       this.waitMs,
     ).unref();
-    this.parked.set(key, { call, timer });
-    return key;
+    this.parked.set(key, entry);
+    return { key };
   }
 
   /** The call parked under `key`, taken out: a second retry with the same state finds nothing. */
@@ -37,6 +53,7 @@ export class ParkedCalls<Call> {
     if (entry === undefined) return undefined;
     clearTimeout(entry.timer);
     this.parked.delete(key);
+    this.shares.remove(entry);
     return entry.call;
   }
 
@@ -45,12 +62,9 @@ export class ParkedCalls<Call> {
   }
 
   close(): Call[] {
-    const calls = [...this.parked.values()].map(({ call, timer }) => {
-      clearTimeout(timer);
-      return call;
-    });
-    this.parked.clear();
-    return calls;
+    const entries = [...this.parked.values()];
+    for (const entry of entries) this.take(entry.key);
+    return entries.map(({ call }) => call);
   }
 
   private expire(key: string, why: string): void {

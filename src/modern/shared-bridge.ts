@@ -14,7 +14,13 @@ import { Session, type SessionEvents, type SessionOptions } from '../session/ses
 import type { Channel } from '../transport/channel.js';
 import { memoryChannelPair } from '../transport/memory-channel.js';
 import { ModernBridge } from './bridge.js';
-import { MODERN_INPUT_WAIT_MS, MODERN_MAX_PARKED, TASKGATE_INFO } from './defaults.js';
+import {
+  MODERN_INPUT_WAIT_MS,
+  MODERN_LISTEN_SHARES,
+  MODERN_PARKED_SHARES,
+  TASKGATE_INFO,
+  modernTaskShares,
+} from './defaults.js';
 import { Settling } from './settling.js';
 
 export interface BridgedSession {
@@ -40,7 +46,8 @@ export function startBridge(
     // Replicas sharing a store know each other by its executor ids: a retry can be carried to its call.
     replica: options.store.inputs?.self ?? options.id,
     inputWaitMs: MODERN_INPUT_WAIT_MS,
-    maxParked: MODERN_MAX_PARKED,
+    parkedShares: MODERN_PARKED_SHARES,
+    listenShares: MODERN_LISTEN_SHARES,
     clientInfo: TASKGATE_INFO,
     toolTasks: (name, extension) => {
       const { taskSupport, upstreamTask } = session.taskSupportFor(name);
@@ -51,7 +58,7 @@ export function startBridge(
         promoteAfterMs: options.policy.forTool(name).promoteAfter,
       };
     },
-    maxTasks: options.config.tasks.maxTasks,
+    taskShares: modernTaskShares(options.config.tasks.maxTasks),
     ...(options.store.inputs === undefined ? {} : { taskInputs: options.store.inputs }),
     ...(options.limits === undefined ? {} : { limits: options.limits }),
     defaultCaller: session.caller,

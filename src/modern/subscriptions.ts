@@ -5,13 +5,16 @@
  * each tagged with the subscription's id. Resource subscriptions are made upstream in 2025 terms
  * (`resources/subscribe`), once per URI however many listeners want it. A filter is bounded, and a stream
  * holds only what was agreed: the acknowledgment names the task ids taskgate will send (tasks.md "Task
- * Status Notifications"), those of tasks the caller created, not every id it was sent.
+ * Status Notifications"), those of tasks the caller created, not every id it was sent. Open streams are
+ * shared by callers (caller-shares.ts): past its share a caller is refused, and a full pool ends the oldest
+ * stream of a caller over its share, never one of a caller within it.
  */
 import type { Logger } from 'pino';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { isObject, type JsonObject, type Request, type RequestId } from '../protocol/messages.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
+import { CallerShares, type ShareLimits } from './caller-shares.js';
 
 export const SUBSCRIPTION_ID_META = 'io.modelcontextprotocol/subscriptionId';
 
@@ -27,6 +30,8 @@ interface Filter {
   resourcesListChanged: boolean;
   resourceSubscriptions: ReadonlySet<string>;
   taskIds: ReadonlySet<string>;
+  /** UTF-8 bytes of its strings: what the stream keeps. */
+  bytes: number;
 }
 
 const LIST_CHANGED: Readonly<Record<string, keyof Filter>> = {
@@ -51,8 +56,8 @@ export interface SubscriptionsOptions {
   /** Whether `principal` created the task: only such ids are agreed to. */
   createdBy(taskId: string, principal: string | undefined): Promise<boolean>;
   refuse(request: Request, error: JsonRpcErrorObject): ModernAnswer;
-  /** Open listen requests at most; beyond it a new one is refused. */
-  maxListeners: number;
+  /** Open listen requests (and their filters' bytes) at most, and per caller. */
+  shares: ShareLimits;
   logger: Pick<Logger, 'warn'>;
 }
 
@@ -60,16 +65,26 @@ export class Subscriptions {
   private readonly listeners = new Set<Listener>();
   /** Listeners per resource URI subscribed upstream. */
   private readonly resources = new Map<string, number>();
+  private readonly shares: CallerShares<Listener>;
 
-  constructor(private readonly options: SubscriptionsOptions) {}
+  constructor(private readonly options: SubscriptionsOptions) {
+    this.shares = new CallerShares({
+      limits: options.shares,
+      what: 'open subscriptions',
+      evictOwn: false,
+      evicted: (listener) => listener.end(closing(listener.id)),
+    });
+  }
 
-  /** Opens the stream; resolves when it ends (undefined once the client closed it). */
-  async listen(exchange: ModernExchange, upstreamCapabilities: JsonObject): Promise<ModernAnswer> {
+  /** Opens the stream for `caller`; resolves when it ends (undefined once the client closed it). */
+  async listen(
+    exchange: ModernExchange,
+    upstreamCapabilities: JsonObject,
+    caller: string,
+  ): Promise<ModernAnswer> {
     const { request } = exchange;
     const asked = readFilter(request.params?.notifications);
     if ('code' in asked) return this.options.refuse(request, asked);
-    const full = this.full(request);
-    if (full !== undefined) return full;
     const taskIds = new Set<string>();
     try {
       const asks = [...asked.taskIds];
@@ -81,47 +96,52 @@ export class Subscriptions {
       return this.options.refuse(request, toJsonRpcError(error));
     }
     if (exchange.signal.aborted) return undefined;
-    return this.full(request) ?? this.open(exchange, honoured(asked, upstreamCapabilities, taskIds));
+    return this.open(exchange, honoured(asked, upstreamCapabilities, taskIds), caller);
   }
 
-  /** A refusal when no other stream may be open. */
-  private full(request: Request): ModernAnswer {
-    if (this.listeners.size < this.options.maxListeners) return undefined;
-    return this.options.refuse(request, {
-      code: ErrorCode.LimitExceeded,
-      message: `Too many open subscriptions (${this.options.maxListeners}): close one first`,
-    });
-  }
-
-  /** The stream keeps the parts of its exchange it needs, not the request (whose params may be large). */
+  /**
+   * The stream keeps the parts of its exchange it needs, not the request (whose params may be large); it
+   * is refused when its caller's share, or the pool, has no room for it.
+   */
   private open(
-    { request: { id }, principal, notify, signal }: ModernExchange,
+    { request, principal, notify, signal }: ModernExchange,
     filter: Filter,
-  ): Promise<ModernAnswer> {
-    return new Promise<ModernAnswer>((resolve) => {
-      const listener: Listener = {
-        id,
-        principal,
-        notify,
-        filter,
-        end: (answer) => {
-          if (!this.listeners.delete(listener)) return;
-          signal.removeEventListener('abort', closed);
-          for (const uri of filter.resourceSubscriptions) this.release(uri);
-          resolve(answer);
-        },
-      };
-      const closed = () => listener.end(undefined);
-      signal.addEventListener('abort', closed, { once: true });
-      this.listeners.add(listener);
-      for (const uri of filter.resourceSubscriptions) this.hold(uri);
-      notify({
-        jsonrpc: '2.0',
-        method: 'notifications/subscriptions/acknowledged',
-        params: { _meta: { [SUBSCRIPTION_ID_META]: id }, notifications: ackOf(filter) },
+    caller: string,
+  ): Promise<ModernAnswer> | ModernAnswer {
+    const { id } = request;
+    let resolve!: (answer: ModernAnswer) => void;
+    const ended = new Promise<ModernAnswer>((settle) => (resolve = settle));
+    const closed = () => listener.end(undefined);
+    const listener: Listener = {
+      id,
+      principal,
+      notify,
+      filter,
+      end: (answer) => {
+        if (!this.listeners.delete(listener)) return;
+        this.shares.remove(listener);
+        signal.removeEventListener('abort', closed);
+        for (const uri of filter.resourceSubscriptions) this.release(uri);
+        resolve(answer);
+      },
+    };
+    const admitted = this.shares.add(caller, listener, filter.bytes);
+    if (admitted !== undefined) {
+      return this.options.refuse(request, {
+        code: ErrorCode.LimitExceeded,
+        message: `Too many open subscriptions: ${admitted.refused}; close one first`,
       });
-      if (signal.aborted) closed();
+    }
+    signal.addEventListener('abort', closed, { once: true });
+    this.listeners.add(listener);
+    for (const uri of filter.resourceSubscriptions) this.hold(uri);
+    notify({
+      jsonrpc: '2.0',
+      method: 'notifications/subscriptions/acknowledged',
+      params: { _meta: { [SUBSCRIPTION_ID_META]: id }, notifications: ackOf(filter) },
     });
+    if (signal.aborted) closed();
+    return ended;
   }
 
   /** Whether a listener's filter names the task. */
@@ -165,15 +185,7 @@ export class Subscriptions {
 
   /** taskgate ends every stream gracefully: a complete result names the subscription it closes. */
   close(): void {
-    for (const listener of [...this.listeners]) {
-      listener.end({
-        response: {
-          jsonrpc: '2.0',
-          id: listener.id,
-          result: { resultType: 'complete', _meta: { [SUBSCRIPTION_ID_META]: listener.id } },
-        },
-      });
-    }
+    for (const listener of [...this.listeners]) listener.end(closing(listener.id));
   }
 
   private hold(uri: string): void {
@@ -188,6 +200,17 @@ export class Subscriptions {
     this.resources.delete(uri);
     this.options.upstream('resources/unsubscribe', uri);
   }
+}
+
+/** How taskgate ends a stream itself: a complete result naming the subscription it closes. */
+function closing(id: RequestId): ModernAnswer {
+  return {
+    response: {
+      jsonrpc: '2.0',
+      id,
+      result: { resultType: 'complete', _meta: { [SUBSCRIPTION_ID_META]: id } },
+    },
+  };
 }
 
 function send(listener: Listener, method: string, params: JsonObject): void {
@@ -228,10 +251,12 @@ function readFilter(value: unknown): Filter | JsonRpcErrorObject {
     resourcesListChanged: flag('resourcesListChanged'),
     resourceSubscriptions: list('resourceSubscriptions'),
     taskIds: list('taskIds'),
+    bytes: 0,
   };
   const problem = Object.values(filter).find((field) => typeof field === 'string');
   if (typeof problem === 'string') return invalid(problem);
   if (bytes > MAX_FILTER_BYTES) tooMany ??= `the notification filter's strings are ${bytes} bytes`;
+  filter.bytes = bytes;
   if (tooMany === undefined) return filter as Filter;
   return {
     code: ErrorCode.LimitExceeded,
@@ -252,6 +277,7 @@ function honoured(asked: Filter, capabilities: JsonObject, taskIds: ReadonlySet<
     resourceSubscriptions: declares('resources', 'subscribe') ? asked.resourceSubscriptions : new Set(),
     // taskgate serves the tasks extension itself, whatever the upstream has.
     taskIds,
+    bytes: asked.bytes,
   };
 }
 

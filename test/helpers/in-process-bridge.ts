@@ -31,6 +31,8 @@ export interface InProcessBridge {
       signal?: GiveUpSignal;
       notified?: object[];
       principal?: string;
+      /** Whom per-caller limits count it against (the front's identity or client address). */
+      caller?: string;
       /** `Mcp-Param-*` headers by lower-case name, as the HTTP front hands them. */
       paramHeaders?: ReadonlyMap<string, string>;
     },
@@ -59,6 +61,7 @@ export async function inProcessBridge(tools: FakeTool[], input: ConfigInput = {}
         notify: (message) => options.notified?.push(message),
         signal: options.signal ?? new AbortController().signal,
         ...(options.principal === undefined ? {} : { principal: options.principal }),
+        ...(options.caller === undefined ? {} : { caller: options.caller }),
         ...(options.paramHeaders === undefined ? {} : { paramHeaders: options.paramHeaders }),
       }),
     serverViolations: () => [...serverTransport.violations],

@@ -7,7 +7,12 @@ import { ElicitResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { pino } from 'pino';
 import { ModernBridge } from '../../src/modern/bridge.js';
-import { MODERN_INPUT_WAIT_MS } from '../../src/modern/defaults.js';
+import {
+  MODERN_INPUT_WAIT_MS,
+  MODERN_LISTEN_SHARES,
+  MODERN_PARKED_SHARES,
+  modernTaskShares,
+} from '../../src/modern/defaults.js';
 import { ClientGiveUp } from '../../src/protocol/modern/exchange.js';
 import { ALL_VERSIONS } from '../../src/protocol/versions.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
@@ -247,7 +252,8 @@ describe('the modern bridge and the Session, a parsed value beside the bytes (ch
       supportedVersions: ALL_VERSIONS,
       replica: 'test',
       inputWaitMs: MODERN_INPUT_WAIT_MS,
-      maxParked: 10,
+      parkedShares: MODERN_PARKED_SHARES,
+      listenShares: MODERN_LISTEN_SHARES,
       clientInfo: { name: 'taskgate', version: '0' },
       toolTasks: (_name, extension) => ({
         extension,
@@ -255,7 +261,7 @@ describe('the modern bridge and the Session, a parsed value beside the bytes (ch
         upstreamTask: false,
         promoteAfterMs: 0,
       }),
-      maxTasks: 10,
+      taskShares: modernTaskShares(10),
       defaultCaller: 'test',
     });
     modern.start();
