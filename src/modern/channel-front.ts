@@ -8,8 +8,9 @@ import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { digitsOf, serialize, withExactRequestId } from '../protocol/exact-ids.js';
-import { errorResponse, idKey, salvageId, type Request } from '../protocol/messages.js';
+import { errorResponse, idKey, type Request } from '../protocol/messages.js';
 import { readMessage } from '../protocol/read-message.js';
+import { clientFrameRefusal, unreadClientFrameRefusal, type Refusal } from '../session/bad-frames.js';
 import type { Channel } from '../transport/channel.js';
 import type { ModernBridge } from './bridge.js';
 
@@ -28,7 +29,9 @@ export class ModernChannelFront {
   start(): void {
     this.client.start({
       message: (raw) => this.fromClient(raw),
-      malformed: (error, id) => this.send(errorResponse(id, error.toJson())),
+      // The rules of bad-frames.ts: a response is never answered. This front asks the client nothing, so
+      // there is no request of taskgate's for it to fail.
+      malformed: (error, id) => this.refuse(unreadClientFrameRefusal(error, id)),
       closed: ({ reason, inputEnded }) => {
         this.logger.info(`modern client ${inputEnded ? 'ended its input' : 'went away'}: ${reason}`);
         this.inputEnded = true;
@@ -48,9 +51,13 @@ export class ModernChannelFront {
     return this.closing;
   }
 
+  private refuse({ reply }: Refusal): void {
+    if (reply !== undefined) this.send(reply);
+  }
+
   private fromClient(raw: Buffer): void {
     const read = readMessage(raw, 'the client');
-    if (!read.ok) return this.send(errorResponse(salvageId(read.value), toJsonRpcError(read.error)));
+    if (!read.ok) return this.refuse(clientFrameRefusal(read.error, read.value, raw));
     const { message } = read;
     if (message.kind === 'request') return this.request(message.msg);
     if (message.kind === 'notification' && message.msg.method === 'notifications/cancelled') {

@@ -328,9 +328,13 @@ describe('a stdio connection is 2025 or 2026-07-28 by its first message', () => 
     });
     const echoed = await lines.waitFor((line) => line.id === 1, 'the echo answer');
     expect(echoed.result).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'a' }] });
+    // Issue 27: a malformed response, however its id collides with the client's own request, is never
+    // answered; the answers that follow are the next request's, and nothing else.
+    child.stdin.write('{"jsonrpc":"2.0","id":1,"result":5}\n');
     send({ jsonrpc: '2.0', id: 2, method: 'initialize', params: { _meta: META } });
     const refused = await lines.waitFor((line) => line.id === 2, 'the initialize answer');
     expect(refused.error).toMatchObject({ code: -32601 });
+    expect(lines.items.map((line) => line.id)).toEqual([1, 2]);
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     child.stdin.end();
     expect(await exited).toBe(0);
