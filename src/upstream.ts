@@ -69,6 +69,7 @@ export async function openUpstream(
           url,
           headers,
           handshakeTimeoutMs: upstream.requestTimeout,
+          resumeTimeoutMs: upstream.resumeTimeout,
           maxMessageBytes: config.maxMessageBytes,
         },
         logger,

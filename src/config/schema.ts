@@ -75,6 +75,12 @@ export const UpstreamSchema = z
      */
     requestTimeout: milliseconds(MAX_TIMER_MS).optional(),
     /**
+     * HTTP upstream: how long a resumed response stream (GET with Last-Event-ID) may bring nothing for its
+     * request before taskgate gives up on it: a request that only reads is sent again, others fail
+     * (5 s unless set).
+     */
+    resumeTimeout: milliseconds(MAX_TIMER_MS).optional(),
+    /**
      * Which protocol generation taskgate speaks to a stdio upstream: `auto` asks with `server/discover`
      * before anything else and speaks 2026-07-28 to a server that answers it, 2025 to any other (`auto`
      * unless set).

@@ -68,6 +68,13 @@ export interface HttpUpstreamOptions {
   maxMessageBytes: number;
   /** Attempts to resume a dropped response stream before its request fails. Default 3. */
   resumeAttempts?: number | undefined;
+  /**
+   * How long a resumption (GET with Last-Event-ID) may bring nothing for its request before it is given up:
+   * a request that only reads is then sent once more, any other fails. A server that answered while the
+   * stream was closed and kept no event of it (typescript-sdk #2151) would otherwise hold it to its
+   * deadline. Default 5 s.
+   */
+  resumeTimeoutMs?: number | undefined;
   /** Delay before reconnecting a dropped stream when the server set none; doubles up to the max. */
   reconnectDelayMs?: number | undefined;
   reconnectMaxDelayMs?: number | undefined;
@@ -76,6 +83,7 @@ export interface HttpUpstreamOptions {
 export const HTTP_UPSTREAM_DEFAULTS = {
   handshakeTimeoutMs: 5 * 60_000,
   resumeAttempts: 3,
+  resumeTimeoutMs: 5_000,
   reconnectDelayMs: 250,
   reconnectMaxDelayMs: 10_000,
 } as const;
@@ -138,12 +146,14 @@ interface Call {
   out: OutgoingRequest;
   /** The upstream session it was sent in. */
   generation: number;
-  /** Ends its HTTP exchange (POST, or the GET resuming it). */
+  /** Ends its HTTP exchange (POST, or the GET resuming it); a new one when it is sent once more. */
   controller: AbortController;
   /** Settles once the server has taken the POST (answer headers came) or it failed. */
   taken: Promise<void>;
   markTaken(): void;
   timer: NodeJS.Timeout | undefined;
+  /** Runs while a resumption has brought nothing for the request. */
+  resumeTimer: NodeJS.Timeout | undefined;
   done: boolean;
   lastEventId: string | undefined;
   /** What the server asked for with `retry:`. */
@@ -164,6 +174,7 @@ export class HttpUpstream implements Channel {
   private readonly logger: Logger;
   private readonly handshakeTimeoutMs: number;
   private readonly resumeAttempts: number;
+  private readonly resumeTimeoutMs: number;
   private readonly reconnectDelayMs: number;
   private readonly reconnectMaxDelayMs: number;
   private readonly maxMessageBytes: number;
@@ -208,6 +219,7 @@ export class HttpUpstream implements Channel {
     this.maxMessageBytes = options.maxMessageBytes;
     this.handshakeTimeoutMs = options.handshakeTimeoutMs ?? HTTP_UPSTREAM_DEFAULTS.handshakeTimeoutMs;
     this.resumeAttempts = options.resumeAttempts ?? HTTP_UPSTREAM_DEFAULTS.resumeAttempts;
+    this.resumeTimeoutMs = options.resumeTimeoutMs ?? HTTP_UPSTREAM_DEFAULTS.resumeTimeoutMs;
     this.reconnectDelayMs = options.reconnectDelayMs ?? HTTP_UPSTREAM_DEFAULTS.reconnectDelayMs;
     this.reconnectMaxDelayMs = options.reconnectMaxDelayMs ?? HTTP_UPSTREAM_DEFAULTS.reconnectMaxDelayMs;
   }
@@ -333,6 +345,7 @@ export class HttpUpstream implements Channel {
       taken,
       markTaken,
       timer: undefined,
+      resumeTimer: undefined,
       done: false,
       lastEventId: undefined,
       retryMs: undefined,
@@ -464,6 +477,7 @@ export class HttpUpstream implements Channel {
   }
 
   private async readStream(call: Call, body: ReplyBody): Promise<void> {
+    const { controller } = call;
     const parser = new SseParser(this.maxMessageBytes, {
       event: (event) => {
         if (this.callEvent(call, event)) setTimeout(() => body.destroy(), ANSWERED_STREAM_GRACE_MS).unref();
@@ -472,7 +486,7 @@ export class HttpUpstream implements Channel {
       oversized: (bytes, head, tail) => this.tooLarge(call, String(bytes), idOfOversized(head, tail)),
     });
     const error = await pump(body, parser);
-    if (call.done || this.phase === 'closed') return;
+    if (call.done || this.phase === 'closed' || call.controller !== controller) return;
     await this.resume(call, error === undefined ? 'the server ended it' : networkReason(error));
   }
 
@@ -485,6 +499,7 @@ export class HttpUpstream implements Channel {
     }
     call.resumes = 0;
     if (event.data.length === 0 || (event.type !== '' && event.type !== 'message')) return false;
+    clearTimeout(call.resumeTimer);
     return this.fromStream(call, event.data);
   }
 
@@ -574,6 +589,7 @@ export class HttpUpstream implements Channel {
   private finish(call: Call): void {
     call.done = true;
     clearTimeout(call.timer);
+    clearTimeout(call.resumeTimer);
     this.calls.delete(call);
   }
 
@@ -615,8 +631,10 @@ export class HttpUpstream implements Channel {
    */
   private async resume(call: Call, why: string): Promise<void> {
     const { method } = call.out;
+    const { controller } = call;
     let reason = why;
-    while (!call.done) {
+    while (!call.done && call.controller === controller) {
+      clearTimeout(call.resumeTimer);
       if (call.lastEventId === undefined || call.resumes >= this.resumeAttempts) {
         const tried = call.lastEventId === undefined ? 'it could not be resumed' : 'resuming it failed';
         return this.fail(
@@ -627,20 +645,21 @@ export class HttpUpstream implements Channel {
       const delay =
         call.retryMs ?? backoffDelay(this.reconnectDelayMs, this.reconnectMaxDelayMs, call.resumes);
       call.resumes++;
-      if (!(await pause(delay, call.controller.signal))) return;
+      if (!(await pause(delay, controller.signal))) return;
       const headers: Headers = {
         ...this.baseHeaders(),
         accept: 'text/event-stream',
         'last-event-id': call.lastEventId,
       };
+      call.resumeTimer = setTimeout(() => this.resumedEmpty(call), this.resumeTimeoutMs).unref();
       let reply: Reply;
       try {
-        reply = await this.origin.request('GET', headers, call.controller.signal);
+        reply = await this.origin.request('GET', headers, controller.signal);
       } catch (error) {
         reason = networkReason(error);
         continue;
       }
-      if (call.done) return discard(reply.body);
+      if (call.done || call.controller !== controller) return discard(reply.body);
       const status = reply.statusCode;
       if (status === 404 && headers['mcp-session-id'] !== undefined) {
         discard(reply.body);
@@ -653,6 +672,34 @@ export class HttpUpstream implements Channel {
       discard(reply.body);
       reason = `resuming was answered ${statusLine(status)}`;
     }
+  }
+
+  /**
+   * A resumption brought nothing for its request within resumeTimeoutMs: the server may have answered
+   * while no stream was open and kept nothing to replay. A request that only reads is sent once more (in
+   * a new exchange; the old one is let go), any other fails: it may have run.
+   */
+  private resumedEmpty(call: Call): void {
+    if (call.done) return;
+    const { method } = call.out;
+    const why = `resuming it brought nothing back within ${this.resumeTimeoutMs} ms`;
+    if (call.repeated || !REPEATABLE.has(method)) {
+      this.logger.warn(`the stream carrying the answer to ${method} was lost and ${why}: failing it`);
+      return this.fail(
+        call,
+        `Upstream server unavailable: the stream carrying the answer to ${method} was lost and ${why}`,
+      );
+    }
+    this.logger.info(`the stream carrying the answer to ${method} was lost and ${why}: sending it again`);
+    call.controller.abort();
+    Object.assign(call, {
+      controller: new AbortController(),
+      repeated: true,
+      lastEventId: undefined,
+      retryMs: undefined,
+      resumes: 0,
+    });
+    this.background(this.runCall(call));
   }
 
   // ── sessions ─────────────────────────────────────────────────────────────────────────────────────

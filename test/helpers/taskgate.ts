@@ -27,6 +27,7 @@ export const FIXTURES = {
   conformanceTasks: root('test/fixtures/conformance-tasks-tools.js'),
   dualEra: root('test/fixtures/dual-era-server.js'),
   conformanceEverything: root('test/fixtures/conformance-everything.js'),
+  polling: root('test/fixtures/polling-server.js'),
 } as const;
 export type FixtureName = keyof typeof FIXTURES;
 

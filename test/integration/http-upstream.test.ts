@@ -335,6 +335,38 @@ describe('HttpUpstream against the SDK’s Streamable HTTP server', () => {
     expect(h.answersTo(id)).toHaveLength(1);
   });
 
+  describe('issue 34.2: a resumption that brings nothing back for its request', () => {
+    // The server switches the request to polling (closes its stream, `retry: 100`), answers while no
+    // stream is open and keeps nothing to replay: the GET resuming it stays open and quiet for ever.
+    it('fails a tools/call within upstream.resumeTimeout with an error saying so, and goes on', async () => {
+      const server = await fixture('polling');
+      const h = open(server.url, { resumeTimeoutMs: 400 });
+      await h.initialize();
+      const id = h.call('reconnect');
+      const answer = await h.answer(id, 4_000);
+      expect(answer.message.error).toEqual({
+        code: ErrorCode.UpstreamUnavailable,
+        message:
+          'Upstream server unavailable: the stream carrying the answer to tools/call was lost and resuming it brought nothing back within 400 ms',
+      });
+      expect(answer.onStreamOf).toBe(id);
+      expect(text(await h.answer(h.call('echo')))).toBe('echo answered');
+      expect(h.answersTo(id)).toHaveLength(1);
+      expect(h.closed.items).toEqual([]);
+    });
+
+    it('sends a request that only reads once more, and delivers the answer to that', async () => {
+      const server = await fixture('polling');
+      const h = open(server.url, { resumeTimeoutMs: 400 });
+      await h.initialize();
+      const id = h.request('resources/read', { uri: 'poll://once' });
+      const answer = await h.answer(id, 4_000);
+      expect(answer.message.result.contents).toEqual([{ uri: 'poll://once', text: 'read 2' }]);
+      await h.answer(h.call('echo'));
+      expect(h.answersTo(id)).toHaveLength(1);
+    });
+  });
+
   it('when the server ends the session: reports it lost and back, as a restarted child, and goes on', async () => {
     const server = await fixture('legacy');
     const h = open(server.url);
@@ -670,6 +702,19 @@ describe('taskgate in front of an HTTP upstream, as in front of a stdio one', ()
       expect(((await p.response('result')) as Json).result).toMatchObject({
         content: [{ type: 'text', text: 'slept 3000 ms' }],
       });
+    });
+  });
+
+  it('issue 34.2: upstream.resumeTimeout, not requestTimeout (5 min), bounds a resumption that brings nothing', async () => {
+    const server = await fixture('polling');
+    const p = await behind({ url: server.url, resumeTimeout: 300 });
+    p.send(toolCall('polled', 'reconnect', {}));
+    expect(await p.response('polled')).toMatchObject({
+      error: {
+        code: ErrorCode.UpstreamUnavailable,
+        message:
+          'Upstream server unavailable: the stream carrying the answer to tools/call was lost and resuming it brought nothing back within 300 ms',
+      },
     });
   });
 
