@@ -15,7 +15,7 @@ const NODE_PREFIX = {
 const LAYERS = [
   ['protocol', 'config'],
   ['tasks'],
-  ['observability', 'security', 'transport'],
+  ['observability', 'security', 'telemetry', 'transport'],
   ['session'],
   ['modern'],
 ];

@@ -21,6 +21,8 @@ import { UpstreamPool } from './transport/upstream-pool.js';
 import { sharedSessionRules } from './session/shared-sessions.js';
 import { openUpstream, type Upstream } from './upstream.js';
 import { upstreamProblem } from './upstream-readiness.js';
+import { startTelemetry } from './telemetry/start.js';
+import { telemetry } from './telemetry/telemetry.js';
 
 export interface RunningGateway {
   url: URL;
@@ -104,7 +106,7 @@ export async function startHttpGateway(
         const options = core.sessionOptions(channel.id, sessionLogger);
         const sightings = options.sightings!;
         const session = new Session(
-          channel,
+          telemetry().front(channel, { transport: 'tcp', sessionId: channel.id }),
           upstream.channel,
           {
             ...options,
@@ -136,7 +138,7 @@ export async function startHttpGateway(
       },
       notReady: () => upstreamProblem(config.upstream),
       accepting: () => runner.isAccepting,
-      modern: (exchange) => modern.handle(exchange),
+      modern: telemetry().modern((exchange) => modern.handle(exchange)),
       ...(authenticate === undefined ? {} : { authenticate }),
       ...(pagesOnFront ? { extraRoutes: observed.routes } : {}),
       sessionRefused: () => metrics.limitRefused('max_sessions'),
@@ -180,6 +182,7 @@ export async function startHttpGateway(
 export async function runHttpGateway(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
   const metrics = new Metrics();
+  const traces = await startTelemetry(config, logger);
   const store = await openStore(config, logger, { onExpired: (record) => metrics.taskExpired(record) });
   // A store left open (a Redis connection) would keep a process that could not listen alive.
   const gateway = await startHttpGateway(config, logger, store, metrics).catch(async (error: unknown) => {
@@ -194,6 +197,7 @@ export async function runHttpGateway(config: Config): Promise<number> {
   await gateway.drain();
   await gateway.close();
   await store.close();
+  await traces.shutdown();
   return 0;
 }
 

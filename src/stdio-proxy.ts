@@ -16,6 +16,7 @@ import { memoryChannelPair } from './transport/memory-channel.js';
 import { awaitFirstMessage } from './transport/held-channel.js';
 import { openStore } from './store.js';
 import { LineChannel } from './transport/line-channel.js';
+import { startTelemetry } from './telemetry/start.js';
 import { openUpstream } from './upstream.js';
 
 /** How long a client that has not asked anything yet is waited for, to get the reason as its answer. */
@@ -24,6 +25,7 @@ const UNANSWERED_CLIENT_GRACE_MS = 2_000;
 export async function startStdioProxy(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
   const metrics = new Metrics();
+  const telemetry = await startTelemetry(config, logger);
   const tasks = await openStore(config, logger, { onExpired: (record) => metrics.taskExpired(record) });
   const id = `stdio-${randomUUID()}`;
   // One client: whatever hit a limit, it was this session.
@@ -44,7 +46,8 @@ export async function startStdioProxy(config: Config): Promise<number> {
     },
   );
   // eslint-disable-next-line no-restricted-properties -- stdout is the client's channel in stdio mode
-  const client = new LineChannel(process.stdin, process.stdout, config.maxMessageBytes, 'the client');
+  const line = new LineChannel(process.stdin, process.stdout, config.maxMessageBytes, 'the client');
+  const client = telemetry.front(line, { transport: 'pipe' });
   const options = core.sessionOptions(id, logger);
   // The session starts at once, to watch the upstream; its client is known from the first message.
   const toClient = new DeferredChannel();
@@ -66,6 +69,7 @@ export async function startStdioProxy(config: Config): Promise<number> {
         await admin?.close();
         core.close();
         await tasks.close();
+        await telemetry.shutdown();
         resolve(exitCode);
       },
     });

@@ -9,6 +9,7 @@ import { ProbingUpstream } from './modern/probing-upstream.js';
 import { isObject } from './protocol/messages.js';
 import type { Channel } from './transport/channel.js';
 import { SupervisedStdioUpstream, type SupervisionHooks } from './transport/supervised-upstream.js';
+import { telemetry } from './telemetry/telemetry.js';
 
 /**
  * How long a stdio server is given to answer the era probe. A 2025 server answers an unknown method at
@@ -97,7 +98,11 @@ export async function openUpstream(
               logger,
             )
           : openModern();
-      return { channel, description, stop: () => channel.close() };
+      return {
+        channel: telemetry().upstream(channel, { transport: 'tcp', serverUrl: url }),
+        description,
+        stop: () => channel.close(),
+      };
     }
     if (era === 'modern') {
       logger.warn(
@@ -105,7 +110,11 @@ export async function openUpstream(
       );
     }
     const channel = openLegacy();
-    return { channel, description, stop: () => channel.close() };
+    return {
+      channel: telemetry().upstream(channel, { transport: 'tcp', serverUrl: url }),
+      description,
+      stop: () => channel.close(),
+    };
   }
   if (upstream.command === undefined) throw new Error('no upstream server configured');
   const { command, args, env, cwd } = upstream;
@@ -124,7 +133,7 @@ export async function openUpstream(
     { statusNotifications: config.tasks.statusNotifications },
   );
   return {
-    channel: probing,
+    channel: telemetry().upstream(probing, { transport: 'pipe' }),
     description: maskCommand(command, args),
     // Closed first (a translator ends its own calls there: the child's exit is not reported), then stopped.
     stop: async () => {

@@ -176,6 +176,20 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    /**
+     * OpenTelemetry tracing, off unless turned on here or by OTEL_EXPORTER_OTLP_ENDPOINT /
+     * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; the rest of the OTEL_* environment applies as in every OTel SDK.
+     */
+    telemetry: z
+      .object({
+        enabled: z.boolean().optional(),
+        /** The OTLP/HTTP traces URL (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT wins over it). */
+        endpoint: z.url({ protocol: /^https?$/ }).optional(),
+        protocol: z.enum(['http/protobuf', 'http/json']).optional(),
+        serviceName: z.string().min(1).optional(),
+      })
+      .strict()
+      .prefault({}),
     /** On SIGTERM/SIGINT, how long running tasks may finish before they are failed and taskgate exits. */
     shutdownGrace: z.number().int().nonnegative().max(MAX_TIMER_MS).default(30_000),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

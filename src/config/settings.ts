@@ -308,6 +308,20 @@ export const SETTINGS: readonly Setting[] = [
     help: 'largest JSON-RPC message accepted',
   },
   {
+    path: ['telemetry', 'enabled'],
+    flag: 'telemetry',
+    sets: true,
+    group: 'Output',
+    help: 'export OpenTelemetry traces over OTLP/HTTP (on by itself when OTEL_EXPORTER_OTLP_ENDPOINT is set)',
+  },
+  {
+    path: ['telemetry', 'endpoint'],
+    flag: 'otlp-endpoint',
+    metavar: 'URL',
+    group: 'Output',
+    help: 'the OTLP/HTTP traces URL (default http://localhost:4318/v1/traces)',
+  },
+  {
     path: ['admin', 'listen'],
     flag: 'admin-listen',
     metavar: 'HOST:PORT',

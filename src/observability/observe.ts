@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { MemoryTaskStore } from '../tasks/memory-store.js';
 import type { TaskStore } from '../tasks/store.js';
 import type { Metrics } from './metrics.js';
+import { telemetry } from '../telemetry/telemetry.js';
 import { ObservedStore } from './observed-store.js';
 import { operationsRoutes, type Authorize, type Routes } from './routes.js';
 import { TaskBoard } from './task-board.js';
@@ -41,6 +42,7 @@ export function observeTasks(
   const unsubscribe = store.onTransition((record) => {
     metrics.taskChanged(record);
     board.changed(record);
+    telemetry().taskChanged(record);
     if (!logger.isLevelEnabled('debug')) return;
     logger.debug(
       {
@@ -56,6 +58,7 @@ export function observeTasks(
     created: (record) => {
       metrics.taskCreated(record);
       board.created(record);
+      telemetry().taskCreated(record);
     },
     refused: (limit) => metrics.limitRefused(limit),
     waiting: (delta) => metrics.waiting(delta),

@@ -12,6 +12,7 @@ import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { digitsOf } from '../protocol/exact-ids.js';
 import { answerModern, settledWithin, sseEvent } from './modern-answer.js';
+import { telemetry } from '../telemetry/telemetry.js';
 import { isObject, isResponseShaped, salvageId, type Message, type RequestId } from '../protocol/messages.js';
 import { readMessage } from '../protocol/read-message.js';
 import { ClientGiveUp, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
@@ -222,7 +223,7 @@ export class HttpFront {
     }
     switch (req.method) {
       case 'POST':
-        return this.post(req, res, caller);
+        return telemetry().inRequestContext(req, () => this.post(req, res, caller));
       case 'GET':
         return this.get(req, res, caller);
       case 'DELETE':

@@ -27,6 +27,7 @@ describe('resolveConfig', () => {
       clientTasks: true,
       upstreamRestart: { enabled: true, delay: 500, maxDelay: 30_000, holdRequests: 10_000 },
       admin: {},
+      telemetry: {},
       auth: { tokens: [], adminSubjects: [] },
       limits: {},
       audit: { enabled: true, logArguments: false },

@@ -1,0 +1,105 @@
+/**
+ * The MCP semantic conventions (OpenTelemetry, gen-ai/mcp.md, status Development) as they apply to one
+ * message: span names, request and response attributes. Arguments and results are never recorded.
+ */
+import type { Attributes } from '@opentelemetry/api';
+import { digitsOf } from '../protocol/exact-ids.js';
+import { isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
+import { MODERN_VERSIONS, PROTOCOL_VERSION_META } from '../protocol/modern/meta.js';
+import type { ChannelFacts } from './telemetry.js';
+
+/** taskgate's names for what the conventions do not name yet (README "Telemetry"). */
+export const TASK_ID = 'mcp.task.id';
+export const TASK_STATUS = 'mcp.task.status';
+export const TASK_TTL = 'mcp.task.ttl';
+export const TASK_POLL_INTERVAL = 'mcp.task.poll_interval';
+export const TASK_TOOL = 'gen_ai.tool.name';
+export const TASK_SESSION = 'mcp.task.session';
+
+const RESOURCE_METHODS = new Set(['resources/read', 'resources/subscribe', 'resources/unsubscribe']);
+
+const text = (value: unknown): string | undefined =>
+  typeof value === 'string' && value !== '' ? value : undefined;
+
+/** `{mcp.method.name} {target}`, the target a tool's or a prompt's name (never a resource URI). */
+export function spanName(method: string, params: JsonObject | undefined): string {
+  const target = targetOf(method, params);
+  return target === undefined ? method : `${method} ${target}`;
+}
+
+function targetOf(method: string, params: JsonObject | undefined): string | undefined {
+  if (method === 'tools/call' || method === 'prompts/get') return text(params?.name);
+  return undefined;
+}
+
+/** The protocol version a request states itself (2026-07-28 `_meta`), if it does. */
+export function statedVersion(params: JsonObject | undefined): string | undefined {
+  const meta = params?._meta;
+  return isObject(meta) ? text(meta[PROTOCOL_VERSION_META]) : undefined;
+}
+
+export function requestAttributes(
+  method: string,
+  id: RequestId,
+  params: JsonObject | undefined,
+  facts: ChannelFacts,
+  version: string | undefined,
+): Attributes {
+  const attributes: Attributes = {
+    'mcp.method.name': method,
+    'jsonrpc.request.id': digitsOf(id) ?? String(id),
+    'network.transport': facts.transport,
+  };
+  if (facts.transport === 'tcp') attributes['network.protocol.name'] = 'http';
+  if (version !== undefined) attributes['mcp.protocol.version'] = version;
+  // The conventions: mcp.session.id MUST NOT be set for 2026-07-28, which has no sessions.
+  if (facts.sessionId !== undefined && (version === undefined || !MODERN_VERSIONS.includes(version))) {
+    attributes['mcp.session.id'] = facts.sessionId;
+  }
+  if (facts.serverUrl !== undefined) {
+    const url = new URL(facts.serverUrl);
+    attributes['server.address'] = url.hostname;
+    attributes['server.port'] = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  }
+  if (method === 'tools/call' && text(params?.name) !== undefined) {
+    attributes['gen_ai.tool.name'] = text(params?.name);
+    attributes['gen_ai.operation.name'] = 'execute_tool';
+  }
+  if (method === 'prompts/get' && text(params?.name) !== undefined) {
+    attributes['gen_ai.prompt.name'] = text(params?.name);
+  }
+  if (RESOURCE_METHODS.has(method) && text(params?.uri) !== undefined) {
+    attributes['mcp.resource.uri'] = text(params?.uri);
+  }
+  const taskId = text(params?.taskId);
+  if (method.startsWith('tasks/') && taskId !== undefined) attributes[TASK_ID] = taskId;
+  return attributes;
+}
+
+export interface Outcome {
+  attributes: Attributes;
+  /** The span's ERROR description, when it failed. */
+  error?: string;
+}
+
+/** What a response adds to its request's span: the error (JSON-RPC code, or `tool_error`), a task made. */
+export function responseOutcome(response: JsonObject): Outcome {
+  const error = response.error;
+  if (isObject(error)) {
+    const code = String(error.code);
+    return {
+      attributes: { 'error.type': code, 'rpc.response.status_code': code },
+      error: text(error.message) ?? code,
+    };
+  }
+  const result = isObject(response.result) ? response.result : {};
+  const attributes: Attributes = {};
+  const task = isObject(result.task) ? result.task : undefined;
+  const taskId = text(task?.taskId) ?? text(result.taskId);
+  if (taskId !== undefined) attributes[TASK_ID] = taskId;
+  if (result.isError === true) {
+    attributes['error.type'] = 'tool_error';
+    return { attributes, error: 'tool_error' };
+  }
+  return { attributes };
+}

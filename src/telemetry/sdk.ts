@@ -1,0 +1,137 @@
+/**
+ * OpenTelemetry itself, loaded only when telemetry is on (start.ts): a Node tracer provider with the
+ * standard environment (OTEL_TRACES_SAMPLER and _ARG, OTEL_BSP_* for the batch processor's bounded queue,
+ * OTEL_EXPORTER_OTLP_* for the exporter, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES), exporting over
+ * OTLP/HTTP in protobuf or JSON. Exports happen off the calls' path: a collector that is down or hangs
+ * costs a dropped batch, never a call's time.
+ */
+import { createRequire } from 'node:module';
+import {
+  DiagLogLevel,
+  SpanKind,
+  SpanStatusCode,
+  context,
+  diag,
+  propagation,
+  trace,
+  type DiagLogger,
+} from '@opentelemetry/api';
+import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import {
+  defaultResource,
+  detectResources,
+  envDetector,
+  resourceFromAttributes,
+} from '@opentelemetry/resources';
+import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import type { IncomingMessage } from 'node:http';
+import type { Logger } from 'pino';
+import type { JsonObject } from '../protocol/messages.js';
+import { requestAttributes, spanName, statedVersion } from './attributes.js';
+import { TaskSpans } from './task-spans.js';
+import type { TelemetrySettings } from './settings.js';
+import type { ModernServe, Telemetry } from './telemetry.js';
+import { TracedChannel, end, extracted } from './traced-channel.js';
+
+/** How long shutdown waits for the last spans to go out: a collector that hangs must not hold the exit. */
+const SHUTDOWN_WAIT_MS = 2_000;
+/** An exporter that keeps failing is said once a minute, not once a batch. */
+const DIAG_QUIET_MS = 60_000;
+
+export function openTelemetry(settings: TelemetrySettings, logger: Logger): Telemetry {
+  const log = logger.child({ component: 'telemetry' });
+  diag.setLogger(quietDiag(log), DiagLogLevel.WARN);
+  if (settings.unsupportedProtocol !== undefined) {
+    log.warn(`OTLP protocol ${settings.unsupportedProtocol} is not supported: exporting http/protobuf`);
+  }
+  const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+  const resource = defaultResource()
+    .merge(
+      resourceFromAttributes({ [ATTR_SERVICE_NAME]: settings.serviceName, [ATTR_SERVICE_VERSION]: version }),
+    )
+    .merge(detectResources({ detectors: [envDetector] }));
+  const options = settings.url === undefined ? {} : { url: settings.url };
+  const exporter =
+    settings.protocol === 'http/json' ? new JsonExporter(options) : new ProtobufExporter(options);
+  const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
+  provider.register();
+  const tracer = trace.getTracer('mcp-taskgate', version);
+  const tasks = new TaskSpans(tracer);
+  log.info({ protocol: settings.protocol, ...options }, 'exporting OpenTelemetry traces over OTLP/HTTP');
+
+  const modern =
+    (serve: ModernServe): ModernServe =>
+    (exchange) => {
+      const { method, id, params } = exchange.request;
+      const ambient = context.active();
+      const carried = extracted(params);
+      const ambientSpan = trace.getSpanContext(ambient);
+      const task = tasks.linkOf(method, params);
+      const span = tracer.startSpan(
+        spanName(method, params),
+        {
+          kind: SpanKind.SERVER,
+          attributes: requestAttributes(method, id, params, { transport: 'tcp' }, statedVersion(params)),
+          links: [
+            ...(carried !== undefined && ambientSpan !== undefined ? [{ context: ambientSpan }] : []),
+            ...(task === undefined ? [] : [{ context: task }]),
+          ],
+        },
+        carried ?? ambient,
+      );
+      const answering = context.with(trace.setSpan(carried ?? ambient, span), () => serve(exchange));
+      return answering.then(
+        (answer) => {
+          if (answer === undefined) {
+            span.setAttribute('error.type', 'cancelled');
+            span.setStatus({ code: SpanStatusCode.ERROR, message: 'the client gave the request up' });
+            span.end();
+          } else end(span, answer.response as JsonObject);
+          return answer;
+        },
+        (error: unknown) => {
+          span.setAttribute('error.type', '_OTHER');
+          span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) });
+          span.end();
+          throw error;
+        },
+      );
+    };
+
+  return {
+    front: (channel, facts) => new TracedChannel(channel, tracer, facts, tasks),
+    upstream: (channel, facts) => new TracedChannel(channel, tracer, facts, tasks),
+    modern,
+    inRequestContext: <T>(req: IncomingMessage, handle: () => T): T => {
+      if (req.headers.traceparent === undefined) return handle();
+      return context.with(propagation.extract(context.active(), req.headers), handle);
+    },
+    taskCreated: (record) => tasks.created(record),
+    taskChanged: (record) => tasks.changed(record),
+    shutdown: async () => {
+      tasks.endAll();
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, SHUTDOWN_WAIT_MS);
+        timer.unref();
+      });
+      await Promise.race([provider.shutdown().catch(() => undefined), waited]);
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** The SDK's own complaints (an export that failed) on the log, at most one a minute. */
+function quietDiag(log: Logger): DiagLogger {
+  let quietUntil = 0;
+  const say = (message: string, ...args: unknown[]): void => {
+    const now = Date.now();
+    if (now < quietUntil) return;
+    quietUntil = now + DIAG_QUIET_MS;
+    log.warn({ detail: args.map(String).join(' ') || undefined }, `OpenTelemetry: ${message}`);
+  };
+  const silent = (): void => undefined;
+  return { error: say, warn: say, info: silent, debug: silent, verbose: silent };
+}

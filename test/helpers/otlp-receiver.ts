@@ -1,0 +1,166 @@
+/**
+ * A real OTLP/HTTP traces receiver for tests: an HTTP server taking what the official exporter POSTs to
+ * /v1/traces. JSON bodies (http/json) are decoded into spans; protobuf bodies are kept as bytes. It can
+ * refuse every export (503) or hang on each one (never answer), as a collector that is down would.
+ */
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ReceivedSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  name: string;
+  /** 1 internal, 2 server, 3 client (OTLP SpanKind). */
+  kind: number;
+  attributes: Record<string, unknown>;
+  events: { name: string; attributes: Record<string, unknown> }[];
+  links: { traceId: string; spanId: string }[];
+  status: { code?: number; message?: string };
+  service: string;
+}
+
+export const SERVER = 2;
+export const CLIENT = 3;
+export const INTERNAL = 1;
+
+type Behaviour = 'accept' | 'refuse' | 'hang';
+
+interface OtlpValue {
+  stringValue?: string;
+  intValue?: string | number;
+  boolValue?: boolean;
+  doubleValue?: number;
+}
+interface OtlpAttribute {
+  key: string;
+  value: OtlpValue;
+}
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes?: OtlpAttribute[];
+  events?: { name: string; attributes?: OtlpAttribute[] }[];
+  links?: { traceId: string; spanId: string }[];
+  status?: { code?: number; message?: string };
+}
+interface OtlpRequest {
+  resourceSpans?: {
+    resource?: { attributes?: OtlpAttribute[] };
+    scopeSpans?: { spans?: OtlpSpan[] }[];
+  }[];
+}
+
+const valueOf = (value: OtlpValue): unknown =>
+  value.stringValue ??
+  (value.intValue === undefined ? undefined : Number(value.intValue)) ??
+  value.boolValue ??
+  value.doubleValue;
+
+const attributesOf = (list: OtlpAttribute[] = []): Record<string, unknown> =>
+  Object.fromEntries(list.map(({ key, value }) => [key, valueOf(value)]));
+
+export class OtlpReceiver {
+  readonly spans: ReceivedSpan[] = [];
+  readonly protobufBodies: Buffer[] = [];
+  /** Export requests received, whatever the answer. */
+  posts = 0;
+  private waiters: (() => void)[] = [];
+  private readonly hanging: ServerResponse[] = [];
+
+  private constructor(
+    private readonly server: ReturnType<typeof createServer>,
+    readonly url: string,
+    private readonly behaviour: Behaviour,
+  ) {}
+
+  static async start(behaviour: Behaviour = 'accept'): Promise<OtlpReceiver> {
+    const holder: { receiver?: OtlpReceiver } = {};
+    const server = createServer((req, res) => void holder.receiver?.take(req, res));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    const receiver = new OtlpReceiver(server, `http://127.0.0.1:${port}`, behaviour);
+    return receiver;
+  }
+
+  /** Resolves with the spans once `found` returns some; fails after `withinMs`. */
+  async until<T>(found: (spans: ReceivedSpan[]) => T | undefined, withinMs = 10_000): Promise<T> {
+    const deadline = Date.now() + withinMs;
+    for (;;) {
+      const result = found(this.spans);
+      if (result !== undefined) return result;
+      const left = deadline - Date.now();
+      if (left <= 0)
+        throw new Error(
+          `not received within ${withinMs} ms; spans: ${this.spans.map((s) => s.name).join(', ')}`,
+        );
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+
+  /** Resolves once `count` export requests have arrived. */
+  async posted(count: number, withinMs = 10_000): Promise<void> {
+    await this.until(() => (this.posts >= count ? true : undefined), withinMs);
+  }
+
+  async stop(): Promise<void> {
+    for (const res of this.hanging) res.destroy();
+    this.server.closeAllConnections();
+    this.server.close();
+    await once(this.server, 'close');
+  }
+
+  private async take(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks);
+    this.posts += 1;
+    if (req.url === '/v1/traces' && this.behaviour === 'accept') {
+      if (/json/.test(req.headers['content-type'] ?? ''))
+        this.decode(JSON.parse(body.toString()) as OtlpRequest);
+      else this.protobufBodies.push(body);
+    }
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+    if (this.behaviour === 'hang') return void this.hanging.push(res);
+    if (this.behaviour === 'refuse') return void res.writeHead(503).end();
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  }
+
+  private decode(request: OtlpRequest): void {
+    for (const resourceSpans of request.resourceSpans ?? []) {
+      const service = String(attributesOf(resourceSpans.resource?.attributes)['service.name']);
+      for (const scope of resourceSpans.scopeSpans ?? []) {
+        for (const span of scope.spans ?? []) {
+          this.spans.push({
+            traceId: span.traceId,
+            spanId: span.spanId,
+            parentSpanId: span.parentSpanId ?? '',
+            name: span.name,
+            kind: span.kind,
+            attributes: attributesOf(span.attributes),
+            events: (span.events ?? []).map((event) => ({
+              name: event.name,
+              attributes: attributesOf(event.attributes),
+            })),
+            links: span.links ?? [],
+            status: span.status ?? {},
+            service,
+          });
+        }
+      }
+    }
+  }
+}

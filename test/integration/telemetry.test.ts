@@ -1,0 +1,271 @@
+/**
+ * OpenTelemetry (issue 30) through the built taskgate: off by default with nothing of OpenTelemetry
+ * loaded; on with OTEL_EXPORTER_OTLP_ENDPOINT, one trace from a real SDK client (2025 and 2026-07-28, stdio
+ * and the HTTP gateway) through taskgate to the server, exported by the official exporter to a real
+ * OTLP/HTTP receiver; an exporter that refuses or hangs changes nothing for the client.
+ */
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { connect, FIXTURES, Gateway, TASKGATE, type Connection } from '../helpers/taskgate.js';
+import { connectModern, MODERN_VERSION } from '../helpers/modern-client.js';
+import { httpTransport } from '../helpers/http-client.js';
+import { CLIENT, INTERNAL, OtlpReceiver, SERVER, type ReceivedSpan } from '../helpers/otlp-receiver.js';
+import { textOf } from '../helpers/tool-results.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+
+const WATCH = fileURLToPath(new URL('../fixtures/otel-watch.mjs', import.meta.url));
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const CALLER_SPAN = '00f067aa0ba902b7';
+const TRACEPARENT = `00-${TRACE_ID}-${CALLER_SPAN}-01`;
+
+const otelEnv = (receiver: OtlpReceiver, extra: Record<string, string> = {}): Record<string, string> => ({
+  OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+  OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+  OTEL_BSP_SCHEDULE_DELAY: '50',
+  OTEL_SERVICE_NAME: 'taskgate-under-test',
+  ...extra,
+});
+
+/** The SERVER span of taskgate for `name` in the caller's trace, and the CLIENT span it sent upstream. */
+function gatewayPair(spans: ReceivedSpan[], name: string): [ReceivedSpan, ReceivedSpan] | undefined {
+  const server = spans.find((s) => s.kind === SERVER && s.name === name && s.traceId === TRACE_ID);
+  const client = spans.find((s) => s.kind === CLIENT && s.name === name && s.parentSpanId === server?.spanId);
+  return server === undefined || client === undefined ? undefined : [server, client];
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function receiver(behaviour?: 'accept' | 'refuse' | 'hang'): Promise<OtlpReceiver> {
+  const started = await OtlpReceiver.start(behaviour);
+  cleanups.push(() => started.stop());
+  return started;
+}
+
+async function stdioClient(env: Record<string, string>, upstream?: string[]): Promise<Connection> {
+  const connection = await connect('legacy', {
+    env: { NODE_OPTIONS: `--import=${WATCH}`, ...env },
+    ...(upstream === undefined ? {} : { upstream }),
+  });
+  cleanups.push(() => connection.close());
+  return connection;
+}
+
+describe('telemetry off', () => {
+  it('loads no OpenTelemetry module, where on the same call loads them', async () => {
+    const off = await stdioClient({});
+    const result = await off.client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+    expect(textOf(result)).toBe('hi');
+    await off.client.ping();
+    expect(off.stderr()).not.toContain('otel-watch');
+
+    const collector = await receiver();
+    const on = await stdioClient(otelEnv(collector));
+    await on.client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+    expect(on.stderr()).toContain('otel-watch: resolved @opentelemetry/api');
+  });
+});
+
+describe('a trace through taskgate', () => {
+  it('stdio, 2025 client: SERVER span child of the caller, CLIENT span its child, both with the conventions', async () => {
+    const collector = await receiver();
+    const { client } = await stdioClient(otelEnv(collector));
+    const result = await client.callTool({
+      name: 'echo',
+      arguments: { text: 'traced' },
+      _meta: { traceparent: TRACEPARENT },
+    });
+    expect(textOf(result)).toBe('traced');
+    const [server, upstream] = await collector.until((spans) => gatewayPair(spans, 'tools/call echo'));
+    expect(server.parentSpanId).toBe(CALLER_SPAN);
+    expect(server.service).toBe('taskgate-under-test');
+    expect(server.attributes).toMatchObject({
+      'mcp.method.name': 'tools/call',
+      'gen_ai.tool.name': 'echo',
+      'gen_ai.operation.name': 'execute_tool',
+      'mcp.protocol.version': '2025-11-25',
+      'network.transport': 'pipe',
+    });
+    expect(typeof server.attributes['jsonrpc.request.id']).toBe('string');
+    expect(server.attributes).not.toHaveProperty('error.type');
+    expect(upstream.attributes).toMatchObject({
+      'mcp.method.name': 'tools/call',
+      'network.transport': 'pipe',
+    });
+    expect(server.attributes).not.toHaveProperty('gen_ai.tool.call.arguments');
+  });
+
+  it('an isError result is error.type tool_error; a JSON-RPC error its code', async () => {
+    const collector = await receiver();
+    const { client } = await stdioClient(otelEnv(collector));
+    await client.callTool({
+      name: 'fail',
+      arguments: { message: 'no' },
+      _meta: { traceparent: TRACEPARENT },
+    });
+    await client
+      .callTool({
+        name: 'throw',
+        arguments: { code: -32050, message: 'thrown' },
+        _meta: { traceparent: TRACEPARENT },
+      })
+      .catch(() => undefined);
+    const [failed] = await collector.until((spans) => gatewayPair(spans, 'tools/call fail'));
+    expect(failed.attributes['error.type']).toBe('tool_error');
+    expect(failed.status.code).toBe(2);
+    const [thrown] = await collector.until((spans) => gatewayPair(spans, 'tools/call throw'));
+    expect(thrown.attributes).toMatchObject({ 'error.type': '-32050', 'rpc.response.status_code': '-32050' });
+    expect(thrown.status.message).toBe('thrown');
+  });
+
+  it('the upstream joins the trace: a second taskgate behind the first gets the first one CLIENT span as parent', async () => {
+    const collector = await receiver();
+    const { client } = await stdioClient(otelEnv(collector), [
+      process.execPath,
+      TASKGATE,
+      '--',
+      process.execPath,
+      FIXTURES.legacy,
+    ]);
+    await client.callTool({ name: 'echo', arguments: { text: 'x' }, _meta: { traceparent: TRACEPARENT } });
+    const chain = await collector.until((spans) => {
+      const outer = spans.find(
+        (s) => s.kind === SERVER && s.name === 'tools/call echo' && s.parentSpanId === CALLER_SPAN,
+      );
+      const sent = spans.find((s) => s.kind === CLIENT && s.parentSpanId === outer?.spanId);
+      const inner = spans.find((s) => s.kind === SERVER && s.parentSpanId === sent?.spanId);
+      const last = spans.find((s) => s.kind === CLIENT && s.parentSpanId === inner?.spanId);
+      return last === undefined ? undefined : [outer, sent, inner, last];
+    });
+    for (const span of chain) expect(span!.traceId).toBe(TRACE_ID);
+  });
+
+  it('HTTP gateway, 2025 client: the traceparent header is the parent, and the span names the session', async () => {
+    const collector = await receiver();
+    const gateway = await Gateway.start([process.execPath, FIXTURES.legacy], [], otelEnv(collector));
+    cleanups.push(() => gateway.stop());
+    const client = new Client({ name: 'otel-test', version: '1' });
+    await client.connect(
+      httpTransport(gateway.url, { requestInit: { headers: { traceparent: TRACEPARENT } } }),
+    );
+    cleanups.push(() => client.close());
+    await client.callTool({ name: 'echo', arguments: { text: 'over http' } });
+    const [server, upstream] = await collector.until((spans) => gatewayPair(spans, 'tools/call echo'));
+    expect(server.parentSpanId).toBe(CALLER_SPAN);
+    expect(server.attributes).toMatchObject({ 'network.transport': 'tcp', 'network.protocol.name': 'http' });
+    expect(typeof server.attributes['mcp.session.id']).toBe('string');
+    expect(upstream.attributes['network.transport']).toBe('pipe');
+  });
+
+  it('2026-07-28 client, stdio and HTTP: _meta traceparent is the parent, and no mcp.session.id', async () => {
+    const collector = await receiver();
+    const gateway = await Gateway.start([process.execPath, FIXTURES.legacy], [], otelEnv(collector));
+    cleanups.push(() => gateway.stop());
+    const overHttp = await connectModern({ url: gateway.url });
+    cleanups.push(() => overHttp.close());
+    const onStdio = await connectModern(
+      { command: [process.execPath, TASKGATE, '--', process.execPath, FIXTURES.legacy] },
+      { env: otelEnv(collector), probe: 'in-place' },
+    );
+    cleanups.push(() => onStdio.close());
+    for (const [connection, transport] of [
+      [overHttp, 'tcp'],
+      [onStdio, 'pipe'],
+    ] as const) {
+      const result = await connection.client.callTool({
+        name: 'echo',
+        arguments: { text: transport },
+        _meta: { traceparent: TRACEPARENT },
+      });
+      expect(textOf(result)).toBe(transport);
+      const [server, upstream] = await collector.until((spans) => {
+        const server = spans.find(
+          (s) =>
+            s.kind === SERVER &&
+            s.name === 'tools/call echo' &&
+            s.attributes['network.transport'] === transport,
+        );
+        const upstream = spans.find((s) => s.kind === CLIENT && s.parentSpanId === server?.spanId);
+        return upstream === undefined ? undefined : [server!, upstream];
+      });
+      expect(server.traceId).toBe(TRACE_ID);
+      expect(server.parentSpanId).toBe(CALLER_SPAN);
+      expect(server.attributes['mcp.protocol.version']).toBe(MODERN_VERSION);
+      expect(server.attributes).not.toHaveProperty('mcp.session.id');
+      expect(upstream.traceId).toBe(TRACE_ID);
+    }
+  });
+
+  it('http/protobuf: the official protobuf exporter sends the trace', async () => {
+    const collector = await receiver();
+    const { client } = await stdioClient(
+      otelEnv(collector, { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' }),
+    );
+    await client.callTool({ name: 'echo', arguments: { text: 'pb' }, _meta: { traceparent: TRACEPARENT } });
+    const traceBytes = Buffer.from(TRACE_ID, 'hex');
+    await collector.until((): true | undefined =>
+      collector.protobufBodies.some((body) => body.includes(traceBytes) && body.includes('tools/call echo'))
+        ? true
+        : undefined,
+    );
+  });
+});
+
+describe('a span for a task life', () => {
+  it('from creation to completed, each status an event, tasks/result linked to it', async () => {
+    const collector = await receiver();
+    const { client } = await stdioClient(otelEnv(collector));
+    const created = await client.request(
+      {
+        method: 'tools/call',
+        params: {
+          name: 'sleep',
+          arguments: { ms: 50 },
+          task: { ttl: 60_000 },
+          _meta: { traceparent: TRACEPARENT },
+        },
+      },
+      (await import('@modelcontextprotocol/sdk/types.js')).CreateTaskResultSchema,
+    );
+    const taskId = created.task.taskId;
+    await client.request(
+      { method: 'tasks/result', params: { taskId } },
+      (await import('@modelcontextprotocol/sdk/types.js')).CallToolResultSchema,
+    );
+    const task = await collector.until((spans) =>
+      spans.find((s) => s.kind === INTERNAL && s.attributes['mcp.task.id'] === taskId),
+    );
+    expect(task.name).toBe('task sleep');
+    expect(task.traceId).toBe(TRACE_ID);
+    expect(task.attributes).toMatchObject({ 'mcp.task.status': 'completed', 'mcp.task.ttl': 60_000 });
+    expect(task.events.map((event) => event.attributes['mcp.task.status'])).toEqual(['working', 'completed']);
+    const result = await collector.until((spans) =>
+      spans.find(
+        (s) => s.kind === SERVER && s.name === 'tasks/result' && s.attributes['mcp.task.id'] === taskId,
+      ),
+    );
+    expect(result.links).toContainEqual(expect.objectContaining({ traceId: TRACE_ID, spanId: task.spanId }));
+  });
+});
+
+describe('an exporter that is down', () => {
+  for (const behaviour of ['refuse', 'hang'] as const) {
+    it(`that ${behaviour}s changes nothing for the client`, async () => {
+      const collector = await receiver(behaviour);
+      const { client } = await stdioClient(otelEnv(collector));
+      for (let i = 0; i < 20; i++) {
+        const started = Date.now();
+        const result = await client.callTool({ name: 'echo', arguments: { text: `call ${i}` } });
+        expect(textOf(result)).toBe(`call ${i}`);
+        expect(Date.now() - started).toBeLessThan(1_000);
+      }
+      // The exporter was tried (and failed or hung) while the calls went on.
+      await collector.posted(1);
+      const started = Date.now();
+      await client.callTool({ name: 'echo', arguments: { text: 'after' } });
+      expect(Date.now() - started).toBeLessThan(1_000);
+    });
+  }
+});
