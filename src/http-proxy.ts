@@ -10,9 +10,11 @@ import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
 import { Session } from './session/session.js';
 import { SharedModernBridge, openModernSession } from './modern/shared-bridge.js';
+import type { Routes } from './observability/routes.js';
 import { openStore } from './store.js';
 import type { TaskStore } from './tasks/store.js';
 import { createAuthenticator } from './security/auth.js';
+import { protectedResourceRoutes } from './security/oauth.js';
 import { HttpFront, type Caller } from './transport/http-front.js';
 import type { HttpSession } from './transport/http-session.js';
 import { parseListen } from './transport/listen.js';
@@ -48,8 +50,8 @@ export async function startHttpGateway(
     ...(authenticate === undefined
       ? {}
       : {
-          authorize: (req) => {
-            const caller = authenticate(req);
+          authorize: async (req) => {
+            const caller = await authenticate(req);
             if ('refused' in caller) return 'unauthenticated';
             return admins.has(caller.subject) ? 'allowed' : 'forbidden';
           },
@@ -140,7 +142,7 @@ export async function startHttpGateway(
       accepting: () => runner.isAccepting,
       modern: telemetry().modern((exchange) => modern.handle(exchange)),
       ...(authenticate === undefined ? {} : { authenticate }),
-      ...(pagesOnFront ? { extraRoutes: observed.routes } : {}),
+      ...extraRoutes(config, pagesOnFront ? observed.routes : undefined),
       sessionRefused: () => metrics.limitRefused('max_sessions'),
       sessionEnded: (why) => metrics.sessionEnded(why),
       tasksEndedAt: (sessionId) => running.endedAt(sessionId),
@@ -199,6 +201,16 @@ export async function runHttpGateway(config: Config): Promise<number> {
   await store.close();
   await traces.shutdown();
   return 0;
+}
+
+/** The front's routes beside MCP: the OAuth metadata (`auth.oauth`), then the operator's pages. */
+function extraRoutes(config: Config, pages: Routes | undefined): { extraRoutes?: Routes } {
+  const oauth = config.auth.oauth === undefined ? undefined : protectedResourceRoutes(config.auth.oauth);
+  if (oauth === undefined) return pages === undefined ? {} : { extraRoutes: pages };
+  return {
+    extraRoutes: async (req, res, path) =>
+      oauth(req, res, path) || (pages !== undefined && (await pages(req, res, path))),
+  };
 }
 
 /** Callers' own tokens passed on in clear text to another machine: allowed, but said at start-up. */

@@ -101,6 +101,40 @@ export const UpstreamSchema = z
     message: 'give exactly one of command (a stdio server) or url (a Streamable HTTP server)',
   });
 
+/**
+ * taskgate as an OAuth 2.1 resource server (MCP basic/authorization): JWT access tokens from `issuer`,
+ * checked against its keys (JWKS), for taskgate's own `resource` (RFC 8707: the `aud` must name it), with
+ * the `scopes` every request needs. Protected Resource Metadata (RFC 9728) names the issuer to clients.
+ */
+export const OAuthSchema = z
+  .object({
+    /** The authorization server's issuer identifier; its metadata (RFC 8414, else OIDC discovery) gives the JWKS. */
+    issuer: z.url({ protocol: /^https?$/ }),
+    /** taskgate's own canonical URI as clients reach it (e.g. https://mcp.example.com/mcp): the audience. */
+    resource: z.url({ protocol: /^https?$/ }).refine((url) => !url.includes('#'), 'expected no fragment'),
+    /** Scopes every request's token must carry (named in the 401/403 challenge and the metadata). */
+    scopes: z.array(z.string().regex(/^[!#-[\]-~]+$/, 'expected a scope token')).default([]),
+    /** The issuer's JWKS, when its metadata should not be asked for it. */
+    jwksUri: z.url({ protocol: /^https?$/ }).optional(),
+    /** Leeway for exp and nbf against clocks that differ a little. */
+    clockSkew: z.number().int().nonnegative().max(300_000).default(30_000),
+    /** After a key fetch, a token of an unknown `kid` fetches the keys again no sooner than this. */
+    jwksCooldown: z.number().int().nonnegative().max(MAX_TIMER_MS).default(30_000),
+    /** Keys are fetched again (on the next token) once this old: rotation without a kid miss. */
+    jwksMaxAge: milliseconds(MAX_TIMER_MS).default(600_000),
+    /** How long a request to the authorization server (metadata, keys) may take. */
+    timeout: milliseconds(60_000).default(5_000),
+    /** `resource_name` in the metadata, for people. */
+    resourceName: z.string().min(1).optional(),
+    /**
+     * Pass the caller's own validated token on to an HTTP upstream. Off: the MCP spec forbids token
+     * passthrough (the confused deputy); only for an upstream that is trusted and checks the token itself.
+     */
+    bearerPassthrough: z.boolean().default(false),
+  })
+  .strict();
+export type OAuthConfig = z.infer<typeof OAuthSchema>;
+
 /** Bytes a tasks/list cursor secret needs at least. */
 export const MIN_CURSOR_SECRET_BYTES = 16;
 
@@ -269,6 +303,8 @@ export const ConfigSchema = z
          * other callers get 403. Without any, those pages are served on the admin listener only.
          */
         adminSubjects: z.array(z.string().min(1)).default([]),
+        /** Or: callers present OAuth access tokens, which taskgate validates as a resource server. */
+        oauth: OAuthSchema.optional(),
       })
       .strict()
       .refine(
@@ -277,8 +313,9 @@ export const ConfigSchema = z
             auth.tokens.length > 0,
             auth.trustedHeader !== undefined,
             auth.bearerPassthrough !== undefined,
+            auth.oauth !== undefined,
           ].filter(Boolean).length <= 1,
-        { message: 'choose one way to identify callers: tokens, trustedHeader or bearerPassthrough' },
+        { message: 'choose one way to identify callers: tokens, trustedHeader, bearerPassthrough or oauth' },
       )
       .prefault({}),
     /**

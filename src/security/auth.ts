@@ -1,10 +1,13 @@
 /**
  * Who is calling, on the HTTP front: a static bearer token, an identity header from a trusted auth
- * proxy, or the caller's own bearer token (bound by a keyed hash of it). Tasks are bound to the identity.
+ * proxy, the caller's own bearer token (bound by a keyed hash of it), or an OAuth access token that
+ * taskgate validates (oauth.ts). Tasks are bound to the identity.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config/schema.js';
+import { oauthAuthenticator } from './oauth.js';
+import type { Grant } from './oauth-tokens.js';
 
 export type Authentication =
   | {
@@ -12,13 +15,22 @@ export type Authentication =
       subject: string;
       /** The Authorization to send an HTTP upstream on the caller's behalf (bearer pass-through). */
       upstreamAuthorization?: string;
+      /** What a validated OAuth access token grants (its scopes and groups), for authorization rules. */
+      grant?: Grant;
     }
-  | { refused: string };
+  | {
+      refused: string;
+      /** 401 unless set: 403 for a token without the scope needed, 503 when it cannot be judged now. */
+      status?: 401 | 403 | 503;
+      /** The WWW-Authenticate value, when it is not the plain bearer one. */
+      challenge?: string;
+    };
 
-export type Authenticator = (req: IncomingMessage) => Authentication;
+export type Authenticator = (req: IncomingMessage) => Authentication | Promise<Authentication>;
 
 /** The authenticator the config asks for; undefined when callers are not identified (an open front). */
 export function createAuthenticator(auth: Config['auth']): Authenticator | undefined {
+  if (auth.oauth) return oauthAuthenticator(auth.oauth);
   if (auth.tokens.length > 0) return staticTokens(auth.tokens);
   if (auth.trustedHeader) return trustedHeader(auth.trustedHeader.name, auth.trustedHeader.trustedAddresses);
   if (auth.bearerPassthrough) return bearerHash(auth.bearerPassthrough.secret);

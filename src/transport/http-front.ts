@@ -74,7 +74,7 @@ export interface HttpFrontHooks {
    * Who is calling, before any MCP processing; absent when callers are not identified. A refusal is
    * answered 401 with WWW-Authenticate.
    */
-  authenticate?(req: IncomingMessage): Authentication;
+  authenticate?(req: IncomingMessage): Authentication | Promise<Authentication>;
   /** False once taskgate is shutting down: new sessions are refused. */
   accepting?(): boolean;
   /** Serves a 2026-07-28 request (no session); absent, such requests are refused. */
@@ -196,17 +196,8 @@ export class HttpFront {
       });
     let caller: Caller | undefined;
     if (this.hooks.authenticate) {
-      const outcome = this.hooks.authenticate(req);
-      if ('refused' in outcome) {
-        res.setHeader(
-          'www-authenticate',
-          `Bearer realm="taskgate", error="invalid_token", error_description="${outcome.refused}"`,
-        );
-        return reply(res, 401, null, {
-          code: ErrorCode.InvalidRequest,
-          message: `Unauthorized: ${outcome.refused}`,
-        });
-      }
+      const outcome = await this.hooks.authenticate(req);
+      if ('refused' in outcome) return refuseCaller(res, outcome);
       caller = outcome;
     }
     const version = req.headers['mcp-protocol-version'];
@@ -544,6 +535,23 @@ export class HttpFront {
       void this.retire(session, why);
     }
   }
+}
+
+/** The auth path's refusal: 401 with WWW-Authenticate unless the authenticator says otherwise (oauth). */
+function refuseCaller(res: ServerResponse, refusal: Extract<Authentication, { refused: string }>): void {
+  const status = refusal.status ?? 401;
+  if (status !== 503) {
+    res.setHeader(
+      'www-authenticate',
+      refusal.challenge ??
+        `Bearer realm="taskgate", error="invalid_token", error_description="${refusal.refused}"`,
+    );
+  } else res.setHeader('retry-after', '1');
+  const words = { 401: 'Unauthorized', 403: 'Forbidden', 503: 'Service Unavailable' } as const;
+  reply(res, status, null, {
+    code: status === 503 ? ErrorCode.UpstreamUnavailable : ErrorCode.InvalidRequest,
+    message: `${words[status]}: ${refusal.refused}`,
+  });
 }
 
 function refusedResumption(

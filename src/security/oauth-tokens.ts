@@ -1,0 +1,105 @@
+/**
+ * An access token judged as OAuth 2.1 section 5.2 and MCP basic/authorization ("Token Handling") ask: a
+ * JWT signed by one of the issuer's keys, from that issuer, for taskgate's own resource (RFC 8707: its
+ * `aud` names it), within its `exp` and `nbf` (with `clockSkew`), carrying the scopes required.
+ */
+import { errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import type { OAuthConfig } from '../config/schema.js';
+import { AuthorizationServerUnavailable, authorizationServerKeys } from './oauth-keys.js';
+
+/** What a valid token says of its bearer. */
+export interface Grant {
+  issuer: string;
+  subject: string;
+  scopes: readonly string[];
+  /** The `groups` and `roles` claims, for authorization rules. */
+  groups: readonly string[];
+}
+
+export type TokenVerdict =
+  | { ok: true; grant: Grant }
+  /** 401: no token, or not one for taskgate (RFC 6750 section 3.1 `invalid_token`). */
+  | { ok: false; status: 401; error?: 'invalid_token'; description: string }
+  /** 403: a good token without the scopes this needs. */
+  | { ok: false; status: 403; error: 'insufficient_scope'; description: string }
+  /** 503: the authorization server's keys cannot be had, so no token can be judged now. */
+  | { ok: false; status: 503; description: string };
+
+export class TokenValidator {
+  private readonly required: readonly string[];
+
+  constructor(
+    private readonly oauth: OAuthConfig,
+    private readonly keys: JWTVerifyGetKey = authorizationServerKeys(oauth),
+  ) {
+    this.required = oauth.scopes;
+  }
+
+  async check(token: string | undefined): Promise<TokenVerdict> {
+    if (token === undefined) return { ok: false, status: 401, description: 'a bearer token is required' };
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, this.keys, {
+        issuer: this.oauth.issuer,
+        audience: this.oauth.resource,
+        clockTolerance: Math.floor(this.oauth.clockSkew / 1000),
+        requiredClaims: ['sub', 'exp'],
+      }));
+    } catch (error) {
+      if (error instanceof AuthorizationServerUnavailable) {
+        return {
+          ok: false,
+          status: 503,
+          description: `the authorization server could not be reached to check the token (${error.message})`,
+        };
+      }
+      return { ok: false, status: 401, error: 'invalid_token', description: whyInvalid(error) };
+    }
+    const scopes = scopesOf(payload);
+    const missing = this.required.filter((scope) => !scopes.includes(scope));
+    if (missing.length > 0) {
+      return {
+        ok: false,
+        status: 403,
+        error: 'insufficient_scope',
+        description: `the token lacks the scope ${missing.join(' ')}`,
+      };
+    }
+    return {
+      ok: true,
+      grant: {
+        issuer: payload.iss!,
+        subject: payload.sub!,
+        scopes,
+        groups: [...stringsOf(payload['groups']), ...stringsOf(payload['roles'])],
+      },
+    };
+  }
+}
+
+function whyInvalid(error: unknown): string {
+  if (error instanceof errors.JWTExpired) return 'the token has expired';
+  if (error instanceof errors.JWTClaimValidationFailed) {
+    const claims: Record<string, string> = {
+      aud: 'the token was not issued for this resource',
+      iss: 'the token was not issued by the configured authorization server',
+      nbf: 'the token is not valid yet',
+    };
+    return claims[error.claim] ?? `the token's ${error.claim} claim is not valid`;
+  }
+  if (error instanceof errors.JWKSNoMatchingKey)
+    return 'the token is signed with a key the issuer does not list';
+  if (error instanceof errors.JWSSignatureVerificationFailed) return "the token's signature does not verify";
+  return 'the bearer token is not a valid access token';
+}
+
+/** `scope` (RFC 9068, space-separated) or `scp` (a list, as some servers issue). */
+function scopesOf(payload: JWTPayload): string[] {
+  if (typeof payload['scope'] === 'string') return payload['scope'].split(' ').filter(Boolean);
+  const scp = payload['scp'];
+  return typeof scp === 'string' ? scp.split(' ').filter(Boolean) : stringsOf(scp);
+}
+
+function stringsOf(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
+}

@@ -1,0 +1,33 @@
+/** The part of oidc-provider (which ships no types) that the tests' authorization server uses. */
+declare module 'oidc-provider' {
+  import type { IncomingMessage, ServerResponse } from 'node:http';
+
+  interface ResourceServer {
+    scope: string;
+    audience: string;
+    accessTokenTTL: number;
+    accessTokenFormat: 'jwt' | 'opaque';
+    jwt?: { sign?: { alg: string } };
+  }
+
+  interface Configuration {
+    jwks: { keys: object[] };
+    clients: object[];
+    scopes: string[];
+    features: {
+      devInteractions?: { enabled: boolean };
+      clientCredentials?: { enabled: boolean };
+      resourceIndicators?: {
+        enabled: boolean;
+        defaultResource?: (ctx: unknown) => string | undefined;
+        useGrantedResource?: () => boolean;
+        getResourceServerInfo: (ctx: unknown, resource: string) => ResourceServer;
+      };
+    };
+  }
+
+  export default class Provider {
+    constructor(issuer: string, configuration: Configuration);
+    callback(): (req: IncomingMessage, res: ServerResponse) => void;
+  }
+}
