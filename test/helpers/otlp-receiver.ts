@@ -84,8 +84,8 @@ export class OtlpReceiver {
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     const { port } = server.address() as AddressInfo;
-    const receiver = new OtlpReceiver(server, `http://127.0.0.1:${port}`, behaviour);
-    return receiver;
+    holder.receiver = new OtlpReceiver(server, `http://127.0.0.1:${port}`, behaviour);
+    return holder.receiver;
   }
 
   /** Resolves with the spans once `found` returns some; fails after `withinMs`. */
