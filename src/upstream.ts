@@ -131,6 +131,7 @@ export async function openUpstream(
     Math.min(ERA_PROBE_TIMEOUT_MS, (upstream.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS) / 4),
     logger,
     { statusNotifications: config.tasks.statusNotifications },
+    (reason) => channel.replaceBeforeHandshake(reason),
   );
   return {
     channel: telemetry().upstream(probing, { transport: 'pipe' }),

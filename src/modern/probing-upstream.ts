@@ -4,7 +4,9 @@
  * 2026-07-28, and the Session is served through a ModernUpstreamTranslator; any other answer, or none in
  * time, means 2025, and messages pass as they are. What the Session sends meanwhile waits, in order: a
  * dual-era server takes the first message after the probe as its choice of era, so even the Session's
- * initialize must wait for the verdict. The verdict holds for the upstream's restarts.
+ * initialize must wait for the verdict. A probe left unanswered may still have been taken as the choice, so
+ * the 2025 handshake then goes to a fresh process (as the SDK's own client probes on a sibling process).
+ * The verdict holds for the upstream's restarts.
  */
 import type { Logger } from 'pino';
 import { withExactId } from '../protocol/exact-ids.js';
@@ -48,6 +50,8 @@ export class ProbingUpstream implements Channel {
     private readonly probeTimeoutMs: number,
     private readonly logger: Logger,
     private readonly translation: TranslatorOptions = {},
+    /** Puts a fresh server in place of one that left the probe unanswered (a stdio child). */
+    private readonly replaceUnanswered?: (reason: string) => Promise<void>,
   ) {}
 
   start(handlers: ChannelHandlers): void {
@@ -61,10 +65,13 @@ export class ProbingUpstream implements Channel {
       clearTimeout(this.probeTimer);
       this.decided(handlers, discover, why);
     };
-    this.probeTimer = setTimeout(
-      () => decide(undefined, `no answer within ${this.probeTimeoutMs} ms`),
-      this.probeTimeoutMs,
-    ).unref();
+    this.probeTimer = setTimeout(() => {
+      const why = `no answer within ${this.probeTimeoutMs} ms`;
+      if (this.replaceUnanswered === undefined) return decide(undefined, why);
+      // A dual-era server may have taken the probe as its choice of era: initialize goes to a fresh one.
+      this.probeOpen = false;
+      void this.replaceUnanswered(`server/discover had ${why}`).then(() => decide(undefined, why));
+    }, this.probeTimeoutMs).unref();
     this.inner.start({
       message: (raw, arrival) => {
         if (this.probeOpen && isProbeAnswer(raw)) {

@@ -222,6 +222,49 @@ export class SupervisedStdioUpstream implements Channel {
     await Promise.all([this.exiting, this.child.stop()]);
   }
 
+  /**
+   * A fresh child in place of one sent something it may have taken as its choice of era (a
+   * server/discover it never answered): the new one gets the client's handshake as its first message.
+   * Only before any handshake, so there is nothing to replay; a child that cannot be started leaves the
+   * old one serving.
+   */
+  replaceBeforeHandshake(reason: string): Promise<void> {
+    if (this.phase !== 'serving' || this.handshake !== undefined || this.restarts > 0)
+      return Promise.resolve();
+    this.phase = 'spawning';
+    this.spawning = this.replace(reason).finally(() => (this.spawning = undefined));
+    return this.spawning;
+  }
+
+  private async replace(reason: string): Promise<void> {
+    const old = this.child;
+    let child: StdioUpstream;
+    try {
+      child = await spawnStdioUpstream(this.command, this.maxMessageBytes, this.logger);
+    } catch (error) {
+      if (this.phase !== 'spawning') return;
+      this.logger.warn(
+        `${reason}, and a fresh upstream server could not be started (${(error as Error).message}): keeping the first`,
+      );
+      this.phase = 'serving';
+      for (const raw of this.dropHeld()) old.channel.sendRaw(raw);
+      return;
+    }
+    if (this.phase !== 'spawning') return child.stop();
+    this.child = child;
+    this.initializing = undefined;
+    this.phase = 'serving';
+    this.servingSince = performance.now();
+    this.logger.info(
+      { pid: child.pid, replaced: old.pid },
+      `${reason}: a fresh upstream server takes the 2025 handshake`,
+    );
+    this.attach(child);
+    for (const raw of this.dropHeld()) child.channel.sendRaw(raw);
+    this.exiting = old.stop();
+    await this.exiting;
+  }
+
   private halt(): void {
     this.phase = 'stopped';
     this.clearTimers();

@@ -28,6 +28,7 @@ export const FIXTURES = {
   dualEra: root('test/fixtures/dual-era-server.js'),
   conformanceEverything: root('test/fixtures/conformance-everything.js'),
   polling: root('test/fixtures/polling-server.js'),
+  eraChoosing: root('test/fixtures/era-choosing-server.js'),
 } as const;
 export type FixtureName = keyof typeof FIXTURES;
 

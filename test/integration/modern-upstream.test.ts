@@ -158,3 +158,24 @@ describe('upstream.era: legacy', () => {
     expect(connection.stderr()).not.toContain('server/discover');
   });
 });
+
+describe('a dual-era server that takes an unanswered server/discover as its choice of era', () => {
+  let connection: Connection;
+  beforeAll(async () => {
+    const file = join(tmpdir(), `taskgate-era-choosing-${process.pid}.json`);
+    // requestTimeout 2 s: the probe waits a quarter of it.
+    const upstream = { command: process.execPath, args: [FIXTURES.eraChoosing], requestTimeout: 2_000 };
+    writeFileSync(file, JSON.stringify({ upstream }));
+    connection = await connect('eraChoosing', { flags: ['--config', file], upstream: [] });
+  });
+  afterAll(() => connection?.close());
+
+  it('is replaced by a fresh process for the 2025 handshake, which it then serves', async () => {
+    const result = await connection.client.callTool({ name: 'echo', arguments: { text: 'fresh' } });
+    expect(textOf(result)).toBe('fresh');
+    const stderr = connection.stderr();
+    expect(stderr).toContain('a fresh upstream server takes the 2025 handshake');
+    expect(stderr).toMatch(/initialize on a 2025 connection/);
+    expect(stderr).not.toMatch(/initialize on a 2026 connection/);
+  });
+});
