@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /** Long runs under load: in CI with the rest, out of the way of a quick check. */
@@ -7,6 +8,9 @@ const PROCESSES = ['test/helpers/fresh-build.ts', 'test/helpers/no-leftovers.ts'
 
 export default defineConfig({
   test: {
+    // Vitest's own default is one worker fewer than the cores: on a 2-core machine, one file at a time.
+    // The integration files mostly wait on the processes they start, so every core gets a file.
+    maxWorkers: availableParallelism(),
     testTimeout: 30_000,
     hookTimeout: 30_000,
     projects: [
