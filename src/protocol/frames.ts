@@ -74,7 +74,8 @@ const ID_AT_START = new RegExp(String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,
  */
 const ID_AT_END = new RegExp(String.raw`,\s*"id"\s*:\s*${ID_VALUE}\s*\}\s*$`);
 const RESULT_FIRST = /^\s*\{\s*"result"\s*:\s*\{/;
-const EDGE_BYTES = 256;
+/** How much of each end of a message too large to parse is kept, to tell its id and its kind. */
+export const EDGE_BYTES = 256;
 
 function parseId(text: string | undefined): RequestId | null {
   if (text === undefined) return null;

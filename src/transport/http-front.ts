@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { digitsOf } from '../protocol/exact-ids.js';
+import { idOfOversized } from '../protocol/frames.js';
 import { answerModern, settledWithin, sseEvent } from './modern-answer.js';
 import { telemetry } from '../telemetry/telemetry.js';
 import { isObject, isResponseShaped, salvageId, type Message, type RequestId } from '../protocol/messages.js';
@@ -24,10 +25,11 @@ import type { SessionEnd } from '../observability/metrics.js';
 import type { Authentication } from '../security/auth.js';
 import { KeptBytes } from './event-stream.js';
 import { HttpSession, type Resumption } from './http-session.js';
-import { accepts, json, readBody, reply } from './http-io.js';
+import { OversizedFrameError, looksLikeResponse } from './framing.js';
+import { accepts, json, readBody, reply, type OversizedBody } from './http-io.js';
 import { listenOn } from './listen.js';
 import { UpstreamStartError } from './stdio-upstream.js';
-import { isLoopbackHost } from '../security/loopback.js';
+import { trustedOrigin } from '../security/loopback.js';
 
 /**
  * Connections the kernel may queue before taskgate accepts them (it caps this at net.core.somaxconn).
@@ -175,7 +177,7 @@ export class HttpFront {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (!this.trustedOrigin(req)) {
+    if (!trustedOrigin(req.headers, this.options.allowedOrigins, this.options.host)) {
       return reply(res, 403, null, {
         code: ErrorCode.InvalidRequest,
         message: 'Forbidden: this Origin or Host is not allowed',
@@ -242,13 +244,7 @@ export class HttpFront {
       });
     }
     const body = await readBody(req, this.options.maxMessageBytes);
-    if (body === undefined) {
-      res.setHeader('connection', 'close');
-      return reply(res, 413, null, {
-        code: ErrorCode.InvalidRequest,
-        message: `Payload Too Large: the limit is ${this.options.maxMessageBytes} bytes (max-message-bytes)`,
-      });
-    }
+    if (!Buffer.isBuffer(body)) return this.tooLarge(req, res, body, caller);
     const read = readMessage(body, 'the client');
     if (!read.ok && isResponseShaped(read.value)) return this.badAnswer(req, res, body, read.error, caller);
     if (!read.ok) return reply(res, 400, salvageId(read.value), toJsonRpcError(read.error));
@@ -294,6 +290,37 @@ export class HttpFront {
    * A malformed response: 400 with an error of no id (a response is never answered: its id is taskgate's),
    * and its session fails the request of taskgate's it names, if any (bad-frames.ts).
    */
+  /**
+   * 413. A body shaped like an answer is an answer to one of the session's server requests, which fails
+   * now rather than at its deadline (the rules of session/bad-frames.ts, as on stdio).
+   */
+  private tooLarge(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: OversizedBody,
+    caller: Caller | undefined,
+  ): void {
+    const limit = this.options.maxMessageBytes;
+    res.setHeader('connection', 'close');
+    const refusal = {
+      code: ErrorCode.InvalidRequest,
+      message: `Payload Too Large: the limit is ${limit} bytes (max-message-bytes)`,
+    };
+    if (looksLikeResponse(body.head, body.tail)) {
+      const session = this.sessionFor(req.headers['mcp-session-id'], res, null, caller);
+      if (!session) return;
+      const size = body.complete ? `of ${body.bytes} bytes` : `of more than ${body.bytes} bytes`;
+      session.refuse(
+        new OversizedFrameError(
+          `Message ${size} from the client exceeds the limit of ${limit} bytes (max-message-bytes); it was dropped`,
+          true,
+        ),
+        idOfOversized(body.head, body.tail),
+      );
+    }
+    reply(res, 413, null, refusal);
+  }
+
   private badAnswer(
     req: IncomingMessage,
     res: ServerResponse,
@@ -482,25 +509,6 @@ export class HttpFront {
       return undefined;
     }
     return session;
-  }
-
-  /**
-   * DNS rebinding protection: a browser's Origin must be allowed, and on a loopback listener the Host
-   * must name the loopback too (a rebound name would not).
-   */
-  private trustedOrigin(req: IncomingMessage): boolean {
-    const origin = req.headers.origin;
-    if (origin !== undefined && !this.options.allowedOrigins.includes(origin)) {
-      let host: string;
-      try {
-        host = new URL(origin).host;
-      } catch {
-        return false;
-      }
-      if (!isLoopbackHost(host)) return false;
-    }
-    const loopbackListener = isLoopbackHost(this.options.host);
-    return !loopbackListener || isLoopbackHost(req.headers.host ?? '');
   }
 
   /** Ends a session for its client; its slot is held until its upstream has stopped (then this resolves). */

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
+import type { ProtocolError } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { serialize } from '../protocol/exact-ids.js';
 import { errorResponse, idKey, type Notification, type RequestId } from '../protocol/messages.js';
@@ -116,6 +117,12 @@ export class HttpSession implements Channel {
     const key = idKey(cancelled);
     // initialize cannot be cancelled.
     if (key !== this.opening?.key) this.byRequest.get(key)?.abort();
+  }
+
+  /** A POSTed message dropped unread (too large): the session applies its rules to what it could be. */
+  refuse(error: ProtocolError, id: RequestId | null): void {
+    this.lastActivity = Date.now();
+    this.handlers?.malformed(error, id);
   }
 
   /** GET: the standalone stream for messages not tied to a request. False when one is already open. */

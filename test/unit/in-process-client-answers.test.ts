@@ -140,44 +140,50 @@ function sseMessages(response: Response): Inbox<Json> {
   return messages;
 }
 
+/** The HTTP front before a Session with the `ask` tool, its session initialized; the URL and its headers. */
+async function httpSession(maxMessageBytes = 1024 * 1024) {
+  const front: HttpFront = new HttpFront(
+    {
+      host: '127.0.0.1',
+      port: 0,
+      path: '/mcp',
+      allowedOrigins: [],
+      maxMessageBytes,
+      maxSessions: 10,
+      sessionIdleTimeoutMs: 60_000,
+      abandonedSessionTimeoutMs: 60_000,
+      eventLogSize: 100,
+      eventLogBytes: 1024 * 1024,
+      eventLogTotalBytes: 8 * 1024 * 1024,
+    },
+    {
+      openSession: async (session) => {
+        const opened = await sessionFor(session, [ask]);
+        cleanups.push(opened.close);
+      },
+      notReady: async () => undefined,
+    },
+    pino({ level: 'silent' }),
+  );
+  const url = await front.listen();
+  cleanups.push(() => front.close());
+  const opened = await post(url, INITIALIZE);
+  await opened.text();
+  const headers = inSession(opened.headers.get('mcp-session-id')!);
+  expect((await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status).toBe(
+    202,
+  );
+  const call = await post(url, CALL, headers);
+  const stream = sseMessages(call);
+  const elicitation = await stream.waitFor((m) => m.method === 'elicitation/create', 'the elicitation');
+  const answer = (): Promise<Json> =>
+    stream.waitFor((m) => m.id === CALL.id && !('method' in m), 'the answer');
+  return { url, headers, elicitation, answer };
+}
+
 describe('a malformed answer from the client over the HTTP front', () => {
   it('gets 400 with an error of no id, and fails the server’s request it names', async () => {
-    const front: HttpFront = new HttpFront(
-      {
-        host: '127.0.0.1',
-        port: 0,
-        path: '/mcp',
-        allowedOrigins: [],
-        maxMessageBytes: 1024 * 1024,
-        maxSessions: 10,
-        sessionIdleTimeoutMs: 60_000,
-        abandonedSessionTimeoutMs: 60_000,
-        eventLogSize: 100,
-        eventLogBytes: 1024 * 1024,
-        eventLogTotalBytes: 8 * 1024 * 1024,
-      },
-      {
-        openSession: async (session) => {
-          const opened = await sessionFor(session, [ask]);
-          cleanups.push(opened.close);
-        },
-        notReady: async () => undefined,
-      },
-      pino({ level: 'silent' }),
-    );
-    const url = await front.listen();
-    cleanups.push(() => front.close());
-    const opened = await post(url, INITIALIZE);
-    await opened.text();
-    const sessionId = opened.headers.get('mcp-session-id')!;
-    const headers = inSession(sessionId);
-    expect((await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).status).toBe(
-      202,
-    );
-
-    const call = await post(url, CALL, headers);
-    const stream = sseMessages(call);
-    const elicitation = await stream.waitFor((m) => m.method === 'elicitation/create', 'the elicitation');
+    const { url, headers, elicitation, answer } = await httpSession();
     const refused = await post(
       url,
       `{"jsonrpc":"2.0","id":${String(elicitation.id)},"result":null}`,
@@ -189,9 +195,23 @@ describe('a malformed answer from the client over the HTTP front', () => {
       id: null,
       error: { code: -32600, message: 'Invalid response: "result" must be an object' },
     });
-    const answer = await stream.waitFor((m) => m.id === CALL.id && !('method' in m), 'the answer');
-    expect(textOf(answer)).toMatch(
+    expect(textOf(await answer())).toMatch(
       /^refused: MCP error -32600: The client answered with an invalid JSON-RPC response/,
     );
+  });
+
+  it('too large gets 413, and fails the server’s request it answers at once', async () => {
+    const { url, headers, elicitation, answer } = await httpSession(4096);
+    const pad = 'x'.repeat(3 * 4096);
+    const refused = await post(
+      url,
+      `{"result":{"action":"accept","content":{"pad":"${pad}"}},"jsonrpc":"2.0","id":${String(elicitation.id)}}`,
+      headers,
+    );
+    expect(refused.status).toBe(413);
+    expect(await refused.json()).toMatchObject({ id: null, error: { code: -32600 } });
+    const text = textOf(await answer());
+    expect(text).toMatch(/^refused: MCP error -32600: The client answered with a response it could not take/);
+    expect(text).toMatch(/exceeds the limit of 4096 bytes/);
   });
 });
