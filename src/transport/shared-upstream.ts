@@ -62,12 +62,17 @@ type Handshake =
   | { phase: 'asked'; waiting: { port: Port; id: RequestId }[] }
   | { phase: 'done'; result: JsonObject };
 
+/** URL-mode elicitations remembered for their completion notification, across all sessions. */
+const MAX_ELICITATIONS = 1_024;
+
 export class SharedUpstream implements PortHost {
   private readonly ports = new Set<Port>();
   private readonly inFlight = new Map<Key, InFlight>();
   private readonly progress = new Map<Key, { port: Port; token: RequestId }>();
   /** The server's requests, by their id, to the port that has them. */
   private readonly serverRequests = new Map<Key, Port>();
+  /** URL-mode elicitations by their elicitationId, to the port asked: its completion is for it alone. */
+  private readonly elicitations = new Map<string, Port>();
   private readonly tasks: SharedTaskRules;
   private readonly levels: SharedLevelRules;
   private readonly subscriptions: SharedSubscriptionRules;
@@ -311,6 +316,9 @@ export class SharedUpstream implements PortHost {
       );
     }
     port.serverRequests.clear();
+    for (const [elicitationId, asked] of this.elicitations) {
+      if (asked === port) this.elicitations.delete(elicitationId);
+    }
     if (this.gone !== undefined) return;
     this.subscriptions.left(port);
     this.levels.detached(port);
@@ -387,7 +395,18 @@ export class SharedUpstream implements PortHost {
     const key = idKey(request.id);
     this.serverRequests.set(key, chosen);
     chosen.serverRequests.set(key, request.id);
+    const elicitationId = request.method === 'elicitation/create' ? request.params?.elicitationId : undefined;
+    if (typeof elicitationId === 'string') this.rememberElicitation(elicitationId, chosen);
     chosen.receive(raw, tied === undefined ? undefined : { onStreamOf: tied.id }, handed(request));
+  }
+
+  /** Bounded: the oldest elicitation still waiting for its completion is forgotten first. */
+  private rememberElicitation(elicitationId: string, port: Port): void {
+    this.elicitations.delete(elicitationId);
+    this.elicitations.set(elicitationId, port);
+    if (this.elicitations.size > MAX_ELICITATIONS) {
+      this.elicitations.delete(this.elicitations.keys().next().value!);
+    }
   }
 
   /** The port a request of the server's belongs to, or why none can be chosen safely. */
@@ -437,6 +456,14 @@ export class SharedUpstream implements PortHost {
           if (this.levels.wants(port, params?.level)) port.receive(raw);
         }
         return;
+      }
+      case 'notifications/elicitation/complete': {
+        // Another session's elicitation is not even named to the rest: unknown, it goes nowhere.
+        const elicitationId = params?.elicitationId;
+        const port = typeof elicitationId === 'string' ? this.elicitations.get(elicitationId) : undefined;
+        if (port === undefined) return;
+        this.elicitations.delete(elicitationId as string);
+        return port.receive(raw);
       }
       case 'notifications/tasks/status':
         if (params !== undefined) this.tasks.status(params)?.receive(raw, undefined, notification);
@@ -491,6 +518,7 @@ export class SharedUpstream implements PortHost {
     this.tasks.upstreamClosed();
     for (const port of this.serverRequests.values()) port.serverRequests.clear();
     this.serverRequests.clear();
+    this.elicitations.clear();
     this.subscriptions.upstreamClosed();
     this.levels.upstreamClosed();
     if (!info.reopening) this.gone = info;

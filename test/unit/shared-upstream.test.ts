@@ -535,6 +535,29 @@ describe('SharedUpstream', () => {
     expect([...a.items, ...b.items].some((f) => f.id === 'srv-3' || f.id === 'srv-4')).toBe(false);
   });
 
+  it("sends a URL elicitation's completion to the session asked, and one it cannot place to none", async () => {
+    const { server, a, b } = await twoSessions();
+    a.send({ id: 1, method: 'tools/call', params: { name: 'x' } });
+    await server.next((f) => f.method === 'tools/call', "a's call");
+    server.send({
+      id: 'srv-url',
+      method: 'elicitation/create',
+      params: { mode: 'url', elicitationId: 'e-a', url: 'https://example.test/consent', message: 'consent' },
+    });
+    await a.next((f) => f.id === 'srv-url', 'the URL elicitation');
+    a.send({ id: 'srv-url', result: { action: 'accept' } });
+    await server.answerTo('srv-url');
+    server.send({ method: 'notifications/elicitation/complete', params: { elicitationId: 'e-a' } });
+    server.send({ method: 'notifications/elicitation/complete', params: { elicitationId: 'e-unknown' } });
+    await fence(server, a, b);
+    const completions = (peer: Peer): unknown[] =>
+      peer.items
+        .filter((f) => f.method === 'notifications/elicitation/complete')
+        .map((f) => f.params?.elicitationId);
+    expect(completions(a)).toEqual(['e-a']);
+    expect(completions(b)).toEqual([]);
+  });
+
   it("keeps one session's native tasks out of another's tasks/get and tasks/list", async () => {
     const { server, a, b } = await twoSessions();
     const createTask = async (peer: Peer, taskId: string): Promise<void> => {
