@@ -9,7 +9,8 @@ import { openCore, startAdmin } from './composition.js';
 import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
 import { Session } from './session/session.js';
-import { SharedModernBridge, openModernSession } from './modern/shared-bridge.js';
+import { CallerBridges } from './modern/caller-bridges.js';
+import { openModernSession } from './modern/shared-bridge.js';
 import type { Routes } from './observability/routes.js';
 import { openStore } from './store.js';
 import type { TaskStore } from './tasks/store.js';
@@ -75,14 +76,17 @@ export async function startHttpGateway(
     // Servers killed along with taskgate (a signal to the process group) stay down.
     mayRestart: () => runner.isAccepting,
   });
-  // 2026-07-28 requests go through one bridge session, on an upstream as a 2025 session's would be: its
-  // own server, or a port of the shared one or of the pool.
-  const modern = new SharedModernBridge(() =>
-    openModernSession({
-      logger: logger.child({ session: 'modern' }),
-      openChannel: (sessionLogger) => upstreams.open(sessionLogger, undefined),
-      sessionOptions: (id, sessionLogger) => core.sessionOptions(id, sessionLogger),
-    }),
+  // 2026-07-28 requests go through a bridge session of their caller's, on an upstream as a 2025 session's
+  // would be: its own server, or a port of the shared one or of the pool.
+  const modern = new CallerBridges(
+    () =>
+      openModernSession({
+        logger: logger.child({ session: 'modern' }),
+        openChannel: (sessionLogger) => upstreams.open(sessionLogger, undefined),
+        sessionOptions: (id, sessionLogger) => core.sessionOptions(id, sessionLogger),
+      }),
+    { maxCallers: config.http.maxSessions, idleMs: config.http.sessionIdleTimeout },
+    logger,
   );
   // Each session's own server, until it has stopped: close() waits for them, so that none outlives taskgate.
   const sessionServers = new Set<Pick<Upstream, 'stop'>>();

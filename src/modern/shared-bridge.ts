@@ -1,7 +1,7 @@
 /**
- * How a bridge is put together (a Session over a memory pair, the bridge as its 2025 client), and the one
- * bridge the HTTP front serves every 2026-07-28 request through: opened on the first such request, opened
- * again when its upstream is gone for good.
+ * How a bridge is put together (a Session over a memory pair, the bridge as its 2025 client), and a
+ * caller's bridge on the HTTP front (caller-bridges.ts): opened on its first request, opened again when
+ * its upstream is gone for good.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -86,6 +86,9 @@ export interface OpenedBridge {
   bridge: ModernBridge;
   /** Settles once the bridge's session is over. */
   ended: Promise<void>;
+  /** Ends it once its tasks are over, then stops its upstream. */
+  retire(): Promise<void>;
+  /** Ends it now: its upstream is stopped, what runs there with it. */
   close(): Promise<void>;
 }
 
@@ -102,7 +105,7 @@ export async function openModernSession(parts: ModernSessionParts): Promise<Open
   const over = new Promise<void>((resolve) => (ended = resolve));
   const { bridge, session } = bridgeSession(
     upstream.channel,
-    parts.sessionOptions(`modern-${randomUUID()}`, parts.logger),
+    { ...parts.sessionOptions(`modern-${randomUUID()}`, parts.logger), lingerForTasks: true },
     {
       upstreamGone: () => void session.close(),
       closed: async () => {
@@ -111,7 +114,17 @@ export async function openModernSession(parts: ModernSessionParts): Promise<Open
       },
     },
   );
-  return { bridge, ended: over, close: () => session.close() };
+  return {
+    bridge,
+    ended: over,
+    retire: () => session.close(),
+    close: async () => {
+      // A stopped upstream ends the tasks the session would linger for.
+      const closing = session.close();
+      await upstream.stop();
+      await closing;
+    },
+  };
 }
 
 export class SharedModernBridge {
@@ -146,10 +159,18 @@ export class SharedModernBridge {
   }
 
   async close(): Promise<void> {
+    await (await this.taken())?.close();
+  }
+
+  async retire(): Promise<void> {
+    await (await this.taken())?.retire();
+  }
+
+  /** The bridge, if one was opened, no longer this one's: requests that come later open another. */
+  private async taken(): Promise<OpenedBridge | undefined> {
     const opening = this.opening;
     this.opening = undefined;
-    const opened = await opening?.promise.catch(() => undefined);
-    await opened?.close();
+    return opening?.promise.catch(() => undefined);
   }
 
   private current(): Promise<OpenedBridge> {
