@@ -29,6 +29,7 @@ export const FIXTURES = {
   conformanceEverything: root('test/fixtures/conformance-everything.js'),
   polling: root('test/fixtures/polling-server.js'),
   eraChoosing: root('test/fixtures/era-choosing-server.js'),
+  conformanceV2Tasks: root('test/fixtures/conformance-v2-tasks.js'),
 } as const;
 export type FixtureName = keyof typeof FIXTURES;
 

@@ -1,7 +1,9 @@
 /**
  * The tasks extension's server scenarios (SEP-2663) of the official conformance suite 0.2.0-alpha.12
  * (test/conformance, on Node 22) through taskgate's HTTP front, in front of a 2025 server without tasks
- * (test/fixtures/conformance-tasks-tools.js, SDK 1.32 on stdio) whose tools taskgate's policy makes tasks.
+ * (test/fixtures/conformance-tasks-tools.js, SDK 1.32 on stdio) whose tools taskgate's policy makes tasks;
+ * and in front of a native 2026-07-28 task server (test/fixtures/conformance-v2-tasks.js) on stdio and as a
+ * sidecar, beside the same scenarios run against that server directly (issue 34).
  *
  * The tasks-* scenarios are extension scenarios: no `--suite` selects them, so each runs on its own,
  * `--scenario NAME --spec-version 2026-07-28 --force` (the stateless 2026-07-28 client of the suite, with
@@ -14,6 +16,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runEachServerScenario, type ScenarioOutcome } from '../conformance/suite.js';
+import { startHttpFixture } from '../helpers/http-fixture.js';
 import { FIXTURES, Gateway } from '../helpers/taskgate.js';
 
 /** What a scenario gives: its checks all pass but these (check id → why), or it has no check (why). */
@@ -87,46 +90,123 @@ const THROUGH_TASKGATE: Record<string, Expected> = {
 
 /** The CLI's own limit per scenario, and ours: each starts a Node 22 process; some wait out slow tools. */
 const SCENARIO_TIMEOUT_MS = 30_000;
-const SUITE_TIMEOUT_MS = Object.keys(THROUGH_TASKGATE).length * (SCENARIO_TIMEOUT_MS + 5_000);
 
-describe('the tasks-* scenarios of the conformance suite 0.2.0-alpha.12', () => {
-  describe('through taskgate in front of a 2025 server without tasks', () => {
-    let gateway: Gateway | undefined;
+/**
+ * In front of a server with tasks of its own (test/fixtures/conformance-v2-tasks.js, a native 2026-07-28
+ * task server with the scenarios' tools, each deciding what becomes a task): directly every scenario
+ * passes, and through taskgate its decisions are passed through untouched (issue 34, fix 4), but for one
+ * thing taskgate does on purpose.
+ */
+const NATIVE_DIRECT: Record<string, Expected> = Object.fromEntries(
+  Object.entries(THROUGH_TASKGATE).map(([scenario, expected]) => [
+    scenario,
+    'checksNothing' in expected ? expected : PASSES,
+  ]),
+);
+const NATIVE_THROUGH_TASKGATE: Record<string, Expected> = {
+  ...NATIVE_DIRECT,
+  'tasks-required-task-error': {
+    failing: {
+      'sep-2663-server-returns-missing-capability-when-required':
+        'taskgate unwraps what a client cannot do itself: failing_job runs only as a task upstream, so for a client without the extension taskgate runs that task and answers with its outcome (an isError result), where the server alone answers -32021',
+    },
+  },
+};
+
+/** The suite's run of every scenario of `expected` against `url`. */
+const runScenarios = (url: string, expected: Record<string, Expected>) =>
+  runEachServerScenario(
+    '2026',
+    url,
+    Object.keys(expected),
+    ['--spec-version', '2026-07-28', '--force', '--timeout', String(SCENARIO_TIMEOUT_MS)],
+    SCENARIO_TIMEOUT_MS + 5_000,
+  );
+
+interface Target {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** One describe per target: the scenarios run once, each then held to its entry of `expected`. */
+function describeTarget(
+  title: string,
+  start: () => Promise<Target>,
+  expected: Record<string, Expected>,
+): void {
+  describe(title, () => {
+    let target: Target | undefined;
     let outcomes: Map<string, ScenarioOutcome>;
 
-    beforeAll(async () => {
-      // tasks-mrtr-composition leaves a task waiting for input it never gives: on SIGTERM taskgate would let
-      // it run for the default 30 s shutdownGrace.
-      gateway = await Gateway.start(
-        [process.execPath, FIXTURES.conformanceTasks],
-        [...TASK_POLICY, '--shutdown-grace', '1000'],
-      );
-      outcomes = await runEachServerScenario(
-        '2026',
-        gateway.url.href,
-        Object.keys(THROUGH_TASKGATE),
-        ['--spec-version', '2026-07-28', '--force', '--timeout', String(SCENARIO_TIMEOUT_MS)],
-        SCENARIO_TIMEOUT_MS + 5_000,
-      );
-    }, SUITE_TIMEOUT_MS + 15_000);
-    afterAll(() => gateway?.stop());
+    beforeAll(
+      async () => {
+        target = await start();
+        outcomes = await runScenarios(target.url, expected);
+      },
+      Object.keys(expected).length * (SCENARIO_TIMEOUT_MS + 5_000) + 15_000,
+    );
+    afterAll(() => target?.stop());
 
-    it.each(Object.entries(THROUGH_TASKGATE))('%s', (scenario, expected) => {
+    it.each(Object.entries(expected))('%s', (scenario, wanted) => {
       const outcome = outcomes.get(scenario);
       expect(outcome, `${scenario} did not run`).toBeDefined();
       const failures = outcome!.failures.map((failure) => `\n  ${failure}`).join('');
-      if ('checksNothing' in expected) {
-        expect(
-          outcome!.passed + outcome!.failed,
-          `the table says: no check (${expected.checksNothing})`,
-        ).toBe(0);
+      if ('checksNothing' in wanted) {
+        expect(outcome!.passed + outcome!.failed, `the table says: no check (${wanted.checksNothing})`).toBe(
+          0,
+        );
         return;
       }
       expect(outcome!.passed, `no check passed${failures}`).toBeGreaterThan(0);
       expect(
         [...outcome!.failedIds].sort(),
-        `the table says these checks fail: ${JSON.stringify(expected.failing)}${failures}`,
-      ).toEqual(Object.keys(expected.failing).sort());
+        `the table says these checks fail: ${JSON.stringify(wanted.failing)}${failures}`,
+      ).toEqual(Object.keys(wanted.failing).sort());
     });
   });
+}
+
+/** taskgate's HTTP front; tasks-mrtr-composition leaves a task waiting for input it never gives, so a quick shutdown. */
+async function gateway(upstream: string[], flags: string[] = []): Promise<Target> {
+  const started = await Gateway.start(upstream, [...flags, '--shutdown-grace', '1000']);
+  return { url: started.url.href, stop: () => started.stop() };
+}
+
+describe('the tasks-* scenarios of the conformance suite 0.2.0-alpha.12', () => {
+  describeTarget(
+    'through taskgate in front of a 2025 server without tasks',
+    () => gateway([process.execPath, FIXTURES.conformanceTasks], TASK_POLICY),
+    THROUGH_TASKGATE,
+  );
+  describeTarget(
+    'directly against a native 2026-07-28 task server',
+    async () => {
+      const fixture = await startHttpFixture('conformanceV2Tasks');
+      return { url: fixture.url, stop: () => fixture.stop('SIGTERM') };
+    },
+    NATIVE_DIRECT,
+  );
+  describeTarget(
+    'through taskgate in front of a native 2026-07-28 task server on stdio',
+    () => gateway([process.execPath, FIXTURES.conformanceV2Tasks]),
+    NATIVE_THROUGH_TASKGATE,
+  );
+  describeTarget(
+    'through taskgate as a sidecar in front of a native 2026-07-28 task server over HTTP',
+    async () => {
+      const fixture = await startHttpFixture('conformanceV2Tasks');
+      const through = await gateway([], ['--upstream-url', fixture.url]).catch(async (error: unknown) => {
+        await fixture.stop('SIGTERM');
+        throw error;
+      });
+      return {
+        url: through.url,
+        stop: async () => {
+          await through.stop();
+          await fixture.stop('SIGTERM');
+        },
+      };
+    },
+    NATIVE_THROUGH_TASKGATE,
+  );
 });
