@@ -197,6 +197,16 @@ export function describeTaskStoreContract(
         expect((await create({ identity: 'alice' })).identity).toBe('alice');
       });
 
+      it('keeps the trace context of the task span, so that another replica reading it can link to it', async () => {
+        const { store, create, replica } = await setup();
+        const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+        const task = await create({ traceparent });
+        expect(task.traceparent).toBe(traceparent);
+        expect((await (await replica()).get(task.taskId)).traceparent).toBe(traceparent);
+        expect((await store.update(task.taskId, { status: 'completed' })).traceparent).toBe(traceparent);
+        expect(await create()).not.toHaveProperty('traceparent');
+      });
+
       it('get returns the task as created', async () => {
         const { store, create } = await setup();
         const task = await create({ identity: 'bob' });

@@ -88,6 +88,7 @@ export class MemoryTaskStore implements TaskStore {
       toolName: task.toolName,
       outcomeBytes: 0,
       ...(task.identity === undefined ? {} : { identity: task.identity }),
+      ...(task.traceparent === undefined ? {} : { traceparent: task.traceparent }),
     };
     this.live.set(record.taskId, record);
     let owned = this.byOwner.get(task.owner);

@@ -204,6 +204,7 @@ export class RedisTaskStore implements TaskStore {
             tool: task.toolName,
             ttl: task.ttl,
             poll: task.pollInterval,
+            trace: task.traceparent,
             ...(this.leaseTtlMs > 0 ? { executor: this.executorId, lease: this.leaseTtlMs } : {}),
             ...(task.liveLimit === undefined ? {} : { limit: task.liveLimit }),
           }),

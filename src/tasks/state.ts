@@ -85,6 +85,11 @@ export interface TaskRecord {
   /** The session whose connection receives this task's notifications. */
   sessionId: string;
   toolName: string;
+  /**
+   * The W3C traceparent of the task's span, when telemetry is on: the replicas sharing the store link
+   * their spans about the task to it.
+   */
+  traceparent?: string;
   outcome?: TaskOutcome;
   /** Size in bytes of the serialized outcome, for the store's byte budget. */
   outcomeBytes: number;

@@ -8,6 +8,8 @@ export interface NewTask {
   /** Actual ttl in ms (already clamped by policy). */
   ttl: number;
   pollInterval: number;
+  /** The task span's W3C traceparent (telemetry), kept with the record. */
+  traceparent?: string;
   /** The requestor's bound on live tasks (limits.maxLiveTasks); see `create` below. */
   liveLimit?: LiveLimit;
 }
