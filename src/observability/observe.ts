@@ -55,11 +55,12 @@ export function observeTasks(
     );
   });
   const observed = new ObservedStore(store, {
+    creating: (task, create) => telemetry().createTask(task, create),
     created: (record) => {
       metrics.taskCreated(record);
       board.created(record);
-      telemetry().taskCreated(record);
     },
+    seen: (record) => telemetry().taskSeen(record),
     refused: (limit) => metrics.limitRefused(limit),
     waiting: (delta) => metrics.waiting(delta),
   });

@@ -9,7 +9,11 @@ import type { NewTask, TaskInputBoard, TaskPage, TaskStore, TransitionListener }
 import type { LimitName } from './metrics.js';
 
 export interface StoreWatcher {
+  /** Makes the creation itself, around the store's own (telemetry opens the task's span there). */
+  creating?(task: NewTask, create: (task: NewTask) => Promise<TaskRecord>): Promise<TaskRecord>;
   created(record: TaskRecord): void;
+  /** A task read or changed in answer to a request (telemetry links the request's span to the task's). */
+  seen?(record: TaskRecord): void;
   refused(limit: LimitName): void;
   /** A waitForTerminal started (+1) or settled (-1). */
   waiting(delta: 1 | -1): void;
@@ -28,7 +32,9 @@ export class ObservedStore implements TaskStore {
   async create(task: NewTask): Promise<TaskRecord> {
     let record: TaskRecord;
     try {
-      record = await this.inner.create(task);
+      record = await (this.watcher.creating === undefined
+        ? this.inner.create(task)
+        : this.watcher.creating(task, (traced) => this.inner.create(traced)));
     } catch (error) {
       if (error instanceof TaskLimitError) this.watcher.refused('max_tasks');
       throw error;
@@ -38,12 +44,12 @@ export class ObservedStore implements TaskStore {
   }
 
   get(taskId: string): Promise<TaskRecord> {
-    return this.inner.get(taskId);
+    return this.inner.get(taskId).then((record) => this.saw(record));
   }
 
   async update(taskId: string, change: TransitionChange): Promise<TaskRecord> {
     try {
-      return await this.inner.update(taskId, change);
+      return this.saw(await this.inner.update(taskId, change));
     } catch (error) {
       if (error instanceof TaskLimitError) this.watcher.refused('max_result_bytes');
       throw error;
@@ -68,7 +74,7 @@ export class ObservedStore implements TaskStore {
     return waiting.then(
       (record) => {
         this.watcher.waiting(-1);
-        return record;
+        return this.saw(record);
       },
       (error: unknown) => {
         this.watcher.waiting(-1);
@@ -83,5 +89,10 @@ export class ObservedStore implements TaskStore {
 
   close(): Promise<void> {
     return this.inner.close();
+  }
+
+  private saw(record: TaskRecord): TaskRecord {
+    this.watcher.seen?.(record);
+    return record;
   }
 }

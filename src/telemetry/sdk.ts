@@ -81,6 +81,7 @@ export function openTelemetry(settings: TelemetrySettings, logger: Logger): Tele
         },
         carried ?? ambient,
       );
+      if (task === undefined) tasks.awaitRecord(span, method, params);
       const answering = context.with(trace.setSpan(carried ?? ambient, span), () => serve(exchange));
       return answering.then(
         (answer) => {
@@ -108,8 +109,9 @@ export function openTelemetry(settings: TelemetrySettings, logger: Logger): Tele
       if (req.headers.traceparent === undefined) return handle();
       return context.with(propagation.extract(context.active(), req.headers), handle);
     },
-    taskCreated: (record) => tasks.created(record),
+    createTask: (task, create) => tasks.create(task, create),
     taskChanged: (record) => tasks.changed(record),
+    taskSeen: (record) => tasks.seen(record),
     shutdown: async () => {
       tasks.endAll();
       let timer: NodeJS.Timeout | undefined;

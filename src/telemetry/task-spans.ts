@@ -2,11 +2,20 @@
  * A span for each task's whole life, from its creation to its terminal status, a child of the request
  * that made it; each status change is an event on it, with its statusMessage. The spans of later
  * requests about a task (tasks/get, tasks/result, tasks/cancel, tasks/update) link to it.
+ *
+ * With replicas sharing a Redis store, the span belongs to the replica that created the task: a span is
+ * exported whole, once, by the process that started it, so no other process can add to it or end it.
+ * Its traceparent travels in the task record instead; another replica's tasks/* spans link to it when
+ * they read the record, and the creating replica, which the store tells of the end of a task it runs
+ * whoever made it (a tasks/cancel served elsewhere), ends it. A creator that dies takes its open span with
+ * it; the task then fails as executor lost, which the other replicas' spans show.
  */
 import {
   SpanKind,
   SpanStatusCode,
   context,
+  isSpanContextValid,
+  trace,
   type Span,
   type SpanContext,
   type Tracer,
@@ -14,6 +23,7 @@ import {
 import { LRUCache } from 'lru-cache';
 import { isObject, type JsonObject } from '../protocol/messages.js';
 import { isTerminal, type TaskRecord } from '../tasks/state.js';
+import type { NewTask } from '../tasks/store.js';
 import { TASK_ID, TASK_POLL_INTERVAL, TASK_SESSION, TASK_STATUS, TASK_TOOL, TASK_TTL } from './attributes.js';
 
 /** Tasks whose span is still open, and finished ones still linked to: as many as a store holds. */
@@ -22,41 +32,58 @@ const MAX_TASKS = 10_000;
 export class TaskSpans {
   private readonly open = new Map<string, Span>();
   private readonly known = new LRUCache<string, SpanContext>({ max: MAX_TASKS });
+  /** tasks/* spans begun with no link (the task began on another replica): the task they are about. */
+  private readonly awaiting = new WeakMap<Span, string>();
 
   constructor(private readonly tracer: Tracer) {}
 
-  created(record: TaskRecord): void {
+  /**
+   * The span opens before the task exists, so that its context is written with the record in the same
+   * step (another replica may read the task the moment it is created).
+   */
+  async create(task: NewTask, create: (task: NewTask) => Promise<TaskRecord>): Promise<TaskRecord> {
     const span = this.tracer.startSpan(
-      `task ${record.toolName}`,
+      `task ${task.toolName}`,
       {
         kind: SpanKind.INTERNAL,
         attributes: {
-          [TASK_ID]: record.taskId,
-          [TASK_STATUS]: record.status,
-          [TASK_TTL]: record.ttl,
-          [TASK_POLL_INTERVAL]: record.pollInterval,
-          [TASK_TOOL]: record.toolName,
-          [TASK_SESSION]: record.sessionId,
+          [TASK_TTL]: task.ttl,
+          [TASK_POLL_INTERVAL]: task.pollInterval,
+          [TASK_TOOL]: task.toolName,
+          [TASK_SESSION]: task.sessionId,
         },
-        startTime: record.createdAt,
       },
       context.active(),
     );
-    span.addEvent('mcp.task.status', statusOf(record), record.createdAt);
+    let record: TaskRecord;
+    try {
+      record = await create(span.isRecording() ? { ...task, traceparent: traceparentOf(span) } : task);
+    } catch (error) {
+      span.setAttribute('error.type', error instanceof Error ? error.name : '_OTHER');
+      span.setStatus({ code: SpanStatusCode.ERROR, message: `no task was created: ${String(error)}` });
+      span.end();
+      throw error;
+    }
+    span.setAttributes({ [TASK_ID]: record.taskId, [TASK_STATUS]: record.status });
+    span.addEvent('mcp.task.status', statusOf(record));
     this.known.set(record.taskId, span.spanContext());
-    if (isTerminal(record.status)) return this.finish(span, record);
+    if (isTerminal(record.status)) {
+      this.finish(span, record);
+      return record;
+    }
     this.open.set(record.taskId, span);
     if (this.open.size > MAX_TASKS) {
       const [oldest, left] = this.open.entries().next().value as [string, Span];
       this.open.delete(oldest);
       left.end();
     }
+    return record;
   }
 
   changed(record: TaskRecord): void {
     const span = this.open.get(record.taskId);
     if (span === undefined) return;
-    span.addEvent('mcp.task.status', statusOf(record), record.lastUpdatedAt);
+    span.addEvent('mcp.task.status', statusOf(record));
     span.setAttribute(TASK_STATUS, record.status);
     if (!isTerminal(record.status)) return;
     this.open.delete(record.taskId);
@@ -68,6 +95,28 @@ export class TaskSpans {
     if (!method.startsWith('tasks/') || !isObject(params) || typeof params.taskId !== 'string')
       return undefined;
     return this.known.get(params.taskId);
+  }
+
+  /** Marks a tasks/* span that began with no link: the task's record, once read, gives it one. */
+  awaitRecord(span: Span, method: string, params: JsonObject | undefined): void {
+    if (method.startsWith('tasks/') && isObject(params) && typeof params.taskId === 'string') {
+      this.awaiting.set(span, params.taskId);
+    }
+  }
+
+  /**
+   * A task read while a request is served: the request's span, if it waits for this task, links to the
+   * task's span from the record (a task begun on another replica, whose span that replica owns).
+   */
+  seen(record: TaskRecord): void {
+    if (record.traceparent === undefined) return;
+    const span = trace.getActiveSpan();
+    if (span === undefined || this.awaiting.get(span) !== record.taskId) return;
+    this.awaiting.delete(span);
+    const task = spanContextOf(record.traceparent);
+    if (task === undefined) return;
+    span.addLink({ context: task });
+    this.known.set(record.taskId, task);
   }
 
   endAll(): void {
@@ -86,12 +135,31 @@ export class TaskSpans {
       span.setAttribute('error.type', 'tool_error');
       span.setStatus({ code: SpanStatusCode.ERROR, message: 'tool_error' });
     }
-    span.end(record.lastUpdatedAt);
+    span.end();
   }
 }
 
 const messageOf = (record: TaskRecord): { message?: string } =>
   record.statusMessage === undefined ? {} : { message: record.statusMessage };
+
+function traceparentOf(span: Span): string {
+  const { traceId, spanId, traceFlags } = span.spanContext();
+  return `00-${traceId}-${spanId}-${traceFlags.toString(16).padStart(2, '0')}`;
+}
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+function spanContextOf(traceparent: string): SpanContext | undefined {
+  const parts = TRACEPARENT.exec(traceparent);
+  if (parts === null) return undefined;
+  const found = {
+    traceId: parts[1]!,
+    spanId: parts[2]!,
+    traceFlags: parseInt(parts[3]!, 16),
+    isRemote: true,
+  };
+  return isSpanContextValid(found) ? found : undefined;
+}
 
 function statusOf(record: TaskRecord): Record<string, string> {
   return {

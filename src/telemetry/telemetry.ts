@@ -7,6 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
 import type { TaskRecord } from '../tasks/state.js';
+import type { NewTask } from '../tasks/store.js';
 import type { Channel } from '../transport/channel.js';
 
 /** What a span cannot read off the messages: how the peer is reached, and the MCP session, if any. */
@@ -30,8 +31,14 @@ export interface Telemetry {
   modern(serve: ModernServe): ModernServe;
   /** Runs `handle` with the trace context of an HTTP request's `traceparent` header, if it has one. */
   inRequestContext<T>(req: IncomingMessage, handle: () => T): T;
-  taskCreated(record: TaskRecord): void;
+  /**
+   * Creates a task with `create`: on, the task's span opens first and the task is created with its
+   * traceparent, which the store keeps with the record for every replica.
+   */
+  createTask(task: NewTask, create: (task: NewTask) => Promise<TaskRecord>): Promise<TaskRecord>;
   taskChanged(record: TaskRecord): void;
+  /** A task read in answer to a request: that request's span links to the task's, wherever it began. */
+  taskSeen(record: TaskRecord): void;
   /** Exports what is left, within a bounded wait. */
   shutdown(): Promise<void>;
 }
@@ -41,8 +48,9 @@ export const NO_TELEMETRY: Telemetry = {
   upstream: (channel) => channel,
   modern: (serve) => serve,
   inRequestContext: (_req, handle) => handle(),
-  taskCreated: () => undefined,
+  createTask: (task, create) => create(task),
   taskChanged: () => undefined,
+  taskSeen: () => undefined,
   shutdown: async () => undefined,
 };
 

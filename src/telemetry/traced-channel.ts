@@ -126,6 +126,7 @@ export class TracedChannel implements Channel {
       },
       parent,
     );
+    if (task === undefined) this.tasks.awaitRecord(span, method, params);
     this.hold(this.serving, id, span);
     return trace.setSpan(parent, span);
   }

@@ -5,13 +5,22 @@
  * OTLP/HTTP receiver; an exporter that refuses or hangs changes nothing for the client.
  */
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
-import { connect, FIXTURES, Gateway, TASKGATE, type Connection } from '../helpers/taskgate.js';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { connect, FIXTURES, Gateway, TASK_AWARE, TASKGATE, type Connection } from '../helpers/taskgate.js';
 import { connectModern, MODERN_VERSION } from '../helpers/modern-client.js';
 import { httpTransport } from '../helpers/http-client.js';
 import { CLIENT, INTERNAL, OtlpReceiver, SERVER, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { textOf } from '../helpers/tool-results.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import {
+  CancelTaskResultSchema,
+  CreateTaskResultSchema,
+  GetTaskResultSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { freshPrefix, redisForTests } from '../helpers/redis.js';
+
+const redis = await redisForTests();
+afterAll(() => redis?.stop());
 
 const WATCH = fileURLToPath(new URL('../fixtures/otel-watch.mjs', import.meta.url));
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -268,4 +277,64 @@ describe('an exporter that is down', () => {
       expect(Date.now() - started).toBeLessThan(1_000);
     });
   }
+});
+
+describe.skipIf(!redis)('a task across two replicas on one Redis', () => {
+  const REPLICAS = fileURLToPath(new URL('../../config/replicas.yaml', import.meta.url));
+
+  async function replica(collector: OtlpReceiver, prefix: string, name: string): Promise<Client> {
+    const flags = ['--config', REPLICAS, '--store', redis!.url, '--store-key-prefix', prefix];
+    const env = {
+      ...otelEnv(collector, { OTEL_SERVICE_NAME: name }),
+      TASKGATE_STORE_CURSOR_SECRET: 'the cursor secret of both replicas',
+    };
+    const gateway = await Gateway.start([process.execPath, FIXTURES.legacy], flags, env);
+    cleanups.push(() => gateway.stop());
+    const client = new Client({ name: `client of ${name}`, version: '1' }, { capabilities: TASK_AWARE });
+    await client.connect(httpTransport(gateway.url));
+    cleanups.push(() => client.close());
+    return client;
+  }
+
+  it('the task span is the creating replica one: the other one links its tasks/* spans to it from the record, and the creator ends it when the other cancels', async () => {
+    const collector = await receiver();
+    const prefix = freshPrefix();
+    const onA = await replica(collector, prefix, 'replica-a');
+    const onB = await replica(collector, prefix, 'replica-b');
+    const { task } = await onA.request(
+      {
+        method: 'tools/call',
+        params: {
+          name: 'sleep',
+          arguments: { ms: 60_000 },
+          task: { ttl: 60_000 },
+          _meta: { traceparent: TRACEPARENT },
+        },
+      },
+      CreateTaskResultSchema,
+    );
+    const { taskId } = task;
+    expect((await onB.request({ method: 'tasks/get', params: { taskId } }, GetTaskResultSchema)).status).toBe(
+      'working',
+    );
+    await onB.request({ method: 'tasks/cancel', params: { taskId } }, CancelTaskResultSchema);
+
+    const life = await collector.until((spans) =>
+      spans.find((s) => s.kind === INTERNAL && s.attributes['mcp.task.id'] === taskId),
+    );
+    expect(life.service).toBe('replica-a');
+    expect(life.traceId).toBe(TRACE_ID);
+    expect(life.attributes['mcp.task.status']).toBe('cancelled');
+    expect(life.events.map((event) => event.attributes['mcp.task.status'])).toEqual(['working', 'cancelled']);
+    for (const method of ['tasks/get', 'tasks/cancel']) {
+      const served = await collector.until((spans) =>
+        spans.find((s) => s.kind === SERVER && s.name === method && s.attributes['mcp.task.id'] === taskId),
+      );
+      expect(served.service).toBe('replica-b');
+      expect(served.traceId).not.toBe(TRACE_ID);
+      expect(served.links).toContainEqual(
+        expect.objectContaining({ traceId: TRACE_ID, spanId: life.spanId }),
+      );
+    }
+  });
 });
