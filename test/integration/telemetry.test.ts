@@ -1,18 +1,21 @@
 /**
  * OpenTelemetry (issue 30) through the built taskgate: off by default with nothing of OpenTelemetry
- * loaded; on with OTEL_EXPORTER_OTLP_ENDPOINT, one trace from a real SDK client (2025 and 2026-07-28, stdio
- * and the HTTP gateway) through taskgate to the server, exported by the official exporter to a real
- * OTLP/HTTP receiver; an exporter that refuses or hangs changes nothing for the client.
+ * loaded; on with OTEL_EXPORTER_OTLP_ENDPOINT, one trace from a real SDK client (2025 and 2026-07-28, stdio,
+ * the HTTP gateway and the sidecar in front of an HTTP server) through taskgate to the server, exported by
+ * the official exporter to a real OTLP/HTTP receiver; a task's span, also across two replicas on one
+ * Redis; an exporter that refuses or hangs changes nothing for the client.
  */
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { connect, FIXTURES, Gateway, TASK_AWARE, TASKGATE, type Connection } from '../helpers/taskgate.js';
 import { connectModern, MODERN_VERSION } from '../helpers/modern-client.js';
 import { httpTransport } from '../helpers/http-client.js';
+import { startHttpFixture } from '../helpers/http-fixture.js';
 import { CLIENT, INTERNAL, OtlpReceiver, SERVER, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { textOf } from '../helpers/tool-results.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
+  CallToolResultSchema,
   CancelTaskResultSchema,
   CreateTaskResultSchema,
   GetTaskResultSchema,
@@ -166,6 +169,58 @@ describe('a trace through taskgate', () => {
     expect(server.attributes).toMatchObject({ 'network.transport': 'tcp', 'network.protocol.name': 'http' });
     expect(typeof server.attributes['mcp.session.id']).toBe('string');
     expect(upstream.attributes['network.transport']).toBe('pipe');
+  });
+
+  it('HTTP gateway, 2025 client, a task-augmented call: the task span is the child of the tools/call span the traceparent header is the parent of, and tasks/result links to it', async () => {
+    const collector = await receiver();
+    const gateway = await Gateway.start([process.execPath, FIXTURES.legacy], [], otelEnv(collector));
+    cleanups.push(() => gateway.stop());
+    const client = new Client({ name: 'otel-test', version: '1' }, { capabilities: TASK_AWARE });
+    await client.connect(
+      httpTransport(gateway.url, { requestInit: { headers: { traceparent: TRACEPARENT } } }),
+    );
+    cleanups.push(() => client.close());
+    const { task } = await client.request(
+      { method: 'tools/call', params: { name: 'sleep', arguments: { ms: 50 }, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
+    await client.request({ method: 'tasks/result', params: { taskId: task.taskId } }, CallToolResultSchema);
+    const [call, life, result] = await collector.until((spans) => {
+      const call = spans.find((s) => s.kind === SERVER && s.name === 'tools/call sleep');
+      const life = spans.find((s) => s.kind === INTERNAL && s.attributes['mcp.task.id'] === task.taskId);
+      const result = spans.find((s) => s.kind === SERVER && s.name === 'tasks/result');
+      return call && life && result ? [call, life, result] : undefined;
+    });
+    expect(call.parentSpanId).toBe(CALLER_SPAN);
+    expect(call.attributes).toMatchObject({ 'network.transport': 'tcp', 'mcp.task.id': task.taskId });
+    expect(life.parentSpanId).toBe(call.spanId);
+    expect(life.traceId).toBe(TRACE_ID);
+    expect(life.events.map((event) => event.attributes['mcp.task.status'])).toEqual(['working', 'completed']);
+    expect(result.attributes['mcp.session.id']).toBe(call.attributes['mcp.session.id']);
+    expect(result.links).toContainEqual(expect.objectContaining({ spanId: life.spanId }));
+  });
+
+  it('sidecar (--upstream-url): the CLIENT span to the HTTP upstream is the parent the server is given in _meta, as the conventions say', async () => {
+    const collector = await receiver();
+    const fixture = await startHttpFixture('legacy', { env: { FIXTURE_REPORT: '1' } });
+    cleanups.push(() => fixture.stop());
+    const gateway = await Gateway.start([], ['--upstream-url', fixture.url], otelEnv(collector));
+    cleanups.push(() => gateway.stop());
+    const client = new Client({ name: 'otel-test', version: '1' });
+    await client.connect(httpTransport(gateway.url));
+    cleanups.push(() => client.close());
+    await client.callTool({
+      name: 'echo',
+      arguments: { text: 'sidecar' },
+      _meta: { traceparent: TRACEPARENT },
+    });
+    const [, upstream] = await collector.until((spans) => gatewayPair(spans, 'tools/call echo'));
+    expect(upstream.attributes).toMatchObject({
+      'network.transport': 'tcp',
+      'server.address': '127.0.0.1',
+      'server.port': fixture.port,
+    });
+    await fixture.logged(`"traceparent":"00-${TRACE_ID}-${upstream.spanId}-01"`);
   });
 
   it('2026-07-28 client, stdio and HTTP: _meta traceparent is the parent, and no mcp.session.id', async () => {
