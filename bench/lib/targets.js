@@ -46,13 +46,14 @@ export const MCP_PROXY = fromRoot('bench/node_modules/mcp-proxy/dist/bin/mcp-pro
 const newClient = () =>
   new Client({ name: 'taskgate-bench', version: '1' }, { capabilities: { tasks: { requests: {} } } });
 
-/** @param {string[]} argv */
-async function overStdio(argv) {
+/** @param {string[]} argv @param {Record<string, string>} [env] added to this process's own */
+export async function overStdio(argv, env) {
   const [command, ...args] = argv;
   const transport = new StdioClientTransport({
     command: /** @type {string} */ (command),
     args,
     stderr: 'inherit',
+    ...(env === undefined ? {} : { env: { .../** @type {Record<string, string>} */ (process.env), ...env } }),
   });
   const client = newClient();
   await client.connect(transport);
