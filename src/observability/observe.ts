@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { MemoryTaskStore } from '../tasks/memory-store.js';
 import type { TaskStore } from '../tasks/store.js';
 import type { Metrics } from './metrics.js';
-import { telemetry } from '../telemetry/telemetry.js';
+import { NO_TELEMETRY, telemetry } from '../telemetry/telemetry.js';
 import { ObservedStore } from './observed-store.js';
 import { operationsRoutes, type Authorize, type Routes } from './routes.js';
 import { TaskBoard } from './task-board.js';
@@ -54,13 +54,19 @@ export function observeTasks(
       'task status changed',
     );
   });
+  // Telemetry starts before any store is opened; off, a task read costs nothing more.
+  const traces = telemetry();
   const observed = new ObservedStore(store, {
-    creating: (task, create) => telemetry().createTask(task, create),
+    ...(traces === NO_TELEMETRY
+      ? {}
+      : {
+          creating: (task, create) => traces.createTask(task, create),
+          seen: (record) => traces.taskSeen(record),
+        }),
     created: (record) => {
       metrics.taskCreated(record);
       board.created(record);
     },
-    seen: (record) => telemetry().taskSeen(record),
     refused: (limit) => metrics.limitRefused(limit),
     waiting: (delta) => metrics.waiting(delta),
   });

@@ -44,7 +44,8 @@ export class ObservedStore implements TaskStore {
   }
 
   get(taskId: string): Promise<TaskRecord> {
-    return this.inner.get(taskId).then((record) => this.saw(record));
+    const got = this.inner.get(taskId);
+    return this.watcher.seen === undefined ? got : got.then((record) => this.saw(record));
   }
 
   async update(taskId: string, change: TransitionChange): Promise<TaskRecord> {
