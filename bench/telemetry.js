@@ -26,7 +26,7 @@ import * as load from './lib/workloads.js';
 const QUICK = process.env.BENCH_QUICK === '1';
 const SETTINGS = QUICK
   ? { rounds: 2, warmup: 200, latencyCalls: 200, cpuCalls: 2000, inFlight: 64 }
-  : { rounds: 8, warmup: 1000, latencyCalls: 500, cpuCalls: 6000, inFlight: 64 };
+  : { rounds: 12, warmup: 1000, latencyCalls: 500, cpuCalls: 8000, inFlight: 64 };
 const started = performance.now();
 const log = (/** @type {string} */ line) =>
   process.stderr.write(
