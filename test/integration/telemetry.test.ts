@@ -392,4 +392,27 @@ describe.skipIf(!redis)('a task across two replicas on one Redis', () => {
       );
     }
   });
+
+  it('tasks/result on the other replica, waiting for the task to end, links to the task span', async () => {
+    const collector = await receiver();
+    const prefix = freshPrefix();
+    const onA = await replica(collector, prefix, 'replica-a');
+    const onB = await replica(collector, prefix, 'replica-b');
+    const { task } = await onA.request(
+      { method: 'tools/call', params: { name: 'sleep', arguments: { ms: 300 }, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
+    await onB.request({ method: 'tasks/result', params: { taskId: task.taskId } }, CallToolResultSchema);
+    const [life, result] = await collector.until((spans) => {
+      const life = spans.find((s) => s.kind === INTERNAL && s.attributes['mcp.task.id'] === task.taskId);
+      const result = spans.find(
+        (s) => s.kind === SERVER && s.name === 'tasks/result' && s.attributes['mcp.task.id'] === task.taskId,
+      );
+      return life && result ? [life, result] : undefined;
+    });
+    expect(life.service).toBe('replica-a');
+    expect(life.attributes['mcp.task.status']).toBe('completed');
+    expect(result.service).toBe('replica-b');
+    expect(result.links).toContainEqual(expect.objectContaining({ spanId: life.spanId }));
+  });
 });
