@@ -11,7 +11,7 @@ import type { Config } from './config/schema.js';
 import { TaskRunner } from './tasks/task-runner.js';
 import { startAdminListener, type AdminListener } from './observability/admin.js';
 import { countingDenials, createAuditLog } from './observability/audit.js';
-import type { Caller } from './tasks/audit-log.js';
+import type { AuditLog, Caller } from './tasks/audit-log.js';
 import type { Metrics } from './observability/metrics.js';
 import { observeTasks, type Observability, type ObserveOptions } from './observability/observe.js';
 import { Limits } from './security/limits.js';
@@ -27,6 +27,8 @@ export interface Core {
   readonly observed: Observability;
   readonly running: RunningTasks;
   readonly runner: TaskRunner;
+  /** The audit log the sessions write to, for what a front decides itself (an operator's page refused). */
+  readonly audit: AuditLog;
   /** What every Session of the process is given; the session's own id and logger. */
   sessionOptions(id: string, logger: Logger): SessionOptions;
   /**
@@ -69,6 +71,7 @@ export function openCore(
     observed,
     running,
     runner,
+    audit,
     sessionOptions: (id, sessionLogger) => ({
       id,
       config,

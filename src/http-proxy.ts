@@ -51,10 +51,14 @@ export async function startHttpGateway(
     ...(authenticate === undefined
       ? {}
       : {
-          authorize: async (req) => {
+          authorize: async (req, page) => {
             const caller = await authenticate(req);
             if ('refused' in caller) return 'unauthenticated';
-            return admins.has(caller.subject) ? 'allowed' : 'forbidden';
+            // With rules, the caller's rights say (they include adminSubjects); without, adminSubjects alone.
+            if (caller.access === undefined ? admins.has(caller.subject) : caller.access[page])
+              return 'allowed';
+            core.audit.accessDenied({ right: page }, { subject: caller.subject, session: '-' });
+            return 'forbidden';
           },
         }),
   });
@@ -65,7 +69,8 @@ export async function startHttpGateway(
   const admin = config.admin.listen;
   const pagesOnFront = admin === undefined && config.auth.bearerPassthrough === undefined;
   warnOfPlainTokens(config, logger);
-  if (pagesOnFront && authenticate !== undefined && admins.size === 0) {
+  const pagesGranted = config.auth.rules.some((rule) => rule.metrics === true || rule.dashboard === true);
+  if (pagesOnFront && authenticate !== undefined && admins.size === 0 && !pagesGranted) {
     logger.info('no auth.adminSubjects: /metrics and /dashboard on the front answer 403; use --admin-listen');
   }
   if (admin === undefined && !pagesOnFront) {
@@ -129,6 +134,7 @@ export async function startHttpGateway(
               },
             },
             ...(caller === undefined ? {} : { identity: caller.identity, subject: caller.subject }),
+            ...(caller?.access === undefined ? {} : { access: caller.access }),
           },
           {
             upstreamGone: () => undefined,

@@ -135,6 +135,43 @@ export const OAuthSchema = z
   .strict();
 export type OAuthConfig = z.infer<typeof OAuthSchema>;
 
+/** A tool-name glob, as in `tools[].match`. */
+const toolGlob = z.string().min(1);
+
+/**
+ * One authorization rule (`auth.rules`): whom it is for (a caller it matches by subject, by a group or
+ * role of its token, or by a scope of its token), and what it grants them. A right no matching rule
+ * grants is not had; a tool any matching rule denies is not callable whatever another allows.
+ */
+export const AccessRuleSchema = z
+  .object({
+    /** Subjects (globs: `*` is every identified caller): a static token's subject, the header's, an OAuth `sub`. */
+    subjects: z.array(z.string().min(1)).min(1).optional(),
+    /** OAuth only: the token's `groups` or `roles` claim holds one of these. */
+    groups: z.array(z.string().min(1)).min(1).optional(),
+    /** OAuth only: the token carries one of these scopes. */
+    scopes: z.array(z.string().min(1)).min(1).optional(),
+    /** The tools (globs) they may call and see in tools/list; `deny` wins over any rule's `allow`. */
+    tools: z
+      .object({ allow: z.array(toolGlob).default([]), deny: z.array(toolGlob).default([]) })
+      .strict()
+      .optional(),
+    /** `all`: they may read and cancel any caller's task (an operator); `own` unless set. */
+    tasks: z.enum(['own', 'all']).optional(),
+    /** They may use tasks/list (of their own tasks). */
+    taskList: z.boolean().optional(),
+    /** They may read /metrics on the front. */
+    metrics: z.boolean().optional(),
+    /** They may see /dashboard on the front. */
+    dashboard: z.boolean().optional(),
+  })
+  .strict()
+  .refine((rule) => [rule.subjects, rule.groups, rule.scopes].some((list) => list !== undefined), {
+    message:
+      "name whom the rule is for: subjects, groups or scopes (subjects: ['*'] for every identified caller)",
+  });
+export type AccessRule = z.infer<typeof AccessRuleSchema>;
+
 /** Bytes a tasks/list cursor secret needs at least. */
 export const MIN_CURSOR_SECRET_BYTES = 16;
 
@@ -305,8 +342,41 @@ export const ConfigSchema = z
         adminSubjects: z.array(z.string().min(1)).default([]),
         /** Or: callers present OAuth access tokens, which taskgate validates as a resource server. */
         oauth: OAuthSchema.optional(),
+        /**
+         * Who may call which tools, read others' tasks, list tasks, see /metrics and /dashboard. None:
+         * every caller may do all of it (its own tasks only, the pages as adminSubjects says).
+         */
+        rules: z.array(AccessRuleSchema).default([]),
       })
       .strict()
+      .superRefine((auth, context) => {
+        if (auth.rules.length === 0) return;
+        const identified =
+          auth.tokens.length > 0 ||
+          auth.trustedHeader !== undefined ||
+          auth.bearerPassthrough !== undefined ||
+          auth.oauth !== undefined;
+        if (!identified) {
+          context.addIssue({
+            code: 'custom',
+            path: ['rules'],
+            message:
+              'rules need callers to be identified: configure tokens, trustedHeader, bearerPassthrough or oauth',
+          });
+          return;
+        }
+        if (auth.oauth !== undefined) return;
+        auth.rules.forEach((rule, index) => {
+          for (const key of ['groups', 'scopes'] as const) {
+            if (rule[key] === undefined) continue;
+            context.addIssue({
+              code: 'custom',
+              path: ['rules', index, key],
+              message: `${key} come from OAuth access tokens: this rule can match nobody without auth.oauth (use subjects)`,
+            });
+          }
+        });
+      })
       .refine(
         (auth) =>
           [

@@ -385,7 +385,10 @@ export class ModernBridge {
 
   private forward(exchange: ModernExchange, meta: ModernRequestMeta): Promise<ModernAnswer> {
     const { request } = exchange;
-    const plan = this.taskPlan(request, meta);
+    // A tool the caller may not call is the Session's to refuse, as one that does not exist.
+    const hidden =
+      request.method === 'tools/call' && exchange.access?.mayCall(String(request.params?.name)) === false;
+    const plan = hidden ? undefined : this.taskPlan(request, meta);
     if (plan === 'refuse') {
       const missing = toJsonRpcError(new MissingCapabilityError({ extensions: { [TASKS_EXTENSION]: {} } }));
       const message = `Tool "${String(request.params?.name)}" runs only as a task: ${missing.message}`;

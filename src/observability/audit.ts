@@ -83,6 +83,23 @@ export function createAuditLog(
       ),
     limitHit: (limit, caller) =>
       audit.warn({ event: 'limit.hit', limit, ...who(caller) }, `limit hit: ${limit}`),
+    accessDenied: ({ right, tool }, caller) =>
+      audit.warn(
+        // A tool's name is the caller's input: cut as a task id is.
+        {
+          event: 'access.denied',
+          right,
+          ...(tool === undefined ? {} : { tool: tool.slice(0, 100) }),
+          ...who(caller),
+        },
+        `access refused by auth.rules: ${right}`,
+      ),
+    othersTask: (taskId, method, caller) =>
+      logs() &&
+      audit.info(
+        { event: 'task.others', taskId, method, ...who(caller) },
+        "another caller's task, by a rule's tasks: all",
+      ),
     close: unsubscribe,
   };
 }

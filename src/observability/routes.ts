@@ -16,8 +16,10 @@ export type Routes = (req: IncomingMessage, res: ServerResponse, path: string) =
  * Whether this request may see the operator's pages: without authentication every request that reached
  * here (past the Origin and Host checks) may; with it, only an operator.
  */
-export type Authorize = (req: IncomingMessage) => Verdict | Promise<Verdict>;
+export type Authorize = (req: IncomingMessage, page: Page) => Verdict | Promise<Verdict>;
 export type Verdict = 'allowed' | 'unauthenticated' | 'forbidden';
+/** Which of the pages a request is for: /metrics, or the dashboard (its data and the index too). */
+export type Page = 'metrics' | 'dashboard';
 
 export interface OperationsRoutesOptions {
   metrics: Metrics;
@@ -37,7 +39,7 @@ export function operationsRoutes(options: OperationsRoutesOptions): Routes {
       res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' }).end('Method not allowed\n');
       return true;
     }
-    const verdict = await authorize(req);
+    const verdict = await authorize(req, path === '/metrics' ? 'metrics' : 'dashboard');
     if (verdict === 'unauthenticated') {
       res.writeHead(401, { 'content-type': 'text/plain' }).end('Unauthorized\n');
       return true;
@@ -46,7 +48,7 @@ export function operationsRoutes(options: OperationsRoutesOptions): Routes {
       res
         .writeHead(403, { 'content-type': 'text/plain' })
         .end(
-          'Forbidden: /metrics and /dashboard are for operators: the subjects named in auth.adminSubjects, or the admin listener (--admin-listen)\n',
+          'Forbidden: /metrics and /dashboard are for operators: the subjects named in auth.adminSubjects or granted the page by auth.rules, or the admin listener (--admin-listen)\n',
         );
       return true;
     }

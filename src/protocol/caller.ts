@@ -11,6 +11,19 @@ export interface RequestCaller {
   readonly subject?: string;
   /** Whom per-caller limits count the request against; none for a request counted already (the bridge's own). */
   readonly quota?: string;
+  /** What the caller may do (the config's authorization rules, for it); none: everything, its own tasks only. */
+  readonly access?: CallerAccess;
+}
+
+/** A caller's rights, worked out once by the edge that authenticated it (src/security/access.ts). */
+export interface CallerAccess {
+  /** It may call the tool, and sees it in tools/list. */
+  mayCall(tool: string): boolean;
+  /** It may read and cancel any caller's task, not only its own. */
+  readonly allTasks: boolean;
+  readonly taskList: boolean;
+  readonly metrics: boolean;
+  readonly dashboard: boolean;
 }
 
 /** A request no caller made (a bridge's own bookkeeping without a task behind it): no identity, no quota. */

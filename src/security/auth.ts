@@ -6,6 +6,8 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config/schema.js';
+import type { CallerAccess } from '../protocol/caller.js';
+import { accessRules } from './access.js';
 import { oauthAuthenticator } from './oauth.js';
 import type { Grant } from './oauth-tokens.js';
 
@@ -17,6 +19,8 @@ export type Authentication =
       upstreamAuthorization?: string;
       /** What a validated OAuth access token grants (its scopes and groups), for authorization rules. */
       grant?: Grant;
+      /** What the caller may do, by `auth.rules`; none when there are no rules. */
+      access?: CallerAccess;
     }
   | {
       refused: string;
@@ -30,6 +34,16 @@ export type Authenticator = (req: IncomingMessage) => Authentication | Promise<A
 
 /** The authenticator the config asks for; undefined when callers are not identified (an open front). */
 export function createAuthenticator(auth: Config['auth']): Authenticator | undefined {
+  const identify = identifier(auth);
+  const rights = accessRules(auth);
+  if (identify === undefined || rights === undefined) return identify;
+  return async (req) => {
+    const caller = await identify(req);
+    return 'refused' in caller ? caller : { ...caller, access: rights(caller) };
+  };
+}
+
+function identifier(auth: Config['auth']): Authenticator | undefined {
   if (auth.oauth) return oauthAuthenticator(auth.oauth);
   if (auth.tokens.length > 0) return staticTokens(auth.tokens);
   if (auth.trustedHeader) return trustedHeader(auth.trustedHeader.name, auth.trustedHeader.trustedAddresses);

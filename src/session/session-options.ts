@@ -1,6 +1,7 @@
 /** What a Session is given: its settings and shared services, and whom it tells of its end. */
 import type { Logger } from 'pino';
 import type { Policy } from '../config/policy.js';
+import type { CallerAccess } from '../protocol/caller.js';
 import type { Config } from '../config/schema.js';
 import type { TaskSightings } from '../observability/task-board.js';
 import type { Limits } from '../security/limits.js';
@@ -14,6 +15,8 @@ export interface SessionOptions {
   /** The caller's identity (a binding key) and, for logs, who that is; absent without authentication. */
   identity?: string;
   subject?: string;
+  /** What the caller may do (auth.rules); none: everything, its own tasks only. */
+  access?: CallerAccess;
   limits?: Limits;
   audit?: AuditLog;
   /** The process's running task calls: no task starts once it drains. */

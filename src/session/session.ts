@@ -10,7 +10,10 @@
  */
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../config/schema.js';
 import type { RequestCaller } from '../protocol/caller.js';
+import type { ProtocolError } from '../protocol/errors.js';
 import { methodNotFound } from '../protocol/errors.js';
+import { callableTools, taskListRefused, toolRefused } from '../security/access.js';
+import type { AccessRefusal } from '../tasks/audit-log.js';
 import {
   errorResponse,
   isObject,
@@ -61,6 +64,7 @@ export class Session {
     (this.ownCaller ??= {
       ...(this.options.identity === undefined ? {} : { identity: this.options.identity }),
       ...(this.options.subject === undefined ? {} : { subject: this.options.subject }),
+      ...(this.options.access === undefined ? {} : { access: this.options.access }),
       quota: this.caller,
     });
   private ownCaller: RequestCaller | undefined;
@@ -315,10 +319,12 @@ export class Session {
     switch (request.method) {
       case 'initialize':
         return this.initialize(request, raw);
-      case 'tools/list':
+      case 'tools/list': {
+        const access = this.callerOf(request.id).access;
         return this.forwardRequest(request, raw, (result) =>
-          this.profile.rewriteToolsList(result, this.clientHasTasks),
+          callableTools(this.profile.rewriteToolsList(result, this.clientHasTasks), access),
         );
+      }
       case 'tools/call':
         return this.toolCall(request, raw);
       case 'logging/setLevel':
@@ -333,6 +339,9 @@ export class Session {
       case 'tasks/result':
         return this.taskRequest(request, raw);
       case 'tasks/list':
+        if (this.callerOf(request.id).access?.taskList === false) {
+          return this.refuseByRule(request, { right: 'tasks/list' }, taskListRefused());
+        }
         return this.servedForClient.answer(request.id, () =>
           this.augmenter.listTasks(params, this.profile.lists, this.callerOf(request.id)),
         );
@@ -371,6 +380,9 @@ export class Session {
   private toolCall(request: Request, raw: Buffer, listed = false): void {
     const params = request.params;
     const name = typeof params?.name === 'string' ? params.name : undefined;
+    if (name !== undefined && this.callerOf(request.id).access?.mayCall(name) === false) {
+      return this.refuseByRule(request, { right: 'tool', tool: name }, toolRefused(name));
+    }
     if (!listed && this.profile.needsListing(name, params?.task !== undefined, this.clientHasTasks)) {
       void this.profile
         .learn((method, p) => this.upstreamPeer.call(method, p))
@@ -448,6 +460,16 @@ export class Session {
       },
       (error: unknown) => this.servedForClient.refuse(request.id, error),
     );
+  }
+
+  /** A request an authorization rule refuses its caller: audited, and refused as if there were nothing to find. */
+  private refuseByRule(request: Request, refused: AccessRefusal, error: ProtocolError): void {
+    const { subject } = this.callerOf(request.id);
+    this.options.audit?.accessDenied(refused, {
+      ...(subject === undefined ? {} : { subject }),
+      session: this.options.id,
+    });
+    this.servedForClient.refuse(request.id, error);
   }
 
   private refuseUpstreamGone(request: Request): void {

@@ -16,7 +16,17 @@ export interface AuditLog {
   /** An unknown task id, or one of another identity: the caller is told "not found" either way. */
   denied(taskId: string, method: string, caller: Caller): void;
   limitHit(limit: string, caller: Caller): void;
+  /** An authorization rule (auth.rules) refused the caller a right: a tool, tasks/list, an operator's page. */
+  accessDenied(refused: AccessRefusal, caller: Caller): void;
+  /** A caller whom a rule lets read any task (an operator) read or cancelled another caller's. */
+  othersTask(taskId: string, method: string, caller: Caller): void;
   close(): void;
+}
+
+/** What the rules refused: the right, and for a tool, which one. */
+export interface AccessRefusal {
+  right: 'tool' | 'tasks/list' | 'metrics' | 'dashboard';
+  tool?: string;
 }
 
 const nothing = (): void => undefined;
@@ -28,5 +38,7 @@ export const NO_AUDIT: AuditLog = {
   cancelled: nothing,
   denied: nothing,
   limitHit: nothing,
+  accessDenied: nothing,
+  othersTask: nothing,
   close: nothing,
 };

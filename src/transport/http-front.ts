@@ -377,6 +377,7 @@ export class HttpFront {
     const served = serve({
       request,
       ...(caller === undefined ? {} : { principal: caller.identity, subject: caller.subject }),
+      ...(caller?.access === undefined ? {} : { access: caller.access }),
       caller: caller?.identity ?? `address:${req.socket.remoteAddress ?? 'unknown'}`,
       ...(request.method === 'tools/call' ? { paramHeaders: paramHeadersOf(req.headers) } : {}),
       signal: cancelled,

@@ -2,7 +2,7 @@
  * One 2026-07-28 request as a front hands it to the bridge: the request, who sent it, where messages
  * about it go before its answer, and how the client says it no longer wants it.
  */
-import type { RequestCaller } from '../caller.js';
+import type { CallerAccess, RequestCaller } from '../caller.js';
 import type { Request } from '../messages.js';
 
 export interface ModernExchange {
@@ -11,6 +11,8 @@ export interface ModernExchange {
   readonly principal?: string;
   /** Who the principal is, for audit lines (never a token). */
   readonly subject?: string;
+  /** What the principal may do (auth.rules); none: everything. */
+  readonly access?: CallerAccess;
   /** Whom per-caller limits count the request against (the identity, else the client's address); none: the front's one client. */
   readonly caller?: string;
   /** Its `Mcp-Param-*` headers by lower-case name (Streamable HTTP); none over stdio, where none are checked. */
@@ -25,10 +27,11 @@ export interface ModernExchange {
 }
 
 /** The caller the request carries into the core; its quota is counted where the request enters it. */
-export function callerOfExchange({ principal, subject }: ModernExchange): RequestCaller {
+export function callerOfExchange({ principal, subject, access }: ModernExchange): RequestCaller {
   return {
     ...(principal === undefined ? {} : { identity: principal }),
     ...(subject === undefined ? {} : { subject }),
+    ...(access === undefined ? {} : { access }),
   };
 }
 
