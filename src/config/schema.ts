@@ -141,7 +141,7 @@ const toolGlob = z.string().min(1);
 /**
  * One authorization rule (`auth.rules`): whom it is for (a caller it matches by subject, by a group or
  * role of its token, or by a scope of its token), and what it grants them. A right no matching rule
- * grants is not had; a tool any matching rule denies is not callable whatever another allows.
+ * grants is not had; each rule grants the tools it allows less those it denies.
  */
 export const AccessRuleSchema = z
   .object({
@@ -151,7 +151,7 @@ export const AccessRuleSchema = z
     groups: z.array(z.string().min(1)).min(1).optional(),
     /** OAuth only: the token carries one of these scopes. */
     scopes: z.array(z.string().min(1)).min(1).optional(),
-    /** The tools (globs) they may call and see in tools/list; `deny` wins over any rule's `allow`. */
+    /** The tools (globs) they may call and see in tools/list: those of `allow` less those of `deny`. */
     tools: z
       .object({ allow: z.array(toolGlob).default([]), deny: z.array(toolGlob).default([]) })
       .strict()

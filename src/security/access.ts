@@ -1,7 +1,8 @@
 /**
  * The config's authorization rules (`auth.rules`) turned into one caller's rights, when the front has
  * authenticated it: the rules that match it (by subject, or by a group, role or scope of its OAuth token)
- * grant, together, what the caller may do; a tool any of them denies stays denied. Without rules nothing
+ * grant, together, what the caller may do; each rule grants the tools it allows less those it denies.
+ * Without rules nothing
  * is restricted (undefined: today's behaviour), and `adminSubjects` keeps granting the operator's pages.
  */
 import { globToRegExp } from '../config/policy.js';
@@ -42,8 +43,6 @@ export function accessRules(
   }));
   return (principal) => {
     const matching = rules.filter((rule) => matches(rule, principal));
-    const allow = matching.flatMap((rule) => rule.allow);
-    const deny = matching.flatMap((rule) => rule.deny);
     const some = (key: 'taskList' | 'metrics' | 'dashboard') =>
       matching.some(({ rule }) => rule[key] === true);
     const admin = admins.has(principal.subject);
@@ -52,7 +51,10 @@ export function accessRules(
       mayCall: (tool) => {
         let verdict = verdicts.get(tool);
         if (verdict === undefined) {
-          verdict = allow.some((glob) => glob.test(tool)) && !deny.some((glob) => glob.test(tool));
+          verdict = matching.some(
+            ({ allow, deny }) =>
+              allow.some((glob) => glob.test(tool)) && !deny.some((glob) => glob.test(tool)),
+          );
           // A caller's list of verdicts is bounded: a client naming endless tools only recomputes.
           if (verdicts.size < 1_000) verdicts.set(tool, verdict);
         }
@@ -85,9 +87,9 @@ export function callableTools(result: JsonObject, access: CallerAccess | undefin
 
 /**
  * A tool the caller may not call is answered as one that does not exist (MCP's -32602 for an unknown
- * tool, in the SDK servers' words): the answer names no rule, and tells nothing of who else may call it.
+ * tool, in the words of the spec's example): the answer names no rule, and tells nothing of who else may call it.
  */
-export const toolRefused = (name: string): ProtocolError => invalidParams(`Tool ${name} not found`);
+export const toolRefused = (name: string): ProtocolError => invalidParams(`Unknown tool: ${name}`);
 
 /** tasks/list refused to a caller no rule grants it, as it is where tasks/list is not served. */
 export const taskListRefused = (): ProtocolError =>

@@ -318,3 +318,41 @@ describe('repeatable flags', () => {
     expect(config.http.maxSessions).toBe(7);
   });
 });
+
+describe('auth.rules: each mistake said where it is', () => {
+  const TOKENS = 'auth:\n  tokens:\n    - { token: a-token-of-16-chars-or-more, subject: ci }\n  rules:\n';
+
+  it('a rule for nobody', () => {
+    const path = file(`${TOKENS}    - { tools: { allow: ['*'] } }\n`);
+    expect(problemsOf(['--config', path])).toEqual([
+      "auth.rules[0]: name whom the rule is for: subjects, groups or scopes (subjects: ['*'] for every identified caller) (line 5)",
+    ]);
+  });
+
+  it('groups or scopes without OAuth tokens to carry them', () => {
+    const path = file(
+      `${TOKENS}    - { subjects: [ci], tools: { allow: ['*'] } }\n    - { groups: [ops], tasks: all }\n`,
+    );
+    expect(problemsOf(['--config', path])).toEqual([
+      'auth.rules[1].groups: groups come from OAuth access tokens: this rule can match nobody without auth.oauth (use subjects) (line 6)',
+    ]);
+  });
+
+  it('rules where callers are not identified', () => {
+    const path = file("auth:\n  rules:\n    - { subjects: ['*'], taskList: true }\n");
+    expect(problemsOf(['--config', path])).toEqual([
+      'auth.rules: rules need callers to be identified: configure tokens, trustedHeader, bearerPassthrough or oauth (line 3)',
+    ]);
+  });
+
+  it('an unknown right, a bad tasks value, a misspelt tools key', () => {
+    const path = file(
+      `${TOKENS}    - subjects: [ci]\n      tasks: everyone\n      metric: true\n      tools: { alow: ['*'] }\n`,
+    );
+    expect(problemsOf(['--config', path])).toEqual([
+      'auth.rules[0].tasks: expected one of own, all, got "everyone" (line 6)',
+      'auth.rules[0]: unknown key "metric" (did you mean "metrics"?) (line 7)',
+      'auth.rules[0].tools: unknown key "alow" (did you mean "allow"?) (line 8)',
+    ]);
+  });
+});
