@@ -1,7 +1,7 @@
 /**
  * A real OAuth 2.1 authorization server for the tests: panva's oidc-provider, in this process, issuing JWT
  * access tokens (RFC 9068) for the resource a token request names (RFC 8707), by the client credentials
- * grant. Its keys can be rotated (a new signing key published, the old one dropped) and it can be taken
+ * grant, each client's tokens carrying its `groups` claim (RFC 9068 section 2.2.3.1). Its keys can be rotated (a new signing key published, the old one dropped) and it can be taken
  * down and brought back on the same port. `sign` makes tokens no such server would issue (expired, not yet
  * valid), signed with its own key, for the checks a real server's tokens cannot reach.
  */
@@ -11,7 +11,26 @@ import type { AddressInfo, Socket } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import Provider from 'oidc-provider';
 
-export const CLIENT = { id: 'svc-client', secret: 'svc-client-secret-0123456789' } as const;
+export interface OAuthClient {
+  readonly id: string;
+  readonly secret: string;
+  /** The `groups` claim of its access tokens. */
+  readonly groups?: readonly string[];
+}
+
+export const CLIENT: OAuthClient = { id: 'svc-client', secret: 'svc-client-secret-0123456789' };
+/** Clients standing for people, by the groups their tokens name: the token's `sub` is the client's id. */
+export const STAFF_CLIENT: OAuthClient = {
+  id: 'alice',
+  secret: 'alice-secret-0123456789',
+  groups: ['staff'],
+};
+export const OPERATOR_CLIENT: OAuthClient = {
+  id: 'olga',
+  secret: 'olga-secret-0123456789',
+  groups: ['staff', 'operators'],
+};
+const CLIENTS = [CLIENT, STAFF_CLIENT, OPERATOR_CLIENT];
 
 interface SigningKey {
   jwk: JWK;
@@ -69,13 +88,13 @@ export class AuthorizationServer {
     });
   }
 
-  /** An access token by the client credentials grant, for `resource` with `scope`. */
-  async token(resource: string, scope = this.scopes.join(' ')): Promise<string> {
+  /** An access token by the client credentials grant, for `resource` with `scope`, of `client`. */
+  async token(resource: string, scope = this.scopes.join(' '), client = CLIENT): Promise<string> {
     const response = await fetch(`${this.issuer}/token`, {
       method: 'POST',
       headers: {
         'content-type': 'application/x-www-form-urlencoded',
-        authorization: `Basic ${Buffer.from(`${CLIENT.id}:${CLIENT.secret}`).toString('base64')}`,
+        authorization: `Basic ${Buffer.from(`${client.id}:${client.secret}`).toString('base64')}`,
       },
       body: new URLSearchParams({ grant_type: 'client_credentials', scope, resource }),
     });
@@ -128,16 +147,18 @@ export class AuthorizationServer {
     const scopes = this.scopes.join(' ');
     return new Provider(this.issuer, {
       jwks: { keys: [this.key.jwk] },
-      clients: [
-        {
-          client_id: CLIENT.id,
-          client_secret: CLIENT.secret,
-          grant_types: ['client_credentials'],
-          redirect_uris: [],
-          response_types: [],
-        },
-      ],
+      clients: CLIENTS.map((client) => ({
+        client_id: client.id,
+        client_secret: client.secret,
+        grant_types: ['client_credentials'],
+        redirect_uris: [],
+        response_types: [],
+      })),
       scopes: [...this.scopes],
+      extraTokenClaims: (_ctx, token) => {
+        const groups = CLIENTS.find((client) => client.id === token.clientId)?.groups;
+        return groups === undefined ? undefined : { groups: [...groups] };
+      },
       features: {
         devInteractions: { enabled: false },
         clientCredentials: { enabled: true },

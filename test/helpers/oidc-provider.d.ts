@@ -14,6 +14,7 @@ declare module 'oidc-provider' {
     jwks: { keys: object[] };
     clients: object[];
     scopes: string[];
+    extraTokenClaims?: (ctx: unknown, token: { clientId?: string }) => object | undefined;
     features: {
       devInteractions?: { enabled: boolean };
       clientCredentials?: { enabled: boolean };

@@ -10,12 +10,20 @@ import { join } from 'node:path';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport } from '../helpers/http-client.js';
-import { AuthorizationServer, CLIENT } from '../helpers/oauth-server.js';
+import { modernRequest } from '../helpers/modern-raw.js';
+import {
+  AuthorizationServer,
+  CLIENT,
+  OPERATOR_CLIENT,
+  STAFF_CLIENT,
+  type OAuthClient,
+} from '../helpers/oauth-server.js';
 import { freePort } from '../helpers/ports.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
+import { thrownBy } from '../helpers/thrown.js';
 
 let gateway: Gateway | undefined;
 let as: AuthorizationServer | undefined;
@@ -228,5 +236,113 @@ describe('an authorization server that is down', () => {
       status = (await post(gateway.url, { authorization: `Bearer ${token}` })).status;
     }
     expect(status).toBe(200);
+  });
+});
+
+describe('authorization rules (auth.rules) with the groups and scopes of real tokens', () => {
+  const RULES = [
+    '  rules:',
+    "    - { subjects: ['*'], tools: { allow: ['*'], deny: [large] } }",
+    '    - groups: [operators]',
+    '      tools: { allow: [large] }',
+    '      tasks: all',
+    '      taskList: true',
+    '      metrics: true',
+    '      dashboard: true',
+    "    - { scopes: ['mcp:admin'], dashboard: true }",
+  ].join('\n');
+
+  const tokenOf = (setup: Setup, client: OAuthClient, scope = 'mcp:tools') =>
+    setup.as.token(setup.resource, scope, client);
+
+  it('hides and refuses a tool to a caller without the right, lets an operator call it, and audits the refusal', async () => {
+    const setup = await start({ extra: RULES });
+    const alice = await clientWithToken(setup.gateway.url, { current: await tokenOf(setup, STAFF_CLIENT) });
+    const olga = await clientWithToken(setup.gateway.url, { current: await tokenOf(setup, OPERATOR_CLIENT) });
+    const listed = async (client: Client) => (await client.listTools()).tools.map((tool) => tool.name);
+    expect(await listed(alice)).not.toContain('large');
+    expect(await listed(alice)).toContain('echo');
+    expect(await listed(olga)).toContain('large');
+
+    const refused = (await thrownBy(alice.callTool({ name: 'large', arguments: { bytes: 3 } }))) as McpError;
+    expect(refused).toBeInstanceOf(McpError);
+    expect(refused.code).toBe(-32602);
+    expect(refused.message).toBe('MCP error -32602: Unknown tool: large');
+    expect((await olga.callTool({ name: 'large', arguments: { bytes: 3 } })).content).toEqual([
+      { type: 'text', text: 'xxx' },
+    ]);
+    await setup.gateway.logged('"event":"access.denied","right":"tool","tool":"large","subject":"alice"');
+
+    // A 2026-07-28 client, stateless POSTs with the same tokens: the same outcomes.
+    const bearer = async (client: OAuthClient) => ({
+      authorization: `Bearer ${await tokenOf(setup, client)}`,
+    });
+    const modernMeta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': {},
+      'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1' },
+    };
+    const modernList = await modernRequest(
+      setup.gateway.url,
+      'tools/list',
+      {},
+      modernMeta,
+      await bearer(STAFF_CLIENT),
+    );
+    expect((modernList.result!.tools as { name: string }[]).map((tool) => tool.name)).not.toContain('large');
+    const modernRefused = await modernRequest(
+      setup.gateway.url,
+      'tools/call',
+      { name: 'large', arguments: { bytes: 3 } },
+      modernMeta,
+      await bearer(STAFF_CLIENT),
+    );
+    expect(modernRefused.error).toMatchObject({ code: -32602, message: 'Unknown tool: large' });
+    const modernAllowed = await modernRequest(
+      setup.gateway.url,
+      'tools/call',
+      { name: 'large', arguments: { bytes: 2 } },
+      modernMeta,
+      await bearer(OPERATOR_CLIENT),
+    );
+    expect(modernAllowed.result).toMatchObject({ content: [{ type: 'text', text: 'xx' }] });
+  });
+
+  it("lets an operator read another caller's task; others get the unknown-task answer, and no tasks/list", async () => {
+    const setup = await start({ extra: RULES });
+    const alice = await clientWithToken(setup.gateway.url, { current: await tokenOf(setup, STAFF_CLIENT) });
+    const { task } = await alice.request(
+      { method: 'tools/call', params: { name: 'sleep', arguments: { ms: 200 }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    const other = await clientWithToken(setup.gateway.url, { current: await tokenOf(setup, CLIENT) });
+    const unknownId = '00000000-0000-4000-8000-000000000000';
+    const unknown = (await thrownBy(other.experimental.tasks.getTask(unknownId))) as McpError;
+    const hidden = (await thrownBy(other.experimental.tasks.getTask(task.taskId))) as McpError;
+    expect(hidden.code).toBe(-32602);
+    expect(hidden.message.replace(task.taskId, 'ID')).toBe(unknown.message.replace(unknownId, 'ID'));
+    const listRefused = (await thrownBy(alice.experimental.tasks.listTasks())) as McpError;
+    expect(listRefused.code).toBe(-32601);
+
+    const olga = await clientWithToken(setup.gateway.url, { current: await tokenOf(setup, OPERATOR_CLIENT) });
+    const result = await olga.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(result.content).toEqual([{ type: 'text', text: 'slept 200 ms' }]);
+    expect((await olga.experimental.tasks.listTasks()).tasks).toEqual([]);
+    await setup.gateway.logged('"event":"task.others"');
+    await setup.gateway.logged('"event":"access.denied","right":"tasks/list"');
+  });
+
+  it('answers /metrics and /dashboard 403 to a caller without the right, each by its own right', async () => {
+    const setup = await start({ extra: RULES, scopes: ['mcp:tools'] });
+    const page = async (path: string, token: string) =>
+      (await fetch(new URL(path, setup.gateway.url), { headers: { authorization: `Bearer ${token}` } }))
+        .status;
+    const staff = await tokenOf(setup, STAFF_CLIENT);
+    const operator = await tokenOf(setup, OPERATOR_CLIENT);
+    const admin = await tokenOf(setup, CLIENT, 'mcp:tools mcp:admin');
+    expect([await page('/metrics', staff), await page('/dashboard', staff)]).toEqual([403, 403]);
+    expect([await page('/metrics', operator), await page('/dashboard', operator)]).toEqual([200, 200]);
+    expect([await page('/metrics', admin), await page('/dashboard', admin)]).toEqual([403, 200]);
+    await setup.gateway.logged('"event":"access.denied","right":"metrics","subject":"alice"');
   });
 });
