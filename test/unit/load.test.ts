@@ -28,7 +28,7 @@ describe('resolveConfig', () => {
       upstreamRestart: { enabled: true, delay: 500, maxDelay: 30_000, holdRequests: 10_000 },
       admin: {},
       telemetry: {},
-      auth: { tokens: [], adminSubjects: [] },
+      auth: { tokens: [], adminSubjects: [], rules: [] },
       limits: {},
       audit: { enabled: true, logArguments: false },
       http: {
