@@ -349,34 +349,6 @@ export const ConfigSchema = z
         rules: z.array(AccessRuleSchema).default([]),
       })
       .strict()
-      .superRefine((auth, context) => {
-        if (auth.rules.length === 0) return;
-        const identified =
-          auth.tokens.length > 0 ||
-          auth.trustedHeader !== undefined ||
-          auth.bearerPassthrough !== undefined ||
-          auth.oauth !== undefined;
-        if (!identified) {
-          context.addIssue({
-            code: 'custom',
-            path: ['rules'],
-            message:
-              'rules need callers to be identified: configure tokens, trustedHeader, bearerPassthrough or oauth',
-          });
-          return;
-        }
-        if (auth.oauth !== undefined) return;
-        auth.rules.forEach((rule, index) => {
-          for (const key of ['groups', 'scopes'] as const) {
-            if (rule[key] === undefined) continue;
-            context.addIssue({
-              code: 'custom',
-              path: ['rules', index, key],
-              message: `${key} come from OAuth access tokens: this rule can match nobody without auth.oauth (use subjects)`,
-            });
-          }
-        });
-      })
       .refine(
         (auth) =>
           [
@@ -496,7 +468,7 @@ function withFrontDefaults(config: ParsedConfig): ParsedConfig & { tasks: { expo
  * must be good), since such a requirement is often met elsewhere: the cursor secret of a Redis store
  * belongs in the environment.
  */
-export const EffectiveConfigSchema = ConfigSchema.superRefine(({ store }, context) => {
+export const EffectiveConfigSchema = ConfigSchema.superRefine(({ store, auth }, context) => {
   if (store.url !== undefined && store.cursorSecret === undefined) {
     context.addIssue({
       code: 'custom',
@@ -504,7 +476,36 @@ export const EffectiveConfigSchema = ConfigSchema.superRefine(({ store }, contex
       message: `required with store.url: tasks/list cursors are signed with it, so every replica needs the same secret of at least ${MIN_CURSOR_SECRET_BYTES} bytes (e.g. TASKGATE_STORE_CURSOR_SECRET=$(openssl rand -hex 32))`,
     });
   }
+  for (const issue of accessRuleProblems(auth)) context.addIssue({ code: 'custom', ...issue });
 }).transform(withFrontDefaults);
+
+/** Rules that can match nobody: callers not identified at all, or groups and scopes without OAuth tokens. */
+function accessRuleProblems(auth: ParsedConfig['auth']): { path: (string | number)[]; message: string }[] {
+  if (auth.rules.length === 0) return [];
+  const identified =
+    auth.tokens.length > 0 ||
+    auth.trustedHeader !== undefined ||
+    auth.bearerPassthrough !== undefined ||
+    auth.oauth !== undefined;
+  if (!identified) {
+    return [
+      {
+        path: ['auth', 'rules'],
+        message:
+          'rules need callers to be identified: configure tokens, trustedHeader, bearerPassthrough or oauth',
+      },
+    ];
+  }
+  if (auth.oauth !== undefined) return [];
+  return auth.rules.flatMap((rule, index) =>
+    (['groups', 'scopes'] as const)
+      .filter((key) => rule[key] !== undefined)
+      .map((key) => ({
+        path: ['auth', 'rules', index, key],
+        message: `${key} come from OAuth access tokens: this rule can match nobody without auth.oauth (use subjects)`,
+      })),
+  );
+}
 
 export type Config = z.output<typeof EffectiveConfigSchema>;
 export type ConfigInput = z.input<typeof ConfigSchema>;

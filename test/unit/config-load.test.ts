@@ -334,15 +334,21 @@ describe('auth.rules: each mistake said where it is', () => {
       `${TOKENS}    - { subjects: [ci], tools: { allow: ['*'] } }\n    - { groups: [ops], tasks: all }\n`,
     );
     expect(problemsOf(['--config', path])).toEqual([
-      'auth.rules[1].groups: groups come from OAuth access tokens: this rule can match nobody without auth.oauth (use subjects) (line 6)',
+      'auth.rules[1].groups: groups come from OAuth access tokens: this rule can match nobody without auth.oauth (use subjects)',
     ]);
   });
 
   it('rules where callers are not identified', () => {
     const path = file("auth:\n  rules:\n    - { subjects: ['*'], taskList: true }\n");
     expect(problemsOf(['--config', path])).toEqual([
-      'auth.rules: rules need callers to be identified: configure tokens, trustedHeader, bearerPassthrough or oauth (line 3)',
+      'auth.rules: rules need callers to be identified: configure tokens, trustedHeader, bearerPassthrough or oauth',
     ]);
+  });
+
+  it('rules in the file, the tokens that identify callers from a flag', () => {
+    const path = file('auth:\n  rules:\n    - { subjects: [ci], taskList: true }\n');
+    const { config } = load(['--config', path, '--auth-token', 'a-token-of-16-chars-or-more=ci']);
+    expect(config.auth.rules).toEqual([{ subjects: ['ci'], taskList: true }]);
   });
 
   it('an unknown right, a bad tasks value, a misspelt tools key', () => {
