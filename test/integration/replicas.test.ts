@@ -5,6 +5,9 @@
  * machine's shared Redis is never stopped). Every replica runs config/replicas.yaml, with the test's
  * Redis, prefix and a short lease given as flags.
  */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -63,13 +66,14 @@ async function replica(
   url = redis!.url,
   extraFlags: string[] = [],
   upstream = LEGACY,
+  config = EXAMPLE,
 ): Promise<Gateway> {
   const gateway = await Gateway.start(
     upstream,
     [
       ...extraFlags,
       '--config',
-      EXAMPLE,
+      config,
       '--store',
       url,
       '--store-key-prefix',
@@ -118,6 +122,13 @@ const statusNotification = (taskId: string, status: string) => (message: JSONRPC
   message.method === 'notifications/tasks/status' &&
   message.params?.taskId === taskId &&
   message.params.status === status;
+
+/** config/replicas.yaml with these lines added. */
+function exampleWith(lines: string[]): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'taskgate-replicas-')), 'config.yaml');
+  writeFileSync(path, `${readFileSync(EXAMPLE, 'utf8')}\n${lines.join('\n')}\n`);
+  return path;
+}
 
 /** Two identities for the replicas that identify callers: alice and bob. */
 const TOKENS = ['--auth-token', 'alice-token-0123456789=alice', '--auth-token', 'bob-token-0123456789ab=bob'];
@@ -612,5 +623,59 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     expect((await bobOnB.client.experimental.tasks.listTasks()).tasks).toEqual([]);
     const result = await resultOf(aliceOnB, task.taskId);
     expect(result.content).toEqual([{ type: 'text', text: 'slept 300 ms' }]);
+  });
+
+  it('an operator (auth.rules tasks: all) on B reads and cancels the tasks another caller made on A, in both eras; others get "not found"', async () => {
+    const prefix = freshPrefix();
+    const config = exampleWith([
+      'auth:',
+      '  rules:',
+      "    - { subjects: ['*'], tools: { allow: ['*'] } }",
+      '    - { subjects: [olga], tasks: all }',
+    ]);
+    const flags = [...TOKENS, '--auth-token', 'olga-token-0123456789ab=olga'];
+    const [a, b] = await Promise.all([
+      replica(prefix, redis!.url, flags, LEGACY, config),
+      replica(prefix, redis!.url, flags, LEGACY, config),
+    ]);
+    const [alice, bob, olga] = [
+      'alice-token-0123456789',
+      'bob-token-0123456789ab',
+      'olga-token-0123456789ab',
+    ].map((token) => ({ authorization: `Bearer ${token}` }));
+    const legacyMade = await createTask(await clientOf(a, 'alice-token-0123456789'), 'sleep', { ms: 30_000 });
+    const modernMade = String(
+      (
+        await modernRequest(
+          a.url,
+          'tools/call',
+          { name: 'sleep', arguments: { ms: 30_000 } },
+          EXTENSION_META,
+          alice,
+        )
+      ).result!.taskId,
+    );
+    const olgaOnB = await clientOf(b, 'olga-token-0123456789ab');
+    const bobOnB = await clientOf(b, 'bob-token-0123456789ab');
+    for (const taskId of [legacyMade.taskId, modernMade]) {
+      expect((await olgaOnB.client.experimental.tasks.getTask(taskId)).status).toBe('working');
+      expect(
+        (await modernRequest(b.url, 'tasks/get', { taskId }, EXTENSION_META, olga)).result,
+      ).toMatchObject({
+        status: 'working',
+      });
+      expect(((await thrownBy(bobOnB.client.experimental.tasks.getTask(taskId))) as McpError).code).toBe(
+        -32602,
+      );
+      expect((await modernRequest(b.url, 'tasks/get', { taskId }, EXTENSION_META, bob)).error).toMatchObject({
+        code: -32602,
+        message: expect.stringContaining('Task not found'),
+      });
+    }
+    expect((await olgaOnB.client.experimental.tasks.cancelTask(legacyMade.taskId)).status).toBe('cancelled');
+    expect(
+      (await modernRequest(b.url, 'tasks/cancel', { taskId: modernMade }, EXTENSION_META, olga)).result,
+    ).toMatchObject({ resultType: 'complete' });
+    await b.logged('"event":"task.others"');
   });
 });
