@@ -367,7 +367,7 @@ export class Session {
     const declared = this.options.config.clientTasks
       ? this.clientTasks.declareFor(capabilities)
       : capabilities;
-    const onResult = (result: JsonObject): JsonObject => this.rewriteInitialize(result);
+    const onResult = (result: JsonObject): JsonObject => this.rewriteInitialize(result, request.id);
     if (declared === capabilities) return this.forwardRequest(request, raw, onResult);
     this.forwardRequest(
       { ...request, params: { ...request.params, capabilities: declared } },
@@ -557,9 +557,12 @@ export class Session {
 
   // ── rewrites ─────────────────────────────────────────────────────────────────────────────────────
 
-  private rewriteInitialize(result: JsonObject): JsonObject {
+  private rewriteInitialize(result: JsonObject, id: RequestId): JsonObject {
     this.upstreamPeer.state.initialized = true;
-    return this.profile.rewriteInitialize(result, (ownTasks) => this.augmenter.capabilities(ownTasks));
+    const caller = this.callerOf(id);
+    return this.profile.rewriteInitialize(result, (ownTasks) =>
+      this.augmenter.capabilities(ownTasks, caller),
+    );
   }
 
   /** How a call of the tool may run (UpstreamProfile.taskSupportFor): what a 2026-07-28 front decides by. */

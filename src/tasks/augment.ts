@@ -74,7 +74,7 @@ export class Augmenter {
    * The `capabilities.tasks` the client sees: the upstream's own, plus tasks for tools/call and cancel
    * served here. `list` is offered when either side may list; each side lists only what it may.
    */
-  capabilities(upstreamTasks: JsonObject | undefined): JsonObject {
+  capabilities(upstreamTasks: JsonObject | undefined, caller?: RequestCaller): JsonObject {
     const requests = isObject(upstreamTasks?.requests) ? upstreamTasks.requests : {};
     const tools = isObject(requests.tools) ? requests.tools : {};
     const tasks: JsonObject = {
@@ -82,7 +82,10 @@ export class Augmenter {
       cancel: {},
       requests: { ...requests, tools: { ...tools, call: {} } },
     };
-    if (this.listsOwnTasks() || isObject(upstreamTasks?.list)) tasks.list = {};
+    // A caller the rules refuse tasks/list (auth.rules) is not offered it.
+    const listable =
+      caller?.access?.taskList !== false && (this.listsOwnTasks(caller) || isObject(upstreamTasks?.list));
+    if (listable) tasks.list = {};
     else delete tasks.list;
     return tasks;
   }

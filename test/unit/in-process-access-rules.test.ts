@@ -228,6 +228,8 @@ describe('tasks/list', () => {
       },
     });
     const alice = await g.legacy(ALICE);
+    // Not offered to a caller who may not use it.
+    expect(alice.getServerCapabilities()?.tasks?.list).toBeUndefined();
     const taskId = await legacyTask(alice);
     const refused = await refusal(alice.experimental.tasks.listTasks());
     expect(refused.code).toBe(-32601);
@@ -236,6 +238,7 @@ describe('tasks/list', () => {
       expect.objectContaining({ right: 'tasks/list', subject: 'alice' }),
     ]);
     const ops = await g.legacy(OPS);
+    expect(ops.getServerCapabilities()?.tasks?.list).toEqual({});
     expect((await ops.experimental.tasks.listTasks()).tasks).toEqual([]);
     // Alice's task is there, for its creator.
     expect((await alice.experimental.tasks.getTask(taskId)).status).toBe('working');
