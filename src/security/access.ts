@@ -76,13 +76,16 @@ function matches(rule: CompiledRule, { subject, grant }: Principal): boolean {
   );
 }
 
-/** A tools/list page without the tools the caller may not call. */
+/**
+ * A tools/list page without the tools the caller may not call. It is this caller's list, so a 2026-07-28
+ * upstream's `cacheScope: public` becomes `private`: no shared cache may hand it to another caller.
+ */
 export function callableTools(result: JsonObject, access: CallerAccess | undefined): JsonObject {
   if (access === undefined || !Array.isArray(result.tools)) return result;
   const tools = result.tools.filter(
     (tool: unknown) => !isObject(tool) || typeof tool.name !== 'string' || access.mayCall(tool.name),
   );
-  return { ...result, tools };
+  return { ...result, tools, ...(result.cacheScope === 'public' ? { cacheScope: 'private' } : {}) };
 }
 
 /**
