@@ -116,6 +116,7 @@ export class RedisInputBoard implements TaskInputBoard {
       ...(typeof got.principal === 'string' ? { principal: got.principal } : {}),
       ...(typeof got.subject === 'string' ? { subject: got.subject } : {}),
       ...(typeof got.caller === 'string' ? { caller: got.caller } : {}),
+      ...(got.allTasks === true ? { allTasks: true as const } : {}),
     };
     void this.serve(relayed)
       .then((answer) => {

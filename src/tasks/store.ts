@@ -44,6 +44,8 @@ export interface RelayedRequest {
   /** Who the principal is, for the audit lines of the replica that serves it. */
   subject?: string;
   caller?: string;
+  /** The principal may read and cancel any caller's task (auth.rules `tasks: all`), as judged where it arrived. */
+  allTasks?: true;
 }
 
 /** The answer to a relayed request: its JSON-RPC response, and whether the replica serving it refused it. */

@@ -678,4 +678,51 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     ).toMatchObject({ resultType: 'complete' });
     await b.logged('"event":"task.others"');
   });
+
+  it('in front of a 2026-07-28 task server, an operator on B reads and cancels another caller\'s server task on A (relayed there); others get "not found"', async () => {
+    const prefix = freshPrefix();
+    const config = exampleWith([
+      'auth:',
+      '  rules:',
+      "    - { subjects: ['*'], tools: { allow: ['*'] } }",
+      '    - { subjects: [olga], tasks: all }',
+    ]);
+    const flags = [...TOKENS, '--auth-token', 'olga-token-0123456789ab=olga'];
+    const V2 = [process.execPath, FIXTURES.v2Tasks];
+    const [a, b] = await Promise.all([
+      replica(prefix, redis!.url, flags, V2, config),
+      replica(prefix, redis!.url, flags, V2, config),
+    ]);
+    const [alice, bob, olga] = [
+      'alice-token-0123456789',
+      'bob-token-0123456789ab',
+      'olga-token-0123456789ab',
+    ].map((token) => ({ authorization: `Bearer ${token}` }));
+    const slow = await modernRequest(
+      a.url,
+      'tools/call',
+      { name: 'slow', arguments: { ms: 30_000 } },
+      EXTENSION_META,
+      alice,
+    );
+    expect(slow.result).toMatchObject({ resultType: 'task' });
+    const taskId = String(slow.result!.taskId);
+    expect((await modernRequest(b.url, 'tasks/get', { taskId }, EXTENSION_META, olga)).result).toMatchObject({
+      status: 'working',
+    });
+    expect((await modernRequest(b.url, 'tasks/get', { taskId }, EXTENSION_META, bob)).error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('Task not found'),
+    });
+    expect(
+      (await modernRequest(b.url, 'tasks/cancel', { taskId }, EXTENSION_META, olga)).result,
+    ).toMatchObject({
+      resultType: 'complete',
+    });
+    expect((await modernRequest(a.url, 'tasks/get', { taskId }, EXTENSION_META, alice)).result).toMatchObject(
+      {
+        status: 'cancelled',
+      },
+    );
+  });
 });
