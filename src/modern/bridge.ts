@@ -51,7 +51,8 @@ import { decideModernToolCall, type ModernToolCallFacts } from '../session/decid
 import type { AuditLog } from '../tasks/audit-log.js';
 import type { RelayedRequest, TaskInputBoard } from '../tasks/store.js';
 import type { Limits } from '../security/limits.js';
-import { ExtensionTasks, type Outcome } from './extension-tasks.js';
+import type { Outcome } from './extension-task-record.js';
+import { ExtensionTasks } from './extension-tasks.js';
 import { AS_THE_CLIENT_REFUSES, attribute } from './attribution.js';
 import type { ShareLimits } from './caller-shares.js';
 import { exchangeOf, relayedOf } from './relayed.js';
@@ -304,11 +305,11 @@ export class ModernBridge {
     }
     switch (request.method) {
       case 'tasks/get':
-        return this.tasks.get(exchange);
+        return this.tasks.requests.get(exchange);
       case 'tasks/update':
-        return this.tasks.update(exchange);
+        return this.tasks.requests.update(exchange);
       case 'tasks/cancel':
-        return this.tasks.cancel(exchange);
+        return this.tasks.requests.cancel(exchange);
       case 'subscriptions/listen':
         return this.subscriptions.listen(exchange, upstream.capabilities, this.quotaOf(exchange));
     }

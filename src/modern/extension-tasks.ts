@@ -11,109 +11,43 @@
  * The tasks remembered, and the bytes of their held input and outcomes, are shared by callers
  * (caller-shares.ts): past its share a caller's own oldest task is forgotten here (the store still has it),
  * input past the bytes is refused to the server, and an outcome past them is read again from the store.
+ * What is kept of a task is extension-task-record.ts; how it reads on the wire, extension-task-wire.ts;
+ * the clients' tasks/* requests, extension-task-requests.ts.
  */
-import type { Logger } from 'pino';
-import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
-import { toJsonRpcError } from '../tasks/wire-errors.js';
+import { ErrorCode } from '../protocol/errors.js';
 import {
   errorResponse,
   isObject,
   successResponse,
   type JsonObject,
   type Request,
-  type RequestId,
 } from '../protocol/messages.js';
 import { checkCapabilities, requiredForInputRequest } from '../protocol/modern/capabilities.js';
 import type { RequestCaller } from '../protocol/caller.js';
 import { callerOfExchange, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
 import { AS_THE_CLIENT_REFUSES } from './attribution.js';
 import { CallerShares, type ShareLimits } from './caller-shares.js';
-import { exchangeOf, relayedOf } from './relayed.js';
-import { TaskNotFoundError } from '../tasks/errors.js';
 import type { ClientCapabilities } from '../protocol/modern/meta.js';
 import type { Arrival } from '../transport/channel.js';
-import {
-  factsFromV1,
-  OutcomeRequiredError,
-  toV2CreateTaskResult,
-  toV2GetTaskResult,
-} from '../tasks/generations.js';
-import { isTerminal, type TaskOutcome, type TaskStatus } from '../tasks/state.js';
-import type { PostedTask, RelayedRequest, TaskInputBoard } from '../tasks/store.js';
+import { isTerminal, type TaskStatus } from '../tasks/state.js';
+import type { PostedTask, TaskInputBoard } from '../tasks/store.js';
 import { withoutRelatedTask } from '../tasks/unwrap.js';
-import { toModernError, toModernResult } from '../protocol/modern/results.js';
 import type { TaskV1 } from '@modelcontextprotocol/ext-tasks/core/v1';
-
-export type Outcome = TaskOutcome;
-
-/** What the bridge lends this module: requests of its own to the Session, and answers to the server. */
-export interface SessionAccess {
-  /**
-   * Sends a request to the Session, made for `caller` (the Session checks the task it names against it);
-   * `id` is the one it went with (messages on its stream name it).
-   */
-  ask(method: string, params: JsonObject, caller: RequestCaller): { id: number; answer: Promise<Outcome> };
-  /** Gives up a request `ask` sent: the Session is told (notifications/cancelled), its answer never comes. */
-  drop(id: number, reason: string): void;
-  answerServer(response: object): void;
-  /** The client's answer, decorated for a 2026-07-28 client. */
-  respond(request: Request, outcome: Outcome): ModernAnswer;
-  /** taskgate refuses the request itself. */
-  refuse(request: Request, error: JsonRpcErrorObject): ModernAnswer;
-  logger: Logger;
-}
-
-interface HeldInput {
-  serverRequestId: RequestId;
-  method: string;
-  params: JsonObject | undefined;
-  /** The size of the server's request, counted against the creator's share. */
-  bytes: number;
-}
-
-/** A call answered plainly if it ends within its time, else with its CreateTaskResult then. */
-interface Promotion {
-  exchange: ModernExchange;
-  request: Request;
-  resolve(answer: ModernAnswer): void;
-  timer: NodeJS.Timeout;
-  stopListening(): void;
-  created: TaskV1;
-}
-
-export interface ExtensionTask {
-  taskId: string;
-  /** Who created it (identity and subject): the Session is asked about the task as them. */
-  caller: RequestCaller;
-  /** What the creating request declared that the server may ask for (inputCapabilitiesOf): not the request. */
-  declared: ClientCapabilities;
-  /** Input the server asked for and the client has not answered, by key. */
-  inputs: Map<string, HeldInput>;
-  /** The id of the `tasks/result` held open on the Session, while it is. */
-  follower: number | undefined;
-  /** What that `tasks/result` answered: the outcome once the task is terminal, if its bytes had room. */
-  outcome: Outcome | undefined;
-  outcomeBytes: number;
-  promotion: Promotion | undefined;
-  /** How often its tasks/result ended early and was sent again. */
-  refollows: number;
-  /** Epoch ms after which the task is forgotten here (its ttl; the Session's store is the authority). */
-  forgetAt: number;
-}
-
-/** Another caller's task is answered exactly as an unknown id is (the store's answer, as every era gets it). */
-const TASK_NOT_FOUND = (taskId: string): Outcome => ({
-  error: toJsonRpcError(new TaskNotFoundError(taskId)),
-});
+import {
+  creator,
+  openInputs,
+  postedOf,
+  weightOf,
+  type ExtensionTask,
+  newTask,
+  type Outcome,
+} from './extension-task-record.js';
+import { startPromotion, takePromotion } from './extension-task-promotion.js';
+import { createdResult, detailedTask, withoutTag } from './extension-task-wire.js';
+import { TaskRequests, type SessionAccess } from './extension-task-requests.js';
 
 /** How often a task's tasks/result that ended early is sent again before the task is only polled. */
 const MAX_REFOLLOWS = 10;
-
-/** How long a replica waits for the one running a task to serve a request relayed to it. */
-const RELAY_WITHIN_MS = 5_000;
-
-/** Without a ttl, a task is remembered here this long. */
-const UNLIMITED_TTL_REMEMBERED_MS = 24 * 60 * 60 * 1000;
 
 export interface ExtensionTasksOptions {
   session: SessionAccess;
@@ -130,9 +64,6 @@ export interface ExtensionTasksOptions {
   denied?(taskId: string, method: string, subject: string | undefined): void;
 }
 
-/** A task a tasks/* request names: held here, or (`posted`) by another replica sharing the store. */
-type FoundTask = { taskId: string; task: ExtensionTask | undefined; posted: PostedTask | undefined };
-
 export class ExtensionTasks {
   private readonly tasks = new Map<string, ExtensionTask>();
   private readonly shares: CallerShares<ExtensionTask>;
@@ -141,6 +72,8 @@ export class ExtensionTasks {
   private readonly now: () => number;
   private closed = false;
   private readonly stopHearing: (() => void)[];
+  /** The clients' tasks/get, tasks/update and tasks/cancel. */
+  readonly requests: TaskRequests;
 
   constructor(private readonly options: ExtensionTasksOptions) {
     this.now = options.now ?? Date.now;
@@ -149,6 +82,17 @@ export class ExtensionTasks {
       what: 'tasks remembered',
       evictOwn: true,
       evicted: (task) => this.forget(task),
+    });
+    this.requests = new TaskRequests({
+      session: options.session,
+      board: options.board,
+      denied: options.denied,
+      host: {
+        held: (taskId) => this.tasks.get(taskId),
+        detailed: (v1, task, posted) => this.detailed(v1, task, posted),
+        answerInputs: (task, responses) => this.answerInputs(task, responses),
+        withdrawInputs: (task, reason) => this.withdrawInputs(task, reason),
+      },
     });
     const board = options.board;
     this.stopHearing =
@@ -159,7 +103,7 @@ export class ExtensionTasks {
               const task = this.tasks.get(taskId);
               if (task !== undefined) this.answerInputs(task, responses);
             }),
-            board.onRelayed((relayed) => this.serveRelayed(relayed)),
+            board.onRelayed((relayed) => this.requests.serveRelayed(relayed)),
             board.onAnnounced((taskId) => {
               if (!this.tasks.has(taskId)) options.changedElsewhere?.(taskId);
             }),
@@ -188,17 +132,11 @@ export class ExtensionTasks {
     }
     void this.post(task);
     return new Promise<ModernAnswer>((resolve) => {
-      const gaveUp = () => this.promotionAbandoned(task);
-      exchange.signal.addEventListener('abort', gaveUp, { once: true });
-      task.promotion = {
-        exchange,
-        request,
-        resolve,
-        created,
-        timer: setTimeout(() => this.promote(task), promoteAfterMs),
-        stopListening: () => exchange.signal.removeEventListener('abort', gaveUp),
-      };
-      if (exchange.signal.aborted) gaveUp();
+      task.promotion = startPromotion(exchange, created, promoteAfterMs, resolve, {
+        due: () => this.promote(task),
+        abandoned: () => this.promotionAbandoned(task),
+      });
+      if (exchange.signal.aborted) this.promotionAbandoned(task);
     });
   }
 
@@ -242,21 +180,6 @@ export class ExtensionTasks {
         this.inputsChanged(task);
       }
     }
-  }
-
-  async get(exchange: ModernExchange): Promise<ModernAnswer> {
-    const { request } = exchange;
-    const found = await this.find(exchange);
-    if ('refused' in found) return found.refused;
-    const asked = await this.options.session.ask(
-      'tasks/get',
-      { taskId: found.taskId },
-      callerOfExchange(exchange),
-    ).answer;
-    if ('error' in asked)
-      return (await this.relayToRunner(exchange, found)) ?? this.options.session.respond(request, asked);
-    const detailed = await this.detailed(asked.result as unknown as TaskV1, found.task, found.posted);
-    return this.options.session.respond(request, detailed);
   }
 
   /**
@@ -323,52 +246,8 @@ export class ExtensionTasks {
       task.outcome = undefined;
       this.follow(task);
     }
-    // A failed task's error is its outcome, whatever its code; only a store that cannot answer is not.
-    if (outcome !== undefined && 'error' in outcome && outcome.error.code === ErrorCode.StoreUnavailable) {
-      return outcome;
-    }
     const open = task === undefined ? (posted?.inputRequests ?? {}) : openInputs(task);
-    // Input the Session could not tie to the task (a 2025 stdio server does not say) is still its input.
-    const waiting =
-      v1.status === 'input_required' || (v1.status === 'working' && Object.keys(open).length > 0);
-    const inputs = waiting ? (open as JsonObject) : undefined;
-    const facts = factsFromV1(waiting ? { ...v1, status: 'input_required' } : v1, outcome, inputs);
-    try {
-      return { result: toV2GetTaskResult(facts) as JsonObject };
-    } catch (error) {
-      // A completed task whose result could not be had (the store refused tasks/result): said, not thrown.
-      if (!(error instanceof OutcomeRequiredError)) throw error;
-      return {
-        error: {
-          code: ErrorCode.InternalError,
-          message: `Task ${v1.taskId} is ${v1.status}, but its outcome could not be read: try tasks/get again`,
-        },
-      };
-    }
-  }
-
-  async update(exchange: ModernExchange): Promise<ModernAnswer> {
-    const { request } = exchange;
-    const found = await this.find(exchange);
-    if ('refused' in found) return found.refused;
-    const responses = request.params?.inputResponses;
-    if (!isObject(responses)) {
-      return this.options.session.refuse(request, {
-        code: ErrorCode.InvalidParams,
-        message:
-          'Invalid params: tasks/update needs inputResponses, mapping keys of inputRequests to results',
-      });
-    }
-    if (found.task !== undefined) this.answerInputs(found.task, responses);
-    else if (found.posted !== undefined) {
-      // Held by another replica: the answers go to it.
-      try {
-        await this.options.board!.answer(found.taskId, responses);
-      } catch (error) {
-        return this.options.session.refuse(request, toJsonRpcError(error));
-      }
-    }
-    return this.options.session.respond(request, { result: {} });
+    return detailedTask(v1, outcome, open);
   }
 
   /** Keys not outstanding (never issued, answered, or withdrawn) are ignored (tasks.md "Task Update Requests"). */
@@ -391,25 +270,6 @@ export class ExtensionTasks {
     if (answered) this.inputsChanged(task);
   }
 
-  async cancel(exchange: ModernExchange): Promise<ModernAnswer> {
-    const { request } = exchange;
-    const found = await this.find(exchange);
-    if ('refused' in found) return found.refused;
-    const asked = await this.options.session.ask(
-      'tasks/cancel',
-      { taskId: found.taskId },
-      callerOfExchange(exchange),
-    ).answer;
-    const relayed = 'error' in asked ? await this.relayToRunner(exchange, found) : undefined;
-    if (relayed !== undefined) return relayed;
-    // An already terminal task is acknowledged too (tasks.md "Task Cancellation"): the 2025 -32602 is not.
-    if ('error' in asked && (found.task === undefined || asked.error.code !== ErrorCode.InvalidParams)) {
-      return this.options.session.respond(request, asked);
-    }
-    if (found.task !== undefined) this.withdrawInputs(found.task, 'the task was cancelled');
-    return this.options.session.respond(request, { result: {} });
-  }
-
   /** The Session is gone (its own requests were answered with the reason): nothing is followed again. */
   close(): void {
     this.closed = true;
@@ -424,19 +284,7 @@ export class ExtensionTasks {
     by: { declared: ClientCapabilities; quota: string },
   ): ExtensionTask | undefined {
     this.forgetExpired();
-    const ttl = created.ttl ?? UNLIMITED_TTL_REMEMBERED_MS;
-    const task: ExtensionTask = {
-      taskId: created.taskId,
-      caller,
-      declared: by.declared,
-      inputs: new Map(),
-      follower: undefined,
-      outcome: undefined,
-      outcomeBytes: 0,
-      promotion: undefined,
-      refollows: 0,
-      forgetAt: this.now() + ttl,
-    };
+    const task = newTask(created, caller, by.declared, this.now());
     const refused = this.shares.add(by.quota, task);
     if (refused !== undefined) {
       this.options.session.logger.warn(
@@ -526,81 +374,12 @@ export class ExtensionTasks {
       : undefined;
   }
 
-  /**
-   * The task a tasks/* request names, if its caller may see it. A task this process does not hold is one
-   * another replica posted (its creator is bound to it as here), or one created before a restart, still
-   * served from the Session's store when callers are not identified.
-   */
-  private async find(exchange: ModernExchange): Promise<FoundTask | { refused: ModernAnswer }> {
-    const { request } = exchange;
-    const taskId = request.params?.taskId;
-    if (typeof taskId !== 'string') {
-      return {
-        refused: this.options.session.refuse(request, {
-          code: ErrorCode.InvalidParams,
-          message: `Invalid params: ${request.method} needs a string taskId`,
-        }),
-      };
-    }
-    const task = this.tasks.get(taskId);
-    let posted: PostedTask | undefined;
-    if (task === undefined && this.options.board !== undefined) {
-      try {
-        posted = await this.options.board.read(taskId);
-      } catch (error) {
-        return { refused: this.options.session.refuse(request, toJsonRpcError(error)) };
-      }
-    }
-    // A task this process does not hold is the Session's to find for this caller, as for any era's.
-    if (task === undefined && posted === undefined) return { taskId, task, posted };
-    const creator = task === undefined ? posted?.principal : task.caller.identity;
-    // An operator (auth.rules `tasks: all`) reads and cancels any task; its input is its creator's to give.
-    const operator = exchange.access?.allTasks === true && request.method !== 'tasks/update';
-    if (creator !== exchange.principal && !operator) {
-      this.options.denied?.(taskId, request.method, exchange.subject);
-      return { refused: this.options.session.respond(request, TASK_NOT_FOUND(taskId)) };
-    }
-    return { taskId, task, posted };
-  }
-
-  /**
-   * A task another replica posted that this one's Session does not know (a server's own task, behind that
-   * replica's upstream): the request is served there. Undefined when it could not be (that replica is gone
-   * or no longer holds the task): the local answer stands.
-   */
-  private async relayToRunner(exchange: ModernExchange, found: FoundTask): Promise<ModernAnswer> {
-    const board = this.options.board;
-    const runner = found.posted?.runner;
-    if (board === undefined || runner === undefined || runner === board.self) return undefined;
-    const relayed = relayedOf(exchange);
-    return board.relay(runner, relayed, RELAY_WITHIN_MS).catch(() => undefined);
-  }
-
-  /** A request another replica relayed here, if it is about a task held here. */
-  private async serveRelayed(relayed: RelayedRequest): Promise<ModernAnswer> {
-    const taskId = relayed.request.params?.taskId;
-    if (typeof taskId !== 'string' || !this.tasks.has(taskId)) return undefined;
-    const exchange: ModernExchange = exchangeOf(relayed, RELAY_WITHIN_MS);
-    const method = relayed.request.method;
-    const answer =
-      method === 'tasks/get'
-        ? await this.get(exchange)
-        : method === 'tasks/cancel'
-          ? await this.cancel(exchange)
-          : undefined;
-    return answer;
-  }
-
   /** Tells the replicas sharing the store what the task waits for (none: it is held by no other store). */
   private async post(task: ExtensionTask): Promise<void> {
     const board = this.options.board;
     if (board === undefined) return;
-    const posted: PostedTask = {
-      ...(task.caller.identity === undefined ? {} : { principal: task.caller.identity }),
-      inputRequests: openInputs(task),
-    };
     try {
-      await board.post(task.taskId, posted, Math.max(1, task.forgetAt - this.now()));
+      await board.post(task.taskId, postedOf(task), Math.max(1, task.forgetAt - this.now()));
     } catch (error) {
       this.options.session.logger.warn(
         { taskId: task.taskId, err: (error as Error).message },
@@ -627,69 +406,27 @@ export class ExtensionTasks {
   }
 
   private answerCreated(request: Request, created: TaskV1): ModernAnswer {
-    return this.options.session.respond(request, {
-      result: toV2CreateTaskResult(factsFromV1(created)) as JsonObject,
-    });
+    return this.options.session.respond(request, createdResult(created));
   }
 
   /** The call did not end in time (or asked for input): the client gets its CreateTaskResult. */
   private promote(task: ExtensionTask): void {
-    const promotion = task.promotion;
-    if (promotion === undefined) return;
-    this.stopPromotion(task, promotion);
-    promotion.resolve(this.answerCreated(promotion.request, promotion.created));
+    const promotion = takePromotion(task);
+    promotion?.resolve(this.answerCreated(promotion.request, promotion.created));
   }
 
   /** The call ended before it was promoted: the client gets exactly what a plain call would have. */
   private endPromotion(task: ExtensionTask, outcome: Outcome): void {
-    const promotion = task.promotion!;
-    this.stopPromotion(task, promotion);
+    const promotion = takePromotion(task)!;
     promotion.resolve(this.options.session.respond(promotion.request, outcome));
-  }
-
-  private stopPromotion(task: ExtensionTask, promotion: Promotion): void {
-    task.promotion = undefined;
-    clearTimeout(promotion.timer);
-    promotion.stopListening();
   }
 
   /** The client closed its plain call before the task was promoted: the task it never saw is cancelled. */
   private promotionAbandoned(task: ExtensionTask): void {
-    const promotion = task.promotion;
+    const promotion = takePromotion(task);
     if (promotion === undefined) return;
-    this.stopPromotion(task, promotion);
     promotion.resolve(undefined);
     this.forget(task);
     this.options.session.ask('tasks/cancel', { taskId: task.taskId }, task.caller);
   }
 }
-
-/**
- * The outcome as the client sees it, inline or as the answer of a call that was not promoted: a 2026-07-28
- * tools/call result (`resultType: "complete"`, no related-task tag; tasks.md "exactly what the underlying
- * request would have returned").
- */
-const withoutTag = (outcome: Outcome): Outcome =>
-  'result' in outcome
-    ? { result: toModernResult('tools/call', outcome.result) }
-    : { error: toModernError('tools/call', outcome.error) };
-
-/** The input a task held here waits for, as tasks/get inlines it. */
-function openInputs(task: ExtensionTask): JsonObject {
-  const inputRequests: JsonObject = {};
-  for (const [key, held] of task.inputs) {
-    inputRequests[key] =
-      held.params === undefined ? { method: held.method } : { method: held.method, params: held.params };
-  }
-  return inputRequests;
-}
-
-/** The bytes a task keeps: its held input and its outcome. */
-function weightOf(task: ExtensionTask): number {
-  let bytes = task.outcomeBytes;
-  for (const held of task.inputs.values()) bytes += held.bytes;
-  return bytes;
-}
-
-const creator = (task: ExtensionTask | undefined, posted: PostedTask | undefined): RequestCaller =>
-  task?.caller ?? (posted?.principal === undefined ? {} : { identity: posted.principal });
