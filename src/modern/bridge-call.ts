@@ -1,0 +1,105 @@
+/**
+ * One modern request the bridge (bridge.ts) carries as a 2025 request to its Session: what is kept of it
+ * across its MRTR rounds (input-rounds.ts), made from the request's first attempt, and whether a
+ * tools/call goes as a task (decide.ts).
+ */
+import type { JsonRpcErrorObject } from '../protocol/errors.js';
+import type { RequestCaller } from '../protocol/caller.js';
+import { isObject, type JsonObject, type Request, type RequestId } from '../protocol/messages.js';
+import { inputCapabilitiesOf, TASKS_EXTENSION } from '../protocol/modern/capabilities.js';
+import { callerOfExchange, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
+import type { ClientCapabilities, LogLevel, ModernRequestMeta } from '../protocol/modern/meta.js';
+import { decideModernToolCall, type ModernToolCallFacts } from '../session/decide.js';
+import { progressTokenOf } from './legacy-form.js';
+
+/** A pending input request: what the server asked, and its id on the Session's side. */
+export interface AskedInput {
+  serverRequestId: RequestId;
+  method: string;
+  params: JsonObject | undefined;
+  /** The size of the server's request, counted against the caller's share while the call waits. */
+  bytes: number;
+}
+
+export interface Waiter {
+  exchange: ModernExchange;
+  resolve(answer: ModernAnswer): void;
+  stopListening(): void;
+}
+
+/** One modern request carried as a 2025 request, across as many MRTR rounds as its server needs. */
+export interface Call {
+  legacyId: number;
+  method: string;
+  /** The digest its requestState is sealed with, once it asked for input (not the params: they may be large). */
+  digest: string | undefined;
+  /** Who made it: the task it may become is theirs, its requestState is bound to them, limits count it. */
+  caller: RequestCaller;
+  /** What the current attempt declared that the server may ask for (inputCapabilitiesOf), and its log level. */
+  declared: ClientCapabilities;
+  logLevel: LogLevel | undefined;
+  /** The client's progress token of the current attempt; the Session sees the bridge's own. */
+  clientProgressToken: string | number | undefined;
+  /** The modern request now waiting for this call's outcome; none while parked. */
+  waiter: Waiter | undefined;
+  /** Input the server asked for and the client has not answered yet, by the key the client sees. */
+  inputs: Map<string, AskedInput>;
+  /** Input asked since the last answer to the client: sent together, once. */
+  unsent: boolean;
+  /** The outcome that came while the call was parked. */
+  outcome: { result: JsonObject } | { error: JsonRpcErrorObject } | undefined;
+  /** The key its requestState names, while parked. */
+  parkedAs: string | undefined;
+  /** Sent as a task (the client has the tasks extension): answered at once, or promoted after this long. */
+  asTask: { promoteAfterMs: number | undefined } | undefined;
+}
+
+/** The call a modern request becomes, sent to the Session as `legacyId`, counted against `quota`. */
+export const newCall = (
+  legacyId: number,
+  exchange: ModernExchange,
+  meta: ModernRequestMeta,
+  quota: string,
+  asTask: Call['asTask'],
+): Call => ({
+  legacyId,
+  method: exchange.request.method,
+  digest: undefined,
+  caller: { ...callerOfExchange(exchange), quota },
+  declared: inputCapabilitiesOf(meta.clientCapabilities),
+  logLevel: meta.logLevel,
+  clientProgressToken: progressTokenOf(exchange.request.params),
+  waiter: undefined,
+  inputs: new Map(),
+  unsent: false,
+  outcome: undefined,
+  parkedAs: undefined,
+  asTask,
+});
+
+/**
+ * Whether a tools/call goes to the Session as a task (decide.ts), and when it is promoted; `toolTasks`
+ * says how the tool may run, for a request with or without the tasks extension.
+ */
+export function taskPlanOf(
+  request: Request,
+  meta: ModernRequestMeta,
+  toolTasks: (name: string, extension: boolean) => ModernToolCallFacts,
+): Call['asTask'] | 'refuse' {
+  const name = request.params?.name;
+  if (request.method !== 'tools/call' || typeof name !== 'string') return undefined;
+  const extensions = meta.clientCapabilities.extensions;
+  const plan = decideModernToolCall(
+    toolTasks(name, isObject(extensions) && isObject(extensions[TASKS_EXTENSION])),
+  );
+  switch (plan.kind) {
+    case 'plain':
+      return undefined;
+    case 'refuse':
+      return 'refuse';
+    case 'task':
+      return { promoteAfterMs: undefined };
+    case 'promote':
+      return { promoteAfterMs: plan.afterMs };
+  }
+}
