@@ -131,7 +131,7 @@ async function session() {
   const rounds = Number(process.argv[4] ?? 7);
   const { resolveConfig } = await dist('config/load.js');
   const { Policy } = await dist('config/policy.js');
-  const { Metrics } = await dist('observability/metrics.js');
+  const { PrometheusMetrics } = await dist('observability/metrics.js');
   const { observeTasks } = await dist('observability/observe.js');
   const { countingDenials, createAuditLog } = await dist('observability/audit.js');
   const { createLogger } = await dist('observability/logger.js');
@@ -143,7 +143,7 @@ async function session() {
 
   const config = resolveConfig({ tasks: { maxTasks: COUNT * (rounds + 2) * 2 } });
   const logger = createLogger('warn');
-  const metrics = new Metrics();
+  const metrics = new PrometheusMetrics();
   const tasks = new MemoryTaskStore({
     maxTasks: config.tasks.maxTasks,
     maxResultBytes: config.tasks.maxResultBytes,

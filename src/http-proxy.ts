@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import { openCore, startAdmin } from './composition.js';
 import { createLogger } from './observability/logger.js';
-import { Metrics } from './observability/metrics.js';
+import { PrometheusMetrics, type Metrics } from './observability/metrics.js';
 import { Session } from './session/session.js';
 import { CallerBridges } from './modern/caller-bridges.js';
 import { openModernSession } from './modern/shared-bridge.js';
@@ -38,7 +38,7 @@ export async function startHttpGateway(
   config: Config,
   logger: Logger,
   tasks: TaskStore,
-  metrics: Metrics = new Metrics(),
+  metrics: Metrics = new PrometheusMetrics(),
 ): Promise<RunningGateway> {
   const listen = config.http.listen;
   if (listen === undefined) throw new Error('no listen address configured');
@@ -193,7 +193,7 @@ export async function startHttpGateway(
 /** The HTTP gateway as a process: resolves with the exit code once a signal stops it. */
 export async function runHttpGateway(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
-  const metrics = new Metrics();
+  const metrics = new PrometheusMetrics();
   const traces = await startTelemetry(config, logger);
   const store = await openStore(config, logger, { onExpired: (record) => metrics.taskExpired(record) });
   // A store left open (a Redis connection) would keep a process that could not listen alive.

@@ -6,7 +6,8 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from './config/schema.js';
 import { openCore, startAdmin } from './composition.js';
 import { createLogger } from './observability/logger.js';
-import { Metrics } from './observability/metrics.js';
+import type { Metrics } from './observability/metrics.js';
+import { UNREAD_METRICS } from './observability/unread-metrics.js';
 import { Session } from './session/session.js';
 import { ModernChannelFront } from './modern/channel-front.js';
 import { opensModernConnection } from './modern/era.js';
@@ -22,9 +23,15 @@ import { openUpstream } from './upstream.js';
 /** How long a client that has not asked anything yet is waited for, to get the reason as its answer. */
 const UNANSWERED_CLIENT_GRACE_MS = 2_000;
 
+/** Only an admin listener can show a stdio run's metrics: without one, prom-client is not even loaded. */
+async function openMetrics(config: Config): Promise<Metrics> {
+  if (config.admin.listen === undefined) return UNREAD_METRICS;
+  return new (await import('./observability/metrics.js')).PrometheusMetrics();
+}
+
 export async function startStdioProxy(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
-  const metrics = new Metrics();
+  const metrics = await openMetrics(config);
   const telemetry = await startTelemetry(config, logger);
   const tasks = await openStore(config, logger, { onExpired: (record) => metrics.taskExpired(record) });
   const id = `stdio-${randomUUID()}`;

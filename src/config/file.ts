@@ -5,8 +5,9 @@
  * whatever flags and variables override.
  */
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { extname } from 'node:path';
-import { LineCounter, parseDocument, type Document } from 'yaml';
+import type * as Yaml from 'yaml';
 import type { ConfigPath } from './introspect.js';
 import { interpolate } from './interpolate.js';
 import { describeIssues } from './problems.js';
@@ -34,6 +35,9 @@ export function readConfigFile(path: string, env: Readonly<Record<string, string
     return { path, problems: [`cannot read config file ${path}: ${readFailure(error)}`] };
   }
 
+  // Loaded only for a run with a config file (yaml is a fair part of a start's time); its CommonJS build
+  // is what Node imports anyway, and require keeps readConfigFile synchronous.
+  const { LineCounter, parseDocument } = createRequire(import.meta.url)('yaml') as typeof Yaml;
   const lines = new LineCounter();
   const document = parseDocument(text, { lineCounter: lines, prettyErrors: false, schema });
   const where = (offset: number): string => {
@@ -88,7 +92,7 @@ function jsonSyntaxError(text: string): { message: string; offset: number } | un
 }
 
 /** Where the value at `path` starts, or the closest enclosing value that exists. */
-function offsetOf(document: Document, path: ConfigPath): number | undefined {
+function offsetOf(document: Yaml.Document, path: ConfigPath): number | undefined {
   for (let length = path.length; length >= 0; length--) {
     const node: unknown = document.getIn(path.slice(0, length), true);
     const range = (node as { range?: [number, number, number] } | undefined)?.range;

@@ -58,7 +58,30 @@ class BoundedLabel {
   }
 }
 
-export class Metrics {
+/** What taskgate counts and how it is read: PrometheusMetrics keeps it, UNREAD_METRICS drops it. */
+export interface Metrics {
+  readonly contentType: string;
+  /** The exposition text of every metric. */
+  text(): Promise<string>;
+  observeLiveTasks(source: () => Partial<Record<TaskStatus, number>>): void;
+  observeStore(source: () => StoreSize): void;
+  observeSessions(source: () => number): void;
+  taskCreated(record: TaskRecord): void;
+  /** Every status change; only terminal ones are counted. */
+  taskChanged(record: TaskRecord): void;
+  taskExpired(record: TaskRecord): void;
+  limitRefused(limit: LimitName): void;
+  /** A tasks/result started (+1) or stopped (-1) waiting. */
+  waiting(delta: 1 | -1): void;
+  /** The upstream answered a forwarded request after `seconds`. */
+  upstreamLatency(method: string, seconds: number): void;
+  /** A caller asked for a task that does not exist or is not its own; `subject` is absent without auth. */
+  taskLookupDenied(subject: string | undefined): void;
+  sessionEnded(reason: SessionEnd): void;
+  upstreamRestarted(): void;
+}
+
+export class PrometheusMetrics implements Metrics {
   readonly registry = new Registry();
   private readonly tools = new BoundedLabel();
   private readonly methods = new BoundedLabel();
@@ -188,7 +211,6 @@ export class Metrics {
     return this.registry.contentType;
   }
 
-  /** The exposition text of every metric. */
   text(): Promise<string> {
     return this.registry.metrics();
   }
@@ -213,7 +235,6 @@ export class Metrics {
     this.created.inc({ tool: this.tools.of(record.toolName) });
   }
 
-  /** Every status change; only terminal ones are counted. */
   taskChanged(record: TaskRecord): void {
     if (!isTerminal(record.status)) return;
     const labels = { tool: this.tools.of(record.toolName), status: record.status };
@@ -229,17 +250,14 @@ export class Metrics {
     this.refusals.inc({ limit });
   }
 
-  /** A tasks/result started (+1) or stopped (-1) waiting. */
   waiting(delta: 1 | -1): void {
     this.waiters.inc(delta);
   }
 
-  /** The upstream answered a forwarded request after `seconds`. */
   upstreamLatency(method: string, seconds: number): void {
     this.latency.observe({ method: this.methods.of(method) }, seconds);
   }
 
-  /** A caller asked for a task that does not exist or is not its own; `subject` is absent without auth. */
   taskLookupDenied(subject: string | undefined): void {
     this.denials.inc({ subject: subject === undefined ? NO_SUBJECT : this.subjects.of(subject) });
   }

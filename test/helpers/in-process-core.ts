@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { openCore } from '../../src/composition.js';
 import { resolveConfig } from '../../src/config/load.js';
 import type { ConfigInput } from '../../src/config/schema.js';
-import { Metrics } from '../../src/observability/metrics.js';
+import { PrometheusMetrics } from '../../src/observability/metrics.js';
 import { Session } from '../../src/session/session.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
@@ -39,7 +39,7 @@ export async function coreGateway(input: ConfigInput = {}): Promise<CoreGateway>
     { level: 'info', base: { name: 'taskgate' } },
     { write: (line: string) => void log.push(JSON.parse(line) as Record<string, unknown>) },
   );
-  const metrics = new Metrics({ defaultMetrics: false });
+  const metrics = new PrometheusMetrics({ defaultMetrics: false });
   const store = new MemoryTaskStore({
     maxTasks: config.tasks.maxTasks,
     maxResultBytes: config.tasks.maxResultBytes,

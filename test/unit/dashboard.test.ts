@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startAdminListener, type AdminListener } from '../../src/observability/admin.js';
 import { parseListen } from '../../src/transport/listen.js';
 import { escapeHtml, formatDuration, renderDashboard } from '../../src/observability/dashboard.js';
-import { Metrics } from '../../src/observability/metrics.js';
+import { PrometheusMetrics } from '../../src/observability/metrics.js';
 import { observeTasks } from '../../src/observability/observe.js';
 import { operationsRoutes, type Verdict } from '../../src/observability/routes.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
@@ -268,7 +268,7 @@ describe('the admin listener', () => {
 
   async function start(authorize?: () => Verdict): Promise<TaskBoard> {
     const board = new TaskBoard();
-    const metrics = new Metrics({ defaultMetrics: false });
+    const metrics = new PrometheusMetrics({ defaultMetrics: false });
     const routes = operationsRoutes({ metrics, board, ...(authorize ? { authorize } : {}) });
     admin = await startAdminListener('127.0.0.1:0', routes, { error: () => undefined } as never, ready);
     return board;
@@ -327,7 +327,7 @@ describe('the admin listener', () => {
 
   it('puts the pages of observeTasks behind the authorize it is given', async () => {
     const store = new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1_000 });
-    const metrics = new Metrics({ defaultMetrics: false });
+    const metrics = new PrometheusMetrics({ defaultMetrics: false });
     const seen: string[] = [];
     const authorize = (req: IncomingMessage): Verdict => {
       seen.push(req.url ?? '');

@@ -1,6 +1,11 @@
 import { register as globalRegistry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_LABEL_VALUES, Metrics, NO_SUBJECT, OTHER_LABEL } from '../../src/observability/metrics.js';
+import {
+  MAX_LABEL_VALUES,
+  PrometheusMetrics,
+  NO_SUBJECT,
+  OTHER_LABEL,
+} from '../../src/observability/metrics.js';
 import { ObservedStore } from '../../src/observability/observed-store.js';
 import { observeTasks } from '../../src/observability/observe.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
@@ -21,9 +26,9 @@ const newTask = (toolName = 'slow'): NewTask => ({
   pollInterval: 1_000,
 });
 
-describe('Metrics', () => {
+describe('PrometheusMetrics', () => {
   it('counts tasks by tool and terminal status, and times them', async () => {
-    const metrics = new Metrics({ defaultMetrics: false });
+    const metrics = new PrometheusMetrics({ defaultMetrics: false });
     metrics.taskCreated(record());
     metrics.taskCreated(record({ toolName: 'fast' }));
     metrics.taskChanged(record({ status: 'input_required' }));
@@ -43,7 +48,7 @@ describe('Metrics', () => {
   });
 
   it('reads levels from their sources when scraped', async () => {
-    const metrics = new Metrics({ defaultMetrics: false });
+    const metrics = new PrometheusMetrics({ defaultMetrics: false });
     let live: Partial<Record<TaskStatus, number>> = { working: 3 };
     let sessions = 2;
     metrics.observeLiveTasks(() => live);
@@ -68,7 +73,7 @@ describe('Metrics', () => {
   });
 
   it('counts waiters, refusals, expiries, upstream latency and restarts', async () => {
-    const metrics = new Metrics({ defaultMetrics: false });
+    const metrics = new PrometheusMetrics({ defaultMetrics: false });
     metrics.waiting(1);
     metrics.waiting(1);
     metrics.waiting(-1);
@@ -95,7 +100,7 @@ describe('Metrics', () => {
   });
 
   it(`keeps at most ${MAX_LABEL_VALUES} tool names, counting the rest as ${OTHER_LABEL}`, async () => {
-    const metrics = new Metrics({ defaultMetrics: false });
+    const metrics = new PrometheusMetrics({ defaultMetrics: false });
     for (let i = 0; i < MAX_LABEL_VALUES + 50; i++) metrics.taskCreated(record({ toolName: `tool-${i}` }));
     metrics.taskCreated(record({ toolName: 'tool-0' }));
     const text = await metrics.text();
@@ -108,12 +113,12 @@ describe('Metrics', () => {
 
   it('uses a registry of its own, with the process metrics, never the global one', async () => {
     const before = (await globalRegistry.metrics()).length;
-    const text = await new Metrics().text();
+    const text = await new PrometheusMetrics().text();
     expect(sample(text, 'process_cpu_user_seconds_total')).toBeGreaterThanOrEqual(0);
     expect(text).toContain('nodejs_heap_size_used_bytes');
     expect((await globalRegistry.metrics()).length).toBe(before);
     // Two instances side by side (tests, embedding) do not clash.
-    expect(() => new Metrics()).not.toThrow();
+    expect(() => new PrometheusMetrics()).not.toThrow();
   });
 });
 
@@ -129,7 +134,7 @@ describe('ObservedStore and observeTasks', () => {
   };
 
   it('counts creations and endings made through the store the sessions get', async () => {
-    const metrics = new Metrics({ defaultMetrics: false });
+    const metrics = new PrometheusMetrics({ defaultMetrics: false });
     const inner = memory();
     const { store, board, close } = observeTasks(inner, metrics, silent);
     const a = await store.create(newTask('slow'));
@@ -150,7 +155,7 @@ describe('ObservedStore and observeTasks', () => {
   });
 
   it('counts refusals by the limit that refused', async () => {
-    const metrics = new Metrics({ defaultMetrics: false });
+    const metrics = new PrometheusMetrics({ defaultMetrics: false });
     const { store } = observeTasks(memory(1, 100), metrics, silent);
     const only = await store.create(newTask());
     await expect(store.create(newTask())).rejects.toThrow(/Too many live tasks/);
@@ -189,7 +194,7 @@ describe('ObservedStore and observeTasks', () => {
 
   it('counts finished tasks that expire, by tool (memory store)', async () => {
     let time = 0;
-    const metrics = new Metrics({ defaultMetrics: false });
+    const metrics = new PrometheusMetrics({ defaultMetrics: false });
     const inner = new MemoryTaskStore({
       maxTasks: 10,
       maxResultBytes: 1_000,
