@@ -78,6 +78,17 @@ export const ASKING_SCENARIOS = [
 export const SELECT_0_1_16 = ['--suite', 'all'];
 export const SELECT_2025_REQUIREMENTS = ['--requirements', '2025-11-25'];
 
+/** What the fixtures served by http-serve.js fail where taskgate passes. */
+export const NO_HOST_CHECK: Expected = {
+  fails:
+    'http-serve.js checks neither Host nor Origin (a fixture, not a product); taskgate answers 403 to a foreign Origin',
+};
+/** server-sse-polling through taskgate's front. */
+export const TASKGATE_ANSWERS_JSON: Expected = {
+  checksNothing:
+    'taskgate answers that POST with one JSON body, as the transport allows (whether its upstream is on stdio or closes its own SSE stream mid-call over HTTP), so the SSE checks do not apply',
+};
+
 /** Bounds a whole run: through taskgate, each scenario's session may start an upstream process. */
 export const SUITE_TIMEOUT_MS = 90_000;
 
@@ -90,6 +101,25 @@ export interface SuiteRun {
   /** Bounds this run, when SUITE_TIMEOUT_MS does not fit it. */
   timeoutMs?: number;
 }
+
+export const run0116 = (expected: Record<string, Expected>): SuiteRun => ({
+  title: '0.1.16',
+  suite: '2025',
+  selection: SELECT_0_1_16,
+  expected,
+});
+export const run2025 = (expected: Record<string, Expected>): SuiteRun => ({
+  title: '0.2.0-alpha.12 --requirements 2025-11-25',
+  suite: '2026',
+  selection: SELECT_2025_REQUIREMENTS,
+  expected,
+});
+export const run2026 = (expected: Record<string, Expected>): SuiteRun => ({
+  title: '0.2.0-alpha.12 --requirements 2026-07-28',
+  suite: '2026',
+  selection: ['--requirements', '2026-07-28', '--timeout', '10000'],
+  expected,
+});
 
 export interface Target {
   url: string;

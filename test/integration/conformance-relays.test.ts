@@ -1,0 +1,36 @@
+/**
+ * The official MCP conformance suite's server scenarios through taskgate relayed once more in front of
+ * test/fixtures/conformance-server.js: as a sidecar (`--upstream-url`) in front of the fixture's own HTTP
+ * mode, and behind another taskgate (issue 34: the outer one speaks 2026-07-28 to the inner one over
+ * stdio), which must be as transparent as one taskgate. Each table is the one of taskgate in front of the
+ * fixture on stdio (conformance.test.ts, which also runs the fixture directly, the baseline).
+ */
+import { describeTarget, run0116, run2025 } from '../conformance/tables.js';
+import { gatewayTarget, sidecarTarget } from '../conformance/targets.js';
+import {
+  GATEWAY_FLAGS,
+  THROUGH_TASKGATE_0_1_16,
+  THROUGH_TASKGATE_2025_REQUIREMENTS,
+} from '../conformance/through-taskgate.js';
+import { FIXTURES, TASKGATE } from '../helpers/taskgate.js';
+
+/**
+ * Behind two taskgates each scenario's session starts two processes (the inner taskgate, then the
+ * fixture): a run took 80 s of SUITE_TIMEOUT_MS's 90 beside the other conformance files on two workers.
+ */
+const TWO_STARTS_PER_SESSION_MS = 180_000;
+
+describeTarget(
+  'taskgate as a sidecar in front of conformance-server.js over HTTP',
+  () => sidecarTarget('conformance', { flags: GATEWAY_FLAGS }),
+  [run0116(THROUGH_TASKGATE_0_1_16), run2025(THROUGH_TASKGATE_2025_REQUIREMENTS)],
+);
+describeTarget(
+  'taskgate behind taskgate (over stdio, the outer one speaking 2026-07-28) in front of conformance-server.js',
+  () =>
+    gatewayTarget([process.execPath, TASKGATE, '--', process.execPath, FIXTURES.conformance], GATEWAY_FLAGS),
+  [run0116(THROUGH_TASKGATE_0_1_16), run2025(THROUGH_TASKGATE_2025_REQUIREMENTS)].map((run) => ({
+    ...run,
+    timeoutMs: TWO_STARTS_PER_SESSION_MS,
+  })),
+);
