@@ -8,7 +8,7 @@ import { resolveConfig } from '../../src/config/load.js';
 import { Policy } from '../../src/config/policy.js';
 import type { ConfigInput } from '../../src/config/schema.js';
 import type { JsonObject } from '../../src/protocol/messages.js';
-import type { GiveUpSignal, ModernAnswer } from '../../src/protocol/modern/exchange.js';
+import type { GiveUpSignal, ModernAnswer, ModernExchange } from '../../src/protocol/modern/exchange.js';
 import { bridgeSession } from '../../src/modern/shared-bridge.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
@@ -37,6 +37,8 @@ export interface InProcessBridge {
       paramHeaders?: ReadonlyMap<string, string>;
     },
   ): Promise<ModernAnswer>;
+  /** The bridge itself, as a front hands it exchanges (HttpFront's `modern` hook). */
+  handle(exchange: ModernExchange): Promise<ModernAnswer>;
   serverViolations(): unknown[];
   close(): Promise<void>;
 }
@@ -64,6 +66,7 @@ export async function inProcessBridge(tools: FakeTool[], input: ConfigInput = {}
         ...(options.caller === undefined ? {} : { caller: options.caller }),
         ...(options.paramHeaders === undefined ? {} : { paramHeaders: options.paramHeaders }),
       }),
+    handle: (exchange) => bridge.handle(exchange),
     serverViolations: () => [...serverTransport.violations],
     close: async () => {
       await session.close();
