@@ -114,10 +114,11 @@ export const run2025 = (expected: Record<string, Expected>): SuiteRun => ({
   selection: SELECT_2025_REQUIREMENTS,
   expected,
 });
-export const run2026 = (expected: Record<string, Expected>): SuiteRun => ({
+/** `scenarioTimeoutMs`: each scenario's own bound in the suite (10 s unless given). */
+export const run2026 = (expected: Record<string, Expected>, scenarioTimeoutMs = 10_000): SuiteRun => ({
   title: '0.2.0-alpha.12 --requirements 2026-07-28',
   suite: '2026',
-  selection: ['--requirements', '2026-07-28', '--timeout', '10000'],
+  selection: ['--requirements', '2026-07-28', '--timeout', String(scenarioTimeoutMs)],
   expected,
 });
 
@@ -154,25 +155,44 @@ function summary(outcomes: Map<string, ScenarioOutcome>): string {
 }
 
 /** Starts the target once, runs each of `runs` against it, then one test per scenario of each table. */
+/** Every target's runs of this test file, started by the first describe to need one: targets go on together. */
+const targetRuns: (() => Promise<unknown>)[] = [];
+/** What they started, all stopped once the file is over (a target filtered out may have started too). */
+const startedTargets: Target[] = [];
+
+/**
+ * The runs against one target, one after the other on one gateway; the targets of a file at once (each
+ * run mostly waits on scenarios' timings and its gateway).
+ */
 export function describeTarget(title: string, start: () => Promise<Target>, runs: SuiteRun[]): void {
+  const timeoutOf = (run: SuiteRun): number => run.timeoutMs ?? SUITE_TIMEOUT_MS;
+  let running: Promise<{ target: Target; outcomes: Map<SuiteRun, Map<string, ScenarioOutcome>> }> | undefined;
+  const begin = () =>
+    (running ??= start().then(async (target) => {
+      startedTargets.push(target);
+      const outcomes = new Map<SuiteRun, Map<string, ScenarioOutcome>>();
+      for (const run of runs) {
+        const started = Date.now();
+        const outcome = await runServerScenarios(run.suite, target.url, run.selection, timeoutOf(run));
+        outcomes.set(run, outcome);
+        console.info(`${title}, ${run.title}: ${summary(outcome)} (${Date.now() - started} ms)`);
+      }
+      return { target, outcomes };
+    }));
+  if (targetRuns.length === 0) {
+    afterAll(() => Promise.all(startedTargets.splice(0).map((target) => target.stop())));
+  }
+  targetRuns.push(begin);
   describe(title, () => {
-    let target: Target | undefined;
-    const outcomes = new Map<SuiteRun, Map<string, ScenarioOutcome>>();
-    const timeoutOf = (run: SuiteRun): number => run.timeoutMs ?? SUITE_TIMEOUT_MS;
+    let outcomes = new Map<SuiteRun, Map<string, ScenarioOutcome>>();
 
     beforeAll(
       async () => {
-        target = await start();
-        for (const run of runs) {
-          const started = Date.now();
-          const outcome = await runServerScenarios(run.suite, target.url, run.selection, timeoutOf(run));
-          outcomes.set(run, outcome);
-          console.info(`${title}, ${run.title}: ${summary(outcome)} (${Date.now() - started} ms)`);
-        }
+        for (const other of targetRuns) void other().catch(() => undefined);
+        ({ outcomes } = await begin());
       },
       runs.reduce((total, run) => total + timeoutOf(run), 20_000),
     );
-    afterAll(() => target?.stop());
 
     describe.each(runs.map((run) => [run.title, run] as const))('%s', (_title, run) => {
       it('runs exactly the scenarios of its table, in order', () => {

@@ -128,25 +128,38 @@ interface Target {
   stop(): Promise<void>;
 }
 
-/** One describe per target: the scenarios run once, each then held to its entry of `expected`. */
+/** Every target's run, started by the first describe to need one: the targets' runs go on together. */
+const runs: (() => Promise<unknown>)[] = [];
+/** What they started, all stopped once the file is over (a target filtered out may have started too). */
+const startedTargets: Target[] = [];
+afterAll(() => Promise.all(startedTargets.splice(0).map((target) => target.stop())));
+
+/**
+ * One describe per target: the scenarios run once, each then held to its entry of `expected`. The runs of
+ * all targets go on at once (each mostly waits on its tools and its gateway), each with its own bound.
+ */
 function describeTarget(
   title: string,
   start: () => Promise<Target>,
   expected: Record<string, Expected>,
 ): void {
+  let run: Promise<{ outcomes: Map<string, ScenarioOutcome> }> | undefined;
+  const begin = () =>
+    (run ??= start().then(async (target) => {
+      startedTargets.push(target);
+      return { outcomes: await runScenarios(target.url, expected) };
+    }));
+  runs.push(begin);
   describe(title, () => {
-    let target: Target | undefined;
     let outcomes: Map<string, ScenarioOutcome>;
 
     beforeAll(
       async () => {
-        target = await start();
-        outcomes = await runScenarios(target.url, expected);
+        for (const other of runs) void other().catch(() => undefined);
+        ({ outcomes } = await begin());
       },
       Object.keys(expected).length * (SCENARIO_TIMEOUT_MS + 5_000) + 15_000,
     );
-    afterAll(() => target?.stop());
-
     it.each(Object.entries(expected))('%s', (scenario, wanted) => {
       const outcome = outcomes.get(scenario);
       expect(outcome, `${scenario} did not run`).toBeDefined();
