@@ -4,9 +4,10 @@
  * 2026-07-28, and the Session is served through a ModernUpstreamTranslator; any other answer, or none in
  * time, means 2025, and messages pass as they are. What the Session sends meanwhile waits, in order: a
  * dual-era server takes the first message after the probe as its choice of era, so even the Session's
- * initialize must wait for the verdict. A probe left unanswered may still have been taken as the choice, so
- * the 2025 handshake then goes to a fresh process (as the SDK's own client probes on a sibling process).
- * The verdict holds for the upstream's restarts.
+ * initialize must wait for the verdict. A probe left unanswered in time is most often a server still
+ * starting (`npx -y` fetching it): initialize goes to it as 2025. It may instead have taken the probe as its
+ * choice of era and refuse that initialize: then the initialize goes again to a fresh process (as the SDK's
+ * own client probes on a sibling process). The verdict holds for the upstream's restarts.
  */
 import type { Logger } from 'pino';
 import { withExactId } from '../protocol/exact-ids.js';
@@ -38,6 +39,11 @@ export class ProbingUpstream implements Channel {
   private probeTimer: NodeJS.Timeout | undefined;
   /** The owner closed it: no verdict comes any more, and nothing waits to be sent. */
   private closed = false;
+  /**
+   * After a probe left unanswered: the Session's initialize, resent to a fresh process if this one refuses it
+   * (`watching` until it goes out, undefined once it is answered).
+   */
+  private refusable: 'watching' | { id: unknown; raw: Buffer | string; route: Route | undefined } | undefined;
 
   /** Known once the probe is answered: before, nothing has been sent on (it all waits). */
   get takesCallerCapabilities(): boolean {
@@ -66,11 +72,8 @@ export class ProbingUpstream implements Channel {
       this.decided(handlers, discover, why);
     };
     this.probeTimer = setTimeout(() => {
-      const why = `no answer within ${this.probeTimeoutMs} ms`;
-      if (this.replaceUnanswered === undefined) return decide(undefined, why);
-      // A dual-era server may have taken the probe as its choice of era: initialize goes to a fresh one.
-      this.probeOpen = false;
-      void this.replaceUnanswered(`server/discover had ${why}`).then(() => decide(undefined, why));
+      if (this.replaceUnanswered !== undefined) this.refusable = 'watching';
+      decide(undefined, `no answer within ${this.probeTimeoutMs} ms`);
     }, this.probeTimeoutMs).unref();
     this.inner.start({
       message: (raw, arrival) => {
@@ -79,6 +82,7 @@ export class ProbingUpstream implements Channel {
           const answer = parsed(raw);
           return answer === undefined ? undefined : decide(discoverOf(answer), describe(answer));
         }
+        if (typeof this.refusable === 'object' && this.resentRefused(raw)) return;
         if (this.target !== undefined) this.receiver?.message(raw, arrival);
       },
       malformed: (error, id) => this.receiver?.malformed(error, id) ?? handlers.malformed(error, id),
@@ -103,8 +107,12 @@ export class ProbingUpstream implements Channel {
   }
 
   sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void {
-    if (this.target !== undefined) this.target.sendRaw(raw, route, parsed);
-    else if (!this.closed) this.waiting.push({ raw, route, parsed });
+    if (this.target === undefined) {
+      if (!this.closed) this.waiting.push({ raw, route, parsed });
+      return;
+    }
+    if (this.refusable === 'watching') this.watchInitialize(raw, route, parsed);
+    this.target.sendRaw(raw, route, parsed);
   }
 
   send(message: object, route?: Route): void {
@@ -149,7 +157,33 @@ export class ProbingUpstream implements Channel {
     }
     const waiting = this.waiting;
     this.waiting = [];
-    for (const { raw, route, parsed } of waiting) this.target.sendRaw(raw, route, parsed);
+    for (const { raw, route, parsed } of waiting) this.sendRaw(raw, route, parsed);
+  }
+
+  private watchInitialize(raw: Buffer | string, route: Route | undefined, given: object | undefined): void {
+    const message =
+      (given as JsonObject | undefined) ?? parsed(typeof raw === 'string' ? Buffer.from(raw) : raw);
+    if (message?.method === 'initialize' && message.id !== undefined) {
+      this.refusable = { id: message.id, raw, route };
+    }
+  }
+
+  /**
+   * Whether `raw` was the watched initialize's refusal, then sent again to a fresh process: a server that
+   * took the unanswered probe as its choice of era refuses a 2025 handshake (an inner taskgate does, -32601).
+   */
+  private resentRefused(raw: Buffer): boolean {
+    const watched = this.refusable;
+    if (typeof watched !== 'object') return false;
+    const answer = parsed(raw);
+    if (answer === undefined || answer.id !== watched.id || 'method' in answer) return false;
+    this.refusable = undefined;
+    if (!isObject(answer.error) || this.replaceUnanswered === undefined) return false;
+    const reason = `initialize was refused (${describe(answer)}) after server/discover went unanswered`;
+    void this.replaceUnanswered(reason).then(() => {
+      if (!this.closed) this.inner.sendRaw(watched.raw, watched.route);
+    });
+    return true;
   }
 
   /** The inner channel as the translator sees it: started already, its events handed on. */

@@ -170,12 +170,38 @@ describe('a dual-era server that takes an unanswered server/discover as its choi
   });
   afterAll(() => connection?.close());
 
-  it('is replaced by a fresh process for the 2025 handshake, which it then serves', async () => {
+  it('refuses the 2025 handshake, which a fresh process is then given and serves', async () => {
     const result = await connection.client.callTool({ name: 'echo', arguments: { text: 'fresh' } });
     expect(textOf(result)).toBe('fresh');
     const stderr = connection.stderr();
+    expect(stderr).toMatch(/initialize on a 2026 connection/);
+    expect(stderr).toContain('initialize was refused (error -32601');
     expect(stderr).toContain('a fresh upstream server takes the 2025 handshake');
     expect(stderr).toMatch(/initialize on a 2025 connection/);
-    expect(stderr).not.toMatch(/initialize on a 2026 connection/);
+  });
+});
+
+describe('a 2025 server slower to start than the era probe waits (npx -y fetching it)', () => {
+  let connection: Connection;
+  beforeAll(async () => {
+    const file = join(tmpdir(), `taskgate-slow-start-${process.pid}.json`);
+    // The probe waits 500 ms (a quarter of requestTimeout); the server reads its input after 1.5 s.
+    const slowStart = 'setTimeout(() => import(process.argv[1]), 1_500)';
+    const upstream = {
+      command: process.execPath,
+      args: ['-e', slowStart, FIXTURES.legacy],
+      requestTimeout: 2_000,
+    };
+    writeFileSync(file, JSON.stringify({ upstream }));
+    connection = await connect('legacy', { flags: ['--config', file], upstream: [] });
+  });
+  afterAll(() => connection?.close());
+
+  it('keeps its first process and serves through it', async () => {
+    const result = await connection.client.callTool({ name: 'echo', arguments: { text: 'patient' } });
+    expect(textOf(result)).toBe('patient');
+    const stderr = connection.stderr();
+    expect(stderr).toContain('the upstream server speaks 2025 (server/discover: no answer within 500 ms)');
+    expect(stderr).not.toContain('a fresh upstream server');
   });
 });
