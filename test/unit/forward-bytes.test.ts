@@ -164,6 +164,25 @@ describe('issue 33: an unchanged answer goes to the client as the bytes the serv
     expect((JSON.parse(got.toString()) as Json).id).toBe(7);
   });
 
+  it('a renumbered id longer than the server’s: the bytes around it as the server wrote them', async () => {
+    const gate = await gateway();
+    const long = JSON.stringify('a request id longer than the one taskgate gives a reused id'.repeat(2));
+    gate.clientSends(call(long));
+    const first = await gate.server.waitFor((m) => m.method === 'tools/call', 'the first call upstream');
+    gate.clientSends(call(long));
+    const second = await gate.server.waitFor((m) => m.method === 'tools/call' && m !== first, 'the second');
+    const idText = JSON.stringify(second.id);
+    expect(idText.length).toBeLessThan(long.length);
+    const line = resultLine(idText, 2_000_000);
+    gate.serverWrites(line);
+    const got = await gate.client.waitFor((l) => l.length > 1_000_000, 'the result');
+    const idAt = line.lastIndexOf(idText);
+    expect(got.length).toBe(line.length - idText.length + long.length);
+    expect(got.subarray(0, idAt).equals(line.subarray(0, idAt))).toBe(true);
+    expect(got.toString('utf8', idAt, idAt + long.length)).toBe(long);
+    expect(got.subarray(idAt + long.length).equals(line.subarray(idAt + idText.length))).toBe(true);
+  });
+
   it('a large answer that is not JSON, or too deep, never reaches the client: the call fails as before', async () => {
     const gate = await gateway();
     gate.clientSends(call('1'));
