@@ -16,6 +16,8 @@ export interface Envelope {
   /** As taskgate uses it inside: exact, an alias for an integer beyond 2^53 (exact-ids.ts). */
   id?: RequestId | null;
   idSpan?: ValueSpan;
+  /** The text has more than one `id`: `id` and `idSpan` are the last one's, which JSON.parse takes. */
+  idRepeated?: true;
   method?: string;
   /** `params._meta` of a request or notification, `result._meta` of a response, when there. */
   meta?: ValueSpan;
@@ -46,7 +48,9 @@ export function envelopeOf(raw: Buffer): Envelope | undefined {
   const has = (span: ValueSpan | undefined): span is ValueSpan => span !== undefined;
   const nullIdError = id === null && has(top.error) && !has(top.method) && !has(top.result);
   if (has(top.id) && !isId(id) && !nullIdError) return undefined;
-  const ids = has(top.id) ? { id: id as RequestId | null, idSpan: top.id } : {};
+  const ids = has(top.id)
+    ? { id: id as RequestId | null, idSpan: top.id, ...(scanned.idRepeated && { idRepeated: true as const }) }
+    : {};
   if (has(top.method)) {
     if (top.method.first !== QUOTE) return undefined;
     if (has(top.params) && top.params.first !== OPEN_BRACE) return undefined;

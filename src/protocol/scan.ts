@@ -35,6 +35,8 @@ export interface Scanned {
   top: Members<TopKey>;
   /** A top-level key other than jsonrpc, id, method and params (one a request must not have). */
   otherMember: boolean;
+  /** More than one top-level `id` (JSON.parse takes the last; `top.id` is that one). */
+  idRepeated: boolean;
   params: Members<'_meta'>;
   result: Members<'_meta' | 'task' | 'isError'>;
   error: Members<'code' | 'message'>;
@@ -104,6 +106,7 @@ function scan(raw: Buffer): Scanned | ScanFailure {
     first: raw[i] ?? 0,
     top: {},
     otherMember: false,
+    idRepeated: false,
     params: {},
     result: {},
     error: {},
@@ -126,6 +129,7 @@ function scan(raw: Buffer): Scanned | ScanFailure {
       const key = keyOf(raw, at, end, TOP_KEYS);
       topKey = key;
       if (key !== 'jsonrpc' && key !== 'id' && key !== 'method' && key !== 'params') found.otherMember = true;
+      if (key === 'id' && found.top.id !== undefined) found.idRepeated = true;
       // A later duplicate replaces the earlier one whole, its members too.
       if (key === 'params' || key === 'result' || key === 'error') found[key] = {};
     } else if (depth === 2 && inner !== undefined) {

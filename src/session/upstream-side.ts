@@ -174,6 +174,8 @@ export class UpstreamSide {
    * upstreamResponse does for it, short of reading the result. False (nothing done) otherwise.
    */
   private forwardedAsBytes(envelope: Envelope, raw: Buffer): boolean {
+    // Writing over one id of several would leave the others for a reader that takes the first.
+    if (envelope.idRepeated) return false;
     const wireId = envelope.id as RequestId;
     const entry = this.parts.upstreamPeer.awaiting(wireId);
     if (entry?.kind !== 'client' || entry.onResult !== undefined) return false;

@@ -183,6 +183,18 @@ describe('issue 33: an unchanged answer goes to the client as the bytes the serv
     expect(got.subarray(idAt + long.length).equals(line.subarray(idAt + idText.length))).toBe(true);
   });
 
+  it('a renumbered answer with its id twice goes the usual way: the client gets one id, its own', async () => {
+    const gate = await gateway();
+    gate.clientSends(call(LARGE));
+    const asked = await gate.server.waitFor((m) => m.method === 'tools/call', 'the call upstream');
+    const idText = JSON.stringify(asked.id);
+    gate.serverWrites(Buffer.from(`{"id":${idText},${resultLine(idText, 100_000).toString().slice(1)}`));
+    const got = await gate.client.waitFor((l) => l.length > 50_000, 'the result');
+    const text = got.toString();
+    expect(text.match(/"id"\s*:/g)).toHaveLength(1);
+    expect(text.startsWith(`{"id":${LARGE},`)).toBe(true);
+  });
+
   it('a large answer that is not JSON, or too deep, never reaches the client: the call fails as before', async () => {
     const gate = await gateway();
     gate.clientSends(call('1'));
