@@ -97,7 +97,8 @@ export class UpstreamSide {
 
   /** One message from the upstream (ChannelHandlers.message). */
   fromUpstream(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined): void {
-    if (parsed === undefined && raw.length >= SCAN_FROM_BYTES) {
+    // A client in memory (the 2026-07-28 bridge) reads the value handed to it: parsing once here serves it best.
+    if (parsed === undefined && raw.length >= SCAN_FROM_BYTES && !this.parts.client.handsParsed) {
       const envelope = envelopeOf(raw);
       if (envelope?.kind === 'response' && this.forwardedAsBytes(envelope, raw)) return;
     }

@@ -17,6 +17,10 @@ export class ExactIdChannel implements Channel {
     private readonly answersOnly: boolean,
   ) {}
 
+  get handsParsed(): boolean {
+    return this.inner.handsParsed === true;
+  }
+
   start(handlers: ChannelHandlers): void {
     this.inner.start(handlers);
   }

@@ -12,6 +12,7 @@ import { Policy } from '../../src/config/policy.js';
 import { Session } from '../../src/session/session.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { LineChannel } from '../../src/transport/line-channel.js';
+import { memoryChannelPair } from '../../src/transport/memory-channel.js';
 import { Inbox } from '../helpers/inbox.js';
 import { INITIALIZE } from '../helpers/taskgate.js';
 
@@ -46,15 +47,17 @@ function writeInChunks(stream: PassThrough, line: Buffer): void {
   for (let at = 0; at < whole.length; at += PIPE_CHUNK) stream.write(whole.subarray(at, at + PIPE_CHUNK));
 }
 
-async function gateway() {
+/** `memory`: the client is a peer in memory (as the 2026-07-28 bridge is), which is handed parsed values. */
+async function gateway(clientKind: 'stdio' | 'memory' = 'stdio') {
   const config = resolveConfig({});
   const fromClient = new PassThrough();
   const toClient = new PassThrough();
   const fromServer = new PassThrough();
   const toServer = new PassThrough();
   const store = new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1024 });
+  const inMemory = memoryChannelPair();
   const session = new Session(
-    new LineChannel(fromClient, toClient, LIMIT, 'the client'),
+    clientKind === 'stdio' ? new LineChannel(fromClient, toClient, LIMIT, 'the client') : inMemory.b,
     new LineChannel(fromServer, toServer, LIMIT, 'the upstream server'),
     { id: 'bytes', config, policy: new Policy(config), store, logger: pino({ level: 'silent' }) },
     { upstreamGone: () => undefined, closed: () => undefined },
@@ -65,7 +68,16 @@ async function gateway() {
     await store.close();
   });
   const client = new Inbox<Buffer>();
+  const handed: (object | undefined)[] = [];
   byteLines(toClient, (line) => client.push(line));
+  inMemory.a.start({
+    message: (raw, _arrival, parsed) => {
+      handed.push(parsed);
+      client.push(raw);
+    },
+    malformed: () => undefined,
+    closed: () => undefined,
+  });
   const server = new Inbox<Json>();
   byteLines(toServer, (line) => {
     const message = JSON.parse(line.toString()) as Json;
@@ -92,11 +104,18 @@ async function gateway() {
   });
   const serverSends = (message: Json): void =>
     writeInChunks(fromServer, Buffer.from(JSON.stringify(message)));
-  const clientSends = (line: string): void => void fromClient.write(`${line}\n`);
+  const clientSends = (line: string): void =>
+    clientKind === 'stdio' ? void fromClient.write(`${line}\n`) : inMemory.a.sendRaw(line);
   clientSends(JSON.stringify(INITIALIZE));
   await client.waitFor((line) => line.includes('"protocolVersion"'), 'the initialize answer');
   clientSends(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
-  return { client, server, clientSends, serverWrites: (line: Buffer) => writeInChunks(fromServer, line) };
+  return {
+    client,
+    handed,
+    server,
+    clientSends,
+    serverWrites: (line: Buffer) => writeInChunks(fromServer, line),
+  };
 }
 
 const call = (id: string): string =>
@@ -193,6 +212,17 @@ describe('issue 33: an unchanged answer goes to the client as the bytes the serv
     const text = got.toString();
     expect(text.match(/"id"\s*:/g)).toHaveLength(1);
     expect(text.startsWith(`{"id":${LARGE},`)).toBe(true);
+  });
+
+  it('to a client in memory, which reads the value handed beside the bytes, it is parsed once and handed', async () => {
+    const gate = await gateway('memory');
+    gate.clientSends(call('1'));
+    await gate.server.waitFor((m) => m.method === 'tools/call', 'the call upstream');
+    const line = resultLine('1', 100_000);
+    gate.serverWrites(line);
+    const got = await gate.client.waitFor((l) => l.length > 50_000, 'the result');
+    expect(got.equals(line)).toBe(true);
+    expect(gate.handed.at(-1)).toEqual(JSON.parse(line.toString()));
   });
 
   it('a large answer that is not JSON, or too deep, never reaches the client: the call fails as before', async () => {
