@@ -27,6 +27,7 @@ import type { ClientTasks } from '../tasks/client-tasks.js';
 import { withoutRelatedTask, type Unwrapper } from '../tasks/unwrap.js';
 import type { TaskSightings } from '../observability/task-board.js';
 import { envelopeOf, type Envelope } from '../protocol/envelope.js';
+import { valueOf } from '../protocol/scan.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import type { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { badUpstreamAnswer, upstreamFrameRefusal } from './bad-frames.js';
@@ -44,7 +45,7 @@ import type { UpstreamProfile } from './upstream-profile.js';
  */
 const SCAN_FROM_BYTES = 1024;
 
-/** What the session reads of the result of an answer to these, when the upstream has tasks of its own. */
+/** The session reads the result of an answer to these when the upstream has tasks of its own. */
 const READS_RESULT = new Set(['tasks/result', 'tasks/get', 'tasks/cancel']);
 
 /** The session's parts and state the upstream side works with. */
@@ -180,13 +181,21 @@ export class UpstreamSide {
     const wireId = envelope.id as RequestId;
     const entry = this.parts.upstreamPeer.awaiting(wireId);
     if (entry?.kind !== 'client' || entry.onResult !== undefined) return false;
-    // The upstream's own tasks are followed through what their answers say (upstreamTaskProgress).
-    if (this.parts.profile.hasTasks && (READS_RESULT.has(entry.method) || envelope.task !== undefined)) {
+    // The upstream's own tasks are followed through what their answers say (upstreamTaskProgress): of a
+    // tasks/result, only whether it failed; tasks/get|cancel and a CreateTaskResult are small.
+    const followsTasks = this.parts.profile.hasTasks;
+    const taskResult = followsTasks && entry.method === 'tasks/result';
+    if (followsTasks && !taskResult && (READS_RESULT.has(entry.method) || envelope.task !== undefined)) {
       return false;
     }
     this.parts.upstreamPeer.answered(wireId);
     this.parts.correlator.plainCallEnded(wireId);
     this.parts.onUpstreamAnswer?.(entry.method, (performance.now() - entry.sentAt) / 1000);
+    if (taskResult) {
+      const failed = envelope.isError !== undefined && valueOf(raw, envelope.isError) === true;
+      this.parts.upstreamTasks.resultAnswered(entry.taskId, failed);
+      if (entry.taskId !== undefined) this.parts.correlator.upstreamTaskEnded(entry.taskId);
+    }
     const route = { responseTo: entry.clientId };
     this.parts.answered(entry.clientId);
     this.parts.client.sendAnswerBytes(raw, envelope.idSpan!, wireId, route);

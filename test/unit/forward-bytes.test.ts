@@ -48,7 +48,7 @@ function writeInChunks(stream: PassThrough, line: Buffer): void {
 }
 
 /** `memory`: the client is a peer in memory (as the 2026-07-28 bridge is), which is handed parsed values. */
-async function gateway(clientKind: 'stdio' | 'memory' = 'stdio') {
+async function gateway(clientKind: 'stdio' | 'memory' = 'stdio', serverTasks = false) {
   const config = resolveConfig({});
   const fromClient = new PassThrough();
   const toClient = new PassThrough();
@@ -88,7 +88,10 @@ async function gateway(clientKind: 'stdio' | 'memory' = 'stdio') {
         id: message.id,
         result: {
           protocolVersion: '2025-11-25',
-          capabilities: { tools: {} },
+          capabilities: {
+            tools: {},
+            ...(serverTasks && { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }),
+          },
           serverInfo: { name: 's', version: '1' },
         },
       });
@@ -223,6 +226,22 @@ describe('issue 33: an unchanged answer goes to the client as the bytes the serv
     const got = await gate.client.waitFor((l) => l.length > 50_000, 'the result');
     expect(got.equals(line)).toBe(true);
     expect(gate.handed.at(-1)).toEqual(JSON.parse(line.toString()));
+  });
+
+  it('a tasks/result of the server’s own task, renumbered: as bytes, the id in place', async () => {
+    const gate = await gateway('stdio', true);
+    gate.clientSends(`{"jsonrpc":"2.0","id":${LARGE},"method":"tasks/result","params":{"taskId":"t1"}}`);
+    const asked = await gate.server.waitFor((m) => m.method === 'tasks/result', 'tasks/result upstream');
+    const idText = JSON.stringify(asked.id);
+    const line = Buffer.from(
+      `{"result":{"content":[{"type":"text","text":"${'caf\\u00e9 '.repeat(100_000)}"}],"isError":true},"jsonrpc":"2.0","id":${idText}}`,
+    );
+    gate.serverWrites(line);
+    const got = await gate.client.waitFor((l) => l.length > 100_000, 'the result');
+    const idAt = line.lastIndexOf(idText);
+    expect(got.length).toBe(line.length);
+    expect(got.subarray(0, idAt).equals(line.subarray(0, idAt))).toBe(true);
+    expect(got.toString('latin1', idAt, idAt + idText.length).trimEnd()).toBe(LARGE);
   });
 
   it('a large answer that is not JSON, or too deep, never reaches the client: the call fails as before', async () => {
