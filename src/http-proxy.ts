@@ -16,6 +16,8 @@ import { openStore } from './store.js';
 import type { TaskStore } from './tasks/store.js';
 import { createAuthenticator } from './security/auth.js';
 import { protectedResourceRoutes } from './security/oauth.js';
+import { upstreamAuth } from './security/upstream-auth.js';
+import type { UpstreamCredential } from './security/upstream-credentials.js';
 import { HttpFront, type Caller } from './transport/http-front.js';
 import type { HttpSession } from './transport/http-session.js';
 import { parseListen } from './transport/listen.js';
@@ -42,7 +44,9 @@ export async function startHttpGateway(
 ): Promise<RunningGateway> {
   const listen = config.http.listen;
   if (listen === undefined) throw new Error('no listen address configured');
-  const authenticate = createAuthenticator(config.auth);
+  const credentials = upstreamAuth(config);
+  const identify = createAuthenticator(config.auth);
+  const authenticate = identify === undefined ? undefined : credentials.watching(identify);
   // The operator's pages on the front are behind the same authentication as MCP, and for operators only.
   const admins = new Set(config.auth.adminSubjects);
   const core = openCore(config, logger, tasks, metrics, {
@@ -76,18 +80,23 @@ export async function startHttpGateway(
   if (admin === undefined && !pagesOnFront) {
     logger.info('auth.bearerPassthrough admits any token: /metrics and /dashboard need --admin-listen');
   }
-  const upstreams = sessionUpstreams(config, logger, {
-    restarted: () => metrics.upstreamRestarted(),
-    // Servers killed along with taskgate (a signal to the process group) stay down.
-    mayRestart: () => runner.isAccepting,
-  });
+  const upstreams = sessionUpstreams(
+    config,
+    logger,
+    {
+      restarted: () => metrics.upstreamRestarted(),
+      // Servers killed along with taskgate (a signal to the process group) stay down.
+      mayRestart: () => runner.isAccepting,
+    },
+    credentials.forCaller(undefined),
+  );
   // 2026-07-28 requests go through a bridge session of their caller's, on an upstream as a 2025 session's
   // would be: its own server, or a port of the shared one or of the pool.
   const modern = new CallerBridges(
-    () =>
+    (caller) =>
       openModernSession({
         logger: logger.child({ session: 'modern' }),
-        openChannel: (sessionLogger) => upstreams.open(sessionLogger, undefined),
+        openChannel: (sessionLogger) => upstreams.open(sessionLogger, credentials.forCaller(caller)),
         sessionOptions: (id, sessionLogger) => core.sessionOptions(id, sessionLogger),
       }),
     { maxCallers: config.http.maxSessions, idleMs: config.http.sessionIdleTimeout },
@@ -112,7 +121,10 @@ export async function startHttpGateway(
       openSession: async (channel: HttpSession, caller: Caller | undefined) => {
         const sessionLogger = logger.child({ session: channel.id.slice(0, 8) });
         running.follow(channel.id);
-        const upstream = await upstreams.open(sessionLogger, caller?.upstreamAuthorization);
+        const upstream = await upstreams.open(
+          sessionLogger,
+          credentials.forCaller(caller?.identity, caller?.upstreamAuthorization),
+        );
         sessionServers.add(upstream);
         const options = core.sessionOptions(channel.id, sessionLogger);
         const sightings = options.sightings!;
@@ -236,7 +248,10 @@ function warnOfPlainTokens(config: Config, logger: Logger): void {
 }
 
 interface SessionUpstreams {
-  open(sessionLogger: Logger, authorization: string | undefined): Promise<Pick<Upstream, 'channel' | 'stop'>>;
+  open(
+    sessionLogger: Logger,
+    credential: UpstreamCredential | undefined,
+  ): Promise<Pick<Upstream, 'channel' | 'stop'>>;
   close(): Promise<void>;
 }
 
@@ -249,12 +264,12 @@ function sessionUpstreams(
   config: Config,
   logger: Logger,
   hooks: { restarted: () => void; mayRestart: () => boolean },
+  sharedCredential: UpstreamCredential | undefined,
 ): SessionUpstreams {
   const sharing = config.upstream?.sharing ?? 'session';
   if (sharing === 'session') {
     return {
-      open: (sessionLogger, authorization) =>
-        openUpstream(config, sessionLogger, { ...hooks, authorization }),
+      open: (sessionLogger, credential) => openUpstream(config, sessionLogger, { ...hooks, credential }),
       close: async () => undefined,
     };
   }
@@ -264,7 +279,7 @@ function sessionUpstreams(
   const size = sharing === 'pool' ? (config.upstream?.poolSize ?? 1) : 1;
   const pool = new UpstreamPool(
     size,
-    (_index, memberLogger) => openUpstream(config, memberLogger, hooks),
+    (_index, memberLogger) => openUpstream(config, memberLogger, { ...hooks, credential: sharedCredential }),
     logger.child({ session: 'shared' }),
     () => sharedSessionRules(),
   );

@@ -59,6 +59,45 @@ export const ToolRuleSchema = z
   .strict();
 export type ToolRule = z.infer<typeof ToolRuleSchema>;
 
+/**
+ * A token request taskgate makes as an OAuth client of the upstream's authorization server
+ * (`upstream.auth`), authenticated with its own client id and secret (client_secret_basic).
+ */
+export const UpstreamTokenRequestSchema = z
+  .object({
+    /** The authorization server's token endpoint. */
+    tokenEndpoint: z.url({ protocol: /^https?$/ }),
+    clientId: z.string().min(1),
+    clientSecret: z.string().min(1),
+    /** Space-separated scopes asked for. */
+    scope: z.string().min(1).optional(),
+    /** The `resource` asked for (RFC 8707): the upstream's URL unless set. */
+    resource: z.url({ protocol: /^https?$/ }).optional(),
+    /** An `audience` (RFC 8693 section 2.1), for servers that name the upstream so. */
+    audience: z.string().min(1).optional(),
+    /** A token is replaced this long before it expires (at most half its lifetime before). */
+    refreshBefore: z.number().int().nonnegative().max(MAX_TIMER_MS).default(60_000),
+    /** How long a token request may take. */
+    timeout: milliseconds(60_000).default(5_000),
+  })
+  .strict();
+export type UpstreamTokenRequest = z.infer<typeof UpstreamTokenRequestSchema>;
+
+/**
+ * What an HTTP upstream is sent as its Authorization, in place of the caller's token (which MCP forbids
+ * passing through): a token of taskgate's own (client credentials), or one the caller's token is exchanged
+ * for (RFC 8693), whose audience is the upstream. A fixed credential is `headers`.
+ */
+const UpstreamAuthSchema = z
+  .object({
+    clientCredentials: UpstreamTokenRequestSchema.optional(),
+    tokenExchange: UpstreamTokenRequestSchema.optional(),
+  })
+  .strict()
+  .refine((auth) => (auth.clientCredentials === undefined) !== (auth.tokenExchange === undefined), {
+    message: 'give exactly one of clientCredentials or tokenExchange',
+  });
+
 /** The upstream MCP server: a command taskgate starts on stdio, or the URL of a Streamable HTTP server. */
 export const UpstreamSchema = z
   .object({
@@ -67,8 +106,10 @@ export const UpstreamSchema = z
     env: z.record(z.string(), z.string()).optional(),
     cwd: z.string().optional(),
     url: z.url({ protocol: /^https?$/ }).optional(),
-    /** Sent with every request to an HTTP upstream (e.g. an API key). */
+    /** Sent with every request to an HTTP upstream (e.g. an API key): a fixed credential. */
     headers: z.record(z.string(), z.string()).optional(),
+    /** HTTP upstream: an OAuth token got for it (client credentials, or token exchange of the caller's). */
+    auth: UpstreamAuthSchema.optional(),
     /**
      * A request the upstream (stdio or HTTP) has not answered this long after it was sent fails with a
      * clear error (5 min unless set); progress does not extend it. A task's own call is bounded by its ttl.
@@ -99,7 +140,17 @@ export const UpstreamSchema = z
   .strict()
   .refine((upstream) => (upstream.command === undefined) !== (upstream.url === undefined), {
     message: 'give exactly one of command (a stdio server) or url (a Streamable HTTP server)',
-  });
+  })
+  .refine((upstream) => upstream.auth === undefined || upstream.url !== undefined, {
+    message: 'auth is for an HTTP upstream (url); a stdio server gets its credential in env',
+    path: ['auth'],
+  })
+  .refine(
+    (upstream) =>
+      upstream.auth === undefined ||
+      !Object.keys(upstream.headers ?? {}).some((name) => name.toLowerCase() === 'authorization'),
+    { message: 'auth sets the Authorization header: leave it out of headers', path: ['auth'] },
+  );
 
 /**
  * taskgate as an OAuth 2.1 resource server (MCP basic/authorization): JWT access tokens from `issuer`,
@@ -468,7 +519,7 @@ function withFrontDefaults(config: ParsedConfig): ParsedConfig & { tasks: { expo
  * must be good), since such a requirement is often met elsewhere: the cursor secret of a Redis store
  * belongs in the environment.
  */
-export const EffectiveConfigSchema = ConfigSchema.superRefine(({ store, auth }, context) => {
+export const EffectiveConfigSchema = ConfigSchema.superRefine(({ store, auth, upstream }, context) => {
   if (store.url !== undefined && store.cursorSecret === undefined) {
     context.addIssue({
       code: 'custom',
@@ -477,7 +528,41 @@ export const EffectiveConfigSchema = ConfigSchema.superRefine(({ store, auth }, 
     });
   }
   for (const issue of accessRuleProblems(auth)) context.addIssue({ code: 'custom', ...issue });
+  for (const issue of upstreamAuthProblems(auth, upstream)) context.addIssue({ code: 'custom', ...issue });
 }).transform(withFrontDefaults);
+
+/**
+ * upstream.auth replaces pass-through, and a token exchange starts from the caller's validated token, on a
+ * connection of the caller's own.
+ */
+function upstreamAuthProblems(
+  auth: ParsedConfig['auth'],
+  upstream: ParsedConfig['upstream'],
+): { path: (string | number)[]; message: string }[] {
+  if (upstream?.auth === undefined) return [];
+  if (auth.oauth?.bearerPassthrough === true || auth.bearerPassthrough !== undefined) {
+    return [
+      {
+        path: ['upstream', 'auth'],
+        message: "choose one: bearer pass-through (the caller's own token upstream) or upstream.auth",
+      },
+    ];
+  }
+  if (upstream.auth.tokenExchange === undefined) return [];
+  const path = ['upstream', 'auth', 'tokenExchange'];
+  if (auth.oauth === undefined) {
+    return [{ path, message: "needs auth.oauth: the caller's validated access token is what is exchanged" }];
+  }
+  if (upstream.sharing !== 'session') {
+    return [
+      {
+        path,
+        message: `needs upstream.sharing: session (a ${upstream.sharing} upstream serves several callers on one connection)`,
+      },
+    ];
+  }
+  return [];
+}
 
 /** Rules that can match nobody: callers not identified at all, or groups and scopes without OAuth tokens. */
 function accessRuleProblems(auth: ParsedConfig['auth']): { path: (string | number)[]; message: string }[] {

@@ -19,6 +19,8 @@ export type Authentication =
       upstreamAuthorization?: string;
       /** What a validated OAuth access token grants (its scopes and groups), for authorization rules. */
       grant?: Grant;
+      /** The validated OAuth access token itself (src/security/caller-tokens.ts holds the latest). */
+      token?: string;
       /** What the caller may do, by `auth.rules`; none when there are no rules. */
       access?: CallerAccess;
     }

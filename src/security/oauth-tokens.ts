@@ -14,6 +14,8 @@ export interface Grant {
   scopes: readonly string[];
   /** The `groups` and `roles` claims, for authorization rules. */
   groups: readonly string[];
+  /** `exp`, in ms. */
+  expiresAt: number;
 }
 
 export type TokenVerdict =
@@ -72,6 +74,7 @@ export class TokenValidator {
         subject: payload.sub!,
         scopes,
         groups: [...stringsOf(payload['groups']), ...stringsOf(payload['roles'])],
+        expiresAt: payload.exp! * 1000,
       },
     };
   }

@@ -63,7 +63,7 @@ function bearerOf(req: IncomingMessage): string | undefined {
 
 /** An Authentication (auth.ts) of this mode. */
 export type OAuthAuthentication =
-  | { identity: string; subject: string; grant: Grant; upstreamAuthorization?: string }
+  | { identity: string; subject: string; grant: Grant; token: string }
   | { refused: string; status: 401 | 403 | 503; challenge?: string };
 
 /** Who is calling, by the access token; a refusal carries its status and challenge. */
@@ -88,7 +88,8 @@ export function oauthAuthenticator(
       identity: `oauth:${issuer}#${subject}`,
       subject,
       grant: verdict.grant,
-      ...(oauth.bearerPassthrough ? { upstreamAuthorization: `Bearer ${token}` } : {}),
+      // What a token exchange starts from (or, with bearerPassthrough, what goes upstream): held in memory only.
+      token: token!,
     };
   };
 }

@@ -33,6 +33,7 @@ import {
 } from '../protocol/modern/headers.js';
 import { MODERN_VERSIONS, PROTOCOL_VERSION_META } from '../protocol/modern/meta.js';
 import type { Channel, ChannelHandlers, Route } from './channel.js';
+import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import {
   discard,
   HttpOrigin,
@@ -47,8 +48,10 @@ import { SseParser } from './sse.js';
 
 export interface ModernHttpUpstreamOptions {
   url: string;
-  /** Sent with every request (the operator's, or the caller's own Authorization). */
+  /** Sent with every request (the operator's). */
   headers?: Record<string, string> | undefined;
+  /** The Authorization of every request (upstream.auth, or the caller's own token). */
+  credential?: UpstreamCredential | undefined;
   maxMessageBytes: number;
 }
 
@@ -66,7 +69,7 @@ export class ModernHttpUpstream implements Channel {
     private readonly options: ModernHttpUpstreamOptions,
     private readonly logger: Logger,
   ) {
-    this.origin = new HttpOrigin(new URL(options.url));
+    this.origin = new HttpOrigin(new URL(options.url), options.credential);
   }
 
   start(handlers: ChannelHandlers): void {

@@ -8,7 +8,8 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
+import { randomUUID } from 'node:crypto';
+import { exportJWK, generateKeyPair, jwtVerify, SignJWT, type CryptoKey, type JWK } from 'jose';
 import Provider from 'oidc-provider';
 
 export interface OAuthClient {
@@ -30,21 +31,57 @@ export const OPERATOR_CLIENT: OAuthClient = {
   secret: 'olga-secret-0123456789',
   groups: ['staff', 'operators'],
 };
-const CLIENTS = [CLIENT, STAFF_CLIENT, OPERATOR_CLIENT];
+/**
+ * taskgate itself as a client of the authorization server, for its upstreams: by client credentials, and
+ * by token exchange (RFC 8693) of a caller's token for one whose audience is the upstream.
+ */
+export const GATEWAY_CLIENT: OAuthClient = { id: 'taskgate', secret: 'taskgate-secret-0123456789' };
+const CLIENTS = [CLIENT, STAFF_CLIENT, OPERATOR_CLIENT, GATEWAY_CLIENT];
+
+export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+
+/** One token exchange the server granted. */
+export interface Exchange {
+  /** The exchanging client (taskgate). */
+  client: string;
+  /** The subject of the token exchanged. */
+  subject: string;
+  /** The audience of the token issued. */
+  resource: string;
+}
 
 interface SigningKey {
   jwk: JWK;
   privateKey: CryptoKey;
+  publicKey: CryptoKey;
 }
 
 async function signingKey(kid: string): Promise<SigningKey> {
-  const { privateKey } = await generateKeyPair('RS256', { extractable: true });
-  return { jwk: { ...(await exportJWK(privateKey)), kid, alg: 'RS256', use: 'sig' }, privateKey };
+  const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
+  return {
+    jwk: { ...(await exportJWK(privateKey)), kid, alg: 'RS256', use: 'sig' },
+    privateKey,
+    publicKey,
+  };
+}
+
+/** What oidc-provider hands a grant handler (it ships no types). */
+interface GrantContext {
+  oidc: { params: Record<string, string | undefined>; client: { clientId: string } };
+  status: number;
+  body: unknown;
 }
 
 export class AuthorizationServer {
   /** Requests for the key set, since it started. */
   jwksFetches = 0;
+  /** Access tokens issued by the client credentials grant, by client id. */
+  readonly clientCredentialsGrants = new Map<string, number>();
+  /** Token exchanges granted, in order. */
+  readonly exchanges: Exchange[] = [];
+  /** Lifetime of the access tokens issued from now on, in seconds. */
+  accessTokenTTL = 300;
   private readonly sockets = new Set<Socket>();
   private key!: SigningKey;
   private generation = 0;
@@ -80,6 +117,17 @@ export class AuthorizationServer {
   async rotate(): Promise<void> {
     this.key = await signingKey(`key-${++this.generation}`);
     const provider = this.provider();
+    provider.on('grant.success', (ctx: GrantContext) => {
+      if (ctx.oidc.params['grant_type'] !== 'client_credentials') return;
+      const id = ctx.oidc.client.clientId;
+      this.clientCredentialsGrants.set(id, (this.clientCredentialsGrants.get(id) ?? 0) + 1);
+    });
+    provider.registerGrantType(
+      TOKEN_EXCHANGE,
+      (ctx: GrantContext) => this.exchange(ctx),
+      ['subject_token', 'subject_token_type', 'requested_token_type', 'resource', 'audience', 'scope'],
+      ['resource', 'audience'],
+    );
     this.server.removeAllListeners('request');
     const handle = provider.callback();
     this.server.on('request', (req, res) => {
@@ -120,6 +168,49 @@ export class AuthorizationServer {
       .sign(key.privateKey);
   }
 
+  /**
+   * RFC 8693: a valid access token of this server (the subject token) for one whose audience is the
+   * `resource` asked for, of the same subject, naming the exchanging client as its actor (`act`).
+   */
+  private async exchange(ctx: GrantContext): Promise<void> {
+    const { params, client } = ctx.oidc;
+    const refuse = (error: string, description: string): void => {
+      ctx.status = 400;
+      ctx.body = { error, error_description: description };
+    };
+    if (params['subject_token_type'] !== ACCESS_TOKEN_TYPE) {
+      return refuse('invalid_request', 'subject_token_type must be an access token');
+    }
+    if (params['resource'] === undefined) return refuse('invalid_target', 'resource is required');
+    let subject: string;
+    try {
+      const { payload } = await jwtVerify(params['subject_token'] ?? '', this.key.publicKey, {
+        issuer: this.issuer,
+      });
+      subject = payload.sub!;
+    } catch {
+      return refuse('invalid_grant', 'the subject token is not a valid access token of this server');
+    }
+    this.exchanges.push({ client: client.clientId, subject, resource: params['resource'] });
+    const token = await this.sign(
+      {
+        sub: subject,
+        aud: params['resource'],
+        client_id: client.clientId,
+        act: { sub: client.clientId },
+        jti: randomUUID(),
+        ...(params['scope'] === undefined ? {} : { scope: params['scope'] }),
+      },
+      { expiresIn: this.accessTokenTTL },
+    );
+    ctx.body = {
+      access_token: token,
+      issued_token_type: ACCESS_TOKEN_TYPE,
+      token_type: 'Bearer',
+      expires_in: this.accessTokenTTL,
+    };
+  }
+
   /** A key this server has never published, as an attacker's would be. */
   static foreignKey(kid: string): Promise<SigningKey> {
     return signingKey(kid);
@@ -150,7 +241,8 @@ export class AuthorizationServer {
       clients: CLIENTS.map((client) => ({
         client_id: client.id,
         client_secret: client.secret,
-        grant_types: ['client_credentials'],
+        grant_types:
+          client === GATEWAY_CLIENT ? ['client_credentials', TOKEN_EXCHANGE] : ['client_credentials'],
         redirect_uris: [],
         response_types: [],
       })),
@@ -168,7 +260,7 @@ export class AuthorizationServer {
           getResourceServerInfo: (_ctx, resource) => ({
             scope: scopes,
             audience: resource,
-            accessTokenTTL: 300,
+            accessTokenTTL: this.accessTokenTTL,
             accessTokenFormat: 'jwt',
             jwt: { sign: { alg: 'RS256' } },
           }),

@@ -30,5 +30,13 @@ declare module 'oidc-provider' {
   export default class Provider {
     constructor(issuer: string, configuration: Configuration);
     callback(): (req: IncomingMessage, res: ServerResponse) => void;
+    /** An extension grant at the token endpoint: its handler, parameters, and those that may repeat. */
+    registerGrantType(
+      name: string,
+      handler: (ctx: never) => Promise<void>,
+      parameters?: string[],
+      duplicates?: string[],
+    ): void;
+    on(event: 'grant.success', listener: (ctx: never) => void): this;
   }
 }
