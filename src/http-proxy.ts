@@ -15,7 +15,8 @@ import type { Routes } from './observability/routes.js';
 import { openStore } from './store.js';
 import type { TaskStore } from './tasks/store.js';
 import { createAuthenticator } from './security/auth.js';
-import { protectedResourceRoutes } from './security/oauth.js';
+import { challenge, protectedResourceRoutes } from './security/oauth.js';
+import type { UpstreamChallenge } from './transport/http-refusals.js';
 import { upstreamAuth } from './security/upstream-auth.js';
 import type { UpstreamCredential } from './security/upstream-credentials.js';
 import { HttpFront, type Caller } from './transport/http-front.js';
@@ -164,6 +165,7 @@ export async function startHttpGateway(
       accepting: () => runner.isAccepting,
       modern: telemetry().modern((exchange) => modern.handle(exchange)),
       ...(authenticate === undefined ? {} : { authenticate }),
+      ...upstreamChallenge(config),
       ...extraRoutes(config, pagesOnFront ? observed.routes : undefined),
       sessionRefused: () => metrics.limitRefused('max_sessions'),
       sessionEnded: (why) => metrics.sessionEnded(why),
@@ -232,6 +234,28 @@ function extraRoutes(config: Config, pages: Routes | undefined): { extraRoutes?:
   return {
     extraRoutes: async (req, res, path) =>
       oauth(req, res, path) || (pages !== undefined && (await pages(req, res, path))),
+  };
+}
+
+/**
+ * An HTTP upstream's 401 to the credential that stands for the caller reaches it as a 401 of taskgate's:
+ * with taskgate's own challenge when it is the resource server (the client gets a new token for taskgate,
+ * which is exchanged or passed on anew), with the upstream's when the caller's token is the upstream's own.
+ */
+function upstreamChallenge(config: Config): { upstreamChallenge?: UpstreamChallenge } {
+  const oauth = config.auth.oauth;
+  if (oauth !== undefined) {
+    const refused = challenge(oauth, {
+      ok: false,
+      status: 401,
+      error: 'invalid_token',
+      description: 'the upstream server refused the token sent for this caller',
+    });
+    return { upstreamChallenge: () => refused! };
+  }
+  if (config.auth.bearerPassthrough === undefined) return {};
+  return {
+    upstreamChallenge: (upstream) => upstream ?? 'Bearer realm="taskgate", error="invalid_token"',
   };
 }
 

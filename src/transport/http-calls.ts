@@ -35,6 +35,7 @@ import {
   type ReplyBody,
 } from './http-wire.js';
 import { SseParser, type SseEvent } from './sse.js';
+import { upstreamUnauthorized } from './upstream-refusal.js';
 
 export interface CallsHost {
   origin: HttpOrigin;
@@ -342,6 +343,14 @@ export class HttpCalls {
   /** An HTTP error status: the server's own JSON-RPC error when the body is one, else one naming the status. */
   private async failFromReply(call: Call, reply: Reply): Promise<void> {
     const status = reply.statusCode;
+    if (status === 401 && this.host.origin.refusalIsCallers && !call.own) {
+      discard(reply.body);
+      this.host.logger.info(
+        `the upstream server answered ${call.out.method} with HTTP 401: the caller is told`,
+      );
+      call.controller.abort();
+      return this.answer(call, upstreamUnauthorized(call.out.id, header(reply, 'www-authenticate')));
+    }
     let raw: Buffer | undefined;
     try {
       raw = await readLimited(reply.body, ERROR_BODY_LIMIT);

@@ -36,6 +36,7 @@ import type { Channel, ChannelHandlers, Route } from './channel.js';
 import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import {
   discard,
+  header,
   HttpOrigin,
   mediaType,
   networkReason,
@@ -45,6 +46,7 @@ import {
   type Reply,
 } from './http-wire.js';
 import { SseParser } from './sse.js';
+import { upstreamUnauthorized } from './upstream-refusal.js';
 
 export interface ModernHttpUpstreamOptions {
   url: string;
@@ -158,6 +160,11 @@ export class ModernHttpUpstream implements Channel {
 
   /** The reply to one POST: its JSON answer, or every message of its event stream. */
   private async answer(id: RequestId, reply: Reply): Promise<void> {
+    if (reply.statusCode === 401 && this.origin.refusalIsCallers) {
+      discard(reply.body);
+      const raw = upstreamUnauthorized(id, header(reply, 'www-authenticate'));
+      return void this.handlers?.message(raw, { onStreamOf: id });
+    }
     const type = mediaType(reply);
     if (reply.statusCode >= 200 && reply.statusCode < 300 && type === 'text/event-stream') {
       return this.readStream(id, reply);

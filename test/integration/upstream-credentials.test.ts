@@ -3,12 +3,15 @@
  * MUST NOT pass the client's token through to an upstream): an HTTP upstream that is a resource server of
  * its own (the fixture checks each request's JWT: signed by the authorization server, audience = the
  * upstream) gets a token of taskgate's own (client credentials) or one the caller's token is exchanged for
- * (RFC 8693), from a real authorization server (oidc-provider, in the test).
+ * (RFC 8693), from a real authorization server (oidc-provider, in the test). And the upstream's 401 turning
+ * into the client's own refresh: the SDK client, told 401 by taskgate, gets a new token and goes on.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport } from '../helpers/http-client.js';
 import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
@@ -44,22 +47,32 @@ interface Setup {
 }
 
 /** The authorization server, the upstream checking its tokens' audience, and taskgate in front of it. */
-async function start(upstreamAuth: string[], front: string[] = []): Promise<Setup> {
+async function start(
+  upstreamAuth: string[],
+  front: string[] = [],
+  /** The audience the upstream takes: its own unless set. */
+  audience?: (resource: string) => string,
+): Promise<Setup> {
   as = await AuthorizationServer.start();
   const upstreamPort = await freePort();
+  const port = await freePort();
+  const resource = `http://127.0.0.1:${port}/mcp`;
   upstream = await startHttpFixture('legacy', {
     port: upstreamPort,
     env: {
       FIXTURE_REQUIRE_JWT: `${as.issuer}/jwks`,
-      FIXTURE_JWT_AUDIENCE: `http://127.0.0.1:${upstreamPort}/mcp`,
+      FIXTURE_JWT_AUDIENCE: audience?.(resource) ?? `http://127.0.0.1:${upstreamPort}/mcp`,
     },
   });
-  const port = await freePort();
-  const resource = `http://127.0.0.1:${port}/mcp`;
   const config = join(mkdtempSync(join(tmpdir(), 'taskgate-upcred-')), 'config.yaml');
   writeFileSync(
     config,
-    ['upstream:', `  url: ${upstream.url}`, '  auth:', ...upstreamAuth.map((line) => `    ${line}`), ...front]
+    [
+      'upstream:',
+      `  url: ${upstream.url}`,
+      ...(upstreamAuth.length === 0 ? [] : ['  auth:', ...upstreamAuth.map((line) => `    ${line}`)]),
+      ...front,
+    ]
       .join('\n')
       .replaceAll('ISSUER', as.issuer)
       .replaceAll('RESOURCE', resource),
@@ -154,5 +167,143 @@ describe('upstream.auth.tokenExchange: the caller’s token exchanged for one wh
     expect(bySubject('olga')).toHaveLength(1);
     // The callers' own tokens (audience: taskgate) never reached the upstream.
     expect(s.upstream.stderr()).not.toContain('token refused');
+  });
+
+  it("turns the upstream's 401 into the client's refresh: HTTP 401 naming taskgate's metadata, then a new token", async () => {
+    const s = await setup();
+    const statuses: { status: number; challenge: string | null }[] = [];
+    const client = new Client({ name: 'upcred-test', version: '1' });
+    await client.connect(
+      httpTransport(s.gateway.url, {
+        authProvider: new ClientCredentialsProvider({
+          clientId: STAFF_CLIENT.id,
+          clientSecret: STAFF_CLIENT.secret,
+          expectedIssuer: s.as.issuer,
+          scope: 'mcp:tools',
+        }),
+        fetch: async (input, init) => {
+          const response = await fetch(input, init?.method === 'POST' ? { ...init, signal: null } : init);
+          if (String(input) === s.gateway.url.href && init?.method === 'POST') {
+            statuses.push({ status: response.status, challenge: response.headers.get('www-authenticate') });
+          }
+          return response;
+        },
+      }),
+    );
+    clients.push(client);
+    const sessionId = (client.transport as StreamableHTTPClientTransport).sessionId;
+    expect(await echo(client, 'before')).toEqual([{ type: 'text', text: 'before' }]);
+    const tokensBefore = s.as.clientCredentialsGrants.get(STAFF_CLIENT.id);
+    expect(s.as.exchanges).toHaveLength(1);
+
+    // The upstream stops taking every token it has seen: the exchanged one is refused from now on.
+    expect((await fetch(new URL('/revoke-tokens', s.upstream.url), { method: 'POST' })).status).toBe(200);
+    statuses.length = 0;
+    expect(await echo(client, 'after')).toEqual([{ type: 'text', text: 'after' }]);
+
+    const metadata = `${new URL(s.resource).origin}/.well-known/oauth-protected-resource/mcp`;
+    expect(statuses).toEqual([
+      {
+        status: 401,
+        challenge: `Bearer error="invalid_token", error_description="the upstream server refused the token sent for this caller", resource_metadata="${metadata}"`,
+      },
+      { status: 200, challenge: null },
+    ]);
+    // The client got a new token for taskgate, which exchanged it anew; the session is the same.
+    expect(s.as.clientCredentialsGrants.get(STAFF_CLIENT.id)).toBe(tokensBefore! + 1);
+    expect(s.as.exchanges).toHaveLength(2);
+    expect((client.transport as StreamableHTTPClientTransport).sessionId).toBe(sessionId);
+    await s.upstream.logged('token refused: revoked');
+  });
+
+  it("answers a 2026-07-28 request HTTP 401 with taskgate's challenge when the upstream refuses its token", async () => {
+    const s = await setup();
+    const token = await tokenOf(s, STAFF_CLIENT);
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': {},
+      'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1' },
+    };
+    const call = (text: string) =>
+      fetch(s.gateway.url, {
+        method: 'POST',
+        headers: {
+          accept: 'application/json, text/event-stream',
+          'content-type': 'application/json',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/call',
+          'mcp-name': 'echo',
+          authorization: `Bearer ${token}`,
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 7,
+          method: 'tools/call',
+          params: { name: 'echo', arguments: { text }, _meta: meta },
+        }),
+      });
+    expect((await call('first')).status).toBe(200);
+    await fetch(new URL('/revoke-tokens', s.upstream.url), { method: 'POST' });
+    const refused = await call('second');
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('www-authenticate')).toMatch(
+      /^Bearer error="invalid_token", error_description="the upstream server refused the token sent for this caller", resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp"$/,
+    );
+    expect(((await refused.json()) as { error: { code: number } }).error.code).toBe(-31004);
+    // The refused token was dropped: the next request (the same caller token, still valid) is exchanged anew.
+    expect((await call('third')).status).toBe(200);
+    expect(s.as.exchanges).toHaveLength(2);
+  });
+});
+
+describe('bearer pass-through, where the operator asks for it', () => {
+  it("sends the caller's latest token with auth.oauth.bearerPassthrough, so a refresh reaches the upstream", async () => {
+    const s = await start([], [...FRONT_OAUTH, '    bearerPassthrough: true'], (resource) => resource);
+    let token = await s.as.token(s.resource, 'mcp:tools', STAFF_CLIENT);
+    const client = await clientWithToken(s.gateway.url, () => token);
+    expect(await echo(client, 'one')).toEqual([{ type: 'text', text: 'one' }]);
+    await s.upstream.logged(`token accepted sub=alice aud=${s.resource} act=-`);
+    const before = s.upstream.stderr().split('token accepted').length;
+    token = await s.as.token(s.resource, 'mcp:tools', STAFF_CLIENT);
+    expect(await echo(client, 'two')).toEqual([{ type: 'text', text: 'two' }]);
+    // The refreshed token, not the one that opened the session, went on.
+    expect(s.upstream.stderr().split('token accepted').length).toBe(before + 1);
+    expect(s.upstream.stderr()).not.toContain('token refused');
+  });
+
+  it("answers the upstream's 401 to a passed-through token with a 401 carrying the upstream's challenge", async () => {
+    upstream = await startHttpFixture('legacy', {
+      env: { FIXTURE_REQUIRE_BEARER: 'the-upstream-token-0123456789' },
+    });
+    const config = join(mkdtempSync(join(tmpdir(), 'taskgate-upcred-')), 'config.yaml');
+    writeFileSync(
+      config,
+      `auth:\n  bearerPassthrough: { secret: a-secret-of-at-least-16 }\nupstream:\n  url: ${upstream.url}\n`,
+    );
+    gateway = await Gateway.start([], ['--config', config]);
+    const initialize = (token: string) =>
+      fetch(gateway!.url, {
+        method: 'POST',
+        headers: {
+          accept: 'application/json, text/event-stream',
+          'content-type': 'application/json',
+          authorization: `Bearer ${token}`,
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: {
+            protocolVersion: '2025-11-25',
+            capabilities: {},
+            clientInfo: { name: 'raw', version: '1' },
+          },
+        }),
+      });
+    const refused = await initialize('not-the-upstream-token-0123');
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('www-authenticate')).toBe('Bearer realm="fixture"');
+    expect(refused.headers.get('mcp-session-id')).toBeNull();
+    expect((await initialize('the-upstream-token-0123456789')).status).toBe(200);
   });
 });
