@@ -6,9 +6,10 @@
  * (RFC 8693), from a real authorization server (oidc-provider, in the test). And the upstream's 401 turning
  * into the client's own refresh: the SDK client, told 401 by taskgate, gets a new token and goes on.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -305,5 +306,41 @@ describe('bearer pass-through, where the operator asks for it', () => {
     expect(refused.headers.get('www-authenticate')).toBe('Bearer realm="fixture"');
     expect(refused.headers.get('mcp-session-id')).toBeNull();
     expect((await initialize('the-upstream-token-0123456789')).status).toBe(200);
+  });
+});
+
+describe('the worked example', () => {
+  it('config/oauth-upstream.yaml runs as written, its URLs those of the test', async () => {
+    as = await AuthorizationServer.start();
+    const upstreamPort = await freePort();
+    upstream = await startHttpFixture('legacy', {
+      port: upstreamPort,
+      env: {
+        FIXTURE_REQUIRE_JWT: `${as.issuer}/jwks`,
+        FIXTURE_JWT_AUDIENCE: `http://127.0.0.1:${upstreamPort}/mcp`,
+      },
+    });
+    const port = await freePort();
+    const resource = `http://127.0.0.1:${port}/mcp`;
+    const example = readFileSync(
+      fileURLToPath(new URL('../../config/oauth-upstream.yaml', import.meta.url)),
+      'utf8',
+    );
+    const config = join(mkdtempSync(join(tmpdir(), 'taskgate-upcred-')), 'oauth-upstream.yaml');
+    writeFileSync(
+      config,
+      example
+        .replaceAll('https://tools.internal.example.com/mcp', upstream.url)
+        .replaceAll('https://auth.example.com', as.issuer)
+        .replaceAll('https://mcp.example.com/mcp', resource)
+        .replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`),
+    );
+    gateway = await Gateway.start([], ['--config', config], {
+      UPSTREAM_CLIENT_SECRET: GATEWAY_CLIENT.secret,
+    });
+    const token = await as.token(resource, 'mcp:tools', STAFF_CLIENT);
+    const client = await clientWithToken(gateway.url, () => token);
+    expect(await echo(client, 'example')).toEqual([{ type: 'text', text: 'example' }]);
+    await upstream.logged(`token accepted sub=alice aud=${upstream.url} act=${GATEWAY_CLIENT.id}`);
   });
 });
