@@ -13,9 +13,15 @@ import { fileURLToPath } from 'node:url';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  Client as ModernClient,
+  ClientCredentialsProvider as ModernClientCredentials,
+  StreamableHTTPClientTransport as ModernTransport,
+} from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport } from '../helpers/http-client.js';
 import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
+import { MODERN_VERSION } from '../helpers/modern-client.js';
 import { modernRequest } from '../helpers/modern-raw.js';
 import {
   AuthorizationServer,
@@ -31,8 +37,10 @@ let gateway: Gateway | undefined;
 let upstream: HttpFixture | undefined;
 let as: AuthorizationServer | undefined;
 const clients: Client[] = [];
+const modernClients: ModernClient[] = [];
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((client) => client.close()));
+  await Promise.all(modernClients.splice(0).map((client) => client.close()));
   await gateway?.stop();
   await upstream?.stop();
   await as?.close();
@@ -215,6 +223,43 @@ describe('upstream.auth.tokenExchange: the caller’s token exchanged for one wh
     expect(s.as.exchanges).toHaveLength(2);
     expect((client.transport as StreamableHTTPClientTransport).sessionId).toBe(sessionId);
     await s.upstream.logged('token refused: revoked');
+  });
+
+  it('turns it into the refresh of a 2026-07-28 client too: the SDK v2 client gets a new token and goes on', async () => {
+    const s = await setup();
+    const statuses: number[] = [];
+    const client = new ModernClient(
+      { name: 'upcred-v2', version: '1' },
+      { versionNegotiation: { mode: { pin: MODERN_VERSION } } },
+    );
+    await client.connect(
+      new ModernTransport(s.gateway.url, {
+        authProvider: new ModernClientCredentials({
+          clientId: STAFF_CLIENT.id,
+          clientSecret: STAFF_CLIENT.secret,
+          expectedIssuer: s.as.issuer,
+          scope: 'mcp:tools',
+        }),
+        fetch: async (input, init) => {
+          const response = await fetch(input, init);
+          if (String(input) === s.gateway.url.href) statuses.push(response.status);
+          return response;
+        },
+      }),
+    );
+    modernClients.push(client);
+    expect((await client.callTool({ name: 'echo', arguments: { text: 'before' } })).content).toEqual([
+      { type: 'text', text: 'before' },
+    ]);
+    const tokensBefore = s.as.clientCredentialsGrants.get(STAFF_CLIENT.id)!;
+    await fetch(new URL('/revoke-tokens', s.upstream.url), { method: 'POST' });
+    statuses.length = 0;
+    expect((await client.callTool({ name: 'echo', arguments: { text: 'after' } })).content).toEqual([
+      { type: 'text', text: 'after' },
+    ]);
+    expect(statuses).toEqual([401, 200]);
+    expect(s.as.clientCredentialsGrants.get(STAFF_CLIENT.id)).toBe(tokensBefore + 1);
+    expect(s.as.exchanges).toHaveLength(2);
   });
 
   it("answers a 2026-07-28 request HTTP 401 with taskgate's challenge when the upstream refuses its token", async () => {
