@@ -6,7 +6,7 @@
  * valid), signed with its own key, for the checks a real server's tokens cannot reach.
  */
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, jwtVerify, SignJWT, type CryptoKey, type JWK } from 'jose';
@@ -37,6 +37,12 @@ export const OPERATOR_CLIENT: OAuthClient = {
  */
 export const GATEWAY_CLIENT: OAuthClient = { id: 'taskgate', secret: 'taskgate-secret-0123456789' };
 const CLIENTS = [CLIENT, STAFF_CLIENT, OPERATOR_CLIENT, GATEWAY_CLIENT];
+
+/**
+ * A public client (no secret) of the authorization code grant with PKCE, as MCP clients are: a native
+ * app whose redirect URI is on loopback (RFC 8252). Nothing listens there: the test reads the redirect.
+ */
+export const APP_CLIENT = { id: 'mcp-app', redirectUri: 'http://127.0.0.1:53682/callback' } as const;
 
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
@@ -82,6 +88,8 @@ export class AuthorizationServer {
   readonly exchanges: Exchange[] = [];
   /** Lifetime of the access tokens issued from now on, in seconds. */
   accessTokenTTL = 300;
+  /** Who logs in (and consents to what is asked) when the authorization endpoint asks for a person. */
+  user = 'carol';
   private readonly sockets = new Set<Socket>();
   private key!: SigningKey;
   private generation = 0;
@@ -132,6 +140,10 @@ export class AuthorizationServer {
     const handle = provider.callback();
     this.server.on('request', (req, res) => {
       if (req.url === '/jwks') this.jwksFetches++;
+      if (req.url?.startsWith('/interaction/')) {
+        this.interact(provider, req, res).catch((error: unknown) => res.writeHead(500).end(String(error)));
+        return;
+      }
       handle(req, res);
     });
   }
@@ -211,6 +223,38 @@ export class AuthorizationServer {
     };
   }
 
+  /**
+   * The person at the authorization endpoint, without a page: `user` logs in, then consents to the scopes
+   * and resources the client asked for (oidc-provider's own interaction example, done at once).
+   */
+  private async interact(provider: Provider, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const details = await provider.interactionDetails(req, res);
+    if (details.prompt.name === 'login') {
+      return provider.interactionFinished(
+        req,
+        res,
+        { login: { accountId: this.user } },
+        { mergeWithLastSubmission: false },
+      );
+    }
+    const grant = new provider.Grant({
+      accountId: details.session!.accountId,
+      clientId: details.params['client_id'] as string,
+    });
+    const missing = details.prompt.details;
+    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+    for (const [resource, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
+      grant.addResourceScope(resource, scopes.join(' '));
+    }
+    const grantId = await grant.save();
+    return provider.interactionFinished(
+      req,
+      res,
+      { consent: { grantId } },
+      { mergeWithLastSubmission: true },
+    );
+  }
+
   /** A key this server has never published, as an attacker's would be. */
   static foreignKey(kid: string): Promise<SigningKey> {
     return signingKey(kid);
@@ -238,14 +282,25 @@ export class AuthorizationServer {
     const scopes = this.scopes.join(' ');
     return new Provider(this.issuer, {
       jwks: { keys: [this.key.jwk] },
-      clients: CLIENTS.map((client) => ({
-        client_id: client.id,
-        client_secret: client.secret,
-        grant_types:
-          client === GATEWAY_CLIENT ? ['client_credentials', TOKEN_EXCHANGE] : ['client_credentials'],
-        redirect_uris: [],
-        response_types: [],
-      })),
+      clients: [
+        ...CLIENTS.map((client) => ({
+          client_id: client.id,
+          client_secret: client.secret,
+          grant_types:
+            client === GATEWAY_CLIENT ? ['client_credentials', TOKEN_EXCHANGE] : ['client_credentials'],
+          redirect_uris: [],
+          response_types: [],
+        })),
+        {
+          client_id: APP_CLIENT.id,
+          application_type: 'native',
+          token_endpoint_auth_method: 'none',
+          grant_types: ['authorization_code'],
+          response_types: ['code'],
+          redirect_uris: [APP_CLIENT.redirectUri],
+        },
+      ],
+      findAccount: (_ctx, id) => ({ accountId: id, claims: () => ({ sub: id }) }),
       scopes: [...this.scopes],
       extraTokenClaims: (_ctx, token) => {
         const groups = CLIENTS.find((client) => client.id === token.clientId)?.groups;
