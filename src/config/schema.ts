@@ -157,6 +157,8 @@ export const UpstreamSchema = z
  * checked against its keys (JWKS), for taskgate's own `resource` (RFC 8707: the `aud` must name it), with
  * the `scopes` every request needs. Protected Resource Metadata (RFC 9728) names the issuer to clients.
  */
+const scopeToken = z.string().regex(/^[!#-[\]-~]+$/, 'expected a scope token');
+
 export const OAuthSchema = z
   .object({
     /** The authorization server's issuer identifier; its metadata (RFC 8414, else OIDC discovery) gives the JWKS. */
@@ -164,7 +166,9 @@ export const OAuthSchema = z
     /** taskgate's own canonical URI as clients reach it (e.g. https://mcp.example.com/mcp): the audience. */
     resource: z.url({ protocol: /^https?$/ }).refine((url) => !url.includes('#'), 'expected no fragment'),
     /** Scopes every request's token must carry (named in the 401/403 challenge and the metadata). */
-    scopes: z.array(z.string().regex(/^[!#-[\]-~]+$/, 'expected a scope token')).default([]),
+    scopes: z.array(scopeToken).default([]),
+    /** Scope hierarchies: a token carrying a key scope carries the scopes listed for it too (transitively). */
+    impliedScopes: z.record(scopeToken, z.array(scopeToken)).default({}),
     /** The issuer's JWKS, when its metadata should not be asked for it. */
     jwksUri: z.url({ protocol: /^https?$/ }).optional(),
     /** Leeway for exp and nbf against clocks that differ a little. */
