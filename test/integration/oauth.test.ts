@@ -154,6 +154,45 @@ describe('Protected Resource Metadata and challenges', () => {
     }
   });
 
+  it('answers a 2026-07-28 request as a 2025 one: 401 without a token, with a foreign one, or with one in the query', async () => {
+    const { as, gateway, resource, metadata } = await start();
+    const discover = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'server/discover',
+      params: {
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientCapabilities': {},
+          'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1' },
+        },
+      },
+    };
+    const modern = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'server/discover' };
+    const none = await post(gateway.url, modern, discover);
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toBe(
+      `Bearer scope="mcp:tools", resource_metadata="${metadata}"`,
+    );
+    const foreign = await post(
+      gateway.url,
+      { ...modern, authorization: `Bearer ${await as.token('http://127.0.0.1:1/other-server')}` },
+      discover,
+    );
+    expect(foreign.status).toBe(401);
+    expect(foreign.headers.get('www-authenticate')).toContain('error="invalid_token"');
+    // Tokens go in the Authorization header only (bearer_methods_supported: header), never in the URI.
+    const inQuery = new URL(gateway.url);
+    inQuery.searchParams.set('access_token', await as.token(resource));
+    expect((await post(inQuery, modern, discover)).status).toBe(401);
+    const good = await post(
+      gateway.url,
+      { ...modern, authorization: `Bearer ${await as.token(resource)}` },
+      discover,
+    );
+    expect(good.status).toBe(200);
+  });
+
   it('answers a token without the scope required 403 insufficient_scope, naming the scope', async () => {
     const { as, gateway, resource, metadata } = await start({ scopes: ['mcp:tools', 'mcp:admin'] });
     const response = await post(gateway.url, {
