@@ -26,8 +26,11 @@ export type Authentication =
     }
   | {
       refused: string;
-      /** 401 unless set: 403 for a token without the scope needed, 503 when it cannot be judged now. */
-      status?: 401 | 403 | 503;
+      /**
+       * 401 unless set: 400 for a malformed authorization request, 403 for a token without the scope
+       * needed, 503 when it cannot be judged now.
+       */
+      status?: 400 | 401 | 403 | 503;
       /** The WWW-Authenticate value, when it is not the plain bearer one. */
       challenge?: string;
     };

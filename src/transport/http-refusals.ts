@@ -27,7 +27,12 @@ export function refuseCaller(
         `Bearer realm="taskgate", error="invalid_token", error_description="${refusal.refused}"`,
     );
   } else res.setHeader('retry-after', '1');
-  const words = { 401: 'Unauthorized', 403: 'Forbidden', 503: 'Service Unavailable' } as const;
+  const words = {
+    400: 'Bad Request',
+    401: 'Unauthorized',
+    403: 'Forbidden',
+    503: 'Service Unavailable',
+  } as const;
   reply(res, status, null, {
     code: status === 503 ? ErrorCode.UpstreamUnavailable : ErrorCode.InvalidRequest,
     message: `${words[status]}: ${refusal.refused}`,

@@ -154,7 +154,7 @@ describe('Protected Resource Metadata and challenges', () => {
     }
   });
 
-  it('answers a 2026-07-28 request as a 2025 one: 401 without a token, with a foreign one, or with one in the query', async () => {
+  it('answers a 2026-07-28 request as a 2025 one: 401 without a token or with a foreign one', async () => {
     const { as, gateway, resource, metadata } = await start();
     const discover = {
       jsonrpc: '2.0',
@@ -181,16 +181,31 @@ describe('Protected Resource Metadata and challenges', () => {
     );
     expect(foreign.status).toBe(401);
     expect(foreign.headers.get('www-authenticate')).toContain('error="invalid_token"');
-    // Tokens go in the Authorization header only (bearer_methods_supported: header), never in the URI.
-    const inQuery = new URL(gateway.url);
-    inQuery.searchParams.set('access_token', await as.token(resource));
-    expect((await post(inQuery, modern, discover)).status).toBe(401);
     const good = await post(
       gateway.url,
       { ...modern, authorization: `Bearer ${await as.token(resource)}` },
       discover,
     );
     expect(good.status).toBe(200);
+  });
+
+  it('answers a malformed authorization request 400 invalid_request: a bad Bearer header, a token in the URI', async () => {
+    const { as, gateway, resource, metadata } = await start();
+    const token = await as.token(resource);
+    const twoTokens = await post(gateway.url, { authorization: `Bearer ${token} ${token}` });
+    expect(twoTokens.status).toBe(400);
+    expect(twoTokens.headers.get('www-authenticate')).toBe(
+      `Bearer error="invalid_request", error_description="the Authorization header must be 'Bearer' and one token", resource_metadata="${metadata}"`,
+    );
+    // Tokens go in the Authorization header only (bearer_methods_supported: header), never in the URI.
+    const inQuery = new URL(gateway.url);
+    inQuery.searchParams.set('access_token', token);
+    const queried = await post(inQuery, { authorization: `Bearer ${token}` });
+    expect(queried.status).toBe(400);
+    expect(((await queried.json()) as { error: { message: string } }).error.message).toBe(
+      'Bad Request: an access token goes in the Authorization header, never in the URI',
+    );
+    expect((await post(gateway.url, { authorization: `Bearer ${token}` })).status).toBe(200);
   });
 
   it('answers a token without the scope required 403 insufficient_scope, naming the scope', async () => {
