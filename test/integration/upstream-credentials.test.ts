@@ -138,7 +138,7 @@ describe('upstream.auth.tokenExchange: the caller’s token exchanged for one wh
   const setup = () =>
     start(
       ['tokenExchange:', '  tokenEndpoint: ISSUER/token', ...GATEWAY_SECRET.map((line) => `  ${line}`)],
-      FRONT_OAUTH,
+      [...FRONT_OAUTH, 'logLevel: debug'],
     );
   const tokenOf = (s: Setup, client: OAuthClient) => s.as.token(s.resource, 'mcp:tools', client);
 
@@ -176,6 +176,8 @@ describe('upstream.auth.tokenExchange: the caller’s token exchanged for one wh
     expect(bySubject('olga')).toHaveLength(1);
     // The callers' own tokens (audience: taskgate) never reached the upstream.
     expect(s.upstream.stderr()).not.toContain('token refused');
+    // Nor is any token in taskgate's log, at debug level (a JWT starts with a base64url `{"`).
+    expect(s.gateway.stderr).not.toMatch(/eyJ[\w-]+\.eyJ/);
   });
 
   it("turns the upstream's 401 into the client's refresh: HTTP 401 naming taskgate's metadata, then a new token", async () => {
