@@ -8,7 +8,7 @@ import { ErrorCode } from '../protocol/errors.js';
 import { serialize } from '../protocol/exact-ids.js';
 import type { ModernAnswer } from '../protocol/modern/exchange.js';
 import type { UpstreamChallenge } from './http-refusals.js';
-import { MODERN_UPSTREAM_UNAUTHORIZED } from './upstream-refusal.js';
+import { MODERN_UPSTREAM_UNAUTHORIZED, refusalIn } from './upstream-refusal.js';
 
 export async function answerModern(
   res: ServerResponse,
@@ -50,12 +50,8 @@ function modernStatus(answer: NonNullable<ModernAnswer>): number {
 
 /** When the answer is an upstream's 401 to the caller's credential: with the upstream's challenge, if any. */
 function refusalOf(answer: NonNullable<ModernAnswer>): { wwwAuthenticate?: string } | undefined {
-  const { error } = answer.response as { error?: { code?: unknown; data?: { wwwAuthenticate?: unknown } } };
-  if (error?.code !== MODERN_UPSTREAM_UNAUTHORIZED && error?.code !== ErrorCode.UpstreamUnauthorized) {
-    return undefined;
-  }
-  const challenge = error.data?.wwwAuthenticate;
-  return typeof challenge === 'string' ? { wwwAuthenticate: challenge } : {};
+  const { error } = answer.response as { error?: unknown };
+  return refusalIn(error, MODERN_UPSTREAM_UNAUTHORIZED) ?? refusalIn(error, ErrorCode.UpstreamUnauthorized);
 }
 
 /** The 2026-07-28 errors that streamable-http.mdx answers with 400 Bad Request. */

@@ -15,7 +15,8 @@ export function upstreamUnauthorized(id: RequestId, wwwAuthenticate: string | un
       code: ErrorCode.UpstreamUnauthorized,
       message:
         "Unauthorized: the upstream server refused the credential sent on the caller's behalf (HTTP 401)",
-      data: wwwAuthenticate === undefined ? {} : { wwwAuthenticate },
+      // The status marks it as taskgate's: an upstream's own error of this code is no such refusal.
+      data: { upstreamStatus: 401, ...(wwwAuthenticate === undefined ? {} : { wwwAuthenticate }) },
     }),
   );
 }
@@ -39,8 +40,15 @@ export function upstreamRefusalOf(raw: Buffer | string): { wwwAuthenticate?: str
   } catch {
     return undefined;
   }
-  const error = (value as { error?: { code?: unknown; data?: { wwwAuthenticate?: unknown } } } | null)?.error;
-  if (error?.code !== ErrorCode.UpstreamUnauthorized) return undefined;
-  const challenge = error.data?.wwwAuthenticate;
-  return typeof challenge === 'string' ? { wwwAuthenticate: challenge } : {};
+  return refusalIn((value as { error?: unknown } | null)?.error, ErrorCode.UpstreamUnauthorized);
+}
+
+/** The refusal an error object is (of `code`: the 2025 one, or the 2026-07-28 one), if it is one. */
+export function refusalIn(error: unknown, code: number): { wwwAuthenticate?: string } | undefined {
+  const { code: found, data } = (error ?? {}) as {
+    code?: unknown;
+    data?: { upstreamStatus?: unknown; wwwAuthenticate?: unknown };
+  };
+  if (found !== code || data?.upstreamStatus !== 401) return undefined;
+  return typeof data.wwwAuthenticate === 'string' ? { wwwAuthenticate: data.wwwAuthenticate } : {};
 }
