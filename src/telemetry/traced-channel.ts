@@ -6,6 +6,13 @@
  * 2026-07-28). A response ends its request's span. What arrives is handed on inside its span's context,
  * so that what taskgate sends because of it, upstream or to the client, is that span's child.
  *
+ * A request an upstream server sends (elicitation, sampling, roots) with no trace context of its own is
+ * the child of the request of taskgate's it came during: the one whose HTTP stream carried it, or on
+ * stdio, where nothing says, the one request taskgate has in flight there, if there is just one. So the
+ * elicitation of a tool call is in the call's trace, and so is taskgate asking the client for it. When
+ * the answer to it comes from another request (a 2026-07-28 client's MRTR retry), that request's span
+ * links to it.
+ *
  * Each request's time also goes to the conventions' operation histograms, and a 2025 session's (the
  * channel's life) to the session ones, when metrics are on.
  */
@@ -30,7 +37,7 @@ import {
 } from '../protocol/messages.js';
 import { readHanded } from '../protocol/read-message.js';
 import { MODERN_VERSIONS } from '../protocol/modern/meta.js';
-import type { Channel, ChannelHandlers, Route } from '../transport/channel.js';
+import type { Arrival, Channel, ChannelHandlers, Route } from '../transport/channel.js';
 import { requestAttributes, spanName, statedVersion } from './attributes.js';
 import { Operation } from './operation.js';
 import type { OperationMetrics } from './operation-metrics.js';
@@ -42,6 +49,7 @@ const MAX_OPEN_SPANS = 10_000;
 
 interface Open {
   operation: Operation;
+  method: string;
   /** Where the request was sent from: its answer is handled there. */
   origin: Context;
 }
@@ -76,7 +84,7 @@ export class TracedChannel implements Channel {
   start(handlers: ChannelHandlers): void {
     this.inner.start({
       message: (raw, arrival, parsed) => {
-        const into = this.arrived(readHanded(raw, parsed, 'the peer'));
+        const into = this.arrived(readHanded(raw, parsed, 'the peer'), arrival);
         context.with(into, () => handlers.message(raw, arrival, parsed));
       },
       malformed: (error, id) => handlers.malformed(error, id),
@@ -111,7 +119,7 @@ export class TracedChannel implements Channel {
   }
 
   /** The context to hand an arriving message on in. */
-  private arrived(read: ReturnType<typeof readHanded>): Context {
+  private arrived(read: ReturnType<typeof readHanded>, arrival: Arrival | undefined): Context {
     if (!read.ok) return ROOT_CONTEXT;
     const message = read.message;
     if (message.kind === 'response') {
@@ -127,7 +135,7 @@ export class TracedChannel implements Channel {
     if (method === 'initialize') this.version = text(params?.protocolVersion) ?? this.version;
     const ambient = context.active();
     const carried = extracted(params);
-    const parent = carried ?? ambient;
+    const parent = carried ?? this.duringOf(method, arrival) ?? ambient;
     const links: Link[] = [];
     const ambientSpan = trace.getSpanContext(ambient);
     if (carried !== undefined && ambientSpan !== undefined) links.push({ context: ambientSpan });
@@ -150,6 +158,24 @@ export class TracedChannel implements Channel {
     return trace.setSpan(parent, span);
   }
 
+  /**
+   * The request of taskgate's an upstream's request came during, as the context to be its parent: the
+   * one whose stream carried it, else the only one in flight on this channel.
+   */
+  private duringOf(method: string, arrival: Arrival | undefined): Context | undefined {
+    if (this.side !== 'upstream' || method === 'ping') return undefined;
+    let during: Open | undefined;
+    if (arrival?.onStreamOf !== undefined) during = this.asked.get(idKey(arrival.onStreamOf));
+    else {
+      for (const open of this.asked.values()) {
+        if (open.method === 'ping') continue;
+        if (during !== undefined) return undefined;
+        during = open;
+      }
+    }
+    return during === undefined ? undefined : trace.setSpan(during.origin, during.operation.span);
+  }
+
   /** A message going out: ends the span it answers, or opens one for the request it is (and carries it). */
   private leaving(message: Message | undefined): object | undefined {
     if (message === undefined) return undefined;
@@ -158,6 +184,11 @@ export class TracedChannel implements Channel {
       const served = id === null ? undefined : this.take(this.serving, id);
       this.learnVersion(message.msg as unknown as JsonObject);
       if (served === undefined) return undefined;
+      // Answered from within another request (an MRTR retry bringing the client's input): that one links here.
+      const answering = trace.getActiveSpan();
+      const own = served.span.spanContext();
+      if (answering !== undefined && answering.spanContext().spanId !== own.spanId && answering.isRecording())
+        answering.addLink({ context: own });
       served.answered(message.msg as unknown as JsonObject);
       return undefined;
     }
@@ -179,6 +210,7 @@ export class TracedChannel implements Channel {
     );
     this.hold(this.asked, id, {
       operation: new Operation(span, 'client', attributes, this.metrics),
+      method,
       origin,
     });
     const carrier: Record<string, string> = {};

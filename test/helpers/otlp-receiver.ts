@@ -46,6 +46,7 @@ interface OtlpValue {
   intValue?: string | number;
   boolValue?: boolean;
   doubleValue?: number;
+  arrayValue?: { values?: OtlpValue[] };
 }
 interface OtlpAttribute {
   key: string;
@@ -94,7 +95,8 @@ const valueOf = (value: OtlpValue): unknown =>
   value.stringValue ??
   (value.intValue === undefined ? undefined : Number(value.intValue)) ??
   value.boolValue ??
-  value.doubleValue;
+  value.doubleValue ??
+  value.arrayValue?.values?.map(valueOf);
 
 const attributesOf = (list: OtlpAttribute[] = []): Record<string, unknown> =>
   Object.fromEntries(list.map(({ key, value }) => [key, valueOf(value)]));
