@@ -9,7 +9,12 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema,
+  CreateMessageRequestSchema,
+  CreateTaskResultSchema,
+  ElicitRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { connect, FIXTURES, Gateway, TASKGATE } from '../helpers/taskgate.js';
 import { connectModern, type ModernConnection } from '../helpers/modern-client.js';
 import { httpTransport } from '../helpers/http-client.js';
@@ -94,8 +99,48 @@ describe('server-to-client requests in the trace of the call they come during', 
       expect(received!.attributes).toMatchObject({ 'mcp.method.name': inner, 'network.transport': 'pipe' });
       expect(asked!.attributes).toMatchObject({ 'mcp.method.name': inner, 'network.transport': 'pipe' });
       expect(received!.status.code ?? 0).toBe(0);
+      // Answered by the client's own response, not from another request: nothing links to it.
+      expect(collector.spans.filter((s) => s.links.some((link) => link.spanId === received!.spanId))).toEqual(
+        [],
+      );
     });
   }
+
+  it('stdio, 2025 client, the call a task: the elicitation of the task run is in the trace, the task span goes input_required and back', async () => {
+    const collector = await receiver();
+    const connection = await connect('legacy', { env: otelEnv(collector) });
+    cleanups.push(() => connection.close());
+    answerAsTheClient(connection.client);
+    const { task } = await connection.client.request(
+      {
+        method: 'tools/call',
+        params: {
+          name: 'elicit',
+          arguments: { message: 'what?' },
+          task: { ttl: 60_000 },
+          _meta: { traceparent: TRACEPARENT },
+        },
+      },
+      CreateTaskResultSchema,
+    );
+    const result = await connection.client.request(
+      { method: 'tasks/result', params: { taskId: task.taskId } },
+      CallToolResultSchema,
+    );
+    expect(textOf(result)).toContain('forty-two');
+    const [chain, life] = await collector.until((spans) => {
+      const chain = chainOf(spans, 'elicit', 'elicitation/create');
+      const life = spans.find((s) => s.attributes['mcp.task.id'] === task.taskId && s.name === 'task elicit');
+      return chain && life ? ([chain, life] as const) : undefined;
+    });
+    for (const span of [...chain, life]) expect(span.traceId).toBe(TRACE_ID);
+    expect(life.events.map((event) => event.attributes['mcp.task.status'])).toEqual([
+      'working',
+      'input_required',
+      'working',
+      'completed',
+    ]);
+  });
 
   it('sidecar in front of an HTTP server, 2025 client: the elicitation the call stream carries', async () => {
     const collector = await receiver();
