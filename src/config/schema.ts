@@ -303,14 +303,20 @@ export const ConfigSchema = z
       .strict()
       .prefault({}),
     /**
-     * OpenTelemetry tracing, off unless turned on here or by OTEL_EXPORTER_OTLP_ENDPOINT /
-     * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; the rest of the OTEL_* environment applies as in every OTel SDK.
+     * OpenTelemetry traces and metrics, off unless turned on here or by OTEL_EXPORTER_OTLP_ENDPOINT /
+     * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_METRICS_ENDPOINT; the rest of the OTEL_*
+     * environment applies as in every OTel SDK.
      */
     telemetry: z
       .object({
         enabled: z.boolean().optional(),
         /** The OTLP/HTTP traces URL (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT wins over it). */
         endpoint: z.url({ protocol: /^https?$/ }).optional(),
+        /**
+         * The OTLP/HTTP metrics URL (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT wins over it); by default the
+         * traces URL with /v1/metrics for /v1/traces.
+         */
+        metricsEndpoint: z.url({ protocol: /^https?$/ }).optional(),
         protocol: z.enum(['http/protobuf', 'http/json']).optional(),
         serviceName: z.string().min(1).optional(),
       })
