@@ -3,6 +3,7 @@
  * nothing else decides a default.
  */
 import { z } from 'zod';
+import { upstreamAuthProblems } from './upstream-auth-problems.js';
 
 const MS_PER_DAY = 86_400_000;
 const MIB = 1024 * 1024;
@@ -540,39 +541,6 @@ export const EffectiveConfigSchema = ConfigSchema.superRefine(({ store, auth, up
   for (const issue of accessRuleProblems(auth)) context.addIssue({ code: 'custom', ...issue });
   for (const issue of upstreamAuthProblems(auth, upstream)) context.addIssue({ code: 'custom', ...issue });
 }).transform(withFrontDefaults);
-
-/**
- * upstream.auth replaces pass-through, and a token exchange starts from the caller's validated token, on a
- * connection of the caller's own.
- */
-function upstreamAuthProblems(
-  auth: ParsedConfig['auth'],
-  upstream: ParsedConfig['upstream'],
-): { path: (string | number)[]; message: string }[] {
-  if (upstream?.auth === undefined) return [];
-  if (auth.oauth?.bearerPassthrough === true || auth.bearerPassthrough !== undefined) {
-    return [
-      {
-        path: ['upstream', 'auth'],
-        message: "choose one: bearer pass-through (the caller's own token upstream) or upstream.auth",
-      },
-    ];
-  }
-  if (upstream.auth.tokenExchange === undefined) return [];
-  const path = ['upstream', 'auth', 'tokenExchange'];
-  if (auth.oauth === undefined) {
-    return [{ path, message: "needs auth.oauth: the caller's validated access token is what is exchanged" }];
-  }
-  if (upstream.sharing !== 'session') {
-    return [
-      {
-        path,
-        message: `needs upstream.sharing: session (a ${upstream.sharing} upstream serves several callers on one connection)`,
-      },
-    ];
-  }
-  return [];
-}
 
 /** Rules that can match nobody: callers not identified at all, or groups and scopes without OAuth tokens. */
 function accessRuleProblems(auth: ParsedConfig['auth']): { path: (string | number)[]; message: string }[] {
