@@ -31,7 +31,7 @@ import {
   type OAuthClient,
 } from '../helpers/oauth-server.js';
 import { freePort } from '../helpers/ports.js';
-import { Gateway } from '../helpers/taskgate.js';
+import { connect, Gateway } from '../helpers/taskgate.js';
 
 let gateway: Gateway | undefined;
 let upstream: HttpFixture | undefined;
@@ -130,6 +130,41 @@ describe('upstream.auth.clientCredentials: a token of taskgate’s own for the u
     await upstream.logged(`token accepted sub=${GATEWAY_CLIENT.id} aud=${upstream.url}`);
     // Two sessions (each its own upstream session), the era probe and every request: one token.
     expect(as.clientCredentialsGrants.get(GATEWAY_CLIENT.id)).toBe(1);
+    expect(upstream.stderr()).not.toContain('token refused');
+  });
+  it('serves sessions that share one upstream connection, and a stdio front, with the same one token', async () => {
+    const { as, gateway, upstream } = await start(
+      ['clientCredentials:', '  tokenEndpoint: ISSUER/token', ...GATEWAY_SECRET.map((line) => `  ${line}`)],
+      ['  sharing: shared'],
+    );
+    for (const text of ['one', 'two']) {
+      const client = new Client({ name: 'upcred-test', version: '1' });
+      await client.connect(httpTransport(gateway.url));
+      clients.push(client);
+      expect(await echo(client, text)).toEqual([{ type: 'text', text }]);
+    }
+    expect(as.clientCredentialsGrants.get(GATEWAY_CLIENT.id)).toBe(1);
+
+    // taskgate on stdio, its upstream the same server: a token of its own too.
+    const config = join(mkdtempSync(join(tmpdir(), 'taskgate-upcred-')), 'stdio.yaml');
+    writeFileSync(
+      config,
+      [
+        'upstream:',
+        `  url: ${upstream.url}`,
+        '  auth:',
+        '    clientCredentials:',
+        `      tokenEndpoint: ${as.issuer}/token`,
+        ...GATEWAY_SECRET.map((line) => `      ${line}`),
+      ].join('\n'),
+    );
+    const stdio = await connect('legacy', { upstream: [], flags: ['--config', config] });
+    try {
+      expect(await echo(stdio.client, 'stdio')).toEqual([{ type: 'text', text: 'stdio' }]);
+    } finally {
+      await stdio.close();
+    }
+    expect(as.clientCredentialsGrants.get(GATEWAY_CLIENT.id)).toBe(2);
     expect(upstream.stderr()).not.toContain('token refused');
   });
 });
