@@ -144,9 +144,6 @@ export class TokenExchange {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Requests to the token endpoint made so far, for the tests. */
-  exchanges = 0;
-
   forCaller(identity: string): UpstreamCredential {
     return {
       authorization: () => this.tokenOf(identity).get(),
@@ -172,7 +169,6 @@ export class TokenExchange {
         new UpstreamCredentialError("no token for the upstream server: the caller's own token has expired"),
       );
     }
-    this.exchanges++;
     return this.endpoint.issue({
       grant_type: TOKEN_EXCHANGE,
       subject_token: subjectToken,
