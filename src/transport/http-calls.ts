@@ -116,6 +116,8 @@ export interface Call {
   retryMs: number | undefined;
   /** Sent a second time, its connection having broken (only requests in REPEATABLE). */
   repeated: boolean;
+  /** Sent a second time, the upstream having refused taskgate's own token (a new one was got). */
+  reauthorized: boolean;
   resumes: number;
   /** Ids of the events delivered, so that a replay never delivers one twice. */
   seen: Set<string>;
@@ -163,6 +165,7 @@ export class HttpCalls {
       lastEventId: undefined,
       retryMs: undefined,
       repeated: false,
+      reauthorized: false,
       resumes: 0,
       seen: new Set(),
       ...(own === undefined ? {} : { own }),
@@ -199,6 +202,15 @@ export class HttpCalls {
       // The server has forgotten the session: the request is lost with it, as it would be with a child that died.
       discard(reply.body);
       return this.host.sessionGone(call.generation);
+    }
+    if (status === 401 && this.host.origin.renewsOwnToken && !call.reauthorized) {
+      // A token revoked before its expiry: the request was refused unread, so it goes once more, newly authorized.
+      discard(reply.body);
+      call.reauthorized = true;
+      this.host.logger.info(
+        `the upstream server refused taskgate's token (HTTP 401): ${method} again with a new one`,
+      );
+      return this.runCall(call);
     }
     if (status >= 300) return this.failFromReply(call, reply);
     if (call.out.opens) this.host.opened(header(reply, 'mcp-session-id'));

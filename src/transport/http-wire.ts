@@ -61,6 +61,11 @@ export class HttpOrigin {
     return this.credential?.forCaller === true;
   }
 
+  /** A 401 of the upstream is taskgate's to mend: its own token (client credentials) is got anew. */
+  get renewsOwnToken(): boolean {
+    return this.credential !== undefined && !this.credential.forCaller;
+  }
+
   async close(): Promise<void> {
     await this.pool.destroy();
   }

@@ -126,7 +126,12 @@ export class ModernHttpUpstream implements Channel {
     this.open.set(key, controller);
     if (request.method === 'tools/list') this.listing.add(key);
     try {
-      const reply = await this.origin.request('POST', this.headersFor(request), controller.signal, body);
+      let reply = await this.origin.request('POST', this.headersFor(request), controller.signal, body);
+      if (reply.statusCode === 401 && this.origin.renewsOwnToken) {
+        // taskgate's own token, revoked before its expiry: refused unread, so sent once more with a new one.
+        discard(reply.body);
+        reply = await this.origin.request('POST', this.headersFor(request), controller.signal, body);
+      }
       await this.answer(request.id, reply);
     } catch (error) {
       // Given up (cancelled, or closing): whoever cancelled answers for it.

@@ -132,6 +132,38 @@ describe('upstream.auth.clientCredentials: a token of taskgate’s own for the u
     expect(as.clientCredentialsGrants.get(GATEWAY_CLIENT.id)).toBe(1);
     expect(upstream.stderr()).not.toContain('token refused');
   });
+  it('gets a new token when the upstream refuses its own before it expires, and the request goes through', async () => {
+    const { as, gateway, upstream } = await start([
+      'clientCredentials:',
+      '  tokenEndpoint: ISSUER/token',
+      ...GATEWAY_SECRET.map((line) => `  ${line}`),
+    ]);
+    const client = new Client({ name: 'upcred-test', version: '1' });
+    await client.connect(httpTransport(gateway.url));
+    clients.push(client);
+    expect(await echo(client, 'one')).toEqual([{ type: 'text', text: 'one' }]);
+    await fetch(new URL('/revoke-tokens', upstream.url), { method: 'POST' });
+    expect(await echo(client, 'two')).toEqual([{ type: 'text', text: 'two' }]);
+    expect(as.clientCredentialsGrants.get(GATEWAY_CLIENT.id)).toBe(2);
+    // A 2026-07-28 request, through its own connection upstream: the same.
+    await fetch(new URL('/revoke-tokens', upstream.url), { method: 'POST' });
+    const modern = await modernRequest(
+      gateway.url,
+      'tools/call',
+      { name: 'echo', arguments: { text: 'three' } },
+      {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientCapabilities': {},
+        'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1' },
+      },
+    );
+    expect(modern.result).toMatchObject({ content: [{ type: 'text', text: 'three' }] });
+    expect(as.clientCredentialsGrants.get(GATEWAY_CLIENT.id)).toBe(3);
+    await gateway.logged(
+      "the upstream server refused taskgate's token (HTTP 401): tools/call again with a new one",
+    );
+  });
+
   it('serves sessions that share one upstream connection, and a stdio front, with the same one token', async () => {
     const { as, gateway, upstream } = await start(
       ['clientCredentials:', '  tokenEndpoint: ISSUER/token', ...GATEWAY_SECRET.map((line) => `  ${line}`)],
