@@ -3,6 +3,7 @@
  * nothing else decides a default.
  */
 import { z } from 'zod';
+import { upstreamAuthProblems } from './upstream-auth-problems.js';
 
 const MS_PER_DAY = 86_400_000;
 const MIB = 1024 * 1024;
@@ -59,6 +60,45 @@ export const ToolRuleSchema = z
   .strict();
 export type ToolRule = z.infer<typeof ToolRuleSchema>;
 
+/**
+ * A token request taskgate makes as an OAuth client of the upstream's authorization server
+ * (`upstream.auth`), authenticated with its own client id and secret (client_secret_basic).
+ */
+export const UpstreamTokenRequestSchema = z
+  .object({
+    /** The authorization server's token endpoint. */
+    tokenEndpoint: z.url({ protocol: /^https?$/ }),
+    clientId: z.string().min(1),
+    clientSecret: z.string().min(1),
+    /** Space-separated scopes asked for. */
+    scope: z.string().min(1).optional(),
+    /** The `resource` asked for (RFC 8707): the upstream's URL unless set. */
+    resource: z.url({ protocol: /^https?$/ }).optional(),
+    /** An `audience` (RFC 8693 section 2.1), for servers that name the upstream so. */
+    audience: z.string().min(1).optional(),
+    /** A token is replaced this long before it expires (at most half its lifetime before). */
+    refreshBefore: z.number().int().nonnegative().max(MAX_TIMER_MS).default(60_000),
+    /** How long a token request may take. */
+    timeout: milliseconds(60_000).default(5_000),
+  })
+  .strict();
+export type UpstreamTokenRequest = z.infer<typeof UpstreamTokenRequestSchema>;
+
+/**
+ * What an HTTP upstream is sent as its Authorization, in place of the caller's token (which MCP forbids
+ * passing through): a token of taskgate's own (client credentials), or one the caller's token is exchanged
+ * for (RFC 8693), whose audience is the upstream. A fixed credential is `headers`.
+ */
+const UpstreamAuthSchema = z
+  .object({
+    clientCredentials: UpstreamTokenRequestSchema.optional(),
+    tokenExchange: UpstreamTokenRequestSchema.optional(),
+  })
+  .strict()
+  .refine((auth) => (auth.clientCredentials === undefined) !== (auth.tokenExchange === undefined), {
+    message: 'give exactly one of clientCredentials or tokenExchange',
+  });
+
 /** The upstream MCP server: a command taskgate starts on stdio, or the URL of a Streamable HTTP server. */
 export const UpstreamSchema = z
   .object({
@@ -67,8 +107,10 @@ export const UpstreamSchema = z
     env: z.record(z.string(), z.string()).optional(),
     cwd: z.string().optional(),
     url: z.url({ protocol: /^https?$/ }).optional(),
-    /** Sent with every request to an HTTP upstream (e.g. an API key). */
+    /** Sent with every request to an HTTP upstream (e.g. an API key): a fixed credential. */
     headers: z.record(z.string(), z.string()).optional(),
+    /** HTTP upstream: an OAuth token got for it (client credentials, or token exchange of the caller's). */
+    auth: UpstreamAuthSchema.optional(),
     /**
      * A request the upstream (stdio or HTTP) has not answered this long after it was sent fails with a
      * clear error (5 min unless set); progress does not extend it. A task's own call is bounded by its ttl.
@@ -99,13 +141,25 @@ export const UpstreamSchema = z
   .strict()
   .refine((upstream) => (upstream.command === undefined) !== (upstream.url === undefined), {
     message: 'give exactly one of command (a stdio server) or url (a Streamable HTTP server)',
-  });
+  })
+  .refine((upstream) => upstream.auth === undefined || upstream.url !== undefined, {
+    message: 'auth is for an HTTP upstream (url); a stdio server gets its credential in env',
+    path: ['auth'],
+  })
+  .refine(
+    (upstream) =>
+      upstream.auth === undefined ||
+      !Object.keys(upstream.headers ?? {}).some((name) => name.toLowerCase() === 'authorization'),
+    { message: 'auth sets the Authorization header: leave it out of headers', path: ['auth'] },
+  );
 
 /**
  * taskgate as an OAuth 2.1 resource server (MCP basic/authorization): JWT access tokens from `issuer`,
  * checked against its keys (JWKS), for taskgate's own `resource` (RFC 8707: the `aud` must name it), with
  * the `scopes` every request needs. Protected Resource Metadata (RFC 9728) names the issuer to clients.
  */
+const scopeToken = z.string().regex(/^[!#-[\]-~]+$/, 'expected a scope token');
+
 export const OAuthSchema = z
   .object({
     /** The authorization server's issuer identifier; its metadata (RFC 8414, else OIDC discovery) gives the JWKS. */
@@ -113,7 +167,9 @@ export const OAuthSchema = z
     /** taskgate's own canonical URI as clients reach it (e.g. https://mcp.example.com/mcp): the audience. */
     resource: z.url({ protocol: /^https?$/ }).refine((url) => !url.includes('#'), 'expected no fragment'),
     /** Scopes every request's token must carry (named in the 401/403 challenge and the metadata). */
-    scopes: z.array(z.string().regex(/^[!#-[\]-~]+$/, 'expected a scope token')).default([]),
+    scopes: z.array(scopeToken).default([]),
+    /** Scope hierarchies: a token carrying a key scope carries the scopes listed for it too (transitively). */
+    impliedScopes: z.record(scopeToken, z.array(scopeToken)).default({}),
     /** The issuer's JWKS, when its metadata should not be asked for it. */
     jwksUri: z.url({ protocol: /^https?$/ }).optional(),
     /** Leeway for exp and nbf against clocks that differ a little. */
@@ -248,14 +304,20 @@ export const ConfigSchema = z
       .strict()
       .prefault({}),
     /**
-     * OpenTelemetry tracing, off unless turned on here or by OTEL_EXPORTER_OTLP_ENDPOINT /
-     * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; the rest of the OTEL_* environment applies as in every OTel SDK.
+     * OpenTelemetry traces and metrics, off unless turned on here or by OTEL_EXPORTER_OTLP_ENDPOINT /
+     * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_METRICS_ENDPOINT; the rest of the OTEL_*
+     * environment applies as in every OTel SDK.
      */
     telemetry: z
       .object({
         enabled: z.boolean().optional(),
         /** The OTLP/HTTP traces URL (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT wins over it). */
         endpoint: z.url({ protocol: /^https?$/ }).optional(),
+        /**
+         * The OTLP/HTTP metrics URL (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT wins over it); by default the
+         * traces URL with /v1/metrics for /v1/traces.
+         */
+        metricsEndpoint: z.url({ protocol: /^https?$/ }).optional(),
         protocol: z.enum(['http/protobuf', 'http/json']).optional(),
         serviceName: z.string().min(1).optional(),
       })
@@ -468,7 +530,7 @@ function withFrontDefaults(config: ParsedConfig): ParsedConfig & { tasks: { expo
  * must be good), since such a requirement is often met elsewhere: the cursor secret of a Redis store
  * belongs in the environment.
  */
-export const EffectiveConfigSchema = ConfigSchema.superRefine(({ store, auth }, context) => {
+export const EffectiveConfigSchema = ConfigSchema.superRefine(({ store, auth, upstream }, context) => {
   if (store.url !== undefined && store.cursorSecret === undefined) {
     context.addIssue({
       code: 'custom',
@@ -477,6 +539,7 @@ export const EffectiveConfigSchema = ConfigSchema.superRefine(({ store, auth }, 
     });
   }
   for (const issue of accessRuleProblems(auth)) context.addIssue({ code: 'custom', ...issue });
+  for (const issue of upstreamAuthProblems(auth, upstream)) context.addIssue({ code: 'custom', ...issue });
 }).transform(withFrontDefaults);
 
 /** Rules that can match nobody: callers not identified at all, or groups and scopes without OAuth tokens. */
