@@ -3,6 +3,9 @@
  * nothing else decides a default.
  */
 import { z } from 'zod';
+import { DEFAULT_SEPARATOR, serverProblems } from './server-problems.js';
+
+export { DEFAULT_SEPARATOR };
 
 const MS_PER_DAY = 86_400_000;
 const MIB = 1024 * 1024;
@@ -59,33 +62,44 @@ export const ToolRuleSchema = z
   .strict();
 export type ToolRule = z.infer<typeof ToolRuleSchema>;
 
+/** The settings of one upstream server, shared by `upstream` and each entry of `upstreams`. */
+const SERVER_SHAPE = {
+  command: z.string().min(1).optional(),
+  args: z.array(z.string()).default([]),
+  env: z.record(z.string(), z.string()).optional(),
+  cwd: z.string().optional(),
+  url: z.url({ protocol: /^https?$/ }).optional(),
+  /** Sent with every request to an HTTP upstream (e.g. an API key). */
+  headers: z.record(z.string(), z.string()).optional(),
+  /**
+   * A request the upstream (stdio or HTTP) has not answered this long after it was sent fails with a
+   * clear error (5 min unless set); progress does not extend it. A task's own call is bounded by its ttl.
+   */
+  requestTimeout: milliseconds(MAX_TIMER_MS).optional(),
+  /**
+   * HTTP upstream: how long a resumed response stream (GET with Last-Event-ID) may bring nothing for its
+   * request before taskgate gives up on it: a request that only reads is sent again, others fail
+   * (5 s unless set).
+   */
+  resumeTimeout: milliseconds(MAX_TIMER_MS).optional(),
+  /**
+   * Which protocol generation taskgate speaks to a stdio upstream: `auto` asks with `server/discover`
+   * before anything else and speaks 2026-07-28 to a server that answers it, 2025 to any other (`auto`
+   * unless set).
+   */
+  era: z.enum(['auto', 'legacy', 'modern']).optional(),
+};
+
+const ONE_SERVER = {
+  message: 'give exactly one of command (a stdio server) or url (a Streamable HTTP server)',
+};
+const namesOneServer = (server: { command?: string | undefined; url?: string | undefined }): boolean =>
+  (server.command === undefined) !== (server.url === undefined);
+
 /** The upstream MCP server: a command taskgate starts on stdio, or the URL of a Streamable HTTP server. */
 export const UpstreamSchema = z
   .object({
-    command: z.string().min(1).optional(),
-    args: z.array(z.string()).default([]),
-    env: z.record(z.string(), z.string()).optional(),
-    cwd: z.string().optional(),
-    url: z.url({ protocol: /^https?$/ }).optional(),
-    /** Sent with every request to an HTTP upstream (e.g. an API key). */
-    headers: z.record(z.string(), z.string()).optional(),
-    /**
-     * A request the upstream (stdio or HTTP) has not answered this long after it was sent fails with a
-     * clear error (5 min unless set); progress does not extend it. A task's own call is bounded by its ttl.
-     */
-    requestTimeout: milliseconds(MAX_TIMER_MS).optional(),
-    /**
-     * HTTP upstream: how long a resumed response stream (GET with Last-Event-ID) may bring nothing for its
-     * request before taskgate gives up on it: a request that only reads is sent again, others fail
-     * (5 s unless set).
-     */
-    resumeTimeout: milliseconds(MAX_TIMER_MS).optional(),
-    /**
-     * Which protocol generation taskgate speaks to a stdio upstream: `auto` asks with `server/discover`
-     * before anything else and speaks 2026-07-28 to a server that answers it, 2025 to any other (`auto`
-     * unless set).
-     */
-    era: z.enum(['auto', 'legacy', 'modern']).optional(),
+    ...SERVER_SHAPE,
     /**
      * Over the HTTP front, whether each 2025 client session gets a server of its own (`session`), all
      * share one connection to it (`shared`, see src/transport/shared-upstream.ts), or they are spread over
@@ -97,9 +111,40 @@ export const UpstreamSchema = z
     poolSize: z.number().int().min(1).max(256).default(4),
   })
   .strict()
-  .refine((upstream) => (upstream.command === undefined) !== (upstream.url === undefined), {
-    message: 'give exactly one of command (a stdio server) or url (a Streamable HTTP server)',
-  });
+  .refine(namesOneServer, ONE_SERVER);
+
+/**
+ * A server's name in `upstreams`: what its tools, prompts and task ids are prefixed with. The characters
+ * are those the 2026-07-28 tool-name rules allow (server/tools.mdx "Tool Names") less the dot, which some
+ * clients refuse in a function name.
+ */
+export const SERVER_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Tool-name globs of one server of `upstreams`, as in `tools[].match`, for its include/exclude lists. */
+const toolGlobs = z.array(z.string().min(1)).optional();
+
+/** One server of `upstreams`: an upstream of its own, and how its names appear in the merged lists. */
+export const MemberSchema = z
+  .object({
+    ...SERVER_SHAPE,
+    /**
+     * Its tools and prompts appear as `{name}{separator}{tool}` (true, the default), or as they are
+     * (false: mounted without prefix; a name another server also lists is then an error naming both).
+     */
+    prefix: z.boolean().default(true),
+    /** Only the tools matching one of these globs (by the server's own names) are listed and callable. */
+    include: toolGlobs,
+    /** The tools matching one of these globs are neither listed nor callable. */
+    exclude: toolGlobs,
+    /** Task policy rules for this server's tools (its own names), before the top-level `tools`. */
+    tools: z.array(ToolRuleSchema).default([]),
+  })
+  .strict()
+  .refine(namesOneServer, ONE_SERVER);
+export type Member = z.output<typeof MemberSchema>;
+
+/** The characters a tool name may have (server/tools.mdx "Tool Names", 2026-07-28). */
+const TOOL_NAME_CHARACTERS = /^[A-Za-z0-9_.-]+$/;
 
 /**
  * taskgate as an OAuth 2.1 resource server (MCP basic/authorization): JWT access tokens from `issuer`,
@@ -204,6 +249,29 @@ export const StoreSchema = z
 export const ConfigSchema = z
   .object({
     upstream: UpstreamSchema.optional(),
+    /**
+     * Several servers behind one endpoint (not with `upstream`): by name, each a command or a URL, their
+     * tools and prompts merged under prefixed names (src/aggregate/).
+     */
+    upstreams: z
+      .record(
+        z.string().regex(SERVER_NAME, 'a server name has 1 to 64 letters, digits, "_" or "-"'),
+        MemberSchema,
+      )
+      .optional(),
+    namespacing: z
+      .object({
+        /** Between a server's name and its tool's, prompt's or task's (`everything__echo`). */
+        separator: z
+          .string()
+          .min(1)
+          .max(4)
+          .regex(TOOL_NAME_CHARACTERS, 'a tool name allows only letters, digits, "_", "-" and "."')
+          .default(DEFAULT_SEPARATOR),
+      })
+      .strict()
+      // Absent unless given: the one-server config stays as it was.
+      .optional(),
     /** The Streamable HTTP front; without `listen`, taskgate speaks stdio to the client that started it. */
     http: z
       .object({
@@ -468,7 +536,9 @@ function withFrontDefaults(config: ParsedConfig): ParsedConfig & { tasks: { expo
  * must be good), since such a requirement is often met elsewhere: the cursor secret of a Redis store
  * belongs in the environment.
  */
-export const EffectiveConfigSchema = ConfigSchema.superRefine(({ store, auth }, context) => {
+export const EffectiveConfigSchema = ConfigSchema.superRefine((config, context) => {
+  const { store, auth } = config;
+  for (const issue of serverProblems(config)) context.addIssue({ code: 'custom', ...issue });
   if (store.url !== undefined && store.cursorSecret === undefined) {
     context.addIssue({
       code: 'custom',
