@@ -1,0 +1,463 @@
+/**
+ * Several servers behind one endpoint, for a 2025-11-25 client: the aggregator is the server its client
+ * sees and the client of one Session per server (src/aggregate/members.ts), each of which still decides
+ * augment, unwrap or pass-through for its own server. What the aggregator does is only the routing: a
+ * request to every server (initialize, the lists, logging/setLevel, tasks/list) is asked of each and the
+ * answers merged; one to a tool, prompt, resource or task goes to its server under the name that server
+ * gave it, with the client's own id, and comes back as it is unless a task id in it needs its prefix.
+ */
+import type { Logger } from 'pino';
+import { ErrorCode, type JsonRpcErrorObject, ProtocolError } from '../protocol/errors.js';
+import {
+  errorResponse,
+  idKey,
+  isObject,
+  successResponse,
+  type JsonObject,
+  type Notification,
+  type Request,
+  type RequestId,
+  type Response,
+} from '../protocol/messages.js';
+import { readHanded } from '../protocol/read-message.js';
+import type { Channel } from '../transport/channel.js';
+import { ExactIdChannel } from '../transport/exact-id-channel.js';
+import { mergedInitialize, mergedNames, type Listed } from './merge.js';
+import { Member, type MemberSpec, type Outcome } from './member.js';
+import { NameCollisionError, type Names } from './names.js';
+import { ServerRequests } from './server-requests.js';
+import { withOuterTaskIds } from './task-ids.js';
+import { TaskLists } from './task-lists.js';
+
+export interface AggregatorOptions {
+  names: Names;
+  logger: Logger;
+  /** taskgate's version, for the serverInfo of the merged initialize. */
+  version: string;
+  /** The client went away (the members are closed by then). */
+  closed(reason: string): void;
+}
+
+/** A client request sent on to one server, and what its answer needs on its way back. */
+interface Routed {
+  id: RequestId;
+  member: Member;
+  /** The server's result as the client gets it; undefined: the bytes go as they are. */
+  rewrite: (result: JsonObject) => JsonObject | undefined;
+}
+
+const LISTS = {
+  'tools/list': { key: 'tools', kind: 'tool' },
+  'prompts/list': { key: 'prompts', kind: 'prompt' },
+} as const;
+
+export class Aggregator {
+  private readonly client: Channel;
+  private readonly members: Member[];
+  private readonly byName = new Map<string, Member>();
+  private readonly routed = new Map<string | number, Routed>();
+  private readonly serverRequests: ServerRequests;
+  private readonly taskLists: TaskLists;
+  private readonly names: Names;
+  /** Where each listed name goes, from the latest merged list (needed for servers without prefix). */
+  private readonly routes: Record<'tool' | 'prompt', Map<string, Listed> | undefined> = {
+    tool: undefined,
+    prompt: undefined,
+  };
+  private readonly resourceRoutes = new Map<string, Member>();
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    client: Channel,
+    members: MemberSpec[],
+    private readonly options: AggregatorOptions,
+  ) {
+    this.client = new ExactIdChannel(client, false);
+    this.names = options.names;
+    this.members = members.map((spec) => new Member(spec));
+    for (const member of this.members) this.byName.set(member.name, member);
+    this.serverRequests = new ServerRequests(this.client);
+    this.taskLists = new TaskLists(this.names);
+  }
+
+  start(): void {
+    for (const member of this.members) {
+      member.start({
+        message: (raw, _arrival, parsed) => this.fromMember(member, raw, parsed),
+        malformed: () => undefined,
+        closed: ({ reason }) => this.memberGone(member, reason),
+      });
+    }
+    this.client.start({
+      message: (raw, _arrival, parsed) => this.fromClient(raw, parsed),
+      malformed: (error, id) => {
+        if (id !== null) this.client.send(errorResponse(id, error.toJson()));
+      },
+      closed: ({ reason }) => void this.close(reason),
+    });
+  }
+
+  close(reason = 'taskgate closed'): Promise<void> {
+    this.closing ??= (async () => {
+      await Promise.all(this.members.map((member) => member.close()));
+      await this.client.close();
+      this.options.closed(reason);
+    })();
+    return this.closing;
+  }
+
+  private fromClient(raw: Buffer, parsed: object | undefined): void {
+    const read = readHanded(raw, parsed, 'the client');
+    if (!read.ok) {
+      const id = isObject(read.value) && 'method' in read.value ? read.value.id : undefined;
+      const error = read.error instanceof ProtocolError ? read.error.toJson() : invalid('unreadable message');
+      if (typeof id === 'string' || typeof id === 'number') this.client.send(errorResponse(id, error));
+      return;
+    }
+    const { message } = read;
+    if (message.kind === 'request') return void this.request(message.msg);
+    if (message.kind === 'notification') return this.notification(raw, message.msg, parsed);
+    this.serverRequests.answered(message.msg);
+  }
+
+  private async request(request: Request): Promise<void> {
+    const { id, method, params } = request;
+    try {
+      switch (method) {
+        case 'initialize':
+          return this.answer(id, await this.initialize(params));
+        case 'ping':
+          return this.answer(id, {});
+        case 'tools/list':
+        case 'prompts/list':
+          return this.answer(id, await this.mergedList(method));
+        case 'tools/call':
+        case 'prompts/get':
+          return await this.toNamed(request, method === 'tools/call' ? 'tool' : 'prompt');
+        case 'completion/complete':
+          return await this.complete(request);
+        case 'resources/list':
+        case 'resources/templates/list':
+          return this.answer(id, await this.mergedResources(method));
+        case 'resources/read':
+        case 'resources/subscribe':
+        case 'resources/unsubscribe':
+          return await this.toResource(request);
+        case 'logging/setLevel':
+          return this.answer(id, await this.everyone(method, params));
+        case 'tasks/get':
+        case 'tasks/result':
+        case 'tasks/cancel':
+          return this.toTask(request);
+        case 'tasks/list':
+          return this.answer(id, await this.taskLists.list(this.serving(), params));
+        default:
+          return this.toOnly(request);
+      }
+    } catch (error) {
+      this.client.send(errorResponse(id, wireError(error)));
+    }
+  }
+
+  private answer(id: RequestId, result: JsonObject): void {
+    this.client.send(successResponse(id, result), { responseTo: id });
+  }
+
+  private serving(): Member[] {
+    return this.members.filter((member) => member.serving);
+  }
+
+  private async initialize(params: JsonObject | undefined): Promise<JsonObject> {
+    const outcomes = await Promise.all(
+      this.members.map(async (member) => ({ member, outcome: await member.ask('initialize', params) })),
+    );
+    const answers = [];
+    for (const { member, outcome } of outcomes) {
+      if (outcome.ok) answers.push({ server: member.name, result: outcome.result });
+      else {
+        member.refusedInitialize = outcome.error;
+        this.options.logger.error(
+          { server: member.name, error: outcome.error.message },
+          `the server "${member.name}" (${member.description}) refused initialize: it serves nothing in this session`,
+        );
+      }
+    }
+    if (answers.length === 0) {
+      throw new ProtocolError(ErrorCode.UpstreamUnavailable, 'No server behind taskgate answered initialize');
+    }
+    return mergedInitialize(answers, params?.protocolVersion, this.options.version);
+  }
+
+  /** Every page of one server's list (`key`: the member holding the items). */
+  private async wholeList(
+    member: Member,
+    method: string,
+    key: string,
+  ): Promise<Outcome & { items?: unknown[] }> {
+    const items: unknown[] = [];
+    let cursor: unknown;
+    for (let page = 0; page < 1_000; page++) {
+      const outcome = await member.ask(method, cursor === undefined ? undefined : { cursor });
+      if (!outcome.ok) return outcome;
+      const listed = outcome.result[key];
+      if (Array.isArray(listed)) items.push(...(listed as unknown[]));
+      cursor = outcome.result.nextCursor;
+      if (typeof cursor !== 'string') break;
+    }
+    return { ok: true, result: {}, items };
+  }
+
+  private async mergedList(method: keyof typeof LISTS): Promise<JsonObject> {
+    const { key, kind } = LISTS[method];
+    const lists = await Promise.all(
+      this.serving().map(async (member) => ({ member, outcome: await this.wholeList(member, method, key) })),
+    );
+    const merged = this.collisionsLogged(() =>
+      mergedNames(
+        kind,
+        lists
+          .filter(({ member, outcome }) => this.usable(member, method, outcome))
+          .map(({ member, outcome }) => ({
+            server: member.name,
+            prefixed: member.prefixed,
+            items: outcome.ok ? (outcome.items ?? []) : [],
+            exposes: (name: string) => kind !== 'tool' || member.filter.exposes(name),
+          })),
+        this.names,
+      ),
+    );
+    this.routes[kind] = merged.routes;
+    return { [key]: merged.items };
+  }
+
+  private collisionsLogged<T>(merge: () => T): T {
+    try {
+      return merge();
+    } catch (error) {
+      if (error instanceof NameCollisionError) this.options.logger.error(error.message);
+      throw error;
+    }
+  }
+
+  /** Whether a server's answer to a request sent to every server goes into the merged one (logged if not). */
+  private usable(member: Member, method: string, outcome: Outcome): boolean {
+    if (outcome.ok) return true;
+    // A server without prompts (or resources) says so with -32601: nothing to log.
+    if (outcome.error.code !== ErrorCode.MethodNotFound) {
+      this.options.logger.warn(
+        { server: member.name, error: outcome.error.message },
+        `the server "${member.name}" failed ${method}: the merged list goes without it`,
+      );
+    }
+    return false;
+  }
+
+  /** The server and own name of a tool or prompt the client named; undefined when no server has it. */
+  private async named(
+    kind: 'tool' | 'prompt',
+    name: string,
+  ): Promise<{ member: Member; name: string } | undefined> {
+    const prefixed = this.members.filter((member) => member.prefixed).map((member) => member.name);
+    const found = this.names.inner(name, prefixed);
+    if (found !== undefined) {
+      const member = this.byName.get(found.server)!;
+      return kind === 'tool' && !member.filter.exposes(found.name) ? undefined : { member, name: found.name };
+    }
+    if (!this.members.some((member) => !member.prefixed)) return undefined;
+    this.routes[kind] ??=
+      (await this.mergedList(kind === 'tool' ? 'tools/list' : 'prompts/list'), this.routes[kind]);
+    const listed = this.routes[kind]?.get(name);
+    if (listed === undefined) return undefined;
+    return { member: this.byName.get(listed.server)!, name: listed.name };
+  }
+
+  private async toNamed(request: Request, kind: 'tool' | 'prompt'): Promise<void> {
+    const name = request.params?.name;
+    const found = typeof name === 'string' ? await this.named(kind, name) : undefined;
+    if (found === undefined) {
+      const what = kind === 'tool' ? 'Tool' : 'Prompt';
+      throw new ProtocolError(ErrorCode.InvalidParams, `${what} ${JSON.stringify(name)} not found`);
+    }
+    this.forward(found.member, { ...request, params: { ...request.params, name: found.name } }, (result) =>
+      withOuterTaskIds(result, found.member.name, this.names),
+    );
+  }
+
+  private async complete(request: Request): Promise<void> {
+    const ref = request.params?.ref;
+    if (isObject(ref) && ref.type === 'ref/prompt' && typeof ref.name === 'string') {
+      const found = await this.named('prompt', ref.name);
+      if (found === undefined)
+        throw new ProtocolError(ErrorCode.InvalidParams, `Prompt ${JSON.stringify(ref.name)} not found`);
+      const params = { ...request.params, ref: { ...ref, name: found.name } };
+      return this.forward(found.member, { ...request, params }, () => undefined);
+    }
+    if (isObject(ref) && typeof ref.uri === 'string')
+      return this.forwardTo(await this.resourceOwner(ref.uri), request);
+    throw new ProtocolError(
+      ErrorCode.InvalidParams,
+      'completion/complete needs a ref/prompt or a ref/resource',
+    );
+  }
+
+  private async mergedResources(method: 'resources/list' | 'resources/templates/list'): Promise<JsonObject> {
+    const key = method === 'resources/list' ? 'resources' : 'resourceTemplates';
+    const lists = await Promise.all(
+      this.serving().map(async (member) => ({ member, outcome: await this.wholeList(member, method, key) })),
+    );
+    const items: unknown[] = [];
+    for (const { member, outcome } of lists) {
+      if (!this.usable(member, method, outcome) || !outcome.ok) continue;
+      for (const item of outcome.items ?? []) {
+        const uri = isObject(item) ? (item.uri ?? item.uriTemplate) : undefined;
+        if (typeof uri === 'string' && !this.resourceRoutes.has(uri)) this.resourceRoutes.set(uri, member);
+        items.push(item);
+      }
+    }
+    return { [key]: items };
+  }
+
+  /**
+   * The server of a resource: the one that listed its URI (or, after a template, the URI's start), else
+   * the only server that offers resources at all.
+   */
+  private async resourceOwner(uri: string): Promise<Member> {
+    if (this.resourceRoutes.size === 0) {
+      await this.mergedResources('resources/list');
+      await this.mergedResources('resources/templates/list');
+    }
+    const exact = this.resourceRoutes.get(uri);
+    if (exact !== undefined) return exact;
+    for (const [listed, member] of this.resourceRoutes) {
+      const stem = listed.split('{')[0]!;
+      if (listed.includes('{') && stem !== '' && uri.startsWith(stem)) return member;
+    }
+    const [only, ...others] = this.serving();
+    if (only !== undefined && others.length === 0) return only;
+    throw new ProtocolError(ErrorCode.InvalidParams, `Resource ${JSON.stringify(uri)} not found`);
+  }
+
+  private async toResource(request: Request): Promise<void> {
+    const uri = request.params?.uri;
+    if (typeof uri !== 'string')
+      throw new ProtocolError(ErrorCode.InvalidParams, `${request.method} needs a uri`);
+    this.forwardTo(await this.resourceOwner(uri), request);
+  }
+
+  private toTask(request: Request): void {
+    const taskId = request.params?.taskId;
+    const found =
+      typeof taskId === 'string'
+        ? this.names.innerTaskId(
+            taskId,
+            this.members.map((m) => m.name),
+          )
+        : undefined;
+    if (found === undefined) {
+      throw new ProtocolError(ErrorCode.InvalidParams, `Task not found or expired: ${String(taskId)}`);
+    }
+    const member = this.byName.get(found.server)!;
+    this.forward(member, { ...request, params: { ...request.params, taskId: found.name } }, (result) =>
+      withOuterTaskIds(result, member.name, this.names),
+    );
+  }
+
+  /** A method the aggregator does not route: the one server's, with one server; unknown with several. */
+  private toOnly(request: Request): void {
+    const [only, ...others] = this.members;
+    if (only === undefined || others.length > 0) {
+      throw new ProtocolError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`);
+    }
+    this.forwardTo(only, request);
+  }
+
+  private async everyone(method: string, params: JsonObject | undefined): Promise<JsonObject> {
+    const outcomes = await Promise.all(this.serving().map((member) => member.ask(method, params)));
+    const failed = outcomes.find((outcome) => !outcome.ok);
+    if (failed !== undefined && !failed.ok && outcomes.every((outcome) => !outcome.ok)) {
+      throw new ProtocolError(failed.error.code, failed.error.message, failed.error.data);
+    }
+    return {};
+  }
+
+  private forwardTo(member: Member, request: Request): void {
+    this.forward(member, request, () => undefined);
+  }
+
+  private forward(member: Member, request: Request, rewrite: Routed['rewrite']): void {
+    const unavailable = member.unavailable();
+    if (unavailable !== undefined) return this.client.send(errorResponse(request.id, unavailable));
+    this.routed.set(idKey(request.id), { id: request.id, member, rewrite });
+    member.send(request);
+  }
+
+  private notification(raw: Buffer, notification: Notification, parsed: object | undefined): void {
+    if (notification.method === 'notifications/cancelled') {
+      const requestId = notification.params?.requestId;
+      const routed =
+        typeof requestId === 'string' || typeof requestId === 'number'
+          ? this.routed.get(idKey(requestId))
+          : undefined;
+      routed?.member.sendRaw(raw, undefined, parsed);
+      return;
+    }
+    // initialized, roots/list_changed and the rest concern every server.
+    for (const member of this.serving()) member.sendRaw(raw, undefined, parsed);
+  }
+
+  private fromMember(member: Member, raw: Buffer, parsed: object | undefined): void {
+    const read = readHanded(raw, parsed, `the server "${member.name}"`);
+    if (!read.ok) return;
+    const { message } = read;
+    if (message.kind === 'response') return this.memberAnswered(member, raw, message.msg, parsed);
+    if (message.kind === 'request') return this.serverRequests.ask(member, message.msg, this.names);
+    const { method, params } = message.msg;
+    if (method === 'notifications/cancelled') return this.serverRequests.cancelled(member, message.msg);
+    const renamed = params === undefined ? undefined : withOuterTaskIds(params, member.name, this.names);
+    if (renamed !== undefined) this.client.send({ ...message.msg, params: renamed });
+    else this.client.sendRaw(raw, undefined, parsed);
+    if (method === 'notifications/tools/list_changed') this.routes.tool = undefined;
+    if (method === 'notifications/prompts/list_changed') this.routes.prompt = undefined;
+    if (method === 'notifications/resources/list_changed') this.resourceRoutes.clear();
+  }
+
+  private memberAnswered(member: Member, raw: Buffer, response: Response, parsed: object | undefined): void {
+    if (member.takeAnswer(response)) return;
+    if (response.id === null) return;
+    const key = idKey(response.id);
+    const routed = this.routed.get(key);
+    if (routed?.member !== member) return;
+    this.routed.delete(key);
+    const rewritten = 'result' in response ? routed.rewrite(response.result) : undefined;
+    const route = { responseTo: response.id };
+    if (rewritten === undefined) this.client.sendRaw(raw, route, parsed);
+    else this.client.send(successResponse(response.id, rewritten), route);
+  }
+
+  /** A server's Session went away: what waits on it is answered, and the others keep serving. */
+  private memberGone(member: Member, reason: string): void {
+    member.gone(reason);
+    if (this.closing !== undefined) return;
+    this.options.logger.error(
+      { server: member.name, reason },
+      `the server "${member.name}" is gone (${reason}): its calls fail, the other servers keep serving`,
+    );
+    const error = member.unavailable()!;
+    for (const [key, routed] of this.routed) {
+      if (routed.member !== member) continue;
+      this.routed.delete(key);
+      this.client.send(errorResponse(routed.id, error), { responseTo: routed.id });
+    }
+    this.serverRequests.memberGone(member);
+  }
+}
+
+function invalid(message: string): JsonRpcErrorObject {
+  return { code: ErrorCode.InvalidRequest, message };
+}
+
+function wireError(error: unknown): JsonRpcErrorObject {
+  if (error instanceof ProtocolError) return error.toJson();
+  if (error instanceof NameCollisionError) return { code: ErrorCode.InternalError, message: error.message };
+  return { code: ErrorCode.InternalError, message: 'Internal error' };
+}
