@@ -12,6 +12,7 @@ import {
   errorResponse,
   idKey,
   isObject,
+  metaOf,
   successResponse,
   type JsonObject,
   type Notification,
@@ -19,14 +20,16 @@ import {
   type RequestId,
   type Response,
 } from '../protocol/messages.js';
+import { PROTOCOL_VERSION_META, isModernRequest } from '../protocol/modern/meta.js';
 import { readHanded } from '../protocol/read-message.js';
-import type { Channel } from '../transport/channel.js';
+import { LEGACY_VERSIONS } from '../protocol/versions.js';
+import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { mergedInitialize, mergedNames, type Listed } from './merge.js';
 import { Member, type MemberSpec, type Outcome } from './member.js';
 import { NameCollisionError, type Names } from './names.js';
 import { ServerRequests } from './server-requests.js';
-import { withOuterTaskIds } from './task-ids.js';
+import { withOuterRelatedTaskId, withOuterTaskIds } from './task-ids.js';
 import { TaskLists } from './task-lists.js';
 
 export interface AggregatorOptions {
@@ -83,7 +86,7 @@ export class Aggregator {
   start(): void {
     for (const member of this.members) {
       member.start({
-        message: (raw, _arrival, parsed) => this.fromMember(member, raw, parsed),
+        message: (raw, arrival, parsed) => this.fromMember(member, raw, arrival, parsed),
         malformed: () => undefined,
         closed: ({ reason }) => this.memberGone(member, reason),
       });
@@ -122,6 +125,9 @@ export class Aggregator {
 
   private async request(request: Request): Promise<void> {
     const { id, method, params } = request;
+    // A 2026-07-28 request: several servers are served to 2025-11-25 clients only so far (server/discover
+    // gets -32601 below, as from a 2025 server, so that a client of both eras falls back to initialize).
+    if (isModernRequest(params)) return this.client.send(errorResponse(id, modernRefused(params)));
     try {
       switch (method) {
         case 'initialize':
@@ -398,27 +404,48 @@ export class Aggregator {
         typeof requestId === 'string' || typeof requestId === 'number'
           ? this.routed.get(idKey(requestId))
           : undefined;
-      routed?.member.sendRaw(raw, undefined, parsed);
+      if (routed === undefined) return;
+      // Its answer, if the server still sends one, is not the client's to get.
+      this.routed.delete(idKey(requestId as RequestId));
+      routed.member.sendRaw(raw, undefined, parsed);
       return;
     }
     // initialized, roots/list_changed and the rest concern every server.
     for (const member of this.serving()) member.sendRaw(raw, undefined, parsed);
   }
 
-  private fromMember(member: Member, raw: Buffer, parsed: object | undefined): void {
+  private fromMember(
+    member: Member,
+    raw: Buffer,
+    arrival: Arrival | undefined,
+    parsed: object | undefined,
+  ): void {
     const read = readHanded(raw, parsed, `the server "${member.name}"`);
     if (!read.ok) return;
     const { message } = read;
     if (message.kind === 'response') return this.memberAnswered(member, raw, message.msg, parsed);
-    if (message.kind === 'request') return this.serverRequests.ask(member, message.msg, this.names);
+    const route = this.routeOf(member, arrival);
+    if (message.kind === 'request') return this.serverRequests.ask(member, message.msg, this.names, route);
     const { method, params } = message.msg;
-    if (method === 'notifications/cancelled') return this.serverRequests.cancelled(member, message.msg);
-    const renamed = params === undefined ? undefined : withOuterTaskIds(params, member.name, this.names);
-    if (renamed !== undefined) this.client.send({ ...message.msg, params: renamed });
-    else this.client.sendRaw(raw, undefined, parsed);
+    if (method === 'notifications/cancelled')
+      return this.serverRequests.cancelled(member, message.msg, route);
+    const rename = method.startsWith('notifications/tasks/') ? withOuterTaskIds : withOuterRelatedTaskId;
+    const renamed = params === undefined ? undefined : rename(params, member.name, this.names);
+    if (renamed !== undefined) this.client.send({ ...message.msg, params: renamed }, route);
+    else this.client.sendRaw(raw, route, parsed);
     if (method === 'notifications/tools/list_changed') this.routes.tool = undefined;
     if (method === 'notifications/prompts/list_changed') this.routes.prompt = undefined;
     if (method === 'notifications/resources/list_changed') this.resourceRoutes.clear();
+  }
+
+  /**
+   * Where a server's message about one of the client's requests goes: with that request (on its stream,
+   * over HTTP), when the server's Session said which it is about and it is one the client sent.
+   */
+  private routeOf(member: Member, arrival: Arrival | undefined): Route | undefined {
+    const about = arrival?.onStreamOf;
+    if (about === undefined) return undefined;
+    return this.routed.get(idKey(about))?.member === member ? { relatedTo: about } : undefined;
   }
 
   private memberAnswered(member: Member, raw: Buffer, response: Response, parsed: object | undefined): void {
@@ -450,6 +477,14 @@ export class Aggregator {
     }
     this.serverRequests.memberGone(member);
   }
+}
+
+function modernRefused(params: JsonObject | undefined): JsonRpcErrorObject {
+  return {
+    code: ErrorCode.UnsupportedProtocolVersion,
+    message: 'taskgate serves several servers to 2025-11-25 clients only so far: connect with initialize',
+    data: { supported: [...LEGACY_VERSIONS], requested: metaOf(params)?.[PROTOCOL_VERSION_META] },
+  };
 }
 
 function invalid(message: string): JsonRpcErrorObject {

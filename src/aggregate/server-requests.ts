@@ -6,10 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Request, RequestId, Response } from '../protocol/messages.js';
 import { idKey, type Notification } from '../protocol/messages.js';
-import type { Channel } from '../transport/channel.js';
+import type { Channel, Route } from '../transport/channel.js';
 import type { Member } from './member.js';
 import type { Names } from './names.js';
-import { withOuterTaskIds } from './task-ids.js';
+import { withOuterRelatedTaskId } from './task-ids.js';
 
 interface Asked {
   member: Member;
@@ -26,7 +26,7 @@ export class ServerRequests {
 
   constructor(private readonly client: Channel) {}
 
-  ask(member: Member, request: Request, names: Names): void {
+  ask(member: Member, request: Request, names: Names, route: Route | undefined): void {
     const id = `taskgate-server-${TOKEN}-${++this.next}`;
     this.asked.set(id, { member, id: request.id });
     let own = this.ours.get(member);
@@ -36,8 +36,8 @@ export class ServerRequests {
     const params =
       request.params === undefined || request.method.startsWith('tasks/')
         ? undefined
-        : withOuterTaskIds(request.params, member.name, names);
-    this.client.send({ ...request, id, ...(params === undefined ? {} : { params }) });
+        : withOuterRelatedTaskId(request.params, member.name, names);
+    this.client.send({ ...request, id, ...(params === undefined ? {} : { params }) }, route);
   }
 
   /** The client's answer to one of them, taken back to its server. */
@@ -50,13 +50,13 @@ export class ServerRequests {
   }
 
   /** A server withdrew one of its requests. */
-  cancelled(member: Member, notification: Notification): void {
+  cancelled(member: Member, notification: Notification, route: Route | undefined): void {
     const requestId = notification.params?.requestId;
     if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
     const id = this.ours.get(member)?.get(idKey(requestId));
     if (id === undefined) return;
     this.forget(id, this.asked.get(id)!);
-    this.client.send({ ...notification, params: { ...notification.params, requestId: id } });
+    this.client.send({ ...notification, params: { ...notification.params, requestId: id } }, route);
   }
 
   /** What a server that is gone asked is withdrawn from the client. */

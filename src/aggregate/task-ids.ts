@@ -11,8 +11,8 @@ import type { Names } from './names.js';
  * undefined when it names none (then the bytes it came as can go on as they are).
  */
 export function withOuterTaskIds(value: JsonObject, server: string, names: Names): JsonObject | undefined {
-  let changed: JsonObject | undefined;
   const outer = (id: string): string => names.taskId(server, id);
+  let changed = withOuterRelatedTask(value, outer);
   if (typeof value.taskId === 'string') changed = { ...value, taskId: outer(value.taskId) };
   const task = value.task;
   if (isObject(task) && typeof task.taskId === 'string') {
@@ -25,13 +25,24 @@ export function withOuterTaskIds(value: JsonObject, server: string, names: Names
     );
     changed = { ...(changed ?? value), tasks: renamed };
   }
+  return changed;
+}
+
+/**
+ * Only the related-task `_meta` of `value` given `server`'s prefix (what any other message may carry: its
+ * other members are the server's own business), or undefined when it has none.
+ */
+export function withOuterRelatedTaskId(
+  value: JsonObject,
+  server: string,
+  names: Names,
+): JsonObject | undefined {
+  return withOuterRelatedTask(value, (id) => names.taskId(server, id));
+}
+
+function withOuterRelatedTask(value: JsonObject, outer: (id: string) => string): JsonObject | undefined {
   const meta = value._meta;
   const related = isObject(meta) ? meta[RELATED_TASK_META] : undefined;
-  if (isObject(meta) && isObject(related) && typeof related.taskId === 'string') {
-    changed = {
-      ...(changed ?? value),
-      _meta: { ...meta, [RELATED_TASK_META]: { ...related, taskId: outer(related.taskId) } },
-    };
-  }
-  return changed;
+  if (!isObject(meta) || !isObject(related) || typeof related.taskId !== 'string') return undefined;
+  return { ...value, _meta: { ...meta, [RELATED_TASK_META]: { ...related, taskId: outer(related.taskId) } } };
 }

@@ -9,6 +9,8 @@ import {
   CallToolResultSchema,
   CreateTaskResultSchema,
   ElicitRequestSchema,
+  EmptyResultSchema,
+  ListToolsResultSchema,
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -209,6 +211,31 @@ describe('several servers behind one endpoint (issue 32)', () => {
     ]);
     g.client.setRequestHandler(ElicitRequestSchema, () => ({ action: 'decline' }));
     expect(text(await g.client.callTool({ name: 'b__ask', arguments: {} }))).toBe('got decline');
+  });
+
+  it('refuses a 2026-07-28 request with -32022 naming the versions it serves, and server/discover as a 2025 server would', async () => {
+    const g = await open([
+      { name: 'a', tools: [echoOf('a')] },
+      { name: 'b', tools: [echoOf('b')] },
+    ]);
+    const modern = await rpcError(
+      g.client.request(
+        {
+          method: 'tools/list',
+          params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } },
+        },
+        ListToolsResultSchema,
+      ),
+    );
+    expect(modern.code).toBe(-32022);
+    expect(modern.data).toMatchObject({
+      supported: expect.arrayContaining(['2025-11-25']),
+      requested: '2026-07-28',
+    });
+    const discover = await rpcError(
+      g.client.request({ method: 'server/discover', params: {} }, EmptyResultSchema),
+    );
+    expect(discover.code).toBe(-32601);
   });
 
   it('fails only the calls to a server that went away; the others keep serving', async () => {
