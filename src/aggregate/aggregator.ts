@@ -174,8 +174,9 @@ export class Aggregator {
   }
 
   private async initialize(params: JsonObject | undefined): Promise<JsonObject> {
+    // One that could not be started (or is gone already) has been logged: it is left out.
     const outcomes = await Promise.all(
-      this.members.map(async (member) => ({ member, outcome: await member.ask('initialize', params) })),
+      this.serving().map(async (member) => ({ member, outcome: await member.ask('initialize', params) })),
     );
     const answers = [];
     for (const { member, outcome } of outcomes) {

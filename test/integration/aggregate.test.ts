@@ -121,6 +121,18 @@ describe('three real servers behind one taskgate (issue 32)', () => {
     );
   });
 
+  it('leaves out a server that cannot be started, and says why to the calls to it', async () => {
+    const { client, stderr } = await withConfig({
+      legacy: THREE.legacy,
+      missing: { command: join(dir, 'no-such-server') },
+    });
+    expect((await client.listTools()).tools.every((tool) => tool.name.startsWith('legacy__'))).toBe(true);
+    const refused = await rpcError(client.callTool({ name: 'missing__anything', arguments: {} }));
+    expect(refused.code).toBe(-32000);
+    expect(refused.message).toMatch(/The server "missing" is gone \(it could not be started/);
+    expect(stderr()).toMatch(/the server \\"missing\\" could not be started/);
+  });
+
   it('fails only the calls to a server that crashed; the others keep serving', async () => {
     const { client, stderr } = await withConfig(THREE, ['--no-upstream-restart']);
     await client.listTools();
