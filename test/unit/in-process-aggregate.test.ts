@@ -9,6 +9,7 @@ import {
   CallToolResultSchema,
   CreateTaskResultSchema,
   ElicitRequestSchema,
+  ElicitResultSchema,
   EmptyResultSchema,
   ListToolsResultSchema,
   McpError,
@@ -200,7 +201,7 @@ describe('several servers behind one endpoint (issue 32)', () => {
             method: 'elicitation/create',
             params: { message: 'name?', requestedSchema: { type: 'object', properties: {} } },
           },
-          (await import('@modelcontextprotocol/sdk/types.js')).ElicitResultSchema,
+          ElicitResultSchema,
         );
         return textResult(`got ${answer.action}`);
       },
@@ -211,6 +212,54 @@ describe('several servers behind one endpoint (issue 32)', () => {
     ]);
     g.client.setRequestHandler(ElicitRequestSchema, () => ({ action: 'decline' }));
     expect(text(await g.client.callTool({ name: 'b__ask', arguments: {} }))).toBe('got decline');
+  });
+
+  it('names the task of a server’s elicitation by its prefixed id, and takes progress to the client', async () => {
+    const asking: FakeTool = {
+      name: 'ask',
+      run: async (_args, extra) => {
+        const token = extra._meta?.progressToken;
+        if (token !== undefined) {
+          await extra.sendNotification({
+            method: 'notifications/progress',
+            params: { progressToken: token, progress: 1, total: 2 },
+          });
+        }
+        const answer = await extra.sendRequest(
+          {
+            method: 'elicitation/create',
+            params: { message: 'go on?', requestedSchema: { type: 'object', properties: {} } },
+          },
+          ElicitResultSchema,
+        );
+        return textResult(`got ${answer.action}`);
+      },
+    };
+    const g = await open([
+      { name: 'plain', tools: [asking] },
+      { name: 'b', tools: [nativeEcho] },
+    ]);
+    const related: unknown[] = [];
+    g.client.setRequestHandler(ElicitRequestSchema, (request) => {
+      related.push(request.params._meta?.['io.modelcontextprotocol/related-task']);
+      return { action: 'accept', content: {} };
+    });
+    const { task } = await g.client.request(
+      {
+        method: 'tools/call',
+        params: { name: 'plain__ask', arguments: {}, task: {}, _meta: { progressToken: 'p1' } },
+      },
+      CreateTaskResultSchema,
+    );
+    const result = await g.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(text(result)).toBe('got accept');
+    expect(related).toEqual([{ taskId: task.taskId }]);
+    const progress = g.clientTransport.received.items.filter(
+      (message) => 'method' in message && message.method === 'notifications/progress',
+    );
+    expect(
+      progress.map((message) => ('params' in message ? message.params?.progressToken : undefined)),
+    ).toEqual(['p1']);
   });
 
   it('refuses a 2026-07-28 request with -32022 naming the versions it serves, and server/discover as a 2025 server would', async () => {
