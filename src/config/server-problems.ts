@@ -1,6 +1,6 @@
 /**
  * What is wrong with the servers of a config as a whole (each value is the schema's to check): `upstreams`
- * beside `upstream` or the HTTP front, or names that would make prefixed names ambiguous.
+ * beside `upstream`, or names that would make prefixed names ambiguous.
  */
 
 /** Between a server's name and its tool's in `upstreams` (namespacing.separator unless set). */
@@ -11,7 +11,6 @@ export interface ServersPart {
   upstream?: unknown;
   upstreams?: Record<string, unknown> | undefined;
   namespacing?: { separator: string } | undefined;
-  http: { listen?: string | undefined };
 }
 
 /** `upstreams` beside `upstream`, or with names that would make prefixed names ambiguous. */
@@ -30,15 +29,6 @@ export function serverProblems(config: ServersPart): { path: (string | number)[]
     ];
   }
   if (names.length === 0) return [{ path: ['upstreams'], message: 'name at least one server' }];
-  if (config.http.listen !== undefined) {
-    return [
-      {
-        path: ['upstreams'],
-        message:
-          'several servers are served on the stdio front only so far: not with http.listen (--listen); give one upstream there',
-      },
-    ];
-  }
   return names
     .filter((name) => name.includes(separator))
     .map((name) => ({

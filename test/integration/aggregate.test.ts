@@ -9,7 +9,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CallToolResultSchema, CreateTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FIXTURES, connect, type Connection } from '../helpers/taskgate.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CheckedTransport } from '../helpers/checked-transport.js';
+import { httpTransport } from '../helpers/http-client.js';
+import { FIXTURES, Gateway, TASK_AWARE, connect, type Connection } from '../helpers/taskgate.js';
 import { thrownBy } from '../helpers/thrown.js';
 
 const EVERYTHING = fileURLToPath(
@@ -31,9 +34,12 @@ const THREE = {
 };
 
 let open: Connection | undefined;
+let gateway: Gateway | undefined;
 afterEach(async () => {
   await open?.close();
   open = undefined;
+  await gateway?.stop();
+  gateway = undefined;
 });
 
 const start = async (flags: string[]): Promise<Connection> =>
@@ -148,5 +154,48 @@ describe('three real servers behind one taskgate (issue 32)', () => {
     expect(names.some((name) => name.startsWith('legacy__'))).toBe(false);
     expect(names).toContain('native__echo');
     expect(stderr()).toMatch(/the server \\"legacy\\".*only its calls fail/);
+  });
+});
+
+describe('several servers behind the HTTP front (issue 32)', () => {
+  const client = async (g: Gateway): Promise<{ client: Client; transport: CheckedTransport }> => {
+    const transport = new CheckedTransport(httpTransport(g.url));
+    const sdk = new Client({ name: 'taskgate-test', version: '1.0.0' }, { capabilities: TASK_AWARE });
+    await sdk.connect(transport);
+    return { client: sdk, transport };
+  };
+
+  it('gives each client session the merged lists, calls and tasks of every server, and isolates a crash', async () => {
+    const config = file(
+      JSON.stringify({ upstreams: { legacy: THREE.legacy, native: THREE.native } }),
+      'json',
+    );
+    gateway = await Gateway.start([], ['--config', config, '--no-upstream-restart']);
+    const first = await client(gateway);
+    const second = await client(gateway);
+    for (const { client: sdk } of [first, second]) {
+      const names = (await sdk.listTools()).tools.map((tool) => tool.name);
+      expect(names).toEqual(expect.arrayContaining(['legacy__echo', 'native__echo']));
+    }
+    const { task } = await first.client.request(
+      { method: 'tools/call', params: { name: 'legacy__echo', arguments: { text: 'over http' }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    expect(task.taskId).toMatch(/^legacy__/);
+    const result = await first.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    expect(text(result)).toBe('over http');
+    // The first session's legacy server crashes: its calls fail, the second session's servers are its own.
+    expect((await rpcError(first.client.callTool({ name: 'legacy__crash', arguments: {} }))).code).toBe(
+      -32000,
+    );
+    expect(text(await first.client.callTool({ name: 'native__echo', arguments: { text: 'still' } }))).toBe(
+      'still',
+    );
+    expect(text(await second.client.callTool({ name: 'legacy__echo', arguments: { text: 'mine' } }))).toBe(
+      'mine',
+    );
+    expect([...first.transport.violations, ...second.transport.violations]).toEqual([]);
+    await first.client.close();
+    await second.client.close();
   });
 });

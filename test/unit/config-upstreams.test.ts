@@ -108,9 +108,9 @@ describe('upstreams in a config file', () => {
     );
   });
 
-  it('refuses upstreams with the HTTP front, which does not serve them yet', () => {
+  it('serves upstreams on the HTTP front too', () => {
     const several = file('upstreams:\n  a: { command: a }\n');
-    expect(problemsOf(['--config', several, '--listen', '0']).join('\n')).toMatch(/stdio front only/);
+    expect(load(['--config', several, '--listen', '0']).config.upstreams?.a).toMatchObject({ command: 'a' });
   });
 
   it('leaves the one-server config as it was', () => {
