@@ -25,6 +25,7 @@ import { readHanded } from '../protocol/read-message.js';
 import { LEGACY_VERSIONS } from '../protocol/versions.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
+import { gathered } from './fan-out.js';
 import { mergedInitialize, mergedNames, type Listed } from './merge.js';
 import { Member, type MemberSpec, type Outcome } from './member.js';
 import { NameCollisionError, type Names } from './names.js';
@@ -39,7 +40,15 @@ export interface AggregatorOptions {
   version: string;
   /** The client went away (the members are closed by then). */
   closed(reason: string): void;
+  /**
+   * How long the servers slower than the first get to answer a request asked of all of them (FAN_OUT_GRACE_MS
+   * unless set): the merged answer goes without those still silent then.
+   */
+  graceMs?: number;
 }
+
+/** The grace of a request asked of every server, after the first answer (see AggregatorOptions.graceMs). */
+const FAN_OUT_GRACE_MS = 10_000;
 
 /** A client request sent on to one server, and what its answer needs on its way back. */
 interface Routed {
@@ -69,6 +78,9 @@ export class Aggregator {
   };
   private readonly resourceRoutes = new Map<string, Member>();
   private closing: Promise<void> | undefined;
+  /** The client has sent notifications/initialized (a server that joins late is sent it then). */
+  private clientInitialized = false;
+  private capabilities: JsonObject = {};
 
   constructor(
     client: Channel,
@@ -175,24 +187,65 @@ export class Aggregator {
 
   private async initialize(params: JsonObject | undefined): Promise<JsonObject> {
     // One that could not be started (or is gone already) has been logged: it is left out.
-    const outcomes = await Promise.all(
-      this.serving().map(async (member) => ({ member, outcome: await member.ask('initialize', params) })),
+    const { answered, late } = await gathered(
+      this.serving(),
+      (member) => member.ask('initialize', params),
+      this.graceMs,
     );
     const answers = [];
-    for (const { member, outcome } of outcomes) {
-      if (outcome.ok) answers.push({ server: member.name, result: outcome.result });
-      else {
-        member.refusedInitialize = outcome.error;
-        this.options.logger.error(
-          { server: member.name, error: outcome.error.message },
-          `the server "${member.name}" (${member.description}) refused initialize: it serves nothing in this session`,
-        );
-      }
+    for (const { member, value } of answered) {
+      if (value.ok) answers.push({ server: member.name, result: value.result });
+      else this.refusedInitialize(member, value.error);
+    }
+    for (const { member, answer } of late) {
+      member.joining = true;
+      this.options.logger.warn(
+        { server: member.name },
+        `the server "${member.name}" has not answered initialize ${this.graceMs} ms after the first: it joins when it does`,
+      );
+      void answer.then((outcome) => this.joined(member, outcome));
     }
     if (answers.length === 0) {
       throw new ProtocolError(ErrorCode.UpstreamUnavailable, 'No server behind taskgate answered initialize');
     }
-    return mergedInitialize(answers, params?.protocolVersion, this.options.version);
+    const result = mergedInitialize(answers, params?.protocolVersion, this.options.version);
+    this.capabilities = isObject(result.capabilities) ? result.capabilities : {};
+    return result;
+  }
+
+  private get graceMs(): number {
+    return this.options.graceMs ?? FAN_OUT_GRACE_MS;
+  }
+
+  private refusedInitialize(member: Member, error: JsonRpcErrorObject): void {
+    member.refusedInitialize = error;
+    this.options.logger.error(
+      { server: member.name, error: error.message },
+      `the server "${member.name}" (${member.description}) refused initialize: it serves nothing in this session`,
+    );
+  }
+
+  /** A server that answered initialize after the merged answer went out: its names join the lists. */
+  private joined(member: Member, outcome: Outcome): void {
+    member.joining = false;
+    if (!outcome.ok) return this.refusedInitialize(member, outcome.error);
+    if (member.goneReason !== undefined) return;
+    this.options.logger.info({ server: member.name }, `the server "${member.name}" joined late`);
+    if (this.clientInitialized) member.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    this.listsChanged();
+  }
+
+  /** A server came or went: the merged lists are not what the client was given. */
+  private listsChanged(): void {
+    this.routes.tool = undefined;
+    this.routes.prompt = undefined;
+    this.resourceRoutes.clear();
+    if (!this.clientInitialized || this.closing !== undefined) return;
+    for (const key of ['tools', 'prompts', 'resources']) {
+      if (isObject(this.capabilities[key])) {
+        this.client.send({ jsonrpc: '2.0', method: `notifications/${key}/list_changed` });
+      }
+    }
   }
 
   /** Every page of one server's list (`key`: the member holding the items). */
@@ -214,11 +267,28 @@ export class Aggregator {
     return { ok: true, result: {}, items };
   }
 
+  /** Every serving server's whole list, but for those still silent `graceMs` after the first (logged). */
+  private async lists(
+    method: string,
+    key: string,
+  ): Promise<{ member: Member; outcome: Outcome & { items?: unknown[] } }[]> {
+    const { answered, late } = await gathered(
+      this.serving(),
+      (member) => this.wholeList(member, method, key),
+      this.graceMs,
+    );
+    for (const { member } of late) {
+      this.options.logger.warn(
+        { server: member.name },
+        `the server "${member.name}" has not answered ${method} ${this.graceMs} ms after the first: the merged list goes without it`,
+      );
+    }
+    return answered.map(({ member, value }) => ({ member, outcome: value }));
+  }
+
   private async mergedList(method: keyof typeof LISTS): Promise<JsonObject> {
     const { key, kind } = LISTS[method];
-    const lists = await Promise.all(
-      this.serving().map(async (member) => ({ member, outcome: await this.wholeList(member, method, key) })),
-    );
+    const lists = await this.lists(method, key);
     const merged = this.collisionsLogged(() =>
       mergedNames(
         kind,
@@ -309,9 +379,7 @@ export class Aggregator {
 
   private async mergedResources(method: 'resources/list' | 'resources/templates/list'): Promise<JsonObject> {
     const key = method === 'resources/list' ? 'resources' : 'resourceTemplates';
-    const lists = await Promise.all(
-      this.serving().map(async (member) => ({ member, outcome: await this.wholeList(member, method, key) })),
-    );
+    const lists = await this.lists(method, key);
     const items: unknown[] = [];
     for (const { member, outcome } of lists) {
       if (!this.usable(member, method, outcome) || !outcome.ok) continue;
@@ -411,6 +479,7 @@ export class Aggregator {
       routed.member.sendRaw(raw, undefined, parsed);
       return;
     }
+    if (notification.method === 'notifications/initialized') this.clientInitialized = true;
     // initialized, roots/list_changed and the rest concern every server.
     for (const member of this.serving()) member.sendRaw(raw, undefined, parsed);
   }
@@ -477,6 +546,7 @@ export class Aggregator {
       this.client.send(errorResponse(routed.id, error), { responseTo: routed.id });
     }
     this.serverRequests.memberGone(member);
+    this.listsChanged();
   }
 }
 

@@ -42,6 +42,8 @@ export class Member {
   goneReason: string | undefined;
   /** Its answer to the client's initialize was an error: it serves nothing. */
   refusedInitialize: JsonRpcErrorObject | undefined;
+  /** It has not answered the client's initialize yet (it was too slow for the merged answer). */
+  joining = false;
 
   constructor(spec: MemberSpec) {
     this.name = spec.name;
@@ -54,7 +56,7 @@ export class Member {
   }
 
   get serving(): boolean {
-    return this.goneReason === undefined && this.refusedInitialize === undefined;
+    return this.goneReason === undefined && this.refusedInitialize === undefined && !this.joining;
   }
 
   /** Why a request for this server cannot be served, as the error the client gets; undefined when it can. */
@@ -63,6 +65,12 @@ export class Member {
       return {
         code: ErrorCode.UpstreamUnavailable,
         message: `The server "${this.name}" is gone (${this.goneReason})`,
+      };
+    }
+    if (this.joining) {
+      return {
+        code: ErrorCode.UpstreamUnavailable,
+        message: `The server "${this.name}" has not answered initialize yet`,
       };
     }
     if (this.refusedInitialize !== undefined) {

@@ -26,13 +26,19 @@ export function union(a: unknown, b: unknown): unknown {
 }
 
 /**
- * One initialize result for the client: the servers' capabilities as the union, the version they all
+ * One initialize result for the client: the servers' capabilities as the union (lists that change: servers
+ * join late and go), the version they all
  * answered (the client's own when they differ: taskgate is the server it negotiates with), and each
  * server's instructions under its name.
  */
 export function mergedInitialize(answers: Answer[], requestedVersion: unknown, version: string): JsonObject {
   let capabilities: unknown = {};
   for (const { result } of answers) capabilities = union(capabilities, result.capabilities ?? {});
+  // The merged lists change as servers come and go, whatever each server's own do.
+  const merged = capabilities as JsonObject;
+  for (const key of ['tools', 'prompts', 'resources']) {
+    if (isObject(merged[key])) merged[key] = { ...merged[key], listChanged: true };
+  }
   const versions = new Set(answers.map(({ result }) => result.protocolVersion));
   const [only] = versions;
   const protocolVersion = versions.size === 1 ? only : requestedVersion;

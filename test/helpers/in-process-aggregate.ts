@@ -31,6 +31,8 @@ export interface ServerBehind {
   prefix?: boolean;
   include?: string[];
   exclude?: string[];
+  /** Its server is connected only by `connectLate` (until then it answers nothing, initialize included). */
+  late?: boolean;
 }
 
 export interface AggregateGateway {
@@ -41,6 +43,8 @@ export interface AggregateGateway {
   servers: Map<string, { server: Server; received: CheckedTransport; sessionSide: MemoryChannel }>;
   /** The server goes away at once, as a crashed child does when it is not restarted. */
   crash(name: string): Promise<void>;
+  /** Connects the server of an entry marked `late`: it reads what it was sent meanwhile and answers. */
+  connectLate(name: string): Promise<void>;
   readonly violations: string[];
   close(): Promise<void>;
 }
@@ -53,7 +57,13 @@ const TASK_CLIENT: ClientCapabilities = {
 
 export async function inProcessAggregate(
   behind: ServerBehind[],
-  options: { config?: ConfigInput; capabilities?: ClientCapabilities; separator?: string } = {},
+  options: {
+    config?: ConfigInput;
+    capabilities?: ClientCapabilities;
+    separator?: string;
+    /** The aggregator's grace for servers slower than the first (AggregatorOptions.graceMs). */
+    graceMs?: number;
+  } = {},
 ): Promise<AggregateGateway> {
   const config = resolveConfig(options.config ?? {});
   const store = new MemoryTaskStore({
@@ -64,11 +74,13 @@ export async function inProcessAggregate(
   const servers: AggregateGateway['servers'] = new Map();
   const sessions: Session[] = [];
   const specs: MemberSpec[] = [];
+  const lateOnes = new Map<string, () => Promise<void>>();
   for (const entry of behind) {
     const server = entry.server ?? fakeServer(entry.tools ?? []).server;
     const toServer = memoryChannelPair();
     const received = new CheckedTransport(new ChannelTransport(toServer.b));
-    await server.connect(received);
+    if (entry.late === true) lateOnes.set(entry.name, () => server.connect(received));
+    else await server.connect(received);
     const toSession = memoryChannelPair();
     const session = new Session(
       toSession.b,
@@ -94,6 +106,7 @@ export async function inProcessAggregate(
     logger,
     version: '0.0.0-test',
     closed: () => undefined,
+    ...(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
   });
   gateway.start();
   const clientTransport = new CheckedTransport(new ChannelTransport(front.a));
@@ -111,6 +124,12 @@ export async function inProcessAggregate(
       const found = servers.get(name);
       if (found === undefined) throw new Error(`no server ${name}`);
       await found.server.close();
+    },
+    connectLate: async (name) => {
+      const connect = lateOnes.get(name);
+      if (connect === undefined) throw new Error(`no late server ${name}`);
+      lateOnes.delete(name);
+      await connect();
     },
     get violations() {
       return [...clientTransport.violations];

@@ -13,6 +13,7 @@ import {
   EmptyResultSchema,
   ListToolsResultSchema,
   McpError,
+  ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { heldTool, type HeldTool } from '../helpers/held-call.js';
@@ -287,6 +288,35 @@ describe('several servers behind one endpoint (issue 32)', () => {
     expect(discover.code).toBe(-32601);
   });
 
+  it('does not hold the handshake for a server slower than the grace: it joins when it answers, the lists then changed', async () => {
+    gate = await inProcessAggregate(
+      [
+        { name: 'fast', tools: [echoOf('fast')] },
+        { name: 'slow', tools: [echoOf('slow')], late: true },
+      ],
+      { graceMs: 50 },
+    );
+    const g = gate;
+    expect(g.client.getServerCapabilities()?.tools?.listChanged).toBe(true);
+    expect((await g.client.listTools()).tools.map((tool) => tool.name)).toEqual(['fast__echo']);
+    const early = await rpcError(g.client.callTool({ name: 'slow__echo', arguments: { text: 'x' } }));
+    expect(early.message).toMatch(/"slow" has not answered initialize yet/);
+    const changed = new Promise<void>((resolve) =>
+      g.client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
+    );
+    await g.connectLate('slow');
+    await changed;
+    expect((await g.client.listTools()).tools.map((tool) => tool.name)).toEqual(['fast__echo', 'slow__echo']);
+    expect(text(await g.client.callTool({ name: 'slow__echo', arguments: { text: 'now' } }))).toBe(
+      'slow: now',
+    );
+    // It was told the client's handshake is over, as every server is.
+    const initialized = g.servers
+      .get('slow')!
+      .received.received.items.filter((m) => 'method' in m && m.method === 'notifications/initialized');
+    expect(initialized).toHaveLength(1);
+  });
+
   it('fails only the calls to a server that went away; the others keep serving', async () => {
     const slow = held('slow');
     const g = await open([
@@ -296,7 +326,11 @@ describe('several servers behind one endpoint (issue 32)', () => {
     await g.client.listTools();
     const inFlight = rpcError(g.client.callTool({ name: 'crashing__slow', arguments: {} }));
     await slow.calls.waitFor(() => true, 'the call upstream');
+    const changed = new Promise<void>((resolve) =>
+      g.client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
+    );
     await g.crash('crashing');
+    await changed;
     expect((await inFlight).code).toBe(-32000);
     const later = await rpcError(g.client.callTool({ name: 'crashing__echo', arguments: { text: 'x' } }));
     expect(later.code).toBe(-32000);
