@@ -15,6 +15,7 @@ import {
   McpError,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import { createServer } from '@modelcontextprotocol/server-everything/dist/server/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { heldTool, type HeldTool } from '../helpers/held-call.js';
 import { textResult, type FakeTool } from '../helpers/in-process.js';
@@ -34,11 +35,13 @@ const nativeEcho: FakeTool = { ...echoOf('native'), taskSupport: 'optional' };
 
 let gate: AggregateGateway | undefined;
 const helds: HeldTool[] = [];
+const cleanups: (() => void)[] = [];
 afterEach(async () => {
   for (const held of helds.splice(0)) held.releaseAll();
   expect(gate?.violations ?? []).toEqual([]);
   await gate?.close();
   gate = undefined;
+  for (const cleanup of cleanups.splice(0)) cleanup();
 });
 
 const open = async (servers: ServerBehind[], separator?: string) =>
@@ -261,6 +264,34 @@ describe('several servers behind one endpoint (issue 32)', () => {
     expect(
       progress.map((message) => ('params' in message ? message.params?.progressToken : undefined)),
     ).toEqual(['p1']);
+  });
+
+  it('merges server-everything’s prompts and resources with another server’s, and routes prompts/get, completion and resources/read', async () => {
+    const everything = createServer();
+    cleanups.push(() => everything.cleanup(undefined));
+    const g = await open([
+      { name: 'a', tools: [echoOf('a')] },
+      { name: 'everything', server: everything.server.server },
+    ]);
+    const prompts = (await g.client.listPrompts()).prompts.map((prompt) => prompt.name);
+    expect(prompts).toContain('everything__simple-prompt');
+    expect(prompts.every((name) => name.startsWith('everything__'))).toBe(true);
+    const prompt = await g.client.getPrompt({ name: 'everything__simple-prompt' });
+    expect(prompt.messages.length).toBeGreaterThan(0);
+    const { resources } = await g.client.listResources();
+    const first = resources[0]!;
+    const read = await g.client.readResource({ uri: first.uri });
+    expect(read.contents[0]?.uri).toBe(first.uri);
+    const { resourceTemplates } = await g.client.listResourceTemplates();
+    expect(resourceTemplates.length).toBeGreaterThan(0);
+    const withArguments = (await g.client.listPrompts()).prompts.find((p) => (p.arguments ?? []).length > 0)!;
+    const completed = await g.client.complete({
+      ref: { type: 'ref/prompt', name: withArguments.name },
+      argument: { name: withArguments.arguments![0]!.name, value: '' },
+    });
+    expect(Array.isArray(completed.completion.values)).toBe(true);
+    const unknown = await rpcError(g.client.readResource({ uri: 'nowhere://at/all' }));
+    expect(unknown.code).toBe(-32602);
   });
 
   it('refuses a 2026-07-28 request with -32022 naming the versions it serves, and server/discover as a 2025 server would', async () => {
