@@ -106,7 +106,7 @@ export class Aggregator {
     this.client.start({
       message: (raw, _arrival, parsed) => this.fromClient(raw, parsed),
       malformed: (error, id) => {
-        if (id !== null) this.client.send(errorResponse(id, error.toJson()));
+        if (id !== null) this.refuse(id, error.toJson());
       },
       closed: ({ reason }) => void this.close(reason),
     });
@@ -126,7 +126,7 @@ export class Aggregator {
     if (!read.ok) {
       const id = isObject(read.value) && 'method' in read.value ? read.value.id : undefined;
       const error = read.error instanceof ProtocolError ? read.error.toJson() : invalid('unreadable message');
-      if (typeof id === 'string' || typeof id === 'number') this.client.send(errorResponse(id, error));
+      if (typeof id === 'string' || typeof id === 'number') this.refuse(id, error);
       return;
     }
     const { message } = read;
@@ -139,7 +139,7 @@ export class Aggregator {
     const { id, method, params } = request;
     // A 2026-07-28 request: several servers are served to 2025-11-25 clients only so far (server/discover
     // gets -32601 below, as from a 2025 server, so that a client of both eras falls back to initialize).
-    if (isModernRequest(params)) return this.client.send(errorResponse(id, modernRefused(params)));
+    if (isModernRequest(params)) return this.refuse(id, modernRefused(params));
     try {
       switch (method) {
         case 'initialize':
@@ -173,12 +173,17 @@ export class Aggregator {
           return this.toOnly(request);
       }
     } catch (error) {
-      this.client.send(errorResponse(id, wireError(error)));
+      this.refuse(id, wireError(error));
     }
   }
 
+  /** Answers go on their request's own stream (over HTTP, its POST's). */
   private answer(id: RequestId, result: JsonObject): void {
     this.client.send(successResponse(id, result), { responseTo: id });
+  }
+
+  private refuse(id: RequestId, error: JsonRpcErrorObject): void {
+    this.client.send(errorResponse(id, error), { responseTo: id });
   }
 
   private serving(): Member[] {
@@ -461,7 +466,7 @@ export class Aggregator {
 
   private forward(member: Member, request: Request, rewrite: Routed['rewrite']): void {
     const unavailable = member.unavailable();
-    if (unavailable !== undefined) return this.client.send(errorResponse(request.id, unavailable));
+    if (unavailable !== undefined) return this.refuse(request.id, unavailable);
     this.routed.set(idKey(request.id), { id: request.id, member, rewrite });
     member.send(request);
   }
@@ -543,7 +548,7 @@ export class Aggregator {
     for (const [key, routed] of this.routed) {
       if (routed.member !== member) continue;
       this.routed.delete(key);
-      this.client.send(errorResponse(routed.id, error), { responseTo: routed.id });
+      this.refuse(routed.id, error);
     }
     this.serverRequests.memberGone(member);
     this.listsChanged();

@@ -184,6 +184,10 @@ describe('several servers behind the HTTP front (issue 32)', () => {
     expect(task.taskId).toMatch(/^legacy__/);
     const result = await first.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
     expect(text(result)).toBe('over http');
+    // What the aggregator refuses itself goes on the request's own stream too.
+    expect((await rpcError(first.client.callTool({ name: 'nobody__echo', arguments: {} }))).code).toBe(
+      -32602,
+    );
     // The first session's legacy server crashes: its calls fail, the second session's servers are its own.
     expect((await rpcError(first.client.callTool({ name: 'legacy__crash', arguments: {} }))).code).toBe(
       -32000,
