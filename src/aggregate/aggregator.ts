@@ -29,6 +29,7 @@ import { gathered } from './fan-out.js';
 import { mergedInitialize, mergedNames, type Listed } from './merge.js';
 import { Member, type MemberSpec, type Outcome } from './member.js';
 import { NameCollisionError, type Names } from './names.js';
+import { ResourceRoutes } from './resources.js';
 import { ServerRequests } from './server-requests.js';
 import { withOuterRelatedTaskId, withOuterTaskIds } from './task-ids.js';
 import { TaskLists } from './task-lists.js';
@@ -76,7 +77,7 @@ export class Aggregator {
     tool: undefined,
     prompt: undefined,
   };
-  private readonly resourceRoutes = new Map<string, Member>();
+  private readonly resources: ResourceRoutes;
   private closing: Promise<void> | undefined;
   /** The client has sent notifications/initialized (a server that joins late is sent it then). */
   private clientInitialized = false;
@@ -93,6 +94,7 @@ export class Aggregator {
     for (const member of this.members) this.byName.set(member.name, member);
     this.serverRequests = new ServerRequests(this.client);
     this.taskLists = new TaskLists(this.names);
+    this.resources = new ResourceRoutes(options.logger);
   }
 
   start(): void {
@@ -244,7 +246,7 @@ export class Aggregator {
   private listsChanged(): void {
     this.routes.tool = undefined;
     this.routes.prompt = undefined;
-    this.resourceRoutes.clear();
+    this.resources.clear();
     if (!this.clientInitialized || this.closing !== undefined) return;
     for (const key of ['tools', 'prompts', 'resources']) {
       if (isObject(this.capabilities[key])) {
@@ -384,37 +386,21 @@ export class Aggregator {
 
   private async mergedResources(method: 'resources/list' | 'resources/templates/list'): Promise<JsonObject> {
     const key = method === 'resources/list' ? 'resources' : 'resourceTemplates';
-    const lists = await this.lists(method, key);
     const items: unknown[] = [];
-    for (const { member, outcome } of lists) {
+    for (const { member, outcome } of await this.lists(method, key)) {
       if (!this.usable(member, method, outcome) || !outcome.ok) continue;
-      for (const item of outcome.items ?? []) {
-        const uri = isObject(item) ? (item.uri ?? item.uriTemplate) : undefined;
-        if (typeof uri === 'string' && !this.resourceRoutes.has(uri)) this.resourceRoutes.set(uri, member);
-        items.push(item);
-      }
+      this.resources.take(member, outcome.items ?? []);
+      items.push(...(outcome.items ?? []));
     }
     return { [key]: items };
   }
 
-  /**
-   * The server of a resource: the one that listed its URI (or, after a template, the URI's start), else
-   * the only server that offers resources at all.
-   */
   private async resourceOwner(uri: string): Promise<Member> {
-    if (this.resourceRoutes.size === 0) {
+    if (!this.resources.known) {
       await this.mergedResources('resources/list');
       await this.mergedResources('resources/templates/list');
     }
-    const exact = this.resourceRoutes.get(uri);
-    if (exact !== undefined) return exact;
-    for (const [listed, member] of this.resourceRoutes) {
-      const stem = listed.split('{')[0]!;
-      if (listed.includes('{') && stem !== '' && uri.startsWith(stem)) return member;
-    }
-    const [only, ...others] = this.serving();
-    if (only !== undefined && others.length === 0) return only;
-    throw new ProtocolError(ErrorCode.InvalidParams, `Resource ${JSON.stringify(uri)} not found`);
+    return this.resources.owner(uri, this.serving());
   }
 
   private async toResource(request: Request): Promise<void> {
@@ -510,7 +496,7 @@ export class Aggregator {
     else this.client.sendRaw(raw, route, parsed);
     if (method === 'notifications/tools/list_changed') this.routes.tool = undefined;
     if (method === 'notifications/prompts/list_changed') this.routes.prompt = undefined;
-    if (method === 'notifications/resources/list_changed') this.resourceRoutes.clear();
+    if (method === 'notifications/resources/list_changed') this.resources.clear();
   }
 
   /**
