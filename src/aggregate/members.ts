@@ -23,12 +23,13 @@ export interface OpenedMembers {
 
 /** The config one server's Session and upstream are given: `upstream` is that server, its rules first. */
 export function memberConfig(config: Config, member: MemberConfig): Config {
-  const { prefix: _prefix, include: _include, exclude: _exclude, tools, ...server } = member;
+  const { prefix: _prefix, include: _include, exclude: _exclude, tools, restart, ...server } = member;
   return {
     ...config,
     upstream: { ...server, sharing: 'session', poolSize: 1 },
     upstreams: undefined,
     tools: [...tools, ...config.tools],
+    upstreamRestart: restart ?? config.upstreamRestart,
   };
 }
 

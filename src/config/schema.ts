@@ -96,6 +96,27 @@ const ONE_SERVER = {
 const namesOneServer = (server: { command?: string | undefined; url?: string | undefined }): boolean =>
   (server.command === undefined) !== (server.url === undefined);
 
+/** How a stdio server that exits is restarted (`upstreamRestart`, and a server's own `restart`). */
+const RESTART = z
+  .object({
+    enabled: z.boolean().default(true),
+    delay: milliseconds(MAX_TIMER_MS).default(500),
+    maxDelay: milliseconds(MAX_TIMER_MS).default(30_000),
+    /**
+     * While a crashed upstream is being restarted, requests wait this long for it (then fail with
+     * -32000); 0 refuses them at once.
+     */
+    holdRequests: z.number().int().nonnegative().max(MAX_TIMER_MS).default(10_000),
+  })
+  .strict();
+const RESTART_DELAYS: [
+  (restart: z.output<typeof RESTART>) => boolean,
+  { message: string; path: PropertyKey[] },
+] = [
+  (restart) => restart.delay <= restart.maxDelay,
+  { message: 'delay (500 ms unless set) must not be longer than maxDelay', path: ['delay'] },
+];
+
 /** The upstream MCP server: a command taskgate starts on stdio, or the URL of a Streamable HTTP server. */
 export const UpstreamSchema = z
   .object({
@@ -138,6 +159,8 @@ export const MemberSchema = z
     exclude: toolGlobs,
     /** Task policy rules for this server's tools (its own names), before the top-level `tools`. */
     tools: z.array(ToolRuleSchema).default([]),
+    /** Its own restart policy, in place of `upstreamRestart` (whose defaults fill what it leaves out). */
+    restart: RESTART.refine(...RESTART_DELAYS).optional(),
   })
   .strict()
   .refine(namesOneServer, ONE_SERVER);
@@ -463,23 +486,7 @@ export const ConfigSchema = z
      * each crash in a row up to `maxDelay`, and given the client's handshake again. (An HTTP upstream needs
      * none of this: each request connects anew.)
      */
-    upstreamRestart: z
-      .object({
-        enabled: z.boolean().default(true),
-        delay: milliseconds(MAX_TIMER_MS).default(500),
-        maxDelay: milliseconds(MAX_TIMER_MS).default(30_000),
-        /**
-         * While a crashed upstream is being restarted, requests wait this long for it (then fail with
-         * -32000); 0 refuses them at once.
-         */
-        holdRequests: z.number().int().nonnegative().max(MAX_TIMER_MS).default(10_000),
-      })
-      .strict()
-      .prefault({})
-      .refine((restart) => restart.delay <= restart.maxDelay, {
-        message: 'delay (500 ms unless set) must not be longer than maxDelay',
-        path: ['delay'],
-      }),
+    upstreamRestart: RESTART.prefault({}).refine(...RESTART_DELAYS),
     tools: z.array(ToolRuleSchema).default([]),
   })
   .strict();

@@ -140,7 +140,11 @@ describe('three real servers behind one taskgate (issue 32)', () => {
   });
 
   it('fails only the calls to a server that crashed; the others keep serving', async () => {
-    const { client, stderr } = await withConfig(THREE, ['--no-upstream-restart']);
+    // Its own restart policy: not restarted (the others would be).
+    const { client, stderr } = await withConfig({
+      ...THREE,
+      legacy: { ...THREE.legacy, restart: { enabled: false } },
+    });
     await client.listTools();
     expect((await rpcError(client.callTool({ name: 'legacy__crash', arguments: {} }))).code).toBe(-32000);
     const later = await rpcError(client.callTool({ name: 'legacy__echo', arguments: { text: 'x' } }));

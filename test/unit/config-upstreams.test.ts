@@ -62,6 +62,26 @@ describe('upstreams in a config file', () => {
     expect(config.namespacing?.separator).toBe('.');
   });
 
+  it('takes a restart policy per server, in place of upstreamRestart', async () => {
+    const { memberConfig } = await import('../../src/aggregate/members.js');
+    const path = file(
+      'upstreams:\n  a: { command: a, restart: { enabled: false } }\n  b: { command: b }\nupstreamRestart: { delay: 700 }\n',
+    );
+    const { config } = load(['--config', path]);
+    expect(memberConfig(config, config.upstreams!.a!).upstreamRestart).toMatchObject({
+      enabled: false,
+      delay: 500,
+    });
+    expect(memberConfig(config, config.upstreams!.b!).upstreamRestart).toMatchObject({
+      enabled: true,
+      delay: 700,
+    });
+    const bad = file('upstreams:\n  a: { command: a, restart: { delay: 900, maxDelay: 800 } }\n');
+    expect(problemsOf(['--config', bad]).join('\n')).toMatch(
+      /upstreams\.a\.restart\.delay: delay .* must not be longer than maxDelay/,
+    );
+  });
+
   it('defaults the separator to "__", which the 2026-07-28 tool-name rules allow', () => {
     const { config } = load(['--config', file('upstreams:\n  a: { command: a }\n  b: { command: b }\n')]);
     expect(config.namespacing).toBeUndefined();
