@@ -162,8 +162,14 @@ describe('three real servers behind one taskgate (issue 32)', () => {
 });
 
 describe('several servers behind the HTTP front (issue 32)', () => {
-  const client = async (g: Gateway): Promise<{ client: Client; transport: CheckedTransport }> => {
-    const transport = new CheckedTransport(httpTransport(g.url));
+  const client = async (
+    g: Gateway,
+    token?: string,
+  ): Promise<{ client: Client; transport: CheckedTransport }> => {
+    const headers = token === undefined ? undefined : { authorization: `Bearer ${token}` };
+    const transport = new CheckedTransport(
+      httpTransport(g.url, headers === undefined ? {} : { requestInit: { headers } }),
+    );
     const sdk = new Client({ name: 'taskgate-test', version: '1.0.0' }, { capabilities: TASK_AWARE });
     await sdk.connect(transport);
     return { client: sdk, transport };
@@ -205,5 +211,35 @@ describe('several servers behind the HTTP front (issue 32)', () => {
     expect([...first.transport.violations, ...second.transport.violations]).toEqual([]);
     await first.client.close();
     await second.client.close();
+  });
+
+  it('binds each server’s tasks to the caller: another identity cannot read them, augmented or native', async () => {
+    const config = file(
+      JSON.stringify({ upstreams: { legacy: THREE.legacy, native: THREE.native } }),
+      'json',
+    );
+    const alice = 'alice-token-0123456789abcdef';
+    const bob = 'bob-token-0123456789abcdefgh';
+    gateway = await Gateway.start(
+      [],
+      ['--config', config, '--auth-token', `${alice}=alice`, '--auth-token', `${bob}=bob`],
+    );
+    const mine = await client(gateway, alice);
+    const theirs = await client(gateway, bob);
+    const call = (name: string, args: object) =>
+      mine.client.request(
+        { method: 'tools/call', params: { name, arguments: args, task: {} } },
+        CreateTaskResultSchema,
+      );
+    for (const { task } of [
+      await call('legacy__echo', { text: 'a' }),
+      await call('native__echo', { text: 'n' }),
+    ]) {
+      await mine.client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+      expect((await rpcError(theirs.client.experimental.tasks.getTask(task.taskId))).code).toBe(-32602);
+      expect((await rpcError(theirs.client.experimental.tasks.cancelTask(task.taskId))).code).toBe(-32602);
+    }
+    await mine.client.close();
+    await theirs.client.close();
   });
 });
