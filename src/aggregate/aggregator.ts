@@ -341,18 +341,18 @@ export class Aggregator {
     kind: 'tool' | 'prompt',
     name: string,
   ): Promise<{ member: Member; name: string } | undefined> {
+    // What the merged list gave out comes first: a server without prefix may list a name that looks prefixed.
+    if (this.members.some((member) => !member.prefixed)) {
+      this.routes[kind] ??=
+        (await this.mergedList(kind === 'tool' ? 'tools/list' : 'prompts/list'), this.routes[kind]);
+      const listed = this.routes[kind]?.get(name);
+      if (listed !== undefined) return { member: this.byName.get(listed.server)!, name: listed.name };
+    }
     const prefixed = this.members.filter((member) => member.prefixed).map((member) => member.name);
     const found = this.names.inner(name, prefixed);
-    if (found !== undefined) {
-      const member = this.byName.get(found.server)!;
-      return kind === 'tool' && !member.filter.exposes(found.name) ? undefined : { member, name: found.name };
-    }
-    if (!this.members.some((member) => !member.prefixed)) return undefined;
-    this.routes[kind] ??=
-      (await this.mergedList(kind === 'tool' ? 'tools/list' : 'prompts/list'), this.routes[kind]);
-    const listed = this.routes[kind]?.get(name);
-    if (listed === undefined) return undefined;
-    return { member: this.byName.get(listed.server)!, name: listed.name };
+    if (found === undefined) return undefined;
+    const member = this.byName.get(found.server)!;
+    return kind === 'tool' && !member.filter.exposes(found.name) ? undefined : { member, name: found.name };
   }
 
   private async toNamed(request: Request, kind: 'tool' | 'prompt'): Promise<void> {

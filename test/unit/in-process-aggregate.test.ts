@@ -177,6 +177,17 @@ describe('several servers behind one endpoint (issue 32)', () => {
     expect((await g.client.listTools()).tools.map((tool) => tool.name)).toEqual(['ping-tool', 'other__echo']);
   });
 
+  it('calls the tool the merged list named, also where a server without prefix lists a name that looks prefixed', async () => {
+    const lookalike: FakeTool = { name: 'a__other', run: () => textResult('the plain one') };
+    const g = await open([
+      { name: 'a', tools: [echoOf('a')] },
+      { name: 'plain', tools: [lookalike], prefix: false },
+    ]);
+    expect((await g.client.listTools()).tools.map((tool) => tool.name)).toEqual(['a__echo', 'a__other']);
+    expect(text(await g.client.callTool({ name: 'a__other', arguments: {} }))).toBe('the plain one');
+    expect(text(await g.client.callTool({ name: 'a__echo', arguments: { text: 'x' } }))).toBe('a: x');
+  });
+
   it('lists and calls only the tools a server’s include and exclude globs let through', async () => {
     const g = await open([
       {
