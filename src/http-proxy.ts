@@ -3,7 +3,6 @@
  * (a child process, or a session with an HTTP server), or a port of one they share (`upstream.sharing`),
  * and all sessions share one task store.
  */
-import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import { openCore, startAdmin } from './composition.js';
@@ -27,8 +26,6 @@ import { openUpstream, type Upstream } from './upstream.js';
 import { upstreamProblem } from './upstream-readiness.js';
 import { startTelemetry } from './telemetry/start.js';
 import { telemetry } from './telemetry/telemetry.js';
-
-const { version: VERSION } = createRequire(import.meta.url)('../package.json') as { version: string };
 
 export interface RunningGateway {
   url: URL;
@@ -91,7 +88,6 @@ export async function startHttpGateway(
       ? undefined
       : (await import('./aggregate/http-sessions.js')).aggregatedSessions(config, logger, core, {
           ...hooks,
-          version: VERSION,
           forget: (sessionId) => front.forget(sessionId),
         });
   // 2026-07-28 requests go through a bridge session of their caller's, on an upstream as a 2025 session's

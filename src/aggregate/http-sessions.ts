@@ -4,6 +4,7 @@
  * bound to the caller's identity. The front asks here whether a session still runs tasks (any of its
  * servers' Sessions) and whether a new one could be served (some server can be started).
  */
+import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
 import type { Core } from '../composition.js';
 import { DEFAULT_SEPARATOR, type Config } from '../config/schema.js';
@@ -30,9 +31,10 @@ export function aggregatedSessions(
   config: Config,
   logger: Logger,
   core: Core,
-  hooks: UpstreamOptions & { version: string; forget(sessionId: string): void },
+  hooks: UpstreamOptions & { forget(sessionId: string): void },
 ): AggregatedSessions {
-  const { version, forget, ...upstreamHooks } = hooks;
+  const { forget, ...upstreamHooks } = hooks;
+  const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
   const names = new Names(config.namespacing?.separator ?? DEFAULT_SEPARATOR);
   const servers = Object.keys(config.upstreams ?? {});
   /** Each front session's Session ids, one per server. */
