@@ -1,10 +1,12 @@
 // @ts-check
 /**
- * What OpenTelemetry costs taskgate per call (issue 30). Three taskgate stdio→stdio processes in front of
- * the fixture: telemetry off, on with every trace sampled, and on with 1 % (OTEL_TRACES_SAMPLER
- * parentbased_traceidratio; the client sends no trace context, so each call is a root the ratio decides),
- * exporting with the default http/protobuf exporter to a collector stand-in in this process that takes
- * every export at once. They alternate block by block, the order rotated each round, so that drift on a
+ * What OpenTelemetry costs taskgate per call (issue 30). Five taskgate stdio→stdio processes in front of
+ * the fixture: telemetry off; traces only, every trace sampled (OTEL_METRICS_EXPORTER=none); traces at
+ * 100 % and at 1 % with the conventions' metrics (OTEL_TRACES_SAMPLER parentbased_traceidratio; the client
+ * sends no trace context, so each call is a root the ratio decides); and metrics only
+ * (OTEL_TRACES_EXPORTER=none). Metrics are exported every OTEL_METRIC_EXPORT_INTERVAL=10 s. All export
+ * with the default http/protobuf exporters to a collector stand-in in this process that takes every
+ * export at once. They alternate block by block, the order rotated each round, so that drift on a
  * shared machine hits each alike. Per variant and round: the p50 of sequential echo calls, and taskgate's
  * CPU per call (utime+stime of its process over calls with 64 in flight, the exports included); on ÷ off,
  * round by round, then the median over rounds and its range.
@@ -35,11 +37,12 @@ const log = (/** @type {string} */ line) =>
 
 /** Takes what the exporter posts and answers 200 at once, counting exports and bytes. */
 async function collector() {
-  const received = { exports: 0, bytes: 0 };
+  const received = { exports: 0, bytes: 0, metricExports: 0 };
   const server = createServer((req, res) => {
     req.on('data', (chunk) => (received.bytes += chunk.length));
     req.on('end', () => {
       received.exports++;
+      if (req.url === '/v1/metrics') received.metricExports++;
       res.writeHead(200, { 'content-type': 'application/x-protobuf' });
       res.end();
     });
@@ -52,11 +55,17 @@ async function collector() {
 
 /** @param {string} endpoint */
 const VARIANTS = (endpoint) => {
-  const on = { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio' };
+  const on = {
+    OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+    OTEL_METRIC_EXPORT_INTERVAL: '10000',
+  };
   return [
     { name: 'off', env: {} },
-    { name: 'on, 100 %', env: { ...on, OTEL_TRACES_SAMPLER_ARG: '1' } },
-    { name: 'on, 1 %', env: { ...on, OTEL_TRACES_SAMPLER_ARG: '0.01' } },
+    { name: 'traces 100 %', env: { ...on, OTEL_TRACES_SAMPLER_ARG: '1', OTEL_METRICS_EXPORTER: 'none' } },
+    { name: 'traces 100 % + metrics', env: { ...on, OTEL_TRACES_SAMPLER_ARG: '1' } },
+    { name: 'traces 1 % + metrics', env: { ...on, OTEL_TRACES_SAMPLER_ARG: '0.01' } },
+    { name: 'metrics only', env: { ...on, OTEL_TRACES_EXPORTER: 'none' } },
   ];
 };
 
@@ -107,7 +116,11 @@ const report = {
   ...runFacts(loadBefore, started, QUICK),
   commit: commit(),
   settings: SETTINGS,
-  exported: { posts: sink.received.exports, kib: round(sink.received.bytes / 1024) },
+  exported: {
+    posts: sink.received.exports,
+    metricPosts: sink.received.metricExports,
+    kib: round(sink.received.bytes / 1024),
+  },
   variants: variants.map((variant) => ({
     name: variant.name,
     p50Ms: spread(variant.p50),
@@ -124,7 +137,7 @@ const md = [
   '',
   `Commit ${report.commit}; Node ${report.node}, ${report.platform}; load average ${report.loadAverageBefore.join(' ')} before, ${report.loadAverageAfter.join(' ')} after; ${report.durationSeconds} s. Command: \`npm run bench:telemetry\` ([\`bench/telemetry.js\`](../telemetry.js)).`,
   '',
-  `taskgate stdio→stdio in front of the fixture, three processes alternated block by block over ${SETTINGS.rounds} rounds (order rotated): ${SETTINGS.latencyCalls} sequential echo calls for the p50, then ${SETTINGS.cpuCalls} with ${SETTINGS.inFlight} in flight for taskgate's CPU per call (its process's utime+stime, the span exports included). On: OTLP http/protobuf to a collector stand-in that answers at once, OTEL_TRACES_SAMPLER=parentbased_traceidratio, the client sending no trace context. Median over rounds (range); ratios to off taken round by round. ${report.exported.posts} exports, ${report.exported.kib} KiB in all.`,
+  `taskgate stdio→stdio in front of the fixture, ${variants.length} processes alternated block by block over ${SETTINGS.rounds} rounds (order rotated): ${SETTINGS.latencyCalls} sequential echo calls for the p50, then ${SETTINGS.cpuCalls} with ${SETTINGS.inFlight} in flight for taskgate's CPU per call (its process's utime+stime, the exports included). On: OTLP http/protobuf to a collector stand-in that answers at once, OTEL_TRACES_SAMPLER=parentbased_traceidratio, the client sending no trace context; metrics (the MCP conventions' histograms) exported every 10 s, left out with OTEL_METRICS_EXPORTER=none, traces left out with OTEL_TRACES_EXPORTER=none. Median over rounds (range); ratios to off taken round by round. ${report.exported.posts} exports (${report.exported.metricPosts} of metrics), ${report.exported.kib} KiB in all.`,
   '',
   '| telemetry | p50 latency | × off | CPU per call | × off |',
   '| --- | --- | --- | --- | --- |',

@@ -15,7 +15,10 @@ import type { Routes } from './observability/routes.js';
 import { openStore } from './store.js';
 import type { TaskStore } from './tasks/store.js';
 import { createAuthenticator } from './security/auth.js';
-import { protectedResourceRoutes } from './security/oauth.js';
+import { challenge, protectedResourceRoutes } from './security/oauth.js';
+import type { UpstreamChallenge } from './transport/http-refusals.js';
+import { upstreamAuth } from './security/upstream-auth.js';
+import type { UpstreamCredential } from './security/upstream-credentials.js';
 import { HttpFront, type Caller } from './transport/http-front.js';
 import type { HttpSession } from './transport/http-session.js';
 import { parseListen } from './transport/listen.js';
@@ -42,7 +45,9 @@ export async function startHttpGateway(
 ): Promise<RunningGateway> {
   const listen = config.http.listen;
   if (listen === undefined) throw new Error('no listen address configured');
-  const authenticate = createAuthenticator(config.auth);
+  const credentials = upstreamAuth(config);
+  const identify = createAuthenticator(config.auth);
+  const authenticate = identify === undefined ? undefined : credentials.watching(identify);
   // The operator's pages on the front are behind the same authentication as MCP, and for operators only.
   const admins = new Set(config.auth.adminSubjects);
   const core = openCore(config, logger, tasks, metrics, {
@@ -81,22 +86,23 @@ export async function startHttpGateway(
     // Servers killed along with taskgate (a signal to the process group) stay down.
     mayRestart: () => runner.isAccepting,
   };
-  const upstreams = sessionUpstreams(config, logger, hooks);
+  const upstreams = sessionUpstreams(config, logger, hooks, credentials.forCaller(undefined));
   // Several servers: each session gets an aggregator before one Session per server (src/aggregate/).
   const aggregated =
     config.upstreams === undefined
       ? undefined
       : (await import('./aggregate/http-sessions.js')).aggregatedSessions(config, logger, core, {
           ...hooks,
+          credentialFor: (caller) => credentials.forCaller(caller?.identity, caller?.upstreamAuthorization),
           forget: (sessionId) => front.forget(sessionId),
         });
   // 2026-07-28 requests go through a bridge session of their caller's, on an upstream as a 2025 session's
   // would be: its own server, or a port of the shared one or of the pool.
   const modern = new CallerBridges(
-    () =>
+    (caller) =>
       openModernSession({
         logger: logger.child({ session: 'modern' }),
-        openChannel: (sessionLogger) => upstreams.open(sessionLogger, undefined),
+        openChannel: (sessionLogger) => upstreams.open(sessionLogger, credentials.forCaller(caller)),
         sessionOptions: (id, sessionLogger) => core.sessionOptions(id, sessionLogger),
       }),
     { maxCallers: config.http.maxSessions, idleMs: config.http.sessionIdleTimeout },
@@ -122,7 +128,10 @@ export async function startHttpGateway(
         if (aggregated !== undefined) return aggregated.open(channel, caller);
         const sessionLogger = logger.child({ session: channel.id.slice(0, 8) });
         running.follow(channel.id);
-        const upstream = await upstreams.open(sessionLogger, caller?.upstreamAuthorization);
+        const upstream = await upstreams.open(
+          sessionLogger,
+          credentials.forCaller(caller?.identity, caller?.upstreamAuthorization),
+        );
         sessionServers.add(upstream);
         const options = core.sessionOptions(channel.id, sessionLogger);
         const sightings = options.sightings!;
@@ -166,6 +175,7 @@ export async function startHttpGateway(
         ? { modern: telemetry().modern((exchange) => modern.handle(exchange)) }
         : {}),
       ...(authenticate === undefined ? {} : { authenticate }),
+      ...upstreamChallenge(config),
       ...extraRoutes(config, pagesOnFront ? observed.routes : undefined),
       sessionRefused: () => metrics.limitRefused('max_sessions'),
       sessionEnded: (why) => metrics.sessionEnded(why),
@@ -243,6 +253,28 @@ function extraRoutes(config: Config, pages: Routes | undefined): { extraRoutes?:
   };
 }
 
+/**
+ * An HTTP upstream's 401 to the credential that stands for the caller reaches it as a 401 of taskgate's:
+ * with taskgate's own challenge when it is the resource server (the client gets a new token for taskgate,
+ * which is exchanged or passed on anew), with the upstream's when the caller's token is the upstream's own.
+ */
+function upstreamChallenge(config: Config): { upstreamChallenge?: UpstreamChallenge } {
+  const oauth = config.auth.oauth;
+  if (oauth !== undefined) {
+    const refused = challenge(oauth, {
+      ok: false,
+      status: 401,
+      error: 'invalid_token',
+      description: 'the upstream server refused the token sent for this caller',
+    });
+    return { upstreamChallenge: () => refused! };
+  }
+  if (config.auth.bearerPassthrough === undefined) return {};
+  return {
+    upstreamChallenge: (upstream) => upstream ?? 'Bearer realm="taskgate", error="invalid_token"',
+  };
+}
+
 /** Callers' own tokens passed on in clear text to another machine: allowed, but said at start-up. */
 function warnOfPlainTokens(config: Config, logger: Logger): void {
   const url = config.upstream?.url === undefined ? undefined : new URL(config.upstream.url);
@@ -256,7 +288,10 @@ function warnOfPlainTokens(config: Config, logger: Logger): void {
 }
 
 interface SessionUpstreams {
-  open(sessionLogger: Logger, authorization: string | undefined): Promise<Pick<Upstream, 'channel' | 'stop'>>;
+  open(
+    sessionLogger: Logger,
+    credential: UpstreamCredential | undefined,
+  ): Promise<Pick<Upstream, 'channel' | 'stop'>>;
   close(): Promise<void>;
 }
 
@@ -269,12 +304,12 @@ function sessionUpstreams(
   config: Config,
   logger: Logger,
   hooks: { restarted: () => void; mayRestart: () => boolean },
+  sharedCredential: UpstreamCredential | undefined,
 ): SessionUpstreams {
   const sharing = config.upstream?.sharing ?? 'session';
   if (sharing === 'session') {
     return {
-      open: (sessionLogger, authorization) =>
-        openUpstream(config, sessionLogger, { ...hooks, authorization }),
+      open: (sessionLogger, credential) => openUpstream(config, sessionLogger, { ...hooks, credential }),
       close: async () => undefined,
     };
   }
@@ -284,7 +319,7 @@ function sessionUpstreams(
   const size = sharing === 'pool' ? (config.upstream?.poolSize ?? 1) : 1;
   const pool = new UpstreamPool(
     size,
-    (_index, memberLogger) => openUpstream(config, memberLogger, hooks),
+    (_index, memberLogger) => openUpstream(config, memberLogger, { ...hooks, credential: sharedCredential }),
     logger.child({ session: 'shared' }),
     () => sharedSessionRules(),
   );

@@ -18,6 +18,7 @@ import { awaitFirstMessage } from './transport/held-channel.js';
 import { openStore } from './store.js';
 import { LineChannel } from './transport/line-channel.js';
 import { startTelemetry } from './telemetry/start.js';
+import { upstreamAuth } from './security/upstream-auth.js';
 import { openUpstream } from './upstream.js';
 
 /** How long a client that has not asked anything yet is waited for, to get the reason as its answer. */
@@ -47,14 +48,17 @@ export async function startStdioProxy(config: Config): Promise<number> {
     await tasks.close();
     throw error;
   });
-  const upstream = await openUpstream(config, logger, { restarted: () => metrics.upstreamRestarted() }).catch(
-    async (error: unknown) => {
-      await admin?.close();
-      core.close();
-      await tasks.close();
-      throw error;
-    },
-  );
+  // Over stdio there is no caller to stand for: only a credential of taskgate's own (client credentials).
+  const credential = upstreamAuth(config).forCaller(undefined);
+  const upstream = await openUpstream(config, logger, {
+    restarted: () => metrics.upstreamRestarted(),
+    credential,
+  }).catch(async (error: unknown) => {
+    await admin?.close();
+    core.close();
+    await tasks.close();
+    throw error;
+  });
   // eslint-disable-next-line no-restricted-properties -- stdout is the client's channel in stdio mode
   const line = new LineChannel(process.stdin, process.stdout, config.maxMessageBytes, 'the client');
   const client = telemetry.front(line, { transport: 'pipe' });

@@ -7,6 +7,7 @@ import { DEFAULT_REQUEST_TIMEOUT_MS, type Config } from './config/schema.js';
 import { FaceChoosingUpstream } from './modern/face-choice.js';
 import { ProbingUpstream } from './modern/probing-upstream.js';
 import { isObject } from './protocol/messages.js';
+import type { UpstreamCredential } from './security/upstream-credentials.js';
 import type { Channel } from './transport/channel.js';
 import { SupervisedStdioUpstream, type SupervisionHooks } from './transport/supervised-upstream.js';
 import { telemetry } from './telemetry/telemetry.js';
@@ -29,8 +30,11 @@ export interface Upstream {
 }
 
 export interface UpstreamOptions extends SupervisionHooks {
-  /** The caller's own credential, sent with every request to an HTTP upstream in place of a configured one. */
-  authorization?: string | undefined;
+  /**
+   * The Authorization of every request to an HTTP upstream (upstream-credentials.ts: a token got for it, or
+   * the caller's own where the operator asked for that), over any in upstream.headers.
+   */
+  credential?: UpstreamCredential | undefined;
 }
 
 export async function openUpstream(
@@ -38,7 +42,7 @@ export async function openUpstream(
   logger: Logger,
   options: UpstreamOptions = {},
 ): Promise<Upstream> {
-  const { authorization, ...hooks } = options;
+  const { credential, ...hooks } = options;
   const upstream = config.upstream;
   if (!upstream) throw new Error('no upstream server configured');
   if (upstream.url !== undefined) {
@@ -51,8 +55,7 @@ export async function openUpstream(
         import('./transport/http-upstream.js'),
       ]);
     const url = upstream.url;
-    const headers =
-      authorization === undefined ? upstream.headers : withAuthorization(upstream.headers, authorization);
+    const headers = credential === undefined ? upstream.headers : withoutAuthorization(upstream.headers);
     const description = maskUrl(upstream.url);
     const era = upstream.era ?? 'auto';
     const found =
@@ -63,12 +66,14 @@ export async function openUpstream(
             headers,
             Math.min(HTTP_ERA_PROBE_TIMEOUT_MS, upstream.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS),
             logger,
+            credential,
           );
     const openLegacy = () =>
       new HttpUpstream(
         {
           url,
           headers,
+          credential,
           handshakeTimeoutMs: upstream.requestTimeout,
           resumeTimeoutMs: upstream.resumeTimeout,
           maxMessageBytes: config.maxMessageBytes,
@@ -79,7 +84,10 @@ export async function openUpstream(
       const { discover, version, legacyCapabilities } = found;
       const openModern = () =>
         new ModernUpstreamTranslator(
-          new ModernHttpUpstream({ url, headers, maxMessageBytes: config.maxMessageBytes }, logger),
+          new ModernHttpUpstream(
+            { url, headers, credential, maxMessageBytes: config.maxMessageBytes },
+            logger,
+          ),
           discover,
           version,
           logger,
@@ -144,11 +152,9 @@ export async function openUpstream(
   };
 }
 
-/** The headers with `authorization` in place of any Authorization they had, whatever its case. */
-function withAuthorization(
-  headers: Record<string, string> | undefined,
-  authorization: string,
-): Record<string, string> {
-  const others = Object.entries(headers ?? {}).filter(([name]) => name.toLowerCase() !== 'authorization');
-  return { ...Object.fromEntries(others), authorization };
+/** The headers without any Authorization they had, whatever its case: the credential's goes instead. */
+function withoutAuthorization(headers: Record<string, string> | undefined): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(headers ?? {}).filter(([name]) => name.toLowerCase() !== 'authorization'),
+  );
 }

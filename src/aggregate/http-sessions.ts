@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
 import type { Core } from '../composition.js';
 import { DEFAULT_SEPARATOR, type Config } from '../config/schema.js';
+import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import type { Caller } from '../transport/http-front.js';
 import type { HttpSession } from '../transport/http-session.js';
 import { telemetry } from '../telemetry/telemetry.js';
@@ -31,9 +32,13 @@ export function aggregatedSessions(
   config: Config,
   logger: Logger,
   core: Core,
-  hooks: UpstreamOptions & { forget(sessionId: string): void },
+  hooks: UpstreamOptions & {
+    /** The Authorization a caller's servers are sent (auth.bearerPassthrough), if any. */
+    credentialFor(caller: Caller | undefined): UpstreamCredential | undefined;
+    forget(sessionId: string): void;
+  },
 ): AggregatedSessions {
-  const { forget, ...upstreamHooks } = hooks;
+  const { forget, credentialFor, ...upstreamHooks } = hooks;
   const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
   const names = new Names(config.namespacing?.separator ?? DEFAULT_SEPARATOR);
   const servers = Object.keys(config.upstreams ?? {});
@@ -72,7 +77,7 @@ export function aggregatedSessions(
             ...(caller?.access === undefined ? {} : { access: caller.access }),
           };
         },
-        { ...upstreamHooks, authorization: caller?.upstreamAuthorization },
+        { ...upstreamHooks, credential: credentialFor(caller) },
       );
       opened.add(members);
       const aggregator = new Aggregator(

@@ -3,16 +3,33 @@
  * nothing else decides a default.
  */
 import { z } from 'zod';
+import {
+  MemberSchema,
+  RESTART,
+  RESTART_DELAYS,
+  SERVER_NAME,
+  TOOL_NAME_CHARACTERS,
+  ToolRuleSchema,
+  UpstreamSchema,
+} from './server-schema.js';
 import { DEFAULT_SEPARATOR, serverProblems } from './server-problems.js';
+import { MAX_TIMER_MS, MIB, MS_PER_DAY, milliseconds } from './units.js';
+import { upstreamAuthProblems } from './upstream-auth-problems.js';
 
 export { DEFAULT_SEPARATOR };
-
-const MS_PER_DAY = 86_400_000;
-const MIB = 1024 * 1024;
-/** Node's timers overflow at 2^31 ms: any setting that arms a timer stays below. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-const milliseconds = (max: number) => z.number().int().positive().max(max);
+export {
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  MemberSchema,
+  SERVER_NAME,
+  TASK_SUPPORT_VALUES,
+  ToolRuleSchema,
+  UpstreamSchema,
+  UpstreamTokenRequestSchema,
+  type Member,
+  type TaskSupport,
+  type ToolRule,
+  type UpstreamTokenRequest,
+} from './server-schema.js';
 
 /** An address to listen on, of this shape, whose port (the digits it ends with) is one there can be. */
 /** `PORT` or `HOST:PORT`, the host in brackets for IPv6. */
@@ -32,148 +49,13 @@ const listenAddress = (shape: RegExp, expected: string) =>
       }
     });
 
-/** upstream.requestTimeout unless set: generous, since long work belongs in a task. */
-export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
-
-/**
- * `passthrough` leaves the tool exactly as the upstream lists it: taskgate neither marks it nor runs it
- * as a task (a task-augmented call of it is refused like a `forbidden` one unless the upstream runs it
- * as a task itself).
- */
-export const TASK_SUPPORT_VALUES = ['required', 'optional', 'forbidden', 'passthrough'] as const;
-export type TaskSupport = (typeof TASK_SUPPORT_VALUES)[number];
-
-export const ToolRuleSchema = z
-  .object({
-    /** Tool-name glob: `*` matches any run of characters, `?` one character. */
-    match: z.string().min(1),
-    taskSupport: z.enum(TASK_SUPPORT_VALUES).optional(),
-    ttl: milliseconds(30 * MS_PER_DAY).optional(),
-    maxTtl: milliseconds(30 * MS_PER_DAY).optional(),
-    pollInterval: milliseconds(MS_PER_DAY).optional(),
-    immediateResponse: z.string().optional(),
-    /** A task of this tool running longer fails with a statusMessage that says so; its call is cancelled. */
-    timeout: milliseconds(MAX_TIMER_MS).optional(),
-    /** For clients without tasks: run the tool upstream as a task even where the upstream only offers it. */
-    unwrap: z.boolean().optional(),
-    /** For 2026-07-28 clients with the tasks extension: see `tasks.promoteAfter`. */
-    promoteAfter: z.number().int().nonnegative().max(MAX_TIMER_MS).optional(),
-  })
-  .strict();
-export type ToolRule = z.infer<typeof ToolRuleSchema>;
-
-/** The settings of one upstream server, shared by `upstream` and each entry of `upstreams`. */
-const SERVER_SHAPE = {
-  command: z.string().min(1).optional(),
-  args: z.array(z.string()).default([]),
-  env: z.record(z.string(), z.string()).optional(),
-  cwd: z.string().optional(),
-  url: z.url({ protocol: /^https?$/ }).optional(),
-  /** Sent with every request to an HTTP upstream (e.g. an API key). */
-  headers: z.record(z.string(), z.string()).optional(),
-  /**
-   * A request the upstream (stdio or HTTP) has not answered this long after it was sent fails with a
-   * clear error (5 min unless set); progress does not extend it. A task's own call is bounded by its ttl.
-   */
-  requestTimeout: milliseconds(MAX_TIMER_MS).optional(),
-  /**
-   * HTTP upstream: how long a resumed response stream (GET with Last-Event-ID) may bring nothing for its
-   * request before taskgate gives up on it: a request that only reads is sent again, others fail
-   * (5 s unless set).
-   */
-  resumeTimeout: milliseconds(MAX_TIMER_MS).optional(),
-  /**
-   * Which protocol generation taskgate speaks to a stdio upstream: `auto` asks with `server/discover`
-   * before anything else and speaks 2026-07-28 to a server that answers it, 2025 to any other (`auto`
-   * unless set).
-   */
-  era: z.enum(['auto', 'legacy', 'modern']).optional(),
-};
-
-const ONE_SERVER = {
-  message: 'give exactly one of command (a stdio server) or url (a Streamable HTTP server)',
-};
-const namesOneServer = (server: { command?: string | undefined; url?: string | undefined }): boolean =>
-  (server.command === undefined) !== (server.url === undefined);
-
-/** How a stdio server that exits is restarted (`upstreamRestart`, and a server's own `restart`). */
-const RESTART = z
-  .object({
-    enabled: z.boolean().default(true),
-    delay: milliseconds(MAX_TIMER_MS).default(500),
-    maxDelay: milliseconds(MAX_TIMER_MS).default(30_000),
-    /**
-     * While a crashed upstream is being restarted, requests wait this long for it (then fail with
-     * -32000); 0 refuses them at once.
-     */
-    holdRequests: z.number().int().nonnegative().max(MAX_TIMER_MS).default(10_000),
-  })
-  .strict();
-const RESTART_DELAYS: [
-  (restart: z.output<typeof RESTART>) => boolean,
-  { message: string; path: PropertyKey[] },
-] = [
-  (restart) => restart.delay <= restart.maxDelay,
-  { message: 'delay (500 ms unless set) must not be longer than maxDelay', path: ['delay'] },
-];
-
-/** The upstream MCP server: a command taskgate starts on stdio, or the URL of a Streamable HTTP server. */
-export const UpstreamSchema = z
-  .object({
-    ...SERVER_SHAPE,
-    /**
-     * Over the HTTP front, whether each 2025 client session gets a server of its own (`session`), all
-     * share one connection to it (`shared`, see src/transport/shared-upstream.ts), or they are spread over
-     * `poolSize` shared connections (`pool`, src/transport/upstream-pool.ts). Nothing changes over stdio,
-     * which has one client.
-     */
-    sharing: z.enum(['session', 'shared', 'pool']).default('session'),
-    /** With `sharing: pool`, the server processes (or HTTP server sessions) the client sessions share. */
-    poolSize: z.number().int().min(1).max(256).default(4),
-  })
-  .strict()
-  .refine(namesOneServer, ONE_SERVER);
-
-/**
- * A server's name in `upstreams`: what its tools, prompts and task ids are prefixed with. The characters
- * are those the 2026-07-28 tool-name rules allow (server/tools.mdx "Tool Names") less the dot, which some
- * clients refuse in a function name.
- */
-export const SERVER_NAME = /^[A-Za-z0-9_-]{1,64}$/;
-
-/** Tool-name globs of one server of `upstreams`, as in `tools[].match`, for its include/exclude lists. */
-const toolGlobs = z.array(z.string().min(1)).optional();
-
-/** One server of `upstreams`: an upstream of its own, and how its names appear in the merged lists. */
-export const MemberSchema = z
-  .object({
-    ...SERVER_SHAPE,
-    /**
-     * Its tools and prompts appear as `{name}{separator}{tool}` (true, the default), or as they are
-     * (false: mounted without prefix; a name another server also lists is then an error naming both).
-     */
-    prefix: z.boolean().default(true),
-    /** Only the tools matching one of these globs (by the server's own names) are listed and callable. */
-    include: toolGlobs,
-    /** The tools matching one of these globs are neither listed nor callable. */
-    exclude: toolGlobs,
-    /** Task policy rules for this server's tools (its own names), before the top-level `tools`. */
-    tools: z.array(ToolRuleSchema).default([]),
-    /** Its own restart policy, in place of `upstreamRestart` (whose defaults fill what it leaves out). */
-    restart: RESTART.refine(...RESTART_DELAYS).optional(),
-  })
-  .strict()
-  .refine(namesOneServer, ONE_SERVER);
-export type Member = z.output<typeof MemberSchema>;
-
-/** The characters a tool name may have (server/tools.mdx "Tool Names", 2026-07-28). */
-const TOOL_NAME_CHARACTERS = /^[A-Za-z0-9_.-]+$/;
-
 /**
  * taskgate as an OAuth 2.1 resource server (MCP basic/authorization): JWT access tokens from `issuer`,
  * checked against its keys (JWKS), for taskgate's own `resource` (RFC 8707: the `aud` must name it), with
  * the `scopes` every request needs. Protected Resource Metadata (RFC 9728) names the issuer to clients.
  */
+const scopeToken = z.string().regex(/^[!#-[\]-~]+$/, 'expected a scope token');
+
 export const OAuthSchema = z
   .object({
     /** The authorization server's issuer identifier; its metadata (RFC 8414, else OIDC discovery) gives the JWKS. */
@@ -181,7 +63,9 @@ export const OAuthSchema = z
     /** taskgate's own canonical URI as clients reach it (e.g. https://mcp.example.com/mcp): the audience. */
     resource: z.url({ protocol: /^https?$/ }).refine((url) => !url.includes('#'), 'expected no fragment'),
     /** Scopes every request's token must carry (named in the 401/403 challenge and the metadata). */
-    scopes: z.array(z.string().regex(/^[!#-[\]-~]+$/, 'expected a scope token')).default([]),
+    scopes: z.array(scopeToken).default([]),
+    /** Scope hierarchies: a token carrying a key scope carries the scopes listed for it too (transitively). */
+    impliedScopes: z.record(scopeToken, z.array(scopeToken)).default({}),
     /** The issuer's JWKS, when its metadata should not be asked for it. */
     jwksUri: z.url({ protocol: /^https?$/ }).optional(),
     /** Leeway for exp and nbf against clocks that differ a little. */
@@ -339,14 +223,20 @@ export const ConfigSchema = z
       .strict()
       .prefault({}),
     /**
-     * OpenTelemetry tracing, off unless turned on here or by OTEL_EXPORTER_OTLP_ENDPOINT /
-     * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; the rest of the OTEL_* environment applies as in every OTel SDK.
+     * OpenTelemetry traces and metrics, off unless turned on here or by OTEL_EXPORTER_OTLP_ENDPOINT /
+     * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_METRICS_ENDPOINT; the rest of the OTEL_*
+     * environment applies as in every OTel SDK.
      */
     telemetry: z
       .object({
         enabled: z.boolean().optional(),
         /** The OTLP/HTTP traces URL (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT wins over it). */
         endpoint: z.url({ protocol: /^https?$/ }).optional(),
+        /**
+         * The OTLP/HTTP metrics URL (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT wins over it); by default the
+         * traces URL with /v1/metrics for /v1/traces.
+         */
+        metricsEndpoint: z.url({ protocol: /^https?$/ }).optional(),
         protocol: z.enum(['http/protobuf', 'http/json']).optional(),
         serviceName: z.string().min(1).optional(),
       })
@@ -544,7 +434,7 @@ function withFrontDefaults(config: ParsedConfig): ParsedConfig & { tasks: { expo
  * belongs in the environment.
  */
 export const EffectiveConfigSchema = ConfigSchema.superRefine((config, context) => {
-  const { store, auth } = config;
+  const { store, auth, upstream } = config;
   for (const issue of serverProblems(config)) context.addIssue({ code: 'custom', ...issue });
   if (store.url !== undefined && store.cursorSecret === undefined) {
     context.addIssue({
@@ -554,6 +444,7 @@ export const EffectiveConfigSchema = ConfigSchema.superRefine((config, context) 
     });
   }
   for (const issue of accessRuleProblems(auth)) context.addIssue({ code: 'custom', ...issue });
+  for (const issue of upstreamAuthProblems(auth, upstream)) context.addIssue({ code: 'custom', ...issue });
 }).transform(withFrontDefaults);
 
 /** Rules that can match nobody: callers not identified at all, or groups and scopes without OAuth tokens. */

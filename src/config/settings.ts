@@ -312,7 +312,7 @@ export const SETTINGS: readonly Setting[] = [
     flag: 'telemetry',
     sets: true,
     group: 'Output',
-    help: 'export OpenTelemetry traces over OTLP/HTTP (on by itself when OTEL_EXPORTER_OTLP_ENDPOINT is set)',
+    help: 'export OpenTelemetry traces and metrics over OTLP/HTTP (on by itself when OTEL_EXPORTER_OTLP_ENDPOINT is set)',
   },
   {
     path: ['telemetry', 'endpoint'],

@@ -9,6 +9,7 @@
  * session can be put on the face that offers what its client sees (era.ts `legacyFaceNeeded`).
  */
 import type { Logger } from 'pino';
+import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import { parseFrame } from '../protocol/frames.js';
 import { isObject, type JsonObject } from '../protocol/messages.js';
 import {
@@ -53,10 +54,11 @@ export function httpUpstreamEra(
   headers: Record<string, string> | undefined,
   timeoutMs: number,
   logger: Logger,
+  credential?: UpstreamCredential,
 ): Promise<HttpEra> {
   const known = verdicts.get(url);
   if (known !== undefined) return known;
-  const asked = probe(url, headers, timeoutMs).then((era) => {
+  const asked = probe(url, headers, timeoutMs, credential).then((era) => {
     if (era.era === 'legacy' && !era.kept) verdicts.delete(url);
     return era;
   });
@@ -76,8 +78,9 @@ async function probe(
   url: string,
   headers: Record<string, string> | undefined,
   timeoutMs: number,
+  credential: UpstreamCredential | undefined,
 ): Promise<HttpEra> {
-  const origin = new HttpOrigin(new URL(url));
+  const origin = new HttpOrigin(new URL(url), credential);
   try {
     let version = MODERN_VERSIONS[0]!;
     for (let attempt = 0; attempt < 2; attempt++) {

@@ -17,6 +17,11 @@ export const ErrorCode = {
   StoreUnavailable: -32002,
   /** Implementation-defined server error: the client can no longer answer what the server asked it. */
   ClientUnavailable: -32003,
+  /**
+   * Implementation-defined server error: an HTTP upstream answered 401 to the credential that stands for the
+   * caller; `data.wwwAuthenticate` is its challenge. The HTTP front answers it with a 401 of its own.
+   */
+  UpstreamUnauthorized: -32004,
   /** 2026-07-28: Streamable HTTP routing headers missing, malformed, or not matching the body (HTTP 400). */
   HeaderMismatch: -32020,
   /** 2026-07-28: serving the request needs a client capability the request did not declare (HTTP 400). */

@@ -19,13 +19,18 @@ export type Authentication =
       upstreamAuthorization?: string;
       /** What a validated OAuth access token grants (its scopes and groups), for authorization rules. */
       grant?: Grant;
+      /** The validated OAuth access token itself (src/security/caller-tokens.ts holds the latest). */
+      token?: string;
       /** What the caller may do, by `auth.rules`; none when there are no rules. */
       access?: CallerAccess;
     }
   | {
       refused: string;
-      /** 401 unless set: 403 for a token without the scope needed, 503 when it cannot be judged now. */
-      status?: 401 | 403 | 503;
+      /**
+       * 401 unless set: 400 for a malformed authorization request, 403 for a token without the scope
+       * needed, 503 when it cannot be judged now.
+       */
+      status?: 400 | 401 | 403 | 503;
       /** The WWW-Authenticate value, when it is not the plain bearer one. */
       challenge?: string;
     };

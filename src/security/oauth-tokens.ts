@@ -14,6 +14,8 @@ export interface Grant {
   scopes: readonly string[];
   /** The `groups` and `roles` claims, for authorization rules. */
   groups: readonly string[];
+  /** `exp`, in ms. */
+  expiresAt: number;
 }
 
 export type TokenVerdict =
@@ -55,7 +57,7 @@ export class TokenValidator {
       }
       return { ok: false, status: 401, error: 'invalid_token', description: whyInvalid(error) };
     }
-    const scopes = scopesOf(payload);
+    const scopes = withImplied(scopesOf(payload), this.oauth.impliedScopes);
     const missing = this.required.filter((scope) => !scopes.includes(scope));
     if (missing.length > 0) {
       return {
@@ -72,6 +74,7 @@ export class TokenValidator {
         subject: payload.sub!,
         scopes,
         groups: [...stringsOf(payload['groups']), ...stringsOf(payload['roles'])],
+        expiresAt: payload.exp! * 1000,
       },
     };
   }
@@ -98,6 +101,13 @@ function scopesOf(payload: JWTPayload): string[] {
   if (typeof payload['scope'] === 'string') return payload['scope'].split(' ').filter(Boolean);
   const scp = payload['scp'];
   return typeof scp === 'string' ? scp.split(' ').filter(Boolean) : stringsOf(scp);
+}
+
+/** The scopes and every scope they imply (MCP 2026-07-28 "Scope Challenge Handling": scope hierarchies). */
+function withImplied(scopes: string[], implied: Readonly<Record<string, readonly string[]>>): string[] {
+  const all = new Set(scopes);
+  for (const scope of all) for (const narrower of implied[scope] ?? []) all.add(narrower);
+  return [...all];
 }
 
 function stringsOf(value: unknown): string[] {

@@ -61,10 +61,26 @@ function bearerOf(req: IncomingMessage): string | undefined {
   return match?.[1];
 }
 
+/**
+ * A malformed authorization request (RFC 6750 section 3.1 `invalid_request`, HTTP 400; MCP basic/authorization
+ * "Error Handling"): a Bearer header that is not one token, or a token in the URI, where MCP forbids it.
+ */
+function malformedRequest(req: IncomingMessage, token: string | undefined): string | undefined {
+  const header = req.headers.authorization;
+  if (token === undefined && header !== undefined && /^Bearer\b/i.test(header)) {
+    return 'the Authorization header must be "Bearer" and one token';
+  }
+  const query = (req.url ?? '').split('?')[1];
+  if (query !== undefined && new URLSearchParams(query).has('access_token')) {
+    return 'an access token goes in the Authorization header, never in the URI';
+  }
+  return undefined;
+}
+
 /** An Authentication (auth.ts) of this mode. */
 export type OAuthAuthentication =
-  | { identity: string; subject: string; grant: Grant; upstreamAuthorization?: string }
-  | { refused: string; status: 401 | 403 | 503; challenge?: string };
+  | { identity: string; subject: string; grant: Grant; token: string }
+  | { refused: string; status: 400 | 401 | 403 | 503; challenge?: string };
 
 /** Who is calling, by the access token; a refusal carries its status and challenge. */
 export function oauthAuthenticator(
@@ -73,6 +89,14 @@ export function oauthAuthenticator(
 ): (req: IncomingMessage) => Promise<OAuthAuthentication> {
   return async (req) => {
     const token = bearerOf(req);
+    const malformed = malformedRequest(req, token);
+    if (malformed !== undefined) {
+      return {
+        refused: malformed,
+        status: 400,
+        challenge: `Bearer error="invalid_request", error_description=${quoted(malformed)}, resource_metadata=${quoted(metadataUrl(oauth.resource))}`,
+      };
+    }
     const verdict = await validator.check(token);
     if (!verdict.ok) {
       const header = challenge(oauth, verdict);
@@ -88,7 +112,8 @@ export function oauthAuthenticator(
       identity: `oauth:${issuer}#${subject}`,
       subject,
       grant: verdict.grant,
-      ...(oauth.bearerPassthrough ? { upstreamAuthorization: `Bearer ${token}` } : {}),
+      // What a token exchange starts from (or, with bearerPassthrough, what goes upstream): held in memory only.
+      token: token!,
     };
   };
 }

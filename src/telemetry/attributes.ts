@@ -15,6 +15,10 @@ export const TASK_TTL = 'mcp.task.ttl';
 export const TASK_POLL_INTERVAL = 'mcp.task.poll_interval';
 export const TASK_TOOL = 'gen_ai.tool.name';
 export const TASK_SESSION = 'mcp.task.session';
+/** A 2026-07-28 result's `resultType` when it is not `complete` (an MRTR round's `input_required`). */
+export const RESULT_TYPE = 'mcp.result.type';
+/** The methods of an `input_required` result's inputRequests: what the client is asked, in this round. */
+export const INPUT_REQUESTS = 'mcp.input_request.methods';
 
 const RESOURCE_METHODS = new Set(['resources/read', 'resources/subscribe', 'resources/unsubscribe']);
 
@@ -97,6 +101,14 @@ export function responseOutcome(response: JsonObject): Outcome {
   const task = isObject(result.task) ? result.task : undefined;
   const taskId = text(task?.taskId) ?? text(result.taskId);
   if (taskId !== undefined) attributes[TASK_ID] = taskId;
+  if (typeof result.resultType === 'string' && result.resultType !== 'complete') {
+    attributes[RESULT_TYPE] = result.resultType;
+  }
+  if (isObject(result.inputRequests)) {
+    attributes[INPUT_REQUESTS] = Object.values(result.inputRequests).flatMap((asked) =>
+      isObject(asked) && typeof asked.method === 'string' ? [asked.method] : [],
+    );
+  }
   if (result.isError === true) {
     attributes['error.type'] = 'tool_error';
     return { attributes, error: 'tool_error' };

@@ -2,14 +2,15 @@
  * OpenTelemetry itself, loaded only when telemetry is on (start.ts): a Node tracer provider with the
  * standard environment (OTEL_TRACES_SAMPLER and _ARG, OTEL_BSP_* for the batch processor's bounded queue,
  * OTEL_EXPORTER_OTLP_* for the exporter, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES), exporting over
- * OTLP/HTTP in protobuf or JSON. Exports happen off the calls' path: a collector that is down or hangs
- * costs a dropped batch, never a call's time.
+ * OTLP/HTTP in protobuf or JSON; and when metrics are on, the metrics SDK (metrics-sdk.ts, loaded only
+ * then). Exports happen off the calls' path: a collector that is down or hangs costs a dropped batch,
+ * never a call's time. With traces off (metrics only) no tracer provider is registered: the spans are the
+ * API's non-recording ones, and only their timing reaches the histograms.
  */
 import { createRequire } from 'node:module';
 import {
   DiagLogLevel,
   SpanKind,
-  SpanStatusCode,
   context,
   diag,
   propagation,
@@ -30,17 +31,19 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import type { JsonObject } from '../protocol/messages.js';
 import { requestAttributes, spanName, statedVersion } from './attributes.js';
+import type { OpenMetrics } from './metrics-sdk.js';
+import { Operation } from './operation.js';
 import { TaskSpans } from './task-spans.js';
 import type { TelemetrySettings } from './settings.js';
 import type { ModernServe, Telemetry } from './telemetry.js';
-import { TracedChannel, end, extracted } from './traced-channel.js';
+import { TracedChannel, extracted } from './traced-channel.js';
 
 /** How long shutdown waits for the last spans to go out: a collector that hangs must not hold the exit. */
 const SHUTDOWN_WAIT_MS = 2_000;
 /** An exporter that keeps failing is said once a minute, not once a batch. */
 const DIAG_QUIET_MS = 60_000;
 
-export function openTelemetry(settings: TelemetrySettings, logger: Logger): Telemetry {
+export async function openTelemetry(settings: TelemetrySettings, logger: Logger): Promise<Telemetry> {
   const log = logger.child({ component: 'telemetry' });
   diag.setLogger(quietDiag(log), DiagLogLevel.WARN);
   if (settings.unsupportedProtocol !== undefined) {
@@ -52,14 +55,29 @@ export function openTelemetry(settings: TelemetrySettings, logger: Logger): Tele
       resourceFromAttributes({ [ATTR_SERVICE_NAME]: settings.serviceName, [ATTR_SERVICE_VERSION]: version }),
     )
     .merge(detectResources({ detectors: [envDetector] }));
-  const options = settings.url === undefined ? {} : { url: settings.url };
-  const exporter =
-    settings.protocol === 'http/json' ? new JsonExporter(options) : new ProtobufExporter(options);
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
-  provider.register();
+  const traces = settings.traces;
+  let provider: NodeTracerProvider | undefined;
+  if (traces !== undefined) {
+    const options = traces.url === undefined ? {} : { url: traces.url };
+    const exporter =
+      traces.protocol === 'http/json' ? new JsonExporter(options) : new ProtobufExporter(options);
+    provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
+    provider.register();
+    log.info({ protocol: traces.protocol, ...options }, 'exporting OpenTelemetry traces over OTLP/HTTP');
+  }
+  let opened: OpenMetrics | undefined;
+  if (settings.metrics !== undefined) {
+    const { openMetrics } = await import('./metrics-sdk.js');
+    opened = openMetrics(settings.metrics, resource, version);
+    const { protocol, url, intervalMs } = settings.metrics;
+    log.info(
+      { protocol, ...(url === undefined ? {} : { url }), intervalMs },
+      'exporting OpenTelemetry metrics over OTLP/HTTP',
+    );
+  }
+  const metrics = opened?.metrics;
   const tracer = trace.getTracer('mcp-taskgate', version);
   const tasks = new TaskSpans(tracer);
-  log.info({ protocol: settings.protocol, ...options }, 'exporting OpenTelemetry traces over OTLP/HTTP');
 
   const modern =
     (serve: ModernServe): ModernServe =>
@@ -69,11 +87,12 @@ export function openTelemetry(settings: TelemetrySettings, logger: Logger): Tele
       const carried = extracted(params);
       const ambientSpan = trace.getSpanContext(ambient);
       const task = tasks.linkOf(method, params);
+      const attributes = requestAttributes(method, id, params, { transport: 'tcp' }, statedVersion(params));
       const span = tracer.startSpan(
         spanName(method, params),
         {
           kind: SpanKind.SERVER,
-          attributes: requestAttributes(method, id, params, { transport: 'tcp' }, statedVersion(params)),
+          attributes,
           links: [
             ...(carried !== undefined && ambientSpan !== undefined ? [{ context: ambientSpan }] : []),
             ...(task === undefined ? [] : [{ context: task }]),
@@ -82,28 +101,24 @@ export function openTelemetry(settings: TelemetrySettings, logger: Logger): Tele
         carried ?? ambient,
       );
       if (task === undefined) tasks.awaitRecord(span, method, params);
+      const operation = new Operation(span, 'server', attributes, metrics);
       const answering = context.with(trace.setSpan(carried ?? ambient, span), () => serve(exchange));
       return answering.then(
         (answer) => {
-          if (answer === undefined) {
-            span.setAttribute('error.type', 'cancelled');
-            span.setStatus({ code: SpanStatusCode.ERROR, message: 'the client gave the request up' });
-            span.end();
-          } else end(span, answer.response as JsonObject);
+          if (answer === undefined) operation.failed('cancelled', 'the client gave the request up');
+          else operation.answered(answer.response as JsonObject);
           return answer;
         },
         (error: unknown) => {
-          span.setAttribute('error.type', '_OTHER');
-          span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) });
-          span.end();
+          operation.failed('_OTHER', String(error));
           throw error;
         },
       );
     };
 
   return {
-    front: (channel, facts) => new TracedChannel(channel, tracer, facts, tasks),
-    upstream: (channel, facts) => new TracedChannel(channel, tracer, facts, tasks),
+    front: (channel, facts) => new TracedChannel(channel, tracer, facts, tasks, 'front', metrics),
+    upstream: (channel, facts) => new TracedChannel(channel, tracer, facts, tasks, 'upstream', metrics),
     modern,
     inRequestContext: <T>(req: IncomingMessage, handle: () => T): T => {
       if (req.headers.traceparent === undefined) return handle();
@@ -119,7 +134,8 @@ export function openTelemetry(settings: TelemetrySettings, logger: Logger): Tele
         timer = setTimeout(resolve, SHUTDOWN_WAIT_MS);
         timer.unref();
       });
-      await Promise.race([provider.shutdown().catch(() => undefined), waited]);
+      const flushed = Promise.all([provider?.shutdown(), opened?.shutdown()]).catch(() => undefined);
+      await Promise.race([flushed, waited]);
       clearTimeout(timer);
     },
   };

@@ -11,7 +11,7 @@ export async function startTelemetry(config: Config, logger: Logger): Promise<Te
   const settings = telemetrySettings(config, process.env);
   if (settings === undefined) return NO_TELEMETRY;
   const { openTelemetry } = await import('./sdk.js');
-  const active = openTelemetry(settings, logger);
+  const active = await openTelemetry(settings, logger);
   install(active);
   return active;
 }

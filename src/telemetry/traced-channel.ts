@@ -5,17 +5,25 @@
  * (`traceparent`, `tracestate`, `baggage`: the MCP conventions for 2025, the reserved keys of
  * 2026-07-28). A response ends its request's span. What arrives is handed on inside its span's context,
  * so that what taskgate sends because of it, upstream or to the client, is that span's child.
+ *
+ * A request an upstream server sends (elicitation, sampling, roots) with no trace context of its own is
+ * the child of the request of taskgate's it came during: the one whose HTTP stream carried it, or on
+ * stdio, where nothing says, the one request taskgate has in flight there, if there is just one. So the
+ * elicitation of a tool call is in the call's trace, and so is taskgate asking the client for it. When
+ * the answer to it comes from another request (a 2026-07-28 client's MRTR retry), that request's span
+ * links to it.
+ *
+ * Each request's time also goes to the conventions' operation histograms, and a 2025 session's (the
+ * channel's life) to the session ones, when metrics are on.
  */
 import {
   ROOT_CONTEXT,
   SpanKind,
-  SpanStatusCode,
   context,
   propagation,
   trace,
   type Context,
   type Link,
-  type Span,
   type Tracer,
 } from '@opentelemetry/api';
 import { hasAlias, serialize } from '../protocol/exact-ids.js';
@@ -28,8 +36,11 @@ import {
   type RequestId,
 } from '../protocol/messages.js';
 import { readHanded } from '../protocol/read-message.js';
-import type { Channel, ChannelHandlers, Route } from '../transport/channel.js';
-import { requestAttributes, responseOutcome, spanName, statedVersion } from './attributes.js';
+import { MODERN_VERSIONS } from '../protocol/modern/meta.js';
+import type { Arrival, Channel, ChannelHandlers, Route } from '../transport/channel.js';
+import { requestAttributes, spanName, statedVersion } from './attributes.js';
+import { Operation } from './operation.js';
+import type { OperationMetrics } from './operation-metrics.js';
 import type { TaskSpans } from './task-spans.js';
 import type { ChannelFacts } from './telemetry.js';
 
@@ -37,21 +48,29 @@ import type { ChannelFacts } from './telemetry.js';
 const MAX_OPEN_SPANS = 10_000;
 
 interface Open {
-  span: Span;
+  operation: Operation;
+  method: string;
   /** Where the request was sent from: its answer is handled there. */
   origin: Context;
 }
 
+/** Which end of taskgate the channel is: a client's (taskgate serves it) or an upstream's. */
+export type Side = 'front' | 'upstream';
+
 export class TracedChannel implements Channel {
   private readonly asked = new Map<string | number, Open>();
-  private readonly serving = new Map<string | number, Span>();
+  private readonly serving = new Map<string | number, Operation>();
   private version: string | undefined;
+  private readonly opened = performance.now();
+  private sessionEnded = false;
 
   constructor(
     private readonly inner: Channel,
     private readonly tracer: Tracer,
     private readonly facts: ChannelFacts,
     private readonly tasks: TaskSpans,
+    private readonly side: Side,
+    private readonly metrics: OperationMetrics | undefined,
   ) {}
 
   get takesCallerCapabilities(): boolean {
@@ -65,12 +84,16 @@ export class TracedChannel implements Channel {
   start(handlers: ChannelHandlers): void {
     this.inner.start({
       message: (raw, arrival, parsed) => {
-        const into = this.arrived(readHanded(raw, parsed, 'the peer'));
+        const into = this.arrived(readHanded(raw, parsed, 'the peer'), arrival);
         context.with(into, () => handlers.message(raw, arrival, parsed));
       },
       malformed: (error, id) => handlers.malformed(error, id),
       closed: (info) => {
-        if (info.reopening !== true) this.endAll('connection_closed');
+        if (info.reopening !== true) {
+          this.endAll('connection_closed');
+          // An upstream that goes away by itself ends its session in error; a client that leaves does not.
+          this.endSession(this.side === 'upstream' ? 'connection_closed' : undefined);
+        }
         handlers.closed(info);
       },
       ...(handlers.reopened === undefined ? {} : { reopened: () => handlers.reopened?.() }),
@@ -91,11 +114,12 @@ export class TracedChannel implements Channel {
 
   close(): Promise<void> {
     this.endAll('connection_closed');
+    this.endSession(undefined);
     return this.inner.close();
   }
 
   /** The context to hand an arriving message on in. */
-  private arrived(read: ReturnType<typeof readHanded>): Context {
+  private arrived(read: ReturnType<typeof readHanded>, arrival: Arrival | undefined): Context {
     if (!read.ok) return ROOT_CONTEXT;
     const message = read.message;
     if (message.kind === 'response') {
@@ -103,7 +127,7 @@ export class TracedChannel implements Channel {
       const open = id === null ? undefined : this.take(this.asked, id);
       if (open === undefined) return ROOT_CONTEXT;
       this.learnVersion(message.msg as unknown as JsonObject);
-      end(open.span, message.msg as unknown as JsonObject);
+      open.operation.answered(message.msg as unknown as JsonObject);
       return open.origin;
     }
     if (message.kind !== 'request') return ROOT_CONTEXT;
@@ -111,24 +135,45 @@ export class TracedChannel implements Channel {
     if (method === 'initialize') this.version = text(params?.protocolVersion) ?? this.version;
     const ambient = context.active();
     const carried = extracted(params);
-    const parent = carried ?? ambient;
+    const parent = carried ?? this.duringOf(method, arrival) ?? ambient;
     const links: Link[] = [];
     const ambientSpan = trace.getSpanContext(ambient);
     if (carried !== undefined && ambientSpan !== undefined) links.push({ context: ambientSpan });
     const task = this.tasks.linkOf(method, params);
     if (task !== undefined) links.push({ context: task });
+    const attributes = requestAttributes(
+      method,
+      id,
+      params,
+      this.facts,
+      statedVersion(params) ?? this.version,
+    );
     const span = this.tracer.startSpan(
       spanName(method, params),
-      {
-        kind: SpanKind.SERVER,
-        attributes: requestAttributes(method, id, params, this.facts, statedVersion(params) ?? this.version),
-        links,
-      },
+      { kind: SpanKind.SERVER, attributes, links },
       parent,
     );
     if (task === undefined) this.tasks.awaitRecord(span, method, params);
-    this.hold(this.serving, id, span);
+    this.hold(this.serving, id, new Operation(span, 'server', attributes, this.metrics));
     return trace.setSpan(parent, span);
+  }
+
+  /**
+   * The request of taskgate's an upstream's request came during, as the context to be its parent: the
+   * one whose stream carried it, else the only one in flight on this channel.
+   */
+  private duringOf(method: string, arrival: Arrival | undefined): Context | undefined {
+    if (this.side !== 'upstream' || method === 'ping') return undefined;
+    let during: Open | undefined;
+    if (arrival?.onStreamOf !== undefined) during = this.asked.get(idKey(arrival.onStreamOf));
+    else {
+      for (const open of this.asked.values()) {
+        if (open.method === 'ping') continue;
+        if (during !== undefined) return undefined;
+        during = open;
+      }
+    }
+    return during === undefined ? undefined : trace.setSpan(during.origin, during.operation.span);
   }
 
   /** A message going out: ends the span it answers, or opens one for the request it is (and carries it). */
@@ -136,24 +181,38 @@ export class TracedChannel implements Channel {
     if (message === undefined) return undefined;
     if (message.kind === 'response') {
       const id = message.msg.id;
-      const span = id === null ? undefined : this.take(this.serving, id);
+      const served = id === null ? undefined : this.take(this.serving, id);
       this.learnVersion(message.msg as unknown as JsonObject);
-      if (span !== undefined) end(span, message.msg as unknown as JsonObject);
+      if (served === undefined) return undefined;
+      // Answered from within another request (an MRTR retry bringing the client's input): that one links here.
+      const answering = trace.getActiveSpan();
+      const own = served.span.spanContext();
+      if (answering !== undefined && answering.spanContext().spanId !== own.spanId && answering.isRecording())
+        answering.addLink({ context: own });
+      served.answered(message.msg as unknown as JsonObject);
       return undefined;
     }
     if (message.kind !== 'request') return undefined;
     const { method, id, params } = message.msg;
     if (method === 'initialize') this.version = text(params?.protocolVersion) ?? this.version;
     const origin = context.active();
+    const attributes = requestAttributes(
+      method,
+      id,
+      params,
+      this.facts,
+      statedVersion(params) ?? this.version,
+    );
     const span = this.tracer.startSpan(
       spanName(method, params),
-      {
-        kind: SpanKind.CLIENT,
-        attributes: requestAttributes(method, id, params, this.facts, statedVersion(params) ?? this.version),
-      },
+      { kind: SpanKind.CLIENT, attributes },
       origin,
     );
-    this.hold(this.asked, id, { span, origin });
+    this.hold(this.asked, id, {
+      operation: new Operation(span, 'client', attributes, this.metrics),
+      method,
+      origin,
+    });
     const carrier: Record<string, string> = {};
     propagation.inject(trace.setSpan(origin, span), carrier);
     const meta = isObject(params?._meta) ? params._meta : {};
@@ -166,15 +225,15 @@ export class TracedChannel implements Channel {
     if (version !== undefined && isObject(result?.capabilities)) this.version = version;
   }
 
-  private hold<T extends Span | Open>(table: Map<string | number, T>, id: RequestId, value: T): void {
+  private hold<T extends Operation | Open>(table: Map<string | number, T>, id: RequestId, value: T): void {
     const key = idKey(id);
     const earlier = table.get(key);
-    if (earlier !== undefined) spanOf(earlier).end();
+    if (earlier !== undefined) operationOf(earlier).dropped();
     table.set(key, value);
     if (table.size <= MAX_OPEN_SPANS) return;
     const [oldest, open] = table.entries().next().value as [string | number, T];
     table.delete(oldest);
-    spanOf(open).end();
+    operationOf(open).dropped();
   }
 
   private take<T>(table: Map<string | number, T>, id: RequestId): T | undefined {
@@ -185,14 +244,23 @@ export class TracedChannel implements Channel {
   }
 
   private endAll(why: string): void {
-    const spans = [...this.serving.values(), ...[...this.asked.values()].map((open) => open.span)];
+    const operations = [...this.serving.values(), ...[...this.asked.values()].map((open) => open.operation)];
     this.serving.clear();
     this.asked.clear();
-    for (const span of spans) {
-      span.setAttribute('error.type', why);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: why });
-      span.end();
-    }
+    for (const operation of operations) operation.failed(why, why);
+  }
+
+  /** The channel's life as a 2025 session's (2026-07-28 has no sessions), once. */
+  private endSession(errorType: string | undefined): void {
+    if (this.sessionEnded || this.metrics === undefined) return;
+    this.sessionEnded = true;
+    if (this.version === undefined || MODERN_VERSIONS.includes(this.version)) return;
+    const attributes = requestAttributes('initialize', 0, undefined, this.facts, this.version);
+    this.metrics.session(
+      this.side === 'front' ? 'server' : 'client',
+      (performance.now() - this.opened) / 1000,
+      errorType === undefined ? attributes : { ...attributes, 'error.type': errorType },
+    );
   }
 }
 
@@ -204,7 +272,7 @@ function classified(value: object): Message | undefined {
   }
 }
 
-const spanOf = (value: Span | Open): Span => ('origin' in value ? value.span : value);
+const operationOf = (value: Operation | Open): Operation => ('origin' in value ? value.operation : value);
 
 const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
@@ -214,12 +282,4 @@ export function extracted(params: JsonObject | undefined): Context | undefined {
   if (!isObject(meta) || typeof meta.traceparent !== 'string') return undefined;
   const found = propagation.extract(ROOT_CONTEXT, meta);
   return trace.getSpanContext(found) === undefined ? undefined : found;
-}
-
-/** Ends a request's span with what its response says. */
-export function end(span: Span, response: JsonObject): void {
-  const outcome = responseOutcome(response);
-  span.setAttributes(outcome.attributes);
-  if (outcome.error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error });
-  span.end();
 }

@@ -181,10 +181,10 @@ export class ResponseStream {
    * The last message: as JSON if nothing was sent before it (with this HTTP status), else as the last
    * event.
    */
-  finish(data: Buffer | string, status = 200): void {
+  finish(data: Buffer | string, status = 200, headers: Record<string, string> = {}): void {
     if (this.mode === 'done') return;
     if (this.mode === 'undecided' && this.sink) {
-      this.sink.writeHead(status, { 'content-type': 'application/json' });
+      this.sink.writeHead(status, { ...headers, 'content-type': 'application/json' });
       this.sink.end(data);
     } else {
       this.event(data);

@@ -35,6 +35,7 @@ import {
   type ReplyBody,
 } from './http-wire.js';
 import { SseParser, type SseEvent } from './sse.js';
+import { upstreamUnauthorized } from './upstream-refusal.js';
 
 export interface CallsHost {
   origin: HttpOrigin;
@@ -115,6 +116,8 @@ export interface Call {
   retryMs: number | undefined;
   /** Sent a second time, its connection having broken (only requests in REPEATABLE). */
   repeated: boolean;
+  /** Sent a second time, the upstream having refused taskgate's own token (a new one was got). */
+  reauthorized: boolean;
   resumes: number;
   /** Ids of the events delivered, so that a replay never delivers one twice. */
   seen: Set<string>;
@@ -162,6 +165,7 @@ export class HttpCalls {
       lastEventId: undefined,
       retryMs: undefined,
       repeated: false,
+      reauthorized: false,
       resumes: 0,
       seen: new Set(),
       ...(own === undefined ? {} : { own }),
@@ -198,6 +202,15 @@ export class HttpCalls {
       // The server has forgotten the session: the request is lost with it, as it would be with a child that died.
       discard(reply.body);
       return this.host.sessionGone(call.generation);
+    }
+    if (status === 401 && this.host.origin.renewsOwnToken && !call.reauthorized) {
+      // A token revoked before its expiry: the request was refused unread, so it goes once more, newly authorized.
+      discard(reply.body);
+      call.reauthorized = true;
+      this.host.logger.info(
+        `the upstream server refused taskgate's token (HTTP 401): ${method} again with a new one`,
+      );
+      return this.runCall(call);
     }
     if (status >= 300) return this.failFromReply(call, reply);
     if (call.out.opens) this.host.opened(header(reply, 'mcp-session-id'));
@@ -342,6 +355,14 @@ export class HttpCalls {
   /** An HTTP error status: the server's own JSON-RPC error when the body is one, else one naming the status. */
   private async failFromReply(call: Call, reply: Reply): Promise<void> {
     const status = reply.statusCode;
+    if (status === 401 && this.host.origin.refusalIsCallers && !call.own) {
+      discard(reply.body);
+      this.host.logger.info(
+        `the upstream server answered ${call.out.method} with HTTP 401: the caller is told`,
+      );
+      call.controller.abort();
+      return this.answer(call, upstreamUnauthorized(call.out.id, header(reply, 'www-authenticate')));
+    }
     let raw: Buffer | undefined;
     try {
       raw = await readLimited(reply.body, ERROR_BODY_LIMIT);

@@ -23,6 +23,7 @@ import { MODERN_VERSIONS, isModernRequest } from '../protocol/modern/meta.js';
 import { LEGACY_VERSIONS } from '../protocol/versions.js';
 import type { SessionEnd } from '../observability/metrics.js';
 import type { Authentication } from '../security/auth.js';
+import { refuseCaller, type UpstreamChallenge } from './http-refusals.js';
 import { KeptBytes } from './event-stream.js';
 import { HttpSession, type Resumption } from './http-session.js';
 import { OversizedFrameError, looksLikeResponse } from './framing.js';
@@ -77,6 +78,8 @@ export interface HttpFrontHooks {
    * answered 401 with WWW-Authenticate.
    */
   authenticate?(req: IncomingMessage): Authentication | Promise<Authentication>;
+  /** What answers an HTTP upstream's 401 to the caller's credential (http-refusals.ts); absent: no 401. */
+  upstreamChallenge?: UpstreamChallenge;
   /** False once taskgate is shutting down: new sessions are refused. */
   accepting?(): boolean;
   /** Serves a 2026-07-28 request (no session); absent, such requests are refused. */
@@ -391,7 +394,7 @@ export class HttpFront {
       },
     });
     // Awaited elsewhere, so that a long stream (subscriptions/listen) holds its response, not its request.
-    const answering = answerModern(res, served, stream);
+    const answering = answerModern(res, served, stream, this.hooks.upstreamChallenge);
     const done = () => void this.modernAnswers.delete(answering);
     this.modernAnswers.add(answering);
     answering.then(done, done);
@@ -431,6 +434,7 @@ export class HttpFront {
         shared: this.kept,
       },
       caller?.identity,
+      this.hooks.upstreamChallenge,
     );
     this.opening++;
     try {
@@ -544,23 +548,6 @@ export class HttpFront {
       void this.retire(session, why);
     }
   }
-}
-
-/** The auth path's refusal: 401 with WWW-Authenticate unless the authenticator says otherwise (oauth). */
-function refuseCaller(res: ServerResponse, refusal: Extract<Authentication, { refused: string }>): void {
-  const status = refusal.status ?? 401;
-  if (status !== 503) {
-    res.setHeader(
-      'www-authenticate',
-      refusal.challenge ??
-        `Bearer realm="taskgate", error="invalid_token", error_description="${refusal.refused}"`,
-    );
-  } else res.setHeader('retry-after', '1');
-  const words = { 401: 'Unauthorized', 403: 'Forbidden', 503: 'Service Unavailable' } as const;
-  reply(res, status, null, {
-    code: status === 503 ? ErrorCode.UpstreamUnavailable : ErrorCode.InvalidRequest,
-    message: `${words[status]}: ${refusal.refused}`,
-  });
 }
 
 function refusedResumption(

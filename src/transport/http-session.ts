@@ -11,6 +11,8 @@ import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { serialize } from '../protocol/exact-ids.js';
 import { errorResponse, idKey, type Notification, type RequestId } from '../protocol/messages.js';
 import type { Channel, ChannelHandlers, Route } from './channel.js';
+import type { UpstreamChallenge } from './http-refusals.js';
+import { upstreamRefusalOf } from './upstream-refusal.js';
 import { EventLog, type KeptBytes, KeptMessages, ResponseStream, parseEventId } from './event-stream.js';
 
 const MAX_QUEUED = 1_000;
@@ -45,6 +47,8 @@ export class HttpSession implements Channel {
     retention: SessionRetention,
     /** The identity that opened the session; only it may use the session. */
     readonly identity?: string,
+    /** Answers an upstream's 401 to the caller's credential with a 401 (http-refusals.ts). */
+    private readonly upstreamChallenge?: UpstreamChallenge,
   ) {
     this.log = new EventLog(retention.eventLogSize, retention.eventLogBytes, retention.shared);
     this.queued = new KeptMessages(MAX_QUEUED, retention.eventLogBytes, retention.shared);
@@ -187,12 +191,16 @@ export class HttpSession implements Channel {
   /** The final message for a request: a failed initialize ends the session, its id never given out. */
   private answer(key: string | number, raw: Buffer | string, status?: number): void {
     const stream = this.byRequest.get(key);
+    // An upstream's 401 to the caller's credential is a 401 here, unless its stream has begun (then only the error).
+    const refusal = this.upstreamChallenge && upstreamRefusalOf(raw);
+    const refused = refusal ? { 'www-authenticate': this.upstreamChallenge!(refusal.wwwAuthenticate) } : {};
+    if (refusal) status = 401;
     const opening = this.opening;
-    if (opening?.key !== key) return stream?.finish(raw, status);
+    if (opening?.key !== key) return stream?.finish(raw, status, refused);
     this.opening = undefined;
     if (!isError(raw)) return stream?.finish(raw, status);
     if (!opening.res.headersSent) opening.res.removeHeader('mcp-session-id');
-    stream?.finish(raw, status);
+    stream?.finish(raw, status, refused);
     opening.failed();
   }
 

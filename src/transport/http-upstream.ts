@@ -28,6 +28,7 @@ import type { Logger } from 'pino';
 import { ErrorCode, ProtocolError } from '../protocol/errors.js';
 import { idOfOversized } from '../protocol/frames.js';
 import { errorResponse, type RequestId } from '../protocol/messages.js';
+import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import { backoffDelay } from './backoff.js';
 import type { Channel, ChannelHandlers, Route } from './channel.js';
 import { promiseOf } from './handshake-promise.js';
@@ -48,6 +49,8 @@ export interface HttpUpstreamOptions {
   url: string;
   /** Sent with every HTTP request (an API key, say); the transport's own headers win over these. */
   headers?: Record<string, string> | undefined;
+  /** The Authorization of every request (upstream.auth, or the caller's own token), over any in `headers`. */
+  credential?: UpstreamCredential | undefined;
   /**
    * How long initialize (the client's, or the one that opens a new session) may wait for its answer, and a
    * one-way POST for its acceptance: nobody cancels those. Other requests are bounded by their sender (the
@@ -127,7 +130,7 @@ export class HttpUpstream implements Channel {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new Error(`The upstream URL must be http: or https:, not ${url.protocol}`);
     }
-    this.origin = new HttpOrigin(url);
+    this.origin = new HttpOrigin(url, options.credential);
     this.staticHeaders = Object.fromEntries(
       Object.entries(options.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
     );

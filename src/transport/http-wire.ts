@@ -4,6 +4,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
+import { UpstreamCredentialError, type UpstreamCredential } from '../security/upstream-credentials.js';
 import type { SseParser } from './sse.js';
 
 export type Reply = Dispatcher.ResponseData;
@@ -15,7 +16,11 @@ export class HttpOrigin {
   private readonly pool: Pool;
   private readonly path: string;
 
-  constructor(url: URL) {
+  /** `credential`: the Authorization of every request (upstream.auth), got anew when it is refused. */
+  constructor(
+    url: URL,
+    private readonly credential?: UpstreamCredential,
+  ) {
     this.pool = new Pool(url.origin, {
       connect: { timeout: 10_000 },
       // A kept-alive connection is let go 3 s before the server's advertised keep-alive ends (2 s idle
@@ -31,21 +36,34 @@ export class HttpOrigin {
    * One HTTP exchange with the MCP endpoint. Timeouts are the caller's (its signal): undici's own would end
    * a stream that is quiet while a tool runs.
    */
-  request(
+  async request(
     method: 'GET' | 'POST' | 'DELETE',
     headers: Headers,
     signal: AbortSignal,
     body?: Buffer | string,
   ): Promise<Reply> {
-    return this.pool.request({
+    const authorization = await this.credential?.authorization();
+    const reply = await this.pool.request({
       path: this.path,
       method,
-      headers,
+      headers: authorization === undefined ? headers : { ...headers, authorization },
       signal,
       headersTimeout: 0,
       bodyTimeout: 0,
       ...(body === undefined ? {} : { body }),
     });
+    if (reply.statusCode === 401 && authorization !== undefined) this.credential!.refused(authorization);
+    return reply;
+  }
+
+  /** A 401 of the upstream is the caller's to mend (its own token, or one exchanged for it). */
+  get refusalIsCallers(): boolean {
+    return this.credential?.forCaller === true;
+  }
+
+  /** A 401 of the upstream is taskgate's to mend: its own token (client credentials) is got anew. */
+  get renewsOwnToken(): boolean {
+    return this.credential !== undefined && !this.credential.forCaller;
   }
 
   async close(): Promise<void> {
@@ -143,6 +161,7 @@ function codeOf(error: unknown, known: (code: string) => boolean): string | unde
  * is for the logs).
  */
 export function networkReason(error: unknown): string {
+  if (error instanceof UpstreamCredentialError) return error.message;
   const code = codeOf(error, (candidate) => REASONS[candidate] !== undefined);
   return code === undefined ? 'connection failed' : `${REASONS[code]} (${code})`;
 }

@@ -7,21 +7,32 @@ import { finished } from 'node:stream/promises';
 import { ErrorCode } from '../protocol/errors.js';
 import { serialize } from '../protocol/exact-ids.js';
 import type { ModernAnswer } from '../protocol/modern/exchange.js';
+import type { UpstreamChallenge } from './http-refusals.js';
+import { MODERN_UPSTREAM_UNAUTHORIZED, refusalIn } from './upstream-refusal.js';
 
 export async function answerModern(
   res: ServerResponse,
   served: Promise<ModernAnswer>,
   stream: { answered: boolean; streaming: boolean },
+  upstreamChallenge?: UpstreamChallenge,
 ): Promise<void> {
   const answer = await served;
   stream.answered = true;
   if (res.destroyed) return;
   if (answer === undefined) res.end();
   else if (stream.streaming) res.end(sseEvent(answer.response));
-  else
+  else {
+    // An upstream's 401 to the caller's credential: 401 (authorization/index.mdx "Token Handling").
+    const refused = upstreamChallenge === undefined ? undefined : refusalOf(answer);
+    const challenge =
+      refused === undefined ? {} : { 'www-authenticate': upstreamChallenge!(refused.wwwAuthenticate) };
     res
-      .writeHead(modernStatus(answer), { 'content-type': 'application/json' })
+      .writeHead(refused === undefined ? modernStatus(answer) : 401, {
+        ...challenge,
+        'content-type': 'application/json',
+      })
       .end(serialize(answer.response));
+  }
   // Resolved once the answer is handed to the socket, so that closing may wait for it.
   await finished(res).catch(() => undefined);
 }
@@ -35,6 +46,12 @@ function modernStatus(answer: NonNullable<ModernAnswer>): number {
   if (error?.code === ErrorCode.MethodNotFound) return 404;
   // Whoever found it (taskgate, or a 2026-07-28 server behind it), these errors are HTTP 400.
   return answer.refused === true || BAD_REQUEST_CODES.has(error?.code) ? 400 : 200;
+}
+
+/** When the answer is an upstream's 401 to the caller's credential: with the upstream's challenge, if any. */
+function refusalOf(answer: NonNullable<ModernAnswer>): { wwwAuthenticate?: string } | undefined {
+  const { error } = answer.response as { error?: unknown };
+  return refusalIn(error, MODERN_UPSTREAM_UNAUTHORIZED) ?? refusalIn(error, ErrorCode.UpstreamUnauthorized);
 }
 
 /** The 2026-07-28 errors that streamable-http.mdx answers with 400 Bad Request. */

@@ -33,8 +33,10 @@ import {
 } from '../protocol/modern/headers.js';
 import { MODERN_VERSIONS, PROTOCOL_VERSION_META } from '../protocol/modern/meta.js';
 import type { Channel, ChannelHandlers, Route } from './channel.js';
+import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import {
   discard,
+  header,
   HttpOrigin,
   mediaType,
   networkReason,
@@ -44,11 +46,14 @@ import {
   type Reply,
 } from './http-wire.js';
 import { SseParser } from './sse.js';
+import { upstreamUnauthorized } from './upstream-refusal.js';
 
 export interface ModernHttpUpstreamOptions {
   url: string;
-  /** Sent with every request (the operator's, or the caller's own Authorization). */
+  /** Sent with every request (the operator's). */
   headers?: Record<string, string> | undefined;
+  /** The Authorization of every request (upstream.auth, or the caller's own token). */
+  credential?: UpstreamCredential | undefined;
   maxMessageBytes: number;
 }
 
@@ -66,7 +71,7 @@ export class ModernHttpUpstream implements Channel {
     private readonly options: ModernHttpUpstreamOptions,
     private readonly logger: Logger,
   ) {
-    this.origin = new HttpOrigin(new URL(options.url));
+    this.origin = new HttpOrigin(new URL(options.url), options.credential);
   }
 
   start(handlers: ChannelHandlers): void {
@@ -121,7 +126,12 @@ export class ModernHttpUpstream implements Channel {
     this.open.set(key, controller);
     if (request.method === 'tools/list') this.listing.add(key);
     try {
-      const reply = await this.origin.request('POST', this.headersFor(request), controller.signal, body);
+      let reply = await this.origin.request('POST', this.headersFor(request), controller.signal, body);
+      if (reply.statusCode === 401 && this.origin.renewsOwnToken) {
+        // taskgate's own token, revoked before its expiry: refused unread, so sent once more with a new one.
+        discard(reply.body);
+        reply = await this.origin.request('POST', this.headersFor(request), controller.signal, body);
+      }
       await this.answer(request.id, reply);
     } catch (error) {
       // Given up (cancelled, or closing): whoever cancelled answers for it.
@@ -155,6 +165,11 @@ export class ModernHttpUpstream implements Channel {
 
   /** The reply to one POST: its JSON answer, or every message of its event stream. */
   private async answer(id: RequestId, reply: Reply): Promise<void> {
+    if (reply.statusCode === 401 && this.origin.refusalIsCallers) {
+      discard(reply.body);
+      const raw = upstreamUnauthorized(id, header(reply, 'www-authenticate'));
+      return void this.handlers?.message(raw, { onStreamOf: id });
+    }
     const type = mediaType(reply);
     if (reply.statusCode >= 200 && reply.statusCode < 300 && type === 'text/event-stream') {
       return this.readStream(id, reply);

@@ -4,8 +4,9 @@
  * scenario that gives anything else fails its test, in every direction: once a failing scenario passes, its
  * entry has to change.
  *
- * One target (a fixture, or taskgate in front of one) serves every run of a `describeTarget`, the runs one
- * after the other: a target costs a process start or two, and no run depends on another's sessions.
+ * One target (a fixture, or taskgate in front of one) serves every run of a `describeTarget`, the runs at
+ * once: a target costs a process start or two, and no run depends on another's sessions (each run's
+ * sessions are its own, as a gateway's clients are).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runServerScenarios, type ScenarioOutcome, type SUITES } from './suite.js';
@@ -154,15 +155,15 @@ function summary(outcomes: Map<string, ScenarioOutcome>): string {
   return `scenarios: ${scenarios}; checks: ${passed} passed, ${failed} failed`;
 }
 
-/** Starts the target once, runs each of `runs` against it, then one test per scenario of each table. */
 /** Every target's runs of this test file, started by the first describe to need one: targets go on together. */
 const targetRuns: (() => Promise<unknown>)[] = [];
 /** What they started, all stopped once the file is over (a target filtered out may have started too). */
 const startedTargets: Target[] = [];
 
 /**
- * The runs against one target, one after the other on one gateway; the targets of a file at once (each
- * run mostly waits on scenarios' timings and its gateway).
+ * Starts the target once, runs each of `runs` against it, then one test per scenario of each table. The
+ * runs of a target, and the targets of a file, go at once (each run mostly waits on scenarios' timings and
+ * on the sessions' upstream processes).
  */
 export function describeTarget(title: string, start: () => Promise<Target>, runs: SuiteRun[]): void {
   const timeoutOf = (run: SuiteRun): number => run.timeoutMs ?? SUITE_TIMEOUT_MS;
@@ -171,12 +172,14 @@ export function describeTarget(title: string, start: () => Promise<Target>, runs
     (running ??= start().then(async (target) => {
       startedTargets.push(target);
       const outcomes = new Map<SuiteRun, Map<string, ScenarioOutcome>>();
-      for (const run of runs) {
-        const started = Date.now();
-        const outcome = await runServerScenarios(run.suite, target.url, run.selection, timeoutOf(run));
-        outcomes.set(run, outcome);
-        console.info(`${title}, ${run.title}: ${summary(outcome)} (${Date.now() - started} ms)`);
-      }
+      await Promise.all(
+        runs.map(async (run) => {
+          const started = Date.now();
+          const outcome = await runServerScenarios(run.suite, target.url, run.selection, timeoutOf(run));
+          outcomes.set(run, outcome);
+          console.info(`${title}, ${run.title}: ${summary(outcome)} (${Date.now() - started} ms)`);
+        }),
+      );
       return { target, outcomes };
     }));
   if (targetRuns.length === 0) {

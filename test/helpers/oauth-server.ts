@@ -6,9 +6,10 @@
  * valid), signed with its own key, for the checks a real server's tokens cannot reach.
  */
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
+import { randomUUID } from 'node:crypto';
+import { exportJWK, generateKeyPair, jwtVerify, SignJWT, type CryptoKey, type JWK } from 'jose';
 import Provider from 'oidc-provider';
 
 export interface OAuthClient {
@@ -30,21 +31,65 @@ export const OPERATOR_CLIENT: OAuthClient = {
   secret: 'olga-secret-0123456789',
   groups: ['staff', 'operators'],
 };
-const CLIENTS = [CLIENT, STAFF_CLIENT, OPERATOR_CLIENT];
+/**
+ * taskgate itself as a client of the authorization server, for its upstreams: by client credentials, and
+ * by token exchange (RFC 8693) of a caller's token for one whose audience is the upstream.
+ */
+export const GATEWAY_CLIENT: OAuthClient = { id: 'taskgate', secret: 'taskgate-secret-0123456789' };
+const CLIENTS = [CLIENT, STAFF_CLIENT, OPERATOR_CLIENT, GATEWAY_CLIENT];
+
+/**
+ * A public client (no secret) of the authorization code grant with PKCE, as MCP clients are: a native
+ * app whose redirect URI is on loopback (RFC 8252). Nothing listens there: the test reads the redirect.
+ */
+export const APP_CLIENT = { id: 'mcp-app', redirectUri: 'http://127.0.0.1:53682/callback' } as const;
+
+export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+
+/** One token exchange the server granted. */
+export interface Exchange {
+  /** The exchanging client (taskgate). */
+  client: string;
+  /** The subject of the token exchanged. */
+  subject: string;
+  /** The audience of the token issued. */
+  resource: string;
+}
 
 interface SigningKey {
   jwk: JWK;
   privateKey: CryptoKey;
+  publicKey: CryptoKey;
 }
 
 async function signingKey(kid: string): Promise<SigningKey> {
-  const { privateKey } = await generateKeyPair('RS256', { extractable: true });
-  return { jwk: { ...(await exportJWK(privateKey)), kid, alg: 'RS256', use: 'sig' }, privateKey };
+  const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
+  return {
+    jwk: { ...(await exportJWK(privateKey)), kid, alg: 'RS256', use: 'sig' },
+    privateKey,
+    publicKey,
+  };
+}
+
+/** What oidc-provider hands a grant handler (it ships no types). */
+interface GrantContext {
+  oidc: { params: Record<string, string | undefined>; client: { clientId: string } };
+  status: number;
+  body: unknown;
 }
 
 export class AuthorizationServer {
   /** Requests for the key set, since it started. */
   jwksFetches = 0;
+  /** Access tokens issued by the client credentials grant, by client id. */
+  readonly clientCredentialsGrants = new Map<string, number>();
+  /** Token exchanges granted, in order. */
+  readonly exchanges: Exchange[] = [];
+  /** Lifetime of the access tokens issued from now on, in seconds. */
+  accessTokenTTL = 300;
+  /** Who logs in (and consents to what is asked) when the authorization endpoint asks for a person. */
+  user = 'carol';
   private readonly sockets = new Set<Socket>();
   private key!: SigningKey;
   private generation = 0;
@@ -80,10 +125,25 @@ export class AuthorizationServer {
   async rotate(): Promise<void> {
     this.key = await signingKey(`key-${++this.generation}`);
     const provider = this.provider();
+    provider.on('grant.success', (ctx: GrantContext) => {
+      if (ctx.oidc.params['grant_type'] !== 'client_credentials') return;
+      const id = ctx.oidc.client.clientId;
+      this.clientCredentialsGrants.set(id, (this.clientCredentialsGrants.get(id) ?? 0) + 1);
+    });
+    provider.registerGrantType(
+      TOKEN_EXCHANGE,
+      (ctx: GrantContext) => this.exchange(ctx),
+      ['subject_token', 'subject_token_type', 'requested_token_type', 'resource', 'audience', 'scope'],
+      ['resource', 'audience'],
+    );
     this.server.removeAllListeners('request');
     const handle = provider.callback();
     this.server.on('request', (req, res) => {
       if (req.url === '/jwks') this.jwksFetches++;
+      if (req.url?.startsWith('/interaction/')) {
+        this.interact(provider, req, res).catch((error: unknown) => res.writeHead(500).end(String(error)));
+        return;
+      }
       handle(req, res);
     });
   }
@@ -120,6 +180,81 @@ export class AuthorizationServer {
       .sign(key.privateKey);
   }
 
+  /**
+   * RFC 8693: a valid access token of this server (the subject token) for one whose audience is the
+   * `resource` asked for, of the same subject, naming the exchanging client as its actor (`act`).
+   */
+  private async exchange(ctx: GrantContext): Promise<void> {
+    const { params, client } = ctx.oidc;
+    const refuse = (error: string, description: string): void => {
+      ctx.status = 400;
+      ctx.body = { error, error_description: description };
+    };
+    if (params['subject_token_type'] !== ACCESS_TOKEN_TYPE) {
+      return refuse('invalid_request', 'subject_token_type must be an access token');
+    }
+    if (params['resource'] === undefined) return refuse('invalid_target', 'resource is required');
+    let subject: string;
+    try {
+      const { payload } = await jwtVerify(params['subject_token'] ?? '', this.key.publicKey, {
+        issuer: this.issuer,
+      });
+      subject = payload.sub!;
+    } catch {
+      return refuse('invalid_grant', 'the subject token is not a valid access token of this server');
+    }
+    this.exchanges.push({ client: client.clientId, subject, resource: params['resource'] });
+    const token = await this.sign(
+      {
+        sub: subject,
+        aud: params['resource'],
+        client_id: client.clientId,
+        act: { sub: client.clientId },
+        jti: randomUUID(),
+        ...(params['scope'] === undefined ? {} : { scope: params['scope'] }),
+      },
+      { expiresIn: this.accessTokenTTL },
+    );
+    ctx.body = {
+      access_token: token,
+      issued_token_type: ACCESS_TOKEN_TYPE,
+      token_type: 'Bearer',
+      expires_in: this.accessTokenTTL,
+    };
+  }
+
+  /**
+   * The person at the authorization endpoint, without a page: `user` logs in, then consents to the scopes
+   * and resources the client asked for (oidc-provider's own interaction example, done at once).
+   */
+  private async interact(provider: Provider, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const details = await provider.interactionDetails(req, res);
+    if (details.prompt.name === 'login') {
+      return provider.interactionFinished(
+        req,
+        res,
+        { login: { accountId: this.user } },
+        { mergeWithLastSubmission: false },
+      );
+    }
+    const grant = new provider.Grant({
+      accountId: details.session!.accountId,
+      clientId: details.params['client_id'] as string,
+    });
+    const missing = details.prompt.details;
+    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+    for (const [resource, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
+      grant.addResourceScope(resource, scopes.join(' '));
+    }
+    const grantId = await grant.save();
+    return provider.interactionFinished(
+      req,
+      res,
+      { consent: { grantId } },
+      { mergeWithLastSubmission: true },
+    );
+  }
+
   /** A key this server has never published, as an attacker's would be. */
   static foreignKey(kid: string): Promise<SigningKey> {
     return signingKey(kid);
@@ -147,13 +282,25 @@ export class AuthorizationServer {
     const scopes = this.scopes.join(' ');
     return new Provider(this.issuer, {
       jwks: { keys: [this.key.jwk] },
-      clients: CLIENTS.map((client) => ({
-        client_id: client.id,
-        client_secret: client.secret,
-        grant_types: ['client_credentials'],
-        redirect_uris: [],
-        response_types: [],
-      })),
+      clients: [
+        ...CLIENTS.map((client) => ({
+          client_id: client.id,
+          client_secret: client.secret,
+          grant_types:
+            client === GATEWAY_CLIENT ? ['client_credentials', TOKEN_EXCHANGE] : ['client_credentials'],
+          redirect_uris: [],
+          response_types: [],
+        })),
+        {
+          client_id: APP_CLIENT.id,
+          application_type: 'native',
+          token_endpoint_auth_method: 'none',
+          grant_types: ['authorization_code'],
+          response_types: ['code'],
+          redirect_uris: [APP_CLIENT.redirectUri],
+        },
+      ],
+      findAccount: (_ctx, id) => ({ accountId: id, claims: () => ({ sub: id }) }),
       scopes: [...this.scopes],
       extraTokenClaims: (_ctx, token) => {
         const groups = CLIENTS.find((client) => client.id === token.clientId)?.groups;
@@ -168,7 +315,7 @@ export class AuthorizationServer {
           getResourceServerInfo: (_ctx, resource) => ({
             scope: scopes,
             audience: resource,
-            accessTokenTTL: 300,
+            accessTokenTTL: this.accessTokenTTL,
             accessTokenFormat: 'jwt',
             jwt: { sign: { alg: 'RS256' } },
           }),

@@ -13,6 +13,7 @@ declare module 'oidc-provider' {
   interface Configuration {
     jwks: { keys: object[] };
     clients: object[];
+    findAccount?: (ctx: unknown, id: string) => { accountId: string; claims: () => object };
     scopes: string[];
     extraTokenClaims?: (ctx: unknown, token: { clientId?: string }) => object | undefined;
     features: {
@@ -27,8 +28,40 @@ declare module 'oidc-provider' {
     };
   }
 
+  interface Interaction {
+    prompt: {
+      name: 'login' | 'consent';
+      details: { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
+    };
+    params: Record<string, unknown>;
+    session?: { accountId: string };
+  }
+
+  class Grant {
+    constructor(init: { accountId: string; clientId: string });
+    addOIDCScope(scope: string): void;
+    addResourceScope(resource: string, scope: string): void;
+    save(): Promise<string>;
+  }
+
   export default class Provider {
+    Grant: typeof Grant;
+    interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<Interaction>;
+    interactionFinished(
+      req: IncomingMessage,
+      res: ServerResponse,
+      result: object,
+      options: { mergeWithLastSubmission: boolean },
+    ): Promise<void>;
     constructor(issuer: string, configuration: Configuration);
     callback(): (req: IncomingMessage, res: ServerResponse) => void;
+    /** An extension grant at the token endpoint: its handler, parameters, and those that may repeat. */
+    registerGrantType(
+      name: string,
+      handler: (ctx: never) => Promise<void>,
+      parameters?: string[],
+      duplicates?: string[],
+    ): void;
+    on(event: 'grant.success', listener: (ctx: never) => void): this;
   }
 }

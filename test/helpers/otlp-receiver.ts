@@ -1,7 +1,8 @@
 /**
- * A real OTLP/HTTP traces receiver for tests: an HTTP server taking what the official exporter POSTs to
- * /v1/traces. JSON bodies (http/json) are decoded into spans; protobuf bodies are kept as bytes. It can
- * refuse every export (503) or hang on each one (never answer), as a collector that is down would.
+ * A real OTLP/HTTP receiver for tests: an HTTP server taking what the official exporters POST to
+ * /v1/traces and /v1/metrics. JSON bodies (http/json) are decoded into spans and histogram points;
+ * protobuf bodies are kept as bytes. It can refuse every export (503) or hang on each one (never answer),
+ * as a collector that is down would.
  */
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -21,6 +22,19 @@ export interface ReceivedSpan {
   service: string;
 }
 
+/** One data point of a histogram, as the last export that had it said (cumulative: the latest wins). */
+export interface ReceivedPoint {
+  metric: string;
+  unit: string;
+  description: string;
+  attributes: Record<string, unknown>;
+  count: number;
+  sum: number;
+  explicitBounds: number[];
+  bucketCounts: number[];
+  service: string;
+}
+
 export const SERVER = 2;
 export const CLIENT = 3;
 export const INTERNAL = 1;
@@ -32,6 +46,7 @@ interface OtlpValue {
   intValue?: string | number;
   boolValue?: boolean;
   doubleValue?: number;
+  arrayValue?: { values?: OtlpValue[] };
 }
 interface OtlpAttribute {
   key: string;
@@ -48,6 +63,27 @@ interface OtlpSpan {
   links?: { traceId: string; spanId: string }[];
   status?: { code?: number; message?: string };
 }
+interface OtlpMetrics {
+  resourceMetrics?: {
+    resource?: { attributes?: OtlpAttribute[] };
+    scopeMetrics?: {
+      metrics?: {
+        name: string;
+        unit?: string;
+        description?: string;
+        histogram?: {
+          dataPoints?: {
+            attributes?: OtlpAttribute[];
+            count?: string | number;
+            sum?: number;
+            explicitBounds?: number[];
+            bucketCounts?: (string | number)[];
+          }[];
+        };
+      }[];
+    }[];
+  }[];
+}
 interface OtlpRequest {
   resourceSpans?: {
     resource?: { attributes?: OtlpAttribute[] };
@@ -59,7 +95,8 @@ const valueOf = (value: OtlpValue): unknown =>
   value.stringValue ??
   (value.intValue === undefined ? undefined : Number(value.intValue)) ??
   value.boolValue ??
-  value.doubleValue;
+  value.doubleValue ??
+  value.arrayValue?.values?.map(valueOf);
 
 const attributesOf = (list: OtlpAttribute[] = []): Record<string, unknown> =>
   Object.fromEntries(list.map(({ key, value }) => [key, valueOf(value)]));
@@ -67,6 +104,11 @@ const attributesOf = (list: OtlpAttribute[] = []): Record<string, unknown> =>
 export class OtlpReceiver {
   readonly spans: ReceivedSpan[] = [];
   readonly protobufBodies: Buffer[] = [];
+  /** Each export's histogram points, in the order they came. */
+  readonly points: ReceivedPoint[] = [];
+  readonly protobufMetricBodies: Buffer[] = [];
+  /** The paths exports were POSTed to. */
+  readonly paths: string[] = [];
   /** Export requests received, whatever the answer. */
   posts = 0;
   private waiters: (() => void)[] = [];
@@ -90,15 +132,29 @@ export class OtlpReceiver {
 
   /** Resolves with the spans once `found` returns some; fails after `withinMs`. */
   async until<T>(found: (spans: ReceivedSpan[]) => T | undefined, withinMs = 10_000): Promise<T> {
+    return this.waitFor(
+      () => found(this.spans),
+      withinMs,
+      () => `spans: ${this.spans.map((s) => s.name).join(', ')}`,
+    );
+  }
+
+  /** Resolves once `found` returns something of the points received so far; fails after `withinMs`. */
+  async untilPoints<T>(found: (points: ReceivedPoint[]) => T | undefined, withinMs = 10_000): Promise<T> {
+    return this.waitFor(
+      () => found(this.points),
+      withinMs,
+      () => `points: ${this.points.map((p) => `${p.metric} ${JSON.stringify(p.attributes)}`).join('\n')}`,
+    );
+  }
+
+  private async waitFor<T>(found: () => T | undefined, withinMs: number, seen: () => string): Promise<T> {
     const deadline = Date.now() + withinMs;
     for (;;) {
-      const result = found(this.spans);
+      const result = found();
       if (result !== undefined) return result;
       const left = deadline - Date.now();
-      if (left <= 0)
-        throw new Error(
-          `not received within ${withinMs} ms; spans: ${this.spans.map((s) => s.name).join(', ')}`,
-        );
+      if (left <= 0) throw new Error(`not received within ${withinMs} ms; ${seen()}`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left);
         this.waiters.push(() => {
@@ -126,10 +182,15 @@ export class OtlpReceiver {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks);
     this.posts += 1;
+    this.paths.push(req.url ?? '');
+    const json = /json/.test(req.headers['content-type'] ?? '');
     if (req.url === '/v1/traces' && this.behaviour === 'accept') {
-      if (/json/.test(req.headers['content-type'] ?? ''))
-        this.decode(JSON.parse(body.toString()) as OtlpRequest);
+      if (json) this.decode(JSON.parse(body.toString()) as OtlpRequest);
       else this.protobufBodies.push(body);
+    }
+    if (req.url === '/v1/metrics' && this.behaviour === 'accept') {
+      if (json) this.decodeMetrics(JSON.parse(body.toString()) as OtlpMetrics);
+      else this.protobufMetricBodies.push(body);
     }
     const waiters = this.waiters;
     this.waiters = [];
@@ -159,6 +220,29 @@ export class OtlpReceiver {
             status: span.status ?? {},
             service,
           });
+        }
+      }
+    }
+  }
+
+  private decodeMetrics(request: OtlpMetrics): void {
+    for (const resourceMetrics of request.resourceMetrics ?? []) {
+      const service = String(attributesOf(resourceMetrics.resource?.attributes)['service.name']);
+      for (const scope of resourceMetrics.scopeMetrics ?? []) {
+        for (const metric of scope.metrics ?? []) {
+          for (const point of metric.histogram?.dataPoints ?? []) {
+            this.points.push({
+              metric: metric.name,
+              unit: metric.unit ?? '',
+              description: metric.description ?? '',
+              attributes: attributesOf(point.attributes),
+              count: Number(point.count ?? 0),
+              sum: point.sum ?? 0,
+              explicitBounds: point.explicitBounds ?? [],
+              bucketCounts: (point.bucketCounts ?? []).map(Number),
+              service,
+            });
+          }
         }
       }
     }

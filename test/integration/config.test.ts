@@ -64,6 +64,7 @@ describe('the example configs in config/', () => {
   /** The secrets an example says belong in the environment. */
   const environment: Record<string, Record<string, string>> = {
     'replicas.yaml': { TASKGATE_STORE_CURSOR_SECRET: 'the same secret on every replica' },
+    'oauth-upstream.yaml': { UPSTREAM_CLIENT_SECRET: 'taskgate-secret-at-the-authorization-server' },
   };
 
   it('has the examples the README points to', () => {

@@ -185,12 +185,13 @@ describe('a 2025 server slower to start than the era probe waits (npx -y fetchin
   let connection: Connection;
   beforeAll(async () => {
     const file = join(tmpdir(), `taskgate-slow-start-${process.pid}.json`);
-    // The probe waits 500 ms (a quarter of requestTimeout); the server reads its input after 1.5 s.
-    const slowStart = 'setTimeout(() => import(process.argv[1]), 1_500)';
+    // The probe waits 2.5 s (a quarter of requestTimeout); the server reads its input after 4 s, and
+    // initialize, sent at 2.5 s, has 10 s for its answer (a loaded machine starts node slowly).
+    const slowStart = 'setTimeout(() => import(process.argv[1]), 4_000)';
     const upstream = {
       command: process.execPath,
       args: ['-e', slowStart, FIXTURES.legacy],
-      requestTimeout: 2_000,
+      requestTimeout: 10_000,
     };
     writeFileSync(file, JSON.stringify({ upstream }));
     connection = await connect('legacy', { flags: ['--config', file], upstream: [] });
@@ -201,7 +202,7 @@ describe('a 2025 server slower to start than the era probe waits (npx -y fetchin
     const result = await connection.client.callTool({ name: 'echo', arguments: { text: 'patient' } });
     expect(textOf(result)).toBe('patient');
     const stderr = connection.stderr();
-    expect(stderr).toContain('the upstream server speaks 2025 (server/discover: no answer within 500 ms)');
+    expect(stderr).toContain('the upstream server speaks 2025 (server/discover: no answer within 2500 ms)');
     expect(stderr).not.toContain('a fresh upstream server');
   });
 });

@@ -154,6 +154,60 @@ describe('Protected Resource Metadata and challenges', () => {
     }
   });
 
+  it('answers a 2026-07-28 request as a 2025 one: 401 without a token or with a foreign one', async () => {
+    const { as, gateway, resource, metadata } = await start();
+    const discover = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'server/discover',
+      params: {
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientCapabilities': {},
+          'io.modelcontextprotocol/clientInfo': { name: 'raw-2026', version: '1' },
+        },
+      },
+    };
+    const modern = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'server/discover' };
+    const none = await post(gateway.url, modern, discover);
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toBe(
+      `Bearer scope="mcp:tools", resource_metadata="${metadata}"`,
+    );
+    const foreign = await post(
+      gateway.url,
+      { ...modern, authorization: `Bearer ${await as.token('http://127.0.0.1:1/other-server')}` },
+      discover,
+    );
+    expect(foreign.status).toBe(401);
+    expect(foreign.headers.get('www-authenticate')).toContain('error="invalid_token"');
+    const good = await post(
+      gateway.url,
+      { ...modern, authorization: `Bearer ${await as.token(resource)}` },
+      discover,
+    );
+    expect(good.status).toBe(200);
+  });
+
+  it('answers a malformed authorization request 400 invalid_request: a bad Bearer header, a token in the URI', async () => {
+    const { as, gateway, resource, metadata } = await start();
+    const token = await as.token(resource);
+    const twoTokens = await post(gateway.url, { authorization: `Bearer ${token} ${token}` });
+    expect(twoTokens.status).toBe(400);
+    expect(twoTokens.headers.get('www-authenticate')).toBe(
+      `Bearer error="invalid_request", error_description="the Authorization header must be 'Bearer' and one token", resource_metadata="${metadata}"`,
+    );
+    // Tokens go in the Authorization header only (bearer_methods_supported: header), never in the URI.
+    const inQuery = new URL(gateway.url);
+    inQuery.searchParams.set('access_token', token);
+    const queried = await post(inQuery, { authorization: `Bearer ${token}` });
+    expect(queried.status).toBe(400);
+    expect(((await queried.json()) as { error: { message: string } }).error.message).toBe(
+      'Bad Request: an access token goes in the Authorization header, never in the URI',
+    );
+    expect((await post(gateway.url, { authorization: `Bearer ${token}` })).status).toBe(200);
+  });
+
   it('answers a token without the scope required 403 insufficient_scope, naming the scope', async () => {
     const { as, gateway, resource, metadata } = await start({ scopes: ['mcp:tools', 'mcp:admin'] });
     const response = await post(gateway.url, {

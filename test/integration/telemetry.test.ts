@@ -77,6 +77,18 @@ describe('telemetry off', () => {
     const on = await stdioClient(otelEnv(collector));
     await on.client.callTool({ name: 'echo', arguments: { text: 'hi' } });
     expect(on.stderr()).toContain('otel-watch: resolved @opentelemetry/api');
+    expect(on.stderr()).toContain('otel-watch: resolved @opentelemetry/sdk-metrics');
+    expect(on.stderr()).toContain('otel-watch: resolved @opentelemetry/exporter-metrics-otlp-http');
+  });
+
+  it('OTEL_METRICS_EXPORTER=none: traces, and no metrics exporter loaded', async () => {
+    const collector = await receiver();
+    const { client, stderr } = await stdioClient(otelEnv(collector, { OTEL_METRICS_EXPORTER: 'none' }));
+    await client.callTool({ name: 'echo', arguments: { text: 'x' }, _meta: { traceparent: TRACEPARENT } });
+    await collector.until((spans) => gatewayPair(spans, 'tools/call echo'));
+    expect(stderr()).toContain('otel-watch: resolved @opentelemetry/exporter-trace-otlp-http');
+    expect(stderr()).not.toContain('exporter-metrics-otlp');
+    expect(collector.paths).not.toContain('/v1/metrics');
   });
 });
 

@@ -36,7 +36,13 @@ describe('TokenValidator', () => {
     const verdict = await validator.check(await as.token(RESOURCE, 'mcp:tools mcp:admin'));
     expect(verdict).toEqual({
       ok: true,
-      grant: { issuer: as.issuer, subject: CLIENT.id, scopes: ['mcp:tools', 'mcp:admin'], groups: [] },
+      grant: {
+        issuer: as.issuer,
+        subject: CLIENT.id,
+        scopes: ['mcp:tools', 'mcp:admin'],
+        groups: [],
+        expiresAt: expect.any(Number),
+      },
     });
   });
 
@@ -83,6 +89,19 @@ describe('TokenValidator', () => {
       error: 'insufficient_scope',
       description: 'the token lacks the scope mcp:admin',
     });
+  });
+
+  it('accounts for scope hierarchies: a broader scope implies the narrower ones impliedScopes names', async () => {
+    const { as, validator } = await setUp({
+      scopes: ['mcp:tools'],
+      impliedScopes: { 'mcp:admin': ['mcp:operate'], 'mcp:operate': ['mcp:tools'] },
+    });
+    const verdict = await validator.check(await as.token(RESOURCE, 'mcp:admin'));
+    expect(verdict).toMatchObject({ ok: true, grant: { scopes: ['mcp:admin', 'mcp:operate', 'mcp:tools'] } });
+    const flat = new TokenValidator(
+      OAuthSchema.parse({ issuer: as.issuer, resource: RESOURCE, scopes: ['mcp:tools'] }),
+    );
+    expect(await flat.check(await as.token(RESOURCE, 'mcp:admin'))).toMatchObject({ ok: false, status: 403 });
   });
 
   it('refuses a token signed by an unknown key, fetching the key set again at most once per cooldown', async () => {
