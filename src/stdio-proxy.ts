@@ -31,6 +31,9 @@ async function openMetrics(config: Config): Promise<Metrics> {
 }
 
 export async function startStdioProxy(config: Config): Promise<number> {
+  if (config.upstreams !== undefined) {
+    return (await import('./aggregate/stdio.js')).startAggregatedStdio(config);
+  }
   const logger = createLogger(config.logLevel);
   const metrics = await openMetrics(config);
   const telemetry = await startTelemetry(config, logger);
