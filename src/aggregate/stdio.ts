@@ -3,48 +3,23 @@
  * server. Resolves with the exit code once the client has gone away (0), or at once (1) when no server
  * could be started.
  */
-import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { DEFAULT_SEPARATOR, type Config } from '../config/schema.js';
-import { openCore, startAdmin } from '../composition.js';
-import { createLogger } from '../observability/logger.js';
-import type { Metrics } from '../observability/metrics.js';
-import { UNREAD_METRICS } from '../observability/unread-metrics.js';
-import { openStore } from '../store.js';
-import { startTelemetry } from '../telemetry/start.js';
+import { openStdioCore } from '../stdio-core.js';
 import { LineChannel } from '../transport/line-channel.js';
 import { Aggregator } from './aggregator.js';
 import { openMembers } from './members.js';
 import { Names } from './names.js';
 
-async function openMetrics(config: Config): Promise<Metrics> {
-  if (config.admin.listen === undefined) return UNREAD_METRICS;
-  return new (await import('../observability/metrics.js')).PrometheusMetrics();
-}
-
 export async function startAggregatedStdio(config: Config): Promise<number> {
-  const logger = createLogger(config.logLevel);
-  const metrics = await openMetrics(config);
-  const telemetry = await startTelemetry(config, logger);
-  const tasks = await openStore(config, logger, { onExpired: (record) => metrics.taskExpired(record) });
-  const id = `stdio-${randomUUID()}`;
-  const core = openCore(config, logger, tasks, metrics, { limitCaller: () => ({ session: id }) });
-  metrics.observeSessions(() => 1);
-  const stopCore = async (): Promise<void> => {
-    core.close();
-    await tasks.close();
-  };
-  const admin = await startAdmin(config, core.observed, logger).catch(async (error: unknown) => {
-    await stopCore();
-    throw error;
-  });
+  const stdio = await openStdioCore(config);
+  const { logger, metrics, telemetry, id, core } = stdio;
   const members = await openMembers(config, logger, (name) => core.sessionOptions(`${id}/${name}`, logger), {
     restarted: () => metrics.upstreamRestarted(),
   });
   if (members.specs.every((spec) => spec.failed !== undefined)) {
     logger.error('none of the servers in upstreams could be started; exiting');
-    await admin?.close();
-    await stopCore();
+    await stdio.close();
     return 1;
   }
   // eslint-disable-next-line no-restricted-properties -- stdout is the client's channel in stdio mode
@@ -61,8 +36,7 @@ export async function startAggregatedStdio(config: Config): Promise<number> {
         logger.info(`session closed: ${reason}`);
         void (async () => {
           await members.close();
-          await admin?.close();
-          await stopCore();
+          await stdio.close();
           await telemetry.shutdown();
           resolve(0);
         })();
