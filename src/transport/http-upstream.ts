@@ -460,16 +460,15 @@ export class HttpUpstream implements Channel {
     this.flush();
   }
 
-  /** What waited for the new session fails; another is tried later, or at once for the next message. */
+  /**
+   * What waits for the new session goes on waiting, each request until its hold runs out, as for a child
+   * whose restart failed; another session is tried later, or at once for the next message.
+   */
   private renewFailed(reason: string): void {
     this.setbacks++;
     this.logger.warn(`could not start a new upstream session: ${reason}`);
+    this.downReason = `could not start a new session (${reason})`;
     this.phase = 'expired';
-    for (const out of this.takeQueue()) {
-      if (isRequest(out)) {
-        this.deliverError(out.id, `Upstream server unavailable: could not start a new session (${reason})`);
-      }
-    }
     this.renewSoon();
   }
 

@@ -47,6 +47,8 @@ interface Supervised {
   goAway(): Promise<void>;
   /** What comes back answers initialize as this fixture does (another one: other capabilities). */
   comeBackAs(fixture: Fixture): Promise<void>;
+  /** Makes an attempt at coming back fail (while away); resolves once one has. */
+  failAttempt(): Promise<void>;
   /** What names the going in the errors of what was in flight. */
   reason: RegExp;
   close(): Promise<void>;
@@ -69,12 +71,14 @@ async function stdioKind(fixture: Fixture, heard: Inbox<Heard>): Promise<Supervi
     `await import(as === 'native' ? ${JSON.stringify(pathToFileURL(FIXTURES.native).href)} : ${JSON.stringify(pathToFileURL(FIXTURES.legacy).href)});`,
   ].join('\n');
   const pids: number[] = [];
+  const logged = new Inbox<string>();
   const logger = pino(
     { level: 'info' },
     {
       write: (line: string) => {
         const entry = JSON.parse(line) as { pid?: unknown; msg?: string };
         if (typeof entry.pid === 'number' && /started|restarted/.test(entry.msg ?? '')) pids.push(entry.pid);
+        logged.push(entry.msg ?? '');
       },
     },
   );
@@ -104,6 +108,10 @@ async function stdioKind(fixture: Fixture, heard: Inbox<Heard>): Promise<Supervi
       writeFileSync(swap, as);
       unlinkSync(blocker);
     },
+    // While the blocker is there, every child started exits at once.
+    failAttempt: async () => {
+      await logged.waitFor((msg) => msg.includes('exited with code 4'), 'a failed restart');
+    },
     close: () => channel.stop(),
   };
 }
@@ -122,6 +130,8 @@ async function httpKind(fixture: Fixture, heard: Inbox<Heard>): Promise<Supervis
   };
   let target = await serve(fixture);
   let parked: (() => void)[] | undefined;
+  let refusing = false;
+  const refused = new Inbox<number>();
   const forward = (req: IncomingMessage, res: ServerResponse): void => {
     const out = httpRequest(target.url, { method: req.method, headers: req.headers }, (reply) => {
       res.writeHead(reply.statusCode ?? 502, reply.headers).flushHeaders();
@@ -132,7 +142,11 @@ async function httpKind(fixture: Fixture, heard: Inbox<Heard>): Promise<Supervis
   };
   const gate = createServer((req, res) => {
     const opens = req.method === 'POST' && req.headers['mcp-session-id'] === undefined;
-    if (opens && parked !== undefined) parked.push(() => forward(req, res));
+    if (opens && refusing) {
+      req.resume();
+      res.writeHead(503).end();
+      refused.push(refused.items.length + 1);
+    } else if (opens && parked !== undefined) parked.push(() => forward(req, res));
     else forward(req, res);
   });
   await new Promise<void>((resolve) => gate.listen(0, '127.0.0.1', resolve));
@@ -161,6 +175,12 @@ async function httpKind(fixture: Fixture, heard: Inbox<Heard>): Promise<Supervis
       await target.endSessions();
       // The channel hears of it on its standalone stream (404), and reports itself.
       await heard.waitFor((h) => 'lost' in h, 'the session to be reported gone');
+    },
+    failAttempt: async () => {
+      refusing = true;
+      for (const go of parked?.splice(0) ?? []) go();
+      await refused.waitFor(() => true, 'a refused new session');
+      refusing = false;
     },
     comeBackAs: async (as) => {
       target = await serve(as);
@@ -277,6 +297,16 @@ describe.each(['stdio', 'http'] as const)('the supervisor contract, over %s', (k
     await h.upstream.comeBackAs('legacy');
     expect((await h.response('held')).result.content[0].text).toBe('held');
     expect(h.responsesTo('held')).toHaveLength(1);
+  });
+
+  it('(2d) a failed attempt at coming back does not fail what is held: it waits for the next', async () => {
+    const h = await behindSession(kind, 'legacy');
+    await h.upstream.goAway();
+    h.send(call('held', 'echo', { text: 'held' }));
+    await h.upstream.failAttempt();
+    expect(h.responsesTo('held')).toEqual([]);
+    await h.upstream.comeBackAs('legacy');
+    expect((await h.response('held')).result.content[0].text).toBe('held');
   });
 
   it('(2b) a request held longer than upstreamRestart.holdRequests is refused, saying so', async () => {
