@@ -18,8 +18,9 @@
  * A server that ends the session (HTTP 404 to its id) is reported as a stdio child that exits and is
  * restarted: `closed` with `reopening` (what was in flight in that session is the session's to answer),
  * then a new session set up with the client's own handshake, then `reopened` once the server has answered
- * it as it did the first time. One that answers otherwise is not used: a final `closed` says so. A new
- * session that cannot be started fails what waits for it and is tried again, ever more slowly.
+ * it as it did the first time. One that answers otherwise is not used: a final `closed` says so. What is
+ * sent meanwhile is held as for a restarted child (the supervisor contract, channel.ts); a new session
+ * that cannot be started is tried again, ever more slowly.
  *
  * This module holds the session (its phase, id and renewal) and the order messages go out in; each POST
  * and its answer is http-calls.ts, and what is read of a message is http-envelope.ts.
