@@ -76,6 +76,7 @@ export async function openUpstream(
           credential,
           handshakeTimeoutMs: upstream.requestTimeout,
           resumeTimeoutMs: upstream.resumeTimeout,
+          holdRequestsMs: config.upstreamRestart.holdRequests,
           maxMessageBytes: config.maxMessageBytes,
         },
         logger,

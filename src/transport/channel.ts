@@ -33,6 +33,21 @@ export interface Arrival {
 export type Route = { responseTo: RequestId } | { relatedTo: RequestId };
 
 /**
+ * The supervisor contract: an upstream that goes away and comes back by itself (a stdio child restarted,
+ * SupervisedStdioUpstream; an HTTP server that ended the session given a new one, HttpUpstream) keeps one
+ * rule, tested over both by test/integration/supervisor-contract.test.ts.
+ * - Going: `closed` with `reopening`, once. What was in flight is the receiver's to fail (-32000 naming
+ *   the reason), and the server's own tasks with it; the supervisor answers none of it.
+ * - Away: what is sent is held for what comes back, in order, bounded (1 000 messages and
+ *   max-message-bytes; a request past that is refused at once), a request for `upstreamRestart.holdRequests`
+ *   at most, then refused with -32000 "..., and was not back within N ms". A failed attempt at coming back
+ *   does not refuse what is held: it waits its hold out for the next attempt.
+ * - Back: the client's own handshake first (its answer kept here, never delivered), held to the first
+ *   answer's protocol version and capabilities (serverInfo may change); `reopened` is reported before what
+ *   was held goes out. Answered otherwise: a final `closed` saying so, and it stays down.
+ */
+
+/**
  * What a channel reports, in this order: messages, then `closed`. A `closed` with `reopening` may be
  * followed by `reopened` and more messages, then by further `closed`s; one without `reopening` is the last
  * thing heard. `closed` is the other side going away, never the owner's own close(). Every upstream kind

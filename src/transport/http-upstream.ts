@@ -18,8 +18,9 @@
  * A server that ends the session (HTTP 404 to its id) is reported as a stdio child that exits and is
  * restarted: `closed` with `reopening` (what was in flight in that session is the session's to answer),
  * then a new session set up with the client's own handshake, then `reopened` once the server has answered
- * it as it did the first time. One that answers otherwise is not used: a final `closed` says so. A new
- * session that cannot be started fails what waits for it and is tried again, ever more slowly.
+ * it as it did the first time. One that answers otherwise is not used: a final `closed` says so. What is
+ * sent meanwhile is held as for a restarted child (the supervisor contract, channel.ts); a new session
+ * that cannot be started is tried again, ever more slowly.
  *
  * This module holds the session (its phase, id and renewal) and the order messages go out in; each POST
  * and its answer is http-calls.ts, and what is read of a message is http-envelope.ts.
@@ -71,6 +72,11 @@ export interface HttpUpstreamOptions {
   /** Delay before reconnecting a dropped stream when the server set none; doubles up to the max. */
   reconnectDelayMs?: number | undefined;
   reconnectMaxDelayMs?: number | undefined;
+  /**
+   * How long a request sent while a new session is being started waits for it, then is refused
+   * (`upstreamRestart.holdRequests`, as for a stdio child being restarted). Default 10 s.
+   */
+  holdRequestsMs?: number | undefined;
 }
 
 export const HTTP_UPSTREAM_DEFAULTS = {
@@ -79,7 +85,11 @@ export const HTTP_UPSTREAM_DEFAULTS = {
   resumeTimeoutMs: 5_000,
   reconnectDelayMs: 250,
   reconnectMaxDelayMs: 10_000,
+  holdRequestsMs: 10_000,
 } as const;
+
+/** Messages held for a new session at most (and max-message-bytes of them), as for a restarted child. */
+const MAX_HELD = 1_000;
 
 const DELETE_TIMEOUT_MS = 2_000;
 
@@ -119,6 +129,11 @@ export class HttpUpstream implements Channel {
   private readonly calls: HttpCalls;
   /** Messages waiting for a session (while initializing or renewing), in order. */
   private queue: Outgoing[] = [];
+  /** The hold timers of the queued requests that wait for a new session (not for the first one). */
+  private readonly holds = new Map<Outgoing, NodeJS.Timeout>();
+  private readonly holdRequestsMs: number;
+  /** Why the last session ended, for the requests that wait for the next. */
+  private downReason = '';
   private standalone: StandaloneStream | undefined;
   private standaloneWaiters: ((stream: StandaloneStream | undefined) => void)[] = [];
   private closing: Promise<void> | undefined;
@@ -139,6 +154,7 @@ export class HttpUpstream implements Channel {
     this.maxMessageBytes = options.maxMessageBytes;
     this.reconnectDelayMs = options.reconnectDelayMs ?? HTTP_UPSTREAM_DEFAULTS.reconnectDelayMs;
     this.reconnectMaxDelayMs = options.reconnectMaxDelayMs ?? HTTP_UPSTREAM_DEFAULTS.reconnectMaxDelayMs;
+    this.holdRequestsMs = options.holdRequestsMs ?? HTTP_UPSTREAM_DEFAULTS.holdRequestsMs;
     this.calls = new HttpCalls({
       origin: this.origin,
       logger: this.logger,
@@ -223,11 +239,12 @@ export class HttpUpstream implements Channel {
       case 'closed':
         return;
       case 'initializing':
-      case 'renewing':
         this.queue.push(out);
         return;
+      case 'renewing':
+        return this.hold(out);
       case 'expired':
-        this.queue.push(out);
+        this.hold(out);
         return this.background(this.renew());
       case 'new':
         if (out.method === 'initialize' && out.id !== undefined) {
@@ -268,10 +285,48 @@ export class HttpUpstream implements Channel {
     this.flush();
   }
 
-  /** Sends what waited for a session, in order. */
-  private flush(): void {
+  /**
+   * A message for the session to come: kept (a request for a bounded time), or refused when there is no
+   * room: the supervisor contract (channel.ts), as SupervisedStdioUpstream holds for a restarted child.
+   */
+  private hold(out: Outgoing): void {
+    const bytes = this.queue.reduce((sum, queued) => sum + byteLength(queued.body), byteLength(out.body));
+    if (this.queue.length >= MAX_HELD || bytes > this.maxMessageBytes) {
+      if (!isRequest(out)) return;
+      const why = `and ${this.queue.length} messages already wait for it`;
+      // Not from within the sender's own call: it may not have finished its bookkeeping.
+      return queueMicrotask(() => this.refuseHeld(out, why));
+    }
+    this.queue.push(out);
+    if (!isRequest(out)) return;
+    const timer = setTimeout(() => {
+      this.holds.delete(out);
+      this.queue = this.queue.filter((queued) => queued !== out);
+      this.refuseHeld(out, `and was not back within ${this.holdRequestsMs} ms`);
+    }, this.holdRequestsMs).unref();
+    this.holds.set(out, timer);
+  }
+
+  private refuseHeld(out: Outgoing & { id: RequestId }, why: string): void {
+    this.logger.warn({ id: out.id }, `${out.method} was refused while a new upstream session starts: ${why}`);
+    this.deliverError(
+      out.id,
+      `Upstream server unavailable: ${this.downReason}, and a new session is being started, ${why}`,
+    );
+  }
+
+  /** The queue, taken: what waited for a session stops waiting for it. */
+  private takeQueue(): Outgoing[] {
+    for (const timer of this.holds.values()) clearTimeout(timer);
+    this.holds.clear();
     const queued = this.queue;
     this.queue = [];
+    return queued;
+  }
+
+  /** Sends what waited for a session, in order. */
+  private flush(): void {
+    const queued = this.takeQueue();
     for (const out of queued) this.dispatch(out);
   }
 
@@ -329,6 +384,7 @@ export class HttpUpstream implements Channel {
     if (generation === this.generation && (this.phase === 'ready' || this.phase === 'initializing')) {
       this.generation++;
       const reason = 'the upstream server ended its session (HTTP 404)';
+      this.downReason = reason;
       this.logger.warn(`${reason}; starting a new one`);
       this.upstreamSessionId = undefined;
       this.protocolVersion = undefined;
@@ -405,18 +461,15 @@ export class HttpUpstream implements Channel {
     this.flush();
   }
 
-  /** What waited for the new session fails; another is tried later, or at once for the next message. */
+  /**
+   * What waits for the new session goes on waiting, each request until its hold runs out, as for a child
+   * whose restart failed; another session is tried later, or at once for the next message.
+   */
   private renewFailed(reason: string): void {
     this.setbacks++;
     this.logger.warn(`could not start a new upstream session: ${reason}`);
+    this.downReason = `could not start a new session (${reason})`;
     this.phase = 'expired';
-    const queued = this.queue;
-    this.queue = [];
-    for (const out of queued) {
-      if (isRequest(out)) {
-        this.deliverError(out.id, `Upstream server unavailable: could not start a new session (${reason})`);
-      }
-    }
     this.renewSoon();
   }
 
@@ -456,8 +509,8 @@ export class HttpUpstream implements Channel {
     this.calls.endAll();
     // What waited for the standalone stream (initialized) was sent before close(): its one-way messages
     // still go, in order, before the session ends; a request's answer has nobody left to take it.
-    const unsent = this.initializedSent ? this.queue.filter((out) => !isRequest(out)) : [];
-    this.queue = [];
+    const queued = this.takeQueue();
+    const unsent = this.initializedSent ? queued.filter((out) => !isRequest(out)) : [];
     for (const out of unsent) await this.calls.postOneWay(out);
     if (this.upstreamSessionId !== undefined) {
       try {
@@ -480,4 +533,8 @@ export class HttpUpstream implements Channel {
     this.handlers = undefined;
     if (!this.closedByOwner) handlers?.closed({ reason });
   }
+}
+
+function byteLength(body: Buffer | string): number {
+  return typeof body === 'string' ? Buffer.byteLength(body) : body.length;
 }
