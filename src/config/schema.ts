@@ -3,6 +3,7 @@
  * nothing else decides a default.
  */
 import { z } from 'zod';
+import { IntrospectionSchema } from './oauth-introspection.js';
 import { upstreamAuthProblems } from './upstream-auth-problems.js';
 
 const MS_PER_DAY = 86_400_000;
@@ -178,8 +179,10 @@ export const OAuthSchema = z
     jwksCooldown: z.number().int().nonnegative().max(MAX_TIMER_MS).default(30_000),
     /** Keys are fetched again (on the next token) once this old: rotation without a kid miss. */
     jwksMaxAge: milliseconds(MAX_TIMER_MS).default(600_000),
-    /** How long a request to the authorization server (metadata, keys) may take. */
+    /** How long a request to the authorization server (metadata, keys, introspection) may take. */
     timeout: milliseconds(60_000).default(5_000),
+    /** Opaque tokens (RFC 7662 introspection at the authorization server): oauth-introspection.ts. */
+    introspection: IntrospectionSchema.optional(),
     /** `resource_name` in the metadata, for people. */
     resourceName: z.string().min(1).optional(),
     /**
