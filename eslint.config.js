@@ -42,8 +42,11 @@ function layerRule(dirs, above, depth) {
   };
 }
 
+/** Folders that compose the layers as the files at the top of src/ do (and may import those files). */
+const COMPOSERS = ['aggregate'];
+
 const layerRules = LAYERS.flatMap((dirs, level) => {
-  const above = LAYERS.slice(level + 1).flat();
+  const above = [...LAYERS.slice(level + 1).flat(), ...COMPOSERS];
   return [layerRule(dirs, above, 1), layerRule(dirs, above, 2)];
 });
 

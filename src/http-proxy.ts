@@ -81,16 +81,21 @@ export async function startHttpGateway(
   if (admin === undefined && !pagesOnFront) {
     logger.info('auth.bearerPassthrough admits any token: /metrics and /dashboard need --admin-listen');
   }
-  const upstreams = sessionUpstreams(
-    config,
-    logger,
-    {
-      restarted: () => metrics.upstreamRestarted(),
-      // Servers killed along with taskgate (a signal to the process group) stay down.
-      mayRestart: () => runner.isAccepting,
-    },
-    credentials.forCaller(undefined),
-  );
+  const hooks = {
+    restarted: () => metrics.upstreamRestarted(),
+    // Servers killed along with taskgate (a signal to the process group) stay down.
+    mayRestart: () => runner.isAccepting,
+  };
+  const upstreams = sessionUpstreams(config, logger, hooks, credentials.forCaller(undefined));
+  // Several servers: each session gets an aggregator before one Session per server (src/aggregate/).
+  const aggregated =
+    config.upstreams === undefined
+      ? undefined
+      : (await import('./aggregate/http-sessions.js')).aggregatedSessions(config, logger, core, {
+          ...hooks,
+          credentialFor: (caller) => credentials.forCaller(caller?.identity, caller?.upstreamAuthorization),
+          forget: (sessionId) => front.forget(sessionId),
+        });
   // 2026-07-28 requests go through a bridge session of their caller's, on an upstream as a 2025 session's
   // would be: its own server, or a port of the shared one or of the pool.
   const modern = new CallerBridges(
@@ -120,6 +125,7 @@ export async function startHttpGateway(
     },
     {
       openSession: async (channel: HttpSession, caller: Caller | undefined) => {
+        if (aggregated !== undefined) return aggregated.open(channel, caller);
         const sessionLogger = logger.child({ session: channel.id.slice(0, 8) });
         running.follow(channel.id);
         const upstream = await upstreams.open(
@@ -161,15 +167,19 @@ export async function startHttpGateway(
         );
         session.start();
       },
-      notReady: () => upstreamProblem(config.upstream),
+      notReady: () => aggregated?.notReady() ?? upstreamProblem(config.upstream),
       accepting: () => runner.isAccepting,
-      modern: telemetry().modern((exchange) => modern.handle(exchange)),
+      // Several servers are served to 2025-11-25 clients only so far: to a 2026-07-28 one the front is a
+      // 2025 server.
+      ...(aggregated === undefined
+        ? { modern: telemetry().modern((exchange) => modern.handle(exchange)) }
+        : {}),
       ...(authenticate === undefined ? {} : { authenticate }),
       ...upstreamChallenge(config),
       ...extraRoutes(config, pagesOnFront ? observed.routes : undefined),
       sessionRefused: () => metrics.limitRefused('max_sessions'),
       sessionEnded: (why) => metrics.sessionEnded(why),
-      tasksEndedAt: (sessionId) => running.endedAt(sessionId),
+      tasksEndedAt: (sessionId) => aggregated?.tasksEndedAt(sessionId) ?? running.endedAt(sessionId),
     },
     logger,
   );
@@ -177,7 +187,12 @@ export async function startHttpGateway(
   const url = await front.listen();
   logger.info({ url: url.href }, 'listening for MCP over Streamable HTTP');
   // A command that cannot be started now is said once here; each session it refuses is then one line.
-  const problem = config.upstream?.url === undefined ? await upstreamProblem(config.upstream) : undefined;
+  const problem =
+    aggregated !== undefined
+      ? await aggregated.notReady()
+      : config.upstream?.url === undefined
+        ? await upstreamProblem(config.upstream)
+        : undefined;
   if (problem !== undefined) {
     logger.warn(
       `${problem}: every new session is refused until it can be started (/readyz answers 503 meanwhile)`,
@@ -197,6 +212,7 @@ export async function startHttpGateway(
       await front.close();
       // The sessions ended by front.close() stop their servers; every one is stopped here all the same.
       await Promise.all([...sessionServers].map((upstream) => upstream.stop()));
+      await aggregated?.close();
       await upstreams.close();
       await adminListener?.close();
       core.close();

@@ -2,12 +2,7 @@
  * taskgate on stdio: the client spawned us, we spawn the upstream server. Resolves with the exit code
  * once the client has gone away (0), or once the upstream failed before it ever answered (1).
  */
-import { randomUUID } from 'node:crypto';
 import type { Config } from './config/schema.js';
-import { openCore, startAdmin } from './composition.js';
-import { createLogger } from './observability/logger.js';
-import type { Metrics } from './observability/metrics.js';
-import { UNREAD_METRICS } from './observability/unread-metrics.js';
 import { Session } from './session/session.js';
 import { ModernChannelFront } from './modern/channel-front.js';
 import { opensModernConnection } from './modern/era.js';
@@ -15,45 +10,27 @@ import { startBridge } from './modern/shared-bridge.js';
 import { DeferredChannel } from './transport/deferred-channel.js';
 import { memoryChannelPair } from './transport/memory-channel.js';
 import { awaitFirstMessage } from './transport/held-channel.js';
-import { openStore } from './store.js';
+import { openStdioCore } from './stdio-core.js';
 import { LineChannel } from './transport/line-channel.js';
-import { startTelemetry } from './telemetry/start.js';
 import { upstreamAuth } from './security/upstream-auth.js';
 import { openUpstream } from './upstream.js';
 
 /** How long a client that has not asked anything yet is waited for, to get the reason as its answer. */
 const UNANSWERED_CLIENT_GRACE_MS = 2_000;
 
-/** Only an admin listener can show a stdio run's metrics: without one, prom-client is not even loaded. */
-async function openMetrics(config: Config): Promise<Metrics> {
-  if (config.admin.listen === undefined) return UNREAD_METRICS;
-  return new (await import('./observability/metrics.js')).PrometheusMetrics();
-}
-
 export async function startStdioProxy(config: Config): Promise<number> {
-  const logger = createLogger(config.logLevel);
-  const metrics = await openMetrics(config);
-  const telemetry = await startTelemetry(config, logger);
-  const tasks = await openStore(config, logger, { onExpired: (record) => metrics.taskExpired(record) });
-  const id = `stdio-${randomUUID()}`;
-  // One client: whatever hit a limit, it was this session.
-  const core = openCore(config, logger, tasks, metrics, { limitCaller: () => ({ session: id }) });
-  metrics.observeSessions(() => 1);
-  // The admin listener first: a taken address fails the run before any server is started.
-  const admin = await startAdmin(config, core.observed, logger).catch(async (error: unknown) => {
-    core.close();
-    await tasks.close();
-    throw error;
-  });
+  if (config.upstreams !== undefined) {
+    return (await import('./aggregate/stdio.js')).startAggregatedStdio(config);
+  }
+  const stdio = await openStdioCore(config);
+  const { logger, metrics, telemetry, id, core } = stdio;
   // Over stdio there is no caller to stand for: only a credential of taskgate's own (client credentials).
   const credential = upstreamAuth(config).forCaller(undefined);
   const upstream = await openUpstream(config, logger, {
     restarted: () => metrics.upstreamRestarted(),
     credential,
   }).catch(async (error: unknown) => {
-    await admin?.close();
-    core.close();
-    await tasks.close();
+    await stdio.close();
     throw error;
   });
   // eslint-disable-next-line no-restricted-properties -- stdout is the client's channel in stdio mode
@@ -77,9 +54,7 @@ export async function startStdioProxy(config: Config): Promise<number> {
       closed: async () => {
         stopFront();
         await upstream.stop();
-        await admin?.close();
-        core.close();
-        await tasks.close();
+        await stdio.close();
         await telemetry.shutdown();
         resolve(exitCode);
       },

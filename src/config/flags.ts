@@ -22,6 +22,7 @@ type OptionSpec = { type: 'string' | 'boolean'; multiple?: boolean; short?: stri
 
 const OPTIONS: Record<string, OptionSpec> = {
   config: { type: 'string' },
+  servers: { type: 'string' },
   'tool-task-support': { type: 'string', multiple: true },
   'allowed-origin': { type: 'string', multiple: true },
   'auth-token': { type: 'string', multiple: true },
@@ -44,6 +45,8 @@ export interface CommandLine {
   version: boolean;
   /** `--config FILE`, or the FILE of `check-config FILE`. */
   configFile?: string;
+  /** `--servers FILE`: a desktop client's `{"mcpServers": ...}` JSON, read as `upstreams`. */
+  serversFile?: string;
   input: ConfigInput;
 }
 
@@ -84,6 +87,12 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
   if (origins.length > 0) input.http = { ...input.http, allowedOrigins: origins };
   const [executable, ...args] = command;
   const url = values['upstream-url'];
+  const serversFile = typeof values.servers === 'string' ? values.servers : undefined;
+  if (serversFile !== undefined && (executable !== undefined || typeof url === 'string')) {
+    throw new UsageError(
+      'give the servers once: --servers FILE, or one server after "--" or with --upstream-url',
+    );
+  }
   if (executable !== undefined && typeof url === 'string') {
     throw new UsageError('give the upstream once: a command after "--" or --upstream-url, not both');
   }
@@ -109,6 +118,7 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
     help: values.help === true,
     version: values.version === true,
     ...(configFile === undefined ? {} : { configFile }),
+    ...(serversFile === undefined ? {} : { serversFile }),
     input,
   };
 }

@@ -104,6 +104,7 @@ command and without an upstream in the config file, taskgate serves the bundled 
   group('Upstream', [
     entry('-- command [args...]', 'start this MCP server on stdio (one per client session over HTTP)'),
     entry('--upstream-url URL', 'or use this Streamable HTTP MCP server (a sidecar); not with "--"'),
+    entry('--servers FILE', 'or several servers: a desktop client\'s {"mcpServers": ...} JSON'),
     entry(
       '--upstream-header HEADER',
       'a header ("Name: value") sent to the --upstream-url server; repeatable',

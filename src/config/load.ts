@@ -3,6 +3,7 @@
  * Every problem of every source is collected before anything is refused, so one run shows them all.
  */
 import { readConfigFile } from './file.js';
+import { readServersFile } from './servers-file.js';
 import type { CommandLine } from './flags.js';
 import { describeIssues } from './problems.js';
 import { EffectiveConfigSchema, type Config, type ConfigInput } from './schema.js';
@@ -46,7 +47,7 @@ export interface Loaded {
  * merges them. `fallbackUpstream` is used when neither the command line nor the file names an upstream.
  */
 export function loadConfig(
-  commandLine: Pick<CommandLine, 'input' | 'configFile'>,
+  commandLine: Pick<CommandLine, 'input' | 'configFile' | 'serversFile'>,
   env: Environment,
   fallbackUpstream?: ConfigInput['upstream'],
 ): Loaded {
@@ -54,7 +55,13 @@ export function loadConfig(
   const path = commandLine.configFile ?? (env[CONFIG_ENV] || undefined);
   const file = path === undefined ? undefined : readConfigFile(path, env);
   const fromEnv: Record<string, unknown> = {};
-  const problems = [...(file?.problems ?? []), ...readEnvironment(env, fromEnv)];
+  const servers =
+    commandLine.serversFile === undefined ? undefined : readServersFile(commandLine.serversFile);
+  const problems = [
+    ...(file?.problems ?? []),
+    ...(servers?.problems ?? []),
+    ...readEnvironment(env, fromEnv),
+  ];
   for (const setting of SETTINGS) {
     const value = valueIn(flags, setting);
     const problem = value === undefined ? undefined : checkValue(setting, value, `--${setting.flag}`);
@@ -73,7 +80,17 @@ export function loadConfig(
   if (rules.length > 0) merged.tools = rules;
   // The server comes whole from one place; how it is shared, from wherever those settings were given last.
   const { sharing, poolSize } = asSection(merged.upstream);
-  const upstream = [flags.upstream, merged.upstream, fallbackUpstream].find(namesServer);
+  if (servers?.upstreams !== undefined) {
+    if (merged.upstreams !== undefined) {
+      throw new ConfigError([
+        `give the servers once: --servers ${servers.path} or upstreams in the config file, not both`,
+      ]);
+    }
+    merged.upstreams = servers.upstreams;
+  }
+  // Several servers: no example server in their place, and `upstream` beside them is refused by the schema.
+  const fallback = merged.upstreams === undefined ? fallbackUpstream : undefined;
+  const upstream = [flags.upstream, merged.upstream, fallback].find(namesServer);
   if (upstream !== undefined) {
     merged.upstream = {
       ...upstream,

@@ -3,9 +3,7 @@
  * taskgate authenticating as a client of it. Its own module so that schema.ts stays one screenful per part.
  */
 import { z } from 'zod';
-
-/** Node's timers overflow at 2^31 ms. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+import { MAX_TIMER_MS } from './units.js';
 
 export const IntrospectionSchema = z
   .object({

@@ -61,6 +61,12 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[]): Problem[] {
     }
     const where = formatPath(path);
     if (problems.has(where)) continue;
+    if (issue.code === 'invalid_key') {
+      // A key of a mapping of names (upstreams): the name is what is wrong, not the value under it.
+      const why = issue.issues[0]?.message ?? issue.message;
+      problems.set(where, { path, text: `${where}: ${why}, got ${show(issue.input)}` });
+      continue;
+    }
     const schema = schemaAt(path);
     const secret = isSecretName(String(path.at(-1) ?? ''));
     const what = schema === undefined ? issue.message : whatIsWrong(schema, issue, secret);

@@ -8,6 +8,10 @@ export function summary({ config, file }: Loaded): string {
   const { url, command, args } = config.upstream ?? {};
   const upstream =
     url !== undefined ? maskUrl(url) : command !== undefined ? maskCommand(command, args ?? []) : 'none';
+  if (config.upstreams !== undefined) {
+    const names = Object.keys(config.upstreams).join(', ');
+    return `${file ?? '(no config file)'}: ok: ${Object.keys(config.upstreams).length} servers (${names}), up to ${config.tasks.maxTasks} tasks`;
+  }
   const rules = config.tools.length === 1 ? '1 tool rule' : `${config.tools.length} tool rules`;
   return `${file ?? '(no config file)'}: ok: upstream "${upstream}", ${rules}, up to ${config.tasks.maxTasks} tasks`;
 }

@@ -3,15 +3,34 @@
  * nothing else decides a default.
  */
 import { z } from 'zod';
+import {
+  MemberSchema,
+  RESTART,
+  RESTART_DELAYS,
+  SERVER_NAME,
+  TOOL_NAME_CHARACTERS,
+  ToolRuleSchema,
+  UpstreamSchema,
+} from './server-schema.js';
+import { DEFAULT_SEPARATOR, serverProblems } from './server-problems.js';
+import { MAX_TIMER_MS, MIB, MS_PER_DAY, milliseconds } from './units.js';
 import { IntrospectionSchema } from './oauth-introspection.js';
 import { upstreamAuthProblems } from './upstream-auth-problems.js';
 
-const MS_PER_DAY = 86_400_000;
-const MIB = 1024 * 1024;
-/** Node's timers overflow at 2^31 ms: any setting that arms a timer stays below. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-const milliseconds = (max: number) => z.number().int().positive().max(max);
+export { DEFAULT_SEPARATOR };
+export {
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  MemberSchema,
+  SERVER_NAME,
+  TASK_SUPPORT_VALUES,
+  ToolRuleSchema,
+  UpstreamSchema,
+  UpstreamTokenRequestSchema,
+  type Member,
+  type TaskSupport,
+  type ToolRule,
+  type UpstreamTokenRequest,
+} from './server-schema.js';
 
 /** An address to listen on, of this shape, whose port (the digits it ends with) is one there can be. */
 /** `PORT` or `HOST:PORT`, the host in brackets for IPv6. */
@@ -30,129 +49,6 @@ const listenAddress = (shape: RegExp, expected: string) =>
         });
       }
     });
-
-/** upstream.requestTimeout unless set: generous, since long work belongs in a task. */
-export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
-
-/**
- * `passthrough` leaves the tool exactly as the upstream lists it: taskgate neither marks it nor runs it
- * as a task (a task-augmented call of it is refused like a `forbidden` one unless the upstream runs it
- * as a task itself).
- */
-export const TASK_SUPPORT_VALUES = ['required', 'optional', 'forbidden', 'passthrough'] as const;
-export type TaskSupport = (typeof TASK_SUPPORT_VALUES)[number];
-
-export const ToolRuleSchema = z
-  .object({
-    /** Tool-name glob: `*` matches any run of characters, `?` one character. */
-    match: z.string().min(1),
-    taskSupport: z.enum(TASK_SUPPORT_VALUES).optional(),
-    ttl: milliseconds(30 * MS_PER_DAY).optional(),
-    maxTtl: milliseconds(30 * MS_PER_DAY).optional(),
-    pollInterval: milliseconds(MS_PER_DAY).optional(),
-    immediateResponse: z.string().optional(),
-    /** A task of this tool running longer fails with a statusMessage that says so; its call is cancelled. */
-    timeout: milliseconds(MAX_TIMER_MS).optional(),
-    /** For clients without tasks: run the tool upstream as a task even where the upstream only offers it. */
-    unwrap: z.boolean().optional(),
-    /** For 2026-07-28 clients with the tasks extension: see `tasks.promoteAfter`. */
-    promoteAfter: z.number().int().nonnegative().max(MAX_TIMER_MS).optional(),
-  })
-  .strict();
-export type ToolRule = z.infer<typeof ToolRuleSchema>;
-
-/**
- * A token request taskgate makes as an OAuth client of the upstream's authorization server
- * (`upstream.auth`), authenticated with its own client id and secret (client_secret_basic).
- */
-export const UpstreamTokenRequestSchema = z
-  .object({
-    /** The authorization server's token endpoint. */
-    tokenEndpoint: z.url({ protocol: /^https?$/ }),
-    clientId: z.string().min(1),
-    clientSecret: z.string().min(1),
-    /** Space-separated scopes asked for. */
-    scope: z.string().min(1).optional(),
-    /** The `resource` asked for (RFC 8707): the upstream's URL unless set. */
-    resource: z.url({ protocol: /^https?$/ }).optional(),
-    /** An `audience` (RFC 8693 section 2.1), for servers that name the upstream so. */
-    audience: z.string().min(1).optional(),
-    /** A token is replaced this long before it expires (at most half its lifetime before). */
-    refreshBefore: z.number().int().nonnegative().max(MAX_TIMER_MS).default(60_000),
-    /** How long a token request may take. */
-    timeout: milliseconds(60_000).default(5_000),
-  })
-  .strict();
-export type UpstreamTokenRequest = z.infer<typeof UpstreamTokenRequestSchema>;
-
-/**
- * What an HTTP upstream is sent as its Authorization, in place of the caller's token (which MCP forbids
- * passing through): a token of taskgate's own (client credentials), or one the caller's token is exchanged
- * for (RFC 8693), whose audience is the upstream. A fixed credential is `headers`.
- */
-const UpstreamAuthSchema = z
-  .object({
-    clientCredentials: UpstreamTokenRequestSchema.optional(),
-    tokenExchange: UpstreamTokenRequestSchema.optional(),
-  })
-  .strict()
-  .refine((auth) => (auth.clientCredentials === undefined) !== (auth.tokenExchange === undefined), {
-    message: 'give exactly one of clientCredentials or tokenExchange',
-  });
-
-/** The upstream MCP server: a command taskgate starts on stdio, or the URL of a Streamable HTTP server. */
-export const UpstreamSchema = z
-  .object({
-    command: z.string().min(1).optional(),
-    args: z.array(z.string()).default([]),
-    env: z.record(z.string(), z.string()).optional(),
-    cwd: z.string().optional(),
-    url: z.url({ protocol: /^https?$/ }).optional(),
-    /** Sent with every request to an HTTP upstream (e.g. an API key): a fixed credential. */
-    headers: z.record(z.string(), z.string()).optional(),
-    /** HTTP upstream: an OAuth token got for it (client credentials, or token exchange of the caller's). */
-    auth: UpstreamAuthSchema.optional(),
-    /**
-     * A request the upstream (stdio or HTTP) has not answered this long after it was sent fails with a
-     * clear error (5 min unless set); progress does not extend it. A task's own call is bounded by its ttl.
-     */
-    requestTimeout: milliseconds(MAX_TIMER_MS).optional(),
-    /**
-     * HTTP upstream: how long a resumed response stream (GET with Last-Event-ID) may bring nothing for its
-     * request before taskgate gives up on it: a request that only reads is sent again, others fail
-     * (5 s unless set).
-     */
-    resumeTimeout: milliseconds(MAX_TIMER_MS).optional(),
-    /**
-     * Which protocol generation taskgate speaks to a stdio upstream: `auto` asks with `server/discover`
-     * before anything else and speaks 2026-07-28 to a server that answers it, 2025 to any other (`auto`
-     * unless set).
-     */
-    era: z.enum(['auto', 'legacy', 'modern']).optional(),
-    /**
-     * Over the HTTP front, whether each 2025 client session gets a server of its own (`session`), all
-     * share one connection to it (`shared`, see src/transport/shared-upstream.ts), or they are spread over
-     * `poolSize` shared connections (`pool`, src/transport/upstream-pool.ts). Nothing changes over stdio,
-     * which has one client.
-     */
-    sharing: z.enum(['session', 'shared', 'pool']).default('session'),
-    /** With `sharing: pool`, the server processes (or HTTP server sessions) the client sessions share. */
-    poolSize: z.number().int().min(1).max(256).default(4),
-  })
-  .strict()
-  .refine((upstream) => (upstream.command === undefined) !== (upstream.url === undefined), {
-    message: 'give exactly one of command (a stdio server) or url (a Streamable HTTP server)',
-  })
-  .refine((upstream) => upstream.auth === undefined || upstream.url !== undefined, {
-    message: 'auth is for an HTTP upstream (url); a stdio server gets its credential in env',
-    path: ['auth'],
-  })
-  .refine(
-    (upstream) =>
-      upstream.auth === undefined ||
-      !Object.keys(upstream.headers ?? {}).some((name) => name.toLowerCase() === 'authorization'),
-    { message: 'auth sets the Authorization header: leave it out of headers', path: ['auth'] },
-  );
 
 /**
  * taskgate as an OAuth 2.1 resource server (MCP basic/authorization): JWT access tokens from `issuer`,
@@ -263,6 +159,29 @@ export const StoreSchema = z
 export const ConfigSchema = z
   .object({
     upstream: UpstreamSchema.optional(),
+    /**
+     * Several servers behind one endpoint (not with `upstream`): by name, each a command or a URL, their
+     * tools and prompts merged under prefixed names (src/aggregate/).
+     */
+    upstreams: z
+      .record(
+        z.string().regex(SERVER_NAME, 'a server name has 1 to 64 letters, digits, "_" or "-"'),
+        MemberSchema,
+      )
+      .optional(),
+    namespacing: z
+      .object({
+        /** Between a server's name and its tool's, prompt's or task's (`everything__echo`). */
+        separator: z
+          .string()
+          .min(1)
+          .max(4)
+          .regex(TOOL_NAME_CHARACTERS, 'a tool name allows only letters, digits, "_", "-" and "."')
+          .default(DEFAULT_SEPARATOR),
+      })
+      .strict()
+      // Absent unless given: the one-server config stays as it was.
+      .optional(),
     /** The Streamable HTTP front; without `listen`, taskgate speaks stdio to the client that started it. */
     http: z
       .object({
@@ -460,23 +379,7 @@ export const ConfigSchema = z
      * each crash in a row up to `maxDelay`, and given the client's handshake again. (An HTTP upstream needs
      * none of this: each request connects anew.)
      */
-    upstreamRestart: z
-      .object({
-        enabled: z.boolean().default(true),
-        delay: milliseconds(MAX_TIMER_MS).default(500),
-        maxDelay: milliseconds(MAX_TIMER_MS).default(30_000),
-        /**
-         * While a crashed upstream is being restarted, requests wait this long for it (then fail with
-         * -32000); 0 refuses them at once.
-         */
-        holdRequests: z.number().int().nonnegative().max(MAX_TIMER_MS).default(10_000),
-      })
-      .strict()
-      .prefault({})
-      .refine((restart) => restart.delay <= restart.maxDelay, {
-        message: 'delay (500 ms unless set) must not be longer than maxDelay',
-        path: ['delay'],
-      }),
+    upstreamRestart: RESTART.prefault({}).refine(...RESTART_DELAYS),
     tools: z.array(ToolRuleSchema).default([]),
   })
   .strict();
@@ -533,7 +436,9 @@ function withFrontDefaults(config: ParsedConfig): ParsedConfig & { tasks: { expo
  * must be good), since such a requirement is often met elsewhere: the cursor secret of a Redis store
  * belongs in the environment.
  */
-export const EffectiveConfigSchema = ConfigSchema.superRefine(({ store, auth, upstream }, context) => {
+export const EffectiveConfigSchema = ConfigSchema.superRefine((config, context) => {
+  const { store, auth, upstream } = config;
+  for (const issue of serverProblems(config)) context.addIssue({ code: 'custom', ...issue });
   if (store.url !== undefined && store.cursorSecret === undefined) {
     context.addIssue({
       code: 'custom',

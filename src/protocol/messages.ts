@@ -120,9 +120,12 @@ function checkRequest(value: JsonObject): void {
     }
   }
   const params = value.params as JsonObject | undefined;
-  if (params?._meta === undefined) return;
-  const meta = params._meta;
-  const name = `"params._meta" of ${String(value.method)}`;
+  if (params?._meta !== undefined) checkRequestMeta(String(value.method), params._meta);
+}
+
+/** What a request's `params._meta`, when it has one, must be (see checkRequest). */
+export function checkRequestMeta(method: string, meta: unknown): void {
+  const name = `"params._meta" of ${method}`;
   if (!isObject(meta)) throw new ProtocolError(ErrorCode.InvalidParams, `${name} must be an object`);
   const token = meta.progressToken;
   if (token !== undefined && typeof token !== 'string' && !Number.isSafeInteger(token)) {

@@ -82,7 +82,7 @@ export class Session {
   private readonly clientTasks: ClientTasks;
   private closing: Promise<void> | undefined;
 
-  private readonly client: Channel;
+  private readonly client: ExactIdChannel;
   private readonly upstream: Channel;
   /** The upstream is a shared server's: closing lets go of it, and it goes on with what it runs. */
   private readonly upstreamOutlivesClose: boolean;

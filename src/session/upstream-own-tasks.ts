@@ -38,7 +38,14 @@ export class UpstreamOwnTasks {
 
   /** What the upstream's answer to a forwarded request tells of its tasks. */
   answered(entry: Forwarded, response: Response): void {
-    if (entry.method === 'tasks/result') return this.resultAnswered(entry.taskId, response);
+    if (entry.method === 'tasks/result') {
+      const failed = 'error' in response || response.result.isError === true;
+      return this.resultAnswered(
+        entry.taskId,
+        failed,
+        'error' in response ? response.error.message : undefined,
+      );
+    }
     if (!('result' in response)) return;
     if (entry.method === 'tools/call') this.saw(response.result.task, entry.tool);
     else if (entry.method === 'tasks/get' || entry.method === 'tasks/cancel') this.saw(response.result);
@@ -74,16 +81,15 @@ export class UpstreamOwnTasks {
   }
 
   /** The client has the task's outcome: it ended as the outcome says, unless a status said so first. */
-  private resultAnswered(taskId: string | undefined, response: Response): void {
+  resultAnswered(taskId: string | undefined, failed: boolean, errorMessage?: string): void {
     const last = this.watch.ended(taskId);
     if (last === undefined) return;
-    const failed = 'error' in response || response.result.isError === true;
     this.sightings?.upstreamTask(
       {
         ...last,
         status: failed ? 'failed' : 'completed',
         lastUpdatedAt: new Date().toISOString(),
-        ...('error' in response ? { statusMessage: response.error.message } : {}),
+        ...(errorMessage === undefined ? {} : { statusMessage: errorMessage }),
       },
       undefined,
     );

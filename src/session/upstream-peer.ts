@@ -109,6 +109,11 @@ export class UpstreamPeer {
     return this.pending.take(wireId);
   }
 
+  /** The request an answer from the upstream would answer, left in flight. */
+  awaiting(wireId: RequestId): UpstreamPending | undefined {
+    return this.pending.get(wireId);
+  }
+
   /** Whether a request with this id is in flight upstream. */
   awaits(wireId: RequestId): boolean {
     return this.pending.get(wireId) !== undefined;

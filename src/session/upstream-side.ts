@@ -26,7 +26,10 @@ import type { Augmenter } from '../tasks/augment.js';
 import type { ClientTasks } from '../tasks/client-tasks.js';
 import { withoutRelatedTask, type Unwrapper } from '../tasks/unwrap.js';
 import type { TaskSightings } from '../observability/task-board.js';
+import { envelopeOf, type Envelope } from '../protocol/envelope.js';
+import { valueOf } from '../protocol/scan.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
+import type { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { badUpstreamAnswer, upstreamFrameRefusal } from './bad-frames.js';
 import type { ClientPeer } from './client-peer.js';
 import type { Correlator } from './correlator.js';
@@ -35,9 +38,19 @@ import type { Forwarded, UpstreamPeer, UpstreamState } from './upstream-peer.js'
 import type { UpstreamOwnTasks } from './upstream-own-tasks.js';
 import type { UpstreamProfile } from './upstream-profile.js';
 
+/**
+ * From this size on, an answer is scanned (envelope.ts) before it is parsed, so that one taskgate
+ * passes on unchanged goes as its bytes, never decoded: below it, JSON.parse costs no more than the
+ * scan (bench/scan.js).
+ */
+const SCAN_FROM_BYTES = 1024;
+
+/** The session reads the result of an answer to these when the upstream has tasks of its own. */
+const READS_RESULT = new Set(['tasks/result', 'tasks/get', 'tasks/cancel']);
+
 /** The session's parts and state the upstream side works with. */
 export interface UpstreamSideParts {
-  client: Channel;
+  client: ExactIdChannel;
   upstream: Channel;
   upstreamPeer: UpstreamPeer;
   clientPeer: ClientPeer;
@@ -85,6 +98,11 @@ export class UpstreamSide {
 
   /** One message from the upstream (ChannelHandlers.message). */
   fromUpstream(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined): void {
+    // A client in memory (the 2026-07-28 bridge) reads the value handed to it: parsing once here serves it best.
+    if (parsed === undefined && raw.length >= SCAN_FROM_BYTES && !this.parts.client.handsParsed) {
+      const envelope = envelopeOf(raw);
+      if (envelope?.kind === 'response' && this.forwardedAsBytes(envelope, raw)) return;
+    }
     const read = readHanded(raw, parsed, 'the upstream server');
     if (!read.ok) return this.upstreamInvalid(read.error, read.value, raw);
     const { message } = read;
@@ -151,6 +169,37 @@ export class UpstreamSide {
     } else {
       this.parts.client.send({ ...response, id: entry.clientId }, route);
     }
+  }
+
+  /**
+   * A success response forwarded as its bytes, when nothing taskgate does with it needs it parsed: what
+   * upstreamResponse does for it, short of reading the result. False (nothing done) otherwise.
+   */
+  private forwardedAsBytes(envelope: Envelope, raw: Buffer): boolean {
+    // Writing over one id of several would leave the others for a reader that takes the first.
+    if (envelope.idRepeated) return false;
+    const wireId = envelope.id as RequestId;
+    const entry = this.parts.upstreamPeer.awaiting(wireId);
+    if (entry?.kind !== 'client' || entry.onResult !== undefined) return false;
+    // The upstream's own tasks are followed through what their answers say (upstreamTaskProgress): of a
+    // tasks/result, only whether it failed; tasks/get|cancel and a CreateTaskResult are small.
+    const followsTasks = this.parts.profile.hasTasks;
+    const taskResult = followsTasks && entry.method === 'tasks/result';
+    if (followsTasks && !taskResult && (READS_RESULT.has(entry.method) || envelope.task !== undefined)) {
+      return false;
+    }
+    this.parts.upstreamPeer.answered(wireId);
+    this.parts.correlator.plainCallEnded(wireId);
+    this.parts.onUpstreamAnswer?.(entry.method, (performance.now() - entry.sentAt) / 1000);
+    if (taskResult) {
+      const failed = envelope.isError !== undefined && valueOf(raw, envelope.isError) === true;
+      this.parts.upstreamTasks.resultAnswered(entry.taskId, failed);
+      if (entry.taskId !== undefined) this.parts.correlator.upstreamTaskEnded(entry.taskId);
+    }
+    const route = { responseTo: entry.clientId };
+    this.parts.answered(entry.clientId);
+    this.parts.client.sendAnswerBytes(raw, envelope.idSpan!, wireId, route);
+    return true;
   }
 
   /** What an answer of the upstream tells of how long its tasks' progress lasts. */

@@ -99,6 +99,11 @@ export interface Channel {
    */
   readonly takesCallerCapabilities?: boolean;
   /**
+   * It delivers `parsed` beside the bytes (a channel in memory): a receiver that reads the value it is
+   * handed is best served by a sender that parses once and hands it, rather than passing bytes unread.
+   */
+  readonly handsParsed?: boolean;
+  /**
    * close() lets go of this connection only: the server goes on, for others, with what it runs (a port of
    * a shared upstream).
    */

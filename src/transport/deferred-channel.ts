@@ -12,6 +12,10 @@ export class DeferredChannel implements Channel {
   private waiting: { raw: Buffer | string; route: Route | undefined; parsed: object | undefined }[] = [];
   private closed = false;
 
+  get handsParsed(): boolean {
+    return this.inner?.handsParsed === true;
+  }
+
   start(handlers: ChannelHandlers): void {
     this.handlers = handlers;
     this.inner?.start(handlers);

@@ -21,6 +21,7 @@ export function memoryChannelPair(): MemoryChannelPair {
 }
 
 export class MemoryChannel implements Channel {
+  readonly handsParsed = true;
   /** @internal set by memoryChannelPair */
   peer: MemoryChannel | undefined;
   private handlers: ChannelHandlers | undefined;

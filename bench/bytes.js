@@ -1,0 +1,111 @@
+// @ts-check
+/**
+ * Big results through stdio (issue 33): 256 KiB and 4 MiB `large` results from the stdio fixture, direct,
+ * through the raw relay, and through taskgate — this checkout's build and, with --before, another build's
+ * cli.js — alternated round by round (the order rotates), each target started afresh per round.
+ *
+ *   npm run build && node bench/bytes.js [--before DIR/dist/cli.js] [--rounds N] [--calls N] [--big-calls N]
+ *
+ * Per target and size: results per second (median over rounds, and the range), the median of the per-round
+ * ratios × direct, and for the proxies the main-thread and other-thread CPU of their process per result
+ * (/proc/PID/task/*). A build for --before: `npm run bench:ab -- --before COMMIT` leaves one in
+ * <tmpdir>/taskgate-ab-<sha>.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { median } from './lib/stats.js';
+import { FIXTURE, NODE, TASKGATE, TASKGATE_FLAGS, fromRoot, overStdio } from './lib/targets.js';
+import * as load from './lib/workloads.js';
+
+const { values } = parseArgs({
+  options: {
+    before: { type: 'string' },
+    rounds: { type: 'string', default: '5' },
+    calls: { type: 'string', default: '40' },
+    'big-calls': { type: 'string', default: '6' },
+  },
+});
+const rounds = Number(values.rounds);
+const SIZES = [
+  { label: '256 KiB', bytes: 256 * 1024, calls: Number(values.calls) },
+  { label: '4 MiB', bytes: 4 * 1024 * 1024, calls: Number(values['big-calls']) },
+];
+
+/** @type {{ name: string, argv: string[] }[]} */
+const targets = [
+  { name: 'direct', argv: [NODE, FIXTURE] },
+  { name: 'relay', argv: [NODE, fromRoot('bench/relay.js'), '--', NODE, FIXTURE] },
+  ...(values.before
+    ? [{ name: 'before', argv: [NODE, values.before, ...TASKGATE_FLAGS, '--', NODE, FIXTURE] }]
+    : []),
+  { name: 'taskgate', argv: [NODE, TASKGATE, ...TASKGATE_FLAGS, '--', NODE, FIXTURE] },
+];
+
+/** CPU ms so far of the main thread and of the other threads of `pid`. @param {number} pid */
+function threads(pid) {
+  let main = 0;
+  let other = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ms = (Number(fields[11]) + Number(fields[12])) * 10;
+    if (Number(tid) === pid) main += ms;
+    else other += ms;
+  }
+  return { main, other };
+}
+
+/** @typedef {{ perSecond: number, mainUs: number, otherUs: number }} Figure */
+/** @type {Record<string, Record<string, Figure[]>>} target → size → one per round */
+const results = Object.fromEntries(
+  targets.map((t) => [t.name, Object.fromEntries(SIZES.map((s) => [s.label, []]))]),
+);
+
+const log = (/** @type {string} */ line) => process.stderr.write(`[bytes] ${line}\n`);
+const load1 = () => readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
+log(`load average ${load1()} at the start`);
+for (let round = 0; round < rounds; round++) {
+  const order = targets.map((_, i) => targets[(i + round) % targets.length]);
+  for (const target of order) {
+    if (!target) continue;
+    const running = await overStdio(target.argv);
+    // The relay's and taskgate's own process is the measured one: the client's child.
+    const pid = running.pid;
+    await load.blobs(running.client, 3, 256 * 1024);
+    for (const size of SIZES) {
+      await load.blobs(running.client, 1, size.bytes);
+      const before = threads(pid);
+      const seconds = await load.blobs(running.client, size.calls, size.bytes);
+      const after = threads(pid);
+      results[target.name]?.[size.label]?.push({
+        perSecond: size.calls / seconds,
+        mainUs: ((after.main - before.main) * 1000) / size.calls,
+        otherUs: ((after.other - before.other) * 1000) / size.calls,
+      });
+    }
+    await running.stop();
+  }
+  log(`round ${round + 1} of ${rounds} done (load ${load1()})`);
+}
+
+const fmt = (/** @type {number} */ n, digits = 0) => n.toFixed(digits);
+/** @param {number[]} values */
+const range = (values, digits = 1) =>
+  `${fmt(Math.min(...values), digits)}–${fmt(Math.max(...values), digits)}`;
+process.stdout.write(`${rounds} rounds, load average ${load1()} at the end\n`);
+for (const size of SIZES) {
+  process.stdout.write(`\n${size.label} results (${size.calls} per target per round)\n`);
+  const direct = results.direct?.[size.label] ?? [];
+  for (const target of targets) {
+    const figures = results[target.name]?.[size.label] ?? [];
+    const perSecond = figures.map((f) => f.perSecond);
+    const ratios = figures.map((f, i) => f.perSecond / (direct[i]?.perSecond ?? NaN));
+    const cpu =
+      target.name === 'direct'
+        ? ''
+        : `  CPU per result: main ${fmt(median(figures.map((f) => f.mainUs)))} µs, other threads ${fmt(median(figures.map((f) => f.otherUs)))} µs`;
+    process.stdout.write(
+      `  ${target.name.padEnd(9)} ${fmt(median(perSecond), 1).padStart(7)}/s (${range(perSecond)})  ${fmt(median(ratios), 2)}× direct (${range(ratios, 2)})${cpu}\n`,
+    );
+  }
+}

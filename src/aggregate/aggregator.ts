@@ -1,0 +1,560 @@
+/**
+ * Several servers behind one endpoint, for a 2025-11-25 client: the aggregator is the server its client
+ * sees and the client of one Session per server (src/aggregate/members.ts), each of which still decides
+ * augment, unwrap or pass-through for its own server. What the aggregator does is only the routing: a
+ * request to every server (initialize, the lists, logging/setLevel, tasks/list) is asked of each and the
+ * answers merged; one to a tool, prompt, resource or task goes to its server under the name that server
+ * gave it, with the client's own id, and comes back as it is unless a task id in it needs its prefix.
+ */
+import type { Logger } from 'pino';
+import { ErrorCode, type JsonRpcErrorObject, ProtocolError } from '../protocol/errors.js';
+import {
+  errorResponse,
+  idKey,
+  isObject,
+  metaOf,
+  successResponse,
+  type JsonObject,
+  type Notification,
+  type Request,
+  type RequestId,
+  type Response,
+} from '../protocol/messages.js';
+import { PROTOCOL_VERSION_META, isModernRequest } from '../protocol/modern/meta.js';
+import { readHanded } from '../protocol/read-message.js';
+import { LEGACY_VERSIONS } from '../protocol/versions.js';
+import type { Arrival, Channel, Route } from '../transport/channel.js';
+import { ExactIdChannel } from '../transport/exact-id-channel.js';
+import { gathered } from './fan-out.js';
+import { mergedInitialize, mergedNames, type Listed } from './merge.js';
+import { Member, type MemberSpec, type Outcome } from './member.js';
+import { NameCollisionError, type Names } from './names.js';
+import { ResourceRoutes } from './resources.js';
+import { ServerRequests } from './server-requests.js';
+import { withOuterRelatedTaskId, withOuterTaskIds } from './task-ids.js';
+import { TaskLists } from './task-lists.js';
+
+export interface AggregatorOptions {
+  names: Names;
+  logger: Logger;
+  /** taskgate's version, for the serverInfo of the merged initialize. */
+  version: string;
+  /** The client went away (the members are closed by then). */
+  closed(reason: string): void;
+  /**
+   * How long the servers slower than the first get to answer a request asked of all of them (FAN_OUT_GRACE_MS
+   * unless set): the merged answer goes without those still silent then.
+   */
+  graceMs?: number;
+}
+
+/** The grace of a request asked of every server, after the first answer (see AggregatorOptions.graceMs). */
+const FAN_OUT_GRACE_MS = 10_000;
+
+/** A client request sent on to one server, and what its answer needs on its way back. */
+interface Routed {
+  id: RequestId;
+  member: Member;
+  /** The server's result as the client gets it; undefined: the bytes go as they are. */
+  rewrite: (result: JsonObject) => JsonObject | undefined;
+}
+
+const LISTS = {
+  'tools/list': { key: 'tools', kind: 'tool' },
+  'prompts/list': { key: 'prompts', kind: 'prompt' },
+} as const;
+
+export class Aggregator {
+  private readonly client: Channel;
+  private readonly members: Member[];
+  private readonly byName = new Map<string, Member>();
+  private readonly routed = new Map<string | number, Routed>();
+  private readonly serverRequests: ServerRequests;
+  private readonly taskLists: TaskLists;
+  private readonly names: Names;
+  /** Where each listed name goes, from the latest merged list (needed for servers without prefix). */
+  private readonly routes: Record<'tool' | 'prompt', Map<string, Listed> | undefined> = {
+    tool: undefined,
+    prompt: undefined,
+  };
+  private readonly resources: ResourceRoutes;
+  private closing: Promise<void> | undefined;
+  /** The client has sent notifications/initialized (a server that joins late is sent it then). */
+  private clientInitialized = false;
+  private capabilities: JsonObject = {};
+
+  constructor(
+    client: Channel,
+    members: MemberSpec[],
+    private readonly options: AggregatorOptions,
+  ) {
+    this.client = new ExactIdChannel(client, false);
+    this.names = options.names;
+    this.members = members.map((spec) => new Member(spec));
+    for (const member of this.members) this.byName.set(member.name, member);
+    this.serverRequests = new ServerRequests(this.client);
+    this.taskLists = new TaskLists(this.names);
+    this.resources = new ResourceRoutes(options.logger);
+  }
+
+  start(): void {
+    for (const member of this.members) {
+      member.start({
+        message: (raw, arrival, parsed) => this.fromMember(member, raw, arrival, parsed),
+        malformed: () => undefined,
+        closed: ({ reason }) => this.memberGone(member, reason),
+      });
+    }
+    this.client.start({
+      message: (raw, _arrival, parsed) => this.fromClient(raw, parsed),
+      malformed: (error, id) => {
+        if (id !== null) this.refuse(id, error.toJson());
+      },
+      closed: ({ reason }) => void this.close(reason),
+    });
+  }
+
+  close(reason = 'taskgate closed'): Promise<void> {
+    this.closing ??= (async () => {
+      await Promise.all(this.members.map((member) => member.close()));
+      await this.client.close();
+      this.options.closed(reason);
+    })();
+    return this.closing;
+  }
+
+  private fromClient(raw: Buffer, parsed: object | undefined): void {
+    const read = readHanded(raw, parsed, 'the client');
+    if (!read.ok) {
+      const id = isObject(read.value) && 'method' in read.value ? read.value.id : undefined;
+      const error = read.error instanceof ProtocolError ? read.error.toJson() : invalid('unreadable message');
+      if (typeof id === 'string' || typeof id === 'number') this.refuse(id, error);
+      return;
+    }
+    const { message } = read;
+    if (message.kind === 'request') return void this.request(message.msg);
+    if (message.kind === 'notification') return this.notification(raw, message.msg, parsed);
+    this.serverRequests.answered(message.msg);
+  }
+
+  private async request(request: Request): Promise<void> {
+    const { id, method, params } = request;
+    // A 2026-07-28 request: several servers are served to 2025-11-25 clients only so far (server/discover
+    // gets -32601 below, as from a 2025 server, so that a client of both eras falls back to initialize).
+    if (isModernRequest(params)) return this.refuse(id, modernRefused(params));
+    try {
+      switch (method) {
+        case 'initialize':
+          return this.answer(id, await this.initialize(params));
+        case 'ping':
+          return this.answer(id, {});
+        case 'tools/list':
+        case 'prompts/list':
+          return this.answer(id, await this.mergedList(method));
+        case 'tools/call':
+        case 'prompts/get':
+          return await this.toNamed(request, method === 'tools/call' ? 'tool' : 'prompt');
+        case 'completion/complete':
+          return await this.complete(request);
+        case 'resources/list':
+        case 'resources/templates/list':
+          return this.answer(id, await this.mergedResources(method));
+        case 'resources/read':
+        case 'resources/subscribe':
+        case 'resources/unsubscribe':
+          return await this.toResource(request);
+        case 'logging/setLevel':
+          return this.answer(id, await this.everyone(method, params));
+        case 'tasks/get':
+        case 'tasks/result':
+        case 'tasks/cancel':
+          return this.toTask(request);
+        case 'tasks/list':
+          return this.answer(id, await this.taskLists.list(this.serving(), params));
+        default:
+          return this.toOnly(request);
+      }
+    } catch (error) {
+      this.refuse(id, wireError(error));
+    }
+  }
+
+  /** Answers go on their request's own stream (over HTTP, its POST's). */
+  private answer(id: RequestId, result: JsonObject): void {
+    this.client.send(successResponse(id, result), { responseTo: id });
+  }
+
+  private refuse(id: RequestId, error: JsonRpcErrorObject): void {
+    this.client.send(errorResponse(id, error), { responseTo: id });
+  }
+
+  private serving(): Member[] {
+    return this.members.filter((member) => member.serving);
+  }
+
+  private async initialize(params: JsonObject | undefined): Promise<JsonObject> {
+    // One that could not be started (or is gone already) has been logged: it is left out.
+    const { answered, late } = await gathered(
+      this.serving(),
+      (member) => member.ask('initialize', params),
+      this.graceMs,
+    );
+    const answers = [];
+    for (const { member, value } of answered) {
+      if (value.ok) answers.push({ server: member.name, result: value.result });
+      else this.refusedInitialize(member, value.error);
+    }
+    for (const { member, answer } of late) {
+      member.joining = true;
+      this.options.logger.warn(
+        { server: member.name },
+        `the server "${member.name}" has not answered initialize ${this.graceMs} ms after the first: it joins when it does`,
+      );
+      void answer.then((outcome) => this.joined(member, outcome));
+    }
+    if (answers.length === 0) {
+      throw new ProtocolError(ErrorCode.UpstreamUnavailable, 'No server behind taskgate answered initialize');
+    }
+    const result = mergedInitialize(answers, params?.protocolVersion, this.options.version);
+    this.capabilities = isObject(result.capabilities) ? result.capabilities : {};
+    return result;
+  }
+
+  private get graceMs(): number {
+    return this.options.graceMs ?? FAN_OUT_GRACE_MS;
+  }
+
+  private refusedInitialize(member: Member, error: JsonRpcErrorObject): void {
+    member.refusedInitialize = error;
+    this.options.logger.error(
+      { server: member.name, error: error.message },
+      `the server "${member.name}" (${member.description}) refused initialize: it serves nothing in this session`,
+    );
+  }
+
+  /** A server that answered initialize after the merged answer went out: its names join the lists. */
+  private joined(member: Member, outcome: Outcome): void {
+    member.joining = false;
+    if (!outcome.ok) return this.refusedInitialize(member, outcome.error);
+    if (member.goneReason !== undefined) return;
+    this.options.logger.info({ server: member.name }, `the server "${member.name}" joined late`);
+    if (this.clientInitialized) member.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    this.listsChanged();
+  }
+
+  /** A server came or went: the merged lists are not what the client was given. */
+  private listsChanged(): void {
+    this.routes.tool = undefined;
+    this.routes.prompt = undefined;
+    this.resources.clear();
+    if (!this.clientInitialized || this.closing !== undefined) return;
+    for (const key of ['tools', 'prompts', 'resources']) {
+      if (isObject(this.capabilities[key])) {
+        this.client.send({ jsonrpc: '2.0', method: `notifications/${key}/list_changed` });
+      }
+    }
+  }
+
+  /** Every page of one server's list (`key`: the member holding the items). */
+  private async wholeList(
+    member: Member,
+    method: string,
+    key: string,
+  ): Promise<Outcome & { items?: unknown[] }> {
+    const items: unknown[] = [];
+    let cursor: unknown;
+    for (let page = 0; page < 1_000; page++) {
+      const outcome = await member.ask(method, cursor === undefined ? undefined : { cursor });
+      if (!outcome.ok) return outcome;
+      const listed = outcome.result[key];
+      if (Array.isArray(listed)) items.push(...(listed as unknown[]));
+      cursor = outcome.result.nextCursor;
+      if (typeof cursor !== 'string') break;
+    }
+    return { ok: true, result: {}, items };
+  }
+
+  /** Every serving server's whole list, but for those still silent `graceMs` after the first (logged). */
+  private async lists(
+    method: string,
+    key: string,
+  ): Promise<{ member: Member; outcome: Outcome & { items?: unknown[] } }[]> {
+    const { answered, late } = await gathered(
+      this.serving(),
+      (member) => this.wholeList(member, method, key),
+      this.graceMs,
+    );
+    for (const { member } of late) {
+      this.options.logger.warn(
+        { server: member.name },
+        `the server "${member.name}" has not answered ${method} ${this.graceMs} ms after the first: the merged list goes without it`,
+      );
+    }
+    return answered.map(({ member, value }) => ({ member, outcome: value }));
+  }
+
+  private async mergedList(method: keyof typeof LISTS): Promise<JsonObject> {
+    const { key, kind } = LISTS[method];
+    const lists = await this.lists(method, key);
+    const merged = this.collisionsLogged(() =>
+      mergedNames(
+        kind,
+        lists
+          .filter(({ member, outcome }) => this.usable(member, method, outcome))
+          .map(({ member, outcome }) => ({
+            server: member.name,
+            prefixed: member.prefixed,
+            items: outcome.ok ? (outcome.items ?? []) : [],
+            exposes: (name: string) => kind !== 'tool' || member.filter.exposes(name),
+          })),
+        this.names,
+      ),
+    );
+    this.routes[kind] = merged.routes;
+    return { [key]: merged.items };
+  }
+
+  private collisionsLogged<T>(merge: () => T): T {
+    try {
+      return merge();
+    } catch (error) {
+      if (error instanceof NameCollisionError) this.options.logger.error(error.message);
+      throw error;
+    }
+  }
+
+  /** Whether a server's answer to a request sent to every server goes into the merged one (logged if not). */
+  private usable(member: Member, method: string, outcome: Outcome): boolean {
+    if (outcome.ok) return true;
+    // A server without prompts (or resources) says so with -32601: nothing to log.
+    if (outcome.error.code !== ErrorCode.MethodNotFound) {
+      this.options.logger.warn(
+        { server: member.name, error: outcome.error.message },
+        `the server "${member.name}" failed ${method}: the merged list goes without it`,
+      );
+    }
+    return false;
+  }
+
+  /** The server and own name of a tool or prompt the client named; undefined when no server has it. */
+  private async named(
+    kind: 'tool' | 'prompt',
+    name: string,
+  ): Promise<{ member: Member; name: string } | undefined> {
+    // What the merged list gave out comes first: a server without prefix may list a name that looks prefixed.
+    if (this.members.some((member) => !member.prefixed)) {
+      this.routes[kind] ??=
+        (await this.mergedList(kind === 'tool' ? 'tools/list' : 'prompts/list'), this.routes[kind]);
+      const listed = this.routes[kind]?.get(name);
+      if (listed !== undefined) return { member: this.byName.get(listed.server)!, name: listed.name };
+    }
+    const prefixed = this.members.filter((member) => member.prefixed).map((member) => member.name);
+    const found = this.names.inner(name, prefixed);
+    if (found === undefined) return undefined;
+    const member = this.byName.get(found.server)!;
+    return kind === 'tool' && !member.filter.exposes(found.name) ? undefined : { member, name: found.name };
+  }
+
+  private async toNamed(request: Request, kind: 'tool' | 'prompt'): Promise<void> {
+    const name = request.params?.name;
+    const found = typeof name === 'string' ? await this.named(kind, name) : undefined;
+    if (found === undefined) {
+      const what = kind === 'tool' ? 'Tool' : 'Prompt';
+      throw new ProtocolError(ErrorCode.InvalidParams, `${what} ${JSON.stringify(name)} not found`);
+    }
+    this.forward(found.member, { ...request, params: { ...request.params, name: found.name } }, (result) =>
+      withOuterTaskIds(result, found.member.name, this.names),
+    );
+  }
+
+  private async complete(request: Request): Promise<void> {
+    const ref = request.params?.ref;
+    if (isObject(ref) && ref.type === 'ref/prompt' && typeof ref.name === 'string') {
+      const found = await this.named('prompt', ref.name);
+      if (found === undefined)
+        throw new ProtocolError(ErrorCode.InvalidParams, `Prompt ${JSON.stringify(ref.name)} not found`);
+      const params = { ...request.params, ref: { ...ref, name: found.name } };
+      return this.forward(found.member, { ...request, params }, () => undefined);
+    }
+    if (isObject(ref) && typeof ref.uri === 'string')
+      return this.forwardTo(await this.resourceOwner(ref.uri), request);
+    throw new ProtocolError(
+      ErrorCode.InvalidParams,
+      'completion/complete needs a ref/prompt or a ref/resource',
+    );
+  }
+
+  private async mergedResources(method: 'resources/list' | 'resources/templates/list'): Promise<JsonObject> {
+    const key = method === 'resources/list' ? 'resources' : 'resourceTemplates';
+    const items: unknown[] = [];
+    for (const { member, outcome } of await this.lists(method, key)) {
+      if (!this.usable(member, method, outcome) || !outcome.ok) continue;
+      this.resources.take(member, outcome.items ?? []);
+      items.push(...(outcome.items ?? []));
+    }
+    return { [key]: items };
+  }
+
+  private async resourceOwner(uri: string): Promise<Member> {
+    if (!this.resources.known) {
+      await this.mergedResources('resources/list');
+      await this.mergedResources('resources/templates/list');
+    }
+    return this.resources.owner(uri, this.serving());
+  }
+
+  private async toResource(request: Request): Promise<void> {
+    const uri = request.params?.uri;
+    if (typeof uri !== 'string')
+      throw new ProtocolError(ErrorCode.InvalidParams, `${request.method} needs a uri`);
+    this.forwardTo(await this.resourceOwner(uri), request);
+  }
+
+  private toTask(request: Request): void {
+    const taskId = request.params?.taskId;
+    const found =
+      typeof taskId === 'string'
+        ? this.names.innerTaskId(
+            taskId,
+            this.members.map((m) => m.name),
+          )
+        : undefined;
+    if (found === undefined) {
+      throw new ProtocolError(ErrorCode.InvalidParams, `Task not found or expired: ${String(taskId)}`);
+    }
+    const member = this.byName.get(found.server)!;
+    this.forward(member, { ...request, params: { ...request.params, taskId: found.name } }, (result) =>
+      withOuterTaskIds(result, member.name, this.names),
+    );
+  }
+
+  /** A method the aggregator does not route: the one server's, with one server; unknown with several. */
+  private toOnly(request: Request): void {
+    const [only, ...others] = this.members;
+    if (only === undefined || others.length > 0) {
+      throw new ProtocolError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`);
+    }
+    this.forwardTo(only, request);
+  }
+
+  private async everyone(method: string, params: JsonObject | undefined): Promise<JsonObject> {
+    const outcomes = await Promise.all(this.serving().map((member) => member.ask(method, params)));
+    const failed = outcomes.find((outcome) => !outcome.ok);
+    if (failed !== undefined && !failed.ok && outcomes.every((outcome) => !outcome.ok)) {
+      throw new ProtocolError(failed.error.code, failed.error.message, failed.error.data);
+    }
+    return {};
+  }
+
+  private forwardTo(member: Member, request: Request): void {
+    this.forward(member, request, () => undefined);
+  }
+
+  private forward(member: Member, request: Request, rewrite: Routed['rewrite']): void {
+    const unavailable = member.unavailable();
+    if (unavailable !== undefined) return this.refuse(request.id, unavailable);
+    this.routed.set(idKey(request.id), { id: request.id, member, rewrite });
+    member.send(request);
+  }
+
+  private notification(raw: Buffer, notification: Notification, parsed: object | undefined): void {
+    if (notification.method === 'notifications/cancelled') {
+      const requestId = notification.params?.requestId;
+      const routed =
+        typeof requestId === 'string' || typeof requestId === 'number'
+          ? this.routed.get(idKey(requestId))
+          : undefined;
+      if (routed === undefined) return;
+      // Its answer, if the server still sends one, is not the client's to get.
+      this.routed.delete(idKey(requestId as RequestId));
+      routed.member.sendRaw(raw, undefined, parsed);
+      return;
+    }
+    if (notification.method === 'notifications/initialized') this.clientInitialized = true;
+    // initialized, roots/list_changed and the rest concern every server.
+    for (const member of this.serving()) member.sendRaw(raw, undefined, parsed);
+  }
+
+  private fromMember(
+    member: Member,
+    raw: Buffer,
+    arrival: Arrival | undefined,
+    parsed: object | undefined,
+  ): void {
+    const read = readHanded(raw, parsed, `the server "${member.name}"`);
+    if (!read.ok) return;
+    const { message } = read;
+    if (message.kind === 'response') return this.memberAnswered(member, raw, message.msg, parsed);
+    const route = this.routeOf(member, arrival);
+    if (message.kind === 'request') return this.serverRequests.ask(member, message.msg, this.names, route);
+    const { method, params } = message.msg;
+    if (method === 'notifications/cancelled')
+      return this.serverRequests.cancelled(member, message.msg, route);
+    const rename = method.startsWith('notifications/tasks/') ? withOuterTaskIds : withOuterRelatedTaskId;
+    const renamed = params === undefined ? undefined : rename(params, member.name, this.names);
+    if (renamed !== undefined) this.client.send({ ...message.msg, params: renamed }, route);
+    else this.client.sendRaw(raw, route, parsed);
+    if (method === 'notifications/tools/list_changed') this.routes.tool = undefined;
+    if (method === 'notifications/prompts/list_changed') this.routes.prompt = undefined;
+    if (method === 'notifications/resources/list_changed') this.resources.clear();
+  }
+
+  /**
+   * Where a server's message about one of the client's requests goes: with that request (on its stream,
+   * over HTTP), when the server's Session said which it is about and it is one the client sent.
+   */
+  private routeOf(member: Member, arrival: Arrival | undefined): Route | undefined {
+    const about = arrival?.onStreamOf;
+    if (about === undefined) return undefined;
+    return this.routed.get(idKey(about))?.member === member ? { relatedTo: about } : undefined;
+  }
+
+  private memberAnswered(member: Member, raw: Buffer, response: Response, parsed: object | undefined): void {
+    if (member.takeAnswer(response)) return;
+    if (response.id === null) return;
+    const key = idKey(response.id);
+    const routed = this.routed.get(key);
+    if (routed?.member !== member) return;
+    this.routed.delete(key);
+    const rewritten = 'result' in response ? routed.rewrite(response.result) : undefined;
+    const route = { responseTo: response.id };
+    if (rewritten === undefined) this.client.sendRaw(raw, route, parsed);
+    else this.client.send(successResponse(response.id, rewritten), route);
+  }
+
+  /** A server's Session went away: what waits on it is answered, and the others keep serving. */
+  private memberGone(member: Member, reason: string): void {
+    member.gone(reason);
+    if (this.closing !== undefined) return;
+    this.options.logger.error(
+      { server: member.name, reason },
+      `the server "${member.name}" is gone (${reason}): its calls fail, the other servers keep serving`,
+    );
+    const error = member.unavailable()!;
+    for (const [key, routed] of this.routed) {
+      if (routed.member !== member) continue;
+      this.routed.delete(key);
+      this.refuse(routed.id, error);
+    }
+    this.serverRequests.memberGone(member);
+    this.listsChanged();
+  }
+}
+
+function modernRefused(params: JsonObject | undefined): JsonRpcErrorObject {
+  return {
+    code: ErrorCode.UnsupportedProtocolVersion,
+    message: 'taskgate serves several servers to 2025-11-25 clients only so far: connect with initialize',
+    data: { supported: [...LEGACY_VERSIONS], requested: metaOf(params)?.[PROTOCOL_VERSION_META] },
+  };
+}
+
+function invalid(message: string): JsonRpcErrorObject {
+  return { code: ErrorCode.InvalidRequest, message };
+}
+
+function wireError(error: unknown): JsonRpcErrorObject {
+  if (error instanceof ProtocolError) return error.toJson();
+  if (error instanceof NameCollisionError) return { code: ErrorCode.InternalError, message: error.message };
+  return { code: ErrorCode.InternalError, message: 'Internal error' };
+}

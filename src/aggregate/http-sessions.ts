@@ -1,0 +1,116 @@
+/**
+ * Several servers behind the HTTP front: each 2025 client session gets one aggregator and, behind it, a
+ * Session and a server of its own per server of `upstreams` (as `upstream.sharing: session` gives one),
+ * bound to the caller's identity. The front asks here whether a session still runs tasks (any of its
+ * servers' Sessions) and whether a new one could be served (some server can be started).
+ */
+import { createRequire } from 'node:module';
+import type { Logger } from 'pino';
+import type { Core } from '../composition.js';
+import { DEFAULT_SEPARATOR, type Config } from '../config/schema.js';
+import type { UpstreamCredential } from '../security/upstream-credentials.js';
+import type { Caller } from '../transport/http-front.js';
+import type { HttpSession } from '../transport/http-session.js';
+import { telemetry } from '../telemetry/telemetry.js';
+import { upstreamProblem } from '../upstream-readiness.js';
+import type { UpstreamOptions } from '../upstream.js';
+import { Aggregator } from './aggregator.js';
+import { memberConfig, openMembers, type OpenedMembers } from './members.js';
+import { Names } from './names.js';
+
+export interface AggregatedSessions {
+  open(channel: HttpSession, caller: Caller | undefined): Promise<void>;
+  /** When the session's last task ended (Infinity while one runs), over all its servers' Sessions. */
+  tasksEndedAt(sessionId: string): number;
+  /** Why no session could be served now (no server can be started); undefined when one can. */
+  notReady(): Promise<string | undefined>;
+  /** Stops every session's servers (the front has ended the sessions). */
+  close(): Promise<void>;
+}
+
+export function aggregatedSessions(
+  config: Config,
+  logger: Logger,
+  core: Core,
+  hooks: UpstreamOptions & {
+    /** The Authorization a caller's servers are sent (auth.bearerPassthrough), if any. */
+    credentialFor(caller: Caller | undefined): UpstreamCredential | undefined;
+    forget(sessionId: string): void;
+  },
+): AggregatedSessions {
+  const { forget, credentialFor, ...upstreamHooks } = hooks;
+  const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+  const names = new Names(config.namespacing?.separator ?? DEFAULT_SEPARATOR);
+  const servers = Object.keys(config.upstreams ?? {});
+  /** Each front session's Session ids, one per server. */
+  const ids = new Map<string, string[]>();
+  const opened = new Set<OpenedMembers>();
+  const { running } = core;
+  return {
+    open: async (channel, caller) => {
+      const sessionLogger = logger.child({ session: channel.id.slice(0, 8) });
+      const own = servers.map((name) => `${channel.id}/${name}`);
+      ids.set(channel.id, own);
+      for (const id of own) running.follow(id);
+      const members = await openMembers(
+        config,
+        sessionLogger,
+        (name) => {
+          const id = `${channel.id}/${name}`;
+          const options = core.sessionOptions(id, sessionLogger);
+          const sightings = options.sightings!;
+          return {
+            ...options,
+            lingerForTasks: true,
+            sightings: {
+              ...sightings,
+              upstreamTask: (task, tool) => {
+                running.seen(id, task);
+                sightings.upstreamTask(task, tool);
+              },
+              upstreamTaskForgotten: (taskId) => {
+                running.forgot(id, taskId);
+                sightings.upstreamTaskForgotten(taskId);
+              },
+            },
+            ...(caller === undefined ? {} : { identity: caller.identity, subject: caller.subject }),
+            ...(caller?.access === undefined ? {} : { access: caller.access }),
+          };
+        },
+        { ...upstreamHooks, credential: credentialFor(caller) },
+      );
+      opened.add(members);
+      const aggregator = new Aggregator(
+        telemetry().front(channel, { transport: 'tcp', sessionId: channel.id }),
+        members.specs,
+        {
+          names,
+          logger: sessionLogger,
+          version,
+          closed: () =>
+            void members.close().then(() => {
+              opened.delete(members);
+              for (const id of own) running.forget(id);
+              ids.delete(channel.id);
+              forget(channel.id);
+            }),
+        },
+      );
+      aggregator.start();
+    },
+    tasksEndedAt: (sessionId) => Math.max(0, ...(ids.get(sessionId) ?? []).map((id) => running.endedAt(id))),
+    notReady: async () => {
+      const problems = await Promise.all(
+        Object.entries(config.upstreams ?? {}).map(([name, member]) =>
+          upstreamProblem(memberConfig(config, member).upstream).then((problem) =>
+            problem === undefined ? undefined : `server "${name}": ${problem}`,
+          ),
+        ),
+      );
+      return problems.every((problem) => problem !== undefined) ? problems.join('; ') : undefined;
+    },
+    close: async () => {
+      await Promise.all([...opened].map((members) => members.close()));
+    },
+  };
+}

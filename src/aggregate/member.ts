@@ -1,0 +1,132 @@
+/**
+ * One server behind the aggregator, as the aggregator sees it: the channel to its Session (the
+ * aggregator is that Session's client), the requests the aggregator asked it itself (ids of its own,
+ * which no client can send: they carry a random token), and whether it is still there.
+ */
+import { randomBytes } from 'node:crypto';
+import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import type { JsonObject, Response } from '../protocol/messages.js';
+import type { Channel, Route } from '../transport/channel.js';
+import type { ToolFilter } from './names.js';
+
+export type Outcome = { ok: true; result: JsonObject } | { ok: false; error: JsonRpcErrorObject };
+
+/** What the aggregator is told of one server. */
+export interface MemberSpec {
+  name: string;
+  /** Its tools and prompts are listed under `{name}{separator}`. */
+  prefixed: boolean;
+  filter: ToolFilter;
+  /** The aggregator's end of the channel to the server's Session. */
+  channel: Channel;
+  /** For people: the command line or the URL. */
+  description: string;
+  /** It could not be started: why (it serves nothing). */
+  failed?: string;
+  /** Ends the server's Session, and so the server (the channel with it). */
+  close(): Promise<void>;
+}
+
+const TOKEN = randomBytes(6).toString('hex');
+
+export class Member {
+  readonly name: string;
+  readonly prefixed: boolean;
+  readonly filter: ToolFilter;
+  readonly description: string;
+  private readonly channel: Channel;
+  private readonly end: () => Promise<void>;
+  private readonly asked = new Map<string, (outcome: Outcome) => void>();
+  private next = 0;
+  /** Why it is no longer there; undefined while it is. */
+  goneReason: string | undefined;
+  /** Its answer to the client's initialize was an error: it serves nothing. */
+  refusedInitialize: JsonRpcErrorObject | undefined;
+  /** It has not answered the client's initialize yet (it was too slow for the merged answer). */
+  joining = false;
+
+  constructor(spec: MemberSpec) {
+    this.name = spec.name;
+    this.prefixed = spec.prefixed;
+    this.filter = spec.filter;
+    this.description = spec.description;
+    this.channel = spec.channel;
+    this.end = spec.close;
+    this.goneReason = spec.failed === undefined ? undefined : `it could not be started: ${spec.failed}`;
+  }
+
+  get serving(): boolean {
+    return this.goneReason === undefined && this.refusedInitialize === undefined && !this.joining;
+  }
+
+  /** Why a request for this server cannot be served, as the error the client gets; undefined when it can. */
+  unavailable(): JsonRpcErrorObject | undefined {
+    if (this.goneReason !== undefined) {
+      return {
+        code: ErrorCode.UpstreamUnavailable,
+        message: `The server "${this.name}" is gone (${this.goneReason})`,
+      };
+    }
+    if (this.joining) {
+      return {
+        code: ErrorCode.UpstreamUnavailable,
+        message: `The server "${this.name}" has not answered initialize yet`,
+      };
+    }
+    if (this.refusedInitialize !== undefined) {
+      return {
+        code: ErrorCode.UpstreamUnavailable,
+        message: `The server "${this.name}" refused initialize: ${this.refusedInitialize.message}`,
+      };
+    }
+    return undefined;
+  }
+
+  start(handlers: Parameters<Channel['start']>[0]): void {
+    this.channel.start(handlers);
+  }
+
+  send(message: object, route?: Route): void {
+    this.channel.send(message, route);
+  }
+
+  sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void {
+    this.channel.sendRaw(raw, route, parsed);
+  }
+
+  /** A request of the aggregator's own (a part of one the client sent to every server). */
+  ask(method: string, params: JsonObject | undefined): Promise<Outcome> {
+    const gone = this.goneReason === undefined ? undefined : this.unavailable();
+    if (gone !== undefined) return Promise.resolve({ ok: false, error: gone });
+    const id = `taskgate-aggregate-${TOKEN}-${++this.next}`;
+    return new Promise((resolve) => {
+      this.asked.set(id, resolve);
+      this.channel.send({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
+    });
+  }
+
+  /** Takes the answer to one of the aggregator's own requests; false for any other response. */
+  takeAnswer(response: Response): boolean {
+    if (typeof response.id !== 'string') return false;
+    const resolve = this.asked.get(response.id);
+    if (resolve === undefined) return false;
+    this.asked.delete(response.id);
+    resolve(
+      'result' in response ? { ok: true, result: response.result } : { ok: false, error: response.error },
+    );
+    return true;
+  }
+
+  /** The server's Session went away: what the aggregator asked it is answered with why. */
+  gone(reason: string): void {
+    this.goneReason ??= reason;
+    const error = this.unavailable()!;
+    const asked = [...this.asked.values()];
+    this.asked.clear();
+    for (const resolve of asked) resolve({ ok: false, error });
+  }
+
+  close(): Promise<void> {
+    return this.end();
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * The servers of `upstreams`, each opened as taskgate opens its one upstream (openUpstream, with that
+ * server's era and task rules) and given a Session of its own, whose client is the aggregator: one server
+ * that crashes, is slow or refuses ends only that Session's work.
+ */
+import type { Logger } from 'pino';
+import { Policy } from '../config/policy.js';
+import type { Config, Member as MemberConfig } from '../config/schema.js';
+import { Session, type SessionOptions } from '../session/session.js';
+import { memoryChannelPair } from '../transport/memory-channel.js';
+import { openUpstream, type UpstreamOptions } from '../upstream.js';
+import type { MemberSpec } from './member.js';
+import { ToolFilter } from './names.js';
+
+/** How long a server's Session that lost its server for good goes on answering what was asked. */
+const GONE_GRACE_MS = 2_000;
+
+export interface OpenedMembers {
+  specs: MemberSpec[];
+  /** Closes every Session (and so its server); safe to call again. */
+  close(): Promise<void>;
+}
+
+/** The config one server's Session and upstream are given: `upstream` is that server, its rules first. */
+export function memberConfig(config: Config, member: MemberConfig): Config {
+  const { prefix: _prefix, include: _include, exclude: _exclude, tools, restart, ...server } = member;
+  return {
+    ...config,
+    upstream: { ...server, sharing: 'session', poolSize: 1 },
+    upstreams: undefined,
+    tools: [...tools, ...config.tools],
+    upstreamRestart: restart ?? config.upstreamRestart,
+  };
+}
+
+export async function openMembers(
+  config: Config,
+  logger: Logger,
+  sessionOptions: (name: string) => SessionOptions,
+  hooks: UpstreamOptions = {},
+): Promise<OpenedMembers> {
+  const closers: (() => Promise<void>)[] = [];
+  const specs = await Promise.all(
+    Object.entries(config.upstreams ?? {}).map(async ([name, member]): Promise<MemberSpec> => {
+      const own = memberConfig(config, member);
+      const memberLogger = logger.child({ server: name });
+      const base = {
+        name,
+        prefixed: member.prefix,
+        filter: new ToolFilter(member.include, member.exclude),
+      };
+      const upstream = await openUpstream(own, memberLogger, hooks).catch((error: unknown) => error as Error);
+      if (upstream instanceof Error) {
+        memberLogger.error(`the server "${name}" could not be started: ${upstream.message}`);
+        const pair = memoryChannelPair();
+        return {
+          ...base,
+          channel: pair.a,
+          description: name,
+          failed: upstream.message,
+          close: () => pair.a.close(),
+        };
+      }
+      const pair = memoryChannelPair();
+      const options = { ...sessionOptions(name), config: own, policy: new Policy(own), logger: memberLogger };
+      let closing = false;
+      const session: Session = new Session(pair.b, upstream.channel, options, {
+        upstreamGone: (state) => {
+          if (closing) return;
+          memberLogger.error(
+            `the server "${name}" (${upstream.description}) is gone (${state.goneReason}): only its calls fail`,
+          );
+          session.closeOnceAnswered(GONE_GRACE_MS);
+        },
+        closed: () => upstream.stop(),
+      });
+      session.start();
+      const close = (): Promise<void> => {
+        closing = true;
+        return session.close();
+      };
+      closers.push(close);
+      return { ...base, channel: pair.a, description: upstream.description, close };
+    }),
+  );
+  let closing: Promise<void> | undefined;
+  return {
+    specs,
+    close: () => (closing ??= Promise.all(closers.map((close) => close())).then(() => undefined)),
+  };
+}

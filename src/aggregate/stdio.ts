@@ -1,0 +1,59 @@
+/**
+ * taskgate on stdio in front of several servers (`upstreams`): one client, one aggregator, one Session per
+ * server. Resolves with the exit code once the client has gone away (0), or at once (1) when no server
+ * could be started.
+ */
+import { createRequire } from 'node:module';
+import { DEFAULT_SEPARATOR, type Config } from '../config/schema.js';
+import { openStdioCore } from '../stdio-core.js';
+import { LineChannel } from '../transport/line-channel.js';
+import { Aggregator } from './aggregator.js';
+import { openMembers } from './members.js';
+import { Names } from './names.js';
+
+export async function startAggregatedStdio(config: Config): Promise<number> {
+  const stdio = await openStdioCore(config);
+  const { logger, metrics, telemetry, id, core } = stdio;
+  const members = await openMembers(config, logger, (name) => core.sessionOptions(`${id}/${name}`, logger), {
+    restarted: () => metrics.upstreamRestarted(),
+  });
+  if (members.specs.every((spec) => spec.failed !== undefined)) {
+    logger.error('none of the servers in upstreams could be started; exiting');
+    await stdio.close();
+    return 1;
+  }
+  // eslint-disable-next-line no-restricted-properties -- stdout is the client's channel in stdio mode
+  const line = new LineChannel(process.stdin, process.stdout, config.maxMessageBytes, 'the client');
+  const client = telemetry.front(line, { transport: 'pipe' });
+  const separator = config.namespacing?.separator ?? DEFAULT_SEPARATOR;
+  const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+  return new Promise<number>((resolve) => {
+    const aggregator = new Aggregator(client, members.specs, {
+      names: new Names(separator),
+      logger,
+      version,
+      closed: (reason) => {
+        logger.info(`session closed: ${reason}`);
+        void (async () => {
+          await members.close();
+          await stdio.close();
+          await telemetry.shutdown();
+          resolve(0);
+        })();
+      },
+    });
+    aggregator.start();
+    logger.info(
+      { servers: members.specs.map((spec) => spec.name), separator },
+      'serving several servers behind one endpoint',
+    );
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals): void => {
+      if (stopping) return void aggregator.close();
+      stopping = true;
+      logger.info(`taskgate is shutting down (${signal}): closing the sessions and the servers`);
+      void core.drain().then(() => aggregator.close());
+    };
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, stop);
+  });
+}

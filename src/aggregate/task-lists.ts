@@ -1,0 +1,74 @@
+/**
+ * `tasks/list` across the servers: one page of each, the task ids prefixed, behind one opaque cursor that
+ * holds where each server's own listing goes on (each server's cursor is its own to check: taskgate's are
+ * signed and bound to their owner).
+ */
+import { ErrorCode, ProtocolError } from '../protocol/errors.js';
+import type { JsonObject } from '../protocol/messages.js';
+import type { Member } from './member.js';
+import type { Names } from './names.js';
+import { withOuterTaskIds } from './task-ids.js';
+
+/** Server name → that server's cursor; a server without one is listed from its start. */
+type Position = [string, string | null][];
+
+export class TaskLists {
+  constructor(private readonly names: Names) {}
+
+  async list(members: Member[], params: JsonObject | undefined): Promise<JsonObject> {
+    const cursor = params?.cursor;
+    const position: Position =
+      cursor === undefined ? members.map((member) => [member.name, null]) : decode(cursor);
+    const byName = new Map(members.map((member) => [member.name, member]));
+    const outcomes = await Promise.all(
+      position.map(async ([name, own]) => {
+        const member = byName.get(name);
+        if (member === undefined) return undefined;
+        const outcome = await member.ask('tasks/list', own === null ? undefined : { ...params, cursor: own });
+        return { member, outcome };
+      }),
+    );
+    const tasks: unknown[] = [];
+    const next: Position = [];
+    let refused: ProtocolError | undefined;
+    for (const entry of outcomes) {
+      if (entry === undefined) continue;
+      const { member, outcome } = entry;
+      if (!outcome.ok) {
+        refused ??= new ProtocolError(outcome.error.code, outcome.error.message, outcome.error.data);
+        continue;
+      }
+      const renamed = withOuterTaskIds(outcome.result, member.name, this.names) ?? outcome.result;
+      if (Array.isArray(renamed.tasks)) tasks.push(...(renamed.tasks as unknown[]));
+      if (typeof outcome.result.nextCursor === 'string') next.push([member.name, outcome.result.nextCursor]);
+    }
+    if (refused !== undefined && tasks.length === 0 && next.length === 0) throw refused;
+    return { tasks, ...(next.length === 0 ? {} : { nextCursor: encode(next) }) };
+  }
+}
+
+function encode(position: Position): string {
+  return Buffer.from(JSON.stringify(position)).toString('base64url');
+}
+
+function decode(cursor: unknown): Position {
+  try {
+    if (typeof cursor !== 'string') throw new Error('not a string');
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString());
+    if (
+      Array.isArray(value) &&
+      value.every(
+        (item) =>
+          Array.isArray(item) &&
+          item.length === 2 &&
+          typeof item[0] === 'string' &&
+          (typeof item[1] === 'string' || item[1] === null),
+      )
+    ) {
+      return value as Position;
+    }
+  } catch {
+    // Refused below, as any cursor taskgate did not give.
+  }
+  throw new ProtocolError(ErrorCode.InvalidParams, 'Invalid cursor');
+}

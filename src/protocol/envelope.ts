@@ -1,0 +1,109 @@
+/**
+ * The JSON-RPC envelope of a message read off its bytes by one scan (scan.ts), without parsing the
+ * payload: what `classify(withExactId(JSON.parse(text), raw))` would say of its kind, id and method, and
+ * where its `id` and `_meta` stand, so that a message taskgate does not change can go on as the bytes it
+ * came as (issue 33).
+ */
+import { aliasOf } from './exact-ids.js';
+import { checkRequestMeta, isId, type RequestId } from './messages.js';
+import { scanJson, valueOf, type ValueSpan } from './scan.js';
+
+export type EnvelopeKind = 'request' | 'notification' | 'response' | 'error';
+
+export interface Envelope {
+  /** `response`: a success response; `error`: an error response. */
+  kind: EnvelopeKind;
+  /** As taskgate uses it inside: exact, an alias for an integer beyond 2^53 (exact-ids.ts). */
+  id?: RequestId | null;
+  idSpan?: ValueSpan;
+  /** The text has more than one `id`: `id` and `idSpan` are the last one's, which JSON.parse takes. */
+  idRepeated?: true;
+  method?: string;
+  /** `params._meta` of a request or notification, `result._meta` of a response, when there. */
+  meta?: ValueSpan;
+  /** `result.task` and `result.isError` of a response, when there (what the task bookkeeping reads). */
+  task?: ValueSpan;
+  isError?: ValueSpan;
+}
+
+const OPEN_BRACE = 0x7b;
+const QUOTE = 0x22;
+const OPEN_BRACKET = 0x5b;
+const MINUS = 0x2d;
+const ZERO = 0x30;
+const NINE = 0x39;
+const JSONRPC_2 = Buffer.from('"2.0"');
+
+/**
+ * The envelope of one message, or undefined when it is not one taskgate can take as it is: not JSON,
+ * nested deeper than MAX_NESTING, or a message classify() refuses. The bytes' reader then reads them the
+ * usual way, which says why.
+ */
+export function envelopeOf(raw: Buffer): Envelope | undefined {
+  const scanned = scanJson(raw);
+  if (typeof scanned === 'string' || scanned.first !== OPEN_BRACE) return undefined;
+  const { top } = scanned;
+  if (!isJsonRpc2(raw, top.jsonrpc)) return undefined;
+  const id = top.id === undefined ? undefined : idOf(raw, top.id);
+  const has = (span: ValueSpan | undefined): span is ValueSpan => span !== undefined;
+  const nullIdError = id === null && has(top.error) && !has(top.method) && !has(top.result);
+  if (has(top.id) && !isId(id) && !nullIdError) return undefined;
+  const ids = has(top.id)
+    ? { id: id as RequestId | null, idSpan: top.id, ...(scanned.idRepeated && { idRepeated: true as const }) }
+    : {};
+  if (has(top.method)) {
+    if (top.method.first !== QUOTE) return undefined;
+    if (has(top.params) && top.params.first !== OPEN_BRACE) return undefined;
+    const method = valueOf(raw, top.method) as string;
+    const meta = scanned.params._meta;
+    const found = { ...ids, method, ...(meta && { meta }) };
+    if (!has(top.id)) return { kind: 'notification', ...found };
+    if (scanned.otherMember || (meta && !metaIsValid(method, raw, meta))) return undefined;
+    return { kind: 'request', ...found };
+  }
+  if (!has(top.id) || has(top.result) === has(top.error)) return undefined;
+  if (has(top.result)) {
+    if (top.result.first !== OPEN_BRACE) return undefined;
+    const { _meta: meta, task, isError } = scanned.result;
+    return {
+      kind: 'response',
+      ...ids,
+      ...(meta && { meta }),
+      ...(task && { task }),
+      ...(isError && { isError }),
+    };
+  }
+  const { code, message } = scanned.error;
+  const isNumber = (span: ValueSpan | undefined): boolean =>
+    span !== undefined && (span.first === MINUS || (span.first >= ZERO && span.first <= NINE));
+  if (top.error!.first !== OPEN_BRACE || !isNumber(code) || message?.first !== QUOTE) return undefined;
+  return { kind: 'error', ...ids };
+}
+
+function isJsonRpc2(raw: Buffer, span: ValueSpan | undefined): boolean {
+  if (span?.first !== QUOTE) return false;
+  if (
+    span.end - span.start === JSONRPC_2.length &&
+    raw.compare(JSONRPC_2, 0, 5, span.start, span.end) === 0
+  ) {
+    return true;
+  }
+  return valueOf(raw, span) === '2.0';
+}
+
+/** The id as withExactId gives it: the alias of an integer JSON.parse rounds, else its value. */
+function idOf(raw: Buffer, span: ValueSpan): unknown {
+  if (span.first === OPEN_BRACE || span.first === OPEN_BRACKET) return {};
+  const value = valueOf(raw, span);
+  if (typeof value !== 'number' || !Number.isInteger(value) || Number.isSafeInteger(value)) return value;
+  return aliasOf(raw.toString('latin1', span.start, span.end)) ?? value;
+}
+
+function metaIsValid(method: string, raw: Buffer, meta: ValueSpan): boolean {
+  try {
+    checkRequestMeta(method, valueOf(raw, meta));
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * Several servers behind one taskgate endpoint, in the test's own process (issue 32): a real SDK Client,
+ * the Aggregator, one taskgate Session per server and a real SDK Server behind each, joined by memory
+ * channel pairs, with one MemoryTaskStore. What the client receives is schema-checked.
+ *
+ *   const gate = await inProcessAggregate([{ name: 'a', tools: [echo] }, { name: 'b', tools: [sleep] }]);
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import { pino } from 'pino';
+import { Aggregator } from '../../src/aggregate/aggregator.js';
+import { Names, ToolFilter } from '../../src/aggregate/names.js';
+import type { MemberSpec } from '../../src/aggregate/member.js';
+import { resolveConfig } from '../../src/config/load.js';
+import { Policy } from '../../src/config/policy.js';
+import type { ConfigInput } from '../../src/config/schema.js';
+import { Session } from '../../src/session/session.js';
+import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
+import { memoryChannelPair, type MemoryChannel } from '../../src/transport/memory-channel.js';
+import { ChannelTransport } from './channel-transport.js';
+import { CheckedTransport } from './checked-transport.js';
+import { fakeServer, type FakeTool } from './in-process.js';
+
+export interface ServerBehind {
+  name: string;
+  tools?: FakeTool[];
+  /** A real server in place of the fake one (`tools` is then unused). */
+  server?: Server;
+  /** Listed under `{name}__` (true unless set). */
+  prefix?: boolean;
+  include?: string[];
+  exclude?: string[];
+  /** Its server is connected only by `connectLate` (until then it answers nothing, initialize included). */
+  late?: boolean;
+}
+
+export interface AggregateGateway {
+  client: Client;
+  clientTransport: CheckedTransport;
+  store: MemoryTaskStore;
+  /** Each server's SDK Server and what it received from its Session. */
+  servers: Map<string, { server: Server; received: CheckedTransport; sessionSide: MemoryChannel }>;
+  /** The server goes away at once, as a crashed child does when it is not restarted. */
+  crash(name: string): Promise<void>;
+  /** Connects the server of an entry marked `late`: it reads what it was sent meanwhile and answers. */
+  connectLate(name: string): Promise<void>;
+  readonly violations: string[];
+  close(): Promise<void>;
+}
+
+const TASK_CLIENT: ClientCapabilities = {
+  tasks: { list: {}, cancel: {}, requests: {} },
+  elicitation: { form: {} },
+  sampling: {},
+};
+
+export async function inProcessAggregate(
+  behind: ServerBehind[],
+  options: {
+    config?: ConfigInput;
+    capabilities?: ClientCapabilities;
+    separator?: string;
+    /** The aggregator's grace for servers slower than the first (AggregatorOptions.graceMs). */
+    graceMs?: number;
+  } = {},
+): Promise<AggregateGateway> {
+  const config = resolveConfig(options.config ?? {});
+  const store = new MemoryTaskStore({
+    maxTasks: config.tasks.maxTasks,
+    maxResultBytes: config.tasks.maxResultBytes,
+  });
+  const logger = pino({ level: 'silent' });
+  const servers: AggregateGateway['servers'] = new Map();
+  const sessions: Session[] = [];
+  const specs: MemberSpec[] = [];
+  const lateOnes = new Map<string, () => Promise<void>>();
+  for (const entry of behind) {
+    const server = entry.server ?? fakeServer(entry.tools ?? []).server;
+    const toServer = memoryChannelPair();
+    const received = new CheckedTransport(new ChannelTransport(toServer.b));
+    if (entry.late === true) lateOnes.set(entry.name, () => server.connect(received));
+    else await server.connect(received);
+    const toSession = memoryChannelPair();
+    const session = new Session(
+      toSession.b,
+      toServer.a,
+      { id: `in-process/${entry.name}`, config, policy: new Policy(config), store, logger },
+      { upstreamGone: () => session.closeOnceAnswered(1_000), closed: () => undefined },
+    );
+    session.start();
+    sessions.push(session);
+    servers.set(entry.name, { server, received, sessionSide: toServer.a });
+    specs.push({
+      name: entry.name,
+      prefixed: entry.prefix ?? true,
+      filter: new ToolFilter(entry.include, entry.exclude),
+      channel: toSession.a,
+      description: entry.name,
+      close: () => session.close(),
+    });
+  }
+  const front = memoryChannelPair();
+  const gateway = new Aggregator(front.b, specs, {
+    names: new Names(options.separator ?? '__'),
+    logger,
+    version: '0.0.0-test',
+    closed: () => undefined,
+    ...(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
+  });
+  gateway.start();
+  const clientTransport = new CheckedTransport(new ChannelTransport(front.a));
+  const client = new Client(
+    { name: 'in-process-client', version: '1.0.0' },
+    { capabilities: options.capabilities ?? TASK_CLIENT },
+  );
+  await client.connect(clientTransport);
+  return {
+    client,
+    clientTransport,
+    store,
+    servers,
+    crash: async (name) => {
+      const found = servers.get(name);
+      if (found === undefined) throw new Error(`no server ${name}`);
+      await found.server.close();
+    },
+    connectLate: async (name) => {
+      const connect = lateOnes.get(name);
+      if (connect === undefined) throw new Error(`no late server ${name}`);
+      lateOnes.delete(name);
+      await connect();
+    },
+    get violations() {
+      return [...clientTransport.violations];
+    },
+    close: async () => {
+      await client.close();
+      await gateway.close();
+      for (const { server } of servers.values()) await server.close();
+      await store.close();
+    },
+  };
+}

@@ -1,0 +1,270 @@
+/**
+ * Issue 33: an upstream answer taskgate does not change reaches a stdio client as the bytes the server
+ * wrote, never decoded and re-encoded; when taskgate renumbered the request, only the id's bytes differ.
+ * taskgate's Session between two LineChannels over in-memory pipes, a server that writes its own lines
+ * (in pipe-sized chunks) and a client that reads raw lines.
+ */
+import { PassThrough } from 'node:stream';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../../src/config/load.js';
+import { Policy } from '../../src/config/policy.js';
+import { Session } from '../../src/session/session.js';
+import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
+import { LineChannel } from '../../src/transport/line-channel.js';
+import { memoryChannelPair } from '../../src/transport/memory-channel.js';
+import { Inbox } from '../helpers/inbox.js';
+import { INITIALIZE } from '../helpers/taskgate.js';
+
+type Json = Record<string, unknown>;
+
+const LIMIT = 8 * 1024 * 1024;
+const PIPE_CHUNK = 64 * 1024;
+const LARGE = '9007199254740993';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** Each line a stream carries, as its bytes, to `each` as it arrives. */
+function byteLines(stream: PassThrough, each: (line: Buffer) => void): void {
+  let pending: Buffer[] = [];
+  stream.on('data', (chunk: Buffer) => {
+    let start = 0;
+    for (let nl = chunk.indexOf(0x0a); nl !== -1; nl = chunk.indexOf(0x0a, start)) {
+      each(Buffer.concat([...pending, chunk.subarray(start, nl)]));
+      pending = [];
+      start = nl + 1;
+    }
+    if (start < chunk.length) pending.push(chunk.subarray(start));
+  });
+}
+
+/** A line written as a pipe delivers it: in chunks of at most 64 KiB, the newline with the last. */
+function writeInChunks(stream: PassThrough, line: Buffer): void {
+  const whole = Buffer.concat([line, Buffer.from('\n')]);
+  for (let at = 0; at < whole.length; at += PIPE_CHUNK) stream.write(whole.subarray(at, at + PIPE_CHUNK));
+}
+
+/** `memory`: the client is a peer in memory (as the 2026-07-28 bridge is), which is handed parsed values. */
+async function gateway(clientKind: 'stdio' | 'memory' = 'stdio', serverTasks = false) {
+  const config = resolveConfig({});
+  const fromClient = new PassThrough();
+  const toClient = new PassThrough();
+  const fromServer = new PassThrough();
+  const toServer = new PassThrough();
+  const store = new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1024 });
+  const inMemory = memoryChannelPair();
+  const session = new Session(
+    clientKind === 'stdio' ? new LineChannel(fromClient, toClient, LIMIT, 'the client') : inMemory.b,
+    new LineChannel(fromServer, toServer, LIMIT, 'the upstream server'),
+    { id: 'bytes', config, policy: new Policy(config), store, logger: pino({ level: 'silent' }) },
+    { upstreamGone: () => undefined, closed: () => undefined },
+  );
+  session.start();
+  cleanups.push(async () => {
+    await session.close();
+    await store.close();
+  });
+  const client = new Inbox<Buffer>();
+  const handed: (object | undefined)[] = [];
+  byteLines(toClient, (line) => client.push(line));
+  inMemory.a.start({
+    message: (raw, _arrival, parsed) => {
+      handed.push(parsed);
+      client.push(raw);
+    },
+    malformed: () => undefined,
+    closed: () => undefined,
+  });
+  const server = new Inbox<Json>();
+  byteLines(toServer, (line) => {
+    const message = JSON.parse(line.toString()) as Json;
+    // The server answers what taskgate asks on its own; the test answers the rest.
+    if (message.method === 'initialize') {
+      serverSends({
+        jsonrpc: '2.0',
+        id: message.id,
+        result: {
+          protocolVersion: '2025-11-25',
+          capabilities: {
+            tools: {},
+            ...(serverTasks && { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }),
+          },
+          serverInfo: { name: 's', version: '1' },
+        },
+      });
+    } else if (message.method === 'tools/list') {
+      serverSends({
+        jsonrpc: '2.0',
+        id: message.id,
+        result: { tools: [{ name: 'big', inputSchema: { type: 'object' } }] },
+      });
+    } else {
+      server.push(message);
+    }
+  });
+  const serverSends = (message: Json): void =>
+    writeInChunks(fromServer, Buffer.from(JSON.stringify(message)));
+  const clientSends = (line: string): void =>
+    clientKind === 'stdio' ? void fromClient.write(`${line}\n`) : inMemory.a.sendRaw(line);
+  clientSends(JSON.stringify(INITIALIZE));
+  await client.waitFor((line) => line.includes('"protocolVersion"'), 'the initialize answer');
+  clientSends(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+  return {
+    client,
+    handed,
+    server,
+    clientSends,
+    serverWrites: (line: Buffer) => writeInChunks(fromServer, line),
+  };
+}
+
+const call = (id: string): string =>
+  `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"big","arguments":{}}}`;
+
+/**
+ * A result as a server may write it, with what a re-serialization would change: escapes JSON.stringify
+ * writes otherwise (`\u00e9`, `\/`), spaces, and the id last.
+ */
+function resultLine(id: string, bytes: number): Buffer {
+  const text = String.raw`caf\u00e9 \/ \"quoted\" \\ line\n`;
+  const body = text.repeat(Math.ceil(bytes / text.length));
+  return Buffer.from(
+    `{ "result" : {"content":[{"type":"text","text":"${body}"}], "_meta":{"k":1}}, "jsonrpc":"2.0" , "id" : ${id} }`,
+  );
+}
+
+describe('issue 33: an unchanged answer goes to the client as the bytes the server wrote', () => {
+  it('a 5 MB result, byte for byte', async () => {
+    const gate = await gateway();
+    gate.clientSends(call('1'));
+    const asked = await gate.server.waitFor((m) => m.method === 'tools/call', 'the call upstream');
+    expect(asked.id).toBe(1);
+    const line = resultLine('1', 5_000_000);
+    gate.serverWrites(line);
+    const got = await gate.client.waitFor((l) => l.length > 1_000_000, 'the result');
+    expect(got.length).toBe(line.length);
+    expect(got.equals(line)).toBe(true);
+  });
+
+  it('an id beyond 2^53: the server’s bytes with the exact digits written over its id, in place', async () => {
+    const gate = await gateway();
+    gate.clientSends(call(LARGE));
+    const asked = await gate.server.waitFor((m) => m.method === 'tools/call', 'the call upstream');
+    // The server gets a string that stands for the number (exact-ids.ts), and answers with it.
+    expect(typeof asked.id).toBe('string');
+    const line = resultLine(JSON.stringify(asked.id), 5_000_000);
+    gate.serverWrites(line);
+    const got = await gate.client.waitFor((l) => l.length > 1_000_000, 'the result');
+    expect(got.length).toBe(line.length);
+    const idAt = line.lastIndexOf(JSON.stringify(asked.id));
+    const idEnd = idAt + JSON.stringify(asked.id).length;
+    expect(got.subarray(0, idAt).equals(line.subarray(0, idAt))).toBe(true);
+    expect(got.subarray(idEnd).equals(line.subarray(idEnd))).toBe(true);
+    expect(got.toString('latin1', idAt, idEnd).trimEnd()).toBe(LARGE);
+    expect(got.toString('latin1', got.length - 60)).toMatch(new RegExp(`"id" : ${LARGE} +}$`));
+  });
+
+  it('an id taskgate renumbered (the client reused one in flight): only the id differs', async () => {
+    const gate = await gateway();
+    gate.clientSends(call('7'));
+    const first = await gate.server.waitFor((m) => m.method === 'tools/call', 'the first call upstream');
+    gate.clientSends(call('7'));
+    const second = await gate.server.waitFor((m) => m.method === 'tools/call' && m !== first, 'the second');
+    expect(first.id).toBe(7);
+    expect(second.id).not.toBe(7);
+    const line = resultLine(JSON.stringify(second.id), 2_000_000);
+    gate.serverWrites(line);
+    const got = await gate.client.waitFor((l) => l.length > 1_000_000, 'the result');
+    const idText = JSON.stringify(second.id);
+    const idAt = line.lastIndexOf(idText);
+    expect(got.length).toBe(line.length);
+    expect(got.subarray(0, idAt).equals(line.subarray(0, idAt))).toBe(true);
+    expect(got.subarray(idAt + idText.length).equals(line.subarray(idAt + idText.length))).toBe(true);
+    expect((JSON.parse(got.toString()) as Json).id).toBe(7);
+  });
+
+  it('a renumbered id longer than the server’s: the bytes around it as the server wrote them', async () => {
+    const gate = await gateway();
+    const long = JSON.stringify('a request id longer than the one taskgate gives a reused id'.repeat(2));
+    gate.clientSends(call(long));
+    const first = await gate.server.waitFor((m) => m.method === 'tools/call', 'the first call upstream');
+    gate.clientSends(call(long));
+    const second = await gate.server.waitFor((m) => m.method === 'tools/call' && m !== first, 'the second');
+    const idText = JSON.stringify(second.id);
+    expect(idText.length).toBeLessThan(long.length);
+    const line = resultLine(idText, 2_000_000);
+    gate.serverWrites(line);
+    const got = await gate.client.waitFor((l) => l.length > 1_000_000, 'the result');
+    const idAt = line.lastIndexOf(idText);
+    expect(got.length).toBe(line.length - idText.length + long.length);
+    expect(got.subarray(0, idAt).equals(line.subarray(0, idAt))).toBe(true);
+    expect(got.toString('utf8', idAt, idAt + long.length)).toBe(long);
+    expect(got.subarray(idAt + long.length).equals(line.subarray(idAt + idText.length))).toBe(true);
+  });
+
+  it('a renumbered answer with its id twice goes the usual way: the client gets one id, its own', async () => {
+    const gate = await gateway();
+    gate.clientSends(call(LARGE));
+    const asked = await gate.server.waitFor((m) => m.method === 'tools/call', 'the call upstream');
+    const idText = JSON.stringify(asked.id);
+    gate.serverWrites(Buffer.from(`{"id":${idText},${resultLine(idText, 100_000).toString().slice(1)}`));
+    const got = await gate.client.waitFor((l) => l.length > 50_000, 'the result');
+    const text = got.toString();
+    expect(text.match(/"id"\s*:/g)).toHaveLength(1);
+    expect(text.startsWith(`{"id":${LARGE},`)).toBe(true);
+  });
+
+  it('to a client in memory, which reads the value handed beside the bytes, it is parsed once and handed', async () => {
+    const gate = await gateway('memory');
+    gate.clientSends(call('1'));
+    await gate.server.waitFor((m) => m.method === 'tools/call', 'the call upstream');
+    const line = resultLine('1', 100_000);
+    gate.serverWrites(line);
+    const got = await gate.client.waitFor((l) => l.length > 50_000, 'the result');
+    expect(got.equals(line)).toBe(true);
+    expect(gate.handed.at(-1)).toEqual(JSON.parse(line.toString()));
+  });
+
+  it('a tasks/result of the server’s own task, renumbered: as bytes, the id in place', async () => {
+    const gate = await gateway('stdio', true);
+    gate.clientSends(`{"jsonrpc":"2.0","id":${LARGE},"method":"tasks/result","params":{"taskId":"t1"}}`);
+    const asked = await gate.server.waitFor((m) => m.method === 'tasks/result', 'tasks/result upstream');
+    const idText = JSON.stringify(asked.id);
+    const line = Buffer.from(
+      `{"result":{"content":[{"type":"text","text":"${'caf\\u00e9 '.repeat(100_000)}"}],"isError":true},"jsonrpc":"2.0","id":${idText}}`,
+    );
+    gate.serverWrites(line);
+    const got = await gate.client.waitFor((l) => l.length > 100_000, 'the result');
+    const idAt = line.lastIndexOf(idText);
+    expect(got.length).toBe(line.length);
+    expect(got.subarray(0, idAt).equals(line.subarray(0, idAt))).toBe(true);
+    expect(got.toString('latin1', idAt, idAt + idText.length).trimEnd()).toBe(LARGE);
+  });
+
+  it('a large answer that is not JSON, or too deep, never reaches the client: the call fails as before', async () => {
+    const gate = await gateway();
+    gate.clientSends(call('1'));
+    await gate.server.waitFor((m) => m.id === 1, 'the first call upstream');
+    const broken = resultLine('1', 100_000);
+    broken[50_000] = 0x01; // a control character inside the text
+    gate.serverWrites(broken);
+    gate.clientSends(call('2'));
+    await gate.server.waitFor((m) => m.id === 2, 'the second call upstream');
+    gate.serverWrites(
+      Buffer.from(`{"jsonrpc":"2.0","id":2,"result":{"a":${'['.repeat(600)}${']'.repeat(600)}}}`),
+    );
+    const errors = await Promise.all(
+      [1, 2].map((id) =>
+        gate.client.waitFor((l) => (JSON.parse(l.toString()) as Json).id === id, `the answer to ${id}`),
+      ),
+    );
+    for (const line of errors) {
+      const answer = JSON.parse(line.toString()) as { error?: { message: string } };
+      expect(answer.error?.message).toBeTypeOf('string');
+    }
+    for (const line of gate.client.items) expect(() => JSON.parse(line.toString())).not.toThrow();
+  });
+});

@@ -1,0 +1,332 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { envelopeOf, type Envelope } from '../../src/protocol/envelope.js';
+import { MAX_NESTING } from '../../src/protocol/frames.js';
+import { readMessage } from '../../src/protocol/read-message.js';
+import { scanJson, valueOf, type ValueSpan } from '../../src/protocol/scan.js';
+import type { JsonObject } from '../../src/protocol/messages.js';
+
+const RUNS = { numRuns: 2000 };
+
+/** What JSON.parse says of the bytes as taskgate decodes them. */
+function parses(raw: Buffer): boolean {
+  try {
+    JSON.parse(raw.toString('utf8'));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The scan's verdict, against JSON.parse's: the same, with depth the only other reason to refuse. */
+function expectSameVerdict(raw: Buffer): void {
+  const scanned = scanJson(raw);
+  if (typeof scanned !== 'string') expect(parses(raw), raw.toString('latin1')).toBe(true);
+  else if (scanned === 'invalid') expect(parses(raw), raw.toString('latin1')).toBe(false);
+  else expect(readMessage(raw, 'x').ok).toBe(false);
+}
+
+/** What the envelope must be: as the message read the usual way (JSON.parse, exact ids, classify) says. */
+function expectedEnvelope(raw: Buffer): Omit<Envelope, 'idSpan' | 'meta' | 'task' | 'isError'> | undefined {
+  const read = readMessage(raw, 'x');
+  if (!read.ok) return undefined;
+  const { kind, msg } = read.message;
+  return {
+    kind: kind === 'response' ? ('result' in msg ? 'response' : 'error') : kind,
+    ...('id' in msg && { id: msg.id }),
+    ...('method' in msg && { method: msg.method }),
+  };
+}
+
+const spanValue = (raw: Buffer, span: ValueSpan | undefined): unknown =>
+  span === undefined ? undefined : valueOf(raw, span);
+
+function expectSameEnvelope(raw: Buffer): void {
+  const envelope = envelopeOf(raw);
+  const expected = expectedEnvelope(raw);
+  if (expected === undefined) {
+    expect(envelope, raw.toString('latin1')).toBeUndefined();
+    return;
+  }
+  expect(envelope, raw.toString('latin1')).toBeDefined();
+  const { idSpan, meta, task, isError, idRepeated, ...facts } = envelope!;
+  // Each top-level id is one of these texts (nested ones may be too: the count is an upper bound).
+  const ids = raw.toString('latin1').match(/"(id|\\u0069d)"\s*:/g)?.length ?? 0;
+  if (idRepeated === true) expect(ids).toBeGreaterThan(1);
+  if (ids < 2) expect(idRepeated).toBeUndefined();
+  expect(facts).toEqual(expected);
+  const value = JSON.parse(raw.toString('utf8')) as JsonObject;
+  // The spans stand where the members are: parsed, each is what JSON.parse made of it.
+  if ('id' in value) expect(spanValue(raw, idSpan)).toEqual(value.id);
+  else expect(idSpan).toBeUndefined();
+  const holder = (
+    { response: value.result, error: undefined, request: value.params, notification: value.params } as const
+  )[expected.kind] as JsonObject | undefined;
+  expect(spanValue(raw, meta)).toEqual(holder?._meta);
+  const result = expected.kind === 'response' ? (value.result as JsonObject) : undefined;
+  expect(spanValue(raw, task)).toEqual(result?.task);
+  expect(spanValue(raw, isError)).toEqual(result?.isError);
+}
+
+// Texts made of JSON's own pieces, so that random edits and joins often stay near the grammar.
+const piece = fc.constantFrom(
+  '{',
+  '}',
+  '[',
+  ']',
+  ',',
+  ':',
+  '"',
+  '\\',
+  ' ',
+  '\t',
+  '\n',
+  '\r',
+  '0',
+  '-',
+  '1',
+  '.',
+  'e',
+  'E',
+  '+',
+  'true',
+  'false',
+  'null',
+  'tru',
+  '"a"',
+  '"\\u00e9"',
+  '"\\ud800"',
+  '"\\udc00\\ud800"',
+  '\\u',
+  '\\x',
+  '\u0001',
+  '\u001f',
+  '\u007f',
+  'é',
+  '日',
+  '\uFEFF',
+  '\uD800',
+  '9007199254740993',
+  '1e400',
+);
+const nearJson = fc.array(piece, { maxLength: 40 }).map((pieces) => pieces.join(''));
+
+/** An edit of a valid text: one of its bytes replaced, removed or doubled, or a piece put in. */
+const edited = fc
+  .tuple(fc.json(), fc.nat(), fc.constantFrom('replace', 'remove', 'double', 'insert'), piece)
+  .map(([text, at, how, put]) => {
+    const bytes = Buffer.from(text);
+    const i = at % (bytes.length + 1);
+    const before = bytes.subarray(0, i);
+    const after = bytes.subarray(i);
+    if (how === 'insert') return Buffer.concat([before, Buffer.from(put), after]);
+    if (how === 'remove') return Buffer.concat([before, after.subarray(1)]);
+    if (how === 'double') return Buffer.concat([before, after.subarray(0, 1), after]);
+    return Buffer.concat([before, Buffer.from(put).subarray(0, 1), after.subarray(1)]);
+  });
+
+/** Bytes that are not UTF-8 (and some that are): lone continuation bytes, cut sequences, surrogates. */
+const badUtf8 = fc.constantFrom(
+  [0x80],
+  [0xbf],
+  [0xc0, 0x80],
+  [0xc3],
+  [0xe2, 0x82],
+  [0xed, 0xa0, 0x80],
+  [0xf4, 0x90, 0x80, 0x80],
+  [0xff],
+  [0xfe],
+  [0xe2, 0x22],
+  [0xf0, 0x9f, 0x98, 0x80],
+  [0xc3, 0xa9],
+);
+
+const ws = fc.constantFrom('', ' ', '\n', '\t ', '\r\n');
+const key = fc.constantFrom(
+  'jsonrpc',
+  'id',
+  'method',
+  'params',
+  'result',
+  'error',
+  'x',
+  '\\u0069d',
+  'meth\\u006fd',
+  '__proto__',
+);
+const scalar = fc.oneof(
+  fc.constantFrom('"2.0"', '"2.1"', '"\\u0032.0"', 'null', 'true', 'false', '{}', '[]', '"ping"'),
+  fc.constantFrom('1', '-0', '0', '1.0', '1.5', '1e2', '1e400', '-1e-400', '9007199254740991'),
+  fc.constantFrom('9007199254740993', '-12345678901234567890', '9007199254740993.0', '1'.repeat(400)),
+  fc.integer().map(String),
+  fc.string().map((s) => JSON.stringify(s)),
+);
+const innerKey = fc.constantFrom('_meta', 'task', 'isError', 'code', 'message', 'progressToken', 'y');
+/** An object whose direct members are the ones the envelope keeps, any of them duplicated. */
+const innerObject = fc
+  .array(fc.tuple(innerKey, fc.oneof(scalar, fc.json()), ws), { maxLength: 5 })
+  .map((members) => `{${members.map(([k, v, s]) => `${s}"${k}"${s}:${s}${v}`).join(',')}}`);
+/** Messages and near-messages: the envelope's members in any order, duplicated, escaped, or wrong. */
+const message = fc
+  .array(fc.tuple(key, fc.oneof(scalar, innerObject, fc.json()), ws), { maxLength: 7 })
+  .map((members) => Buffer.from(`{${members.map(([k, v, s]) => `${s}"${k}"${s}:${s}${v}`).join(',')}}`));
+const likelyMessage = fc
+  .tuple(
+    fc.oneof(fc.integer().map(String), fc.constantFrom('9007199254740993', '"a"')),
+    fc.constantFrom('method', 'result', 'error'),
+    innerObject,
+    fc.array(fc.tuple(key, fc.oneof(scalar, innerObject)), { maxLength: 2 }),
+  )
+  .map(([id, what, inner, more]) => {
+    const head =
+      what === 'method'
+        ? `"method":"tools/call","params":${inner}`
+        : what === 'result'
+          ? `"result":${inner}`
+          : `"error":{"code":-1,"message":"m"}`;
+    const extra = more.map(([k, v]) => `,"${k}":${v}`).join('');
+    return Buffer.from(`{"jsonrpc":"2.0","id":${id},${head}${extra}}`);
+  });
+
+describe('issue 33: scanJson agrees with JSON.parse on what is JSON', () => {
+  it('takes every JSON text JSON.stringify makes', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        expect(typeof scanJson(Buffer.from(JSON.stringify(value)))).toBe('object');
+        expect(typeof scanJson(Buffer.from(JSON.stringify(value, null, 2)))).toBe('object');
+      }),
+      RUNS,
+    );
+  });
+
+  it('judges arbitrary strings, texts near JSON, and edited JSON as JSON.parse does', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: 'binary' }), fc.json(), nearJson), (text) =>
+        expectSameVerdict(Buffer.from(text)),
+      ),
+      { numRuns: 5000 },
+    );
+    fc.assert(fc.property(edited, expectSameVerdict), { numRuns: 5000 });
+  });
+
+  it('judges arbitrary bytes, and invalid UTF-8 in and out of strings, as JSON.parse of their decoding does', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => expectSameVerdict(Buffer.from(bytes))),
+      RUNS,
+    );
+    fc.assert(
+      fc.property(fc.json(), fc.nat(), badUtf8, (text, at, bad) => {
+        const bytes = Buffer.from(text);
+        const i = at % (bytes.length + 1);
+        expectSameVerdict(Buffer.concat([bytes.subarray(0, i), Buffer.from(bad), bytes.subarray(i)]));
+      }),
+      { numRuns: 5000 },
+    );
+    expect(typeof scanJson(Buffer.from([0x22, 0xed, 0xa0, 0x80, 0xff, 0xe2, 0x22]))).toBe('object');
+    expect(scanJson(Buffer.from([0x5b, 0xc3, 0xa9, 0x5d]))).toBe('invalid');
+  });
+
+  it('takes lone surrogates in escapes, as JSON.parse does, and refuses broken escapes', () => {
+    for (const text of ['"\\ud800"', '"\\udfff\\ud800"', '["\\uD83D", "\\uDE00x"]']) {
+      expect(typeof scanJson(Buffer.from(text))).toBe('object');
+      expect(parses(Buffer.from(text))).toBe(true);
+    }
+    for (const text of ['"\\u12"', '"\\u12G4"', '"\\x41"', '"\\', '"\\u"', '"a\u0000"']) {
+      expect(scanJson(Buffer.from(text))).toBe('invalid');
+    }
+  });
+
+  it('takes huge numbers and refuses what is not a number', () => {
+    for (const text of ['1e400', '-1e-400', '1'.repeat(10_000), '-0', '0.0e+0']) {
+      expect(typeof scanJson(Buffer.from(text))).toBe('object');
+    }
+    for (const text of ['01', '1.', '.1', '+1', '1e', '-', '0x10', 'NaN', 'Infinity']) {
+      expect(scanJson(Buffer.from(text))).toBe('invalid');
+    }
+  });
+
+  it('judges strings at every alignment, with the special byte at every place in a word', () => {
+    const pool = Buffer.alloc(64, 0x61);
+    for (let offset = 0; offset < 8; offset++) {
+      for (let length = 2; length < 40; length++) {
+        for (let at = 1; at < length - 1; at++) {
+          for (const special of [0x22, 0x5c, 0x01, 0x1f, 0x20, 0x7f, 0x80, 0xff]) {
+            pool.fill(0x61);
+            const raw = pool.subarray(offset, offset + length);
+            raw[0] = 0x22;
+            raw[length - 1] = 0x22;
+            raw[at] = special;
+            expectSameVerdict(raw);
+          }
+        }
+      }
+    }
+  });
+});
+
+describe('issue 33: scanJson and nesting', () => {
+  const deep = (depth: number, open: string, close: string, inside = '1'): string =>
+    open.repeat(depth) + inside + close.repeat(depth);
+
+  it(`takes ${MAX_NESTING} levels and refuses one more, as too deep, however deep`, () => {
+    expect(typeof scanJson(Buffer.from(deep(MAX_NESTING, '[', ']')))).toBe('object');
+    expect(typeof scanJson(Buffer.from(deep(MAX_NESTING, '{"a":', '}')))).toBe('object');
+    expect(scanJson(Buffer.from(deep(MAX_NESTING + 1, '[', ']')))).toBe('too-deep');
+    expect(scanJson(Buffer.from(deep(MAX_NESTING + 1, '{"a":', '}')))).toBe('too-deep');
+    expect(scanJson(Buffer.from('['.repeat(1_000_000)))).toBe('too-deep');
+  });
+
+  it('never takes a message the usual read refuses as too deep', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: MAX_NESTING - 3, max: MAX_NESTING + 3 }),
+        fc.boolean(),
+        (depth, objects) => {
+          const raw = Buffer.from(
+            `{"jsonrpc":"2.0","id":1,"result":${deep(depth - 1, objects ? '{"a":' : '[', objects ? '}' : ']')}}`,
+          );
+          expectSameVerdict(raw);
+          expectSameEnvelope(raw);
+        },
+      ),
+    );
+  });
+});
+
+describe('issue 33: envelopeOf agrees with the usual read on the envelope', () => {
+  it('for arbitrary JSON, and arbitrary objects', () => {
+    fc.assert(
+      fc.property(fc.json(), (text) => expectSameEnvelope(Buffer.from(text))),
+      RUNS,
+    );
+    fc.assert(
+      fc.property(fc.dictionary(key, fc.jsonValue()), (value) =>
+        expectSameEnvelope(Buffer.from(JSON.stringify(value))),
+      ),
+      RUNS,
+    );
+  });
+
+  it('for messages and near-messages: members in any order, duplicated, escaped, of the wrong type', () => {
+    fc.assert(fc.property(message, expectSameEnvelope), { numRuns: 10_000 });
+    fc.assert(fc.property(likelyMessage, expectSameEnvelope), { numRuns: 5000 });
+  });
+
+  it('reads an id beyond 2^53 exactly, and a duplicate key as JSON.parse does: the last one', () => {
+    const big = envelopeOf(Buffer.from('{"jsonrpc":"2.0","id":9007199254740993,"result":{}}'));
+    expect(big?.id).toEqual(
+      expectedEnvelope(Buffer.from('{"jsonrpc":"2.0","id":9007199254740993,"result":{}}'))?.id,
+    );
+    expect(String(big?.id)).toMatch(/:9007199254740993$/);
+    const twice = Buffer.from(
+      '{"jsonrpc":"2.0","id":1,"result":{"_meta":{}},"id":2,"result":{"content":[]}}',
+    );
+    expect(envelopeOf(twice)).toEqual({
+      kind: 'response',
+      id: 2,
+      idSpan: { first: 0x32, start: 51, end: 52 },
+      idRepeated: true,
+    });
+    expect(twice.toString('latin1', 51, 52)).toBe('2');
+  });
+});
