@@ -52,7 +52,7 @@ const listenAddress = (shape: RegExp, expected: string) =>
 
 /**
  * taskgate as an OAuth 2.1 resource server (MCP basic/authorization): JWT access tokens from `issuer`,
- * checked against its keys (JWKS), for taskgate's own `resource` (RFC 8707: the `aud` must name it), with
+ * checked against its keys (JWKS), or opaque ones it introspects (`introspection`), for taskgate's own `resource` (RFC 8707: the `aud` must name it), with
  * the `scopes` every request needs. Protected Resource Metadata (RFC 9728) names the issuer to clients.
  */
 const scopeToken = z.string().regex(/^[!#-[\]-~]+$/, 'expected a scope token');
