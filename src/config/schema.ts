@@ -14,6 +14,7 @@ import {
 } from './server-schema.js';
 import { DEFAULT_SEPARATOR, serverProblems } from './server-problems.js';
 import { MAX_TIMER_MS, MIB, MS_PER_DAY, milliseconds } from './units.js';
+import { IntrospectionSchema } from './oauth-introspection.js';
 import { upstreamAuthProblems } from './upstream-auth-problems.js';
 
 export { DEFAULT_SEPARATOR };
@@ -51,7 +52,7 @@ const listenAddress = (shape: RegExp, expected: string) =>
 
 /**
  * taskgate as an OAuth 2.1 resource server (MCP basic/authorization): JWT access tokens from `issuer`,
- * checked against its keys (JWKS), for taskgate's own `resource` (RFC 8707: the `aud` must name it), with
+ * checked against its keys (JWKS), or opaque ones it introspects (`introspection`), for taskgate's own `resource` (RFC 8707: the `aud` must name it), with
  * the `scopes` every request needs. Protected Resource Metadata (RFC 9728) names the issuer to clients.
  */
 const scopeToken = z.string().regex(/^[!#-[\]-~]+$/, 'expected a scope token');
@@ -74,8 +75,10 @@ export const OAuthSchema = z
     jwksCooldown: z.number().int().nonnegative().max(MAX_TIMER_MS).default(30_000),
     /** Keys are fetched again (on the next token) once this old: rotation without a kid miss. */
     jwksMaxAge: milliseconds(MAX_TIMER_MS).default(600_000),
-    /** How long a request to the authorization server (metadata, keys) may take. */
+    /** How long a request to the authorization server (metadata, keys, introspection) may take. */
     timeout: milliseconds(60_000).default(5_000),
+    /** Opaque tokens (RFC 7662 introspection at the authorization server): oauth-introspection.ts. */
+    introspection: IntrospectionSchema.optional(),
     /** `resource_name` in the metadata, for people. */
     resourceName: z.string().min(1).optional(),
     /**

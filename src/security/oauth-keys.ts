@@ -6,68 +6,19 @@
  */
 import { createRemoteJWKSet, errors, type JWTVerifyGetKey } from 'jose';
 import type { OAuthConfig } from '../config/schema.js';
-
-export const RETRY_AFTER_MS = 1_000;
-
-/** The authorization server could not be asked (down, slow, or answering nonsense): no token can be judged. */
-export class AuthorizationServerUnavailable extends Error {
-  override readonly name = 'AuthorizationServerUnavailable';
-}
-
-/**
- * Where an issuer's metadata may be, in the order the MCP spec has clients try them (basic/authorization,
- * "Authorization Server Metadata Discovery"): RFC 8414's path insertion, then OpenID Connect's.
- */
-export function metadataUrls(issuer: string): URL[] {
-  const url = new URL(issuer);
-  const path = url.pathname.replace(/\/$/, '');
-  const at = (wellKnown: string) => new URL(`${url.origin}${wellKnown}`);
-  if (path === '') {
-    return [at('/.well-known/oauth-authorization-server'), at('/.well-known/openid-configuration')];
-  }
-  return [
-    at(`/.well-known/oauth-authorization-server${path}`),
-    at(`/.well-known/openid-configuration${path}`),
-    at(`${path}/.well-known/openid-configuration`),
-  ];
-}
+import {
+  AuthorizationServerUnavailable,
+  authorizationServerMetadata,
+  causeOf,
+  RETRY_AFTER_MS,
+} from './oauth-metadata.js';
 
 async function discoverJwksUri(oauth: OAuthConfig): Promise<URL> {
-  const problems: string[] = [];
-  for (const url of metadataUrls(oauth.issuer)) {
-    let response: Response;
-    try {
-      response = await fetch(url, {
-        headers: { accept: 'application/json' },
-        redirect: 'manual',
-        signal: AbortSignal.timeout(oauth.timeout),
-      });
-    } catch (error) {
-      throw new AuthorizationServerUnavailable(`${url.href}: ${causeOf(error)}`);
-    }
-    if (response.status !== 200) {
-      problems.push(`${url.href}: HTTP ${response.status}`);
-      continue;
-    }
-    const metadata = (await response.json().catch(() => undefined)) as Record<string, unknown> | undefined;
-    // RFC 8414 section 3.3: metadata naming another issuer must not be used.
-    if (metadata?.issuer !== oauth.issuer) {
-      throw new AuthorizationServerUnavailable(
-        `${url.href} names issuer ${JSON.stringify(metadata?.issuer)}`,
-      );
-    }
-    if (typeof metadata.jwks_uri !== 'string') {
-      throw new AuthorizationServerUnavailable(`${url.href} has no jwks_uri`);
-    }
-    return new URL(metadata.jwks_uri);
+  const metadata = await authorizationServerMetadata(oauth);
+  if (typeof metadata['jwks_uri'] !== 'string') {
+    throw new AuthorizationServerUnavailable(`the metadata of ${oauth.issuer} has no jwks_uri`);
   }
-  throw new AuthorizationServerUnavailable(`no metadata: ${problems.join('; ')}`);
-}
-
-function causeOf(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
-  return `${error.message}${cause}`;
+  return new URL(metadata['jwks_uri']);
 }
 
 /** The key lookup jose's jwtVerify takes, failing with AuthorizationServerUnavailable when it cannot fetch. */

@@ -1,11 +1,15 @@
 /**
  * An access token judged as OAuth 2.1 section 5.2 and MCP basic/authorization ("Token Handling") ask: a
  * JWT signed by one of the issuer's keys, from that issuer, for taskgate's own resource (RFC 8707: its
- * `aud` names it), within its `exp` and `nbf` (with `clockSkew`), carrying the scopes required.
+ * `aud` names it), within its `exp` and `nbf` (with `clockSkew`), carrying the scopes required. With
+ * `introspection`, a token that is not a JWT (or any, as configured) is judged by what the issuer's
+ * introspection endpoint says of it (oauth-introspection.ts), against the same claims.
  */
-import { errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { OAuthConfig } from '../config/schema.js';
-import { AuthorizationServerUnavailable, authorizationServerKeys } from './oauth-keys.js';
+import { authorizationServerKeys } from './oauth-keys.js';
+import { introspectedClaims, Introspector, type Introspected } from './oauth-introspection.js';
+import { AuthorizationServerUnavailable } from './oauth-metadata.js';
 
 /** What a valid token says of its bearer. */
 export interface Grant {
@@ -27,36 +31,59 @@ export type TokenVerdict =
   /** 503: the authorization server's keys cannot be had, so no token can be judged now. */
   | { ok: false; status: 503; description: string };
 
+type Refusal = Exclude<TokenVerdict, { ok: true }>;
+
 export class TokenValidator {
   private readonly required: readonly string[];
 
   constructor(
     private readonly oauth: OAuthConfig,
     private readonly keys: JWTVerifyGetKey = authorizationServerKeys(oauth),
+    private readonly introspector: Introspector | undefined = oauth.introspection &&
+      new Introspector(oauth, oauth.introspection),
   ) {
     this.required = oauth.scopes;
   }
 
   async check(token: string | undefined): Promise<TokenVerdict> {
     if (token === undefined) return { ok: false, status: 401, description: 'a bearer token is required' };
-    let payload: JWTPayload;
+    const introspected =
+      this.introspector !== undefined && (this.oauth.introspection?.tokens === 'all' || !isJwt(token));
+    const read = await (introspected ? this.introspected(token) : this.verified(token));
+    return 'payload' in read ? this.granted(read.payload) : read;
+  }
+
+  private async verified(token: string): Promise<{ payload: JWTPayload } | Refusal> {
     try {
-      ({ payload } = await jwtVerify(token, this.keys, {
+      const { payload } = await jwtVerify(token, this.keys, {
         issuer: this.oauth.issuer,
         audience: this.oauth.resource,
         clockTolerance: Math.floor(this.oauth.clockSkew / 1000),
         requiredClaims: ['sub', 'exp'],
-      }));
+      });
+      return { payload };
     } catch (error) {
-      if (error instanceof AuthorizationServerUnavailable) {
-        return {
-          ok: false,
-          status: 503,
-          description: `the authorization server could not be reached to check the token (${error.message})`,
-        };
-      }
+      if (error instanceof AuthorizationServerUnavailable) return unavailable(error);
       return { ok: false, status: 401, error: 'invalid_token', description: whyInvalid(error) };
     }
+  }
+
+  private async introspected(token: string): Promise<{ payload: JWTPayload } | Refusal> {
+    let answer: Introspected;
+    try {
+      answer = await this.introspector!.introspect(token);
+    } catch (error) {
+      if (error instanceof AuthorizationServerUnavailable) return unavailable(error);
+      throw error;
+    }
+    const read = introspectedClaims(answer, this.oauth, Date.now());
+    if ('invalid' in read) {
+      return { ok: false, status: 401, error: 'invalid_token', description: read.invalid };
+    }
+    return read;
+  }
+
+  private granted(payload: JWTPayload): TokenVerdict {
     const scopes = withImplied(scopesOf(payload), this.oauth.impliedScopes);
     const missing = this.required.filter((scope) => !scopes.includes(scope));
     if (missing.length > 0) {
@@ -77,6 +104,24 @@ export class TokenValidator {
         expiresAt: payload.exp! * 1000,
       },
     };
+  }
+}
+
+function unavailable(error: AuthorizationServerUnavailable): Refusal {
+  return {
+    ok: false,
+    status: 503,
+    description: `the authorization server could not be reached to check the token (${error.message})`,
+  };
+}
+
+/** A JWS or JWE in compact form, as JWT access tokens are; anything else is opaque. */
+function isJwt(token: string): boolean {
+  try {
+    decodeProtectedHeader(token);
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -1,8 +1,11 @@
 /**
  * A real OAuth 2.1 authorization server for the tests: panva's oidc-provider, in this process, issuing JWT
  * access tokens (RFC 9068) for the resource a token request names (RFC 8707), by the client credentials
- * grant, each client's tokens carrying its `groups` claim (RFC 9068 section 2.2.3.1). Its keys can be rotated (a new signing key published, the old one dropped) and it can be taken
- * down and brought back on the same port. `sign` makes tokens no such server would issue (expired, not yet
+ * grant, each client's tokens carrying its `groups` claim (RFC 9068 section 2.2.3.1); or opaque ones
+ * (`accessTokenFormat`), which taskgate (GATEWAY_CLIENT, the only client it answers) introspects (RFC
+ * 7662) and a client can revoke (RFC 7009). Its keys can be rotated (a new signing key published, the old
+ * one dropped), its introspection endpoint made to hold every request (`stallIntrospection`), and it can
+ * be taken down and brought back on the same port. `sign` makes tokens no such server would issue (expired, not yet
  * valid), signed with its own key, for the checks a real server's tokens cannot reach.
  */
 import { once } from 'node:events';
@@ -82,6 +85,12 @@ interface GrantContext {
 export class AuthorizationServer {
   /** Requests for the key set, since it started. */
   jwksFetches = 0;
+  /** Requests to the introspection endpoint, since it started. */
+  introspections = 0;
+  /** The format of the access tokens issued from now on: JWTs (RFC 9068), or opaque ones to introspect. */
+  accessTokenFormat: 'jwt' | 'opaque' = 'jwt';
+  /** While true, introspection requests are held unanswered (a slow server); false answers them. */
+  private stalled: (() => void)[] | undefined;
   /** Access tokens issued by the client credentials grant, by client id. */
   readonly clientCredentialsGrants = new Map<string, number>();
   /** Token exchanges granted, in order. */
@@ -140,6 +149,13 @@ export class AuthorizationServer {
     const handle = provider.callback();
     this.server.on('request', (req, res) => {
       if (req.url === '/jwks') this.jwksFetches++;
+      if (req.url === '/token/introspection') {
+        this.introspections++;
+        if (this.stalled !== undefined) {
+          this.stalled.push(() => handle(req, res));
+          return;
+        }
+      }
       if (req.url?.startsWith('/interaction/')) {
         this.interact(provider, req, res).catch((error: unknown) => res.writeHead(500).end(String(error)));
         return;
@@ -163,6 +179,30 @@ export class AuthorizationServer {
       throw new Error(`token request failed: ${response.status} ${JSON.stringify(body)}`);
     }
     return body.access_token;
+  }
+
+  /** Revokes a token (RFC 7009) as the client it was issued to. */
+  async revoke(token: string, client = CLIENT): Promise<void> {
+    const response = await fetch(`${this.issuer}/token/revocation`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from(`${client.id}:${client.secret}`).toString('base64')}`,
+      },
+      body: new URLSearchParams({ token, token_type_hint: 'access_token' }),
+    });
+    if (response.status !== 200) throw new Error(`revocation failed: ${response.status}`);
+  }
+
+  /** Holds introspection requests unanswered (true) until called with false, which answers them. */
+  stallIntrospection(stall: boolean): void {
+    if (stall) {
+      this.stalled ??= [];
+      return;
+    }
+    const held = this.stalled ?? [];
+    this.stalled = undefined;
+    for (const answer of held) answer();
   }
 
   /** A JWT access token of these claims, signed with the server's current key (or the one given). */
@@ -316,9 +356,19 @@ export class AuthorizationServer {
             scope: scopes,
             audience: resource,
             accessTokenTTL: this.accessTokenTTL,
-            accessTokenFormat: 'jwt',
-            jwt: { sign: { alg: 'RS256' } },
+            ...(this.accessTokenFormat === 'jwt'
+              ? { accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } }
+              : { accessTokenFormat: 'opaque' }),
           }),
+        },
+        introspection: {
+          enabled: true,
+          allowedPolicy: (_ctx: unknown, client: { clientId: string }) =>
+            client.clientId === GATEWAY_CLIENT.id,
+        },
+        revocation: {
+          enabled: true,
+          allowedPolicy: (_ctx, client, token) => client.clientId === token.clientId,
         },
       },
     });

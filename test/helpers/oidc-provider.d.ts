@@ -25,6 +25,16 @@ declare module 'oidc-provider' {
         useGrantedResource?: () => boolean;
         getResourceServerInfo: (ctx: unknown, resource: string) => ResourceServer;
       };
+      /** RFC 7662: who may learn what of a token (the authenticated client, the token). */
+      introspection?: {
+        enabled: boolean;
+        allowedPolicy?: (ctx: unknown, client: { clientId: string }, token: { clientId: string }) => boolean;
+      };
+      /** RFC 7009: who may revoke a token. */
+      revocation?: {
+        enabled: boolean;
+        allowedPolicy?: (ctx: unknown, client: { clientId: string }, token: { clientId: string }) => boolean;
+      };
     };
   }
 

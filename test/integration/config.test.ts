@@ -65,6 +65,7 @@ describe('the example configs in config/', () => {
   const environment: Record<string, Record<string, string>> = {
     'replicas.yaml': { TASKGATE_STORE_CURSOR_SECRET: 'the same secret on every replica' },
     'oauth-upstream.yaml': { UPSTREAM_CLIENT_SECRET: 'taskgate-secret-at-the-authorization-server' },
+    'oauth.yaml': { INTROSPECTION_CLIENT_SECRET: 'taskgate-secret-at-the-authorization-server' },
   };
 
   it('has the examples the README points to', () => {

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { OAuthSchema, type OAuthConfig } from '../../src/config/schema.js';
 import { TokenValidator } from '../../src/security/oauth-tokens.js';
-import { metadataUrls, RETRY_AFTER_MS } from '../../src/security/oauth-keys.js';
+import { metadataUrls, RETRY_AFTER_MS } from '../../src/security/oauth-metadata.js';
 import { AuthorizationServer, CLIENT } from '../helpers/oauth-server.js';
 
 const RESOURCE = 'http://127.0.0.1:8931/mcp';
