@@ -25,7 +25,7 @@ import {
 import { checkCapabilities, requiredForInputRequest } from '../protocol/modern/capabilities.js';
 import type { RequestCaller } from '../protocol/caller.js';
 import { callerOfExchange, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
-import { AS_THE_CLIENT_REFUSES } from './attribution.js';
+import { AS_THE_CLIENT_REFUSES } from '../protocol/attribution.js';
 import { CallerShares, type ShareLimits } from './caller-shares.js';
 import type { ClientCapabilities } from '../protocol/modern/meta.js';
 import type { Arrival } from '../transport/channel.js';
@@ -141,7 +141,7 @@ export class ExtensionTasks {
   }
 
   /**
-   * Holds a server-to-client request as input of a task it belongs to (attribution.ts). One the task's
+   * Holds a server-to-client request as input of a task it belongs to (protocol/attribution.ts). One the task's
    * client did not declare it can answer is refused to the server as that client would refuse it.
    */
   hold(task: ExtensionTask, request: Request, bytes: number): void {

@@ -1,6 +1,6 @@
 /**
  * MRTR input rounds of the bridge's calls (bridge.ts): a server-to-client request is attributed to the call
- * or task it is for (attribution.ts); a call's is put to its 2026-07-28 client as an `input_required`
+ * or task it is for (protocol/attribution.ts); a call's is put to its 2026-07-28 client as an `input_required`
  * answer, the call parked (parked-calls.ts) under a sealed requestState, and the client's retry with
  * `inputResponses` answers the waiting server and takes the call up again. A retry whose call is parked on
  * another replica sharing the store is carried there.
@@ -31,14 +31,18 @@ import {
 } from '../protocol/modern/request-state.js';
 import type { RelayedRequest, TaskInputBoard } from '../tasks/store.js';
 import type { Arrival } from '../transport/channel.js';
+import { AS_THE_CLIENT_REFUSES, attribute, type Evidence } from '../protocol/attribution.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
-import { AS_THE_CLIENT_REFUSES, attribute } from './attribution.js';
 import type { ExtensionTasks } from './extension-tasks.js';
+import type { ExtensionTask } from './extension-task-record.js';
 import type { Call } from './bridge-call.js';
 import type { ShareLimits } from './caller-shares.js';
 import { ParkedCalls } from './parked-calls.js';
 import { MAY_ASK_FOR_INPUT, progressTokenOf } from './legacy-form.js';
 import { exchangeOf, relayedOf } from './relayed.js';
+
+/** Whose a server request is: a call (asked as MRTR input) or a task (held as its input). */
+type InputOwner = { call: Call; task?: undefined } | { task: ExtensionTask; call?: undefined };
 
 /** What the bridge lends the rounds: its answers, and its calls' lifecycle. */
 export interface RoundsHost {
@@ -93,7 +97,7 @@ export class InputRounds {
   }
 
   /**
-   * A server-to-client request: put to the client whose request it belongs to (attribution.ts), as MRTR
+   * A server-to-client request: put to the client whose request it belongs to (protocol/attribution.ts), as MRTR
    * input. One that client did not declare it can answer is refused to the server as the client would;
    * the call goes on after a roots/list, and is refused -32021 after an elicitation or sampling it needs.
    */
@@ -108,25 +112,39 @@ export class InputRounds {
         }),
       );
     }
-    const owner = attribute(request, arrival, {
-      callOnStream: (legacyId) => {
-        const call = this.options.calls.get(legacyId);
-        return call !== undefined && MAY_ASK_FOR_INPUT.has(call.method) ? call : undefined;
-      },
-      taskOf: (asked, on) => this.options.tasks.taskOf(asked, on),
-      // A parked call's server is waiting for the answer it already asked for: it is not the one asking.
-      calls: [...this.options.calls.values()].filter(
-        (each) => MAY_ASK_FOR_INPUT.has(each.method) && each.parkedAs === undefined,
-      ),
-      tasks: this.options.tasks.running(),
-    });
-    if ('task' in owner) return this.options.tasks.hold(owner.task, request, bytes);
+    const owner = attribute(request.method, this.evidence(request, arrival));
     if ('nobody' in owner) {
       return this.options.host.answerServer(
         errorResponse(request.id, { code: ErrorCode.ClientUnavailable, message: owner.nobody }),
       );
     }
-    this.ask(owner.call, request, required, bytes);
+    const { call, task } = owner.to;
+    if (call === undefined) return this.options.tasks.hold(task, request, bytes);
+    this.ask(call, request, required, bytes);
+  }
+
+  /**
+   * What says whose a server request is: the task its tag or stream names, the call whose stream it came
+   * on, else the calls that may ask (a parked call's server waits for the answer it already asked for) and
+   * the running tasks, all of them the one caller's this bridge serves.
+   */
+  private evidence(request: Request, arrival: Arrival | undefined): Evidence<InputOwner> {
+    const task = this.options.tasks.taskOf(request, arrival);
+    if (task !== undefined) return { task: { task } };
+    const streamOf = arrival?.onStreamOf;
+    if (typeof streamOf === 'number') {
+      const call = this.options.calls.get(streamOf);
+      return { stream: call !== undefined && MAY_ASK_FOR_INPUT.has(call.method) ? { call } : null };
+    }
+    const calls = [...this.options.calls.values()].filter(
+      (each) => MAY_ASK_FOR_INPUT.has(each.method) && each.parkedAs === undefined,
+    );
+    const tasks = this.options.tasks.running();
+    // A bridge serves one caller (one per caller on the HTTP front, caller-bridges.ts; one stdio connection).
+    return {
+      oneCallers: [...calls.map((call) => ({ call })), ...tasks.map((task) => ({ task }))],
+      counted: `${calls.length} call(s), ${tasks.length} task(s)`,
+    };
   }
 
   /** A server request for input `required`, attributed to the call: put to its client with the next answer. */

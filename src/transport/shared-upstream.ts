@@ -16,6 +16,7 @@
  * src/session/shared-sessions.ts) and asked here.
  */
 import type { Logger } from 'pino';
+import { attribute, type Evidence } from '../protocol/attribution.js';
 import { ErrorCode, type ProtocolError } from '../protocol/errors.js';
 import { CALLER_CAPABILITIES_META } from '../protocol/modern/meta.js';
 import { handed, withExactRequestId } from '../protocol/exact-ids.js';
@@ -378,26 +379,40 @@ export class SharedUpstream implements PortHost {
 
   private upstreamRequest(request: Request, raw: Buffer, arrival: Arrival | undefined): void {
     const tied = arrival?.onStreamOf === undefined ? undefined : this.inFlight.get(arrival.onStreamOf);
-    const chosen = tied?.port ?? this.portFor(request);
+    const owner = attribute(request.method, this.evidence(request, tied));
     // A ping asks whether the connection is alive, which it is whichever client it would have gone to.
-    if (typeof chosen === 'string' && request.method === 'ping') {
+    if ('nobody' in owner && request.method === 'ping') {
       return this.upstream.send(successResponse(request.id, {}));
     }
-    if (typeof chosen === 'string') {
+    if ('nobody' in owner) {
       this.upstream.send(
         errorResponse(request.id, {
           code: ErrorCode.ClientUnavailable,
-          message: `taskgate shares this server among client sessions and cannot tell which one ${request.method} is for: ${chosen}`,
+          message: `taskgate shares this server among client sessions and cannot tell which one ${request.method} is for: ${owner.nobody}`,
         }),
       );
       return;
     }
+    const chosen = owner.to;
     const key = idKey(request.id);
     this.serverRequests.set(key, chosen);
     chosen.serverRequests.set(key, request.id);
     const elicitationId = request.method === 'elicitation/create' ? request.params?.elicitationId : undefined;
     if (typeof elicitationId === 'string') this.rememberElicitation(elicitationId, chosen);
-    chosen.receive(raw, tied === undefined ? undefined : { onStreamOf: tied.id }, handed(request));
+    chosen.receive(raw, tied?.port === undefined ? undefined : { onStreamOf: tied.id }, handed(request));
+  }
+
+  /**
+   * What says which session a request of the server's is for (protocol/attribution.ts): the request stream
+   * of an HTTP server that carried it, its related task, or the server serving one session alone. Another
+   * session being the only one with requests in flight is no evidence: the server may ask on its own.
+   */
+  private evidence(request: Request, tied: InFlight | undefined): Evidence<Port> {
+    if (tied?.port !== undefined) return { stream: this.ports.has(tied.port) ? tied.port : null };
+    const taskId = relatedTaskOf(request.params);
+    const owner = taskId === undefined ? undefined : this.tasks.routeOf(taskId);
+    if (owner !== undefined) return { task: typeof owner === 'string' ? null : owner };
+    return this.ports.size === 1 ? { oneCallers: [...this.ports] } : {};
   }
 
   /** Bounded: the oldest elicitation still waiting for its completion is forgotten first. */
@@ -407,22 +422,6 @@ export class SharedUpstream implements PortHost {
     if (this.elicitations.size > MAX_ELICITATIONS) {
       this.elicitations.delete(this.elicitations.keys().next().value!);
     }
-  }
-
-  /** The port a request of the server's belongs to, or why none can be chosen safely. */
-  private portFor(request: Request): Port | string {
-    const taskId = relatedTaskOf(request.params);
-    const owner = taskId === undefined ? undefined : this.tasks.routeOf(taskId);
-    if (owner !== undefined) return owner;
-    let only: Port | undefined;
-    let busy = 0;
-    for (const port of this.ports) {
-      if (port.inFlight.size === 0) continue;
-      busy++;
-      only = port;
-    }
-    if (only === undefined) return 'no client session has a request in flight';
-    return busy > 1 ? `${busy} client sessions have requests in flight` : only;
   }
 
   private upstreamNotification(notification: Notification, raw: Buffer, arrival: Arrival | undefined): void {

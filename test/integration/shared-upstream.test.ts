@@ -132,19 +132,35 @@ describe('upstream.sharing shared over the HTTP front', () => {
     expect(progressOf.a.every((p) => p.total === 3)).toBe(true);
   });
 
-  it("sends the server's elicitation during one session's call to that session only", async () => {
+  it("sends the server's elicitation during a call to the one session on the server, as a server of its own would", async () => {
     const gateway = await sharedGateway();
-    const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
-    const asked = answerElicitations({ a, b });
+    const a = await session(gateway, 'a');
+    const asked = answerElicitations({ a });
     const answer = await call(a.client, 'elicit', { message: 'who?' });
     expect(answer).toContain('from a');
     expect(asked).toEqual(['a']);
   });
 
-  it("sends the server's elicitation during one session's task to that session, as input the task asks for", async () => {
+  it("refuses the server's elicitation during one session's call while another session shares the server: a stdio server never says whose it is", async () => {
     const gateway = await sharedGateway();
     const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
     const asked = answerElicitations({ a, b });
+    const answer = await a.client
+      .callTool({ name: 'elicit', arguments: { message: 'who?' } }, CallToolResultSchema)
+      .catch((error: unknown) => error);
+    expect((answer as Error).message).toMatch(
+      /cannot tell which one elicitation\/create is for: .*the server serves several clients/,
+    );
+    expect(asked).toEqual([]);
+    // Neither session is worse for it.
+    expect(await call(b.client, 'echo', { text: 'b' })).toBe('b');
+    expect(await call(a.client, 'echo', { text: 'a' })).toBe('a');
+  });
+
+  it("sends the server's elicitation during a task to the one session on the server, as input the task asks for", async () => {
+    const gateway = await sharedGateway();
+    const a = await session(gateway, 'a');
+    const asked = answerElicitations({ a });
     const { task } = await a.client.request(
       { method: 'tools/call', params: { name: 'elicit', arguments: { message: 'who?' }, task: {} } },
       CreateTaskResultSchema,
@@ -154,16 +170,21 @@ describe('upstream.sharing shared over the HTTP front', () => {
     expect(asked).toEqual(['a']);
   });
 
-  it("answers the server's roots/list during a session's call with that session's roots", async () => {
+  it("answers the server's roots/list with the roots of the one session on the server; once another shares it, refuses it", async () => {
     const gateway = await sharedGateway();
-    const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
-    for (const [name, { client }] of Object.entries({ a, b })) {
+    const withRoots = (name: string, { client }: Session): void =>
       client.setRequestHandler(ListRootsRequestSchema, () => ({
         roots: [{ uri: `file:///home/${name}`, name }],
       }));
-    }
-    expect(JSON.parse(await call(b.client, 'roots'))).toEqual([{ uri: 'file:///home/b', name: 'b' }]);
+    const a = await session(gateway, 'a');
+    withRoots('a', a);
     expect(JSON.parse(await call(a.client, 'roots'))).toEqual([{ uri: 'file:///home/a', name: 'a' }]);
+    const b = await session(gateway, 'b');
+    withRoots('b', b);
+    const refused = await b.client
+      .callTool({ name: 'roots', arguments: {} }, CallToolResultSchema)
+      .then(textOf, (error: unknown) => String(error));
+    expect(refused).toMatch(/cannot tell which one roots\/list is for/);
   });
 
   it('refuses the server a request it cannot tie to one session, rather than guess', async () => {

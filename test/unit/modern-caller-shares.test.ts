@@ -7,8 +7,9 @@
 import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CallerShares } from '../../src/modern/caller-shares.js';
-import { MODERN_LISTEN_SHARES, MODERN_PARKED_SHARES } from '../../src/modern/defaults.js';
+import { MODERN_LISTEN_SHARES, MODERN_PARKED_SHARES, modernTaskShares } from '../../src/modern/defaults.js';
 import { ClientGiveUp } from '../../src/protocol/modern/exchange.js';
+import { heldTool } from '../helpers/held-call.js';
 import { Inbox } from '../helpers/inbox.js';
 import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
 import { textResult, type FakeTool } from '../helpers/in-process.js';
@@ -108,6 +109,14 @@ const ask: FakeTool = {
   },
 };
 
+const WITH_TASKS = {
+  ...MODERN_META,
+  'io.modelcontextprotocol/clientCapabilities': {
+    elicitation: { form: {} },
+    extensions: { 'io.modelcontextprotocol/tasks': {} },
+  },
+};
+
 let gate: InProcessBridge | undefined;
 afterEach(async () => {
   await gate?.close();
@@ -197,6 +206,177 @@ describe('the bridge’s pools, per caller', () => {
       message: expect.stringContaining('stopped waiting'),
     });
     const aliceAgain = await call('alice', retry(alice));
+    expect(aliceAgain.result).toMatchObject({
+      resultType: 'complete',
+      content: [{ text: 'answered alice' }],
+    });
+  }, 60_000);
+
+  it('Bob’s extension tasks past his share (a tenth of max-tasks) forget only his own oldest; Alice’s running task still takes the input its server asks for', async () => {
+    const held = heldTool('held');
+    const done: FakeTool = { name: 'done', run: () => Promise.resolve(textResult('done')) };
+    const maxTasks = 20;
+    const g = (gate = await inProcessBridge([held, done], { tasks: { maxTasks } }));
+    expect(modernTaskShares(maxTasks).maxEntriesPerCaller).toBe(2);
+    const task = async (caller: string, name: string) => {
+      const { result } = await answerOf(
+        g.ask('tools/call', { name, arguments: {}, _meta: WITH_TASKS }, { caller }),
+      );
+      expect(result).toMatchObject({ resultType: 'task' });
+      return String(result!.taskId);
+    };
+    const poll = async (caller: string, taskId: string, status: string) => {
+      let polled: Answer | undefined;
+      for (let turn = 0; turn < 500 && polled?.result?.status !== status; turn++) {
+        if (turn > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+        polled = await answerOf(g.ask('tasks/get', { taskId, _meta: WITH_TASKS }, { caller }));
+      }
+      expect(polled?.result).toMatchObject({ status });
+      return polled!.result!;
+    };
+    const alices = await task('alice', 'held');
+    const aliceCall = await held.calls.waitFor(() => true, 'Alice’s task’s call upstream');
+    // The whole pool's worth of Bob's: a pool without shares would push Alice's (the oldest) out.
+    let bobs: string | undefined;
+    for (let n = 0; n < maxTasks; n++) bobs = await task('bob', 'done');
+    await poll('bob', bobs!, 'completed');
+
+    // Her server asks for input while hers is the only task running: the bridge holds it for her task.
+    const answered = aliceCall.extra.sendRequest(
+      {
+        method: 'elicitation/create',
+        params: { mode: 'form', message: 'name?', requestedSchema: { type: 'object', properties: {} } },
+      },
+      ElicitResultSchema,
+    );
+    const asking = await poll('alice', alices, 'input_required');
+    const [key] = Object.keys(asking.inputRequests as object);
+    await answerOf(
+      g.ask(
+        'tasks/update',
+        { taskId: alices, inputResponses: { [key!]: { action: 'decline' } }, _meta: WITH_TASKS },
+        { caller: 'alice' },
+      ),
+    );
+    expect(await answered).toMatchObject({ action: 'decline' });
+    aliceCall.answer(textResult('Alice’s own'));
+    expect(await poll('alice', alices, 'completed')).toMatchObject({
+      result: { content: [{ text: 'Alice’s own' }] },
+    });
+  }, 60_000);
+
+  it('refuses to the server input for a caller’s task past the caller’s bytes (8 MiB); the task goes on', async () => {
+    const held = heldTool('held');
+    const g = (gate = await inProcessBridge([held]));
+    const created = await answerOf(
+      g.ask('tools/call', { name: 'held', arguments: {}, _meta: WITH_TASKS }, { caller: 'alice' }),
+    );
+    expect(created.result).toMatchObject({ resultType: 'task' });
+    const taskId = String(created.result!.taskId);
+    const upstream = await held.calls.waitFor(() => true, 'the task’s call upstream');
+    const refusal = await upstream.extra
+      .sendRequest(
+        {
+          method: 'elicitation/create',
+          params: {
+            mode: 'form',
+            message: 'x'.repeat(modernTaskShares(10_000).maxBytesPerCaller),
+            requestedSchema: { type: 'object', properties: {} },
+          },
+        },
+        ElicitResultSchema,
+      )
+      .catch((error: unknown) => error);
+    expect(refusal).toMatchObject({
+      code: -32001,
+      message: expect.stringContaining(
+        'taskgate holds no more input for this caller’s tasks'.replace('’', "'"),
+      ),
+    });
+    upstream.answer(textResult('done without it'));
+    for (let turn = 0; turn < 500; turn++) {
+      const { result } = await answerOf(
+        g.ask('tasks/get', { taskId, _meta: WITH_TASKS }, { caller: 'alice' }),
+      );
+      if (result?.status === 'completed') {
+        expect(result).toMatchObject({ result: { content: [{ text: 'done without it' }] } });
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect.unreachable('the task never completed');
+  }, 60_000);
+
+  it('refuses a waiting call past the caller’s bytes (8 MiB), and one past the pool’s (32 MiB) when every holder is within its share; Alice’s small one waits on', async () => {
+    asked = new Inbox();
+    const MIB = 1024 * 1024;
+    const big: FakeTool = {
+      name: 'big',
+      run: async (args, extra) => {
+        try {
+          const answer = await extra.sendRequest(
+            {
+              method: 'elicitation/create',
+              params: {
+                mode: 'form',
+                message: 'x'.repeat(Number(args.bytes)),
+                requestedSchema: { type: 'object', properties: {} },
+              },
+            },
+            ElicitResultSchema,
+          );
+          asked.push({ who: String(args.who), outcome: answer });
+          return textResult(`answered ${String(args.who)}`);
+        } catch (error) {
+          asked.push({ who: String(args.who), outcome: error });
+          throw error;
+        }
+      },
+    };
+    const g = (gate = await inProcessBridge([big]));
+    const call = (who: string, bytes: number, extra: object = {}) =>
+      answerOf(
+        g.ask(
+          'tools/call',
+          { name: 'big', arguments: { who, bytes }, _meta: MODERN_META, ...extra },
+          { caller: who },
+        ),
+      );
+    const alice = await call('alice', 10);
+    expect(alice.result).toMatchObject({ resultType: 'input_required' });
+
+    const bob = await call('bob', MODERN_PARKED_SHARES.maxBytesPerCaller);
+    expect(bob.error).toMatchObject({
+      code: -31001,
+      message: expect.stringContaining('Too many calls waiting for input: it would keep '),
+    });
+    expect(bob.error!.message).toContain(`more than a caller's ${MODERN_PARKED_SHARES.maxBytesPerCaller}`);
+    // Bob's server hears that its question was put to no client; its call is given up.
+    expect(
+      (await asked.waitFor((each) => each.who === 'bob', 'Bob’s question ended', 5_000)).outcome,
+    ).toMatchObject({ code: -32003 });
+
+    // Four callers keep 7 MiB each, within their share: a fifth's 7 MiB would pass the pool's 32 MiB.
+    for (const who of ['carol', 'dave', 'erin', 'frank']) {
+      expect((await call(who, 7 * MIB)).result).toMatchObject({ resultType: 'input_required' });
+    }
+    const grace = await call('grace', 7 * MIB);
+    expect(grace.error).toMatchObject({
+      code: -31001,
+      message: expect.stringContaining(
+        `all ${MODERN_PARKED_SHARES.maxEntries} calls waiting for input (${MODERN_PARKED_SHARES.maxBytes} bytes) are held by callers within their share`,
+      ),
+    });
+    expect(
+      (await asked.waitFor((each) => each.who === 'grace', 'Grace’s question ended', 5_000)).outcome,
+    ).toMatchObject({ code: -32003 });
+    expect(asked.items.map((each) => each.who).sort()).toEqual(['bob', 'grace']);
+
+    const [key] = Object.keys(alice.result!.inputRequests as object);
+    const aliceAgain = await call('alice', 10, {
+      requestState: alice.result!.requestState,
+      inputResponses: { [key!]: { action: 'accept', content: {} } },
+    });
     expect(aliceAgain.result).toMatchObject({
       resultType: 'complete',
       content: [{ text: 'answered alice' }],

@@ -501,7 +501,7 @@ describe('SharedUpstream', () => {
     expect(server.items.filter((f) => f.method?.startsWith('tasks/'))).toEqual([]);
   });
 
-  it("routes the server's requests by related task or the only port in flight, refuses an ambiguous one, answers an untied ping", async () => {
+  it("routes the server's requests by related task only, refuses one without evidence even with one port in flight, answers an untied ping", async () => {
     const { server, a, b } = await twoSessions();
     a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: {} } });
     const call = await server.next((f) => f.method === 'tools/call', 'the task call');
@@ -517,10 +517,15 @@ describe('SharedUpstream', () => {
     await server.answerTo('srv-1');
     server.send({ method: 'notifications/tasks/status', params: { taskId: 't-a', status: 'completed' } });
 
+    // b's is the only request in flight, but a is there too: the server may be asking on its own.
     b.send({ id: 2, method: 'tools/call', params: { name: 'y' } });
-    await server.next((f) => f.method === 'tools/call' && f !== call, "b's call");
+    const bCall = await server.next((f) => f.method === 'tools/call' && f !== call, "b's call");
     server.send({ id: 'srv-2', method: 'roots/list' });
-    await b.next((f) => f.id === 'srv-2', 'the only port in flight');
+    const unproven = await server.answerTo('srv-2');
+    expect(unproven.error).toMatchObject({ code: ErrorCode.ClientUnavailable });
+    expect((unproven.error as { message: string }).message).toMatch(
+      /cannot tell which one roots\/list is for: .*serves several clients/,
+    );
 
     a.send({ id: 3, method: 'tools/call', params: { name: 'z' } });
     await server.next(() => server.items.filter((f) => f.method === 'tools/call').length === 3, "a's call");
@@ -529,20 +534,45 @@ describe('SharedUpstream', () => {
     expect((refused.error as { message: string }).message).toMatch(/cannot tell which one/);
     server.send({ id: 'srv-4', method: 'ping' });
     expect((await server.answerTo('srv-4')).result).toEqual({});
+    // No call is failed for it: b's goes on to its own answer.
+    server.send({ id: bCall.id, result: { content: [{ type: 'text', text: 'b’s own' }] } });
+    expect((await b.answerTo(2)).result).toEqual({ content: [{ type: 'text', text: 'b’s own' }] });
     await fence(server, a, b);
     expect(a.items.filter((f) => f.method === 'notifications/tasks/status')).toHaveLength(1);
     expect(b.items.filter((f) => f.method === 'notifications/tasks/status')).toHaveLength(0);
-    expect([...a.items, ...b.items].some((f) => f.id === 'srv-3' || f.id === 'srv-4')).toBe(false);
+    expect([...a.items, ...b.items].some((f) => ['srv-2', 'srv-3', 'srv-4'].includes(f.id as string))).toBe(
+      false,
+    );
+  });
+
+  it("sends a server serving one session alone that session's untagged requests, as a server of its own would", async () => {
+    const { server, a, b } = await twoSessions();
+    server.send({ id: 'srv-both', method: 'roots/list' });
+    expect((await server.answerTo('srv-both')).error).toMatchObject({ code: ErrorCode.ClientUnavailable });
+    await a.channel.close();
+    // Idle or not, b is the only client the server serves now: its roots/list after initialize is b's.
+    server.send({ id: 'srv-b', method: 'roots/list' });
+    await b.next((f) => f.id === 'srv-b', 'the roots/list of the one session left');
+    b.send({ id: 'srv-b', result: { roots: [] } });
+    expect((await server.answerTo('srv-b')).result).toEqual({ roots: [] });
   });
 
   it("sends a URL elicitation's completion to the session asked, and one it cannot place to none", async () => {
     const { server, a, b } = await twoSessions();
-    a.send({ id: 1, method: 'tools/call', params: { name: 'x' } });
-    await server.next((f) => f.method === 'tools/call', "a's call");
+    a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: {} } });
+    const call = await server.next((f) => f.method === 'tools/call', "a's task call");
+    server.send({ id: call.id, result: { task: { taskId: 't-a', status: 'working' } } });
+    await a.answerTo(1);
     server.send({
       id: 'srv-url',
       method: 'elicitation/create',
-      params: { mode: 'url', elicitationId: 'e-a', url: 'https://example.test/consent', message: 'consent' },
+      params: {
+        mode: 'url',
+        elicitationId: 'e-a',
+        url: 'https://example.test/consent',
+        message: 'consent',
+        _meta: { 'io.modelcontextprotocol/related-task': { taskId: 't-a' } },
+      },
     });
     await a.next((f) => f.id === 'srv-url', 'the URL elicitation');
     a.send({ id: 'srv-url', result: { action: 'accept' } });
