@@ -11,6 +11,7 @@ import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { decodeProtectedHeader } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport } from '../helpers/http-client.js';
 import { modernRequest } from '../helpers/modern-raw.js';
@@ -266,6 +267,42 @@ describe('the SDK client with tokens of the authorization server', () => {
     const client = await clientWithToken(gateway.url, token);
     token.current = await as.token('http://127.0.0.1:1/other-server');
     await expect(client.listTools()).rejects.toThrow(/401|Unauthorized/);
+  });
+});
+
+describe("the authorization server's key rotation", () => {
+  it('accepts tokens of the old and the new key while both are published, and refuses the old key once retired', async () => {
+    const { as, gateway, resource, metadata } = await start({
+      extra: '    jwksCooldown: 0\n    jwksMaxAge: 500',
+    });
+    const status = async (token: string) =>
+      (await post(gateway.url, { authorization: `Bearer ${token}` })).status;
+    const oldToken = await as.token(resource);
+    expect(await status(oldToken)).toBe(200);
+    const fetchesBefore = as.jwksFetches;
+
+    await as.rotate({ keepOld: true });
+    const newToken = await as.token(resource);
+    expect(decodeProtectedHeader(newToken).kid).not.toBe(decodeProtectedHeader(oldToken).kid);
+    // The new key's kid is not in taskgate's cached set: one fetch finds it.
+    expect(await status(newToken)).toBe(200);
+    expect(await status(oldToken)).toBe(200);
+    expect(as.jwksFetches).toBeGreaterThan(fetchesBefore);
+
+    as.retire();
+    // The old key stays trusted only until the cached set is older than jwksMaxAge.
+    const deadline = Date.now() + 10_000;
+    let refused: Response | undefined;
+    while (refused === undefined && Date.now() < deadline) {
+      const response = await post(gateway.url, { authorization: `Bearer ${oldToken}` });
+      if (response.status === 401) refused = response;
+      else await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(refused?.headers.get('www-authenticate')).toBe(
+      `Bearer error="invalid_token", error_description="the token is signed with a key the issuer does not list", scope="mcp:tools", resource_metadata="${metadata}"`,
+    );
+    expect(await status(newToken)).toBe(200);
+    expect(await status(await as.token(resource))).toBe(200);
   });
 });
 
