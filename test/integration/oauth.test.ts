@@ -328,6 +328,29 @@ describe('an authorization server that is down', () => {
     }
     expect(status).toBe(200);
   });
+
+  it('serves callers whose tokens its cached keys judge, in open sessions and new ones, while a new key gets 503', async () => {
+    const { as, gateway, resource } = await start({ extra: '    jwksCooldown: 0' });
+    const open = await clientWithToken(gateway.url, { current: await as.token(resource) });
+    expect((await open.callTool({ name: 'echo', arguments: { text: 'before' } })).content).toEqual([
+      { type: 'text', text: 'before' },
+    ]);
+    const cachedKeyToken = await as.token(resource, 'mcp:tools', STAFF_CLIENT);
+    // Tokens of a key taskgate has not seen, and the server that could tell it of the key is down.
+    await as.rotate();
+    const newKeyToken = await as.token(resource);
+    await as.down();
+    const refused = await post(gateway.url, { authorization: `Bearer ${newKeyToken}` });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect((await open.callTool({ name: 'echo', arguments: { text: 'during' } })).content).toEqual([
+      { type: 'text', text: 'during' },
+    ]);
+    const staff = await clientWithToken(gateway.url, { current: cachedKeyToken });
+    expect((await staff.callTool({ name: 'echo', arguments: { text: 'new session' } })).content).toEqual([
+      { type: 'text', text: 'new session' },
+    ]);
+  });
 });
 
 describe('authorization rules (auth.rules) with the groups and scopes of real tokens', () => {

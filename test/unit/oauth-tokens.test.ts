@@ -158,6 +158,20 @@ describe('TokenValidator', () => {
     expect((await validator.check(later)).ok).toBe(true);
   });
 
+  it('judges by the keys last fetched while the server is down, past jwksMaxAge; an unknown key is 503', async () => {
+    const { as, validator } = await setUp({ jwksMaxAge: 1, jwksCooldown: 0 });
+    const token = await as.token(RESOURCE);
+    expect((await validator.check(token)).ok).toBe(true);
+    const intruder = await AuthorizationServer.foreignKey('not-published');
+    const unknownKey = await as.sign({ aud: RESOURCE }, { key: intruder });
+    await as.down();
+    // The cached set is stale at once (1 ms): each check would fetch it, and cannot.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      expect((await validator.check(token)).ok).toBe(true);
+      expect(await validator.check(unknownKey)).toMatchObject({ ok: false, status: 503 });
+    }
+  });
+
   it('finds the key set by RFC 8414 metadata, with the path inserted for an issuer with a path', () => {
     expect(metadataUrls('https://as.example/').map(String)).toEqual([
       'https://as.example/.well-known/oauth-authorization-server',
