@@ -57,6 +57,27 @@ describe('TokenValidator', () => {
     });
   });
 
+  it('takes an audience naming the resource with its scheme and host in upper case, not a path in another case', async () => {
+    const resource = 'https://mcp.example.com/mcp';
+    const { as, validator } = await setUp({ resource });
+    // A client may name the resource so (MCP "Canonical Server URI"), and the server copies it into aud.
+    expect((await validator.check(await as.token('HTTPS://MCP.Example.COM/mcp'))).ok).toBe(true);
+    expect((await validator.check(await as.sign({ aud: ['https://other.example', resource] }))).ok).toBe(
+      true,
+    );
+    for (const aud of [
+      'https://mcp.example.com/MCP',
+      'https://mcp.example.com/mcp/',
+      'https://mcp.example.com',
+    ]) {
+      expect(await validator.check(await as.sign({ aud }))).toMatchObject({
+        status: 401,
+        description: 'the token was not issued for this resource',
+      });
+    }
+    expect(await validator.check(await as.sign({}))).toMatchObject({ status: 401 });
+  });
+
   it('refuses an expired token and one not valid yet, beyond the clock skew, and allows within it', async () => {
     const { as, validator } = await setUp({ clockSkew: 30_000 });
     const expired = await validator.check(await as.sign({ aud: RESOURCE }, { expiresIn: -31 }));
