@@ -4,9 +4,10 @@
  * OAuth client finding it from taskgate's 401 through the Protected Resource Metadata (RFC 9728), and the
  * SDK client through the built gateway.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -18,6 +19,7 @@ import { modernRequest } from '../helpers/modern-raw.js';
 import {
   AuthorizationServer,
   CLIENT,
+  GATEWAY_CLIENT,
   OPERATOR_CLIENT,
   STAFF_CLIENT,
   type OAuthClient,
@@ -458,5 +460,64 @@ describe('authorization rules (auth.rules) with the groups and scopes of real to
     expect([await page('/metrics', operator), await page('/dashboard', operator)]).toEqual([200, 200]);
     expect([await page('/metrics', admin), await page('/dashboard', admin)]).toEqual([403, 200]);
     await setup.gateway.logged('"event":"access.denied","right":"metrics","subject":"alice"');
+  });
+});
+
+describe('the worked example', () => {
+  const EVERYTHING = fileURLToPath(
+    new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url),
+  );
+
+  it('config/oauth.yaml runs as written in front of server-everything, its rules doing what it says', async () => {
+    as = await AuthorizationServer.start(['mcp:tools', 'mcp:admin', 'mcp:metrics']);
+    const port = await freePort();
+    const resource = `http://127.0.0.1:${port}/mcp`;
+    const example = readFileSync(fileURLToPath(new URL('../../config/oauth.yaml', import.meta.url)), 'utf8');
+    const upstream = "  command: npx\n  args: ['-y', '@modelcontextprotocol/server-everything']\n";
+    expect(example).toContain(upstream);
+    const config = join(mkdtempSync(join(tmpdir(), 'taskgate-oauth-')), 'oauth.yaml');
+    writeFileSync(
+      config,
+      example
+        // The server the example names, as installed here rather than fetched by npx.
+        .replace(upstream, `  command: ${process.execPath}\n  args: [${JSON.stringify(EVERYTHING)}, stdio]\n`)
+        .replaceAll('https://auth.example.com', as.issuer)
+        .replaceAll('https://mcp.example.com/mcp', resource)
+        .replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`),
+    );
+    gateway = await Gateway.start([], ['--config', config], {
+      INTROSPECTION_CLIENT_SECRET: GATEWAY_CLIENT.secret,
+    });
+    const tokenOf = (client: OAuthClient, scope = 'mcp:tools') => as!.token(resource, scope, client);
+    const alice = await clientWithToken(gateway.url, { current: await tokenOf(STAFF_CLIENT) });
+    const olga = await clientWithToken(gateway.url, { current: await tokenOf(OPERATOR_CLIENT) });
+    const listed = async (client: Client) => (await client.listTools()).tools.map((tool) => tool.name);
+
+    // Everyone: every tool but get-env, and tasks/list of their own tasks.
+    expect(await listed(alice)).toContain('echo');
+    expect(await listed(alice)).not.toContain('get-env');
+    expect(((await thrownBy(alice.callTool({ name: 'get-env', arguments: {} }))) as McpError).code).toBe(
+      -32602,
+    );
+    expect((await alice.experimental.tasks.listTasks()).tasks).toEqual([]);
+    // Operators: get-env too.
+    expect(await listed(olga)).toContain('get-env');
+    expect((await olga.callTool({ name: 'get-env', arguments: {} })).isError).toBeFalsy();
+    await gateway.logged('"event":"access.denied","right":"tool","tool":"get-env","subject":"alice"');
+
+    // The pages: operators both; a token with mcp:metrics /metrics only; anyone else neither.
+    const page = async (path: string, token: string) =>
+      (await fetch(new URL(path, gateway!.url), { headers: { authorization: `Bearer ${token}` } })).status;
+    const pages = async (token: string) => [await page('/metrics', token), await page('/dashboard', token)];
+    expect(await pages(await tokenOf(OPERATOR_CLIENT))).toEqual([200, 200]);
+    expect(await pages(await tokenOf(CLIENT, 'mcp:tools mcp:metrics'))).toEqual([200, 403]);
+    expect(await pages(await tokenOf(STAFF_CLIENT))).toEqual([403, 403]);
+    // impliedScopes: mcp:admin carries mcp:tools, which every request needs.
+    expect(
+      (await post(gateway.url, { authorization: `Bearer ${await tokenOf(CLIENT, 'mcp:admin')}` })).status,
+    ).toBe(200);
+    expect(
+      (await post(gateway.url, { authorization: `Bearer ${await tokenOf(CLIENT, 'mcp:metrics')}` })).status,
+    ).toBe(403);
   });
 });
