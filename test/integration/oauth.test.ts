@@ -10,11 +10,18 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import {
+  Client as ModernClient,
+  ClientCredentialsProvider as ModernClientCredentials,
+  ProtocolError as ModernError,
+  StreamableHTTPClientTransport as ModernTransport,
+} from '@modelcontextprotocol/client';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { decodeProtectedHeader } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport } from '../helpers/http-client.js';
+import { MODERN_VERSION } from '../helpers/modern-client.js';
 import { modernRequest } from '../helpers/modern-raw.js';
 import {
   AuthorizationServer,
@@ -31,8 +38,10 @@ import { thrownBy } from '../helpers/thrown.js';
 let gateway: Gateway | undefined;
 let as: AuthorizationServer | undefined;
 const clients: Client[] = [];
+const modernClients: ModernClient[] = [];
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((client) => client.close()));
+  await Promise.all(modernClients.splice(0).map((client) => client.close()));
   await gateway?.stop();
   await as?.close();
   gateway = undefined;
@@ -422,6 +431,41 @@ describe('authorization rules (auth.rules) with the groups and scopes of real to
       await bearer(OPERATOR_CLIENT),
     );
     expect(modernAllowed.result).toMatchObject({ content: [{ type: 'text', text: 'xx' }] });
+  });
+
+  it("hides and refuses it to a 2026-07-28 SDK v2 client too, whose own OAuth client finds the server from taskgate's 401", async () => {
+    const setup = await start({ extra: RULES });
+    const modernClientOf = async (client: OAuthClient) => {
+      const modern = new ModernClient(
+        { name: 'oauth-v2', version: '1' },
+        { versionNegotiation: { mode: { pin: MODERN_VERSION } } },
+      );
+      await modern.connect(
+        new ModernTransport(setup.gateway.url, {
+          authProvider: new ModernClientCredentials({
+            clientId: client.id,
+            clientSecret: client.secret,
+            expectedIssuer: setup.as.issuer,
+            scope: 'mcp:tools',
+          }),
+        }),
+      );
+      modernClients.push(modern);
+      return modern;
+    };
+    const alice = await modernClientOf(STAFF_CLIENT);
+    const olga = await modernClientOf(OPERATOR_CLIENT);
+    const listed = async (client: ModernClient) => (await client.listTools()).tools.map((tool) => tool.name);
+    expect(await listed(alice)).toContain('echo');
+    expect(await listed(alice)).not.toContain('large');
+    expect(await listed(olga)).toContain('large');
+    const refused = await thrownBy(alice.callTool({ name: 'large', arguments: { bytes: 3 } }));
+    expect(refused).toBeInstanceOf(ModernError);
+    expect(refused).toMatchObject({ code: -32602, message: expect.stringContaining('Unknown tool: large') });
+    expect((await olga.callTool({ name: 'large', arguments: { bytes: 3 } })).content).toEqual([
+      { type: 'text', text: 'xxx' },
+    ]);
+    await setup.gateway.logged('"event":"access.denied","right":"tool","tool":"large","subject":"alice"');
   });
 
   it("lets an operator read another caller's task; others get the unknown-task answer, and no tasks/list", async () => {
