@@ -63,8 +63,17 @@ export const OAuthSchema = z
     issuer: z.url({ protocol: /^https?$/ }),
     /** taskgate's own canonical URI as clients reach it (e.g. https://mcp.example.com/mcp): the audience. */
     resource: z.url({ protocol: /^https?$/ }).refine((url) => !url.includes('#'), 'expected no fragment'),
-    /** Scopes every request's token must carry (named in the 401/403 challenge and the metadata). */
-    scopes: z.array(scopeToken).default([]),
+    /**
+     * Scopes every request's token must carry (named in the 401/403 challenge and the metadata). Not
+     * offline_access: refresh tokens are not a resource requirement (2026-07-28 "Refresh Tokens").
+     */
+    scopes: z
+      .array(scopeToken)
+      .refine(
+        (scopes) => !scopes.includes('offline_access'),
+        'offline_access is for refresh tokens, which no resource requires: leave it to clients to ask for',
+      )
+      .default([]),
     /** Scope hierarchies: a token carrying a key scope carries the scopes listed for it too (transitively). */
     impliedScopes: z.record(scopeToken, z.array(scopeToken)).default({}),
     /** The issuer's JWKS, when its metadata should not be asked for it. */

@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import type { JWTPayload } from 'jose';
 import type { IntrospectionConfig } from '../config/oauth-introspection.js';
 import type { OAuthConfig } from '../config/schema.js';
+import { namesResource, NOT_FOR_THIS_RESOURCE } from './oauth-audience.js';
 import {
   AuthorizationServerUnavailable,
   authorizationServerMetadata,
@@ -198,9 +199,8 @@ export function introspectedClaims(
   if (iss !== oauth.issuer) {
     return { invalid: 'the token was not issued by the configured authorization server' };
   }
-  const aud = claims['aud'];
-  if (!(aud === oauth.resource || (Array.isArray(aud) && aud.includes(oauth.resource)))) {
-    return { invalid: 'the token was not issued for this resource' };
+  if (!namesResource(claims['aud'], oauth.resource)) {
+    return { invalid: NOT_FOR_THIS_RESOURCE };
   }
   const { exp, nbf } = claims;
   if (typeof exp !== 'number') return { invalid: "the token's exp claim is not valid" };

@@ -10,6 +10,7 @@ import type { OAuthConfig } from '../config/schema.js';
 import { authorizationServerKeys } from './oauth-keys.js';
 import { introspectedClaims, Introspector, type Introspected } from './oauth-introspection.js';
 import { AuthorizationServerUnavailable } from './oauth-metadata.js';
+import { namesResource, NOT_FOR_THIS_RESOURCE } from './oauth-audience.js';
 
 /** What a valid token says of its bearer. */
 export interface Grant {
@@ -57,10 +58,12 @@ export class TokenValidator {
     try {
       const { payload } = await jwtVerify(token, this.keys, {
         issuer: this.oauth.issuer,
-        audience: this.oauth.resource,
         clockTolerance: Math.floor(this.oauth.clockSkew / 1000),
         requiredClaims: ['sub', 'exp'],
       });
+      if (!namesResource(payload.aud, this.oauth.resource)) {
+        return { ok: false, status: 401, error: 'invalid_token', description: NOT_FOR_THIS_RESOURCE };
+      }
       return { payload };
     } catch (error) {
       if (error instanceof AuthorizationServerUnavailable) return unavailable(error);
@@ -129,7 +132,6 @@ function whyInvalid(error: unknown): string {
   if (error instanceof errors.JWTExpired) return 'the token has expired';
   if (error instanceof errors.JWTClaimValidationFailed) {
     const claims: Record<string, string> = {
-      aud: 'the token was not issued for this resource',
       iss: 'the token was not issued by the configured authorization server',
       nbf: 'the token is not valid yet',
     };

@@ -4,7 +4,7 @@
  * grant, each client's tokens carrying its `groups` claim (RFC 9068 section 2.2.3.1); or opaque ones
  * (`accessTokenFormat`), which taskgate (GATEWAY_CLIENT, the only client it answers) introspects (RFC
  * 7662) and a client can revoke (RFC 7009). Its keys can be rotated (a new signing key published, the old
- * one dropped), its introspection endpoint made to hold every request (`stallIntrospection`), and it can
+ * one dropped at once, or kept beside it until `retire`), its introspection endpoint made to hold every request (`stallIntrospection`), and it can
  * be taken down and brought back on the same port. `sign` makes tokens no such server would issue (expired, not yet
  * valid), signed with its own key, for the checks a real server's tokens cannot reach.
  */
@@ -12,7 +12,15 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { exportJWK, generateKeyPair, jwtVerify, SignJWT, type CryptoKey, type JWK } from 'jose';
+import {
+  decodeProtectedHeader,
+  exportJWK,
+  generateKeyPair,
+  jwtVerify,
+  SignJWT,
+  type CryptoKey,
+  type JWK,
+} from 'jose';
 import Provider from 'oidc-provider';
 
 export interface OAuthClient {
@@ -101,6 +109,8 @@ export class AuthorizationServer {
   user = 'carol';
   private readonly sockets = new Set<Socket>();
   private key!: SigningKey;
+  /** The keys of the key set, the signing one first; earlier ones only until `retire`. */
+  private published: SigningKey[] = [];
   private generation = 0;
 
   private constructor(
@@ -130,9 +140,24 @@ export class AuthorizationServer {
     return this.key.jwk.kid!;
   }
 
-  /** A new signing key, published in place of the old one (which then verifies nothing). */
-  async rotate(): Promise<void> {
+  /**
+   * A new signing key, published in place of the old one (which then verifies nothing), or with `keepOld`
+   * beside it, as a real rotation does: the old key still verifies the tokens it signed until `retire`.
+   */
+  async rotate(options: { keepOld?: boolean } = {}): Promise<void> {
     this.key = await signingKey(`key-${++this.generation}`);
+    this.published = [this.key, ...(options.keepOld === true ? this.published : [])];
+    this.serve();
+  }
+
+  /** Drops every key but the signing one from the key set: tokens the others signed verify no more. */
+  retire(): void {
+    this.published = [this.key];
+    this.serve();
+  }
+
+  /** Answers with a provider of the keys published now. */
+  private serve(): void {
     const provider = this.provider();
     provider.on('grant.success', (ctx: GrantContext) => {
       if (ctx.oidc.params['grant_type'] !== 'client_credentials') return;
@@ -236,7 +261,10 @@ export class AuthorizationServer {
     if (params['resource'] === undefined) return refuse('invalid_target', 'resource is required');
     let subject: string;
     try {
-      const { payload } = await jwtVerify(params['subject_token'] ?? '', this.key.publicKey, {
+      const token = params['subject_token'] ?? '';
+      const { kid } = decodeProtectedHeader(token);
+      const key = this.published.find((published) => published.jwk.kid === kid) ?? this.key;
+      const { payload } = await jwtVerify(token, key.publicKey, {
         issuer: this.issuer,
       });
       subject = payload.sub!;
@@ -321,7 +349,8 @@ export class AuthorizationServer {
   private provider(): Provider {
     const scopes = this.scopes.join(' ');
     return new Provider(this.issuer, {
-      jwks: { keys: [this.key.jwk] },
+      // oidc-provider signs with the first key of the set: the newest.
+      jwks: { keys: this.published.map((key) => key.jwk) },
       clients: [
         ...CLIENTS.map((client) => ({
           client_id: client.id,

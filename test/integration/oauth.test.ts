@@ -4,19 +4,29 @@
  * OAuth client finding it from taskgate's 401 through the Protected Resource Metadata (RFC 9728), and the
  * SDK client through the built gateway.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import {
+  Client as ModernClient,
+  ClientCredentialsProvider as ModernClientCredentials,
+  ProtocolError as ModernError,
+  StreamableHTTPClientTransport as ModernTransport,
+} from '@modelcontextprotocol/client';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { decodeProtectedHeader } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport } from '../helpers/http-client.js';
+import { MODERN_VERSION } from '../helpers/modern-client.js';
 import { modernRequest } from '../helpers/modern-raw.js';
 import {
   AuthorizationServer,
   CLIENT,
+  GATEWAY_CLIENT,
   OPERATOR_CLIENT,
   STAFF_CLIENT,
   type OAuthClient,
@@ -28,8 +38,10 @@ import { thrownBy } from '../helpers/thrown.js';
 let gateway: Gateway | undefined;
 let as: AuthorizationServer | undefined;
 const clients: Client[] = [];
+const modernClients: ModernClient[] = [];
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((client) => client.close()));
+  await Promise.all(modernClients.splice(0).map((client) => client.close()));
   await gateway?.stop();
   await as?.close();
   gateway = undefined;
@@ -269,6 +281,42 @@ describe('the SDK client with tokens of the authorization server', () => {
   });
 });
 
+describe("the authorization server's key rotation", () => {
+  it('accepts tokens of the old and the new key while both are published, and refuses the old key once retired', async () => {
+    const { as, gateway, resource, metadata } = await start({
+      extra: '    jwksCooldown: 0\n    jwksMaxAge: 500',
+    });
+    const status = async (token: string) =>
+      (await post(gateway.url, { authorization: `Bearer ${token}` })).status;
+    const oldToken = await as.token(resource);
+    expect(await status(oldToken)).toBe(200);
+    const fetchesBefore = as.jwksFetches;
+
+    await as.rotate({ keepOld: true });
+    const newToken = await as.token(resource);
+    expect(decodeProtectedHeader(newToken).kid).not.toBe(decodeProtectedHeader(oldToken).kid);
+    // The new key's kid is not in taskgate's cached set: one fetch finds it.
+    expect(await status(newToken)).toBe(200);
+    expect(await status(oldToken)).toBe(200);
+    expect(as.jwksFetches).toBeGreaterThan(fetchesBefore);
+
+    as.retire();
+    // The old key stays trusted only until the cached set is older than jwksMaxAge.
+    const deadline = Date.now() + 10_000;
+    let refused: Response | undefined;
+    while (refused === undefined && Date.now() < deadline) {
+      const response = await post(gateway.url, { authorization: `Bearer ${oldToken}` });
+      if (response.status === 401) refused = response;
+      else await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(refused?.headers.get('www-authenticate')).toBe(
+      `Bearer error="invalid_token", error_description="the token is signed with a key the issuer does not list", scope="mcp:tools", resource_metadata="${metadata}"`,
+    );
+    expect(await status(newToken)).toBe(200);
+    expect(await status(await as.token(resource))).toBe(200);
+  });
+});
+
 describe('an authorization server that is down', () => {
   it('gives a clear 503 to callers it cannot judge, and nothing else is affected', async () => {
     const { as, gateway, resource } = await start();
@@ -290,6 +338,29 @@ describe('an authorization server that is down', () => {
       status = (await post(gateway.url, { authorization: `Bearer ${token}` })).status;
     }
     expect(status).toBe(200);
+  });
+
+  it('serves callers whose tokens its cached keys judge, in open sessions and new ones, while a new key gets 503', async () => {
+    const { as, gateway, resource } = await start({ extra: '    jwksCooldown: 0' });
+    const open = await clientWithToken(gateway.url, { current: await as.token(resource) });
+    expect((await open.callTool({ name: 'echo', arguments: { text: 'before' } })).content).toEqual([
+      { type: 'text', text: 'before' },
+    ]);
+    const cachedKeyToken = await as.token(resource, 'mcp:tools', STAFF_CLIENT);
+    // Tokens of a key taskgate has not seen, and the server that could tell it of the key is down.
+    await as.rotate();
+    const newKeyToken = await as.token(resource);
+    await as.down();
+    const refused = await post(gateway.url, { authorization: `Bearer ${newKeyToken}` });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect((await open.callTool({ name: 'echo', arguments: { text: 'during' } })).content).toEqual([
+      { type: 'text', text: 'during' },
+    ]);
+    const staff = await clientWithToken(gateway.url, { current: cachedKeyToken });
+    expect((await staff.callTool({ name: 'echo', arguments: { text: 'new session' } })).content).toEqual([
+      { type: 'text', text: 'new session' },
+    ]);
   });
 });
 
@@ -362,6 +433,41 @@ describe('authorization rules (auth.rules) with the groups and scopes of real to
     expect(modernAllowed.result).toMatchObject({ content: [{ type: 'text', text: 'xx' }] });
   });
 
+  it("hides and refuses it to a 2026-07-28 SDK v2 client too, whose own OAuth client finds the server from taskgate's 401", async () => {
+    const setup = await start({ extra: RULES });
+    const modernClientOf = async (client: OAuthClient) => {
+      const modern = new ModernClient(
+        { name: 'oauth-v2', version: '1' },
+        { versionNegotiation: { mode: { pin: MODERN_VERSION } } },
+      );
+      await modern.connect(
+        new ModernTransport(setup.gateway.url, {
+          authProvider: new ModernClientCredentials({
+            clientId: client.id,
+            clientSecret: client.secret,
+            expectedIssuer: setup.as.issuer,
+            scope: 'mcp:tools',
+          }),
+        }),
+      );
+      modernClients.push(modern);
+      return modern;
+    };
+    const alice = await modernClientOf(STAFF_CLIENT);
+    const olga = await modernClientOf(OPERATOR_CLIENT);
+    const listed = async (client: ModernClient) => (await client.listTools()).tools.map((tool) => tool.name);
+    expect(await listed(alice)).toContain('echo');
+    expect(await listed(alice)).not.toContain('large');
+    expect(await listed(olga)).toContain('large');
+    const refused = await thrownBy(alice.callTool({ name: 'large', arguments: { bytes: 3 } }));
+    expect(refused).toBeInstanceOf(ModernError);
+    expect(refused).toMatchObject({ code: -32602, message: expect.stringContaining('Unknown tool: large') });
+    expect((await olga.callTool({ name: 'large', arguments: { bytes: 3 } })).content).toEqual([
+      { type: 'text', text: 'xxx' },
+    ]);
+    await setup.gateway.logged('"event":"access.denied","right":"tool","tool":"large","subject":"alice"');
+  });
+
   it("lets an operator read another caller's task; others get the unknown-task answer, and no tasks/list", async () => {
     const setup = await start({ extra: RULES });
     const alice = await clientWithToken(setup.gateway.url, { current: await tokenOf(setup, STAFF_CLIENT) });
@@ -398,5 +504,64 @@ describe('authorization rules (auth.rules) with the groups and scopes of real to
     expect([await page('/metrics', operator), await page('/dashboard', operator)]).toEqual([200, 200]);
     expect([await page('/metrics', admin), await page('/dashboard', admin)]).toEqual([403, 200]);
     await setup.gateway.logged('"event":"access.denied","right":"metrics","subject":"alice"');
+  });
+});
+
+describe('the worked example', () => {
+  const EVERYTHING = fileURLToPath(
+    new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url),
+  );
+
+  it('config/oauth.yaml runs as written in front of server-everything, its rules doing what it says', async () => {
+    as = await AuthorizationServer.start(['mcp:tools', 'mcp:admin', 'mcp:metrics']);
+    const port = await freePort();
+    const resource = `http://127.0.0.1:${port}/mcp`;
+    const example = readFileSync(fileURLToPath(new URL('../../config/oauth.yaml', import.meta.url)), 'utf8');
+    const upstream = "  command: npx\n  args: ['-y', '@modelcontextprotocol/server-everything']\n";
+    expect(example).toContain(upstream);
+    const config = join(mkdtempSync(join(tmpdir(), 'taskgate-oauth-')), 'oauth.yaml');
+    writeFileSync(
+      config,
+      example
+        // The server the example names, as installed here rather than fetched by npx.
+        .replace(upstream, `  command: ${process.execPath}\n  args: [${JSON.stringify(EVERYTHING)}, stdio]\n`)
+        .replaceAll('https://auth.example.com', as.issuer)
+        .replaceAll('https://mcp.example.com/mcp', resource)
+        .replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`),
+    );
+    gateway = await Gateway.start([], ['--config', config], {
+      INTROSPECTION_CLIENT_SECRET: GATEWAY_CLIENT.secret,
+    });
+    const tokenOf = (client: OAuthClient, scope = 'mcp:tools') => as!.token(resource, scope, client);
+    const alice = await clientWithToken(gateway.url, { current: await tokenOf(STAFF_CLIENT) });
+    const olga = await clientWithToken(gateway.url, { current: await tokenOf(OPERATOR_CLIENT) });
+    const listed = async (client: Client) => (await client.listTools()).tools.map((tool) => tool.name);
+
+    // Everyone: every tool but get-env, and tasks/list of their own tasks.
+    expect(await listed(alice)).toContain('echo');
+    expect(await listed(alice)).not.toContain('get-env');
+    expect(((await thrownBy(alice.callTool({ name: 'get-env', arguments: {} }))) as McpError).code).toBe(
+      -32602,
+    );
+    expect((await alice.experimental.tasks.listTasks()).tasks).toEqual([]);
+    // Operators: get-env too.
+    expect(await listed(olga)).toContain('get-env');
+    expect((await olga.callTool({ name: 'get-env', arguments: {} })).isError).toBeFalsy();
+    await gateway.logged('"event":"access.denied","right":"tool","tool":"get-env","subject":"alice"');
+
+    // The pages: operators both; a token with mcp:metrics /metrics only; anyone else neither.
+    const page = async (path: string, token: string) =>
+      (await fetch(new URL(path, gateway!.url), { headers: { authorization: `Bearer ${token}` } })).status;
+    const pages = async (token: string) => [await page('/metrics', token), await page('/dashboard', token)];
+    expect(await pages(await tokenOf(OPERATOR_CLIENT))).toEqual([200, 200]);
+    expect(await pages(await tokenOf(CLIENT, 'mcp:tools mcp:metrics'))).toEqual([200, 403]);
+    expect(await pages(await tokenOf(STAFF_CLIENT))).toEqual([403, 403]);
+    // impliedScopes: mcp:admin carries mcp:tools, which every request needs.
+    expect(
+      (await post(gateway.url, { authorization: `Bearer ${await tokenOf(CLIENT, 'mcp:admin')}` })).status,
+    ).toBe(200);
+    expect(
+      (await post(gateway.url, { authorization: `Bearer ${await tokenOf(CLIENT, 'mcp:metrics')}` })).status,
+    ).toBe(403);
   });
 });

@@ -319,6 +319,17 @@ describe('repeatable flags', () => {
   });
 });
 
+describe('auth.oauth', () => {
+  it('refuses offline_access among the scopes it would challenge for and advertise (2026-07-28 SHOULD NOT)', () => {
+    const path = file(
+      'auth:\n  oauth:\n    issuer: https://auth.example.com\n    resource: https://mcp.example.com/mcp\n    scopes: [mcp:tools, offline_access]\n',
+    );
+    expect(problemsOf(['--config', path])).toEqual([
+      'auth.oauth.scopes: offline_access is for refresh tokens, which no resource requires: leave it to clients to ask for (line 5)',
+    ]);
+  });
+});
+
 describe('auth.rules: each mistake said where it is', () => {
   const TOKENS = 'auth:\n  tokens:\n    - { token: a-token-of-16-chars-or-more, subject: ci }\n  rules:\n';
 

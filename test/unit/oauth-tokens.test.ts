@@ -57,6 +57,27 @@ describe('TokenValidator', () => {
     });
   });
 
+  it('takes an audience naming the resource with its scheme and host in upper case, not a path in another case', async () => {
+    const resource = 'https://mcp.example.com/mcp';
+    const { as, validator } = await setUp({ resource });
+    // A client may name the resource so (MCP "Canonical Server URI"), and the server copies it into aud.
+    expect((await validator.check(await as.token('HTTPS://MCP.Example.COM/mcp'))).ok).toBe(true);
+    expect((await validator.check(await as.sign({ aud: ['https://other.example', resource] }))).ok).toBe(
+      true,
+    );
+    for (const aud of [
+      'https://mcp.example.com/MCP',
+      'https://mcp.example.com/mcp/',
+      'https://mcp.example.com',
+    ]) {
+      expect(await validator.check(await as.sign({ aud }))).toMatchObject({
+        status: 401,
+        description: 'the token was not issued for this resource',
+      });
+    }
+    expect(await validator.check(await as.sign({}))).toMatchObject({ status: 401 });
+  });
+
   it('refuses an expired token and one not valid yet, beyond the clock skew, and allows within it', async () => {
     const { as, validator } = await setUp({ clockSkew: 30_000 });
     const expired = await validator.check(await as.sign({ aud: RESOURCE }, { expiresIn: -31 }));
@@ -156,6 +177,20 @@ describe('TokenValidator', () => {
     const later = await as.token(RESOURCE);
     await as.down();
     expect((await validator.check(later)).ok).toBe(true);
+  });
+
+  it('judges by the keys last fetched while the server is down, past jwksMaxAge; an unknown key is 503', async () => {
+    const { as, validator } = await setUp({ jwksMaxAge: 1, jwksCooldown: 0 });
+    const token = await as.token(RESOURCE);
+    expect((await validator.check(token)).ok).toBe(true);
+    const intruder = await AuthorizationServer.foreignKey('not-published');
+    const unknownKey = await as.sign({ aud: RESOURCE }, { key: intruder });
+    await as.down();
+    // The cached set is stale at once (1 ms): each check would fetch it, and cannot.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      expect((await validator.check(token)).ok).toBe(true);
+      expect(await validator.check(unknownKey)).toMatchObject({ ok: false, status: 503 });
+    }
   });
 
   it('finds the key set by RFC 8414 metadata, with the path inserted for an issuer with a path', () => {
