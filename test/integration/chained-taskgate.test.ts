@@ -4,6 +4,9 @@
  * client gets is what it gets from one taskgate.
  */
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, FIXTURES, TASKGATE, type Connection } from '../helpers/taskgate.js';
 import { textOf } from '../helpers/tool-results.js';
@@ -27,5 +30,43 @@ describe.each([
     expect(textOf(result)).toBe('Logged three messages.');
     // Each arrives before the answer of the call it belongs with.
     expect(logged).toEqual(['Tool execution started', 'Tool processing data', 'Tool execution completed']);
+  });
+});
+
+/**
+ * The chain on a loaded machine (issue 34): the inner taskgate starts reading its input only after the
+ * outer one's server/discover probe was given up (the probe waits 3 s at most), then answers it and takes
+ * the pipe as 2026-07-28, and refuses (-32602, no 2026-07-28 _meta) the 2025 initialize that the outer one sent meanwhile. The outer one
+ * gives that initialize to a fresh inner taskgate (as slow), which takes it as its choice of era.
+ */
+describe('a 2025 client through taskgate behind a taskgate slower to start than the era probe waits', () => {
+  let connection: Connection;
+  beforeAll(async () => {
+    const file = join(tmpdir(), `taskgate-slow-chain-${process.pid}.json`);
+    // The probe waits 3 s (a quarter of requestTimeout is more); each inner taskgate reads its input after
+    // 4 s; initialize, sent at 3 s, has 20 s for its answer (two slow starts on a loaded machine).
+    const slowStart = 'setTimeout(() => import(process.argv[1]), 4_000)';
+    const upstream = {
+      command: process.execPath,
+      args: ['-e', slowStart, TASKGATE, '--', process.execPath, FIXTURES.conformance],
+      requestTimeout: 20_000,
+    };
+    writeFileSync(file, JSON.stringify({ upstream }));
+    connection = await connect('conformance', { flags: ['--config', file], upstream: [] });
+  }, 40_000);
+  afterAll(() => connection?.close());
+
+  it('is served by the fresh inner taskgate, logs and all', async () => {
+    const logged: unknown[] = [];
+    connection.client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
+      logged.push(notification.params.data);
+    });
+    const result = await connection.client.callTool({ name: 'test_tool_with_logging', arguments: {} });
+    expect(textOf(result)).toBe('Logged three messages.');
+    expect(logged).toEqual(['Tool execution started', 'Tool processing data', 'Tool execution completed']);
+    const stderr = connection.stderr();
+    expect(stderr).toContain('server/discover: no answer within 3000 ms');
+    expect(stderr).toMatch(/initialize was refused \(error -32\d+ /);
+    expect(stderr).toContain('a fresh upstream server takes the 2025 handshake');
   });
 });
