@@ -6,8 +6,11 @@
  * dual-era server takes the first message after the probe as its choice of era, so even the Session's
  * initialize must wait for the verdict. A probe left unanswered in time is most often a server still
  * starting (`npx -y` fetching it): initialize goes to it as 2025. It may instead have taken the probe as its
- * choice of era and refuse that initialize: then the initialize goes again to a fresh process (as the SDK's
- * own client probes on a sibling process). The verdict holds for the upstream's restarts.
+ * choice of era and refuse that initialize: then, if it answered the probe meanwhile with a DiscoverResult,
+ * that answer decides after all (the initialize goes through a translator to the same process: no second
+ * slow start, as an inner taskgate on a loaded machine would take); if not, the initialize goes again to a
+ * fresh process (as the SDK's own client probes on a sibling process). The verdict holds for the
+ * upstream's restarts.
  */
 import type { Logger } from 'pino';
 import { withExactId } from '../protocol/exact-ids.js';
@@ -28,6 +31,13 @@ const PROBE_ID = 'taskgate-era-probe';
 
 export type UpstreamEra = 'auto' | 'legacy' | 'modern';
 
+/** The Session's initialize, as it went out after a probe left unanswered. */
+interface Watched {
+  id: unknown;
+  raw: Buffer | string;
+  route: Route | undefined;
+}
+
 export class ProbingUpstream implements Channel {
   /** Where the inner channel's events go: the Session's handlers, or the translator's. */
   private receiver: ChannelHandlers | undefined;
@@ -43,7 +53,11 @@ export class ProbingUpstream implements Channel {
    * After a probe left unanswered: the Session's initialize, resent to a fresh process if this one refuses it
    * (`watching` until it goes out, undefined once it is answered).
    */
-  private refusable: 'watching' | { id: unknown; raw: Buffer | string; route: Route | undefined } | undefined;
+  private refusable: 'watching' | Watched | undefined;
+  /** A DiscoverResult that came after the probe was given up: it decides if the initialize is refused. */
+  private lateDiscover: JsonObject | undefined;
+  /** A refused initialize waiting (probeTimeoutMs at most) for the late probe answer that may decide. */
+  private heldRefusal: { watched: Watched; why: string; timer: NodeJS.Timeout } | undefined;
 
   /** Known once the probe is answered: before, nothing has been sent on (it all waits). */
   get takesCallerCapabilities(): boolean {
@@ -80,7 +94,9 @@ export class ProbingUpstream implements Channel {
         if (this.probeOpen && isProbeAnswer(raw)) {
           this.probeOpen = false;
           const answer = parsed(raw);
-          return answer === undefined ? undefined : decide(discoverOf(answer), describe(answer));
+          if (answer === undefined) return;
+          if (this.target !== undefined) return this.answeredLate(answer);
+          return decide(discoverOf(answer), describe(answer));
         }
         if (typeof this.refusable === 'object' && this.resentRefused(raw)) return;
         if (this.target !== undefined) this.receiver?.message(raw, arrival);
@@ -126,15 +142,13 @@ export class ProbingUpstream implements Channel {
   close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.probeTimer);
+    clearTimeout(this.heldRefusal?.timer);
     this.waiting = [];
     return (this.target ?? this.inner).close();
   }
 
   private decided(handlers: ChannelHandlers, discover: JsonObject | undefined, why: string): void {
-    const version =
-      discover === undefined
-        ? undefined
-        : chooseVersion(MODERN_VERSIONS, stringsOf(discover.supportedVersions) ?? MODERN_VERSIONS);
+    const version = discover === undefined ? undefined : versionOf(discover);
     if (discover === undefined || version === undefined || this.era === 'legacy') {
       if (this.era === 'modern') {
         this.logger.warn(
@@ -145,19 +159,23 @@ export class ProbingUpstream implements Channel {
       this.target = this.inner;
     } else {
       this.logger.info(`the upstream server speaks ${version}: taskgate translates for 2025 clients`);
-      const translator = new ModernUpstreamTranslator(
-        this.innerView(),
-        discover,
-        version,
-        this.logger,
-        this.translation,
-      );
-      this.target = translator;
-      translator.start(handlers);
+      this.translate(handlers, discover, version);
     }
     const waiting = this.waiting;
     this.waiting = [];
     for (const { raw, route, parsed } of waiting) this.sendRaw(raw, route, parsed);
+  }
+
+  private translate(handlers: ChannelHandlers, discover: JsonObject, version: string): void {
+    const translator = new ModernUpstreamTranslator(
+      this.innerView(),
+      discover,
+      version,
+      this.logger,
+      this.translation,
+    );
+    this.target = translator;
+    translator.start(handlers);
   }
 
   private watchInitialize(raw: Buffer | string, route: Route | undefined, given: object | undefined): void {
@@ -169,8 +187,10 @@ export class ProbingUpstream implements Channel {
   }
 
   /**
-   * Whether `raw` was the watched initialize's refusal, then sent again to a fresh process: a server that
-   * took the unanswered probe as its choice of era refuses a 2025 handshake (an inner taskgate does, -32601).
+   * Whether `raw` was the watched initialize's refusal, then sent again (`resend`): a server that took the
+   * unanswered probe as its choice of era refuses a 2025 handshake (an inner taskgate does). The refusal
+   * may come before the probe's answer (an inner taskgate answers server/discover only once its own
+   * upstream is up): then it waits for that answer, probeTimeoutMs at most.
    */
   private resentRefused(raw: Buffer): boolean {
     const watched = this.refusable;
@@ -178,12 +198,52 @@ export class ProbingUpstream implements Channel {
     const answer = parsed(raw);
     if (answer === undefined || answer.id !== watched.id || 'method' in answer) return false;
     this.refusable = undefined;
-    if (!isObject(answer.error) || this.replaceUnanswered === undefined) return false;
-    const reason = `initialize was refused (${describe(answer)}) after server/discover went unanswered`;
-    void this.replaceUnanswered(reason).then(() => {
+    const replace = this.replaceUnanswered;
+    if (!isObject(answer.error) || replace === undefined) return false;
+    const why = describe(answer);
+    if (this.lateDiscover !== undefined || !this.probeOpen) {
+      this.resend(watched, why, replace);
+      return true;
+    }
+    const timer = setTimeout(() => {
+      this.heldRefusal = undefined;
+      this.resend(watched, why, replace);
+    }, this.probeTimeoutMs).unref();
+    this.heldRefusal = { watched, why, timer };
+    return true;
+  }
+
+  /** The probe's answer, after the verdict: it decides for an initialize that is (or will be) refused. */
+  private answeredLate(answer: JsonObject): void {
+    this.lateDiscover = discoverOf(answer);
+    const held = this.heldRefusal;
+    if (held === undefined || this.replaceUnanswered === undefined) return;
+    clearTimeout(held.timer);
+    this.heldRefusal = undefined;
+    this.resend(held.watched, held.why, this.replaceUnanswered);
+  }
+
+  /**
+   * The refused initialize sent again: through a translator to the same process if it answered the probe
+   * late with a DiscoverResult (no second start, slow as the first on a loaded machine); else to a fresh
+   * process.
+   */
+  private resend(watched: Watched, why: string, replace: (reason: string) => Promise<void>): void {
+    if (this.closed) return;
+    const discover = this.lateDiscover;
+    const version = discover === undefined ? undefined : versionOf(discover);
+    if (discover !== undefined && version !== undefined && this.receiver !== undefined) {
+      this.logger.info(
+        `the upstream server answered server/discover late and refused the 2025 initialize (${why}): it speaks ${version}, taskgate translates for 2025 clients`,
+      );
+      this.translate(this.receiver, discover, version);
+      this.target!.sendRaw(watched.raw, watched.route);
+      return;
+    }
+    const reason = `initialize was refused (${why}) after server/discover went unanswered`;
+    void replace(reason).then(() => {
       if (!this.closed) this.inner.sendRaw(watched.raw, watched.route);
     });
-    return true;
   }
 
   /** The inner channel as the translator sees it: started already, its events handed on. */
@@ -219,6 +279,11 @@ function discoverOf(answer: JsonObject): JsonObject | undefined {
 function describe(answer: JsonObject): string {
   if (isObject(answer.error)) return `error ${String(answer.error.code)} ${String(answer.error.message)}`;
   return isObject(answer.result) ? 'a result' : 'an unreadable answer';
+}
+
+/** The version taskgate speaks to a server whose DiscoverResult this is; undefined if none it knows. */
+function versionOf(discover: JsonObject): string | undefined {
+  return chooseVersion(MODERN_VERSIONS, stringsOf(discover.supportedVersions) ?? MODERN_VERSIONS);
 }
 
 function stringsOf(value: unknown): string[] | undefined {

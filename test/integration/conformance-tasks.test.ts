@@ -147,7 +147,10 @@ function describeTarget(
   const begin = () =>
     (run ??= start().then(async (target) => {
       startedTargets.push(target);
-      return { outcomes: await runScenarios(target.url, expected) };
+      const started = Date.now();
+      const outcomes = await runScenarios(target.url, expected);
+      console.info(`${title}: ${summary(outcomes)} (${Date.now() - started} ms)`);
+      return { outcomes };
     }));
   runs.push(begin);
   describe(title, () => {
@@ -177,6 +180,15 @@ function describeTarget(
       ).toEqual(Object.keys(wanted.failing).sort());
     });
   });
+}
+
+/** How many scenarios passed every check, and how many checks passed and failed. */
+function summary(outcomes: Map<string, ScenarioOutcome>): string {
+  const all = [...outcomes.values()];
+  const passing = all.filter((outcome) => outcome.failed === 0 && outcome.passed > 0).length;
+  const passed = all.reduce((total, outcome) => total + outcome.passed, 0);
+  const failed = all.reduce((total, outcome) => total + outcome.failed, 0);
+  return `scenarios: ${passing} of ${all.length} pass every check; checks: ${passed} passed, ${failed} failed`;
 }
 
 /** taskgate's HTTP front; tasks-mrtr-composition leaves a task waiting for input it never gives, so a quick shutdown. */

@@ -1,10 +1,10 @@
 /**
  * The official MCP conformance suite's server scenarios (test/conformance: its two versions, on Node 22)
- * through taskgate's HTTP front in front of test/fixtures/conformance-server.js (SDK 1.32, stdio), and
- * against that fixture's own HTTP mode, to tell a taskgate bug from a gap in the fixture: a scenario that
- * passes directly but fails through taskgate is a taskgate bug. The same fixture behind a sidecar and behind
- * two taskgates is conformance-relays.test.ts; the SDK v2 fixture, conformance-modern.test.ts (files of
- * their own, so that vitest runs them side by side).
+ * through taskgate's HTTP front in front of test/fixtures/conformance-server.js (SDK 1.32, stdio). That
+ * fixture's own HTTP mode, the baseline that tells a taskgate bug from a gap in the fixture (a scenario
+ * that passes directly but fails through taskgate is a taskgate bug), and the fixture behind a sidecar and
+ * behind two taskgates are conformance-relays.test.ts; the SDK v2 fixture, conformance-modern.test.ts
+ * (files of their own, so that vitest runs them side by side).
  *
  * Each run has a table (test/conformance/tables.ts, through-taskgate.ts). One gateway serves every run of
  * a topology, with the task policy the 2026-07-28 runs need. The baseline is 0.2.0-alpha.12
@@ -14,16 +14,8 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { NODE_22, SUITES } from '../conformance/suite.js';
-import {
-  describeTarget,
-  NO_HOST_CHECK,
-  run0116,
-  run2025,
-  run2026,
-  SCENARIOS_2025_REQUIREMENTS,
-  table,
-} from '../conformance/tables.js';
-import { fixtureTarget, gatewayTarget } from '../conformance/targets.js';
+import { describeTarget, run0116, run2025, run2026 } from '../conformance/tables.js';
+import { gatewayTarget } from '../conformance/targets.js';
 import {
   GATEWAY_FLAGS,
   THROUGH_TASKGATE_0_1_16,
@@ -31,10 +23,6 @@ import {
   THROUGH_TASKGATE_2026,
 } from '../conformance/through-taskgate.js';
 import { FIXTURES } from '../helpers/taskgate.js';
-
-const DIRECT_2025_REQUIREMENTS = table(SCENARIOS_2025_REQUIREMENTS, {
-  'dns-rebinding-protection': NO_HOST_CHECK,
-});
 
 describe('the official conformance suite', () => {
   it('is installed (npm test installs test/conformance)', () => {
@@ -44,9 +32,6 @@ describe('the official conformance suite', () => {
   });
 });
 
-describeTarget('conformance-server.js directly', () => fixtureTarget('conformance'), [
-  run2025(DIRECT_2025_REQUIREMENTS),
-]);
 describeTarget(
   'taskgate in front of conformance-server.js',
   () => gatewayTarget([process.execPath, FIXTURES.conformance], GATEWAY_FLAGS),
