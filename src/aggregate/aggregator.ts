@@ -31,6 +31,7 @@ import { ListReader, type ServerList } from './lists.js';
 import { mergedInitialize, mergedNames, type Listed } from './merge.js';
 import { Member, type MemberSpec, type Outcome } from './member.js';
 import { NameCollisionError, type Names } from './names.js';
+import type { ServersReadiness } from './readiness.js';
 import { ResourceRoutes } from './resources.js';
 import { ServerRequests } from './server-requests.js';
 import { withOuterRelatedTaskId, withOuterTaskIds } from './task-ids.js';
@@ -125,6 +126,11 @@ export class Aggregator {
       },
       closed: ({ reason }) => void this.close(reason),
     });
+  }
+
+  /** Each server's state, for /readyz. */
+  servers(): ServersReadiness {
+    return Object.fromEntries(this.members.map((member) => [member.name, member.readiness]));
   }
 
   close(reason = 'taskgate closed'): Promise<void> {
