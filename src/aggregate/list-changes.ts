@@ -10,6 +10,7 @@ export const LIST_CHANGED_WINDOW_MS = 100;
 
 export class ListChanges {
   private readonly pending = new Map<ListKind, NodeJS.Timeout>();
+  private closed = false;
 
   constructor(
     private readonly notify: (kind: ListKind) => void,
@@ -17,7 +18,7 @@ export class ListChanges {
   ) {}
 
   changed(kind: ListKind): void {
-    if (this.pending.has(kind)) return;
+    if (this.closed || this.pending.has(kind)) return;
     const timer = setTimeout(() => {
       this.pending.delete(kind);
       this.notify(kind);
@@ -27,6 +28,7 @@ export class ListChanges {
 
   /** Nothing more is sent (the client is gone). */
   close(): void {
+    this.closed = true;
     for (const timer of this.pending.values()) clearTimeout(timer);
     this.pending.clear();
   }
