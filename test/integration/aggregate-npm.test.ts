@@ -216,7 +216,8 @@ describe('server-everything, server-filesystem and server-memory behind one task
       `path=${HELLO}`,
     ]);
     expect(read).toContain('hello from the files server');
-  });
+    // Each Inspector run starts taskgate and its three servers afresh.
+  }, 120_000);
 });
 
 describe('server-everything, server-filesystem and server-memory behind the HTTP front (issue 32)', () => {
