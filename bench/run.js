@@ -6,13 +6,15 @@
  * taskgate process (bench/tasks.js) and against the store alone (bench/tasks-inproc.js). Last, the
  * 2026-07-28 workloads (bench/modern.js): the modern path against the 2025 one through taskgate, and the
  * SDK v2 client through taskgate against it direct (bench/sdk-v2.js). Then the shared upstreams
- * (bench/sharing.js): many sessions on one server, or on a pool, against peers.
+ * (bench/sharing.js): many sessions on one server, or on a pool, against peers. Last, routing among several
+ * servers (bench/aggregate.js): ten behind one endpoint against one.
  *
  *   npm run bench                 everything; writes bench/results/<date>T<hhmm>.json and .md (UTC)
  *   BENCH_QUICK=1 npm run bench   a short run to check the harness; writes nothing
  *   BENCH_ONLY=a,b                only the targets whose names contain a or b (and writes nothing);
  *                                 BENCH_ONLY=modern: only the 2026-07-28 workloads; BENCH_ONLY=sdk-v2:
- *                                 only the SDK v2 client; BENCH_ONLY=sharing: only the shared upstreams
+ *                                 only the SDK v2 client; BENCH_ONLY=sharing: only the shared upstreams;
+ *                                 BENCH_ONLY=aggregate: only routing among several servers
  *   BENCH_CPU_PROF=DIR            taskgate targets run with node --cpu-prof into DIR (and writes nothing)
  *
  * Every process it starts is on 127.0.0.1 and stopped at the end; every loop is bounded in count.
@@ -32,6 +34,7 @@ import * as tasks from './tasks.js';
 import { MODERN_SETTINGS, modern } from './modern.js';
 import { SDK_V2_SETTINGS, sdkV2 } from './sdk-v2.js';
 import { SHARING_SETTINGS, sharing } from './sharing.js';
+import { AGGREGATE_SETTINGS, aggregate } from './aggregate.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
@@ -360,6 +363,14 @@ async function main() {
         )
       : undefined;
 
+  // Routing among several servers (bench/aggregate.js): with everything, or alone with BENCH_ONLY=aggregate.
+  const aggregateWorkloads =
+    !ONLY || ONLY.includes('aggregate')
+      ? await attempt('routing among servers', () =>
+          aggregate(QUICK ? AGGREGATE_SETTINGS.quick : AGGREGATE_SETTINGS.full, log),
+        )
+      : undefined;
+
   const report = {
     ...runFacts(loadBefore, started, QUICK),
     commit: commit(),
@@ -370,6 +381,7 @@ async function main() {
     ...(modernWorkloads ? { modern: modernWorkloads } : {}),
     ...(sdkV2Workloads ? { sdkV2: sdkV2Workloads } : {}),
     ...(sharingWorkloads ? { sharing: sharingWorkloads } : {}),
+    ...(aggregateWorkloads ? { aggregate: aggregateWorkloads } : {}),
   };
   const evaluation = evaluate(report);
   const full = { ...report, targets: evaluation };

@@ -113,15 +113,26 @@ export function openCore(
   };
 }
 
-/** The admin listener of `admin.listen`, if one is configured. */
+/** What /readyz answers from: why no upstream can be served now, and with several servers each one's state. */
+export interface ReadinessHooks {
+  notReady(): Promise<string | undefined>;
+  servers?(): Promise<Record<string, object>>;
+}
+
+/** The admin listener of `admin.listen`, if one is configured; its /readyz the one upstream's unless told. */
 export async function startAdmin(
   config: Config,
   observed: Observability,
   logger: Logger,
+  readiness: ReadinessHooks = { notReady: () => upstreamProblem(config.upstream) },
 ): Promise<AdminListener | undefined> {
   if (config.admin.listen === undefined) return undefined;
-  const admin = await startAdminListener(config.admin.listen, observed.routes, logger, () =>
-    upstreamProblem(config.upstream),
+  const admin = await startAdminListener(
+    config.admin.listen,
+    observed.routes,
+    logger,
+    () => readiness.notReady(),
+    readiness.servers === undefined ? undefined : () => readiness.servers!(),
   );
   logger.info({ url: admin.url.href }, 'admin listener: /metrics, /healthz, /readyz, /dashboard');
   return admin;

@@ -168,6 +168,7 @@ export async function startHttpGateway(
         session.start();
       },
       notReady: () => aggregated?.notReady() ?? upstreamProblem(config.upstream),
+      ...(aggregated === undefined ? {} : { servers: () => aggregated.servers() }),
       accepting: () => runner.isAccepting,
       // Several servers are served to 2025-11-25 clients only so far: to a 2026-07-28 one the front is a
       // 2025 server.
@@ -198,11 +199,13 @@ export async function startHttpGateway(
       `${problem}: every new session is refused until it can be started (/readyz answers 503 meanwhile)`,
     );
   }
-  const adminListener = await startAdmin(config, observed, logger).catch(async (error: unknown) => {
-    await front.close();
-    core.close();
-    throw error;
-  });
+  const adminListener = await startAdmin(config, observed, logger, aggregated).catch(
+    async (error: unknown) => {
+      await front.close();
+      core.close();
+      throw error;
+    },
+  );
   return {
     url,
     drain: () => core.drain(),

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
-import { openCore, startAdmin, type Core } from './composition.js';
+import { openCore, startAdmin, type Core, type ReadinessHooks } from './composition.js';
 import type { AdminListener } from './observability/admin.js';
 import { createLogger } from './observability/logger.js';
 import type { Metrics } from './observability/metrics.js';
@@ -34,7 +34,8 @@ async function openMetrics(config: Config): Promise<Metrics> {
   return new (await import('./observability/metrics.js')).PrometheusMetrics();
 }
 
-export async function openStdioCore(config: Config): Promise<StdioCore> {
+/** `readiness`: what the admin listener's /readyz answers from (the one upstream's unless given). */
+export async function openStdioCore(config: Config, readiness?: ReadinessHooks): Promise<StdioCore> {
   const logger = createLogger(config.logLevel);
   const metrics = await openMetrics(config);
   const telemetry = await startTelemetry(config, logger);
@@ -46,7 +47,7 @@ export async function openStdioCore(config: Config): Promise<StdioCore> {
     core.close();
     await tasks.close();
   };
-  const admin = await startAdmin(config, core.observed, logger).catch(async (error: unknown) => {
+  const admin = await startAdmin(config, core.observed, logger, readiness).catch(async (error: unknown) => {
     await closeCore();
     throw error;
   });

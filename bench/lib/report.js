@@ -3,6 +3,7 @@
  * Issue 9's targets, each held against the measured figure (met / missed / not measured), and the
  * markdown summary of a run.
  */
+import { aggregateLines } from '../aggregate.js';
 
 /**
  * @typedef {{ id: string, issue: number, target: string, measured: string, value: number, bar: string,
@@ -356,6 +357,7 @@ export function markdown(report) {
   if (report.modern) lines.push(...modernLines(report.modern));
   if (report.sdkV2) lines.push(...sdkV2Lines(report.sdkV2));
   if (report.sharing) lines.push(...sharingLines(report.sharing));
+  if (report.aggregate) lines.push(...aggregateLines(report.aggregate));
   lines.push('## How to read this');
   lines.push('');
   lines.push(

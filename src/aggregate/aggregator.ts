@@ -26,9 +26,12 @@ import { LEGACY_VERSIONS } from '../protocol/versions.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { gathered } from './fan-out.js';
+import { LIST_CHANGED_WINDOW_MS, ListChanges, type ListKind } from './list-changes.js';
+import { ListReader, type ServerList } from './lists.js';
 import { mergedInitialize, mergedNames, type Listed } from './merge.js';
 import { Member, type MemberSpec, type Outcome } from './member.js';
 import { NameCollisionError, type Names } from './names.js';
+import type { ServersReadiness } from './readiness.js';
 import { ResourceRoutes } from './resources.js';
 import { ServerRequests } from './server-requests.js';
 import { withOuterRelatedTaskId, withOuterTaskIds } from './task-ids.js';
@@ -46,6 +49,8 @@ export interface AggregatorOptions {
    * unless set): the merged answer goes without those still silent then.
    */
   graceMs?: number;
+  /** The servers' list changes within this of the first are one list_changed (LIST_CHANGED_WINDOW_MS unless set). */
+  listChangedWindowMs?: number;
 }
 
 /** The grace of a request asked of every server, after the first answer (see AggregatorOptions.graceMs). */
@@ -58,6 +63,8 @@ interface Routed {
   /** The server's result as the client gets it; undefined: the bytes go as they are. */
   rewrite: (result: JsonObject) => JsonObject | undefined;
 }
+
+const LIST_CHANGED = /^notifications\/(tools|prompts|resources)\/list_changed$/;
 
 const LISTS = {
   'tools/list': { key: 'tools', kind: 'tool' },
@@ -78,6 +85,8 @@ export class Aggregator {
     prompt: undefined,
   };
   private readonly resources: ResourceRoutes;
+  private readonly lists: ListReader;
+  private readonly listChanges: ListChanges;
   private closing: Promise<void> | undefined;
   /** The client has sent notifications/initialized (a server that joins late is sent it then). */
   private clientInitialized = false;
@@ -95,6 +104,11 @@ export class Aggregator {
     this.serverRequests = new ServerRequests(this.client);
     this.taskLists = new TaskLists(this.names);
     this.resources = new ResourceRoutes(options.logger);
+    this.lists = new ListReader(options.logger, this.graceMs);
+    this.listChanges = new ListChanges(
+      (kind) => this.notifyListChanged(kind),
+      options.listChangedWindowMs ?? LIST_CHANGED_WINDOW_MS,
+    );
   }
 
   start(): void {
@@ -114,8 +128,14 @@ export class Aggregator {
     });
   }
 
+  /** Each server's state, for /readyz. */
+  servers(): ServersReadiness {
+    return Object.fromEntries(this.members.map((member) => [member.name, member.readiness]));
+  }
+
   close(reason = 'taskgate closed'): Promise<void> {
     this.closing ??= (async () => {
+      this.listChanges.close();
       await Promise.all(this.members.map((member) => member.close()));
       await this.client.close();
       this.options.closed(reason);
@@ -150,7 +170,7 @@ export class Aggregator {
           return this.answer(id, {});
         case 'tools/list':
         case 'prompts/list':
-          return this.answer(id, await this.mergedList(method));
+          return this.answer(id, await this.namesPage(method, params?.cursor));
         case 'tools/call':
         case 'prompts/get':
           return await this.toNamed(request, method === 'tools/call' ? 'tool' : 'prompt');
@@ -158,7 +178,7 @@ export class Aggregator {
           return await this.complete(request);
         case 'resources/list':
         case 'resources/templates/list':
-          return this.answer(id, await this.mergedResources(method));
+          return this.answer(id, await this.resourcesPage(method, params?.cursor));
         case 'resources/read':
         case 'resources/subscribe':
         case 'resources/unsubscribe':
@@ -247,71 +267,43 @@ export class Aggregator {
     this.routes.tool = undefined;
     this.routes.prompt = undefined;
     this.resources.clear();
-    if (!this.clientInitialized || this.closing !== undefined) return;
-    for (const key of ['tools', 'prompts', 'resources']) {
-      if (isObject(this.capabilities[key])) {
-        this.client.send({ jsonrpc: '2.0', method: `notifications/${key}/list_changed` });
-      }
-    }
+    for (const kind of ['tools', 'prompts', 'resources'] as const) this.listChanges.changed(kind);
   }
 
-  /** Every page of one server's list (`key`: the member holding the items). */
-  private async wholeList(
-    member: Member,
-    method: string,
-    key: string,
-  ): Promise<Outcome & { items?: unknown[] }> {
-    const items: unknown[] = [];
-    let cursor: unknown;
-    for (let page = 0; page < 1_000; page++) {
-      const outcome = await member.ask(method, cursor === undefined ? undefined : { cursor });
-      if (!outcome.ok) return outcome;
-      const listed = outcome.result[key];
-      if (Array.isArray(listed)) items.push(...(listed as unknown[]));
-      cursor = outcome.result.nextCursor;
-      if (typeof cursor !== 'string') break;
-    }
-    return { ok: true, result: {}, items };
+  /** The one list_changed of a kind for every change since the last (ListChanges), if the client can list it. */
+  private notifyListChanged(kind: ListKind): void {
+    if (!this.clientInitialized || this.closing !== undefined || !isObject(this.capabilities[kind])) return;
+    this.client.send({ jsonrpc: '2.0', method: `notifications/${kind}/list_changed` });
   }
 
-  /** Every serving server's whole list, but for those still silent `graceMs` after the first (logged). */
-  private async lists(
-    method: string,
-    key: string,
-  ): Promise<{ member: Member; outcome: Outcome & { items?: unknown[] } }[]> {
-    const { answered, late } = await gathered(
-      this.serving(),
-      (member) => this.wholeList(member, method, key),
-      this.graceMs,
-    );
-    for (const { member } of late) {
-      this.options.logger.warn(
-        { server: member.name },
-        `the server "${member.name}" has not answered ${method} ${this.graceMs} ms after the first: the merged list goes without it`,
-      );
-    }
-    return answered.map(({ member, value }) => ({ member, outcome: value }));
-  }
-
-  private async mergedList(method: keyof typeof LISTS): Promise<JsonObject> {
+  /** The page of the merged tools or prompts `cursor` points at: each server's next page, renamed. */
+  private async namesPage(method: keyof typeof LISTS, cursor: unknown): Promise<JsonObject> {
     const { key, kind } = LISTS[method];
-    const lists = await this.lists(method, key);
+    // A name of a server without prefix may be any other's: the whole lists are checked (and routed) first.
+    if (cursor === undefined && this.members.some((member) => !member.prefixed)) await this.wholeNames(kind);
+    const page = await this.lists.page(this.serving(), method, key, cursor);
     const merged = this.collisionsLogged(() =>
-      mergedNames(
-        kind,
-        lists
-          .filter(({ member, outcome }) => this.usable(member, method, outcome))
-          .map(({ member, outcome }) => ({
-            server: member.name,
-            prefixed: member.prefixed,
-            items: outcome.ok ? (outcome.items ?? []) : [],
-            exposes: (name: string) => kind !== 'tool' || member.filter.exposes(name),
-          })),
-        this.names,
-      ),
+      mergedNames(kind, this.mergeable(kind, page.lists), this.names),
     );
+    return { [key]: merged.items, ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) };
+  }
+
+  /** Every server's whole list of tools or prompts merged, for routing: a collision is refused here. */
+  private async wholeNames(kind: 'tool' | 'prompt'): Promise<Map<string, Listed>> {
+    const method = kind === 'tool' ? 'tools/list' : 'prompts/list';
+    const lists = await this.lists.whole(this.serving(), method, LISTS[method].key);
+    const merged = this.collisionsLogged(() => mergedNames(kind, this.mergeable(kind, lists), this.names));
     this.routes[kind] = merged.routes;
-    return { [key]: merged.items };
+    return merged.routes;
+  }
+
+  private mergeable(kind: 'tool' | 'prompt', lists: ServerList[]): Parameters<typeof mergedNames>[1] {
+    return lists.map(({ member, items }) => ({
+      server: member.name,
+      prefixed: member.prefixed,
+      items,
+      exposes: (name: string) => kind !== 'tool' || member.filter.exposes(name),
+    }));
   }
 
   private collisionsLogged<T>(merge: () => T): T {
@@ -323,19 +315,6 @@ export class Aggregator {
     }
   }
 
-  /** Whether a server's answer to a request sent to every server goes into the merged one (logged if not). */
-  private usable(member: Member, method: string, outcome: Outcome): boolean {
-    if (outcome.ok) return true;
-    // A server without prompts (or resources) says so with -32601: nothing to log.
-    if (outcome.error.code !== ErrorCode.MethodNotFound) {
-      this.options.logger.warn(
-        { server: member.name, error: outcome.error.message },
-        `the server "${member.name}" failed ${method}: the merged list goes without it`,
-      );
-    }
-    return false;
-  }
-
   /** The server and own name of a tool or prompt the client named; undefined when no server has it. */
   private async named(
     kind: 'tool' | 'prompt',
@@ -343,9 +322,8 @@ export class Aggregator {
   ): Promise<{ member: Member; name: string } | undefined> {
     // What the merged list gave out comes first: a server without prefix may list a name that looks prefixed.
     if (this.members.some((member) => !member.prefixed)) {
-      this.routes[kind] ??=
-        (await this.mergedList(kind === 'tool' ? 'tools/list' : 'prompts/list'), this.routes[kind]);
-      const listed = this.routes[kind]?.get(name);
+      const routes = this.routes[kind] ?? (await this.wholeNames(kind));
+      const listed = routes.get(name);
       if (listed !== undefined) return { member: this.byName.get(listed.server)!, name: listed.name };
     }
     const prefixed = this.members.filter((member) => member.prefixed).map((member) => member.name);
@@ -384,21 +362,33 @@ export class Aggregator {
     );
   }
 
-  private async mergedResources(method: 'resources/list' | 'resources/templates/list'): Promise<JsonObject> {
-    const key = method === 'resources/list' ? 'resources' : 'resourceTemplates';
+  private async resourcesPage(
+    method: 'resources/list' | 'resources/templates/list',
+    cursor: unknown,
+  ): Promise<JsonObject> {
+    const key = resourcesKey(method);
+    const page = await this.lists.page(this.serving(), method, key, cursor);
     const items: unknown[] = [];
-    for (const { member, outcome } of await this.lists(method, key)) {
-      if (!this.usable(member, method, outcome) || !outcome.ok) continue;
-      this.resources.take(member, outcome.items ?? []);
-      items.push(...(outcome.items ?? []));
+    for (const { member, items: own } of page.lists) {
+      this.resources.take(member, own);
+      items.push(...own);
     }
-    return { [key]: items };
+    return { [key]: items, ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) };
   }
 
+  /** The server of a URI: one that listed it (or a template it fits), from the pages seen or else all. */
   private async resourceOwner(uri: string): Promise<Member> {
-    if (!this.resources.known) {
-      await this.mergedResources('resources/list');
-      await this.mergedResources('resources/templates/list');
+    if (this.resources.find(uri) === undefined && !this.resources.complete) {
+      for (const method of ['resources/list', 'resources/templates/list'] as const) {
+        for (const { member, items } of await this.lists.whole(
+          this.serving(),
+          method,
+          resourcesKey(method),
+        )) {
+          this.resources.take(member, items);
+        }
+      }
+      this.resources.complete = true;
     }
     return this.resources.owner(uri, this.serving());
   }
@@ -490,13 +480,20 @@ export class Aggregator {
     const { method, params } = message.msg;
     if (method === 'notifications/cancelled')
       return this.serverRequests.cancelled(member, message.msg, route);
+    const listChanged = LIST_CHANGED.exec(method)?.[1] as ListKind | undefined;
+    if (listChanged !== undefined) return this.serverListChanged(listChanged);
     const rename = method.startsWith('notifications/tasks/') ? withOuterTaskIds : withOuterRelatedTaskId;
     const renamed = params === undefined ? undefined : rename(params, member.name, this.names);
     if (renamed !== undefined) this.client.send({ ...message.msg, params: renamed }, route);
     else this.client.sendRaw(raw, route, parsed);
-    if (method === 'notifications/tools/list_changed') this.routes.tool = undefined;
-    if (method === 'notifications/prompts/list_changed') this.routes.prompt = undefined;
-    if (method === 'notifications/resources/list_changed') this.resources.clear();
+  }
+
+  /** One server's list changed: the merged one has, and the client is told with the others' (ListChanges). */
+  private serverListChanged(kind: ListKind): void {
+    if (kind === 'tools') this.routes.tool = undefined;
+    if (kind === 'prompts') this.routes.prompt = undefined;
+    if (kind === 'resources') this.resources.clear();
+    this.listChanges.changed(kind);
   }
 
   /**
@@ -539,6 +536,10 @@ export class Aggregator {
     this.serverRequests.memberGone(member);
     this.listsChanged();
   }
+}
+
+function resourcesKey(method: 'resources/list' | 'resources/templates/list'): string {
+  return method === 'resources/list' ? 'resources' : 'resourceTemplates';
 }
 
 function modernRefused(params: JsonObject | undefined): JsonRpcErrorObject {

@@ -17,13 +17,12 @@ import type { UpstreamOptions } from '../upstream.js';
 import { Aggregator } from './aggregator.js';
 import { memberConfig, openMembers, type OpenedMembers } from './members.js';
 import { Names } from './names.js';
+import { readinessOf, type Readiness } from './readiness.js';
 
-export interface AggregatedSessions {
+export interface AggregatedSessions extends Readiness {
   open(channel: HttpSession, caller: Caller | undefined): Promise<void>;
   /** When the session's last task ended (Infinity while one runs), over all its servers' Sessions. */
   tasksEndedAt(sessionId: string): number;
-  /** Why no session could be served now (no server can be started); undefined when one can. */
-  notReady(): Promise<string | undefined>;
   /** Stops every session's servers (the front has ended the sessions). */
   close(): Promise<void>;
 }
@@ -99,16 +98,20 @@ export function aggregatedSessions(
       aggregator.start();
     },
     tasksEndedAt: (sessionId) => Math.max(0, ...(ids.get(sessionId) ?? []).map((id) => running.endedAt(id))),
-    notReady: async () => {
-      const problems = await Promise.all(
-        Object.entries(config.upstreams ?? {}).map(([name, member]) =>
-          upstreamProblem(memberConfig(config, member).upstream).then((problem) =>
-            problem === undefined ? undefined : `server "${name}": ${problem}`,
-          ),
+    // Whether a new session's servers could be started (or reached) now: ready while one of them can.
+    ...readinessOf(async () =>
+      Object.fromEntries(
+        await Promise.all(
+          Object.entries(config.upstreams ?? {}).map(async ([name, member]) => {
+            const problem = await upstreamProblem(memberConfig(config, member).upstream);
+            return [
+              name,
+              problem === undefined ? { state: 'ready' } : { state: 'unavailable', cause: problem },
+            ];
+          }),
         ),
-      );
-      return problems.every((problem) => problem !== undefined) ? problems.join('; ') : undefined;
-    },
+      ),
+    ),
     close: async () => {
       await Promise.all([...opened].map((members) => members.close()));
     },

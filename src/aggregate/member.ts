@@ -8,6 +8,7 @@ import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import type { JsonObject, Response } from '../protocol/messages.js';
 import type { Channel, Route } from '../transport/channel.js';
 import type { ToolFilter } from './names.js';
+import type { ServerReadiness } from './readiness.js';
 
 export type Outcome = { ok: true; result: JsonObject } | { ok: false; error: JsonRpcErrorObject };
 
@@ -80,6 +81,15 @@ export class Member {
       };
     }
     return undefined;
+  }
+
+  /** What /readyz says of it. */
+  get readiness(): ServerReadiness {
+    if (this.goneReason !== undefined) return { state: 'gone', cause: this.goneReason };
+    if (this.refusedInitialize !== undefined) {
+      return { state: 'refused', cause: this.refusedInitialize.message };
+    }
+    return { state: this.joining ? 'joining' : 'ready' };
   }
 
   start(handlers: Parameters<Channel['start']>[0]): void {

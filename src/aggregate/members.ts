@@ -33,6 +33,16 @@ export function memberConfig(config: Config, member: MemberConfig): Config {
   };
 }
 
+/**
+ * Whose an identity's tasks made through one server are, for tasks/list: all its servers' tasks share the
+ * store (and, on Redis, every replica's), so each server's Session lists only those made through it, and
+ * the merged list names each task once, under its own server. (Without an identity the owner is the
+ * server's Session, its own already.) The separator is a control character no identity carries.
+ */
+function serverTaskOwner(identity: string, server: string): string {
+  return `${identity}\u001fserver:${server}`;
+}
+
 export async function openMembers(
   config: Config,
   logger: Logger,
@@ -62,7 +72,14 @@ export async function openMembers(
         };
       }
       const pair = memoryChannelPair();
-      const options = { ...sessionOptions(name), config: own, policy: new Policy(own), logger: memberLogger };
+      const given = sessionOptions(name);
+      const options = {
+        ...given,
+        ...(given.identity === undefined ? {} : { taskOwner: serverTaskOwner(given.identity, name) }),
+        config: own,
+        policy: new Policy(own),
+        logger: memberLogger,
+      };
       let closing = false;
       const session: Session = new Session(pair.b, upstream.channel, options, {
         upstreamGone: (state) => {

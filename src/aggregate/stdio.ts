@@ -10,9 +10,16 @@ import { LineChannel } from '../transport/line-channel.js';
 import { Aggregator } from './aggregator.js';
 import { openMembers } from './members.js';
 import { Names } from './names.js';
+import { readinessOf, type ServersReadiness } from './readiness.js';
 
 export async function startAggregatedStdio(config: Config): Promise<number> {
-  const stdio = await openStdioCore(config);
+  // The admin listener answers /readyz from the servers' states: starting until they are opened.
+  let states = (): ServersReadiness =>
+    Object.fromEntries(Object.keys(config.upstreams ?? {}).map((name) => [name, { state: 'starting' }]));
+  const stdio = await openStdioCore(
+    config,
+    readinessOf(() => states()),
+  );
   const { logger, metrics, telemetry, id, core } = stdio;
   const members = await openMembers(config, logger, (name) => core.sessionOptions(`${id}/${name}`, logger), {
     restarted: () => metrics.upstreamRestarted(),
@@ -43,6 +50,7 @@ export async function startAggregatedStdio(config: Config): Promise<number> {
       },
     });
     aggregator.start();
+    states = () => aggregator.servers();
     logger.info(
       { servers: members.specs.map((spec) => spec.name), separator },
       'serving several servers behind one endpoint',

@@ -1,16 +1,13 @@
 /**
- * `tasks/list` across the servers: one page of each, the task ids prefixed, behind one opaque cursor that
- * holds where each server's own listing goes on (each server's cursor is its own to check: taskgate's are
- * signed and bound to their owner).
+ * `tasks/list` across the servers: one page of each, the task ids prefixed, behind one opaque cursor
+ * (src/aggregate/cursor.ts).
  */
-import { ErrorCode, ProtocolError } from '../protocol/errors.js';
+import { ProtocolError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
+import { decodeCursor, encodeCursor, type Position } from './cursor.js';
 import type { Member } from './member.js';
 import type { Names } from './names.js';
 import { withOuterTaskIds } from './task-ids.js';
-
-/** Server name → that server's cursor; a server without one is listed from its start. */
-type Position = [string, string | null][];
 
 export class TaskLists {
   constructor(private readonly names: Names) {}
@@ -18,7 +15,9 @@ export class TaskLists {
   async list(members: Member[], params: JsonObject | undefined): Promise<JsonObject> {
     const cursor = params?.cursor;
     const position: Position =
-      cursor === undefined ? members.map((member) => [member.name, null]) : decode(cursor);
+      cursor === undefined
+        ? members.map((member) => [member.name, null])
+        : decodeCursor('tasks/list', cursor);
     const byName = new Map(members.map((member) => [member.name, member]));
     const outcomes = await Promise.all(
       position.map(async ([name, own]) => {
@@ -43,32 +42,6 @@ export class TaskLists {
       if (typeof outcome.result.nextCursor === 'string') next.push([member.name, outcome.result.nextCursor]);
     }
     if (refused !== undefined && tasks.length === 0 && next.length === 0) throw refused;
-    return { tasks, ...(next.length === 0 ? {} : { nextCursor: encode(next) }) };
+    return { tasks, ...(next.length === 0 ? {} : { nextCursor: encodeCursor('tasks/list', next) }) };
   }
-}
-
-function encode(position: Position): string {
-  return Buffer.from(JSON.stringify(position)).toString('base64url');
-}
-
-function decode(cursor: unknown): Position {
-  try {
-    if (typeof cursor !== 'string') throw new Error('not a string');
-    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString());
-    if (
-      Array.isArray(value) &&
-      value.every(
-        (item) =>
-          Array.isArray(item) &&
-          item.length === 2 &&
-          typeof item[0] === 'string' &&
-          (typeof item[1] === 'string' || item[1] === null),
-      )
-    ) {
-      return value as Position;
-    }
-  } catch {
-    // Refused below, as any cursor taskgate did not give.
-  }
-  throw new ProtocolError(ErrorCode.InvalidParams, 'Invalid cursor');
 }

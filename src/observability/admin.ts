@@ -18,13 +18,15 @@ export interface AdminListener {
 
 /**
  * `notReady` says why the upstream cannot be started or reached now (undefined when it can): /readyz
- * answers as the HTTP front's does, for a probe that only reaches this port.
+ * answers as the HTTP front's does, for a probe that only reaches this port; `servers`, with several
+ * servers, each one's state for the same answer.
  */
 export async function startAdminListener(
   listen: string,
   routes: Routes,
   logger: Logger,
   notReady: () => Promise<string | undefined>,
+  servers?: () => Promise<Record<string, object>>,
 ): Promise<AdminListener> {
   const { host, port } = parseListen(listen);
   const loopback = isLoopbackHost(host);
@@ -40,7 +42,7 @@ export async function startAdminListener(
     }
     const answered =
       path === '/readyz' && req.method === 'GET'
-        ? readiness(res, notReady).then(() => true)
+        ? readiness(res, notReady, servers).then(() => true)
         : routes(req, res, path);
     answered
       .then((done) => {
@@ -66,10 +68,17 @@ export async function startAdminListener(
   };
 }
 
-/** 200 `{"status":"ready"}`, or 503 with the cause, as the HTTP front's /readyz. */
-async function readiness(res: ServerResponse, notReady: () => Promise<string | undefined>): Promise<void> {
-  const cause = await notReady();
-  const body = cause === undefined ? { status: 'ready' } : { status: 'upstream unavailable', cause };
+/** 200 `{"status":"ready"}`, or 503 with the cause, as the HTTP front's /readyz (each server's state too). */
+async function readiness(
+  res: ServerResponse,
+  notReady: () => Promise<string | undefined>,
+  servers: (() => Promise<Record<string, object>>) | undefined,
+): Promise<void> {
+  const [cause, states] = await Promise.all([notReady(), servers?.()]);
+  const body = {
+    ...(cause === undefined ? { status: 'ready' } : { status: 'upstream unavailable', cause }),
+    ...(states === undefined ? {} : { servers: states }),
+  };
   res
     .writeHead(cause === undefined ? 200 : 503, { 'content-type': 'application/json' })
     .end(JSON.stringify(body));

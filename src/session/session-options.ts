@@ -15,6 +15,11 @@ export interface SessionOptions {
   /** The caller's identity (a binding key) and, for logs, who that is; absent without authentication. */
   identity?: string;
   subject?: string;
+  /**
+   * Whose tasks this session's are for tasks/list: the identity (else the session) unless set. Several
+   * servers of one identity each list their own (src/aggregate/members.ts).
+   */
+  taskOwner?: string;
   /** What the caller may do (auth.rules); none: everything, its own tasks only. */
   access?: CallerAccess;
   limits?: Limits;

@@ -82,6 +82,7 @@ export function taskParts(options: SessionOptions, hooks: TaskPartsHooks): TaskP
       sessionId: options.id,
       ...(options.identity === undefined ? {} : { identity: options.identity }),
       ...(options.subject === undefined ? {} : { subject: options.subject }),
+      ...(options.taskOwner === undefined ? {} : { owner: options.taskOwner }),
     },
     options.logger,
     options.audit,

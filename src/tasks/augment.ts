@@ -42,7 +42,7 @@ export class Augmenter {
     private readonly policy: Policy,
     private readonly config: AugmentConfig,
     private readonly host: AugmentHost,
-    private readonly requester: { sessionId: string; identity?: string; subject?: string },
+    private readonly requester: { sessionId: string; identity?: string; subject?: string; owner?: string },
     private readonly logger: Logger,
     audit?: AuditLog,
     runner: TaskRunner = new TaskRunner(),
@@ -52,7 +52,7 @@ export class Augmenter {
       store,
       config,
       // A request may carry a caller of its own (the bridge's): its task is bound to that caller.
-      { ...requester, owner: requester.identity ?? requester.sessionId, perRequest: true },
+      { ...requester, owner: requester.owner ?? requester.identity ?? requester.sessionId, perRequest: true },
       (method, params) => host.notifyClient(method, params),
       ({ taskId, status }) => {
         // Its call may still be on its way out, but what it reports is over for the client.

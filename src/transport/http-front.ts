@@ -86,6 +86,8 @@ export interface HttpFrontHooks {
   modern?(exchange: ModernExchange): Promise<ModernAnswer>;
   /** Why the upstream cannot be reached or started now (undefined when it can), for /readyz. */
   notReady(): Promise<string | undefined>;
+  /** With several servers: each one's state, for the /readyz answer. */
+  servers?(): Promise<Record<string, object>>;
   /**
    * Routes beside the MCP endpoint (the operator's /metrics and /dashboard), asked after the Origin and
    * Host checks: true when one of them answered.
@@ -189,9 +191,10 @@ export class HttpFront {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     if (path === '/healthz' && req.method === 'GET') return json(res, 200, { status: 'ok' });
     if (path === '/readyz' && req.method === 'GET') {
-      const cause = await this.hooks.notReady();
-      if (cause === undefined) return json(res, 200, { status: 'ready' });
-      return json(res, 503, { status: 'upstream unavailable', cause });
+      const [cause, servers] = await Promise.all([this.hooks.notReady(), this.hooks.servers?.()]);
+      const each = servers === undefined ? {} : { servers };
+      if (cause === undefined) return json(res, 200, { status: 'ready', ...each });
+      return json(res, 503, { status: 'upstream unavailable', cause, ...each });
     }
     if (path !== this.options.path && (await this.hooks.extraRoutes?.(req, res, path))) return;
     if (path !== this.options.path)

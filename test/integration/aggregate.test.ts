@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CallToolResultSchema, CreateTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CheckedTransport } from '../helpers/checked-transport.js';
 import { httpTransport } from '../helpers/http-client.js';
@@ -55,6 +55,22 @@ const rpcError = async (promise: Promise<unknown>): Promise<McpError> => {
   const error = await thrownBy(promise);
   expect(error).toBeInstanceOf(McpError);
   return error as McpError;
+};
+
+/** The admin listener's URL, from its log line (it is logged before the servers start). */
+const adminUrl = (stderr: () => string): Promise<URL> =>
+  vi.waitFor(
+    () => {
+      const found = /"url":"([^"]+)","msg":"admin listener/.exec(stderr());
+      if (found === null) throw new Error('no admin listener in the log yet');
+      return new URL(found[1]!);
+    },
+    { timeout: 15_000, interval: 50 },
+  );
+
+const readyz = async (base: URL): Promise<{ status: number; body: unknown }> => {
+  const response = await fetch(new URL('/readyz', base));
+  return { status: response.status, body: await response.json() };
 };
 
 describe('three real servers behind one taskgate (issue 32)', () => {
@@ -159,9 +175,63 @@ describe('three real servers behind one taskgate (issue 32)', () => {
     expect(names).toContain('native__echo');
     expect(stderr()).toMatch(/the server \\"legacy\\".*only its calls fail/);
   });
+
+  it('answers /readyz on the admin listener with each server by name and its state', async () => {
+    const { client, stderr } = await withConfig(
+      {
+        legacy: { ...THREE.legacy, restart: { enabled: false } },
+        native: THREE.native,
+        missing: { command: join(dir, 'no-such-server') },
+      },
+      ['--admin-listen', '127.0.0.1:0'],
+    );
+    const admin = await adminUrl(stderr);
+    expect(await readyz(admin)).toEqual({
+      status: 200,
+      body: {
+        status: 'ready',
+        servers: {
+          legacy: { state: 'ready' },
+          native: { state: 'ready' },
+          missing: { state: 'gone', cause: expect.stringMatching(/could not be started/) },
+        },
+      },
+    });
+    expect((await rpcError(client.callTool({ name: 'legacy__crash', arguments: {} }))).code).toBe(-32000);
+    // Its Session answers what was asked a moment longer, then the server is gone for the aggregator too.
+    await vi.waitFor(
+      async () =>
+        expect((await readyz(admin)).body).toMatchObject({ servers: { legacy: { state: 'gone' } } }),
+      { timeout: 15_000, interval: 100 },
+    );
+    expect(await readyz(admin)).toMatchObject({
+      status: 200,
+      body: { status: 'ready', servers: { native: { state: 'ready' } } },
+    });
+  });
 });
 
 describe('several servers behind the HTTP front (issue 32)', () => {
+  it('answers /readyz with each server by name: ready while one of them could be started', async () => {
+    const config = file(
+      JSON.stringify({
+        upstreams: { legacy: THREE.legacy, missing: { command: join(dir, 'no-such-server') } },
+      }),
+      'json',
+    );
+    gateway = await Gateway.start([], ['--config', config]);
+    expect(await readyz(gateway.url)).toEqual({
+      status: 200,
+      body: {
+        status: 'ready',
+        servers: {
+          legacy: { state: 'ready' },
+          missing: { state: 'unavailable', cause: expect.stringMatching(/not an executable file/) },
+        },
+      },
+    });
+  });
+
   const client = async (
     g: Gateway,
     token?: string,

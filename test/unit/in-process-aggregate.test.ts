@@ -5,14 +5,19 @@
  * server's (pass-through), both fetched by their prefixed ids; a collision between servers mounted without
  * prefix is refused naming both; a server that goes away fails only the calls to it.
  */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
+  CallToolRequestSchema,
   CallToolResultSchema,
   CreateTaskResultSchema,
   ElicitRequestSchema,
   ElicitResultSchema,
   EmptyResultSchema,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
   ListToolsResultSchema,
   McpError,
+  ReadResourceRequestSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { createServer } from '@modelcontextprotocol/server-everything/dist/server/index.js';
@@ -60,6 +65,47 @@ const rpcError = async (promise: Promise<unknown>): Promise<McpError> => {
   const error = await thrownBy(promise);
   expect(error).toBeInstanceOf(McpError);
   return error as McpError;
+};
+
+/** A server whose tools and resources come two a page, by cursors of its own. */
+const pagedServer = (tools: string[], resources: string[] = []): Server => {
+  const server = new Server(
+    { name: 'paged', version: '1.0.0' },
+    { capabilities: { tools: {}, ...(resources.length === 0 ? {} : { resources: {} }) } },
+  );
+  const page = <T>(all: T[], cursor: string | undefined) => {
+    const at = Number(cursor ?? 0);
+    return { items: all.slice(at, at + 2), ...(at + 2 < all.length ? { nextCursor: String(at + 2) } : {}) };
+  };
+  server.setRequestHandler(ListToolsRequestSchema, (request) => {
+    const { items, ...next } = page(tools, request.params?.cursor);
+    return { tools: items.map((name) => ({ name, inputSchema: { type: 'object' as const } })), ...next };
+  });
+  server.setRequestHandler(CallToolRequestSchema, (request) => textResult(`paged: ${request.params.name}`));
+  if (resources.length > 0) {
+    server.setRequestHandler(ListResourcesRequestSchema, (request) => {
+      const { items, ...next } = page(resources, request.params?.cursor);
+      return { resources: items.map((uri) => ({ uri, name: uri })), ...next };
+    });
+    server.setRequestHandler(ReadResourceRequestSchema, (request) => ({
+      contents: [{ uri: request.params.uri, text: 'paged' }],
+    }));
+  }
+  return server;
+};
+
+/** Every page of a list, by its cursors, each page's names. */
+const allPages = async (
+  list: (cursor: string | undefined) => Promise<{ names: string[]; nextCursor?: string | undefined }>,
+): Promise<string[][]> => {
+  const pages: string[][] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await list(cursor);
+    pages.push(page.names);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined && pages.length < 10);
+  return pages;
 };
 
 const createTask = (g: AggregateGateway, name: string, args: Record<string, unknown> = {}) =>
@@ -164,6 +210,76 @@ describe('several servers behind one endpoint (issue 32)', () => {
     ]);
     const error = await rpcError(g.client.listTools());
     expect(error.message).toMatch(/"echo" is listed by server "first" and by server "second"/);
+  });
+
+  it('pages the merged tools behind one cursor, each server as it pages its own, and calls a tool of any page', async () => {
+    const g = await open([
+      { name: 'paged', server: pagedServer(['t1', 't2', 't3', 't4', 't5']) },
+      { name: 'b', tools: [echoOf('b')] },
+    ]);
+    const pages = await allPages(async (cursor) => {
+      const { tools, nextCursor } = await g.client.listTools(cursor === undefined ? {} : { cursor });
+      return { names: tools.map((tool) => tool.name), nextCursor };
+    });
+    expect(pages).toEqual([['paged__t1', 'paged__t2', 'b__echo'], ['paged__t3', 'paged__t4'], ['paged__t5']]);
+    // The server was asked with its own cursors, and b only once.
+    const asked = (server: string) =>
+      g.servers
+        .get(server)!
+        .received.received.items.filter((m) => 'method' in m && m.method === 'tools/list')
+        .map((m) => ('params' in m ? m.params?.cursor : undefined));
+    expect(asked('paged')).toEqual([undefined, '2', '4']);
+    expect(asked('b')).toEqual([undefined]);
+    expect(text(await g.client.callTool({ name: 'paged__t5', arguments: {} }))).toBe('paged: t5');
+    expect((await rpcError(g.client.listTools({ cursor: 'not-one-of-ours' }))).code).toBe(-32602);
+    const { nextCursor } = await g.client.listTools();
+    expect((await rpcError(g.client.listPrompts({ cursor: nextCursor! }))).code).toBe(-32602);
+  });
+
+  it('pages the merged resources, and reads a URI of a page the client has not listed yet', async () => {
+    const g = await open([
+      { name: 'paged', server: pagedServer(['t1'], ['mem://1', 'mem://2', 'mem://3']) },
+      { name: 'b', tools: [echoOf('b')] },
+    ]);
+    expect((await g.client.readResource({ uri: 'mem://3' })).contents[0]?.uri).toBe('mem://3');
+    const pages = await allPages(async (cursor) => {
+      const { resources, nextCursor } = await g.client.listResources(cursor === undefined ? {} : { cursor });
+      return { names: resources.map((resource) => resource.uri), nextCursor };
+    });
+    expect(pages).toEqual([['mem://1', 'mem://2'], ['mem://3']]);
+  });
+
+  it('finds the tool of a later page of a server without prefix, and refuses a collision on any page at the first', async () => {
+    let g = await open([
+      { name: 'plain', server: pagedServer(['t1', 't2', 't3']), prefix: false },
+      { name: 'b', tools: [echoOf('b')] },
+    ]);
+    expect(text(await g.client.callTool({ name: 't3', arguments: {} }))).toBe('paged: t3');
+    expect((await g.client.listTools()).tools.map((tool) => tool.name)).toEqual(['t1', 't2', 'b__echo']);
+    await g.close();
+    g = await open([
+      { name: 'first', server: pagedServer(['t1', 't2', 'echo']), prefix: false },
+      { name: 'second', tools: [echoOf('second')], prefix: false },
+    ]);
+    const error = await rpcError(g.client.listTools());
+    expect(error.message).toMatch(/"echo" is listed by server "first" and by server "second"/);
+  });
+
+  it('tells the client of several servers’ list changes at once with one list_changed, and of a later one with another', async () => {
+    const g = await open([
+      { name: 'a', tools: [echoOf('a')] },
+      { name: 'b', tools: [echoOf('b')] },
+    ]);
+    const a = g.servers.get('a')!.server;
+    const b = g.servers.get('b')!.server;
+    const inbox = g.clientTransport.received;
+    const changes = () =>
+      inbox.items.filter((m) => 'method' in m && m.method === 'notifications/tools/list_changed').length;
+    await Promise.all([a.sendToolListChanged(), b.sendToolListChanged(), a.sendToolListChanged()]);
+    await inbox.waitFor(() => changes() >= 1, 'a list_changed');
+    await b.sendToolListChanged();
+    await inbox.waitFor(() => changes() >= 2, 'a second list_changed');
+    expect(changes()).toBe(2);
   });
 
   it('mounts a server without prefix where nothing collides, and routes by the listed name', async () => {
