@@ -6,13 +6,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { Channel, ChannelHandlers, CloseInfo } from './channel.js';
 import { idOfOversized } from '../protocol/frames.js';
 import { LineFramer, OversizedFrameError, looksLikeResponse } from './framing.js';
-import { PausableInput, type Valve } from './valve.js';
-
-/** Backpressure (valve.ts): the valve this channel's output shuts, and those its input feeds. */
-export interface LineFlow {
-  writes?: Valve;
-  reads?: Valve[];
-}
+import { PausableInput, type Flow } from './valve.js';
 
 export class LineChannel implements Channel {
   private handlers: ChannelHandlers | undefined;
@@ -31,7 +25,7 @@ export class LineChannel implements Channel {
     private readonly label: string,
     /** False when the owner reports the closure itself, with a better reason (a child's exit status). */
     private readonly closeOnEnd = true,
-    private readonly flow: LineFlow = {},
+    private readonly flow: Flow = {},
   ) {}
 
   start(handlers: ChannelHandlers): void {

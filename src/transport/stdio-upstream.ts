@@ -13,7 +13,8 @@ import type { Logger } from 'pino';
 import { named } from '../observability/logger.js';
 import { ChildStderr } from './child-stderr.js';
 import { groupWatchdog } from './group-watchdog.js';
-import { LineChannel, type LineFlow } from './line-channel.js';
+import { LineChannel } from './line-channel.js';
+import type { Flow } from './valve.js';
 import { groupRuns, signalGroup } from './process-group.js';
 
 export interface UpstreamCommand {
@@ -56,7 +57,7 @@ export async function spawnStdioUpstream(
   upstream: UpstreamCommand,
   maxMessageBytes: number,
   logger: Logger,
-  flow?: LineFlow,
+  flow?: Flow,
 ): Promise<StdioUpstream> {
   const child = spawn(upstream.command, upstream.args, {
     stdio: ['pipe', 'pipe', 'pipe'],

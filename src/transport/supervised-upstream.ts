@@ -21,7 +21,7 @@ import { backoffDelay } from './backoff.js';
 import type { Arrival, Channel, ChannelHandlers } from './channel.js';
 import { promiseOf } from './handshake-promise.js';
 import { spawnStdioUpstream, type StdioUpstream, type UpstreamCommand } from './stdio-upstream.js';
-import type { LineFlow } from './line-channel.js';
+import type { Flow } from './valve.js';
 
 export interface RestartPolicy {
   enabled: boolean;
@@ -38,7 +38,7 @@ export interface SupervisionHooks {
   /** Asked before each restart: false once taskgate is shutting down. */
   mayRestart?: () => boolean;
   /** Backpressure with the client's pipes, when the client is on stdio too (valve.ts); each child gets it. */
-  flow?: LineFlow;
+  flow?: Flow;
 }
 
 /**

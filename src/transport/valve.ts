@@ -28,12 +28,30 @@ export class PausableInput {
   }
 }
 
+/** Backpressure of one channel: the valve its output shuts, and those its input feeds. */
+export interface Flow {
+  writes?: Valve;
+  reads?: Valve[];
+}
+
 /** Shuts while one of the outputs it watches is over the mark; the inputs it feeds are paused meanwhile. */
 export class Valve {
   private readonly behind = new Set<Writable>();
   private readonly inputs = new Set<PausableInput>();
+  /** Readers that pull (an HTTP body) waiting for it to open. */
+  private readonly waiting: (() => void)[] = [];
 
   constructor(private readonly markBytes = UNWRITTEN_MARK_BYTES) {}
+
+  get shut(): boolean {
+    return this.behind.size > 0;
+  }
+
+  /** Settles once the valve is open. */
+  opened(): Promise<void> {
+    if (!this.shut) return Promise.resolve();
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
 
   /** `input` feeds this valve's outputs: it is paused while the valve is shut. Returns the undo. */
   feed(input: PausableInput): () => void {
@@ -52,7 +70,9 @@ export class Valve {
       output.off('drain', open);
       output.off('close', open);
       this.behind.delete(output);
-      if (this.behind.size === 0) for (const input of this.inputs) input.release();
+      if (this.behind.size > 0) return;
+      for (const input of this.inputs) input.release();
+      for (const resume of this.waiting.splice(0)) resume();
     };
     // Over the mark is over the stream's highWaterMark, so the write returned false and 'drain' will come.
     output.on('drain', open);
@@ -60,6 +80,16 @@ export class Valve {
     this.behind.add(output);
     if (this.behind.size === 1) for (const input of this.inputs) input.hold();
   }
+}
+
+/**
+ * For a reader that pulls (an HTTP response body, read chunk by chunk): undefined when every valve is
+ * open, else a promise that settles once they all are, to be awaited before the next read.
+ */
+export function untilOpen(valves: readonly Valve[]): Promise<void> | undefined {
+  const shut = valves.find((valve) => valve.shut);
+  if (shut === undefined) return undefined;
+  return shut.opened().then(() => untilOpen(valves));
 }
 
 /**
