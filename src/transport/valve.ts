@@ -9,9 +9,11 @@ import type { Readable, Writable } from 'node:stream';
 
 /**
  * How much an output may hold unwritten before the inputs feeding it are paused. A message is written
- * whole, so the most held is this, plus the message that crossed it, plus what was already read.
+ * whole, so the most held is this, plus the message that crossed it, plus what was already read. As much
+ * as the HTTP front lets an SSE stream fall behind; well above one big result, so that taskgate reads the
+ * next while the client takes the last (at 1 MiB, a 4 MiB result stopped the reading until it had gone).
  */
-export const UNWRITTEN_MARK_BYTES = 1024 * 1024;
+export const UNWRITTEN_MARK_BYTES = 8 * 1024 * 1024;
 
 /** One input, paused while any valve it feeds is shut. */
 export class PausableInput {

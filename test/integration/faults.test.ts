@@ -263,7 +263,8 @@ describe('a stdio peer that stops reading', () => {
     const sent = Math.max(0, ...[...peer.stderr.matchAll(/flood sent (\d+)/g)].map((m) => Number(m[1])));
     console.log(`stdio client not reading: RSS before ${before} kB, peak ${peak} kB; upstream sent ${sent}`);
     expect(peer.stderr).not.toMatch(/flood done/);
-    expect(peak - before).toBeLessThan(24 * 1024);
+    // The valve's mark (8 MiB), a message and the garbage of the burst before it shut: +18 MB seen; +80 MB unbounded.
+    expect(peak - before).toBeLessThan(40 * 1024);
 
     peer.child.stdout.resume();
     expect(await peer.response('f', 60_000)).toMatchObject({
@@ -296,7 +297,8 @@ describe('a stdio peer that stops reading', () => {
       `stdio upstream not reading: RSS before ${before} kB, peak ${peak} kB; client's unwritten ${peer.child.stdin.writableLength} bytes`,
     );
     expect(peer.child.stdin.writableLength).toBeGreaterThan(0);
-    expect(peak - before).toBeLessThan(24 * 1024);
+    // The valve's mark (8 MiB), a message and the garbage of the burst before it shut: +18 MB seen; +80 MB unbounded.
+    expect(peak - before).toBeLessThan(40 * 1024);
 
     process.kill(upstream, 'SIGUSR2');
     for (let i = 0; i < CALLS; i++) {
