@@ -5,14 +5,18 @@
  * cli.js — alternated round by round (the order rotates), each target started afresh per round.
  *
  *   npm run build && node bench/bytes.js [--before DIR/dist/cli.js] [--rounds N] [--calls N] [--big-calls N]
+ *                                        [--in-flight N]
  *
  * Per target and size: results per second (median over rounds, and the range), the median of the per-round
  * ratios × direct, and for the proxies the main-thread and other-thread CPU of their process per result
- * (/proc/PID/task/*). A build for --before: `npm run bench:ab -- --before COMMIT` leaves one in
+ * (/proc/PID/task/*). With --in-flight N (64 in issue 33's target), also N 4 MiB results asked for at once:
+ * the peak RSS of the proxy's process while they are in flight (sampled every 20 ms), against the bytes in
+ * flight. A build for --before: `npm run bench:ab -- --before COMMIT` leaves one in
  * <tmpdir>/taskgate-ab-<sha>.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { rssBytes } from './lib/procs.js';
 import { median } from './lib/stats.js';
 import { FIXTURE, NODE, TASKGATE, TASKGATE_FLAGS, fromRoot, overStdio } from './lib/targets.js';
 import * as load from './lib/workloads.js';
@@ -23,9 +27,12 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '5' },
     calls: { type: 'string', default: '40' },
     'big-calls': { type: 'string', default: '6' },
+    'in-flight': { type: 'string', default: '0' },
   },
 });
 const rounds = Number(values.rounds);
+const inFlight = Number(values['in-flight']);
+const IN_FLIGHT_BYTES = 4 * 1024 * 1024;
 const SIZES = [
   { label: '256 KiB', bytes: 256 * 1024, calls: Number(values.calls) },
   { label: '4 MiB', bytes: 4 * 1024 * 1024, calls: Number(values['big-calls']) },
@@ -61,6 +68,26 @@ const results = Object.fromEntries(
   targets.map((t) => [t.name, Object.fromEntries(SIZES.map((s) => [s.label, []]))]),
 );
 
+/** @type {Record<string, number[]>} target → peak RSS in MiB, one per round */
+const peaks = Object.fromEntries(targets.map((t) => [t.name, []]));
+
+/**
+ * `inFlight` 4 MiB results asked for at once; the peak RSS of `pid` meanwhile, in MiB.
+ * @param {import('@modelcontextprotocol/sdk/client/index.js').Client} client @param {number} pid
+ */
+async function peakInFlight(client, pid) {
+  let peak = rssBytes(pid);
+  const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(pid))), 20);
+  try {
+    await Promise.all(
+      Array.from({ length: inFlight }, () => load.call(client, 'large', { bytes: IN_FLIGHT_BYTES })),
+    );
+  } finally {
+    clearInterval(sampler);
+  }
+  return Math.max(peak, rssBytes(pid)) / 2 ** 20;
+}
+
 const log = (/** @type {string} */ line) => process.stderr.write(`[bytes] ${line}\n`);
 const load1 = () => readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
 log(`load average ${load1()} at the start`);
@@ -83,6 +110,7 @@ for (let round = 0; round < rounds; round++) {
         otherUs: ((after.other - before.other) * 1000) / size.calls,
       });
     }
+    if (inFlight > 0) peaks[target.name]?.push(await peakInFlight(running.client, pid));
     await running.stop();
   }
   log(`round ${round + 1} of ${rounds} done (load ${load1()})`);
@@ -106,6 +134,16 @@ for (const size of SIZES) {
         : `  CPU per result: main ${fmt(median(figures.map((f) => f.mainUs)))} µs, other threads ${fmt(median(figures.map((f) => f.otherUs)))} µs`;
     process.stdout.write(
       `  ${target.name.padEnd(9)} ${fmt(median(perSecond), 1).padStart(7)}/s (${range(perSecond)})  ${fmt(median(ratios), 2)}× direct (${range(ratios, 2)})${cpu}\n`,
+    );
+  }
+}
+if (inFlight > 0) {
+  const mib = (inFlight * IN_FLIGHT_BYTES) / 2 ** 20;
+  process.stdout.write(`\n${inFlight} × 4 MiB results in flight (${mib} MiB): peak RSS of the process\n`);
+  for (const target of targets) {
+    const figures = peaks[target.name] ?? [];
+    process.stdout.write(
+      `  ${target.name.padEnd(9)} ${fmt(median(figures))} MiB (${range(figures, 0)}), ${fmt(median(figures) / mib, 2)}× the bytes in flight\n`,
     );
   }
 }

@@ -12,6 +12,7 @@ import { memoryChannelPair } from './transport/memory-channel.js';
 import { awaitFirstMessage } from './transport/held-channel.js';
 import { openStdioCore } from './stdio-core.js';
 import { LineChannel } from './transport/line-channel.js';
+import { stdioValves } from './transport/valve.js';
 import { upstreamAuth } from './security/upstream-auth.js';
 import { openUpstream } from './upstream.js';
 
@@ -26,15 +27,21 @@ export async function startStdioProxy(config: Config): Promise<number> {
   const { logger, metrics, telemetry, id, core } = stdio;
   // Over stdio there is no caller to stand for: only a credential of taskgate's own (client credentials).
   const credential = upstreamAuth(config).forCaller(undefined);
+  // A side that stops reading stops taskgate reading what would be written to it (valve.ts).
+  const valves = stdioValves();
   const upstream = await openUpstream(config, logger, {
     restarted: () => metrics.upstreamRestarted(),
     credential,
+    flow: { writes: valves.toUpstream, reads: [valves.toClient] },
   }).catch(async (error: unknown) => {
     await stdio.close();
     throw error;
   });
   // eslint-disable-next-line no-restricted-properties -- stdout is the client's channel in stdio mode
-  const line = new LineChannel(process.stdin, process.stdout, config.maxMessageBytes, 'the client');
+  const line = new LineChannel(process.stdin, process.stdout, config.maxMessageBytes, 'the client', true, {
+    writes: valves.toClient,
+    reads: [valves.toClient, valves.toUpstream],
+  });
   const client = telemetry.front(line, { transport: 'pipe' });
   const options = core.sessionOptions(id, logger);
   // The session starts at once, to watch the upstream; its client is known from the first message.

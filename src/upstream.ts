@@ -78,6 +78,7 @@ export async function openUpstream(
           resumeTimeoutMs: upstream.resumeTimeout,
           holdRequestsMs: config.upstreamRestart.holdRequests,
           maxMessageBytes: config.maxMessageBytes,
+          paused: hooks.flow?.reads,
         },
         logger,
       );

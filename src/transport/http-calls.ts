@@ -36,6 +36,7 @@ import {
 } from './http-wire.js';
 import { SseParser, type SseEvent } from './sse.js';
 import { upstreamUnauthorized } from './upstream-refusal.js';
+import type { Valve } from './valve.js';
 
 export interface CallsHost {
   origin: HttpOrigin;
@@ -47,6 +48,8 @@ export interface CallsHost {
   resumeTimeoutMs: number;
   reconnectDelayMs: number;
   reconnectMaxDelayMs: number;
+  /** While one of these is shut, response streams are not read (valve.ts). */
+  paused?: readonly Valve[] | undefined;
   /** Headers for any exchange in the current session (session id, protocol version, static headers). */
   headers(): Headers;
   /** The upstream session now (counted): a call remembers the one it was sent in. */
@@ -303,7 +306,7 @@ export class HttpCalls {
       retry: (ms) => (call.retryMs = ms),
       oversized: (bytes, head, tail) => this.tooLarge(call, String(bytes), idOfOversized(head, tail)),
     });
-    const error = await pump(body, parser);
+    const error = await pump(body, parser, this.host.paused);
     if (call.done || this.host.closed() || call.controller !== controller) return;
     await this.resume(call, error === undefined ? 'the server ended it' : networkReason(error));
   }

@@ -43,6 +43,7 @@ import {
   type Outgoing,
 } from './http-envelope.js';
 import { HttpOrigin, discard, statusLine, type Headers } from './http-wire.js';
+import type { Valve } from './valve.js';
 import { STANDALONE_OPEN_WAIT_MS, StandaloneStream } from './standalone-stream.js';
 
 export interface HttpUpstreamOptions {
@@ -77,6 +78,8 @@ export interface HttpUpstreamOptions {
    * (`upstreamRestart.holdRequests`, as for a stdio child being restarted). Default 10 s.
    */
   holdRequestsMs?: number | undefined;
+  /** While one of these is shut (a stdio client behind: valve.ts), the server's streams are not read. */
+  paused?: readonly Valve[] | undefined;
 }
 
 export const HTTP_UPSTREAM_DEFAULTS = {
@@ -132,6 +135,7 @@ export class HttpUpstream implements Channel {
   /** The hold timers of the queued requests that wait for a new session (not for the first one). */
   private readonly holds = new Map<Outgoing, NodeJS.Timeout>();
   private readonly holdRequestsMs: number;
+  private readonly paused: readonly Valve[] | undefined;
   /** Why the last session ended, for the requests that wait for the next. */
   private downReason = '';
   private standalone: StandaloneStream | undefined;
@@ -155,6 +159,7 @@ export class HttpUpstream implements Channel {
     this.reconnectDelayMs = options.reconnectDelayMs ?? HTTP_UPSTREAM_DEFAULTS.reconnectDelayMs;
     this.reconnectMaxDelayMs = options.reconnectMaxDelayMs ?? HTTP_UPSTREAM_DEFAULTS.reconnectMaxDelayMs;
     this.holdRequestsMs = options.holdRequestsMs ?? HTTP_UPSTREAM_DEFAULTS.holdRequestsMs;
+    this.paused = options.paused;
     this.calls = new HttpCalls({
       origin: this.origin,
       logger: this.logger,
@@ -164,6 +169,7 @@ export class HttpUpstream implements Channel {
       resumeTimeoutMs: options.resumeTimeoutMs ?? HTTP_UPSTREAM_DEFAULTS.resumeTimeoutMs,
       reconnectDelayMs: this.reconnectDelayMs,
       reconnectMaxDelayMs: this.reconnectMaxDelayMs,
+      paused: this.paused,
       headers: () => this.baseHeaders(),
       generation: () => this.generation,
       closed: () => this.phase === 'closed',
@@ -482,6 +488,7 @@ export class HttpUpstream implements Channel {
       maxMessageBytes: this.maxMessageBytes,
       reconnectDelayMs: this.reconnectDelayMs,
       reconnectMaxDelayMs: this.reconnectMaxDelayMs,
+      paused: this.paused,
       deliver: (raw) => this.handlers?.message(raw),
       oversized: (bytes, head, tail) =>
         this.handlers?.malformed(

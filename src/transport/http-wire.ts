@@ -6,6 +6,7 @@ import { STATUS_CODES } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import { UpstreamCredentialError, type UpstreamCredential } from '../security/upstream-credentials.js';
 import type { SseParser } from './sse.js';
+import { untilOpen, type Valve } from './valve.js';
 
 export type Reply = Dispatcher.ResponseData;
 export type ReplyBody = Reply['body'];
@@ -106,12 +107,19 @@ export async function readLimited(body: ReplyBody, limit: number): Promise<Buffe
 
 /**
  * Feeds an event stream to the parser until it ends; returns the error that ended it early, if any. What
- * the parser's sink throws is not a stream error: it is thrown on, after the body is let go.
+ * the parser's sink throws is not a stream error: it is thrown on, after the body is let go. No chunk is
+ * read while one of the `paused` valves is shut (the client is behind: valve.ts); TCP then holds the rest.
  */
-export async function pump(body: ReplyBody, parser: SseParser): Promise<unknown> {
+export async function pump(
+  body: ReplyBody,
+  parser: SseParser,
+  paused: readonly Valve[] = [],
+): Promise<unknown> {
   const chunks = (body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
   for (;;) {
     let next: IteratorResult<Buffer>;
+    const open = untilOpen(paused);
+    if (open !== undefined) await open;
     try {
       next = await chunks.next();
     } catch (error) {

@@ -6,6 +6,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { Channel, ChannelHandlers, CloseInfo } from './channel.js';
 import { idOfOversized } from '../protocol/frames.js';
 import { LineFramer, OversizedFrameError, looksLikeResponse } from './framing.js';
+import { PausableInput, type Flow } from './valve.js';
 
 export class LineChannel implements Channel {
   private handlers: ChannelHandlers | undefined;
@@ -14,6 +15,8 @@ export class LineChannel implements Channel {
   private closedByOwner = false;
   /** Writes are held until the end of the tick (see sendRaw). */
   private corked = false;
+  /** Undoes this channel's input feeding its valves. */
+  private unfeed: (() => void)[] = [];
 
   constructor(
     private readonly input: Readable,
@@ -22,6 +25,7 @@ export class LineChannel implements Channel {
     private readonly label: string,
     /** False when the owner reports the closure itself, with a better reason (a child's exit status). */
     private readonly closeOnEnd = true,
+    private readonly flow: Flow = {},
   ) {}
 
   start(handlers: ChannelHandlers): void {
@@ -38,6 +42,8 @@ export class LineChannel implements Channel {
         ),
     });
     this.input.on('data', (chunk: Buffer) => framer.push(chunk));
+    const input = new PausableInput(this.input);
+    this.unfeed = (this.flow.reads ?? []).map((valve) => valve.feed(input));
     if (this.closeOnEnd) this.input.on('end', () => this.inputEnded());
     this.input.on('error', (error) => this.broken(`${this.label} read failed: ${error.message}`));
     this.output.on('error', (error) => this.broken(`${this.label} write failed: ${error.message}`));
@@ -55,10 +61,11 @@ export class LineChannel implements Channel {
     }
     if (typeof raw === 'string') {
       this.output.write(raw + '\n');
-      return;
+    } else {
+      this.output.write(raw);
+      this.output.write('\n');
     }
-    this.output.write(raw);
-    this.output.write('\n');
+    this.flow.writes?.wrote(this.output);
   }
 
   private readonly uncork = (): void => {
@@ -73,6 +80,7 @@ export class LineChannel implements Channel {
   /** Ends the output. The input ending after this (the peer following suit) is the close's doing: not reported. */
   async close(): Promise<void> {
     this.closed = true;
+    this.stopFeeding();
     this.closedByOwner = true;
     this.output.end();
   }
@@ -84,6 +92,7 @@ export class LineChannel implements Channel {
 
   /** The peer went away: the owner hears it once, unless it closed the channel itself. */
   private report(info: CloseInfo): void {
+    if (!info.inputEnded) this.stopFeeding();
     const handlers = this.handlers;
     this.handlers = undefined;
     if (!this.closedByOwner) handlers?.closed(info);
@@ -96,6 +105,11 @@ export class LineChannel implements Channel {
   private broken(reason: string): void {
     if (this.closeOnEnd) return this.markClosed(reason);
     this.closed = true;
+  }
+
+  /** A channel gone holds no valve shut and is not paused by one. */
+  private stopFeeding(): void {
+    for (const undo of this.unfeed.splice(0)) undo();
   }
 
   /** Lets the owner report a closure it learned of first (the child exited); not after close(). */

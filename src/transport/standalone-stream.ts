@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { backoffDelay } from './backoff.js';
 import { type Headers, type HttpOrigin, discard, mediaType, pause, pump, statusLine } from './http-wire.js';
 import { SseParser } from './sse.js';
+import type { Valve } from './valve.js';
 
 export interface StandaloneHost {
   origin: HttpOrigin;
@@ -17,6 +18,8 @@ export interface StandaloneHost {
   /** Reconnection delay: the first one, and the cap it doubles up to. */
   reconnectDelayMs: number;
   reconnectMaxDelayMs: number;
+  /** While one of these is shut, the stream is not read (valve.ts). */
+  paused?: readonly Valve[] | undefined;
   deliver(raw: Buffer): void;
   oversized(byteLength: number, head: string, tail: string): void;
   /** The server answered 404: it no longer knows the session. */
@@ -110,7 +113,7 @@ export class StandaloneStream {
       }
       this.failures = 0;
       this.settle('open');
-      const error = await pump(reply.body, this.parser());
+      const error = await pump(reply.body, this.parser(), this.host.paused);
       if (signal.aborted) return;
       log.debug({ err: error }, 'upstream standalone stream dropped; reconnecting');
       this.state = 'connecting';

@@ -14,6 +14,7 @@ import { named } from '../observability/logger.js';
 import { ChildStderr } from './child-stderr.js';
 import { groupWatchdog } from './group-watchdog.js';
 import { LineChannel } from './line-channel.js';
+import type { Flow } from './valve.js';
 import { groupRuns, signalGroup } from './process-group.js';
 
 export interface UpstreamCommand {
@@ -56,6 +57,7 @@ export async function spawnStdioUpstream(
   upstream: UpstreamCommand,
   maxMessageBytes: number,
   logger: Logger,
+  flow?: Flow,
 ): Promise<StdioUpstream> {
   const child = spawn(upstream.command, upstream.args, {
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -70,7 +72,14 @@ export async function spawnStdioUpstream(
   }
   const pid = child.pid!;
   if (ownGroup) groupWatchdog?.watch(pid, logger);
-  const channel = new LineChannel(child.stdout, child.stdin, maxMessageBytes, 'the upstream server', false);
+  const channel = new LineChannel(
+    child.stdout,
+    child.stdin,
+    maxMessageBytes,
+    'the upstream server',
+    false,
+    flow,
+  );
   const stderr = new ChildStderr(child.stderr, named(logger, 'upstream').child({ pid }));
   /** The signals taskgate sent its group: an exit after one of them, or with 0 once its input was closed, was asked for. */
   const sent: NodeJS.Signals[] = [];

@@ -21,6 +21,7 @@ import { backoffDelay } from './backoff.js';
 import type { Arrival, Channel, ChannelHandlers } from './channel.js';
 import { promiseOf } from './handshake-promise.js';
 import { spawnStdioUpstream, type StdioUpstream, type UpstreamCommand } from './stdio-upstream.js';
+import type { Flow } from './valve.js';
 
 export interface RestartPolicy {
   enabled: boolean;
@@ -36,6 +37,8 @@ export interface SupervisionHooks {
   restarted?: () => void;
   /** Asked before each restart: false once taskgate is shutting down. */
   mayRestart?: () => boolean;
+  /** Backpressure with the client's pipes, when the client is on stdio too (valve.ts); each child gets it. */
+  flow?: Flow;
 }
 
 /**
@@ -120,7 +123,7 @@ export class SupervisedStdioUpstream implements Channel {
     logger: Logger,
     hooks: SupervisionHooks = {},
   ): Promise<SupervisedStdioUpstream> {
-    const child = await spawnStdioUpstream(command, maxMessageBytes, logger);
+    const child = await spawnStdioUpstream(command, maxMessageBytes, logger, hooks.flow);
     logger.info({ pid: child.pid, command: command.command }, 'upstream server started');
     return new SupervisedStdioUpstream(child, command, policy, maxMessageBytes, logger, hooks);
   }
@@ -240,7 +243,7 @@ export class SupervisedStdioUpstream implements Channel {
     const old = this.child;
     let child: StdioUpstream;
     try {
-      child = await spawnStdioUpstream(this.command, this.maxMessageBytes, this.logger);
+      child = await spawnStdioUpstream(this.command, this.maxMessageBytes, this.logger, this.hooks.flow);
     } catch (error) {
       if (this.phase !== 'spawning') return;
       this.logger.warn(
@@ -398,7 +401,7 @@ export class SupervisedStdioUpstream implements Channel {
     if (this.phase !== 'spawning') return;
     let child: StdioUpstream;
     try {
-      child = await spawnStdioUpstream(this.command, this.maxMessageBytes, this.logger);
+      child = await spawnStdioUpstream(this.command, this.maxMessageBytes, this.logger, this.hooks.flow);
     } catch (error) {
       if (this.phase !== 'spawning') return;
       this.phase = 'waiting';

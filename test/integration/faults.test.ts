@@ -3,6 +3,7 @@
  * mid-`tasks/result`, an upstream that never answers, an upstream that writes garbage to stdout, and a
  * client that never reads its SSE stream. In each: nothing hangs, no task is lost or left `working`.
  */
+import { once } from 'node:events';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +11,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sample } from '../helpers/prometheus.js';
+import { startHttpFixture } from '../helpers/http-fixture.js';
 import { Gateway, RawPeer } from '../helpers/taskgate.js';
 
 const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
@@ -27,6 +29,32 @@ function track(peer: RawPeer): RawPeer {
     if (peer.child.exitCode === null && peer.child.signalCode === null) peer.child.kill('SIGKILL');
   });
   return peer;
+}
+
+const rssKb = (pid: number): number =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+
+/** The peak of a process's RSS, sampled every 50 ms, while `during` runs. */
+async function peakRssKb(pid: number, during: () => Promise<void>): Promise<number> {
+  let peak = rssKb(pid);
+  const sampler = setInterval(() => (peak = Math.max(peak, rssKb(pid))), 50);
+  try {
+    await during();
+  } finally {
+    clearInterval(sampler);
+  }
+  return Math.max(peak, rssKb(pid));
+}
+
+/** Resolves once `pattern` shows in what `stderr()` gives, checked as `stream` says more. */
+function said(stream: NodeJS.ReadableStream, stderr: () => string, pattern: RegExp): Promise<void> {
+  return new Promise((resolve) => {
+    const check = (): void => {
+      if (pattern.test(stderr())) resolve();
+      else stream.once('data', check);
+    };
+    check();
+  });
 }
 
 /** Rejects when `promise` has not settled within `ms`. */
@@ -207,6 +235,145 @@ describe('an upstream that never answers', () => {
   });
 });
 
+// A peer on stdio that stops reading: taskgate stops reading what would be written to it (valve.ts), so
+// nothing piles up in its memory, and nothing is lost: once the peer reads again, everything arrives.
+describe('a stdio peer that stops reading', () => {
+  it('a client that does not read its stdout stalls the upstream, and then gets every message', async () => {
+    const peer = track(RawPeer.start(['--log-level', 'info', '--', process.execPath, FLOOD]));
+    await peer.initialize();
+    const pid = peer.child.pid!;
+    peer.child.stdout.pause();
+    const before = rssKb(pid);
+    const COUNT = 6_000;
+    const BYTES = 10_000; // 60 MB of notifications in all
+    peer.send({
+      jsonrpc: '2.0',
+      id: 'f',
+      method: 'tools/call',
+      params: { name: 'flood', arguments: { count: COUNT, bytes: BYTES }, _meta: { progressToken: 'p' } },
+    });
+    // Unbounded, taskgate takes the whole flood in and the upstream finishes it within seconds.
+    const peak = await peakRssKb(pid, () =>
+      within(
+        said(peer.child.stderr, () => peer.stderr, /flood done/),
+        8_000,
+        'the flood to end',
+      ).catch(() => undefined),
+    );
+    const sent = Math.max(0, ...[...peer.stderr.matchAll(/flood sent (\d+)/g)].map((m) => Number(m[1])));
+    console.log(`stdio client not reading: RSS before ${before} kB, peak ${peak} kB; upstream sent ${sent}`);
+    expect(peer.stderr).not.toMatch(/flood done/);
+    // The valve's mark (8 MiB), a message and the garbage of the burst before it shut: +18 MB seen; +80 MB unbounded.
+    expect(peak - before).toBeLessThan(40 * 1024);
+
+    peer.child.stdout.resume();
+    expect(await peer.response('f', 60_000)).toMatchObject({
+      result: { content: [{ text: `flooded ${COUNT}` }] },
+    });
+    const progress = peer.messages.items.filter((m) => m.method === 'notifications/progress');
+    expect(progress).toHaveLength(COUNT);
+    expect(peer.alive).toBe(true);
+  });
+
+  it('an upstream that does not read its stdin stops taskgate reading the client, and then gets every call', async () => {
+    const peer = track(RawPeer.start(['--log-level', 'info', '--', process.execPath, FLOOD]));
+    await peer.initialize();
+    const pid = peer.child.pid!;
+    const upstream = await upstreamPid(peer);
+    peer.send(call('deaf', 'deaf', {}));
+    await peer.response('deaf');
+    const before = rssKb(pid);
+    const CALLS = 240;
+    const text = 'x'.repeat(256 * 1024); // 60 MB of calls in all
+    for (let i = 0; i < CALLS; i++) peer.send(call(`e${i}`, 'echo', { text }));
+    // Unbounded, taskgate reads every call at once, and all of them sit in its memory.
+    const peak = await peakRssKb(pid, () =>
+      within(once(peer.child.stdin, 'drain'), 8_000, 'the client to write it all').then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
+    console.log(
+      `stdio upstream not reading: RSS before ${before} kB, peak ${peak} kB; client's unwritten ${peer.child.stdin.writableLength} bytes`,
+    );
+    expect(peer.child.stdin.writableLength).toBeGreaterThan(0);
+    // The valve's mark (8 MiB), a message and the garbage of the burst before it shut: +18 MB seen; +80 MB unbounded.
+    expect(peak - before).toBeLessThan(40 * 1024);
+
+    process.kill(upstream, 'SIGUSR2');
+    for (let i = 0; i < CALLS; i++) {
+      const answer = await peer.response(`e${i}`, 60_000);
+      expect((answer.result as { content: { text: string }[] }).content[0]!.text).toHaveLength(text.length);
+    }
+    expect(peer.alive).toBe(true);
+  });
+});
+
+describe('an HTTP upstream, a stdio client that stops reading', () => {
+  it("the server's stream is not read while the client is behind, and then every message arrives", async () => {
+    const fixture = await startHttpFixture('legacy');
+    cleanups.push(() => fixture.stop());
+    const peer = track(RawPeer.start(['--log-level', 'info', '--upstream-url', fixture.url]));
+    await peer.initialize();
+    const pid = peer.child.pid!;
+    const STEPS = 6_000;
+    const BYTES = 10_000; // 60 MB of notifications in all, on the call's SSE stream
+    const flood = (id: string, steps: number) =>
+      peer.send({
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: {
+          name: 'progress',
+          arguments: { steps, intervalMs: 0, bytes: BYTES },
+          _meta: { progressToken: id },
+        },
+      });
+    // A first small one read in full: what the first call costs taskgate is not counted.
+    flood('warm', 20);
+    await peer.response('warm');
+    peer.child.stdout.pause();
+    const before = rssKb(pid);
+    flood('p', STEPS);
+    // Unbounded, taskgate reads the stream as the server sends it, and holds it all for the client. The
+    // peak is not what tells: the first second of the call alone makes a transient of up to 33 MB that
+    // the collector takes back (instrumented: 1.3 MB of the stream was read before the valve shut). What
+    // is still held once taskgate has had 10 s to read, or has taken in 48 MB, is.
+    const BOUND_KB = 24 * 1024;
+    const peak = await peakRssKb(pid, () =>
+      within(
+        new Promise<void>((resolve) => {
+          const sampler = setInterval(() => {
+            if (rssKb(pid) - before < 2 * BOUND_KB) return;
+            clearInterval(sampler);
+            resolve();
+          }, 50);
+          cleanups.push(async () => clearInterval(sampler));
+        }),
+        10_000,
+        'taskgate to take in the stream',
+      ).catch(() => undefined),
+    );
+    const held = rssKb(pid) - before;
+    console.log(
+      `stdio client not reading, HTTP upstream: RSS before ${before} kB, peak ${peak} kB, held ${held} kB`,
+    );
+    expect(held).toBeLessThan(BOUND_KB);
+
+    peer.child.stdout.resume();
+    expect(await peer.response('p', 60_000)).toMatchObject({
+      result: { content: [{ text: `done ${STEPS} steps` }] },
+    });
+    const progress = peer.messages.items.filter(
+      (m) =>
+        m.method === 'notifications/progress' &&
+        (m.params as { progressToken: string }).progressToken === 'p',
+    );
+    expect(progress).toHaveLength(STEPS);
+    expect(peer.alive).toBe(true);
+  });
+});
+
 describe('an upstream that writes garbage to stdout', () => {
   it('logs it and keeps routing the valid messages', async () => {
     const peer = track(RawPeer.start(['--log-level', 'info', '--', process.execPath, GARBAGE]));
@@ -231,9 +398,6 @@ describe('an upstream that writes garbage to stdout', () => {
 });
 
 describe('a client that never reads its SSE stream', () => {
-  const rssKb = (pid: number): number =>
-    Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
-
   interface Posted {
     response: IncomingMessage;
     body: () => Promise<string>;
