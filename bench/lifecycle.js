@@ -49,6 +49,8 @@ const SETTINGS = QUICK
 const NPX_EVERYTHING = ['npx', '--no-install', 'mcp-server-everything', 'stdio'];
 const RESEARCH = { name: 'simulate-research-query', arguments: { topic: 'lifecycle' } };
 const MARKER = 'MCP_TASKGATE_BENCH_RUN';
+/** A desktop exit slower than taskgate's own stop sequence (0.5 s + 1 s) has its log kept in the report. */
+const SLOW_MS = 1_500;
 /** The client capabilities of a client that takes task-augmented calls (2025-11-25). */
 const TASK_AWARE = { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } };
 
@@ -137,14 +139,18 @@ async function desktopClose(sdk) {
   const run = randomUUID();
   const params = {
     command: NODE,
-    args: [TASKGATE, '--log-level', 'warn', '--', ...NPX_EVERYTHING],
+    args: [TASKGATE, '--log-level', 'info', '--', ...NPX_EVERYTHING],
     env: markedEnv(run),
-    stderr: /** @type {'ignore'} */ ('ignore'),
+    stderr: /** @type {'pipe'} */ ('pipe'),
   };
+  // taskgate's log (the last 64 KiB), to say where the time went in a slow exit.
+  let stderr = '';
+  const keep = (/** @type {Buffer} */ chunk) => (stderr = (stderr + chunk.toString()).slice(-65_536));
   /** @type {{ pid: number, close: () => Promise<void> }} */
   let client;
   if (sdk === 'v1') {
     const transport = new StdioClientTransport(params);
+    transport.stderr?.on('data', keep);
     const c = new Client({ name: 'desktop-v1', version: '1' }, { capabilities: TASK_AWARE });
     await c.connect(transport);
     await c.listTools();
@@ -155,6 +161,7 @@ async function desktopClose(sdk) {
     client = { pid: /** @type {number} */ (transport.pid), close: () => c.close() };
   } else {
     const transport = new StdioClientTransportV2(params);
+    transport.stderr?.on('data', keep);
     const c = new ClientV2({ name: 'desktop-v2', version: '1' }, { capabilities: {} });
     await c.connect(transport);
     await c.listTools();
@@ -165,6 +172,7 @@ async function desktopClose(sdk) {
   const before = processesOf(run).filter((p) => p.pid !== client.pid);
   try {
     const closing = performance.now();
+    const closingAt = Date.now();
     const exit = exitOf(client.pid, 10_000);
     await client.close();
     const exited = await exit;
@@ -175,6 +183,7 @@ async function desktopClose(sdk) {
     );
     return {
       exitMs: exited - closing,
+      logAfterClose: logSince(stderr, closingAt),
       processesBefore: before.length,
       atExit: atExit.length,
       left: processesOf(run),
@@ -182,6 +191,18 @@ async function desktopClose(sdk) {
   } finally {
     killAll(processesOf(run));
   }
+}
+
+/** taskgate's log lines from `since` (ms since the epoch) on, as "+ms message". @param {string} log @param {number} since */
+function logSince(log, since) {
+  return log.split('\n').flatMap((line) => {
+    try {
+      const record = /** @type {{ time: number, msg: string }} */ (JSON.parse(line));
+      return record.time >= since ? [`+${record.time - since} ms ${record.msg.slice(0, 160)}`] : [];
+    } catch {
+      return [];
+    }
+  });
 }
 
 /** @param {number[]} values */
@@ -192,10 +213,11 @@ const spread = (values) => ({
 });
 
 async function desktop() {
-  /** @type {Record<'v1' | 'v2', { exitMs: number[], before: number[], atExit: number[], left: Marked[], failures: string[] }>} */
+  /** @typedef {{ exitMs: number[], before: number[], atExit: number[], left: Marked[], failures: string[], slow: { run: number, exitMs: number, log: string[] }[] }} Tally */
+  /** @type {Record<'v1' | 'v2', Tally>} */
   const by = {
-    v1: { exitMs: [], before: [], atExit: [], left: [], failures: [] },
-    v2: { exitMs: [], before: [], atExit: [], left: [], failures: [] },
+    v1: { exitMs: [], before: [], atExit: [], left: [], failures: [], slow: [] },
+    v2: { exitMs: [], before: [], atExit: [], left: [], failures: [], slow: [] },
   };
   for (let i = 0; i < SETTINGS.closes; i++) {
     for (const sdk of /** @type {('v1' | 'v2')[]} */ (i % 2 === 0 ? ['v1', 'v2'] : ['v2', 'v1'])) {
@@ -205,6 +227,9 @@ async function desktop() {
         by[sdk].before.push(r.processesBefore);
         by[sdk].atExit.push(r.atExit);
         by[sdk].left.push(...r.left);
+        // Past taskgate's own stop (input closed, SIGTERM 0.5 s later, SIGKILL 1 s after): its log says why.
+        if (r.exitMs > SLOW_MS)
+          by[sdk].slow.push({ run: i + 1, exitMs: round(r.exitMs), log: r.logAfterClose });
         log(
           `desktop ${sdk} #${i + 1}: exit ${r.exitMs.toFixed(0)} ms, ${r.atExit} at exit, ${r.left.length} left`,
         );
@@ -221,6 +246,8 @@ async function desktop() {
         runs: r.exitMs.length,
         failures: r.failures,
         exitMs: spread(r.exitMs),
+        overDesktopSigterm: r.exitMs.filter((ms) => ms >= 2000).length,
+        slow: r.slow,
         processesBeforeClose: spread(r.before),
         processesAtExit: r.atExit.reduce((a, b) => a + b, 0),
         processesLeft: r.left.length,
@@ -387,9 +414,22 @@ function uptime() {
 }
 
 const d = report.desktop;
+/** The slow exits, each with taskgate's log from the close on; or a line saying there were none. @param {Record<string, any>} by */
+function slowLines(by) {
+  const head = `Exits slower than ${SLOW_MS} ms (taskgate's own stop: input closed, SIGTERM 0.5 s later, SIGKILL 1 s after)`;
+  const slow = Object.entries(by).flatMap(([sdk, r]) =>
+    r.slow.map(
+      (/** @type {{ run: number, exitMs: number, log: string[] }} */ s) =>
+        `- ${sdk} run ${s.run}, ${s.exitMs} ms: ${s.log.map((line) => `\`${line}\``).join('; ')}`,
+    ),
+  );
+  return slow.length === 0
+    ? [`${head}: none.`]
+    : [`${head}, with taskgate's log from the close on:`, '', ...slow];
+}
 /** @param {string} sdk @param {any} r */
 const closeRow = (sdk, r) =>
-  `| SDK ${sdk} | ${r.runs}${r.failures.length > 0 ? ` (${r.failures.length} failed)` : ''} | ${r.exitMs.median} ms | ${r.exitMs.max} ms | ${r.processesBeforeClose.median} | ${r.processesAtExit} | **${r.processesLeft}** |`;
+  `| SDK ${sdk} | ${r.runs}${r.failures.length > 0 ? ` (${r.failures.length} failed)` : ''} | ${r.exitMs.median} ms | ${r.exitMs.max} ms | ${r.overDesktopSigterm} | ${r.processesBeforeClose.median} | ${r.processesAtExit} | **${r.processesLeft}** |`;
 const md = [
   `# Lifecycle: nothing outlives its reason, ${report.date}`,
   '',
@@ -399,14 +439,16 @@ const md = [
   '',
   `\`taskgate -- npx --no-install mcp-server-everything stdio\` spawned by the SDK's StdioClientTransport (v1 \`@modelcontextprotocol/sdk\`, v2 \`@modelcontextprotocol/client\`, alternated run by run), after \`tools/list\` and one call of \`simulate-research-query\` (a timer left in the server): v1 task-augmented, the task still running at the close; v2 plain, unwrapped by taskgate into a task-augmented call upstream. Then the client's close: stdin closed, SIGTERM 2 s later, SIGKILL after that. Time from the close to taskgate's exit (its pid polled every 2 ms); the run's processes (taskgate's environment marked) before the close, still running at taskgate's exit (its watchdog may be leaving too), and 3 s later (left).`,
   '',
-  '| client | runs | exit, median | exit, max | processes before | at exit (all runs) | left (all runs) |',
-  '| --- | --- | --- | --- | --- | --- | --- |',
+  '| client | runs | exit, median | exit, max | exits at 2 s or later | processes before | at exit (all runs) | left (all runs) |',
+  '| --- | --- | --- | --- | --- | --- | --- | --- |',
   closeRow('v1', d['v1']),
   closeRow('v2', d['v2']),
   ...Object.entries(d).flatMap(([sdk, r]) => [
     ...r.left.map((/** @type {string} */ command) => `- left by ${sdk}: \`${command}\``),
     ...r.failures.map((/** @type {string} */ failure) => `- ${sdk} failed: ${failure}`),
   ]),
+  '',
+  ...slowLines(d),
   '',
   '## HTTP gateway sessions that end',
   '',
