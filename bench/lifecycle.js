@@ -185,7 +185,7 @@ async function desktopClose(sdk) {
       exitMs: exited - closing,
       logAfterClose: logSince(stderr, closingAt),
       processesBefore: before.length,
-      atExit: atExit.length,
+      atExit: atExit.map((p) => p.command.slice(0, 60)),
       left: processesOf(run),
     };
   } finally {
@@ -213,7 +213,7 @@ const spread = (values) => ({
 });
 
 async function desktop() {
-  /** @typedef {{ exitMs: number[], before: number[], atExit: number[], left: Marked[], failures: string[], slow: { run: number, exitMs: number, log: string[] }[] }} Tally */
+  /** @typedef {{ exitMs: number[], before: number[], atExit: string[], left: Marked[], failures: string[], slow: { run: number, exitMs: number, log: string[] }[] }} Tally */
   /** @type {Record<'v1' | 'v2', Tally>} */
   const by = {
     v1: { exitMs: [], before: [], atExit: [], left: [], failures: [], slow: [] },
@@ -225,13 +225,13 @@ async function desktop() {
         const r = await desktopClose(sdk);
         by[sdk].exitMs.push(r.exitMs);
         by[sdk].before.push(r.processesBefore);
-        by[sdk].atExit.push(r.atExit);
+        by[sdk].atExit.push(...r.atExit);
         by[sdk].left.push(...r.left);
         // Past taskgate's own stop (input closed, SIGTERM 0.5 s later, SIGKILL 1 s after): its log says why.
         if (r.exitMs > SLOW_MS)
           by[sdk].slow.push({ run: i + 1, exitMs: round(r.exitMs), log: r.logAfterClose });
         log(
-          `desktop ${sdk} #${i + 1}: exit ${r.exitMs.toFixed(0)} ms, ${r.atExit} at exit, ${r.left.length} left`,
+          `desktop ${sdk} #${i + 1}: exit ${r.exitMs.toFixed(0)} ms, ${r.atExit.length} at exit, ${r.left.length} left`,
         );
       } catch (error) {
         by[sdk].failures.push(/** @type {Error} */ (error).message.slice(0, 300));
@@ -249,7 +249,15 @@ async function desktop() {
         overDesktopSigterm: r.exitMs.filter((ms) => ms >= 2000).length,
         slow: r.slow,
         processesBeforeClose: spread(r.before),
-        processesAtExit: r.atExit.reduce((a, b) => a + b, 0),
+        processesAtExit: r.atExit.length,
+        // What still ran at taskgate's exit, by command (cut to 60 characters) and how often.
+        atExit: r.atExit.reduce(
+          (/** @type {Record<string, number>} */ by, command) => ({
+            ...by,
+            [command]: (by[command] ?? 0) + 1,
+          }),
+          {},
+        ),
         processesLeft: r.left.length,
         left: r.left.map((p) => p.command),
       },
@@ -444,6 +452,9 @@ const md = [
   closeRow('v1', d['v1']),
   closeRow('v2', d['v2']),
   ...Object.entries(d).flatMap(([sdk, r]) => [
+    ...Object.entries(r.atExit).map(
+      ([command, times]) => `- running at taskgate's exit with ${sdk}, ${times} × \`${command}\``,
+    ),
     ...r.left.map((/** @type {string} */ command) => `- left by ${sdk}: \`${command}\``),
     ...r.failures.map((/** @type {string} */ failure) => `- ${sdk} failed: ${failure}`),
   ]),
