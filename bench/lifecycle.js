@@ -75,7 +75,10 @@ function processesOf(run) {
       if (state === 'Z' || state === 'X') continue;
       const environ = readFileSync(`/proc/${entry}/environ`, 'latin1');
       if (!environ.split('\0').includes(`${MARKER}=${run}`)) continue;
-      const command = readFileSync(`/proc/${entry}/cmdline`, 'latin1').split('\0').join(' ').trim();
+      // On one line: the watchdog's command is a shell script.
+      const command = readFileSync(`/proc/${entry}/cmdline`, 'latin1')
+        .replace(/[\0\s]+/g, ' ')
+        .trim();
       found.push({ pid: Number(entry), ppid: Number(ppid), state, command });
     } catch {
       // gone meanwhile, or not ours to read
