@@ -4,7 +4,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -118,7 +118,60 @@ describe('issue 14.11: a taskgate command from a checkout, as the README says', 
     });
     const [{ files }] = JSON.parse(stdout) as [{ files: { path: string }[] }];
     expect(files.map((file) => file.path)).toEqual(
-      expect.arrayContaining(['dist/cli.js', 'examples/legacy-server.js', 'package.json']),
+      expect.arrayContaining(['dist/cli.js', 'examples/legacy-server.js', 'package.json', 'LICENSE']),
     );
+  });
+
+  it('issue 27: ships the MIT LICENSE that package.json names', async () => {
+    const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { license?: string };
+    expect(pkg.license).toBe('MIT');
+    expect(await readFile(join(ROOT, 'LICENSE'), 'utf8')).toMatch(/^MIT License\n\nCopyright \(c\) \d{4} /);
+  });
+
+  it('issue 27: the README’s one-line check, run as written, prints an initialize result with "tasks"', async () => {
+    const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+    const check = readme.split('\n').filter((line) => /^echo '.*' \| taskgate\b/.test(line));
+    expect(check, 'the one-line check in the README').toHaveLength(1);
+    // `taskgate` on the PATH is this checkout's build, as `npm install -g .` would make it.
+    const bin = await mkdtemp(join(tmpdir(), 'taskgate-check-'));
+    try {
+      await writeFile(join(bin, 'taskgate'), `#!/bin/sh\nexec "${process.execPath}" "${TASKGATE}" "$@"\n`, {
+        mode: 0o755,
+      });
+      const { stdout, stderr } = await promisify(execFile)('sh', ['-c', check[0]!], {
+        env: { ...process.env, PATH: `${bin}:${process.env['PATH'] ?? ''}` },
+        timeout: 30_000,
+      });
+      const out = stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as unknown);
+      expect(out).toEqual([
+        expect.objectContaining({
+          id: 1,
+          result: expect.objectContaining({
+            capabilities: expect.objectContaining({ tasks: expect.any(Object) }),
+          }),
+        }),
+      ]);
+      // `--log-level warn`: nothing on stderr when all is well.
+      expect(stderr).toBe('');
+    } finally {
+      await rm(bin, { recursive: true, force: true });
+    }
+  });
+
+  it('issue 27: the README starts with a quick start that says where the logs go, asks for an absolute "command" and leads to Troubleshooting', async () => {
+    const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+    const heading = (title: string): number => readme.search(new RegExp(`^#+ ${title}`, 'm'));
+    const quickStart = heading('Quick start');
+    expect(quickStart).toBeGreaterThan(0);
+    for (const later of ['What it does', 'Configuration', 'Reference', 'Troubleshooting'])
+      expect(heading(later), later).toBeGreaterThan(quickStart);
+    const start = readme.slice(quickStart, heading('What it does'));
+    expect(start).toMatch(/"command"` as an absolute path/);
+    expect(start).toMatch(/"command": "\/[^"]+\/taskgate"/);
+    expect(start).toMatch(/taskgate's log, and the server's stderr inside it, go where the client puts/);
+    expect(start).toContain('(#troubleshooting)');
   });
 });

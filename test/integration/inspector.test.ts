@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { startEverythingHttp } from '../helpers/everything-http.js';
 import { FIXTURES, Gateway, TASKGATE } from '../helpers/taskgate.js';
 
 const root = (path: string): string => fileURLToPath(new URL(`../../${path}`, import.meta.url));
@@ -108,31 +109,41 @@ describe('the MCP Inspector CLI through taskgate', () => {
     });
   });
 
-  it('issue 27: over the HTTP gateway, the unwrapped task is seen to end and the session ends as abandoned', async () => {
-    const gateway = await Gateway.start(
-      [process.execPath, EVERYTHING, 'stdio'],
-      ['--abandoned-session-timeout', '1000'],
-    );
-    try {
-      const output = await inspector([
-        '--transport',
-        'http',
-        '--server-url',
-        gateway.url.href,
-        '--method',
-        'tools/call',
-        '--tool-name',
-        'simulate-research-query',
-        '--tool-arg',
-        'topic=otters',
+  it.each([
+    { front: 'the HTTP gateway', upstream: 'stdio' },
+    { front: 'the sidecar', upstream: 'http' },
+  ])(
+    'issue 27: over $front, the unwrapped task is seen to end and the session ends as abandoned',
+    async (c) => {
+      const everything = c.upstream === 'http' ? await startEverythingHttp() : undefined;
+      const gateway = await Gateway.start(everything ? [] : [process.execPath, EVERYTHING, 'stdio'], [
+        '--abandoned-session-timeout',
+        '1000',
+        ...(everything ? ['--upstream-url', everything.url] : []),
       ]);
-      expect(textOf(output)).toContain('Research Report: otters');
-      const metrics = await (await fetch(new URL('/metrics', gateway.url))).text();
-      expect(metrics).toContain('taskgate_tasks_live{status="working"} 0');
-      // Abandoned after 1 s, not kept for the 30-minute idle timeout as a session running a task.
-      await gateway.logged('ending an abandoned session', 20_000);
-    } finally {
-      await gateway.stop();
-    }
-  }, 90_000);
+      try {
+        const output = await inspector([
+          '--transport',
+          'http',
+          '--server-url',
+          gateway.url.href,
+          '--method',
+          'tools/call',
+          '--tool-name',
+          'simulate-research-query',
+          '--tool-arg',
+          'topic=otters',
+        ]);
+        expect(textOf(output)).toContain('Research Report: otters');
+        const metrics = await (await fetch(new URL('/metrics', gateway.url))).text();
+        expect(metrics).toContain('taskgate_tasks_live{status="working"} 0');
+        // Abandoned after 1 s, not kept for the 30-minute idle timeout as a session running a task.
+        await gateway.logged('ending an abandoned session', 20_000);
+      } finally {
+        await gateway.stop();
+        await everything?.stop();
+      }
+    },
+    90_000,
+  );
 });

@@ -2,19 +2,13 @@
  * taskgate as a sidecar (HTTP front → HTTP upstream) in front of real HTTP servers: server-everything
  * in its Streamable HTTP mode, and a fixture killed while a task's call runs on it.
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startEverythingHttp } from '../helpers/everything-http.js';
 import { startHttpFixture } from '../helpers/http-fixture.js';
 import { Gateway, TASK_AWARE } from '../helpers/taskgate.js';
-
-const EVERYTHING = fileURLToPath(
-  new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url),
-);
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -30,35 +24,11 @@ async function sidecarFor(url: string): Promise<Client> {
   return client;
 }
 
-/** server-everything over Streamable HTTP on a free port; resolves once it accepts connections. */
+/** server-everything over Streamable HTTP, stopped after the test. */
 async function startEverything(): Promise<string> {
-  const { createServer } = await import('node:net');
-  const probe = createServer().listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const port = (probe.address() as { port: number }).port;
-  probe.close();
-  const child = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
-    env: { ...process.env, PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  cleanups.push(async () => {
-    child.kill('SIGTERM');
-    if (child.exitCode === null) await once(child, 'exit');
-  });
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server-everything did not start: ${output}`)), 15_000);
-    const onData = (chunk: Buffer): void => {
-      output += chunk.toString();
-      if (/listening/i.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-  });
-  return `http://127.0.0.1:${port}/mcp`;
+  const everything = await startEverythingHttp();
+  cleanups.push(everything.stop);
+  return everything.url;
 }
 
 describe('taskgate as a sidecar', () => {
