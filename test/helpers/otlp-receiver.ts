@@ -91,6 +91,17 @@ interface OtlpRequest {
   }[];
 }
 
+/** The environment that points taskgate's exporters at `receiver` over http/json, spans sent every 50 ms. */
+export const otlpEnv = (
+  receiver: OtlpReceiver,
+  extra: Record<string, string> = {},
+): Record<string, string> => ({
+  OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+  OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+  OTEL_BSP_SCHEDULE_DELAY: '50',
+  ...extra,
+});
+
 const valueOf = (value: OtlpValue): unknown =>
   value.stringValue ??
   (value.intValue === undefined ? undefined : Number(value.intValue)) ??
