@@ -97,8 +97,13 @@ describe('metrics by the MCP semantic conventions', () => {
       expect(point.attributes).not.toHaveProperty('error.type');
       expect(point.attributes).not.toHaveProperty('server.address');
     }
-    expect(served.description).toMatch(/receiver/);
-    expect(sent.description).toMatch(/sender/);
+    // The briefs of semantic-conventions-genai's model/mcp/metrics.yaml, word for word.
+    expect(served.description).toBe(
+      'MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent.',
+    );
+    expect(sent.description).toBe(
+      'The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received.',
+    );
 
     const failed = await collector.untilPoints((points) =>
       pointOf(points, 'mcp.server.operation.duration', { 'gen_ai.tool.name': 'fail' }),
