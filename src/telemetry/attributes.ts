@@ -15,6 +15,11 @@ export const TASK_TTL = 'mcp.task.ttl';
 export const TASK_POLL_INTERVAL = 'mcp.task.poll_interval';
 export const TASK_TOOL = 'gen_ai.tool.name';
 export const TASK_SESSION = 'mcp.task.session';
+export const TASK_STATUS_MESSAGE = 'mcp.task.status_message';
+/** Who runs the task: `taskgate` (its own task, augment) or `server` (the upstream's, which taskgate follows). */
+export const TASK_RUNNER = 'mcp.task.runner';
+/** What taskgate does with it: `augment`, `pass-through`, `unwrap` or `translated` (docs/design.md). */
+export const TASK_MODE = 'mcp.task.mode';
 /** A 2026-07-28 result's `resultType` when it is not `complete` (an MRTR round's `input_required`). */
 export const RESULT_TYPE = 'mcp.result.type';
 /** The methods of an `input_required` result's inputRequests: what the client is asked, in this round. */
@@ -101,6 +106,13 @@ export function responseOutcome(response: JsonObject): Outcome {
   const task = isObject(result.task) ? result.task : undefined;
   const taskId = text(task?.taskId) ?? text(result.taskId);
   if (taskId !== undefined) attributes[TASK_ID] = taskId;
+  // A task's status as the answer gave it (tasks/get, tasks/cancel, a CreateTaskResult): a replica that did
+  // not create the task shows it here, executor lost included.
+  const said = task ?? (taskId === undefined ? undefined : result);
+  const status = text(said?.status);
+  if (status !== undefined) attributes[TASK_STATUS] = status;
+  const statusMessage = text(said?.statusMessage);
+  if (status !== undefined && statusMessage !== undefined) attributes[TASK_STATUS_MESSAGE] = statusMessage;
   if (typeof result.resultType === 'string' && result.resultType !== 'complete') {
     attributes[RESULT_TYPE] = result.resultType;
   }

@@ -33,7 +33,7 @@ import type { JsonObject } from '../protocol/messages.js';
 import { requestAttributes, spanName, statedVersion } from './attributes.js';
 import type { OpenMetrics } from './metrics-sdk.js';
 import { Operation } from './operation.js';
-import { TaskSpans } from './task-spans.js';
+import { TaskSpans, withServedVersion } from './task-spans.js';
 import type { TelemetrySettings } from './settings.js';
 import type { ModernServe, Telemetry } from './telemetry.js';
 import { TracedChannel, extracted } from './traced-channel.js';
@@ -102,7 +102,11 @@ export async function openTelemetry(settings: TelemetrySettings, logger: Logger)
       );
       if (task === undefined) tasks.awaitRecord(span, method, params);
       const operation = new Operation(span, 'server', attributes, metrics);
-      const answering = context.with(trace.setSpan(carried ?? ambient, span), () => serve(exchange));
+      const served = withServedVersion(
+        trace.setSpan(carried ?? ambient, span),
+        attributes['mcp.protocol.version'] as string | undefined,
+      );
+      const answering = context.with(served, () => serve(exchange));
       return answering.then(
         (answer) => {
           if (answer === undefined) operation.failed('cancelled', 'the client gave the request up');
@@ -127,6 +131,7 @@ export async function openTelemetry(settings: TelemetrySettings, logger: Logger)
     createTask: (task, create) => tasks.create(task, create),
     taskChanged: (record) => tasks.changed(record),
     taskSeen: (record) => tasks.seen(record),
+    taskPromoted: (taskId) => tasks.promoted(taskId),
     shutdown: async () => {
       tasks.endAll();
       let timer: NodeJS.Timeout | undefined;

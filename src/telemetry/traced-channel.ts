@@ -41,7 +41,7 @@ import type { Arrival, Channel, ChannelHandlers, Route } from '../transport/chan
 import { requestAttributes, spanName, statedVersion } from './attributes.js';
 import { Operation } from './operation.js';
 import type { OperationMetrics } from './operation-metrics.js';
-import type { TaskSpans } from './task-spans.js';
+import { withServedVersion, type TaskSpans } from './task-spans.js';
 import type { ChannelFacts } from './telemetry.js';
 
 /** Requests in flight with a span, each way; past it the oldest span is ended untold. */
@@ -141,13 +141,8 @@ export class TracedChannel implements Channel {
     if (carried !== undefined && ambientSpan !== undefined) links.push({ context: ambientSpan });
     const task = this.tasks.linkOf(method, params);
     if (task !== undefined) links.push({ context: task });
-    const attributes = requestAttributes(
-      method,
-      id,
-      params,
-      this.facts,
-      statedVersion(params) ?? this.version,
-    );
+    const version = statedVersion(params) ?? this.version;
+    const attributes = requestAttributes(method, id, params, this.facts, version);
     const span = this.tracer.startSpan(
       spanName(method, params),
       { kind: SpanKind.SERVER, attributes, links },
@@ -155,7 +150,7 @@ export class TracedChannel implements Channel {
     );
     if (task === undefined) this.tasks.awaitRecord(span, method, params);
     this.hold(this.serving, id, new Operation(span, 'server', attributes, this.metrics));
-    return trace.setSpan(parent, span);
+    return withServedVersion(trace.setSpan(parent, span), version);
   }
 
   /**
