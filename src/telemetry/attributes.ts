@@ -85,6 +85,26 @@ export function requestAttributes(
   return attributes;
 }
 
+/** A task and its status, as a message gives them. */
+export interface TaskState {
+  taskId: string;
+  status: string;
+  statusMessage?: string;
+}
+
+/**
+ * The task a result or notification states: a 2025 CreateTaskResult's `task`, else the object itself (a
+ * 2025 GetTaskResult or `notifications/tasks/status`, a 2026-07-28 task result).
+ */
+export function taskStateOf(result: JsonObject): TaskState | undefined {
+  const said = isObject(result.task) ? result.task : result;
+  const taskId = text(said.taskId);
+  const status = text(said.status);
+  if (taskId === undefined || status === undefined) return undefined;
+  const statusMessage = text(said.statusMessage);
+  return { taskId, status, ...(statusMessage === undefined ? {} : { statusMessage }) };
+}
+
 export interface Outcome {
   attributes: Attributes;
   /** The span's ERROR description, when it failed. */
@@ -103,16 +123,13 @@ export function responseOutcome(response: JsonObject): Outcome {
   }
   const result = isObject(response.result) ? response.result : {};
   const attributes: Attributes = {};
-  const task = isObject(result.task) ? result.task : undefined;
-  const taskId = text(task?.taskId) ?? text(result.taskId);
+  const taskId = text(isObject(result.task) ? result.task.taskId : undefined) ?? text(result.taskId);
   if (taskId !== undefined) attributes[TASK_ID] = taskId;
   // A task's status as the answer gave it (tasks/get, tasks/cancel, a CreateTaskResult): a replica that did
   // not create the task shows it here, executor lost included.
-  const said = task ?? (taskId === undefined ? undefined : result);
-  const status = text(said?.status);
-  if (status !== undefined) attributes[TASK_STATUS] = status;
-  const statusMessage = text(said?.statusMessage);
-  if (status !== undefined && statusMessage !== undefined) attributes[TASK_STATUS_MESSAGE] = statusMessage;
+  const state = taskStateOf(result);
+  if (state !== undefined) attributes[TASK_STATUS] = state.status;
+  if (state?.statusMessage !== undefined) attributes[TASK_STATUS_MESSAGE] = state.statusMessage;
   if (typeof result.resultType === 'string' && result.resultType !== 'complete') {
     attributes[RESULT_TYPE] = result.resultType;
   }

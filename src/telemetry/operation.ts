@@ -13,7 +13,7 @@ export class Operation {
   constructor(
     readonly span: Span,
     private readonly role: Role,
-    private readonly attributes: Attributes,
+    readonly attributes: Attributes,
     private readonly metrics: OperationMetrics | undefined,
   ) {}
 

@@ -29,8 +29,8 @@ import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
-import type { JsonObject } from '../protocol/messages.js';
-import { requestAttributes, spanName, statedVersion } from './attributes.js';
+import { isObject, type JsonObject } from '../protocol/messages.js';
+import { requestAttributes, spanName, statedVersion, taskStateOf } from './attributes.js';
 import type { OpenMetrics } from './metrics-sdk.js';
 import { Operation } from './operation.js';
 import { TaskSpans, withServedVersion } from './task-spans.js';
@@ -110,7 +110,12 @@ export async function openTelemetry(settings: TelemetrySettings, logger: Logger)
       return answering.then(
         (answer) => {
           if (answer === undefined) operation.failed('cancelled', 'the client gave the request up');
-          else operation.answered(answer.response as JsonObject);
+          else {
+            operation.answered(answer.response as JsonObject);
+            const result = (answer.response as JsonObject).result;
+            const state = isObject(result) ? taskStateOf(result) : undefined;
+            if (state !== undefined) tasks.server.shown(state.taskId, statedVersion(params));
+          }
           return answer;
         },
         (error: unknown) => {

@@ -37,6 +37,7 @@ import {
   TASK_TOOL,
   TASK_TTL,
 } from './attributes.js';
+import { ServerTaskSpans } from './server-task-spans.js';
 
 /** Tasks whose span is still open, and finished ones still linked to: as many as a store holds. */
 const MAX_TASKS = 10_000;
@@ -54,8 +55,12 @@ export class TaskSpans {
   private readonly known = new LRUCache<string, SpanContext>({ max: MAX_TASKS });
   /** tasks/* spans begun with no link (the task began on another replica): the task they are about. */
   private readonly awaiting = new WeakMap<Span, string>();
+  /** The tasks upstream servers run, which taskgate only follows. */
+  readonly server: ServerTaskSpans;
 
-  constructor(private readonly tracer: Tracer) {}
+  constructor(private readonly tracer: Tracer) {
+    this.server = new ServerTaskSpans(tracer, (taskId, span) => this.known.set(taskId, span.spanContext()));
+  }
 
   /**
    * The span opens before the task exists, so that its context is written with the record in the same
@@ -152,6 +157,7 @@ export class TaskSpans {
 
   /** The process stops with these tasks live: whatever runs them here stops with it. */
   endAll(): void {
+    this.server.endAll();
     for (const span of this.open.values()) {
       span.addEvent('mcp.task.executor_lost');
       span.setAttribute('error.type', 'executor_lost');

@@ -18,7 +18,14 @@ import { connect, FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 import { httpTransport } from '../helpers/http-client.js';
 import { MODERN_VERSION } from '../helpers/modern-client.js';
 import { EXTENSION_META, modernRequest } from '../helpers/modern-raw.js';
-import { INTERNAL, OtlpReceiver, SERVER, otlpEnv, type ReceivedSpan } from '../helpers/otlp-receiver.js';
+import {
+  CLIENT,
+  INTERNAL,
+  OtlpReceiver,
+  SERVER,
+  otlpEnv,
+  type ReceivedSpan,
+} from '../helpers/otlp-receiver.js';
 import { freshPrefix, redisForTests } from '../helpers/redis.js';
 import { EXECUTOR_LOST } from '../../src/tasks/store.js';
 
@@ -123,6 +130,78 @@ describe('a task span says who runs the task, how, and for which era', () => {
     );
     expect(get.attributes['mcp.task.id']).toBe(taskId);
     expect(get.links).toContainEqual(expect.objectContaining({ spanId: life.spanId }));
+  });
+});
+
+describe('a task the server runs, which taskgate follows', () => {
+  const serverTask = (spans: ReceivedSpan[], tool: string): ReceivedSpan | undefined =>
+    spans.find(
+      (s) =>
+        s.kind === INTERNAL && s.name === `task ${tool}` && s.attributes['mcp.task.status'] === 'completed',
+    );
+
+  it('pass-through: a 2025 task-aware client, a 2025 task server: the span the child of the CLIENT call, from working to completed', async () => {
+    const collector = await receiver();
+    const { client } = await connect('native', { capabilities: TASK_AWARE, env: otlpEnv(collector) });
+    cleanups.push(() => client.close());
+    const { task } = await client.request(
+      {
+        method: 'tools/call',
+        params: {
+          name: 'sleep',
+          arguments: { ms: 50 },
+          task: { ttl: 60_000 },
+          _meta: { traceparent: TRACEPARENT },
+        },
+      },
+      CreateTaskResultSchema,
+    );
+    await client.request({ method: 'tasks/result', params: { taskId: task.taskId } }, CallToolResultSchema);
+    const life = await collector.until((spans) => serverTask(spans, 'sleep'));
+    const sent = collector.spans.find((s) => s.spanId === life.parentSpanId);
+    expect(sent).toMatchObject({ kind: CLIENT, name: 'tools/call sleep', traceId: TRACE_ID });
+    expect(life.attributes).toMatchObject({
+      'mcp.task.id': task.taskId,
+      'mcp.task.runner': 'server',
+      'mcp.task.mode': 'pass-through',
+      'gen_ai.tool.name': 'sleep',
+    });
+    expect(life.events.map((event) => event.attributes['mcp.task.status'])).toEqual(['working', 'completed']);
+  });
+
+  it('translated: a 2026-07-28 client with the extension gets a 2025 task server task with the v2 face', async () => {
+    const collector = await receiver();
+    const served = await Gateway.start([process.execPath, FIXTURES.native], [], otlpEnv(collector));
+    cleanups.push(() => served.stop());
+    const meta = { ...EXTENSION_META, traceparent: TRACEPARENT };
+    const created = await modernRequest(
+      served.url,
+      'tools/call',
+      { name: 'sleep', arguments: { ms: 50 } },
+      meta,
+    );
+    expect(created.result).toMatchObject({ resultType: 'task' });
+    const life = await collector.until((spans) => serverTask(spans, 'sleep'));
+    expect(life.traceId).toBe(TRACE_ID);
+    expect(life.attributes).toMatchObject({
+      'mcp.task.id': created.result!.taskId,
+      'mcp.task.runner': 'server',
+      'mcp.task.mode': 'translated',
+    });
+  });
+
+  it('unwrap: a client without tasks calls a tool the server runs only as a task: the span says unwrap', async () => {
+    const collector = await receiver();
+    const { client } = await connect('native', { capabilities: {}, env: otlpEnv(collector) });
+    cleanups.push(() => client.close());
+    await client.callTool({
+      name: 'sleep-required',
+      arguments: { ms: 50 },
+      _meta: { traceparent: TRACEPARENT },
+    });
+    const life = await collector.until((spans) => serverTask(spans, 'sleep-required'));
+    expect(life.traceId).toBe(TRACE_ID);
+    expect(life.attributes).toMatchObject({ 'mcp.task.runner': 'server', 'mcp.task.mode': 'unwrap' });
   });
 });
 
