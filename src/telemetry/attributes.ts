@@ -105,6 +105,25 @@ export function taskStateOf(result: JsonObject): TaskState | undefined {
   return { taskId, status, ...(statusMessage === undefined ? {} : { statusMessage }) };
 }
 
+/** The conventions' opt-in attributes: what a tools/call sends, and what it got if it succeeded. */
+export const TOOL_ARGUMENTS = 'gen_ai.tool.call.arguments';
+export const TOOL_RESULT = 'gen_ai.tool.call.result';
+
+/** A tools/call's arguments as JSON (OTel attributes hold no objects: the conventions allow the string). */
+export function toolArgumentsOf(method: string, params: JsonObject | undefined): Attributes {
+  if (method !== 'tools/call' || params?.arguments === undefined) return {};
+  return { [TOOL_ARGUMENTS]: JSON.stringify(params.arguments) };
+}
+
+/** A tools/call's result as JSON, when the call succeeded with one (not an error, not a task). */
+export function toolResultOf(response: JsonObject): Attributes {
+  const result = response.result;
+  if (!isObject(result) || result.isError === true || taskStateOf(result) !== undefined) return {};
+  if (result.resultType !== undefined && result.resultType !== 'complete') return {};
+  const { _meta: _, ...content } = result;
+  return { [TOOL_RESULT]: JSON.stringify(content) };
+}
+
 export interface Outcome {
   attributes: Attributes;
   /** The span's ERROR description, when it failed. */

@@ -30,7 +30,7 @@ import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { isObject, type JsonObject } from '../protocol/messages.js';
-import { requestAttributes, spanName, statedVersion, taskStateOf } from './attributes.js';
+import { requestAttributes, spanName, statedVersion, taskStateOf, toolArgumentsOf } from './attributes.js';
 import type { OpenMetrics } from './metrics-sdk.js';
 import { Operation } from './operation.js';
 import { TaskSpans, withServedVersion } from './task-spans.js';
@@ -88,11 +88,12 @@ export async function openTelemetry(settings: TelemetrySettings, logger: Logger)
       const ambientSpan = trace.getSpanContext(ambient);
       const task = tasks.linkOf(method, params);
       const attributes = requestAttributes(method, id, params, { transport: 'tcp' }, statedVersion(params));
+      const content = settings.toolContent && method === 'tools/call';
       const span = tracer.startSpan(
         spanName(method, params),
         {
           kind: SpanKind.SERVER,
-          attributes,
+          attributes: content ? { ...attributes, ...toolArgumentsOf(method, params) } : attributes,
           links: [
             ...(carried !== undefined && ambientSpan !== undefined ? [{ context: ambientSpan }] : []),
             ...(task === undefined ? [] : [{ context: task }]),
@@ -101,7 +102,7 @@ export async function openTelemetry(settings: TelemetrySettings, logger: Logger)
         carried ?? ambient,
       );
       if (task === undefined) tasks.awaitRecord(span, method, params);
-      const operation = new Operation(span, 'server', attributes, metrics);
+      const operation = new Operation(span, 'server', attributes, metrics, content);
       const served = withServedVersion(
         trace.setSpan(carried ?? ambient, span),
         attributes['mcp.protocol.version'] as string | undefined,
@@ -126,8 +127,10 @@ export async function openTelemetry(settings: TelemetrySettings, logger: Logger)
     };
 
   return {
-    front: (channel, facts) => new TracedChannel(channel, tracer, facts, tasks, 'front', metrics),
-    upstream: (channel, facts) => new TracedChannel(channel, tracer, facts, tasks, 'upstream', metrics),
+    front: (channel, facts) =>
+      new TracedChannel(channel, tracer, facts, tasks, 'front', metrics, settings.toolContent),
+    upstream: (channel, facts) =>
+      new TracedChannel(channel, tracer, facts, tasks, 'upstream', metrics, settings.toolContent),
     modern,
     inRequestContext: <T>(req: IncomingMessage, handle: () => T): T => {
       if (req.headers.traceparent === undefined) return handle();

@@ -38,7 +38,7 @@ import {
 import { readHanded } from '../protocol/read-message.js';
 import { MODERN_VERSIONS } from '../protocol/modern/meta.js';
 import type { Arrival, Channel, ChannelHandlers, Route } from '../transport/channel.js';
-import { requestAttributes, spanName, statedVersion, taskStateOf } from './attributes.js';
+import { requestAttributes, spanName, statedVersion, taskStateOf, toolArgumentsOf } from './attributes.js';
 import { Operation } from './operation.js';
 import type { OperationMetrics } from './operation-metrics.js';
 import { withServedVersion, type TaskSpans } from './task-spans.js';
@@ -76,6 +76,8 @@ export class TracedChannel implements Channel {
     private readonly tasks: TaskSpans,
     private readonly side: Side,
     private readonly metrics: OperationMetrics | undefined,
+    /** telemetry.toolContent: a tools/call's arguments and result on its spans. */
+    private readonly toolContent = false,
   ) {}
 
   get takesCallerCapabilities(): boolean {
@@ -157,13 +159,18 @@ export class TracedChannel implements Channel {
     if (task !== undefined) links.push({ context: task });
     const version = statedVersion(params) ?? this.version;
     const attributes = requestAttributes(method, id, params, this.facts, version);
+    const content = this.toolContent && method === 'tools/call';
     const span = this.tracer.startSpan(
       spanName(method, params),
-      { kind: SpanKind.SERVER, attributes, links },
+      {
+        kind: SpanKind.SERVER,
+        attributes: content ? { ...attributes, ...toolArgumentsOf(method, params) } : attributes,
+        links,
+      },
       parent,
     );
     if (task === undefined) this.tasks.awaitRecord(span, method, params);
-    this.hold(this.serving, id, new Operation(span, 'server', attributes, this.metrics));
+    this.hold(this.serving, id, new Operation(span, 'server', attributes, this.metrics, content));
     return withServedVersion(trace.setSpan(parent, span), version);
   }
 
@@ -213,14 +220,18 @@ export class TracedChannel implements Channel {
       this.facts,
       statedVersion(params) ?? this.version,
     );
+    const content = this.toolContent && method === 'tools/call';
     const span = this.tracer.startSpan(
       spanName(method, params),
-      { kind: SpanKind.CLIENT, attributes },
+      {
+        kind: SpanKind.CLIENT,
+        attributes: content ? { ...attributes, ...toolArgumentsOf(method, params) } : attributes,
+      },
       origin,
     );
     const tool = method === 'tools/call' ? text(params?.name) : undefined;
     this.hold(this.asked, id, {
-      operation: new Operation(span, 'client', attributes, this.metrics),
+      operation: new Operation(span, 'client', attributes, this.metrics, content),
       method,
       origin,
       ...(tool === undefined ? {} : { tool }),

@@ -107,6 +107,35 @@ describe('privacy', () => {
   });
 });
 
+describe('the opt-in tool content (telemetry.toolContent)', () => {
+  it('on, the tools/call spans carry gen_ai.tool.call.arguments and, for a call that succeeded, gen_ai.tool.call.result, as JSON', async () => {
+    const config = join(mkdtempSync(join(tmpdir(), 'taskgate-otel-content-')), 'config.yaml');
+    writeFileSync(config, 'telemetry:\n  toolContent: true\n');
+    const collector = await receiver();
+    const served = await gateway(
+      [process.execPath, FIXTURES.legacy],
+      ['--config', config],
+      otlpEnv(collector),
+    );
+    const caller = await client(served.url, { traceparent: `00-${TRACE_ID}-${CALLER_SPAN}-01` });
+    await caller.callTool({ name: 'echo', arguments: { text: 'shown' } });
+    await caller.callTool({ name: 'fail', arguments: { message: 'no' } });
+    const echo = await collector.until((spans) => {
+      const found = spans.filter((s) => s.name === 'tools/call echo' && s.traceId === TRACE_ID);
+      return found.length === 2 ? found : undefined;
+    });
+    for (const span of echo) {
+      expect(JSON.parse(String(span.attributes['gen_ai.tool.call.arguments']))).toEqual({ text: 'shown' });
+      expect(JSON.parse(String(span.attributes['gen_ai.tool.call.result']))).toEqual({
+        content: [{ type: 'text', text: 'shown' }],
+      });
+    }
+    const failed = await collector.until((spans) => spans.find((s) => s.name === 'tools/call fail'));
+    expect(failed.attributes).toHaveProperty('gen_ai.tool.call.arguments');
+    expect(failed.attributes).not.toHaveProperty('gen_ai.tool.call.result');
+  });
+});
+
 describe('the sampler of the standard environment', () => {
   /** The sidecar in front of an HTTP server that logs the `_meta` of each request it gets. */
   async function sidecar(
