@@ -8,7 +8,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
@@ -16,6 +16,9 @@ import { httpTransport } from '../helpers/http-client.js';
 import { startHttpFixture } from '../helpers/http-fixture.js';
 import { OtlpReceiver, SERVER, otlpEnv, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { textOf } from '../helpers/tool-results.js';
+
+// Each test starts processes that load the OTel SDK: on a loaded shared machine that alone takes seconds.
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
 const TRACE_ID = '6bf92f3577b34da6a3ce929d0e0e4738';
 const CALLER_SPAN = '20f067aa0ba902b9';

@@ -7,7 +7,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
   CallToolResultSchema,
@@ -28,6 +28,9 @@ import {
 } from '../helpers/otlp-receiver.js';
 import { freshPrefix, redisForTests } from '../helpers/redis.js';
 import { EXECUTOR_LOST } from '../../src/tasks/store.js';
+
+// Each test starts processes that load the OTel SDK: on a loaded shared machine that alone takes seconds.
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
 const redis = await redisForTests();
 afterAll(() => redis?.stop());

@@ -6,7 +6,7 @@
  * Redis; an exporter that refuses or hangs changes nothing for the client.
  */
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { connect, FIXTURES, Gateway, TASK_AWARE, TASKGATE, type Connection } from '../helpers/taskgate.js';
 import { connectModern, MODERN_VERSION } from '../helpers/modern-client.js';
 import { httpTransport } from '../helpers/http-client.js';
@@ -21,6 +21,9 @@ import {
   GetTaskResultSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { freshPrefix, redisForTests } from '../helpers/redis.js';
+
+// Each test starts processes that load the OTel SDK: on a loaded shared machine that alone takes seconds.
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
 const redis = await redisForTests();
 afterAll(() => redis?.stop());
