@@ -251,6 +251,11 @@ export const ConfigSchema = z
         metricsEndpoint: z.url({ protocol: /^https?$/ }).optional(),
         protocol: z.enum(['http/protobuf', 'http/json']).optional(),
         serviceName: z.string().min(1).optional(),
+        /**
+         * The conventions' opt-in `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result` on the
+         * tools/call spans: what callers send and get, so off by default.
+         */
+        toolContent: z.boolean().default(false),
       })
       .strict()
       .prefault({}),

@@ -32,6 +32,7 @@ import type { Arrival } from '../transport/channel.js';
 import { isTerminal, type TaskStatus } from '../tasks/state.js';
 import type { PostedTask, TaskInputBoard } from '../tasks/store.js';
 import { withoutRelatedTask } from '../tasks/unwrap.js';
+import { telemetry } from '../telemetry/telemetry.js';
 import type { TaskV1 } from '@modelcontextprotocol/ext-tasks/core/v1';
 import {
   creator,
@@ -412,7 +413,9 @@ export class ExtensionTasks {
   /** The call did not end in time (or asked for input): the client gets its CreateTaskResult. */
   private promote(task: ExtensionTask): void {
     const promotion = takePromotion(task);
-    promotion?.resolve(this.answerCreated(promotion.request, promotion.created));
+    if (promotion === undefined) return;
+    telemetry().taskPromoted(task.taskId);
+    promotion.resolve(this.answerCreated(promotion.request, promotion.created));
   }
 
   /** The call ended before it was promoted: the client gets exactly what a plain call would have. */

@@ -15,6 +15,11 @@ export const TASK_TTL = 'mcp.task.ttl';
 export const TASK_POLL_INTERVAL = 'mcp.task.poll_interval';
 export const TASK_TOOL = 'gen_ai.tool.name';
 export const TASK_SESSION = 'mcp.task.session';
+export const TASK_STATUS_MESSAGE = 'mcp.task.status_message';
+/** Who runs the task: `taskgate` (its own task, augment) or `server` (the upstream's, which taskgate follows). */
+export const TASK_RUNNER = 'mcp.task.runner';
+/** What taskgate does with it: `augment`, `pass-through`, `unwrap` or `translated` (docs/design.md). */
+export const TASK_MODE = 'mcp.task.mode';
 /** A 2026-07-28 result's `resultType` when it is not `complete` (an MRTR round's `input_required`). */
 export const RESULT_TYPE = 'mcp.result.type';
 /** The methods of an `input_required` result's inputRequests: what the client is asked, in this round. */
@@ -80,6 +85,45 @@ export function requestAttributes(
   return attributes;
 }
 
+/** A task and its status, as a message gives them. */
+export interface TaskState {
+  taskId: string;
+  status: string;
+  statusMessage?: string;
+}
+
+/**
+ * The task a result or notification states: a 2025 CreateTaskResult's `task`, else the object itself (a
+ * 2025 GetTaskResult or `notifications/tasks/status`, a 2026-07-28 task result).
+ */
+export function taskStateOf(result: JsonObject): TaskState | undefined {
+  const said = isObject(result.task) ? result.task : result;
+  const taskId = text(said.taskId);
+  const status = text(said.status);
+  if (taskId === undefined || status === undefined) return undefined;
+  const statusMessage = text(said.statusMessage);
+  return { taskId, status, ...(statusMessage === undefined ? {} : { statusMessage }) };
+}
+
+/** The conventions' opt-in attributes: what a tools/call sends, and what it got if it succeeded. */
+export const TOOL_ARGUMENTS = 'gen_ai.tool.call.arguments';
+export const TOOL_RESULT = 'gen_ai.tool.call.result';
+
+/** A tools/call's arguments as JSON (OTel attributes hold no objects: the conventions allow the string). */
+export function toolArgumentsOf(method: string, params: JsonObject | undefined): Attributes {
+  if (method !== 'tools/call' || params?.arguments === undefined) return {};
+  return { [TOOL_ARGUMENTS]: JSON.stringify(params.arguments) };
+}
+
+/** A tools/call's result as JSON, when the call succeeded with one (not an error, not a task). */
+export function toolResultOf(response: JsonObject): Attributes {
+  const result = response.result;
+  if (!isObject(result) || result.isError === true || taskStateOf(result) !== undefined) return {};
+  if (result.resultType !== undefined && result.resultType !== 'complete') return {};
+  const { _meta: _, ...content } = result;
+  return { [TOOL_RESULT]: JSON.stringify(content) };
+}
+
 export interface Outcome {
   attributes: Attributes;
   /** The span's ERROR description, when it failed. */
@@ -98,9 +142,13 @@ export function responseOutcome(response: JsonObject): Outcome {
   }
   const result = isObject(response.result) ? response.result : {};
   const attributes: Attributes = {};
-  const task = isObject(result.task) ? result.task : undefined;
-  const taskId = text(task?.taskId) ?? text(result.taskId);
+  const taskId = text(isObject(result.task) ? result.task.taskId : undefined) ?? text(result.taskId);
   if (taskId !== undefined) attributes[TASK_ID] = taskId;
+  // A task's status as the answer gave it (tasks/get, tasks/cancel, a CreateTaskResult): a replica that did
+  // not create the task shows it here, executor lost included.
+  const state = taskStateOf(result);
+  if (state !== undefined) attributes[TASK_STATUS] = state.status;
+  if (state?.statusMessage !== undefined) attributes[TASK_STATUS_MESSAGE] = state.statusMessage;
   if (typeof result.resultType === 'string' && result.resultType !== 'complete') {
     attributes[RESULT_TYPE] = result.resultType;
   }

@@ -50,11 +50,11 @@ export class OperationMetrics {
     this.operations = {
       server: histogram(
         'mcp.server.operation.duration',
-        'MCP request duration as observed on the receiver from the time it was received until the result is sent.',
+        'MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent.',
       ),
       client: histogram(
         'mcp.client.operation.duration',
-        'The duration of the MCP request as observed on the sender from the time it was sent until the response is received.',
+        'The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received.',
       ),
     };
     this.sessions = {

@@ -4,7 +4,7 @@
  */
 import { SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
 import type { JsonObject } from '../protocol/messages.js';
-import { responseOutcome } from './attributes.js';
+import { responseOutcome, toolResultOf } from './attributes.js';
 import type { OperationMetrics, Role } from './operation-metrics.js';
 
 export class Operation {
@@ -13,14 +13,17 @@ export class Operation {
   constructor(
     readonly span: Span,
     private readonly role: Role,
-    private readonly attributes: Attributes,
+    readonly attributes: Attributes,
     private readonly metrics: OperationMetrics | undefined,
+    /** Records the tool's result on the span (telemetry.toolContent, a tools/call). */
+    private readonly recordsResult = false,
   ) {}
 
   /** Ends with what the response says. */
   answered(response: JsonObject): void {
     const outcome = responseOutcome(response);
     this.span.setAttributes(outcome.attributes);
+    if (this.recordsResult) this.span.setAttributes(toolResultOf(response));
     if (outcome.error !== undefined)
       this.span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error });
     this.span.end();

@@ -29,11 +29,11 @@ import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
-import type { JsonObject } from '../protocol/messages.js';
-import { requestAttributes, spanName, statedVersion } from './attributes.js';
+import { isObject, type JsonObject } from '../protocol/messages.js';
+import { requestAttributes, spanName, statedVersion, taskStateOf, toolArgumentsOf } from './attributes.js';
 import type { OpenMetrics } from './metrics-sdk.js';
 import { Operation } from './operation.js';
-import { TaskSpans } from './task-spans.js';
+import { TaskSpans, withServedVersion } from './task-spans.js';
 import type { TelemetrySettings } from './settings.js';
 import type { ModernServe, Telemetry } from './telemetry.js';
 import { TracedChannel, extracted } from './traced-channel.js';
@@ -88,11 +88,12 @@ export async function openTelemetry(settings: TelemetrySettings, logger: Logger)
       const ambientSpan = trace.getSpanContext(ambient);
       const task = tasks.linkOf(method, params);
       const attributes = requestAttributes(method, id, params, { transport: 'tcp' }, statedVersion(params));
+      const content = settings.toolContent && method === 'tools/call';
       const span = tracer.startSpan(
         spanName(method, params),
         {
           kind: SpanKind.SERVER,
-          attributes,
+          attributes: content ? { ...attributes, ...toolArgumentsOf(method, params) } : attributes,
           links: [
             ...(carried !== undefined && ambientSpan !== undefined ? [{ context: ambientSpan }] : []),
             ...(task === undefined ? [] : [{ context: task }]),
@@ -101,12 +102,21 @@ export async function openTelemetry(settings: TelemetrySettings, logger: Logger)
         carried ?? ambient,
       );
       if (task === undefined) tasks.awaitRecord(span, method, params);
-      const operation = new Operation(span, 'server', attributes, metrics);
-      const answering = context.with(trace.setSpan(carried ?? ambient, span), () => serve(exchange));
+      const operation = new Operation(span, 'server', attributes, metrics, content);
+      const served = withServedVersion(
+        trace.setSpan(carried ?? ambient, span),
+        attributes['mcp.protocol.version'] as string | undefined,
+      );
+      const answering = context.with(served, () => serve(exchange));
       return answering.then(
         (answer) => {
           if (answer === undefined) operation.failed('cancelled', 'the client gave the request up');
-          else operation.answered(answer.response as JsonObject);
+          else {
+            operation.answered(answer.response as JsonObject);
+            const result = (answer.response as JsonObject).result;
+            const state = isObject(result) ? taskStateOf(result) : undefined;
+            if (state !== undefined) tasks.server.shown(state.taskId, statedVersion(params));
+          }
           return answer;
         },
         (error: unknown) => {
@@ -117,8 +127,10 @@ export async function openTelemetry(settings: TelemetrySettings, logger: Logger)
     };
 
   return {
-    front: (channel, facts) => new TracedChannel(channel, tracer, facts, tasks, 'front', metrics),
-    upstream: (channel, facts) => new TracedChannel(channel, tracer, facts, tasks, 'upstream', metrics),
+    front: (channel, facts) =>
+      new TracedChannel(channel, tracer, facts, tasks, 'front', metrics, settings.toolContent),
+    upstream: (channel, facts) =>
+      new TracedChannel(channel, tracer, facts, tasks, 'upstream', metrics, settings.toolContent),
     modern,
     inRequestContext: <T>(req: IncomingMessage, handle: () => T): T => {
       if (req.headers.traceparent === undefined) return handle();
@@ -127,6 +139,7 @@ export async function openTelemetry(settings: TelemetrySettings, logger: Logger)
     createTask: (task, create) => tasks.create(task, create),
     taskChanged: (record) => tasks.changed(record),
     taskSeen: (record) => tasks.seen(record),
+    taskPromoted: (taskId) => tasks.promoted(taskId),
     shutdown: async () => {
       tasks.endAll();
       let timer: NodeJS.Timeout | undefined;

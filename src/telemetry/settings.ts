@@ -27,6 +27,8 @@ export interface TelemetrySettings {
   /** undefined: no metrics are exported. */
   metrics?: MetricsSettings;
   serviceName: string;
+  /** Tool arguments and results on the tools/call spans (the conventions' opt-in attributes). */
+  toolContent: boolean;
   /** A protocol the environment asked for that taskgate does not speak (grpc): said once at start. */
   unsupportedProtocol?: string;
 }
@@ -89,6 +91,7 @@ export function telemetrySettings(config: Config, env: Env): TelemetrySettings |
     ...(traces === undefined ? {} : { traces }),
     ...(metrics === undefined ? {} : { metrics }),
     serviceName: section.serviceName ?? 'taskgate',
+    toolContent: section.toolContent,
     ...(unsupported.length === 0 ? {} : { unsupportedProtocol: unsupported[0] }),
   };
 }

@@ -14,34 +14,61 @@ import {
   SpanKind,
   SpanStatusCode,
   context,
+  createContextKey,
   isSpanContextValid,
   trace,
   type Span,
   type SpanContext,
+  type Context,
   type Tracer,
 } from '@opentelemetry/api';
 import { LRUCache } from 'lru-cache';
 import { isObject, type JsonObject } from '../protocol/messages.js';
 import { isTerminal, type TaskRecord } from '../tasks/state.js';
-import type { NewTask } from '../tasks/store.js';
-import { TASK_ID, TASK_POLL_INTERVAL, TASK_SESSION, TASK_STATUS, TASK_TOOL, TASK_TTL } from './attributes.js';
+import { EXECUTOR_LOST, type NewTask } from '../tasks/store.js';
+import {
+  TASK_ID,
+  TASK_MODE,
+  TASK_POLL_INTERVAL,
+  TASK_RUNNER,
+  TASK_SESSION,
+  TASK_STATUS,
+  TASK_STATUS_MESSAGE,
+  TASK_TOOL,
+  TASK_TTL,
+} from './attributes.js';
+import { ServerTaskSpans } from './server-task-spans.js';
 
 /** Tasks whose span is still open, and finished ones still linked to: as many as a store holds. */
 const MAX_TASKS = 10_000;
+
+/** The protocol version of the request being served, in its context: a task it creates is of that era. */
+const SERVED_VERSION = createContextKey('mcp-taskgate served protocol version');
+
+/** `into` with the version of the request served in it, if known. */
+export function withServedVersion(into: Context, version: string | undefined): Context {
+  return version === undefined ? into : into.setValue(SERVED_VERSION, version);
+}
 
 export class TaskSpans {
   private readonly open = new Map<string, Span>();
   private readonly known = new LRUCache<string, SpanContext>({ max: MAX_TASKS });
   /** tasks/* spans begun with no link (the task began on another replica): the task they are about. */
   private readonly awaiting = new WeakMap<Span, string>();
+  /** The tasks upstream servers run, which taskgate only follows. */
+  readonly server: ServerTaskSpans;
 
-  constructor(private readonly tracer: Tracer) {}
+  constructor(private readonly tracer: Tracer) {
+    this.server = new ServerTaskSpans(tracer, (taskId, span) => this.known.set(taskId, span.spanContext()));
+  }
 
   /**
    * The span opens before the task exists, so that its context is written with the record in the same
    * step (another replica may read the task the moment it is created).
    */
   async create(task: NewTask, create: (task: NewTask) => Promise<TaskRecord>): Promise<TaskRecord> {
+    const creating = context.active();
+    const version = creating.getValue(SERVED_VERSION);
     const span = this.tracer.startSpan(
       `task ${task.toolName}`,
       {
@@ -51,9 +78,13 @@ export class TaskSpans {
           [TASK_POLL_INTERVAL]: task.pollInterval,
           [TASK_TOOL]: task.toolName,
           [TASK_SESSION]: task.sessionId,
+          // A task in the store is one taskgate runs itself: its augment, whatever the creator's era.
+          [TASK_RUNNER]: 'taskgate',
+          [TASK_MODE]: 'augment',
+          ...(typeof version === 'string' ? { 'mcp.protocol.version': version } : {}),
         },
       },
-      context.active(),
+      creating,
     );
     let record: TaskRecord;
     try {
@@ -119,13 +150,28 @@ export class TaskSpans {
     this.known.set(record.taskId, task);
   }
 
+  /** An extension task's call (promoteAfter) was not over in time: its client is answered with the task. */
+  promoted(taskId: string): void {
+    this.open.get(taskId)?.addEvent('mcp.task.promoted');
+  }
+
+  /** The process stops with these tasks live: whatever runs them here stops with it. */
   endAll(): void {
-    for (const span of this.open.values()) span.end();
+    this.server.endAll();
+    for (const span of this.open.values()) {
+      span.addEvent('mcp.task.executor_lost');
+      span.setAttribute('error.type', 'executor_lost');
+      span.setStatus({ code: SpanStatusCode.ERROR, message: EXECUTOR_LOST });
+      span.end();
+    }
     this.open.clear();
   }
 
   private finish(span: Span, record: TaskRecord): void {
-    if (record.status === 'failed') {
+    if (record.status === 'failed' && record.statusMessage === EXECUTOR_LOST) {
+      span.setAttribute('error.type', 'executor_lost');
+      span.setStatus({ code: SpanStatusCode.ERROR, message: EXECUTOR_LOST });
+    } else if (record.status === 'failed') {
       span.setAttribute('error.type', 'task_failed');
       span.setStatus({ code: SpanStatusCode.ERROR, ...messageOf(record) });
     } else if (record.outcome !== undefined && 'error' in record.outcome) {
@@ -164,6 +210,6 @@ function spanContextOf(traceparent: string): SpanContext | undefined {
 function statusOf(record: TaskRecord): Record<string, string> {
   return {
     [TASK_STATUS]: record.status,
-    ...(record.statusMessage === undefined ? {} : { 'mcp.task.status_message': record.statusMessage }),
+    ...(record.statusMessage === undefined ? {} : { [TASK_STATUS_MESSAGE]: record.statusMessage }),
   };
 }

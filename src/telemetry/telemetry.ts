@@ -39,6 +39,8 @@ export interface Telemetry {
   taskChanged(record: TaskRecord): void;
   /** A task read in answer to a request: that request's span links to the task's, wherever it began. */
   taskSeen(record: TaskRecord): void;
+  /** An extension task's call was answered with the task, its promoteAfter over. */
+  taskPromoted(taskId: string): void;
   /** Exports what is left, within a bounded wait. */
   shutdown(): Promise<void>;
 }
@@ -51,6 +53,7 @@ export const NO_TELEMETRY: Telemetry = {
   createTask: (task, create) => create(task),
   taskChanged: () => undefined,
   taskSeen: () => undefined,
+  taskPromoted: () => undefined,
   shutdown: async () => undefined,
 };
 

@@ -38,11 +38,14 @@ import {
 import { readHanded } from '../protocol/read-message.js';
 import { MODERN_VERSIONS } from '../protocol/modern/meta.js';
 import type { Arrival, Channel, ChannelHandlers, Route } from '../transport/channel.js';
-import { requestAttributes, spanName, statedVersion } from './attributes.js';
+import { requestAttributes, spanName, statedVersion, taskStateOf, toolArgumentsOf } from './attributes.js';
 import { Operation } from './operation.js';
 import type { OperationMetrics } from './operation-metrics.js';
-import type { TaskSpans } from './task-spans.js';
+import { withServedVersion, type TaskSpans } from './task-spans.js';
 import type { ChannelFacts } from './telemetry.js';
+
+/** What a server says of its tasks' status unasked: 2025-11-25's notification, the extension's. */
+const TASK_STATUS_NOTIFICATIONS = new Set(['notifications/tasks/status', 'notifications/tasks']);
 
 /** Requests in flight with a span, each way; past it the oldest span is ended untold. */
 const MAX_OPEN_SPANS = 10_000;
@@ -50,6 +53,8 @@ const MAX_OPEN_SPANS = 10_000;
 interface Open {
   operation: Operation;
   method: string;
+  /** The tool of a tools/call: the name of the task span if the server answers with a task. */
+  tool?: string;
   /** Where the request was sent from: its answer is handled there. */
   origin: Context;
 }
@@ -71,6 +76,8 @@ export class TracedChannel implements Channel {
     private readonly tasks: TaskSpans,
     private readonly side: Side,
     private readonly metrics: OperationMetrics | undefined,
+    /** telemetry.toolContent: a tools/call's arguments and result on its spans. */
+    private readonly toolContent = false,
   ) {}
 
   get takesCallerCapabilities(): boolean {
@@ -128,7 +135,16 @@ export class TracedChannel implements Channel {
       if (open === undefined) return ROOT_CONTEXT;
       this.learnVersion(message.msg as unknown as JsonObject);
       open.operation.answered(message.msg as unknown as JsonObject);
+      if (this.side === 'upstream') this.serverTaskAnswered(open, message.msg as unknown as JsonObject);
       return open.origin;
+    }
+    if (
+      message.kind === 'notification' &&
+      this.side === 'upstream' &&
+      TASK_STATUS_NOTIFICATIONS.has(message.msg.method)
+    ) {
+      const state = isObject(message.msg.params) ? taskStateOf(message.msg.params) : undefined;
+      if (state !== undefined) this.tasks.server.changed(state);
     }
     if (message.kind !== 'request') return ROOT_CONTEXT;
     const { method, id, params } = message.msg;
@@ -141,21 +157,21 @@ export class TracedChannel implements Channel {
     if (carried !== undefined && ambientSpan !== undefined) links.push({ context: ambientSpan });
     const task = this.tasks.linkOf(method, params);
     if (task !== undefined) links.push({ context: task });
-    const attributes = requestAttributes(
-      method,
-      id,
-      params,
-      this.facts,
-      statedVersion(params) ?? this.version,
-    );
+    const version = statedVersion(params) ?? this.version;
+    const attributes = requestAttributes(method, id, params, this.facts, version);
+    const content = this.toolContent && method === 'tools/call';
     const span = this.tracer.startSpan(
       spanName(method, params),
-      { kind: SpanKind.SERVER, attributes, links },
+      {
+        kind: SpanKind.SERVER,
+        attributes: content ? { ...attributes, ...toolArgumentsOf(method, params) } : attributes,
+        links,
+      },
       parent,
     );
     if (task === undefined) this.tasks.awaitRecord(span, method, params);
-    this.hold(this.serving, id, new Operation(span, 'server', attributes, this.metrics));
-    return trace.setSpan(parent, span);
+    this.hold(this.serving, id, new Operation(span, 'server', attributes, this.metrics, content));
+    return withServedVersion(trace.setSpan(parent, span), version);
   }
 
   /**
@@ -190,6 +206,7 @@ export class TracedChannel implements Channel {
       if (answering !== undefined && answering.spanContext().spanId !== own.spanId && answering.isRecording())
         answering.addLink({ context: own });
       served.answered(message.msg as unknown as JsonObject);
+      if (this.side === 'front') this.serverTaskShown(served, message.msg as unknown as JsonObject);
       return undefined;
     }
     if (message.kind !== 'request') return undefined;
@@ -203,20 +220,44 @@ export class TracedChannel implements Channel {
       this.facts,
       statedVersion(params) ?? this.version,
     );
+    const content = this.toolContent && method === 'tools/call';
     const span = this.tracer.startSpan(
       spanName(method, params),
-      { kind: SpanKind.CLIENT, attributes },
+      {
+        kind: SpanKind.CLIENT,
+        attributes: content ? { ...attributes, ...toolArgumentsOf(method, params) } : attributes,
+      },
       origin,
     );
+    const tool = method === 'tools/call' ? text(params?.name) : undefined;
     this.hold(this.asked, id, {
-      operation: new Operation(span, 'client', attributes, this.metrics),
+      operation: new Operation(span, 'client', attributes, this.metrics, content),
       method,
       origin,
+      ...(tool === undefined ? {} : { tool }),
     });
     const carrier: Record<string, string> = {};
     propagation.inject(trace.setSpan(origin, span), carrier);
     const meta = isObject(params?._meta) ? params._meta : {};
     return { ...message.msg, params: { ...params, _meta: { ...meta, ...carrier } } };
+  }
+
+  /** The server's answer to taskgate's request states a task: one it created (tools/call), or its status. */
+  private serverTaskAnswered(open: Open, response: JsonObject): void {
+    const state = isObject(response.result) ? taskStateOf(response.result) : undefined;
+    if (state === undefined) return;
+    if (open.method !== 'tools/call') return this.tasks.server.changed(state);
+    const parent = trace.setSpan(open.origin, open.operation.span);
+    const version = open.operation.attributes['mcp.protocol.version'];
+    this.tasks.server.created(state, open.tool, parent, typeof version === 'string' ? version : undefined);
+  }
+
+  /** The client is answered with a task: if it is a server's, it is passed through or translated. */
+  private serverTaskShown(served: Operation, response: JsonObject): void {
+    const state = isObject(response.result) ? taskStateOf(response.result) : undefined;
+    const version = served.attributes['mcp.protocol.version'];
+    if (state !== undefined)
+      this.tasks.server.shown(state.taskId, typeof version === 'string' ? version : undefined);
   }
 
   private learnVersion(response: JsonObject): void {

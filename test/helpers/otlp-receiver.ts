@@ -35,6 +35,9 @@ export interface ReceivedPoint {
   service: string;
 }
 
+/** How long a test waits for an export by default: a batch is due in 50 ms, a loaded machine is slow. */
+const WAIT_MS = 20_000;
+
 export const SERVER = 2;
 export const CLIENT = 3;
 export const INTERNAL = 1;
@@ -91,6 +94,17 @@ interface OtlpRequest {
   }[];
 }
 
+/** The environment that points taskgate's exporters at `receiver` over http/json, spans sent every 50 ms. */
+export const otlpEnv = (
+  receiver: OtlpReceiver,
+  extra: Record<string, string> = {},
+): Record<string, string> => ({
+  OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+  OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+  OTEL_BSP_SCHEDULE_DELAY: '50',
+  ...extra,
+});
+
 const valueOf = (value: OtlpValue): unknown =>
   value.stringValue ??
   (value.intValue === undefined ? undefined : Number(value.intValue)) ??
@@ -131,7 +145,7 @@ export class OtlpReceiver {
   }
 
   /** Resolves with the spans once `found` returns some; fails after `withinMs`. */
-  async until<T>(found: (spans: ReceivedSpan[]) => T | undefined, withinMs = 10_000): Promise<T> {
+  async until<T>(found: (spans: ReceivedSpan[]) => T | undefined, withinMs = WAIT_MS): Promise<T> {
     return this.waitFor(
       () => found(this.spans),
       withinMs,
@@ -140,7 +154,7 @@ export class OtlpReceiver {
   }
 
   /** Resolves once `found` returns something of the points received so far; fails after `withinMs`. */
-  async untilPoints<T>(found: (points: ReceivedPoint[]) => T | undefined, withinMs = 10_000): Promise<T> {
+  async untilPoints<T>(found: (points: ReceivedPoint[]) => T | undefined, withinMs = WAIT_MS): Promise<T> {
     return this.waitFor(
       () => found(this.points),
       withinMs,
@@ -166,7 +180,7 @@ export class OtlpReceiver {
   }
 
   /** Resolves once `count` export requests have arrived. */
-  async posted(count: number, withinMs = 10_000): Promise<void> {
+  async posted(count: number, withinMs = WAIT_MS): Promise<void> {
     await this.until(() => (this.posts >= count ? true : undefined), withinMs);
   }
 

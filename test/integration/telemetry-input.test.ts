@@ -7,7 +7,7 @@
  * MRTR round: the call's first answer is `input_required` (its span says so), and the retry that brings
  * the client's input links to the server's request it answers.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
   CallToolResultSchema,
@@ -21,6 +21,9 @@ import { httpTransport } from '../helpers/http-client.js';
 import { startHttpFixture } from '../helpers/http-fixture.js';
 import { CLIENT, OtlpReceiver, SERVER, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { textOf } from '../helpers/tool-results.js';
+
+// Each test starts processes that load the OTel SDK: on a loaded shared machine that alone takes seconds.
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
 const TRACE_ID = '5bf92f3577b34da6a3ce929d0e0e4737';
 const CALLER_SPAN = '10f067aa0ba902b8';

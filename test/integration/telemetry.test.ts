@@ -6,7 +6,7 @@
  * Redis; an exporter that refuses or hangs changes nothing for the client.
  */
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { connect, FIXTURES, Gateway, TASK_AWARE, TASKGATE, type Connection } from '../helpers/taskgate.js';
 import { connectModern, MODERN_VERSION } from '../helpers/modern-client.js';
 import { httpTransport } from '../helpers/http-client.js';
@@ -21,6 +21,9 @@ import {
   GetTaskResultSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { freshPrefix, redisForTests } from '../helpers/redis.js';
+
+// Each test starts processes that load the OTel SDK: on a loaded shared machine that alone takes seconds.
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
 
 const redis = await redisForTests();
 afterAll(() => redis?.stop());
@@ -272,6 +275,39 @@ describe('a trace through taskgate', () => {
       expect(server.attributes).not.toHaveProperty('mcp.session.id');
       expect(upstream.traceId).toBe(TRACE_ID);
     }
+  });
+
+  it('2026-07-28 client, sidecar (--upstream-url): _meta traceparent the parent, no mcp.session.id, and the CLIENT span the parent the HTTP upstream is given', async () => {
+    const collector = await receiver();
+    const fixture = await startHttpFixture('legacy', { env: { FIXTURE_REPORT: '1' } });
+    cleanups.push(() => fixture.stop());
+    const gateway = await Gateway.start([], ['--upstream-url', fixture.url], otelEnv(collector));
+    cleanups.push(() => gateway.stop());
+    const modern = await connectModern({ url: gateway.url });
+    cleanups.push(() => modern.close());
+    const result = await modern.client.callTool({
+      name: 'echo',
+      arguments: { text: 'modern sidecar' },
+      _meta: { traceparent: TRACEPARENT },
+    });
+    expect(textOf(result)).toBe('modern sidecar');
+    const [server, upstream] = await collector.until((spans) => gatewayPair(spans, 'tools/call echo'));
+    expect(server.parentSpanId).toBe(CALLER_SPAN);
+    expect(server.attributes).toMatchObject({
+      'mcp.method.name': 'tools/call',
+      'mcp.protocol.version': MODERN_VERSION,
+      'gen_ai.tool.name': 'echo',
+      'gen_ai.operation.name': 'execute_tool',
+      'network.transport': 'tcp',
+      'network.protocol.name': 'http',
+    });
+    expect(server.attributes).not.toHaveProperty('mcp.session.id');
+    expect(upstream.attributes).toMatchObject({
+      'network.transport': 'tcp',
+      'server.address': '127.0.0.1',
+      'server.port': fixture.port,
+    });
+    await fixture.logged(`"traceparent":"00-${TRACE_ID}-${upstream.spanId}-01"`);
   });
 
   it('http/protobuf: the official protobuf exporter sends the trace', async () => {

@@ -14,12 +14,18 @@ describe('telemetry settings', () => {
     expect(telemetrySettings(config(), {})).toBeUndefined();
   });
 
-  it('OTEL_EXPORTER_OTLP_ENDPOINT: traces and metrics, metrics every 60 s with a 30 s timeout by default', () => {
+  it('OTEL_EXPORTER_OTLP_ENDPOINT: traces and metrics, metrics every 60 s with a 30 s timeout by default, no tool content', () => {
     expect(telemetrySettings(config(), { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' })).toEqual({
       traces: { protocol: 'http/protobuf' },
       metrics: { protocol: 'http/protobuf', intervalMs: 60_000, timeoutMs: 30_000 },
       serviceName: 'taskgate',
+      toolContent: false,
     });
+  });
+
+  it('telemetry.toolContent: the opt-in tool arguments and results, only when the config says so', () => {
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
+    expect(telemetrySettings(config({ toolContent: true }), env)?.toolContent).toBe(true);
   });
 
   it('one signal endpoint turns on that signal only', () => {

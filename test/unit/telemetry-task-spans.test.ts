@@ -1,0 +1,96 @@
+/**
+ * A task's span (src/telemetry/task-spans.ts) with the real OpenTelemetry SDK, its spans kept in memory:
+ * who runs the task and how, the era of the request that created it, promotion as an event, and executor
+ * lost, whether the store says it (a Redis store closing releases its live tasks so) or the process stops
+ * with the span still open (issue 30).
+ */
+import { context, trace } from '@opentelemetry/api';
+import {
+  InMemorySpanExporter,
+  NodeTracerProvider,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+} from '@opentelemetry/sdk-trace-node';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { TaskRecord } from '../../src/tasks/state.js';
+import { EXECUTOR_LOST, type NewTask } from '../../src/tasks/store.js';
+import { TaskSpans, withServedVersion } from '../../src/telemetry/task-spans.js';
+
+const exporter = new InMemorySpanExporter();
+const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+// Registered for its context manager: a task span's parent and era are read from the active context.
+provider.register();
+const tracer = provider.getTracer('test');
+afterEach(() => exporter.reset());
+
+const NEW: NewTask = { owner: 'o', sessionId: 's', toolName: 'sleep', ttl: 60_000, pollInterval: 1_000 };
+
+function record(taskId: string, change: Partial<TaskRecord> = {}): TaskRecord {
+  return {
+    taskId,
+    status: 'working',
+    createdAt: 0,
+    lastUpdatedAt: 0,
+    ttl: NEW.ttl,
+    pollInterval: NEW.pollInterval,
+    owner: NEW.owner,
+    sessionId: NEW.sessionId,
+    toolName: NEW.toolName,
+    outcomeBytes: 0,
+    ...change,
+  };
+}
+
+const ended = (): ReadableSpan[] => exporter.getFinishedSpans();
+
+describe('a task span', () => {
+  it('taskgate runs it (augment), of the era of the request served when it was created', async () => {
+    const spans = new TaskSpans(tracer);
+    const call = tracer.startSpan('tools/call sleep');
+    const served = withServedVersion(trace.setSpan(context.active(), call), '2026-07-28');
+    await context.with(served, () => spans.create(NEW, async () => record('t1')));
+    spans.changed(record('t1', { status: 'completed' }));
+    const [span] = ended();
+    expect(span!.parentSpanContext?.spanId).toBe(call.spanContext().spanId);
+    expect(span!.attributes).toMatchObject({
+      'mcp.task.runner': 'taskgate',
+      'mcp.task.mode': 'augment',
+      'mcp.protocol.version': '2026-07-28',
+      'mcp.task.status': 'completed',
+    });
+  });
+
+  it('promoted: an event on it while it is open', async () => {
+    const spans = new TaskSpans(tracer);
+    await spans.create(NEW, async () => record('t2'));
+    spans.promoted('t2');
+    spans.changed(record('t2', { status: 'completed' }));
+    expect(ended()[0]!.events.map((event) => event.name)).toEqual([
+      'mcp.task.status',
+      'mcp.task.promoted',
+      'mcp.task.status',
+    ]);
+  });
+
+  it('failed as executor lost (a store releasing the tasks of a replica that stops): error.type executor_lost', async () => {
+    const spans = new TaskSpans(tracer);
+    await spans.create(NEW, async () => record('t3'));
+    spans.changed(record('t3', { status: 'failed', statusMessage: EXECUTOR_LOST }));
+    const [span] = ended();
+    expect(span!.attributes['error.type']).toBe('executor_lost');
+    expect(span!.status).toEqual({ code: 2, message: EXECUTOR_LOST });
+  });
+
+  it('still open when the process stops: ended as executor lost, an event saying so', async () => {
+    const spans = new TaskSpans(tracer);
+    await spans.create(NEW, async () => record('t4'));
+    await spans.create(NEW, async () => record('t5'));
+    spans.changed(record('t5', { status: 'completed' }));
+    spans.endAll();
+    const lost = ended().find((span) => span.attributes['mcp.task.id'] === 't4')!;
+    expect(lost.attributes).toMatchObject({ 'error.type': 'executor_lost', 'mcp.task.status': 'working' });
+    expect(lost.events.map((event) => event.name)).toContain('mcp.task.executor_lost');
+    const done = ended().find((span) => span.attributes['mcp.task.id'] === 't5')!;
+    expect(done.attributes).not.toHaveProperty('error.type');
+  });
+});
