@@ -73,7 +73,7 @@ const peaks = Object.fromEntries(targets.map((t) => [t.name, []]));
 
 /**
  * `inFlight` 4 MiB results asked for at once; the peak RSS of `pid` meanwhile, in MiB.
- * @param {import('@modelcontextprotocol/sdk/client/index.js').Client} client @param {number} pid
+ * @param {Awaited<ReturnType<typeof overStdio>>['client']} client @param {number} pid
  */
 async function peakInFlight(client, pid) {
   let peak = rssBytes(pid);
