@@ -32,6 +32,10 @@ export class FaceChoosingUpstream implements Channel {
     return this.target?.takesCallerCapabilities === true;
   }
 
+  get wireVersion(): string | undefined {
+    return this.target?.wireVersion;
+  }
+
   start(handlers: ChannelHandlers): void {
     this.handlers = handlers;
   }

@@ -64,6 +64,10 @@ export class ProbingUpstream implements Channel {
     return this.target?.takesCallerCapabilities === true;
   }
 
+  get wireVersion(): string | undefined {
+    return this.target?.wireVersion;
+  }
+
   constructor(
     private readonly inner: Channel,
     private readonly era: UpstreamEra,

@@ -66,6 +66,9 @@ interface InputRound {
 
 export class ModernUpstreamTranslator implements Channel {
   readonly takesCallerCapabilities = true;
+  get wireVersion(): string {
+    return this.version;
+  }
   private handlers: ChannelHandlers | undefined;
   /** Requests sent upstream, by the id they went with. */
   private readonly inFlight = new Map<string, InFlight>();

@@ -88,6 +88,15 @@ export class TracedChannel implements Channel {
     return this.inner.outlivesClose === true;
   }
 
+  get wireVersion(): string | undefined {
+    return this.inner.wireVersion;
+  }
+
+  /** The version the peer is spoken to in: a translated upstream's own, not its 2025 face's. */
+  private get spokenVersion(): string | undefined {
+    return this.inner.wireVersion ?? this.version;
+  }
+
   start(handlers: ChannelHandlers): void {
     this.inner.start({
       message: (raw, arrival, parsed) => {
@@ -157,7 +166,7 @@ export class TracedChannel implements Channel {
     if (carried !== undefined && ambientSpan !== undefined) links.push({ context: ambientSpan });
     const task = this.tasks.linkOf(method, params);
     if (task !== undefined) links.push({ context: task });
-    const version = statedVersion(params) ?? this.version;
+    const version = statedVersion(params) ?? this.spokenVersion;
     const attributes = requestAttributes(method, id, params, this.facts, version);
     const content = this.toolContent && method === 'tools/call';
     const span = this.tracer.startSpan(
@@ -218,7 +227,7 @@ export class TracedChannel implements Channel {
       id,
       params,
       this.facts,
-      statedVersion(params) ?? this.version,
+      statedVersion(params) ?? this.spokenVersion,
     );
     const content = this.toolContent && method === 'tools/call';
     const span = this.tracer.startSpan(
@@ -295,8 +304,9 @@ export class TracedChannel implements Channel {
   private endSession(errorType: string | undefined): void {
     if (this.sessionEnded || this.metrics === undefined) return;
     this.sessionEnded = true;
-    if (this.version === undefined || MODERN_VERSIONS.includes(this.version)) return;
-    const attributes = requestAttributes('initialize', 0, undefined, this.facts, this.version);
+    const version = this.spokenVersion;
+    if (version === undefined || MODERN_VERSIONS.includes(version)) return;
+    const attributes = requestAttributes('initialize', 0, undefined, this.facts, version);
     this.metrics.session(
       this.side === 'front' ? 'server' : 'client',
       (performance.now() - this.opened) / 1000,

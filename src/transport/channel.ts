@@ -114,6 +114,11 @@ export interface Channel {
    */
   readonly takesCallerCapabilities?: boolean;
   /**
+   * The protocol version spoken with the upstream, where the messages on this channel are of another era:
+   * the translator's 2025 face on a 2026-07-28 server. Known once the era is.
+   */
+  readonly wireVersion?: string | undefined;
+  /**
    * It delivers `parsed` beside the bytes (a channel in memory): a receiver that reads the value it is
    * handed is best served by a sender that parses once and hands it, rather than passing bytes unread.
    */

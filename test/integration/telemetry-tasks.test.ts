@@ -193,6 +193,31 @@ describe('a task the server runs, which taskgate follows', () => {
     });
   });
 
+  it('translated: a 2025 task-aware client in front of a 2026-07-28 task server: the CLIENT call says the version spoken to it', async () => {
+    const collector = await receiver();
+    const { client } = await connect('v2Tasks', { capabilities: TASK_AWARE, env: otlpEnv(collector) });
+    cleanups.push(() => client.close());
+    const { task } = await client.request(
+      {
+        method: 'tools/call',
+        params: {
+          name: 'slow',
+          arguments: { ms: 50, text: 'done' },
+          task: { ttl: 60_000 },
+          _meta: { traceparent: TRACEPARENT },
+        },
+      },
+      CreateTaskResultSchema,
+    );
+    await client.request({ method: 'tasks/result', params: { taskId: task.taskId } }, CallToolResultSchema);
+    const life = await collector.until((spans) => serverTask(spans, 'slow'));
+    expect(life.attributes).toMatchObject({ 'mcp.task.runner': 'server', 'mcp.task.mode': 'translated' });
+    const sent = collector.spans.find((s) => s.spanId === life.parentSpanId);
+    expect(sent).toMatchObject({ kind: CLIENT, name: 'tools/call slow', traceId: TRACE_ID });
+    expect(sent!.attributes['mcp.protocol.version']).toBe(MODERN_VERSION);
+    expect(sent!.attributes).not.toHaveProperty('mcp.session.id');
+  });
+
   it('unwrap: a client without tasks calls a tool the server runs only as a task: the span says unwrap', async () => {
     const collector = await receiver();
     const { client } = await connect('native', { capabilities: {}, env: otlpEnv(collector) });
