@@ -85,10 +85,11 @@ export class Gateway {
     );
     let stderr = '';
     const url = await new Promise<URL>((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`taskgate did not start listening: ${stderr}`)),
-        15_000,
-      );
+      // One that never says where it listens is stopped here: no test holds it to stop it later.
+      const timer = setTimeout(() => {
+        child.kill('SIGTERM');
+        reject(new Error(`taskgate did not start listening: ${stderr}`));
+      }, 15_000);
       child.stderr.on('data', (chunk: Buffer) => {
         stderr += chunk.toString();
         const found = /"url":"([^"]+)"/.exec(stderr);
