@@ -20,6 +20,8 @@ export interface BoardTask {
   /** The first 8 characters of the task id: enough to find it in the logs, not enough to use it. */
   id: string;
   tool: string;
+  /** The server it was made through, when one endpoint fronts several (TaskRecord.server). */
+  server?: string;
   status: TaskStatus;
   statusMessage?: string;
   /** The last progress notification of the task's call, for people ("3/10 · fetching"). */
@@ -119,6 +121,7 @@ export class TaskBoard {
     this.place(record.taskId, {
       id: record.taskId.slice(0, 8),
       tool: cut(record.toolName),
+      ...(record.server === undefined ? {} : { server: record.server }),
       status: record.status,
       runBy: 'taskgate',
       createdAt: record.createdAt,
