@@ -46,13 +46,19 @@ function serverTaskOwner(identity: string, server: string): string {
 
 /**
  * What one server's Session is given: what every Session is (`given`), made that server's: its config,
- * its identity's tasks listed apart, and its tasks named after it (TaskRecord.server).
+ * its identity's tasks listed apart, and its tasks (taskgate's and its own) named after it.
  */
 export function memberSessionOptions(given: SessionOptions, name: string, own: Config): SessionOptions {
+  const { sightings } = given;
   return {
     ...given,
     ...(given.identity === undefined ? {} : { taskOwner: serverTaskOwner(given.identity, name) }),
     store: tasksOfServer(given.store, name),
+    ...(sightings === undefined
+      ? {}
+      : {
+          sightings: { ...sightings, upstreamTask: (task, tool) => sightings.upstreamTask(task, tool, name) },
+        }),
     config: own,
     policy: new Policy(own),
   };

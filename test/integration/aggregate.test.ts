@@ -326,6 +326,12 @@ describe('several servers behind the HTTP front (issue 32)', () => {
       CreateTaskResultSchema,
     );
     await sdk.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    // The native server's own task, passed through: the dashboard names its server too.
+    const own = await sdk.request(
+      { method: 'tools/call', params: { name: 'native__echo', arguments: { text: 'its own' }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    await sdk.experimental.tasks.getTaskResult(own.task.taskId, CallToolResultSchema);
     const url = gateway.url;
     const metrics = await (await fetch(new URL('/metrics', url))).text();
     expect(sample(metrics, 'taskgate_tasks_created_total', { tool: 'echo', server: 'legacy' })).toBe(1);
@@ -337,9 +343,13 @@ describe('several servers behind the HTTP front (issue 32)', () => {
       }),
     ).toBe(1);
     const data = (await (await fetch(new URL('/dashboard/data', url))).json()) as { recent: unknown[] };
-    expect(data.recent).toEqual([
-      expect.objectContaining({ tool: 'echo', server: 'legacy', status: 'completed', runBy: 'taskgate' }),
-    ]);
+    expect(data.recent).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ tool: 'echo', server: 'legacy', status: 'completed', runBy: 'taskgate' }),
+        expect.objectContaining({ tool: 'echo', server: 'native', status: 'completed', runBy: 'server' }),
+      ]),
+    );
+    expect(data.recent).toHaveLength(2);
     const page = await (await fetch(new URL('/dashboard', url))).text();
     expect(page).toContain('<td class="tool">echo</td><td class="server">legacy</td>');
     expect(transport.violations).toEqual([]);

@@ -240,6 +240,22 @@ describe('the dashboard page', () => {
     expect(several.match(/<th class="server">Server<\/th>/g)).toHaveLength(2);
     expect(several).toContain('<td class="tool">slow</td><td class="server">files</td>');
     expect(several).toContain('<td colspan="9">No task has finished yet.</td>');
+    board
+      .sightingsOf('s')
+      .upstreamTask(
+        { taskId: 'native-1', status: 'working', createdAt: new Date(T0).toISOString() },
+        'echo',
+        'native',
+      );
+    board
+      .sightingsOf('s')
+      .upstreamTask(
+        { taskId: 'native-1', status: 'completed', createdAt: new Date(T0).toISOString() },
+        undefined,
+      );
+    expect(board.snapshot().recent).toEqual([
+      expect.objectContaining({ id: 'native-1', tool: 'echo', server: 'native', runBy: 'server' }),
+    ]);
   });
 
   it('formats durations for people', () => {
