@@ -70,7 +70,11 @@ export interface Metrics {
   readonly contentType: string;
   /** The exposition text of every metric. */
   text(): Promise<string>;
-  observeLiveTasks(source: () => Partial<Record<TaskStatus, number>>): void;
+  /** `byServer` is read instead of `source` when the metrics have a server label (MetricsOptions.servers). */
+  observeLiveTasks(
+    source: () => Partial<Record<TaskStatus, number>>,
+    byServer?: () => Map<string | undefined, Partial<Record<TaskStatus, number>>>,
+  ): void;
   observeStore(source: () => StoreSize): void;
   observeSessions(source: () => number): void;
   taskCreated(record: TaskRecord): void;
@@ -94,6 +98,9 @@ export class PrometheusMetrics implements Metrics {
   private readonly methods = new BoundedLabel();
   private readonly subjects = new BoundedLabel();
   private liveSource: (() => Partial<Record<TaskStatus, number>>) | undefined;
+  private liveByServer: (() => Map<string | undefined, Partial<Record<TaskStatus, number>>>) | undefined;
+  /** Every server a live count was shown for: one with none left shows 0, not nothing. */
+  private readonly liveServers = new Set<string>();
   private storeSource: (() => StoreSize) | undefined;
   private sessionSource: (() => number) | undefined;
   private readonly servers: boolean;
@@ -167,12 +174,13 @@ export class PrometheusMetrics implements Metrics {
       buckets: TASK_SECONDS,
       registers,
     });
-    const liveTasks: Gauge<'status'> = new Gauge({
+    const liveTasks: Gauge = new Gauge({
       name: 'taskgate_tasks_live',
-      help: 'Tasks not yet finished that this process created or changed, by status',
-      labelNames: ['status'],
+      help: `Tasks not yet finished that this process created or changed, by status${byServer}`,
+      labelNames: this.servers ? ['status', 'server'] : ['status'],
       registers,
       collect: () => {
+        if (this.servers) return this.collectLiveByServer(liveTasks);
         const counts = this.liveSource?.() ?? {};
         for (const status of ['working', 'input_required'] as const) {
           liveTasks.set({ status }, counts[status] ?? 0);
@@ -231,8 +239,12 @@ export class PrometheusMetrics implements Metrics {
 
   // ── sources read when scraped ────────────────────────────────────────────────────────────────────
 
-  observeLiveTasks(source: () => Partial<Record<TaskStatus, number>>): void {
+  observeLiveTasks(
+    source: () => Partial<Record<TaskStatus, number>>,
+    byServer?: () => Map<string | undefined, Partial<Record<TaskStatus, number>>>,
+  ): void {
     this.liveSource = source;
+    this.liveByServer = byServer;
   }
 
   observeStore(source: () => StoreSize): void {
@@ -282,6 +294,25 @@ export class PrometheusMetrics implements Metrics {
 
   upstreamRestarted(): void {
     this.restarts.inc();
+  }
+
+  private collectLiveByServer(liveTasks: Gauge): void {
+    const counts = new Map<string, Partial<Record<TaskStatus, number>>>();
+    for (const [server, of] of this.liveByServer?.() ?? []) {
+      const label = server ?? NO_SERVER;
+      this.liveServers.add(label);
+      const sum = counts.get(label) ?? {};
+      for (const status of ['working', 'input_required'] as const) {
+        sum[status] = (sum[status] ?? 0) + (of[status] ?? 0);
+      }
+      counts.set(label, sum);
+    }
+    for (const server of this.liveServers) {
+      const of = counts.get(server) ?? {};
+      for (const status of ['working', 'input_required'] as const) {
+        liveTasks.set({ status, server }, of[status] ?? 0);
+      }
+    }
   }
 
   private taskLabels(record: TaskRecord): Record<string, string> {

@@ -111,6 +111,18 @@ export class TaskBoard {
     return this.liveNow();
   }
 
+  /** Live tasks by server (undefined: made through none) and status, for the metrics; read when scraped. */
+  liveByServer(): Map<string | undefined, Pick<StatusCounts, 'working' | 'input_required'>> {
+    this.dropExpired(this.now());
+    const counts = new Map<string | undefined, Pick<StatusCounts, 'working' | 'input_required'>>();
+    for (const task of this.live.values()) {
+      const of = counts.get(task.server) ?? { working: 0, input_required: 0 };
+      if (task.status === 'working' || task.status === 'input_required') of[task.status]++;
+      counts.set(task.server, of);
+    }
+    return counts;
+  }
+
   private liveNow(): Pick<StatusCounts, 'working' | 'input_required'> {
     return { working: this.liveCounts.working, input_required: this.liveCounts.input_required };
   }

@@ -236,6 +236,12 @@ describe('the dashboard page', () => {
     board.created(record(2, { server: 'files' }));
     const snapshot = board.snapshot();
     expect(snapshot.live.map((task) => task.server)).toEqual(['files', undefined]);
+    expect(board.liveByServer()).toEqual(
+      new Map([
+        [undefined, { working: 1, input_required: 0 }],
+        ['files', { working: 1, input_required: 0 }],
+      ]),
+    );
     const several = renderDashboard(snapshot, { nonce: 'n', refreshMs: 1_000 });
     expect(several.match(/<th class="server">Server<\/th>/g)).toHaveLength(2);
     expect(several).toContain('<td class="tool">slow</td><td class="server">files</td>');

@@ -65,6 +65,31 @@ describe('PrometheusMetrics', () => {
     expect(sample(text, 'taskgate_tasks_expired_total', { tool: 'slow', server: 'files' })).toBe(1);
   });
 
+  it('issue 32: counts live tasks by server only when registered for several servers, 0 once one has none', async () => {
+    const one = new PrometheusMetrics({ defaultMetrics: false });
+    let live = new Map<string | undefined, Partial<Record<TaskStatus, number>>>([
+      ['files', { working: 2 }],
+      [undefined, { input_required: 1 }],
+    ]);
+    one.observeLiveTasks(
+      () => ({ working: 3 }),
+      () => live,
+    );
+    expect(sample(await one.text(), 'taskgate_tasks_live', { status: 'working' })).toBe(3);
+    expect(await one.text()).not.toContain('server=');
+    const metrics = new PrometheusMetrics({ defaultMetrics: false, servers: true });
+    metrics.observeLiveTasks(
+      () => ({ working: 3 }),
+      () => live,
+    );
+    let text = await metrics.text();
+    expect(sample(text, 'taskgate_tasks_live', { status: 'working', server: 'files' })).toBe(2);
+    expect(sample(text, 'taskgate_tasks_live', { status: 'input_required', server: NO_SERVER })).toBe(1);
+    live = new Map();
+    text = await metrics.text();
+    expect(sample(text, 'taskgate_tasks_live', { status: 'working', server: 'files' })).toBe(0);
+  });
+
   it('reads levels from their sources when scraped', async () => {
     const metrics = new PrometheusMetrics({ defaultMetrics: false });
     let live: Partial<Record<TaskStatus, number>> = { working: 3 };
