@@ -41,7 +41,7 @@ export async function startHttpGateway(
   config: Config,
   logger: Logger,
   tasks: TaskStore,
-  metrics: Metrics = new PrometheusMetrics(),
+  metrics: Metrics = new PrometheusMetrics({ servers: config.upstreams !== undefined }),
 ): Promise<RunningGateway> {
   const listen = config.http.listen;
   if (listen === undefined) throw new Error('no listen address configured');
@@ -226,7 +226,7 @@ export async function startHttpGateway(
 /** The HTTP gateway as a process: resolves with the exit code once a signal stops it. */
 export async function runHttpGateway(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
-  const metrics = new PrometheusMetrics();
+  const metrics = new PrometheusMetrics({ servers: config.upstreams !== undefined });
   const traces = await startTelemetry(config, logger);
   const store = await openStore(config, logger, { onExpired: (record) => metrics.taskExpired(record) });
   // A store left open (a Redis connection) would keep a process that could not listen alive.

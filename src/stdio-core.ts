@@ -31,7 +31,9 @@ export interface StdioCore {
 
 async function openMetrics(config: Config): Promise<Metrics> {
   if (config.admin.listen === undefined) return UNREAD_METRICS;
-  return new (await import('./observability/metrics.js')).PrometheusMetrics();
+  return new (await import('./observability/metrics.js')).PrometheusMetrics({
+    servers: config.upstreams !== undefined,
+  });
 }
 
 /** `readiness`: what the admin listener's /readyz answers from (the one upstream's unless given). */

@@ -207,6 +207,19 @@ export function describeTaskStoreContract(
         expect(await create()).not.toHaveProperty('traceparent');
       });
 
+      it('issue 32: keeps the server a task was made through, on every replica, on every change and in lists', async () => {
+        const { store, owner, create, replica } = await setup();
+        const task = await create({ server: 'files' });
+        expect(task.server).toBe('files');
+        expect((await (await replica()).get(task.taskId)).server).toBe('files');
+        const ended = await store.update(task.taskId, { status: 'completed', outcome: { result: {} } });
+        expect(ended.server).toBe('files');
+        const other = await create();
+        expect(other).not.toHaveProperty('server');
+        const listed = (await store.list(owner, undefined, 10)).tasks;
+        expect(listed.map((t) => t.server)).toEqual(['files', undefined]);
+      });
+
       it('get returns the task as created', async () => {
         const { store, create } = await setup();
         const task = await create({ identity: 'bob' });

@@ -63,9 +63,9 @@ export function aggregatedSessions(
             lingerForTasks: true,
             sightings: {
               ...sightings,
-              upstreamTask: (task, tool) => {
+              upstreamTask: (task, tool, server) => {
                 running.seen(id, task);
-                sightings.upstreamTask(task, tool);
+                sightings.upstreamTask(task, tool, server);
               },
               upstreamTaskForgotten: (taskId) => {
                 running.forgot(id, taskId);

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { Policy } from '../config/policy.js';
 import type { Config, Member as MemberConfig } from '../config/schema.js';
 import { Session, type SessionOptions } from '../session/session.js';
+import { tasksOfServer } from '../tasks/server-store.js';
 import { memoryChannelPair } from '../transport/memory-channel.js';
 import { openUpstream, type UpstreamOptions } from '../upstream.js';
 import type { MemberSpec } from './member.js';
@@ -43,6 +44,26 @@ function serverTaskOwner(identity: string, server: string): string {
   return `${identity}\u001fserver:${server}`;
 }
 
+/**
+ * What one server's Session is given: what every Session is (`given`), made that server's: its config,
+ * its identity's tasks listed apart, and its tasks (taskgate's and its own) named after it.
+ */
+export function memberSessionOptions(given: SessionOptions, name: string, own: Config): SessionOptions {
+  const { sightings } = given;
+  return {
+    ...given,
+    ...(given.identity === undefined ? {} : { taskOwner: serverTaskOwner(given.identity, name) }),
+    store: tasksOfServer(given.store, name),
+    ...(sightings === undefined
+      ? {}
+      : {
+          sightings: { ...sightings, upstreamTask: (task, tool) => sightings.upstreamTask(task, tool, name) },
+        }),
+    config: own,
+    policy: new Policy(own),
+  };
+}
+
 export async function openMembers(
   config: Config,
   logger: Logger,
@@ -72,14 +93,7 @@ export async function openMembers(
         };
       }
       const pair = memoryChannelPair();
-      const given = sessionOptions(name);
-      const options = {
-        ...given,
-        ...(given.identity === undefined ? {} : { taskOwner: serverTaskOwner(given.identity, name) }),
-        config: own,
-        policy: new Policy(own),
-        logger: memberLogger,
-      };
+      const options = { ...memberSessionOptions(sessionOptions(name), name, own), logger: memberLogger };
       let closing = false;
       const session: Session = new Session(pair.b, upstream.channel, options, {
         upstreamGone: (state) => {

@@ -41,6 +41,8 @@ export function createAuditLog(
     subject: caller.subject === undefined ? null : withoutSessionId(caller.subject),
     session: logSessionId(caller.session),
   });
+  // Only a task made through one of several servers names it: one server's lines stay as they were.
+  const on = (server: string | undefined) => (server === undefined ? {} : { server });
   // Below the logger's level a line is dropped: its fields (ISO dates, caller) are not even built.
   const logs = (): boolean => audit.isLevelEnabled('info');
   const unsubscribe = store.onTransition((record) => {
@@ -50,6 +52,7 @@ export function createAuditLog(
         event: 'task.status',
         taskId: record.taskId,
         tool: record.toolName,
+        ...on(record.server),
         status: record.status,
         at: new Date(record.lastUpdatedAt).toISOString(),
       },
@@ -64,6 +67,7 @@ export function createAuditLog(
           event: 'task.created',
           taskId: record.taskId,
           tool: record.toolName,
+          ...on(record.server),
           ttl: record.ttl,
           ...who(caller),
           at: new Date(record.createdAt).toISOString(),
@@ -71,10 +75,11 @@ export function createAuditLog(
         },
         'task created',
       ),
-    resultRetrieved: (taskId, caller) =>
-      logs() && audit.info({ event: 'task.result', taskId, ...who(caller) }, 'task result retrieved'),
-    cancelled: (taskId, caller) =>
-      logs() && audit.info({ event: 'task.cancel', taskId, ...who(caller) }, 'task cancelled'),
+    resultRetrieved: (taskId, caller, server) =>
+      logs() &&
+      audit.info({ event: 'task.result', taskId, ...on(server), ...who(caller) }, 'task result retrieved'),
+    cancelled: (taskId, caller, server) =>
+      logs() && audit.info({ event: 'task.cancel', taskId, ...on(server), ...who(caller) }, 'task cancelled'),
     denied: (taskId, method, caller) =>
       audit.warn(
         // The id is the caller's input: a long one is cut, so one request cannot flood the log.
@@ -94,10 +99,10 @@ export function createAuditLog(
         },
         `access refused by auth.rules: ${right}`,
       ),
-    othersTask: (taskId, method, caller) =>
+    othersTask: (taskId, method, caller, server) =>
       logs() &&
       audit.info(
-        { event: 'task.others', taskId, method, ...who(caller) },
+        { event: 'task.others', taskId, method, ...on(server), ...who(caller) },
         "another caller's task, by a rule's tasks: all",
       ),
     close: unsubscribe,

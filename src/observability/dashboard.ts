@@ -40,10 +40,15 @@ function lastColumnOf(task: BoardTask, now: number): number {
   return live ? now - task.updatedAt : task.updatedAt - task.createdAt;
 }
 
-function row(task: BoardTask, now: number): string {
+/** The Server column is shown only when some task names one (several servers behind one endpoint). */
+const hasServers = (snapshot: BoardSnapshot): boolean =>
+  [...snapshot.live, ...snapshot.recent].some((task) => task.server !== undefined);
+
+function row(task: BoardTask, now: number, servers: boolean): string {
   const cells = [
     `<td class="id">${escapeHtml(task.id)}</td>`,
     `<td class="tool">${escapeHtml(task.tool)}</td>`,
+    ...(servers ? [`<td class="server">${escapeHtml(task.server ?? '')}</td>`] : []),
     `<td class="run-by">${escapeHtml(task.runBy)}</td>`,
     `<td><span class="status status-${escapeHtml(task.status)}">${escapeHtml(task.status)}</span></td>`,
     `<td class="message">${escapeHtml(task.statusMessage ?? '')}</td>`,
@@ -54,13 +59,21 @@ function row(task: BoardTask, now: number): string {
   return `<tr data-task="${escapeHtml(task.id)}" data-status="${escapeHtml(task.status)}">${cells.join('')}</tr>`;
 }
 
-function table(id: string, tasks: BoardTask[], now: number, empty: string, lastColumn: string): string {
+function table(
+  id: string,
+  tasks: BoardTask[],
+  now: number,
+  text: { empty: string; lastColumn: string },
+  servers: boolean,
+): string {
   const body =
     tasks.length === 0
-      ? `<tr class="empty"><td colspan="8">${escapeHtml(empty)}</td></tr>`
-      : tasks.map((task) => row(task, now)).join('\n');
+      ? `<tr class="empty"><td colspan="${servers ? 9 : 8}">${escapeHtml(text.empty)}</td></tr>`
+      : tasks.map((task) => row(task, now, servers)).join('\n');
+  const server = servers ? '<th class="server">Server</th>' : '';
+  const { lastColumn } = text;
   return `<table id="${id}">
-<thead><tr><th>Task</th><th>Tool</th><th>Run by</th><th>Status</th><th>Status message</th><th>Progress</th><th>Age</th><th>${lastColumn}</th></tr></thead>
+<thead><tr><th>Task</th><th>Tool</th>${server}<th>Run by</th><th>Status</th><th>Status message</th><th>Progress</th><th>Age</th><th>${lastColumn}</th></tr></thead>
 <tbody>${body}</tbody>
 </table>`;
 }
@@ -93,6 +106,7 @@ export interface DashboardPageOptions {
 export function renderDashboard(snapshot: BoardSnapshot, options: DashboardPageOptions): string {
   const { nonce, refreshMs } = options;
   const { now } = snapshot;
+  const servers = hasServers(snapshot);
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -115,11 +129,11 @@ export function renderDashboard(snapshot: BoardSnapshot, options: DashboardPageO
 </section>
 <section>
   <h2>Live tasks <span class="muted" id="live-total">${snapshot.liveTotal}</span></h2>
-  ${table('live', snapshot.live, now, 'No task is running.', 'Last change')}
+  ${table('live', snapshot.live, now, { empty: 'No task is running.', lastColumn: 'Last change' }, servers)}
 </section>
 <section>
   <h2>Recently finished</h2>
-  ${table('recent', snapshot.recent, now, 'No task has finished yet.', 'Duration')}
+  ${table('recent', snapshot.recent, now, { empty: 'No task has finished yet.', lastColumn: 'Duration' }, servers)}
 </section>
 <footer class="muted">Task ids are cut to their first 8 characters. "Run by server": a task the upstream server runs itself, as taskgate saw it pass. Read-only; refreshes every ${escapeHtml(formatDuration(refreshMs))}. Metrics: <a href="metrics">/metrics</a>.</footer>
 <script nonce="${escapeHtml(nonce)}">${SCRIPT}</script>
@@ -196,11 +210,15 @@ const SCRIPT = `
     return node;
   };
 
-  function rows(tbody, tasks, now, empty) {
+  function rows(table, tasks, now, empty, servers) {
+    const head = table.querySelector('thead tr'), th = head.querySelector('th.server');
+    if (servers && !th) head.children[1].after(el('th', { class: 'server' }, 'Server'));
+    if (!servers && th) th.remove();
     const fresh = tasks.map((t) => {
       const live = t.status === 'working' || t.status === 'input_required';
       const tr = el('tr', { 'data-task': t.id, 'data-status': t.status });
       tr.append(el('td', { class: 'id' }, t.id), el('td', { class: 'tool' }, t.tool));
+      if (servers) tr.append(el('td', { class: 'server' }, t.server || ''));
       tr.append(el('td', { class: 'run-by' }, t.runBy));
       const status = el('td');
       status.append(el('span', { class: 'status status-' + t.status }, t.status));
@@ -212,10 +230,10 @@ const SCRIPT = `
     });
     if (fresh.length === 0) {
       const tr = el('tr', { class: 'empty' });
-      tr.append(el('td', { colspan: '8' }, empty));
+      tr.append(el('td', { colspan: servers ? '9' : '8' }, empty));
       fresh.push(tr);
     }
-    tbody.replaceChildren(...fresh);
+    table.querySelector('tbody').replaceChildren(...fresh);
   }
 
   function summary(data) {
@@ -278,8 +296,9 @@ const SCRIPT = `
   }
 
   function render(data) {
-    rows(document.querySelector('#live tbody'), data.live, data.now, 'No task is running.');
-    rows(document.querySelector('#recent tbody'), data.recent, data.now, 'No task has finished yet.');
+    const servers = data.live.concat(data.recent).some((t) => t.server !== undefined);
+    rows(document.getElementById('live'), data.live, data.now, 'No task is running.', servers);
+    rows(document.getElementById('recent'), data.recent, data.now, 'No task has finished yet.', servers);
     document.getElementById('live-total').textContent = String(data.liveTotal);
     document.getElementById('updated').textContent = 'as of ' + new Date(data.now).toLocaleTimeString();
     summary(data);

@@ -14,6 +14,8 @@ export const OTHER_LABEL = '_other';
 const MAX_LABEL_LENGTH = 100;
 /** The subject label of a caller without an identity (an open front, or stdio). */
 export const NO_SUBJECT = '_none';
+/** The server label of a task made through no one server (only when the config has `upstreams`). */
+export const NO_SERVER = '_none';
 
 /** Why a limit refused something: a setting's name (a fixed set, so the label stays bounded). */
 export type LimitName =
@@ -39,6 +41,11 @@ export interface StoreSize {
 export interface MetricsOptions {
   /** Node's process metrics (CPU, memory, event loop, GC); on by default. */
   defaultMetrics?: boolean;
+  /**
+   * The task metrics carry a `server` label (the config has `upstreams`). prom-client fixes a metric's
+   * labels when it is registered, so a deployment with one upstream keeps exactly the labels it had.
+   */
+  servers?: boolean;
 }
 
 /** Seconds on a scale from a quick tool call to a long-running task. */
@@ -63,7 +70,11 @@ export interface Metrics {
   readonly contentType: string;
   /** The exposition text of every metric. */
   text(): Promise<string>;
-  observeLiveTasks(source: () => Partial<Record<TaskStatus, number>>): void;
+  /** `byServer` is read instead of `source` when the metrics have a server label (MetricsOptions.servers). */
+  observeLiveTasks(
+    source: () => Partial<Record<TaskStatus, number>>,
+    byServer?: () => Map<string | undefined, Partial<Record<TaskStatus, number>>>,
+  ): void;
   observeStore(source: () => StoreSize): void;
   observeSessions(source: () => number): void;
   taskCreated(record: TaskRecord): void;
@@ -87,34 +98,16 @@ export class PrometheusMetrics implements Metrics {
   private readonly methods = new BoundedLabel();
   private readonly subjects = new BoundedLabel();
   private liveSource: (() => Partial<Record<TaskStatus, number>>) | undefined;
+  private liveByServer: (() => Map<string | undefined, Partial<Record<TaskStatus, number>>>) | undefined;
+  /** Every server a live count was shown for: one with none left shows 0, not nothing. */
+  private readonly liveServers = new Set<string>();
   private storeSource: (() => StoreSize) | undefined;
   private sessionSource: (() => number) | undefined;
-
-  private readonly created = new Counter({
-    name: 'taskgate_tasks_created_total',
-    help: 'Tasks created by taskgate, by tool',
-    labelNames: ['tool'],
-    registers: [this.registry],
-  });
-  private readonly finished = new Counter({
-    name: 'taskgate_tasks_finished_total',
-    help: 'Tasks that reached a terminal status (completed, failed, cancelled), by tool and status',
-    labelNames: ['tool', 'status'],
-    registers: [this.registry],
-  });
-  private readonly expired = new Counter({
-    name: 'taskgate_tasks_expired_total',
-    help: 'Finished tasks dropped because their ttl ran out, by tool (memory store only)',
-    labelNames: ['tool'],
-    registers: [this.registry],
-  });
-  private readonly duration = new Histogram({
-    name: 'taskgate_task_duration_seconds',
-    help: 'Time from creation to a terminal status, by tool and status',
-    labelNames: ['tool', 'status'],
-    buckets: TASK_SECONDS,
-    registers: [this.registry],
-  });
+  private readonly servers: boolean;
+  private readonly created: Counter;
+  private readonly finished: Counter;
+  private readonly expired: Counter;
+  private readonly duration: Histogram;
   private readonly waiters = new Gauge({
     name: 'taskgate_task_result_waiters',
     help: 'tasks/result requests waiting for their task to finish',
@@ -153,12 +146,41 @@ export class PrometheusMetrics implements Metrics {
 
   constructor(options: MetricsOptions = {}) {
     const registers = [this.registry];
-    const liveTasks: Gauge<'status'> = new Gauge({
+    this.servers = options.servers === true;
+    const byServer = this.servers ? ' and server' : '';
+    const task = this.servers ? ['tool', 'server'] : ['tool'];
+    this.created = new Counter({
+      name: 'taskgate_tasks_created_total',
+      help: `Tasks created by taskgate, by tool${byServer}`,
+      labelNames: task,
+      registers,
+    });
+    this.finished = new Counter({
+      name: 'taskgate_tasks_finished_total',
+      help: `Tasks that reached a terminal status (completed, failed, cancelled), by tool${byServer} and status`,
+      labelNames: [...task, 'status'],
+      registers,
+    });
+    this.expired = new Counter({
+      name: 'taskgate_tasks_expired_total',
+      help: `Finished tasks dropped because their ttl ran out, by tool${byServer} (memory store only)`,
+      labelNames: task,
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'taskgate_task_duration_seconds',
+      help: `Time from creation to a terminal status, by tool${byServer} and status`,
+      labelNames: [...task, 'status'],
+      buckets: TASK_SECONDS,
+      registers,
+    });
+    const liveTasks: Gauge = new Gauge({
       name: 'taskgate_tasks_live',
-      help: 'Tasks not yet finished that this process created or changed, by status',
-      labelNames: ['status'],
+      help: `Tasks not yet finished that this process created or changed, by status${byServer}`,
+      labelNames: this.servers ? ['status', 'server'] : ['status'],
       registers,
       collect: () => {
+        if (this.servers) return this.collectLiveByServer(liveTasks);
         const counts = this.liveSource?.() ?? {};
         for (const status of ['working', 'input_required'] as const) {
           liveTasks.set({ status }, counts[status] ?? 0);
@@ -217,8 +239,12 @@ export class PrometheusMetrics implements Metrics {
 
   // ── sources read when scraped ────────────────────────────────────────────────────────────────────
 
-  observeLiveTasks(source: () => Partial<Record<TaskStatus, number>>): void {
+  observeLiveTasks(
+    source: () => Partial<Record<TaskStatus, number>>,
+    byServer?: () => Map<string | undefined, Partial<Record<TaskStatus, number>>>,
+  ): void {
     this.liveSource = source;
+    this.liveByServer = byServer;
   }
 
   observeStore(source: () => StoreSize): void {
@@ -232,18 +258,18 @@ export class PrometheusMetrics implements Metrics {
   // ── events ───────────────────────────────────────────────────────────────────────────────────────
 
   taskCreated(record: TaskRecord): void {
-    this.created.inc({ tool: this.tools.of(record.toolName) });
+    this.created.inc(this.taskLabels(record));
   }
 
   taskChanged(record: TaskRecord): void {
     if (!isTerminal(record.status)) return;
-    const labels = { tool: this.tools.of(record.toolName), status: record.status };
+    const labels = { ...this.taskLabels(record), status: record.status };
     this.finished.inc(labels);
     this.duration.observe(labels, Math.max(0, record.lastUpdatedAt - record.createdAt) / 1000);
   }
 
   taskExpired(record: TaskRecord): void {
-    this.expired.inc({ tool: this.tools.of(record.toolName) });
+    this.expired.inc(this.taskLabels(record));
   }
 
   limitRefused(limit: LimitName): void {
@@ -268,5 +294,29 @@ export class PrometheusMetrics implements Metrics {
 
   upstreamRestarted(): void {
     this.restarts.inc();
+  }
+
+  private collectLiveByServer(liveTasks: Gauge): void {
+    const counts = new Map<string, Partial<Record<TaskStatus, number>>>();
+    for (const [server, of] of this.liveByServer?.() ?? []) {
+      const label = server ?? NO_SERVER;
+      this.liveServers.add(label);
+      const sum = counts.get(label) ?? {};
+      for (const status of ['working', 'input_required'] as const) {
+        sum[status] = (sum[status] ?? 0) + (of[status] ?? 0);
+      }
+      counts.set(label, sum);
+    }
+    for (const server of this.liveServers) {
+      const of = counts.get(server) ?? {};
+      for (const status of ['working', 'input_required'] as const) {
+        liveTasks.set({ status, server }, of[status] ?? 0);
+      }
+    }
+  }
+
+  private taskLabels(record: TaskRecord): Record<string, string> {
+    const tool = this.tools.of(record.toolName);
+    return this.servers ? { tool, server: record.server ?? NO_SERVER } : { tool };
   }
 }

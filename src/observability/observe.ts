@@ -35,7 +35,10 @@ export function observeTasks(
   options: ObserveOptions = {},
 ): Observability {
   const board = new TaskBoard();
-  metrics.observeLiveTasks(() => board.liveByStatus());
+  metrics.observeLiveTasks(
+    () => board.liveByStatus(),
+    () => board.liveByServer(),
+  );
   if (store instanceof MemoryTaskStore) {
     metrics.observeStore(() => ({ ...store.size, evictions: store.evictions }));
   }

@@ -20,6 +20,8 @@ export interface BoardTask {
   /** The first 8 characters of the task id: enough to find it in the logs, not enough to use it. */
   id: string;
   tool: string;
+  /** The server it was made through, when one endpoint fronts several (TaskRecord.server). */
+  server?: string;
   status: TaskStatus;
   statusMessage?: string;
   /** The last progress notification of the task's call, for people ("3/10 · fetching"). */
@@ -32,8 +34,11 @@ export interface BoardTask {
 
 /** What a session tells the board of the tasks that pass through it. */
 export interface TaskSightings {
-  /** An upstream's own task, as it described it (a CreateTaskResult's task, tasks/get, a status notification). */
-  upstreamTask(task: unknown, tool: string | undefined): void;
+  /**
+   * An upstream's own task, as it described it (a CreateTaskResult's task, tasks/get, a status notification);
+   * `server`: which one, when one endpoint fronts several.
+   */
+  upstreamTask(task: unknown, tool: string | undefined, server?: string): void;
   /** An upstream's own task no longer followed, its end unknown: it stops counting as live. */
   upstreamTaskForgotten(taskId: string): void;
   /** A progress notification of the call behind an upstream's own task. */
@@ -106,6 +111,18 @@ export class TaskBoard {
     return this.liveNow();
   }
 
+  /** Live tasks by server (undefined: made through none) and status, for the metrics; read when scraped. */
+  liveByServer(): Map<string | undefined, Pick<StatusCounts, 'working' | 'input_required'>> {
+    this.dropExpired(this.now());
+    const counts = new Map<string | undefined, Pick<StatusCounts, 'working' | 'input_required'>>();
+    for (const task of this.live.values()) {
+      const of = counts.get(task.server) ?? { working: 0, input_required: 0 };
+      if (task.status === 'working' || task.status === 'input_required') of[task.status]++;
+      counts.set(task.server, of);
+    }
+    return counts;
+  }
+
   private liveNow(): Pick<StatusCounts, 'working' | 'input_required'> {
     return { working: this.liveCounts.working, input_required: this.liveCounts.input_required };
   }
@@ -119,6 +136,7 @@ export class TaskBoard {
     this.place(record.taskId, {
       id: record.taskId.slice(0, 8),
       tool: cut(record.toolName),
+      ...(record.server === undefined ? {} : { server: record.server }),
       status: record.status,
       runBy: 'taskgate',
       createdAt: record.createdAt,
@@ -132,10 +150,11 @@ export class TaskBoard {
    * different upstream connections; the tool is known only from the call that created it (a task first
    * seen through tasks/get shows "(unknown)"). One never seen to end leaves the live tasks at its ttl.
    */
-  upstreamTask(key: string, described: unknown, tool?: string): void {
+  upstreamTask(key: string, described: unknown, tool?: string, server?: string): void {
     const task = upstreamView(described);
     if (task === undefined) return;
     const before = this.live.get(key);
+    const named = server ?? before?.server;
     // Its end is counted once, when the board saw it live; later tasks/get of it change nothing.
     if (before === undefined && isTerminal(task.status)) return;
     if (task.expiresAt !== undefined && !isTerminal(task.status)) {
@@ -146,6 +165,7 @@ export class TaskBoard {
     this.place(key, {
       id: task.taskId.slice(0, 8),
       tool: cut(tool ?? before?.tool ?? '(unknown)'),
+      ...(named === undefined ? {} : { server: named }),
       status: task.status,
       runBy: 'server',
       createdAt: task.createdAt,
@@ -157,9 +177,9 @@ export class TaskBoard {
   /** What one session sees: upstream task ids are its upstream's, so they are keyed by the session too. */
   sightingsOf(sessionId: string): TaskSightings {
     return {
-      upstreamTask: (task, tool) => {
+      upstreamTask: (task, tool, server) => {
         const taskId = (task as { taskId?: unknown } | undefined)?.taskId;
-        if (typeof taskId === 'string') this.upstreamTask(`${sessionId} ${taskId}`, task, tool);
+        if (typeof taskId === 'string') this.upstreamTask(`${sessionId} ${taskId}`, task, tool, server);
       },
       upstreamTaskForgotten: (taskId) => this.forget(`${sessionId} ${taskId}`),
       upstreamProgress: (taskId, params) => this.progress(`${sessionId} ${taskId}`, params ?? {}),

@@ -11,15 +11,16 @@ export interface Caller {
 
 export interface AuditLog {
   created(record: TaskRecord, caller: Caller, args?: unknown): void;
-  resultRetrieved(taskId: string, caller: Caller): void;
-  cancelled(taskId: string, caller: Caller): void;
+  /** `server`: the task's (TaskRecord.server), when one endpoint fronts several. */
+  resultRetrieved(taskId: string, caller: Caller, server?: string): void;
+  cancelled(taskId: string, caller: Caller, server?: string): void;
   /** An unknown task id, or one of another identity: the caller is told "not found" either way. */
   denied(taskId: string, method: string, caller: Caller): void;
   limitHit(limit: string, caller: Caller): void;
   /** An authorization rule (auth.rules) refused the caller a right: a tool, tasks/list, an operator's page. */
   accessDenied(refused: AccessRefusal, caller: Caller): void;
   /** A caller whom a rule lets read any task (an operator) read or cancelled another caller's. */
-  othersTask(taskId: string, method: string, caller: Caller): void;
+  othersTask(taskId: string, method: string, caller: Caller, server?: string): void;
   close(): void;
 }
 

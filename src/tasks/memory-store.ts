@@ -89,6 +89,7 @@ export class MemoryTaskStore implements TaskStore {
       outcomeBytes: 0,
       ...(task.identity === undefined ? {} : { identity: task.identity }),
       ...(task.traceparent === undefined ? {} : { traceparent: task.traceparent }),
+      ...(task.server === undefined ? {} : { server: task.server }),
     };
     this.live.set(record.taskId, record);
     let owned = this.byOwner.get(task.owner);

@@ -77,6 +77,7 @@ export function decode(values: Values): { record: TaskRecord; position: number }
   if (field.message !== null) record.statusMessage = field.message;
   if (field.identity !== null) record.identity = field.identity;
   if (field.trace !== null) record.traceparent = field.trace;
+  if (field.server !== null) record.server = field.server;
   const outcome = values[RECORD_FIELDS.length];
   if (typeof outcome === 'string') record.outcome = JSON.parse(outcome) as TaskOutcome;
   return { record, position: Number(field.pos) };

@@ -59,6 +59,7 @@ export const RECORD_FIELDS = [
   'pos',
   'expires',
   'trace',
+  'server',
 ] as const;
 
 /** The keys every script gets first, in this order (names relative to the prefix). */
@@ -205,7 +206,7 @@ export const SCRIPTS = {
 -- create: adds a task, working, with no expiry (a live task never expires).
 -- KEYS[9] P task:<id>  KEYS[10] P owner:<owner>  KEYS[11] P owner-meta:<owner>
 -- ARGV[3] maxTasks (live + terminal)
--- ARGV[4] JSON {id, owner, identity?, session, tool, ttl, poll, trace?, executor?, lease?, limit?: {caller, max}}
+-- ARGV[4] JSON {id, owner, identity?, session, tool, ttl, poll, trace?, server?, executor?, lease?, limit?: {caller, max}}
 -- Returns {'ok', record} | {'caller_full', live} when the caller has "max" live tasks | {'full'} when
 -- every slot is live | {'exists'} when the id is taken.
 -- With a limit, the caller's set is first pruned of tasks no longer live (ended, or lost with a Redis that
@@ -241,6 +242,10 @@ end
 if task.trace then
   fields[#fields + 1] = 'trace'
   fields[#fields + 1] = task.trace
+end
+if task.server then
+  fields[#fields + 1] = 'server'
+  fields[#fields + 1] = task.server
 end
 if task.executor then
   fields[#fields + 1] = 'executor'

@@ -205,6 +205,7 @@ export class RedisTaskStore implements TaskStore {
             ttl: task.ttl,
             poll: task.pollInterval,
             trace: task.traceparent,
+            server: task.server,
             ...(this.leaseTtlMs > 0 ? { executor: this.executorId, lease: this.leaseTtlMs } : {}),
             ...(task.liveLimit === undefined ? {} : { limit: task.liveLimit }),
           }),

@@ -90,6 +90,8 @@ export interface TaskRecord {
    * their spans about the task to it.
    */
   traceparent?: string;
+  /** The server the task was made through, when one endpoint fronts several (`upstreams`). */
+  server?: string;
   outcome?: TaskOutcome;
   /** Size in bytes of the serialized outcome, for the store's byte budget. */
   outcomeBytes: number;

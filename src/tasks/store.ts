@@ -10,6 +10,8 @@ export interface NewTask {
   pollInterval: number;
   /** The task span's W3C traceparent (telemetry), kept with the record. */
   traceparent?: string;
+  /** The server it is made through, when one endpoint fronts several; kept with the record. */
+  server?: string;
   /** The requestor's bound on live tasks (limits.maxLiveTasks); see `create` below. */
   liveLimit?: LiveLimit;
 }

@@ -130,7 +130,7 @@ export class TaskService {
     const requester = this.as(caller);
     const { taskId } = await this.visibleTask(params, 'tasks/result', requester);
     const done = await this.store.waitForTerminal(taskId, signal);
-    this.audit.resultRetrieved(taskId, auditCaller(requester));
+    this.audit.resultRetrieved(taskId, auditCaller(requester), done.server);
     const outcome = done.outcome ?? cancelledOutcome(done);
     if ('error' in outcome) return { error: outcome.error };
     const meta = isObject(outcome.result._meta) ? outcome.result._meta : {};
@@ -148,7 +148,7 @@ export class TaskService {
       status: 'cancelled',
       statusMessage: CANCELLED_BY_REQUEST,
     });
-    this.audit.cancelled(taskId, auditCaller(requester));
+    this.audit.cancelled(taskId, auditCaller(requester), cancelled.server);
     return toWireTask(cancelled);
   }
 
@@ -214,7 +214,7 @@ export class TaskService {
       const record = await this.store.get(taskId);
       if (record.identity !== undefined && record.identity !== requester.identity) {
         if (requester.allTasks !== true) throw new TaskNotFoundError(taskId);
-        if (method !== 'tasks') this.audit.othersTask(taskId, method, auditCaller(requester));
+        if (method !== 'tasks') this.audit.othersTask(taskId, method, auditCaller(requester), record.server);
       }
       return record;
     } catch (error) {

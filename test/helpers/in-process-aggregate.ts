@@ -10,12 +10,14 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { pino } from 'pino';
 import { Aggregator } from '../../src/aggregate/aggregator.js';
+import { memberSessionOptions } from '../../src/aggregate/members.js';
 import { Names, ToolFilter } from '../../src/aggregate/names.js';
 import type { MemberSpec } from '../../src/aggregate/member.js';
 import { resolveConfig } from '../../src/config/load.js';
 import { Policy } from '../../src/config/policy.js';
 import type { ConfigInput } from '../../src/config/schema.js';
 import { Session } from '../../src/session/session.js';
+import type { AuditLog } from '../../src/tasks/audit-log.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { memoryChannelPair, type MemoryChannel } from '../../src/transport/memory-channel.js';
 import { ChannelTransport } from './channel-transport.js';
@@ -63,6 +65,8 @@ export async function inProcessAggregate(
     separator?: string;
     /** The aggregator's grace for servers slower than the first (AggregatorOptions.graceMs). */
     graceMs?: number;
+    /** The audit log every server's Session writes to, made for the one store they share. */
+    audit?: (store: MemoryTaskStore) => AuditLog;
   } = {},
 ): Promise<AggregateGateway> {
   const config = resolveConfig(options.config ?? {});
@@ -71,6 +75,7 @@ export async function inProcessAggregate(
     maxResultBytes: config.tasks.maxResultBytes,
   });
   const logger = pino({ level: 'silent' });
+  const audit = options.audit?.(store);
   const servers: AggregateGateway['servers'] = new Map();
   const sessions: Session[] = [];
   const specs: MemberSpec[] = [];
@@ -85,7 +90,19 @@ export async function inProcessAggregate(
     const session = new Session(
       toSession.b,
       toServer.a,
-      { id: `in-process/${entry.name}`, config, policy: new Policy(config), store, logger },
+      // Each server's Session as src/aggregate/members.ts gives it its options.
+      memberSessionOptions(
+        {
+          id: `in-process/${entry.name}`,
+          config,
+          policy: new Policy(config),
+          store,
+          logger,
+          ...(audit === undefined ? {} : { audit }),
+        },
+        entry.name,
+        config,
+      ),
       { upstreamGone: () => session.closeOnceAnswered(1_000), closed: () => undefined },
     );
     session.start();
@@ -138,6 +155,7 @@ export async function inProcessAggregate(
       await client.close();
       await gateway.close();
       for (const { server } of servers.values()) await server.close();
+      audit?.close();
       await store.close();
     },
   };

@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CheckedTransport } from '../helpers/checked-transport.js';
 import { httpTransport } from '../helpers/http-client.js';
+import { sample } from '../helpers/prometheus.js';
 import { FIXTURES, Gateway, TASK_AWARE, connect, type Connection } from '../helpers/taskgate.js';
 import { thrownBy } from '../helpers/thrown.js';
 
@@ -311,5 +312,47 @@ describe('several servers behind the HTTP front (issue 32)', () => {
     }
     await mine.client.close();
     await theirs.client.close();
+  });
+
+  it('names each task’s server on /metrics, in the dashboard’s data and in its Server column', async () => {
+    const config = file(
+      JSON.stringify({ upstreams: { legacy: THREE.legacy, native: THREE.native } }),
+      'json',
+    );
+    gateway = await Gateway.start([], ['--config', config]);
+    const { client: sdk, transport } = await client(gateway);
+    const { task } = await sdk.request(
+      { method: 'tools/call', params: { name: 'legacy__echo', arguments: { text: 'counted' }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    await sdk.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    // The native server's own task, passed through: the dashboard names its server too.
+    const own = await sdk.request(
+      { method: 'tools/call', params: { name: 'native__echo', arguments: { text: 'its own' }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    await sdk.experimental.tasks.getTaskResult(own.task.taskId, CallToolResultSchema);
+    const url = gateway.url;
+    const metrics = await (await fetch(new URL('/metrics', url))).text();
+    expect(sample(metrics, 'taskgate_tasks_created_total', { tool: 'echo', server: 'legacy' })).toBe(1);
+    expect(
+      sample(metrics, 'taskgate_tasks_finished_total', {
+        tool: 'echo',
+        server: 'legacy',
+        status: 'completed',
+      }),
+    ).toBe(1);
+    const data = (await (await fetch(new URL('/dashboard/data', url))).json()) as { recent: unknown[] };
+    expect(data.recent).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ tool: 'echo', server: 'legacy', status: 'completed', runBy: 'taskgate' }),
+        expect.objectContaining({ tool: 'echo', server: 'native', status: 'completed', runBy: 'server' }),
+      ]),
+    );
+    expect(data.recent).toHaveLength(2);
+    const page = await (await fetch(new URL('/dashboard', url))).text();
+    expect(page).toContain('<td class="tool">echo</td><td class="server">legacy</td>');
+    expect(transport.violations).toEqual([]);
+    await sdk.close();
   });
 });

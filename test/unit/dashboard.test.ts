@@ -227,6 +227,43 @@ describe('the dashboard page', () => {
     expect(html).toContain('data-refresh="1000"');
   });
 
+  it('issue 32: shows a Server column only when some task names the server it was made through', () => {
+    const board = new TaskBoard();
+    board.created(record(1));
+    const one = renderDashboard(board.snapshot(), { nonce: 'n', refreshMs: 1_000 });
+    expect(one).not.toContain('>Server</th>');
+    expect(one).not.toContain('class="server"');
+    board.created(record(2, { server: 'files' }));
+    const snapshot = board.snapshot();
+    expect(snapshot.live.map((task) => task.server)).toEqual(['files', undefined]);
+    expect(board.liveByServer()).toEqual(
+      new Map([
+        [undefined, { working: 1, input_required: 0 }],
+        ['files', { working: 1, input_required: 0 }],
+      ]),
+    );
+    const several = renderDashboard(snapshot, { nonce: 'n', refreshMs: 1_000 });
+    expect(several.match(/<th class="server">Server<\/th>/g)).toHaveLength(2);
+    expect(several).toContain('<td class="tool">slow</td><td class="server">files</td>');
+    expect(several).toContain('<td colspan="9">No task has finished yet.</td>');
+    board
+      .sightingsOf('s')
+      .upstreamTask(
+        { taskId: 'native-1', status: 'working', createdAt: new Date(T0).toISOString() },
+        'echo',
+        'native',
+      );
+    board
+      .sightingsOf('s')
+      .upstreamTask(
+        { taskId: 'native-1', status: 'completed', createdAt: new Date(T0).toISOString() },
+        undefined,
+      );
+    expect(board.snapshot().recent).toEqual([
+      expect.objectContaining({ id: 'native-1', tool: 'echo', server: 'native', runBy: 'server' }),
+    ]);
+  });
+
   it('formats durations for people', () => {
     expect(escapeHtml(`a<b>"c"&'d'`)).toBe('a&lt;b&gt;&quot;c&quot;&amp;&#39;d&#39;');
     expect(formatDuration(850)).toBe('850 ms');

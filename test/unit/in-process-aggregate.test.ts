@@ -21,7 +21,9 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { createServer } from '@modelcontextprotocol/server-everything/dist/server/index.js';
+import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createAuditLog } from '../../src/observability/audit.js';
 import { heldTool, type HeldTool } from '../helpers/held-call.js';
 import { textResult, type FakeTool } from '../helpers/in-process.js';
 import {
@@ -497,5 +499,38 @@ describe('several servers behind one endpoint (issue 32)', () => {
       'steady: still',
     );
     expect((await g.client.listTools()).tools.map((tool) => tool.name)).toEqual(['steady__echo']);
+  });
+
+  it('names the server a task was made through on its record and on every audit line about it', async () => {
+    const slow = held('slow');
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const g = (gate = await inProcessAggregate(
+      [
+        { name: 'alpha', tools: [echoOf('alpha')] },
+        { name: 'beta', tools: [slow] },
+      ],
+      { audit: (store) => createAuditLog(logger, store, { enabled: true, logArguments: false }) },
+    ));
+    const tasks = g.client.experimental.tasks;
+    const done = await createTask(g, 'alpha__echo', { text: 'hi' });
+    expect(text(await tasks.getTaskResult(done.task.taskId, CallToolResultSchema))).toBe('alpha: hi');
+    const waiting = await createTask(g, 'beta__slow');
+    await slow.calls.waitFor(() => true, 'the call upstream');
+    await tasks.cancelTask(waiting.task.taskId);
+
+    const alpha = done.task.taskId.slice('alpha__'.length);
+    const beta = waiting.task.taskId.slice('beta__'.length);
+    expect((await g.store.get(alpha)).server).toBe('alpha');
+    expect((await g.store.get(beta)).server).toBe('beta');
+    const about = (taskId: string) =>
+      lines
+        .filter((line) => line.taskId === taskId)
+        .map((line) => `${String(line.event)}@${String(line.server)}`);
+    expect(about(alpha)).toEqual(['task.created@alpha', 'task.status@alpha', 'task.result@alpha']);
+    expect(about(beta)).toEqual(
+      expect.arrayContaining(['task.created@beta', 'task.status@beta', 'task.cancel@beta']),
+    );
+    expect(about(beta)).toHaveLength(3);
   });
 });

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   MAX_LABEL_VALUES,
   PrometheusMetrics,
+  NO_SERVER,
   NO_SUBJECT,
   OTHER_LABEL,
 } from '../../src/observability/metrics.js';
@@ -45,6 +46,48 @@ describe('PrometheusMetrics', () => {
     expect(sample(text, 'taskgate_task_duration_seconds_sum', completed)).toBeCloseTo(2.5);
     expect(sample(text, 'taskgate_task_duration_seconds_bucket', { ...completed, le: '2.5' })).toBe(1);
     expect(sample(text, 'taskgate_task_duration_seconds_bucket', { ...completed, le: '1' })).toBe(0);
+  });
+
+  it('issue 32: labels the task metrics with the server only when registered for several servers', async () => {
+    const one = await new PrometheusMetrics({ defaultMetrics: false }).text();
+    expect(one).not.toContain('server=');
+    const metrics = new PrometheusMetrics({ defaultMetrics: false, servers: true });
+    metrics.taskCreated(record({ server: 'files' }));
+    metrics.taskChanged(record({ server: 'files', status: 'completed', lastUpdatedAt: 3_500 }));
+    metrics.taskExpired(record({ server: 'files', status: 'completed' }));
+    metrics.taskCreated(record());
+    const text = await metrics.text();
+    expect(sample(text, 'taskgate_tasks_created_total', { tool: 'slow', server: 'files' })).toBe(1);
+    expect(sample(text, 'taskgate_tasks_created_total', { tool: 'slow', server: NO_SERVER })).toBe(1);
+    const done = { tool: 'slow', server: 'files', status: 'completed' };
+    expect(sample(text, 'taskgate_tasks_finished_total', done)).toBe(1);
+    expect(sample(text, 'taskgate_task_duration_seconds_count', done)).toBe(1);
+    expect(sample(text, 'taskgate_tasks_expired_total', { tool: 'slow', server: 'files' })).toBe(1);
+  });
+
+  it('issue 32: counts live tasks by server only when registered for several servers, 0 once one has none', async () => {
+    const one = new PrometheusMetrics({ defaultMetrics: false });
+    let live = new Map<string | undefined, Partial<Record<TaskStatus, number>>>([
+      ['files', { working: 2 }],
+      [undefined, { input_required: 1 }],
+    ]);
+    one.observeLiveTasks(
+      () => ({ working: 3 }),
+      () => live,
+    );
+    expect(sample(await one.text(), 'taskgate_tasks_live', { status: 'working' })).toBe(3);
+    expect(await one.text()).not.toContain('server=');
+    const metrics = new PrometheusMetrics({ defaultMetrics: false, servers: true });
+    metrics.observeLiveTasks(
+      () => ({ working: 3 }),
+      () => live,
+    );
+    let text = await metrics.text();
+    expect(sample(text, 'taskgate_tasks_live', { status: 'working', server: 'files' })).toBe(2);
+    expect(sample(text, 'taskgate_tasks_live', { status: 'input_required', server: NO_SERVER })).toBe(1);
+    live = new Map();
+    text = await metrics.text();
+    expect(sample(text, 'taskgate_tasks_live', { status: 'working', server: 'files' })).toBe(0);
   });
 
   it('reads levels from their sources when scraped', async () => {
