@@ -13,6 +13,8 @@
  * 300 ms late (FIXTURE_GET_DELAY_MS, as conformance-servers-sidecar.test.ts runs it, to make the old race
  * certain) and on time. Its direct run, the baseline of both, is on time, as in that test: directly the
  * suite's client does not wait for its GET stream, and with the delay it would lose the server's requests.
+ * The SDK 1.x fixture runs the same suite; the SDK v2 fixture its 2026-07-28 scenarios (a direct run waits
+ * out the task scenarios it fails, so there the sidecar may well be faster).
  *
  *   npm run build && node bench/conformance-time.js    writes bench/results/<UTC date>T<hhmm>-conformance-time.md
  *   BENCH_ROUNDS=N (3 unless told)                     BENCH_QUICK=1: one round that writes nothing
@@ -38,6 +40,20 @@ import { NODE, TASKGATE, fromRoot, startOnPort } from './lib/targets.js';
 const NODE_22 = fromRoot('test/conformance/node_modules/node/bin/node');
 const SUITE = fromRoot('test/conformance/node_modules/conformance-2026/dist/index.js');
 const SELECTION = ['--requirements', '2025-11-25'];
+/**
+ * The SDK v2 fixture's run: its 2026-07-28 scenarios, each bounded by the 5 s its direct test gives them,
+ * and the task policy its sidecar test gives taskgate (test/conformance/through-taskgate.ts GATEWAY_FLAGS).
+ */
+const SELECTION_2026 = ['--requirements', '2026-07-28', '--timeout', '5000'];
+const TASK_POLICY_2026 = [
+  'test_tool_with_task=required',
+  'failing_job=required',
+  'slow_compute=optional',
+  'protocol_error_job=optional',
+  'confirm_delete=optional',
+  'multi_input=optional',
+  '*=forbidden',
+].flatMap((rule) => ['--tool-task-support', rule]);
 /** A suite run still going after this is stopped (and reported so). */
 const RUN_BOUND_MS = 240_000;
 /** The scenario the spec's `retry` MUST makes slower through taskgate. */
@@ -62,13 +78,20 @@ const TARGETS = [
     fixture: 'test/fixtures/conformance-server.js',
     sidecars: [ON_TIME],
   },
+  {
+    name: 'SDK v2 fixture (`conformance-modern-server.js`), 2026-07-28',
+    fixture: 'test/fixtures/conformance-modern-server.js',
+    sidecars: [ON_TIME],
+    selection: SELECTION_2026,
+    flags: TASK_POLICY_2026,
+  },
 ];
 
 /**
  * One suite run against `url`: its wall time, each scenario's time, and the checks that passed and failed.
- * @param {string} url
+ * @param {string} url @param {string[]} selection the suite's flags that choose its scenarios
  */
-function runSuite(url) {
+function runSuite(url, selection) {
   const outputDir = mkdtempSync(join(tmpdir(), 'taskgate-bench-conformance-'));
   /** @type {{ name: string, at: number }[]} */
   const starts = [];
@@ -76,7 +99,7 @@ function runSuite(url) {
   return new Promise((resolve, reject) => {
     const child = execFile(
       NODE_22,
-      [SUITE, 'server', '--url', url, ...SELECTION, '-o', outputDir],
+      [SUITE, 'server', '--url', url, ...selection, '-o', outputDir],
       { timeout: RUN_BOUND_MS, maxBuffer: 64 * 1024 * 1024 },
       (error, _stdout, stderr) => {
         const ended = performance.now();
@@ -125,9 +148,11 @@ function countChecks(outputDir) {
 
 /**
  * Starts the fixture (and taskgate in front of it when `through`), runs the suite, stops them.
- * @param {{ fixture: string, env: Record<string, string> }} target @param {boolean} through
+ * @param {{ fixture: string, env: Record<string, string>, selection?: string[], flags?: string[] }} target
+ * @param {boolean} through
  */
 async function measure(target, through) {
+  const { selection = SELECTION, flags = [] } = target;
   /** @type {import('./lib/procs.js').Proc[]} */
   const procs = [];
   try {
@@ -148,6 +173,7 @@ async function measure(target, through) {
         'warn',
         '--shutdown-grace',
         '1000',
+        ...flags,
         '--listen',
         `127.0.0.1:${port}`,
         '--upstream-url',
@@ -156,7 +182,7 @@ async function measure(target, through) {
       procs.push(gate.proc);
       url = gate.url;
     }
-    return await runSuite(url);
+    return await runSuite(url, selection);
   } finally {
     for (const proc of procs.reverse()) await proc.stop();
   }
@@ -179,7 +205,7 @@ async function conformanceTime(rounds, log) {
       const got = new Map();
       for (const sidecar of order) {
         const env = sidecar?.env ?? {};
-        const run = await measure({ fixture: target.fixture, env }, sidecar !== undefined);
+        const run = await measure({ ...target, env }, sidecar !== undefined);
         got.set(sidecar?.label, run);
         log(
           `round ${r + 1}, ${target.name}, ${sidecar ? `sidecar, ${sidecar.label}` : 'direct'}: ${round(run.totalMs / 1000)} s`,
@@ -259,7 +285,7 @@ async function main() {
     '',
     `${quick ? '**Quick run (not a result).** ' : ''}Commit ${facts.commit}; Node ${facts.node} (taskgate and the fixtures), the suite on test/conformance's Node 22; ${facts.platform}; load average ${facts.loadAverageBefore.join(' ')} before, ${facts.loadAverageAfter.join(' ')} after; ${facts.durationSeconds} s. Command: \`npm run build && node bench/conformance-time.js\` (${rounds} rounds). The machine is shared with other work: the load says how busy it was.`,
     '',
-    `Each cell is one run of the suite (0.2.0-alpha.12 \`${SELECTION.join(' ')}\`), from its start to its exit; the direct run and the sidecar's run one after the other, the order rotated each round, each against a fresh fixture (the direct one with its GET on time). taskgate: \`--upstream-url FIXTURE --shutdown-grace 1000 --log-level warn\`. A scenario's time runs from the suite's line that starts it to the next one's.`,
+    `Each cell is one run of the suite (0.2.0-alpha.12 \`${SELECTION.join(' ')}\`; the SDK v2 fixture \`${SELECTION_2026.join(' ')}\`, taskgate with the task policy of its test), from its start to its exit; the direct run and the sidecar's run one after the other, the order rotated each round, each against a fresh fixture (the direct one with its GET on time). taskgate: \`--upstream-url FIXTURE --shutdown-grace 1000 --log-level warn\`. A scenario's time runs from the suite's line that starts it to the next one's.`,
     '',
     ...lines(runs),
     '',
