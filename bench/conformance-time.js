@@ -220,7 +220,8 @@ async function conformanceTime(rounds, log) {
   return runs;
 }
 
-const seconds = (/** @type {number} */ ms) => `${round(ms / 1000)} s`;
+/** A time in seconds, or a dash for a scenario the run did not have. */
+const seconds = (/** @type {number} */ ms) => (Number.isFinite(ms) ? `${round(ms / 1000)} s` : '—');
 const withoutPolling = (/** @type {any} */ run) => run.totalMs - (run.scenarioMs[POLLING] ?? 0);
 const withoutFirst = (/** @type {any} */ run) => withoutPolling(run) - (run.scenarioMs[FIRST] ?? 0);
 const slowest = (/** @type {any} */ direct, /** @type {any} */ through) =>
