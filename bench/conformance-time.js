@@ -36,24 +36,16 @@ import { runFacts } from './lib/machine.js';
 import { startWithUrl } from './lib/procs.js';
 import { median, ratio, round } from './lib/stats.js';
 import { NODE, TASKGATE, fromRoot, startOnPort } from './lib/targets.js';
+import { TASK_POLICY_2026 } from '../test/conformance/task-policy.js';
 
 const NODE_22 = fromRoot('test/conformance/node_modules/node/bin/node');
 const SUITE = fromRoot('test/conformance/node_modules/conformance-2026/dist/index.js');
 const SELECTION = ['--requirements', '2025-11-25'];
 /**
  * The SDK v2 fixture's run: its 2026-07-28 scenarios, each bounded by the 5 s its direct test gives them,
- * and the task policy its sidecar test gives taskgate (test/conformance/through-taskgate.ts GATEWAY_FLAGS).
+ * and the task policy its sidecar test gives taskgate.
  */
 const SELECTION_2026 = ['--requirements', '2026-07-28', '--timeout', '5000'];
-const TASK_POLICY_2026 = [
-  'test_tool_with_task=required',
-  'failing_job=required',
-  'slow_compute=optional',
-  'protocol_error_job=optional',
-  'confirm_delete=optional',
-  'multi_input=optional',
-  '*=forbidden',
-].flatMap((rule) => ['--tool-task-support', rule]);
 /** A suite run still going after this is stopped (and reported so). */
 const RUN_BOUND_MS = 240_000;
 /** The scenario the spec's `retry` MUST makes slower through taskgate. */

@@ -10,17 +10,7 @@ import {
   table,
   type Expected,
 } from './tables.js';
-
-/** Which tools of conformance-2026-tools.js taskgate runs as tasks for the 2026 suite (first match wins). */
-const TASK_POLICY_2026 = [
-  'test_tool_with_task=required',
-  'failing_job=required',
-  'slow_compute=optional',
-  'protocol_error_job=optional',
-  'confirm_delete=optional',
-  'multi_input=optional',
-  '*=forbidden',
-].flatMap((rule) => ['--tool-task-support', rule]);
+import { TASK_POLICY_2026 } from './task-policy.js';
 
 /**
  * tasks-mrtr-composition (and input-required scenarios) leave tasks waiting for input nobody gives: on
