@@ -6,7 +6,7 @@
  * stops following it.
  */
 import { isTerminal, type TaskRecord, type TaskStatus } from '../tasks/state.js';
-import type { TaskStore } from '../tasks/store.js';
+import { withCreate, type TaskStore } from '../tasks/store.js';
 
 export class RunningTasks {
   /** The sessions followed: those of this front (a shared store also reports other processes' tasks). */
@@ -77,22 +77,12 @@ export class RunningTasks {
 
 /**
  * The store as the sessions use it, telling `running` of each task created (its transitions are heard
- * with onTransition). Every other call is the inner store's own, its very promise: an extra step on the
- * way to a tasks/result answer could let a shutdown close the session first.
+ * with onTransition).
  */
 export function noticingCreations(store: TaskStore, running: RunningTasks): TaskStore {
-  return {
-    create: async (task) => {
-      const record = await store.create(task);
-      running.changed(record);
-      return record;
-    },
-    get: (taskId) => store.get(taskId),
-    update: (taskId, change) => store.update(taskId, change),
-    list: (owner, cursor, limit) => store.list(owner, cursor, limit),
-    waitForTerminal: (taskId, signal) => store.waitForTerminal(taskId, signal),
-    onTransition: (listener) => store.onTransition(listener),
-    close: () => store.close(),
-    inputs: store.inputs,
-  };
+  return withCreate(store, async (task) => {
+    const record = await store.create(task);
+    running.changed(record);
+    return record;
+  });
 }

@@ -136,3 +136,20 @@ export interface TaskStore {
   /** A store shared by several processes has one; a single-process store has no other process to tell. */
   readonly inputs: TaskInputBoard | undefined;
 }
+
+/**
+ * The store with `create` done another way. Every other call is the store's own, its very promise: an extra
+ * step on the way to a tasks/result answer could let a shutdown close the session first.
+ */
+export function withCreate(store: TaskStore, create: TaskStore['create']): TaskStore {
+  return {
+    create,
+    get: (taskId) => store.get(taskId),
+    update: (taskId, change) => store.update(taskId, change),
+    list: (owner, cursor, limit) => store.list(owner, cursor, limit),
+    waitForTerminal: (taskId, signal) => store.waitForTerminal(taskId, signal),
+    onTransition: (listener) => store.onTransition(listener),
+    close: () => store.close(),
+    inputs: store.inputs,
+  };
+}
