@@ -27,7 +27,7 @@ describe('resolveConfig', () => {
       clientTasks: true,
       upstreamRestart: { enabled: true, delay: 500, maxDelay: 30_000, holdRequests: 10_000 },
       admin: {},
-      telemetry: {},
+      telemetry: { toolContent: false },
       auth: { tokens: [], adminSubjects: [], rules: [] },
       limits: {},
       audit: { enabled: true, logArguments: false },
