@@ -269,7 +269,18 @@ export class RawPeer {
     env: Record<string, string> = {},
   ): Promise<RawPeer> {
     const peer = RawPeer.start([...flags, '--', process.execPath, FIXTURES[server]], env);
-    await peer.initialize();
+    try {
+      await peer.initialize();
+    } catch (error) {
+      // No test holds a peer that never got initialized: stopped here, and its log kept in the failure.
+      const exit = peer.alive
+        ? 'still running'
+        : `exited with ${peer.child.exitCode ?? peer.child.signalCode}`;
+      peer.child.kill('SIGTERM');
+      throw new Error(`${(error as Error).message}; taskgate ${exit}, its log:\n${peer.stderr}`, {
+        cause: error,
+      });
+    }
     return peer;
   }
 
