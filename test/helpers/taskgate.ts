@@ -287,7 +287,8 @@ export class RawPeer {
   /** The initialize handshake, as a task-aware client; fails unless initialize succeeds. */
   async initialize(): Promise<void> {
     this.send(INITIALIZE);
-    const answer = await this.response('init');
+    // The handshake waits for the era probe (3 s at most) and a fixture's start, slow on a loaded machine.
+    const answer = await this.response('init', 20_000);
     if (!('result' in answer)) throw new Error(`initialize failed: ${JSON.stringify(answer)}`);
     this.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
   }
