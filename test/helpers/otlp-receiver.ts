@@ -262,3 +262,10 @@ export class OtlpReceiver {
     }
   }
 }
+
+/** A receiver that the test file's cleanups (run after each test) stop. */
+export async function receiverStoppedBy(cleanups: (() => Promise<void>)[]): Promise<OtlpReceiver> {
+  const started = await OtlpReceiver.start();
+  cleanups.push(() => started.stop());
+  return started;
+}

@@ -19,7 +19,8 @@ import { connect, FIXTURES, Gateway, TASKGATE } from '../helpers/taskgate.js';
 import { connectModern, type ModernConnection } from '../helpers/modern-client.js';
 import { httpTransport } from '../helpers/http-client.js';
 import { startHttpFixture } from '../helpers/http-fixture.js';
-import { CLIENT, OtlpReceiver, SERVER, type ReceivedSpan } from '../helpers/otlp-receiver.js';
+import type { OtlpReceiver } from '../helpers/otlp-receiver.js';
+import { CLIENT, SERVER, type ReceivedSpan, receiverStoppedBy } from '../helpers/otlp-receiver.js';
 import { textOf } from '../helpers/tool-results.js';
 
 // Each test starts processes that load the OTel SDK: on a loaded shared machine that alone takes seconds.
@@ -40,11 +41,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function receiver(): Promise<OtlpReceiver> {
-  const started = await OtlpReceiver.start();
-  cleanups.push(() => started.stop());
-  return started;
-}
+const receiver = (): Promise<OtlpReceiver> => receiverStoppedBy(cleanups);
 
 const CAPABILITIES = { elicitation: { form: {} }, sampling: {} };
 

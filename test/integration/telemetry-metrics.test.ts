@@ -12,7 +12,8 @@ import { connect, FIXTURES, Gateway, type Connection } from '../helpers/taskgate
 import { connectModern, MODERN_VERSION } from '../helpers/modern-client.js';
 import { httpTransport } from '../helpers/http-client.js';
 import { startHttpFixture } from '../helpers/http-fixture.js';
-import { OtlpReceiver, type ReceivedPoint } from '../helpers/otlp-receiver.js';
+import type { OtlpReceiver } from '../helpers/otlp-receiver.js';
+import { type ReceivedPoint, receiverStoppedBy } from '../helpers/otlp-receiver.js';
 import { textOf } from '../helpers/tool-results.js';
 
 // Each test starts processes that load the OTel SDK: on a loaded shared machine that alone takes seconds.
@@ -28,11 +29,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function receiver(): Promise<OtlpReceiver> {
-  const started = await OtlpReceiver.start();
-  cleanups.push(() => started.stop());
-  return started;
-}
+const receiver = (): Promise<OtlpReceiver> => receiverStoppedBy(cleanups);
 
 const metricsEnv = (collector: OtlpReceiver, extra: Record<string, string> = {}): Record<string, string> => ({
   OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,

@@ -14,7 +14,8 @@ import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextproto
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 import { httpTransport } from '../helpers/http-client.js';
 import { startHttpFixture } from '../helpers/http-fixture.js';
-import { OtlpReceiver, SERVER, otlpEnv, type ReceivedSpan } from '../helpers/otlp-receiver.js';
+import type { OtlpReceiver } from '../helpers/otlp-receiver.js';
+import { SERVER, otlpEnv, type ReceivedSpan, receiverStoppedBy } from '../helpers/otlp-receiver.js';
 import { textOf } from '../helpers/tool-results.js';
 
 // Each test starts processes that load the OTel SDK: on a loaded shared machine that alone takes seconds.
@@ -28,11 +29,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function receiver(): Promise<OtlpReceiver> {
-  const started = await OtlpReceiver.start();
-  cleanups.push(() => started.stop());
-  return started;
-}
+const receiver = (): Promise<OtlpReceiver> => receiverStoppedBy(cleanups);
 
 async function gateway(upstream: string[], flags: string[], env: Record<string, string>): Promise<Gateway> {
   const started = await Gateway.start(upstream, flags, env);

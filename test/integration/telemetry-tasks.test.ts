@@ -18,13 +18,14 @@ import { connect, FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 import { httpTransport } from '../helpers/http-client.js';
 import { MODERN_VERSION } from '../helpers/modern-client.js';
 import { EXTENSION_META, modernRequest } from '../helpers/modern-raw.js';
+import type { OtlpReceiver } from '../helpers/otlp-receiver.js';
 import {
   CLIENT,
   INTERNAL,
-  OtlpReceiver,
   SERVER,
   otlpEnv,
   type ReceivedSpan,
+  receiverStoppedBy,
 } from '../helpers/otlp-receiver.js';
 import { freshPrefix, redisForTests } from '../helpers/redis.js';
 import { EXECUTOR_LOST } from '../../src/tasks/store.js';
@@ -44,11 +45,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function receiver(): Promise<OtlpReceiver> {
-  const started = await OtlpReceiver.start();
-  cleanups.push(() => started.stop());
-  return started;
-}
+const receiver = (): Promise<OtlpReceiver> => receiverStoppedBy(cleanups);
 
 async function gateway(flags: string[], env: Record<string, string>): Promise<Gateway> {
   const started = await Gateway.start([process.execPath, FIXTURES.legacy], flags, env);
