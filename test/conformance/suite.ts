@@ -20,6 +20,8 @@ const here = (path: string): string => fileURLToPath(new URL(path, import.meta.u
 
 export const NODE_22 = here('node_modules/node/bin/node');
 
+const IN_ONE_PROCESS = here('scenarios-in-one-process.js');
+
 export const SUITES = {
   /** 0.1.16: the 2025-06-18 and 2025-11-25 scenarios. */
   '2025': here('node_modules/conformance-2025/dist/index.js'),
@@ -54,18 +56,48 @@ const COULD_NOT_RUN = /^Failed to run scenario (\S+): (.*)$/gm;
  * Runs the suite's server scenarios chosen by `selection` (e.g. `--suite all`) against `url`; each scenario
  * it started, in order, with its outcome. A run still going after `timeoutMs` is stopped.
  */
-export async function runServerScenarios(
+export function runServerScenarios(
   suite: keyof typeof SUITES,
   url: string,
   selection: string[],
   timeoutMs: number,
 ): Promise<Map<string, ScenarioOutcome>> {
+  return runAndRead(
+    (outputDir) => [SUITES[suite], 'server', '--url', url, ...selection, '-o', outputDir],
+    timeoutMs,
+  );
+}
+
+/**
+ * Runs each of `scenarios` on its own (`--scenario NAME`, then `flags`, e.g. `--spec-version 2026-07-28
+ * --force` for extension scenarios, which no `--suite` selects), one after the other in one Node 22
+ * process (scenarios-in-one-process.js), against `url`; each with its outcome, in order. A run still
+ * going after `timeoutMs` is stopped.
+ */
+export function runEachServerScenario(
+  suite: keyof typeof SUITES,
+  url: string,
+  scenarios: readonly string[],
+  flags: string[],
+  timeoutMs: number,
+): Promise<Map<string, ScenarioOutcome>> {
+  return runAndRead(
+    (outputDir) => [IN_ONE_PROCESS, SUITES[suite], url, outputDir, JSON.stringify(flags), ...scenarios],
+    timeoutMs,
+  );
+}
+
+/**
+ * Runs Node 22 with the arguments `argsFor` gives for an output folder of its own; each scenario the run
+ * started, in order, with the checks it saved there, or why it did not end.
+ */
+async function runAndRead(
+  argsFor: (outputDir: string) => string[],
+  timeoutMs: number,
+): Promise<Map<string, ScenarioOutcome>> {
   const outputDir = await mkdtemp(join(tmpdir(), 'taskgate-conformance-'));
   try {
-    const { stdout, stderr, stopped } = await run(
-      [SUITES[suite], 'server', '--url', url, ...selection, '-o', outputDir],
-      timeoutMs,
-    );
+    const { stdout, stderr, stopped } = await run(argsFor(outputDir), timeoutMs);
     const outcomes = new Map<string, ScenarioOutcome>();
     for (const [, name] of stdout.matchAll(STARTED))
       outcomes.set(name!, { passed: 0, failed: 0, failures: [], failedIds: [] });
@@ -85,50 +117,13 @@ export async function runServerScenarios(
       outcome.failed++;
       outcome.failedIds.push(DID_NOT_END);
       outcome.failures.push(
-        stopped ? `still running when the suite was stopped after ${timeoutMs} ms` : 'no result',
+        stopped ? `still running when the suite was stopped after ${timeoutMs} ms` : `no result:\n${stderr}`,
       );
     }
     return outcomes;
   } finally {
     await rm(outputDir, { recursive: true, force: true });
   }
-}
-
-/**
- * Runs each of `scenarios` on its own (`--scenario NAME`, then `flags`, e.g. `--spec-version 2026-07-28
- * --force` for extension scenarios, which no `--suite` selects), one after the other, against `url`; each
- * with its outcome, in order. A scenario still going after `timeoutMs` is stopped.
- */
-export async function runEachServerScenario(
-  suite: keyof typeof SUITES,
-  url: string,
-  scenarios: readonly string[],
-  flags: string[],
-  timeoutMs: number,
-): Promise<Map<string, ScenarioOutcome>> {
-  const outcomes = new Map<string, ScenarioOutcome>();
-  for (const scenario of scenarios) {
-    const outcome: ScenarioOutcome = { passed: 0, failed: 0, failures: [], failedIds: [] };
-    outcomes.set(scenario, outcome);
-    const outputDir = await mkdtemp(join(tmpdir(), 'taskgate-conformance-'));
-    try {
-      const { stdout, stderr, stopped } = await run(
-        [SUITES[suite], 'server', '--url', url, '--scenario', scenario, ...flags, '-o', outputDir],
-        timeoutMs,
-      );
-      if ((await readChecks(outputDir, new Map([[scenario, outcome]]))).size > 0) continue;
-      outcome.failed++;
-      outcome.failedIds.push(DID_NOT_END);
-      outcome.failures.push(
-        stopped
-          ? `still running when the suite was stopped after ${timeoutMs} ms`
-          : `no result:\n${stdout}\n${stderr}`,
-      );
-    } finally {
-      await rm(outputDir, { recursive: true, force: true });
-    }
-  }
-  return outcomes;
 }
 
 /** A check a client scenario recorded: INFO ones too, which say what the scenario's server saw and did. */

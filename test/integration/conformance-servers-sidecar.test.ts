@@ -12,15 +12,14 @@
  * issue 34's fix 1 the four asking scenarios hang there every time). Directly it cannot: the suite's client
  * does not wait for its GET stream either, and would lose them.
  *
- * The baseline is 0.2.0-alpha.12 `--requirements 2025-11-25` alone: it runs every scenario of 0.1.16 with
- * more checks, so a direct 0.1.16 run would check the fixture only, twice.
+ * Both are 0.2.0-alpha.12 `--requirements 2025-11-25` alone: it runs every scenario of 0.1.16 with more
+ * checks (conformance.test.ts says why 0.1.16 does not run here too). The four asking scenarios hang in
+ * every run without fix 1, so one run shows it.
  */
 import {
   describeTarget,
   NO_HOST_CHECK,
-  run0116,
   run2025,
-  SCENARIOS_0_1_16,
   SCENARIOS_2025_REQUIREMENTS,
   table,
   type Expected,
@@ -46,8 +45,5 @@ describeTarget('conformance-everything.js directly', () => fixtureTarget('confor
 describeTarget(
   'taskgate as a sidecar in front of conformance-everything.js (its GET streams open 300 ms late)',
   () => sidecarTarget('conformanceEverything', { env: { FIXTURE_GET_DELAY_MS: '300' } }),
-  [
-    run0116(table(SCENARIOS_0_1_16, { 'server-sse-polling': NOTHING_REPLAYED })),
-    run2025(table(SCENARIOS_2025_REQUIREMENTS, { 'server-sse-polling': NOTHING_REPLAYED })),
-  ],
+  [run2025(table(SCENARIOS_2025_REQUIREMENTS, { 'server-sse-polling': NOTHING_REPLAYED }))],
 );

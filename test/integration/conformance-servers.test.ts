@@ -4,13 +4,12 @@
  * does not write: its sampling and elicitation are tied to no request, and over stdio they go on the one
  * pipe. The fixture run directly (its HTTP mode, the baseline) and behind a sidecar is
  * conformance-servers-sidecar.test.ts (a file of its own, so that vitest runs the two side by side): a
- * scenario that passes directly passes through taskgate, or its entry says why not.
+ * scenario that passes directly passes through taskgate, or its entry says why not. 0.2.0-alpha.12
+ * `--requirements 2025-11-25` alone: it runs 0.1.16's scenarios with more checks (conformance.test.ts).
  */
 import {
   describeTarget,
-  run0116,
   run2025,
-  SCENARIOS_0_1_16,
   SCENARIOS_2025_REQUIREMENTS,
   table,
   TASKGATE_ANSWERS_JSON,
@@ -21,8 +20,5 @@ import { FIXTURES } from '../helpers/taskgate.js';
 describeTarget(
   'taskgate as the gateway in front of conformance-everything.js on stdio',
   () => gatewayTarget([process.execPath, FIXTURES.conformanceEverything]),
-  [
-    run0116(table(SCENARIOS_0_1_16, { 'server-sse-polling': TASKGATE_ANSWERS_JSON })),
-    run2025(table(SCENARIOS_2025_REQUIREMENTS, { 'server-sse-polling': TASKGATE_ANSWERS_JSON })),
-  ],
+  [run2025(table(SCENARIOS_2025_REQUIREMENTS, { 'server-sse-polling': TASKGATE_ANSWERS_JSON }))],
 );

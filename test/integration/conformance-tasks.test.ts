@@ -7,7 +7,8 @@
  *
  * The tasks-* scenarios are extension scenarios: no `--suite` selects them, so each runs on its own,
  * `--scenario NAME --spec-version 2026-07-28 --force` (the stateless 2026-07-28 client of the suite, with
- * the extension declared in each request's `_meta` where the scenario wants it).
+ * the extension declared in each request's `_meta` where the scenario wants it), a target's one after the
+ * other in one Node 22 process (test/conformance/scenarios-in-one-process.js).
  *
  * The table names, per scenario, every check expected to fail, with why; a scenario is expected to pass
  * every other check it runs (and to run at least one), or to have no check at all (and why). A failing
@@ -88,8 +89,10 @@ const THROUGH_TASKGATE: Record<string, Expected> = {
   },
 };
 
-/** The CLI's own limit per scenario, and ours: each starts a Node 22 process; some wait out slow tools. */
+/** The CLI's own limit per scenario: some wait out slow tools. */
 const SCENARIO_TIMEOUT_MS = 30_000;
+/** Bounds a target's run, its scenarios one after the other in one Node 22 process. */
+const runTimeoutMs = (scenarios: number): number => scenarios * SCENARIO_TIMEOUT_MS + 10_000;
 
 /**
  * In front of a server with tasks of its own (test/fixtures/conformance-v2-tasks.js, a native 2026-07-28
@@ -120,7 +123,7 @@ const runScenarios = (url: string, expected: Record<string, Expected>) =>
     url,
     Object.keys(expected),
     ['--spec-version', '2026-07-28', '--force', '--timeout', String(SCENARIO_TIMEOUT_MS)],
-    SCENARIO_TIMEOUT_MS + 5_000,
+    runTimeoutMs(Object.keys(expected).length),
   );
 
 interface Target {
@@ -161,7 +164,7 @@ function describeTarget(
         for (const other of runs) void other().catch(() => undefined);
         ({ outcomes } = await begin());
       },
-      Object.keys(expected).length * (SCENARIO_TIMEOUT_MS + 5_000) + 15_000,
+      runTimeoutMs(Object.keys(expected).length) + 15_000,
     );
     it.each(Object.entries(expected))('%s', (scenario, wanted) => {
       const outcome = outcomes.get(scenario);
