@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OAuthConfig } from '../config/schema.js';
-import { TokenValidator, type Grant, type TokenVerdict } from './oauth-tokens.js';
+import type { Grant, TokenValidator, TokenVerdict } from './oauth-tokens.js';
 
 const WELL_KNOWN = '/.well-known/oauth-protected-resource';
 
@@ -85,8 +85,13 @@ export type OAuthAuthentication =
 /** Who is calling, by the access token; a refusal carries its status and challenge. */
 export function oauthAuthenticator(
   oauth: OAuthConfig,
-  validator = new TokenValidator(oauth),
+  validator?: Pick<TokenValidator, 'check'>,
 ): (req: IncomingMessage) => Promise<OAuthAuthentication> {
+  // Loaded only for a front that validates tokens: jose is a fair part of a start's time.
+  const validating =
+    validator === undefined
+      ? import('./oauth-tokens.js').then(({ TokenValidator }) => new TokenValidator(oauth))
+      : Promise.resolve(validator);
   return async (req) => {
     const token = bearerOf(req);
     const malformed = malformedRequest(req, token);
@@ -97,7 +102,7 @@ export function oauthAuthenticator(
         challenge: `Bearer error="invalid_request", error_description=${quoted(malformed)}, resource_metadata=${quoted(metadataUrl(oauth.resource))}`,
       };
     }
-    const verdict = await validator.check(token);
+    const verdict = await (await validating).check(token);
     if (!verdict.ok) {
       const header = challenge(oauth, verdict);
       return {

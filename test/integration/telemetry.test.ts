@@ -59,6 +59,39 @@ async function receiver(behaviour?: 'accept' | 'refuse' | 'hang'): Promise<OtlpR
   return started;
 }
 
+/**
+ * A collector and what sends to it, started by the first test that asks and stopped after the file: shared
+ * by tests that need no process of their own, since each looks only for its own tool's or task's spans.
+ */
+function sharedOnce<T extends { collector: OtlpReceiver }>(
+  start: (collector: OtlpReceiver) => Promise<T>,
+  stop: (started: T) => Promise<void>,
+): () => Promise<T> {
+  let started: Promise<T> | undefined;
+  afterAll(async () => {
+    if (started === undefined) return;
+    const done = await started;
+    await stop(done);
+    await done.collector.stop();
+  });
+  return () => (started ??= OtlpReceiver.start().then(start));
+}
+
+/** One taskgate on stdio in front of the legacy fixture, telemetry on. */
+const sharedStdio = sharedOnce(
+  async (collector) => ({ collector, connection: await connect('legacy', { env: otelEnv(collector) }) }),
+  ({ connection }) => connection.close(),
+);
+
+/** One HTTP gateway in front of the legacy fixture, telemetry on. */
+const sharedGateway = sharedOnce(
+  async (collector) => ({
+    collector,
+    gateway: await Gateway.start([process.execPath, FIXTURES.legacy], [], otelEnv(collector)),
+  }),
+  ({ gateway }) => gateway.stop(),
+);
+
 async function stdioClient(env: Record<string, string>, upstream?: string[]): Promise<Connection> {
   const connection = await connect('legacy', {
     env: { NODE_OPTIONS: `--import=${WATCH}`, ...env },
@@ -97,8 +130,10 @@ describe('telemetry off', () => {
 
 describe('a trace through taskgate', () => {
   it('stdio, 2025 client: SERVER span child of the caller, CLIENT span its child, both with the conventions', async () => {
-    const collector = await receiver();
-    const { client } = await stdioClient(otelEnv(collector));
+    const {
+      collector,
+      connection: { client },
+    } = await sharedStdio();
     const result = await client.callTool({
       name: 'echo',
       arguments: { text: 'traced' },
@@ -125,8 +160,10 @@ describe('a trace through taskgate', () => {
   });
 
   it('an isError result is error.type tool_error; a JSON-RPC error its code', async () => {
-    const collector = await receiver();
-    const { client } = await stdioClient(otelEnv(collector));
+    const {
+      collector,
+      connection: { client },
+    } = await sharedStdio();
     await client.callTool({
       name: 'fail',
       arguments: { message: 'no' },
@@ -170,9 +207,7 @@ describe('a trace through taskgate', () => {
   });
 
   it('HTTP gateway, 2025 client: the traceparent header is the parent, and the span names the session', async () => {
-    const collector = await receiver();
-    const gateway = await Gateway.start([process.execPath, FIXTURES.legacy], [], otelEnv(collector));
-    cleanups.push(() => gateway.stop());
+    const { collector, gateway } = await sharedGateway();
     const client = new Client({ name: 'otel-test', version: '1' });
     await client.connect(
       httpTransport(gateway.url, { requestInit: { headers: { traceparent: TRACEPARENT } } }),
@@ -187,9 +222,7 @@ describe('a trace through taskgate', () => {
   });
 
   it('HTTP gateway, 2025 client, a task-augmented call: the task span is the child of the tools/call span the traceparent header is the parent of, and tasks/result links to it', async () => {
-    const collector = await receiver();
-    const gateway = await Gateway.start([process.execPath, FIXTURES.legacy], [], otelEnv(collector));
-    cleanups.push(() => gateway.stop());
+    const { collector, gateway } = await sharedGateway();
     const client = new Client({ name: 'otel-test', version: '1' }, { capabilities: TASK_AWARE });
     await client.connect(
       httpTransport(gateway.url, { requestInit: { headers: { traceparent: TRACEPARENT } } }),
@@ -327,8 +360,10 @@ describe('a trace through taskgate', () => {
 
 describe('a span for a task life', () => {
   it('from creation to completed, each status an event, tasks/result linked to it', async () => {
-    const collector = await receiver();
-    const { client } = await stdioClient(otelEnv(collector));
+    const {
+      collector,
+      connection: { client },
+    } = await sharedStdio();
     const created = await client.request(
       {
         method: 'tools/call',

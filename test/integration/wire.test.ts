@@ -24,20 +24,21 @@ async function expectStillServing(p: RawPeer, id: number | string): Promise<void
 }
 
 describe('bad input from the client', () => {
-  it('answers a line that is not JSON with -32700 and carries on', async () => {
-    const p = (peer = await RawPeer.initialized());
-    p.write('{"jsonrpc": "2.0", "id": 1, "method": ');
-    expect(await p.response(null)).toMatchObject({ error: { code: -32700 } });
-    await expectStillServing(p, 2);
-  });
-
-  describe('requests an SDK client never sends, one after another on one taskgate', () => {
+  describe('what an SDK client never sends, and messages of megabytes, one after another on one taskgate', () => {
     // Each answer, then an echo answered after it, shows that taskgate carried on: one process serves them all.
+    // Their ids differ, so that no test can take another's answer for its own.
     let shared: RawPeer;
     beforeAll(async () => {
       shared = await RawPeer.initialized();
     });
     afterAll(() => shared?.stop());
+
+    it('answers a line that is not JSON with -32700 and carries on', async () => {
+      const p = shared;
+      p.write('{"jsonrpc": "2.0", "id": 1, "method": ');
+      expect(await p.response(null)).toMatchObject({ error: { code: -32700 } });
+      await expectStillServing(p, 2);
+    });
 
     it.each([
       ['no method', { jsonrpc: '2.0', id: 10 }, -32600],
@@ -76,68 +77,68 @@ describe('bad input from the client', () => {
         await expectStillServing(shared, `after ${what}`);
       },
     );
-  });
 
-  it('refuses a 50 MB message with an error addressed to its id, without crashing (docs/sdk-notes.md: 10 MB kills SDK servers)', async () => {
-    const p = (peer = await RawPeer.initialized());
-    const huge = JSON.stringify({
-      jsonrpc: '2.0',
-      id: 'huge',
-      method: 'tools/call',
-      params: { name: 'echo', arguments: { text: 'x'.repeat(50 * 1024 * 1024) } },
+    it('refuses a 50 MB message with an error addressed to its id, without crashing (docs/sdk-notes.md: 10 MB kills SDK servers)', async () => {
+      const p = shared;
+      const huge = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'huge',
+        method: 'tools/call',
+        params: { name: 'echo', arguments: { text: 'x'.repeat(50 * 1024 * 1024) } },
+      });
+      p.write(huge);
+      const response = await p.response('huge', 30_000);
+      expect(response).toMatchObject({ error: { code: -32600 } });
+      expect(String((response.error as { message: string }).message)).toMatch(/exceeds the limit/);
+      await expectStillServing(p, 'after-huge');
     });
-    p.write(huge);
-    const response = await p.response('huge', 30_000);
-    expect(response).toMatchObject({ error: { code: -32600 } });
-    expect(String((response.error as { message: string }).message)).toMatch(/exceeds the limit/);
-    await expectStillServing(p, 'after-huge');
-  });
 
-  it('passes a 5 MB result through intact', async () => {
-    const p = (peer = await RawPeer.initialized());
-    p.send({
-      jsonrpc: '2.0',
-      id: 'big',
-      method: 'tools/call',
-      params: { name: 'large', arguments: { bytes: 5_000_000 } },
+    it('passes a 5 MB result through intact', async () => {
+      const p = shared;
+      p.send({
+        jsonrpc: '2.0',
+        id: 'big',
+        method: 'tools/call',
+        params: { name: 'large', arguments: { bytes: 5_000_000 } },
+      });
+      const response = await p.response('big');
+      const text = (response.result as { content: { text: string }[] }).content[0]!.text;
+      expect(text.length).toBe(5_000_000);
     });
-    const response = await p.response('big');
-    const text = (response.result as { content: { text: string }[] }).content[0]!.text;
-    expect(text.length).toBe(5_000_000);
-  });
 
-  it('keeps ids apart: a reused id and a string id equal to a number are each answered once, correctly', async () => {
-    const p = (peer = await RawPeer.initialized());
-    p.send({
-      jsonrpc: '2.0',
-      id: 7,
-      method: 'tools/call',
-      params: { name: 'sleep', arguments: { ms: 200 } },
-    });
-    p.send({
-      jsonrpc: '2.0',
-      id: 7,
-      method: 'tools/call',
-      params: { name: 'echo', arguments: { text: 'second 7' } },
-    });
-    p.send({
-      jsonrpc: '2.0',
-      id: '7',
-      method: 'tools/call',
-      params: { name: 'echo', arguments: { text: 'string 7' } },
-    });
-    await p.messages.waitFor(
-      (m) => m.id === 7 && JSON.stringify(m.result).includes('slept'),
-      'the answer to the first request 7',
-    );
-    const answers = p.messages.items
-      .filter((m) => m.id === 7 || m.id === '7')
-      .map((m) => JSON.stringify(m.result));
-    expect(answers).toHaveLength(3);
-    expect(answers.filter((a) => a.includes('second 7'))).toHaveLength(1);
-    expect(answers.filter((a) => a.includes('string 7'))).toHaveLength(1);
-    expect(p.messages.items.find((m) => m.id === '7')?.result).toMatchObject({
-      content: [{ text: 'string 7' }],
+    it('keeps ids apart: a reused id and a string id equal to a number are each answered once, correctly', async () => {
+      const p = shared;
+      p.send({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: { name: 'sleep', arguments: { ms: 200 } },
+      });
+      p.send({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: { name: 'echo', arguments: { text: 'second 7' } },
+      });
+      p.send({
+        jsonrpc: '2.0',
+        id: '7',
+        method: 'tools/call',
+        params: { name: 'echo', arguments: { text: 'string 7' } },
+      });
+      await p.messages.waitFor(
+        (m) => m.id === 7 && JSON.stringify(m.result).includes('slept'),
+        'the answer to the first request 7',
+      );
+      const answers = p.messages.items
+        .filter((m) => m.id === 7 || m.id === '7')
+        .map((m) => JSON.stringify(m.result));
+      expect(answers).toHaveLength(3);
+      expect(answers.filter((a) => a.includes('second 7'))).toHaveLength(1);
+      expect(answers.filter((a) => a.includes('string 7'))).toHaveLength(1);
+      expect(p.messages.items.find((m) => m.id === '7')?.result).toMatchObject({
+        content: [{ text: 'string 7' }],
+      });
     });
   });
 });
