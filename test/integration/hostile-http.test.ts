@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { KeptBytes, KeptMessages } from '../../src/transport/event-stream.js';
 import { HttpFront } from '../../src/transport/http-front.js';
 import type { HttpSession } from '../../src/transport/http-session.js';
@@ -37,6 +37,11 @@ const start = async (flags: string[] = [], upstream = LEGACY): Promise<Gateway> 
   gateways.push(gateway);
   return gateway;
 };
+
+/** One gateway with no flags, for the tests that need none: each opens sessions of its own on it. */
+let plain: Promise<Gateway> | undefined;
+const plainGateway = (): Promise<Gateway> => (plain ??= Gateway.start(LEGACY));
+afterAll(async () => (await plain)?.stop());
 
 /** A tools/call of the fixture's `progress` tool: an SSE response that stays open for steps × intervalMs. */
 const progressCall = (id: string, steps: number, intervalMs: number) => ({
@@ -112,7 +117,7 @@ async function within<T>(promise: Promise<T>, withinMs: number, what: string): P
 
 describe('streams that must end', () => {
   it('issue 13.9: a POST cancelled with notifications/cancelled ends its stream without an answer', async () => {
-    const { url } = await start();
+    const { url } = await plainGateway();
     const sessionId = await openSession(url);
     const stream = new SseReader(await post(url, progressCall('c1', 100, 100), inSession(sessionId)));
     await stream.messages.waitFor((m) => m.method === 'notifications/progress', 'a first progress event');
@@ -127,7 +132,7 @@ describe('streams that must end', () => {
   });
 
   it('issue 13.9: the POST of a call an SDK client timed out (and so cancelled) ends', async () => {
-    const gateway = await start();
+    const gateway = await plainGateway();
     let done!: () => void;
     const ended = new Promise<void>((resolve) => (done = resolve));
     // The client's fetch, watching the response to the call's POST to its end.
@@ -218,7 +223,7 @@ describe('streams that must end', () => {
 
 describe('request ids and resumption', () => {
   it('issue 13.18: ids beyond 2^53 come back with their own digits, answered or refused', async () => {
-    const { url } = await start();
+    const { url } = await plainGateway();
     const sessionId = await openSession(url);
     const body = (id: string, rest: string) => `{"jsonrpc":"2.0","id":${id},${rest}}`;
     const answered = await post(url, body('9007199254740993', '"method":"tools/list"'), inSession(sessionId));
@@ -235,7 +240,7 @@ describe('request ids and resumption', () => {
   });
 
   it('issue 13.10: a second POST with the id of a request in flight is refused at once; the first is answered', async () => {
-    const { url } = await start();
+    const { url } = await plainGateway();
     const sessionId = await openSession(url);
     const first = new SseReader(await post(url, progressCall('same', 5, 100), inSession(sessionId)));
     await first.messages.waitFor((m) => m.method === 'notifications/progress', 'a first progress event');
@@ -254,7 +259,7 @@ describe('request ids and resumption', () => {
   });
 
   it('issue 13.11: a GET with Last-Event-ID of a stream still open on its POST takes it over; the POST ends cleanly', async () => {
-    const { url } = await start();
+    const { url } = await plainGateway();
     const sessionId = await openSession(url);
     const stream = new SseReader(await post(url, progressCall('r1', 5, 200), inSession(sessionId)));
     const eventId = await stream.eventIds.waitFor(() => true, 'a first event id');

@@ -1,15 +1,19 @@
 /**
  * The Streamable HTTP front on real sockets: the status of each misuse, limits, many sessions at once,
- * tasks outliving their session, and SSE resumption after a dropped stream.
+ * tasks outliving their session, and SSE resumption after a dropped stream. The tests that need no flag
+ * of their own share one gateway: each opens sessions of its own on it.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ACCEPT_BOTH, openSession, post } from '../helpers/raw-http.js';
 import { FIXTURES, Gateway, INITIALIZE, TASK_AWARE } from '../helpers/taskgate.js';
 
 const LEGACY = [process.execPath, FIXTURES.legacy];
+/** A legacy server on raw stdio with an `echo` tool, without the SDK to load: quick to start many of. */
+const RAW_ECHO = [process.execPath, fileURLToPath(new URL('../fixtures/flood-server.js', import.meta.url))];
 
 let gateways: Gateway[] = [];
 afterEach(async () => {
@@ -17,11 +21,18 @@ afterEach(async () => {
   gateways = [];
 });
 
-const start = async (flags: string[] = []): Promise<Gateway> => {
-  const gateway = await Gateway.start(LEGACY, flags);
+const start = async (flags: string[] = [], upstream = LEGACY): Promise<Gateway> => {
+  const gateway = await Gateway.start(upstream, flags);
   gateways.push(gateway);
   return gateway;
 };
+
+/** The gateway with no flags of its own, for every test that needs none. */
+let shared: Gateway;
+beforeAll(async () => {
+  shared = await Gateway.start(LEGACY);
+});
+afterAll(() => shared?.stop());
 
 async function sdkClient(url: URL): Promise<Client> {
   const client = new Client({ name: 'http-test', version: '1' }, { capabilities: TASK_AWARE });
@@ -44,7 +55,7 @@ describe('misuse gets the right status and a JSON-RPC error that says why', () =
     ['an unsupported protocol version', 400, { 'mcp-protocol-version': '1999-01-01' }, INITIALIZE],
     ['a foreign Origin', 403, { origin: 'https://evil.example' }, INITIALIZE],
   ])('POST with %s → %i', async (_what, status, headers, body) => {
-    const { url } = await start();
+    const { url } = shared;
     const response = await post(url, body, headers as Record<string, string>);
     expect(response.status).toBe(status);
     const payload = (await response.json()) as { jsonrpc: string; error: { message: string } };
@@ -53,7 +64,7 @@ describe('misuse gets the right status and a JSON-RPC error that says why', () =
   });
 
   it('refuses a rebound Host name (DNS rebinding) with 403', async () => {
-    const { url } = await start();
+    const { url } = shared;
     const { request } = await import('node:http');
     const status = await new Promise<number>((resolve, reject) => {
       const req = request(
@@ -71,7 +82,7 @@ describe('misuse gets the right status and a JSON-RPC error that says why', () =
   });
 
   it('GET without a session → 400, without Accept text/event-stream → 406; PUT → 405', async () => {
-    const { url } = await start();
+    const { url } = shared;
     expect((await fetch(url, { headers: { accept: 'text/event-stream' } })).status).toBe(400);
     const sessionId = await openSession(url);
     expect(
@@ -111,7 +122,7 @@ describe('misuse gets the right status and a JSON-RPC error that says why', () =
   });
 
   it('answers /healthz and /readyz', async () => {
-    const { url } = await start();
+    const { url } = shared;
     expect((await fetch(new URL('/healthz', url))).status).toBe(200);
     expect((await fetch(new URL('/readyz', url))).status).toBe(200);
   });
@@ -122,7 +133,7 @@ describe('sessions and tasks', () => {
     'serves 50 concurrent sessions, each running tasks (each session starts its own upstream)',
     { timeout: 120_000 },
     async () => {
-      const { url } = await start(['--max-sessions', '60']);
+      const { url } = await start(['--max-sessions', '60'], RAW_ECHO);
       const clients = await Promise.all(Array.from({ length: 50 }, () => sdkClient(url)));
       try {
         const results = await Promise.all(
@@ -150,7 +161,7 @@ describe('sessions and tasks', () => {
     ['drops its connection', false],
     ['ends its session with DELETE', true],
   ])('a client that %s mid-task gets the result from a new session', async (_what, terminate) => {
-    const { url } = await start();
+    const { url } = shared;
     const first = await sdkClient(url);
     const { task } = await first.request(
       { method: 'tools/call', params: { name: 'sleep', arguments: { ms: 500 }, task: {} } },
@@ -171,7 +182,7 @@ describe('sessions and tasks', () => {
 
 describe('resumable SSE', () => {
   it('replays what a dropped stream missed, exactly once, after Last-Event-ID', async () => {
-    const { url } = await start();
+    const { url } = shared;
     const sessionId = await openSession(url);
     const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
     const controller = new AbortController();

@@ -18,7 +18,7 @@ import {
   type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EXECUTOR_LOST } from '../../src/tasks/store.js';
 import { CheckedTransport } from '../helpers/checked-transport.js';
 import {
@@ -60,15 +60,28 @@ afterEach(async () => {
   [gateways, peers, servers] = [[], [], []];
 });
 
-/** One replica: a taskgate process on its own port, sharing the Redis at `url` under `prefix`. */
-async function replica(
+/**
+ * One replica, stopped after the test: a taskgate process on its own port, sharing the Redis at `url`
+ * under `prefix`.
+ */
+async function replica(...args: Parameters<typeof startReplica>): Promise<Gateway> {
+  const gateway = await startReplica(...args);
+  gateways.push(gateway);
+  return gateway;
+}
+
+/** Two replicas on the shared Redis under `prefix`, for a describe's tests to share: the caller stops them. */
+const replicaPair = (prefix: string, extraFlags: string[] = []): Promise<[Gateway, Gateway]> =>
+  Promise.all([startReplica(prefix, redis!.url, extraFlags), startReplica(prefix, redis!.url, extraFlags)]);
+
+function startReplica(
   prefix: string,
   url = redis!.url,
   extraFlags: string[] = [],
   upstream = LEGACY,
   config = EXAMPLE,
 ): Promise<Gateway> {
-  const gateway = await Gateway.start(
+  return Gateway.start(
     upstream,
     [
       ...extraFlags,
@@ -84,8 +97,6 @@ async function replica(
     ],
     { TASKGATE_STORE_CURSOR_SECRET: SECRET },
   );
-  gateways.push(gateway);
-  return gateway;
 }
 
 /** A task-aware client with a session of its own on that replica (and so a fixture process of its own). */
@@ -157,131 +168,327 @@ const hasInputRequests = (task: Record<string, unknown>): boolean =>
   Object.keys((task.inputRequests as object | undefined) ?? {}).length > 0;
 
 describe.skipIf(!redis)('replicas sharing one Redis', () => {
-  it('B serves tasks/get and a blocking tasks/result of a task running on A, woken when A completes it', async () => {
-    const prefix = freshPrefix();
-    const [a, b] = await Promise.all([replica(prefix), replica(prefix)]);
-    const [onA, onB] = await Promise.all([clientOf(a), clientOf(b)]);
-    const task = await createTask(onA, 'sleep', { ms: 1_000, label: 'across' });
-
-    expect(await onB.client.experimental.tasks.getTask(task.taskId)).toMatchObject({
-      taskId: task.taskId,
-      status: 'working',
+  // The tests that need nothing but two replicas share two: each makes sessions and tasks of its own.
+  describe('on one pair of replicas', () => {
+    let a: Gateway;
+    let b: Gateway;
+    beforeAll(async () => {
+      [a, b] = await replicaPair(freshPrefix());
     });
-    const result = await resultOf(onB, task.taskId);
-    expect(result.content).toEqual([{ type: 'text', text: 'slept 1000 ms' }]);
-    expect(result._meta?.['io.modelcontextprotocol/related-task']).toEqual({ taskId: task.taskId });
-    expect(await onB.client.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'completed' });
-    // A's own client was told, as always.
-    await onA.transport.received.waitFor(statusNotification(task.taskId, 'completed'), 'the status on A');
-  });
+    afterAll(() => Promise.all([a?.stop(), b?.stop()]));
 
-  it('tasks/cancel on B stops the call running on A: the fixture behind A sees the cancellation', async () => {
-    const prefix = freshPrefix();
-    const [a, b] = await Promise.all([replica(prefix), replica(prefix)]);
-    const [onA, onB] = await Promise.all([clientOf(a), clientOf(b)]);
-    const task = await createTask(onA, 'sleep', { ms: 30_000, label: 'cancelled-from-B' });
+    it('B serves tasks/get and a blocking tasks/result of a task running on A, woken when A completes it', async () => {
+      const [onA, onB] = await Promise.all([clientOf(a), clientOf(b)]);
+      const task = await createTask(onA, 'sleep', { ms: 1_000, label: 'across' });
 
-    const cancelled = await onB.client.experimental.tasks.cancelTask(task.taskId);
-    expect(cancelled).toMatchObject({ taskId: task.taskId, status: 'cancelled' });
-    // A hears of it through Redis: it tells its client, and sends notifications/cancelled upstream.
-    await onA.transport.received.waitFor(statusNotification(task.taskId, 'cancelled'), 'the status on A');
-    // The fixture records the cancellation once its sleep has unwound: ask again, a bounded few times.
-    let seen = '';
-    for (let attempt = 0; attempt < 20 && !seen.includes('cancelled-from-B'); attempt++) {
-      const answer = await callTool(onA, 'cancelled-calls', {});
-      seen = (answer.content[0] as { text: string }).text;
-    }
-    expect(JSON.parse(seen)).toEqual(['cancelled-from-B']);
-    expect(await onA.client.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'cancelled' });
-  });
+      expect(await onB.client.experimental.tasks.getTask(task.taskId)).toMatchObject({
+        taskId: task.taskId,
+        status: 'working',
+      });
+      const result = await resultOf(onB, task.taskId);
+      expect(result.content).toEqual([{ type: 'text', text: 'slept 1000 ms' }]);
+      expect(result._meta?.['io.modelcontextprotocol/related-task']).toEqual({ taskId: task.taskId });
+      expect(await onB.client.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'completed' });
+      // A's own client was told, as always.
+      await onA.transport.received.waitFor(statusNotification(task.taskId, 'completed'), 'the status on A');
+    });
 
-  it('a 2026-07-28 client with the tasks extension: its task made on A is read, inlined and cancelled on B', async () => {
-    const prefix = freshPrefix();
-    const [a, b] = await Promise.all([replica(prefix), replica(prefix)]);
-    const taskIdOf = async (label: string, ms: number): Promise<string> => {
-      const made = await modernRequest(a.url, 'tools/call', { name: 'sleep', arguments: { ms, label } });
-      expect(made.result).toMatchObject({ resultType: 'task', status: 'working' });
-      return String(made.result!.taskId);
-    };
-    /** tasks/get on `url` until the task is not working, a bounded number of times. */
-    const settledOn = async (url: URL, taskId: string): Promise<Record<string, unknown>> => {
-      for (let attempt = 0; attempt < 200; attempt++) {
-        const got = await modernRequest(url, 'tasks/get', { taskId });
-        if (got.result?.status !== 'working') return got.result ?? { error: got.error };
-        await new Promise((resolve) => setTimeout(resolve, 25));
+    it('tasks/cancel on B stops the call running on A: the fixture behind A sees the cancellation', async () => {
+      const [onA, onB] = await Promise.all([clientOf(a), clientOf(b)]);
+      const task = await createTask(onA, 'sleep', { ms: 30_000, label: 'cancelled-from-B' });
+
+      const cancelled = await onB.client.experimental.tasks.cancelTask(task.taskId);
+      expect(cancelled).toMatchObject({ taskId: task.taskId, status: 'cancelled' });
+      // A hears of it through Redis: it tells its client, and sends notifications/cancelled upstream.
+      await onA.transport.received.waitFor(statusNotification(task.taskId, 'cancelled'), 'the status on A');
+      // The fixture records the cancellation once its sleep has unwound: ask again, a bounded few times.
+      let seen = '';
+      for (let attempt = 0; attempt < 20 && !seen.includes('cancelled-from-B'); attempt++) {
+        const answer = await callTool(onA, 'cancelled-calls', {});
+        seen = (answer.content[0] as { text: string }).text;
       }
-      throw new Error(`task ${taskId} stayed working`);
-    };
-
-    const quick = await taskIdOf('v2-across', 300);
-    expect(await settledOn(b.url, quick)).toMatchObject({
-      status: 'completed',
-      result: { resultType: 'complete', content: [{ type: 'text', text: 'slept 300 ms' }] },
+      expect(JSON.parse(seen)).toEqual(['cancelled-from-B']);
+      expect(await onA.client.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'cancelled' });
     });
 
-    const long = await taskIdOf('v2-cancelled-from-B', 30_000);
-    expect((await modernRequest(b.url, 'tasks/cancel', { taskId: long })).result).toMatchObject({
-      resultType: 'complete',
+    it('a 2026-07-28 client with the tasks extension: its task made on A is read, inlined and cancelled on B', async () => {
+      const taskIdOf = async (label: string, ms: number): Promise<string> => {
+        const made = await modernRequest(a.url, 'tools/call', { name: 'sleep', arguments: { ms, label } });
+        expect(made.result).toMatchObject({ resultType: 'task', status: 'working' });
+        return String(made.result!.taskId);
+      };
+      /** tasks/get on `url` until the task is not working, a bounded number of times. */
+      const settledOn = async (url: URL, taskId: string): Promise<Record<string, unknown>> => {
+        for (let attempt = 0; attempt < 200; attempt++) {
+          const got = await modernRequest(url, 'tasks/get', { taskId });
+          if (got.result?.status !== 'working') return got.result ?? { error: got.error };
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+        throw new Error(`task ${taskId} stayed working`);
+      };
+
+      const quick = await taskIdOf('v2-across', 300);
+      expect(await settledOn(b.url, quick)).toMatchObject({
+        status: 'completed',
+        result: { resultType: 'complete', content: [{ type: 'text', text: 'slept 300 ms' }] },
+      });
+
+      const long = await taskIdOf('v2-cancelled-from-B', 30_000);
+      expect((await modernRequest(b.url, 'tasks/cancel', { taskId: long })).result).toMatchObject({
+        resultType: 'complete',
+      });
+      expect(await settledOn(a.url, long)).toMatchObject({ status: 'cancelled' });
+      // A's upstream saw the call cancelled (a plain call: no extension declared, so no task).
+      const plainMeta = { ...EXTENSION_META, 'io.modelcontextprotocol/clientCapabilities': {} };
+      let seen = '';
+      for (let attempt = 0; attempt < 20 && !seen.includes('v2-cancelled-from-B'); attempt++) {
+        const answer = await modernRequest(
+          a.url,
+          'tools/call',
+          { name: 'cancelled-calls', arguments: {} },
+          plainMeta,
+        );
+        seen = (answer.result?.content as { text: string }[])[0]!.text;
+      }
+      expect(JSON.parse(seen)).toEqual(['v2-cancelled-from-B']);
     });
-    expect(await settledOn(a.url, long)).toMatchObject({ status: 'cancelled' });
-    // A's upstream saw the call cancelled (a plain call: no extension declared, so no task).
-    const plainMeta = { ...EXTENSION_META, 'io.modelcontextprotocol/clientCapabilities': {} };
-    let seen = '';
-    for (let attempt = 0; attempt < 20 && !seen.includes('v2-cancelled-from-B'); attempt++) {
-      const answer = await modernRequest(
+
+    it("a 2026-07-28 extension task made on A asks for input: B shows the inputRequests, and B's tasks/update reaches A's server", async () => {
+      const made = await modernRequest(a.url, 'tools/call', {
+        name: 'elicit',
+        arguments: { message: 'asked on A, answered on B' },
+      });
+      expect(made.result).toMatchObject({ resultType: 'task' });
+      const taskId = String(made.result!.taskId);
+
+      const waiting = await getUntil(b.url, taskId, hasInputRequests);
+      expect(waiting.status).toBe('input_required');
+      const posted = Object.entries(waiting.inputRequests as Record<string, unknown>);
+      expect(posted).toHaveLength(1);
+      const [key, asked] = posted[0]!;
+      expect(asked).toMatchObject({
+        method: 'elicitation/create',
+        params: { message: 'asked on A, answered on B' },
+      });
+
+      // A key B does not know of is ignored; the one A posted reaches A's server.
+      const update = await modernRequest(b.url, 'tasks/update', {
+        taskId,
+        inputResponses: {
+          'input-never-issued': { action: 'decline' },
+          [key]: { action: 'accept', content: { answer: 'from B' } },
+        },
+      });
+      expect(update.result).toMatchObject({ resultType: 'complete' });
+      const done = await getUntil(
+        b.url,
+        taskId,
+        (task) => task.status !== 'input_required' && task.status !== 'working',
+      );
+      expect(done).toMatchObject({
+        status: 'completed',
+        result: {
+          content: [
+            { type: 'text', text: JSON.stringify({ action: 'accept', content: { answer: 'from B' } }) },
+          ],
+        },
+      });
+      expect(await getUntil(a.url, taskId, () => true)).toMatchObject({ status: 'completed' });
+    });
+
+    it('a listener on B hears notifications/tasks of a task running on A, as the task changes', async () => {
+      const made = await modernRequest(a.url, 'tools/call', {
+        name: 'elicit',
+        arguments: { message: 'heard on B?' },
+      });
+      const taskId = String(made.result!.taskId);
+      const waiting = await getUntil(a.url, taskId, hasInputRequests);
+      const [key] = Object.keys(waiting.inputRequests as object);
+      const stream = await listen(b.url, { taskIds: [taskId] });
+      try {
+        await stream.until((message) => message.method === 'notifications/subscriptions/acknowledged');
+        await modernRequest(a.url, 'tasks/update', {
+          taskId,
+          inputResponses: { [key!]: { action: 'accept', content: { answer: 'yes' } } },
+        });
+        const completed = await stream.until(
+          (message) =>
+            message.method === 'notifications/tasks' &&
+            message.params?.taskId === taskId &&
+            message.params.status === 'completed',
+        );
+        expect(completed.params?.result).toMatchObject({
+          content: [{ type: 'text', text: expect.stringContaining('yes') }],
+        });
+      } finally {
+        stream.close();
+      }
+    });
+
+    it("a plain 2026-07-28 call that asks for input on A: its MRTR retry sent to B is carried to A's waiting call", async () => {
+      const plain = {
+        ...EXTENSION_META,
+        'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+      };
+      const params = { name: 'elicit', arguments: { message: 'retried on B' } };
+      const asked = await modernRequest(a.url, 'tools/call', params, plain);
+      expect(asked.result).toMatchObject({ resultType: 'input_required' });
+      const [key] = Object.keys(asked.result!.inputRequests as object);
+      const retry = {
+        ...params,
+        requestState: asked.result!.requestState,
+        inputResponses: { [key!]: { action: 'accept', content: { answer: 'via B' } } },
+      };
+      const answered = await modernRequest(b.url, 'tools/call', retry, plain);
+      expect(answered.result).toMatchObject({
+        resultType: 'complete',
+        content: [{ type: 'text', text: JSON.stringify({ action: 'accept', content: { answer: 'via B' } }) }],
+      });
+      // Single use, wherever it is sent again; refused on A or relayed from B, it is the same 400.
+      for (const url of [b.url, a.url]) {
+        const again = await post(
+          url,
+          { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { ...retry, _meta: plain } },
+          { 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': 'tools/call', 'mcp-name': 'elicit' },
+        );
+        expect(again.status).toBe(400);
+        expect(await again.json()).toMatchObject({
+          id: 9,
+          error: { code: -32602, message: expect.stringContaining('already used') },
+        });
+      }
+    });
+
+    it('issue 18: 2026-07-28 requests alternated between A and B, each to the other replica than the last, all served', async () => {
+      const replicas = [a, b];
+      let turn = 0;
+      const next = (): URL => replicas[turn++ % 2]!.url;
+      const send = (method: string, params: Record<string, unknown>, meta?: object) =>
+        modernRequest(next(), method, params, meta);
+      const plain = {
+        ...EXTENSION_META,
+        'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+      };
+
+      expect((await send('server/discover', {})).result).toMatchObject({
+        supportedVersions: expect.any(Array),
+      });
+      expect((await send('tools/list', {})).result?.tools).toEqual(
+        expect.arrayContaining([expect.objectContaining({ name: 'echo' })]),
+      );
+      expect(
+        (await send('tools/call', { name: 'echo', arguments: { text: 'alternate' } }, plain)).result,
+      ).toMatchObject({ content: [{ type: 'text', text: 'alternate' }] });
+
+      // A plain call's input round, answered on the other replica.
+      const asked = await send('tools/call', { name: 'elicit', arguments: { message: 'round' } }, plain);
+      const [roundKey] = Object.keys(asked.result!.inputRequests as object);
+      const resumed = await send(
+        'tools/call',
+        {
+          name: 'elicit',
+          arguments: { message: 'round' },
+          requestState: asked.result!.requestState,
+          inputResponses: { [roundKey!]: { action: 'accept', content: { answer: 'alternated' } } },
+        },
+        plain,
+      );
+      expect(JSON.stringify(resumed.result)).toContain('alternated');
+
+      // A task: made on one, waited on, answered and read on whichever comes next.
+      const made = await send('tools/call', { name: 'elicit', arguments: { message: 'task' } });
+      const taskId = String(made.result!.taskId);
+      const waiting = await getUntil(next, taskId, hasInputRequests);
+      const [taskKey] = Object.keys(waiting.inputRequests as object);
+      await send('tasks/update', {
+        taskId,
+        inputResponses: { [taskKey!]: { action: 'accept', content: { answer: 'both' } } },
+      });
+      const done = await getUntil(next, taskId, (task) => task.status === 'completed');
+      expect(JSON.stringify(done.result)).toContain('both');
+
+      const slow = await send('tools/call', { name: 'sleep', arguments: { ms: 30_000 } });
+      expect((await send('tasks/cancel', { taskId: String(slow.result!.taskId) })).result).toMatchObject({
+        resultType: 'complete',
+      });
+      expect((await send('tasks/get', { taskId: String(slow.result!.taskId) })).result).toMatchObject({
+        status: 'cancelled',
+      });
+    });
+
+    it('tasks/list without an identity lists the tasks of the caller’s own session, on its own replica only', async () => {
+      const [onA, otherOnA, onB] = await Promise.all([clientOf(a), clientOf(a), clientOf(b)]);
+      const mine = [
+        await createTask(onA, 'echo', { text: 'one' }),
+        await createTask(onA, 'echo', { text: 'two' }),
+      ];
+      const theirs = await createTask(onB, 'echo', { text: 'three' });
+
+      const listed = async (peer: Peer) =>
+        (await peer.client.experimental.tasks.listTasks()).tasks.map((task) => task.taskId);
+      expect(await listed(onA)).toEqual(mine.map((task) => task.taskId));
+      expect(await listed(onB)).toEqual([theirs.taskId]);
+      expect(await listed(otherOnA)).toEqual([]);
+      // Listing is not reading: with the id, any session on any replica still reads the task.
+      expect((await resultOf(onB, mine[0]!.taskId)).content).toEqual([{ type: 'text', text: 'one' }]);
+    });
+  });
+
+  describe('on one pair of replicas that identify alice and bob', () => {
+    let a: Gateway;
+    let b: Gateway;
+    beforeAll(async () => {
+      [a, b] = await replicaPair(freshPrefix(), TOKENS);
+    });
+    afterAll(() => Promise.all([a?.stop(), b?.stop()]));
+
+    it('an identified caller’s extension task is theirs on every replica: another identity gets "not found" on B', async () => {
+      const alice = { authorization: 'Bearer alice-token-0123456789' };
+      const bob = { authorization: 'Bearer bob-token-0123456789ab' };
+      const made = await modernRequest(
         a.url,
         'tools/call',
-        { name: 'cancelled-calls', arguments: {} },
-        plainMeta,
+        { name: 'sleep', arguments: { ms: 30_000 } },
+        EXTENSION_META,
+        alice,
       );
-      seen = (answer.result?.content as { text: string }[])[0]!.text;
-    }
-    expect(JSON.parse(seen)).toEqual(['v2-cancelled-from-B']);
-  });
-
-  it("a 2026-07-28 extension task made on A asks for input: B shows the inputRequests, and B's tasks/update reaches A's server", async () => {
-    const prefix = freshPrefix();
-    const [a, b] = await Promise.all([replica(prefix), replica(prefix)]);
-    const made = await modernRequest(a.url, 'tools/call', {
-      name: 'elicit',
-      arguments: { message: 'asked on A, answered on B' },
-    });
-    expect(made.result).toMatchObject({ resultType: 'task' });
-    const taskId = String(made.result!.taskId);
-
-    const waiting = await getUntil(b.url, taskId, hasInputRequests);
-    expect(waiting.status).toBe('input_required');
-    const posted = Object.entries(waiting.inputRequests as Record<string, unknown>);
-    expect(posted).toHaveLength(1);
-    const [key, asked] = posted[0]!;
-    expect(asked).toMatchObject({
-      method: 'elicitation/create',
-      params: { message: 'asked on A, answered on B' },
+      const taskId = String(made.result!.taskId);
+      expect(
+        (await modernRequest(b.url, 'tasks/get', { taskId }, EXTENSION_META, alice)).result,
+      ).toMatchObject({ status: 'working' });
+      for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+        const refused = await modernRequest(
+          b.url,
+          method,
+          { taskId, inputResponses: {} },
+          EXTENSION_META,
+          bob,
+        );
+        expect(refused.error).toMatchObject({
+          code: -32602,
+          message: expect.stringContaining('Task not found'),
+        });
+      }
+      expect(
+        (await modernRequest(b.url, 'tasks/cancel', { taskId }, EXTENSION_META, alice)).result,
+      ).toMatchObject({ resultType: 'complete' });
     });
 
-    // A key B does not know of is ignored; the one A posted reaches A's server.
-    const update = await modernRequest(b.url, 'tasks/update', {
-      taskId,
-      inputResponses: {
-        'input-never-issued': { action: 'decline' },
-        [key]: { action: 'accept', content: { answer: 'from B' } },
-      },
+    it('keeps tasks bound to their identity across replicas (issue 7 on the Redis store)', async () => {
+      const aliceOnA = await clientOf(a, 'alice-token-0123456789');
+      const aliceOnB = await clientOf(b, 'alice-token-0123456789');
+      const bobOnB = await clientOf(b, 'bob-token-0123456789ab');
+      const task = await createTask(aliceOnA, 'sleep', { ms: 300 });
+      const bobSees = await thrownBy(bobOnB.client.experimental.tasks.getTask(task.taskId));
+      expect(bobSees).toBeInstanceOf(McpError);
+      expect((bobSees as McpError).code).toBe(-32602);
+      expect(await thrownBy(bobOnB.client.experimental.tasks.cancelTask(task.taskId))).toBeInstanceOf(
+        McpError,
+      );
+      expect((await bobOnB.client.experimental.tasks.listTasks()).tasks).toEqual([]);
+      const result = await resultOf(aliceOnB, task.taskId);
+      expect(result.content).toEqual([{ type: 'text', text: 'slept 300 ms' }]);
     });
-    expect(update.result).toMatchObject({ resultType: 'complete' });
-    const done = await getUntil(
-      b.url,
-      taskId,
-      (task) => task.status !== 'input_required' && task.status !== 'working',
-    );
-    expect(done).toMatchObject({
-      status: 'completed',
-      result: {
-        content: [
-          { type: 'text', text: JSON.stringify({ action: 'accept', content: { answer: 'from B' } }) },
-        ],
-      },
-    });
-    expect(await getUntil(a.url, taskId, () => true)).toMatchObject({ status: 'completed' });
   });
 
   it("in front of a 2026-07-28 task server, B serves A's server's own task: tasks/get and tasks/cancel relayed to A, tasks/update reaches it", async () => {
@@ -314,181 +521,6 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     });
     const cancelled = await modernRequest(a.url, 'tasks/get', { taskId: slowId });
     expect(cancelled.result).toMatchObject({ status: 'cancelled' });
-  });
-
-  it('a listener on B hears notifications/tasks of a task running on A, as the task changes', async () => {
-    const prefix = freshPrefix();
-    const [a, b] = await Promise.all([replica(prefix), replica(prefix)]);
-    const made = await modernRequest(a.url, 'tools/call', {
-      name: 'elicit',
-      arguments: { message: 'heard on B?' },
-    });
-    const taskId = String(made.result!.taskId);
-    const waiting = await getUntil(a.url, taskId, hasInputRequests);
-    const [key] = Object.keys(waiting.inputRequests as object);
-    const stream = await listen(b.url, { taskIds: [taskId] });
-    try {
-      await stream.until((message) => message.method === 'notifications/subscriptions/acknowledged');
-      await modernRequest(a.url, 'tasks/update', {
-        taskId,
-        inputResponses: { [key!]: { action: 'accept', content: { answer: 'yes' } } },
-      });
-      const completed = await stream.until(
-        (message) =>
-          message.method === 'notifications/tasks' &&
-          message.params?.taskId === taskId &&
-          message.params.status === 'completed',
-      );
-      expect(completed.params?.result).toMatchObject({
-        content: [{ type: 'text', text: expect.stringContaining('yes') }],
-      });
-    } finally {
-      stream.close();
-    }
-  });
-
-  it("a plain 2026-07-28 call that asks for input on A: its MRTR retry sent to B is carried to A's waiting call", async () => {
-    const prefix = freshPrefix();
-    const [a, b] = await Promise.all([replica(prefix), replica(prefix)]);
-    const plain = {
-      ...EXTENSION_META,
-      'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
-    };
-    const params = { name: 'elicit', arguments: { message: 'retried on B' } };
-    const asked = await modernRequest(a.url, 'tools/call', params, plain);
-    expect(asked.result).toMatchObject({ resultType: 'input_required' });
-    const [key] = Object.keys(asked.result!.inputRequests as object);
-    const retry = {
-      ...params,
-      requestState: asked.result!.requestState,
-      inputResponses: { [key!]: { action: 'accept', content: { answer: 'via B' } } },
-    };
-    const answered = await modernRequest(b.url, 'tools/call', retry, plain);
-    expect(answered.result).toMatchObject({
-      resultType: 'complete',
-      content: [{ type: 'text', text: JSON.stringify({ action: 'accept', content: { answer: 'via B' } }) }],
-    });
-    // Single use, wherever it is sent again; refused on A or relayed from B, it is the same 400.
-    for (const url of [b.url, a.url]) {
-      const again = await post(
-        url,
-        { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { ...retry, _meta: plain } },
-        { 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': 'tools/call', 'mcp-name': 'elicit' },
-      );
-      expect(again.status).toBe(400);
-      expect(await again.json()).toMatchObject({
-        id: 9,
-        error: { code: -32602, message: expect.stringContaining('already used') },
-      });
-    }
-  });
-
-  it('issue 18: 2026-07-28 requests alternated between A and B, each to the other replica than the last, all served', async () => {
-    const prefix = freshPrefix();
-    const replicas = await Promise.all([replica(prefix), replica(prefix)]);
-    let turn = 0;
-    const next = (): URL => replicas[turn++ % 2]!.url;
-    const send = (method: string, params: Record<string, unknown>, meta?: object) =>
-      modernRequest(next(), method, params, meta);
-    const plain = {
-      ...EXTENSION_META,
-      'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
-    };
-
-    expect((await send('server/discover', {})).result).toMatchObject({
-      supportedVersions: expect.any(Array),
-    });
-    expect((await send('tools/list', {})).result?.tools).toEqual(
-      expect.arrayContaining([expect.objectContaining({ name: 'echo' })]),
-    );
-    expect(
-      (await send('tools/call', { name: 'echo', arguments: { text: 'alternate' } }, plain)).result,
-    ).toMatchObject({ content: [{ type: 'text', text: 'alternate' }] });
-
-    // A plain call's input round, answered on the other replica.
-    const asked = await send('tools/call', { name: 'elicit', arguments: { message: 'round' } }, plain);
-    const [roundKey] = Object.keys(asked.result!.inputRequests as object);
-    const resumed = await send(
-      'tools/call',
-      {
-        name: 'elicit',
-        arguments: { message: 'round' },
-        requestState: asked.result!.requestState,
-        inputResponses: { [roundKey!]: { action: 'accept', content: { answer: 'alternated' } } },
-      },
-      plain,
-    );
-    expect(JSON.stringify(resumed.result)).toContain('alternated');
-
-    // A task: made on one, waited on, answered and read on whichever comes next.
-    const made = await send('tools/call', { name: 'elicit', arguments: { message: 'task' } });
-    const taskId = String(made.result!.taskId);
-    const waiting = await getUntil(next, taskId, hasInputRequests);
-    const [taskKey] = Object.keys(waiting.inputRequests as object);
-    await send('tasks/update', {
-      taskId,
-      inputResponses: { [taskKey!]: { action: 'accept', content: { answer: 'both' } } },
-    });
-    const done = await getUntil(next, taskId, (task) => task.status === 'completed');
-    expect(JSON.stringify(done.result)).toContain('both');
-
-    const slow = await send('tools/call', { name: 'sleep', arguments: { ms: 30_000 } });
-    expect((await send('tasks/cancel', { taskId: String(slow.result!.taskId) })).result).toMatchObject({
-      resultType: 'complete',
-    });
-    expect((await send('tasks/get', { taskId: String(slow.result!.taskId) })).result).toMatchObject({
-      status: 'cancelled',
-    });
-  });
-
-  it('an identified caller’s extension task is theirs on every replica: another identity gets "not found" on B', async () => {
-    const prefix = freshPrefix();
-    const [a, b] = await Promise.all([
-      replica(prefix, redis!.url, TOKENS),
-      replica(prefix, redis!.url, TOKENS),
-    ]);
-    const alice = { authorization: 'Bearer alice-token-0123456789' };
-    const bob = { authorization: 'Bearer bob-token-0123456789ab' };
-    const made = await modernRequest(
-      a.url,
-      'tools/call',
-      { name: 'sleep', arguments: { ms: 30_000 } },
-      EXTENSION_META,
-      alice,
-    );
-    const taskId = String(made.result!.taskId);
-    expect((await modernRequest(b.url, 'tasks/get', { taskId }, EXTENSION_META, alice)).result).toMatchObject(
-      { status: 'working' },
-    );
-    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
-      const refused = await modernRequest(b.url, method, { taskId, inputResponses: {} }, EXTENSION_META, bob);
-      expect(refused.error).toMatchObject({
-        code: -32602,
-        message: expect.stringContaining('Task not found'),
-      });
-    }
-    expect(
-      (await modernRequest(b.url, 'tasks/cancel', { taskId }, EXTENSION_META, alice)).result,
-    ).toMatchObject({ resultType: 'complete' });
-  });
-
-  it('tasks/list without an identity lists the tasks of the caller’s own session, on its own replica only', async () => {
-    const prefix = freshPrefix();
-    const [a, b] = await Promise.all([replica(prefix), replica(prefix)]);
-    const [onA, otherOnA, onB] = await Promise.all([clientOf(a), clientOf(a), clientOf(b)]);
-    const mine = [
-      await createTask(onA, 'echo', { text: 'one' }),
-      await createTask(onA, 'echo', { text: 'two' }),
-    ];
-    const theirs = await createTask(onB, 'echo', { text: 'three' });
-
-    const listed = async (peer: Peer) =>
-      (await peer.client.experimental.tasks.listTasks()).tasks.map((task) => task.taskId);
-    expect(await listed(onA)).toEqual(mine.map((task) => task.taskId));
-    expect(await listed(onB)).toEqual([theirs.taskId]);
-    expect(await listed(otherOnA)).toEqual([]);
-    // Listing is not reading: with the id, any session on any replica still reads the task.
-    expect((await resultOf(onB, mine[0]!.taskId)).content).toEqual([{ type: 'text', text: 'one' }]);
   });
 
   it('a replica killed mid-task: another reports its task failed (executor lost) within the lease; restarted, it still serves the results it completed', async () => {
@@ -607,22 +639,6 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     await a.logged('Redis connection restored');
     const task = await createTask(onA, 'echo', { text: 'now' });
     expect((await resultOf(onA, task.taskId)).content).toEqual([{ type: 'text', text: 'now' }]);
-  });
-
-  it('keeps tasks bound to their identity across replicas (issue 7 on the Redis store)', async () => {
-    const prefix = freshPrefix();
-    const [a, b] = [await replica(prefix, redis!.url, TOKENS), await replica(prefix, redis!.url, TOKENS)];
-    const aliceOnA = await clientOf(a, 'alice-token-0123456789');
-    const aliceOnB = await clientOf(b, 'alice-token-0123456789');
-    const bobOnB = await clientOf(b, 'bob-token-0123456789ab');
-    const task = await createTask(aliceOnA, 'sleep', { ms: 300 });
-    const bobSees = await thrownBy(bobOnB.client.experimental.tasks.getTask(task.taskId));
-    expect(bobSees).toBeInstanceOf(McpError);
-    expect((bobSees as McpError).code).toBe(-32602);
-    expect(await thrownBy(bobOnB.client.experimental.tasks.cancelTask(task.taskId))).toBeInstanceOf(McpError);
-    expect((await bobOnB.client.experimental.tasks.listTasks()).tasks).toEqual([]);
-    const result = await resultOf(aliceOnB, task.taskId);
-    expect(result.content).toEqual([{ type: 'text', text: 'slept 300 ms' }]);
   });
 
   it('an operator (auth.rules tasks: all) on B reads and cancels the tasks another caller made on A, in both eras; others get "not found"', async () => {
