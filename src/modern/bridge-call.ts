@@ -9,7 +9,7 @@ import { isObject, type JsonObject, type Request, type RequestId } from '../prot
 import { inputCapabilitiesOf, TASKS_EXTENSION } from '../protocol/modern/capabilities.js';
 import { callerOfExchange, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
 import type { ClientCapabilities, LogLevel, ModernRequestMeta } from '../protocol/modern/meta.js';
-import { decideModernToolCall, type ModernToolCallFacts } from '../session/decide.js';
+import { decideToolCall, type ToolCallFacts } from '../session/decide.js';
 import { progressTokenOf } from './legacy-form.js';
 
 /** A pending input request: what the server asked, and its id on the Session's side. */
@@ -77,29 +77,37 @@ export const newCall = (
   asTask,
 });
 
+/** What decide.ts needs to know of a tool besides the request: what the upstream does with it, the operator's rule. */
+export type ToolFacts = Pick<ToolCallFacts, 'upstream' | 'policy'>;
+
 /**
- * Whether a tools/call goes to the Session as a task (decide.ts), and when it is promoted; `toolTasks`
- * says how the tool may run, for a request with or without the tasks extension.
+ * Whether a tools/call goes to the Session as a task, and when it is promoted (decide.ts, the server
+ * deciding): a plain call is carried as one, and the Session decides it again as a 2025 client's without
+ * tasks (unwrap, or forward).
  */
 export function taskPlanOf(
   request: Request,
   meta: ModernRequestMeta,
-  toolTasks: (name: string, extension: boolean) => ModernToolCallFacts,
+  toolFacts: (name: string) => ToolFacts,
 ): Call['asTask'] | 'refuse' {
   const name = request.params?.name;
   if (request.method !== 'tools/call' || typeof name !== 'string') return undefined;
   const extensions = meta.clientCapabilities.extensions;
-  const plan = decideModernToolCall(
-    toolTasks(name, isObject(extensions) && isObject(extensions[TASKS_EXTENSION])),
-  );
+  const plan = decideToolCall({
+    taskDecidedBy: 'server',
+    canTakeTask: isObject(extensions) && isObject(extensions[TASKS_EXTENSION]),
+    asksTask: false,
+    ...toolFacts(name),
+  });
   switch (plan.kind) {
-    case 'plain':
-      return undefined;
-    case 'refuse':
+    case 'refuse-plain':
       return 'refuse';
-    case 'task':
-      return { promoteAfterMs: undefined };
-    case 'promote':
-      return { promoteAfterMs: plan.afterMs };
+    case 'forward':
+    case 'augment':
+      return plan.task;
+    case 'unwrap':
+    case 'refuse-task':
+      // The Session's to do (unwrap), and never so where the server decides (refuse-task).
+      return undefined;
   }
 }
