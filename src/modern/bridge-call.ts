@@ -7,7 +7,7 @@ import type { JsonRpcErrorObject } from '../protocol/errors.js';
 import type { RequestCaller } from '../protocol/caller.js';
 import { isObject, type JsonObject, type Request, type RequestId } from '../protocol/messages.js';
 import { inputCapabilitiesOf, TASKS_EXTENSION } from '../protocol/modern/capabilities.js';
-import { callerOfExchange, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
+import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
 import type { ClientCapabilities, LogLevel, ModernRequestMeta } from '../protocol/modern/meta.js';
 import { decideToolCall, type ToolCallFacts } from '../session/decide.js';
 import { progressTokenOf } from './legacy-form.js';
@@ -65,7 +65,7 @@ export const newCall = (
   legacyId,
   method: exchange.request.method,
   digest: undefined,
-  caller: { ...callerOfExchange(exchange), quota },
+  caller: callerOfCall(exchange, quota),
   declared: inputCapabilitiesOf(meta.clientCapabilities),
   logLevel: meta.logLevel,
   clientProgressToken: progressTokenOf(exchange.request.params),
@@ -76,6 +76,15 @@ export const newCall = (
   parkedAs: undefined,
   asTask,
 });
+
+/** callerOfExchange with its quota, made as one object: its spreads were a share of every call's garbage. */
+function callerOfCall({ principal, subject, access }: ModernExchange, quota: string): RequestCaller {
+  const caller: { -readonly [K in keyof RequestCaller]: RequestCaller[K] } = { quota };
+  if (principal !== undefined) caller.identity = principal;
+  if (subject !== undefined) caller.subject = subject;
+  if (access !== undefined) caller.access = access;
+  return caller;
+}
 
 /** What decide.ts needs to know of a tool besides the request: what the upstream does with it, the operator's rule. */
 export type ToolFacts = Pick<ToolCallFacts, 'upstream' | 'policy'>;
@@ -93,11 +102,13 @@ export function taskPlanOf(
   const name = request.params?.name;
   if (request.method !== 'tools/call' || typeof name !== 'string') return undefined;
   const extensions = meta.clientCapabilities.extensions;
+  const { upstream, policy } = toolFacts(name);
   const plan = decideToolCall({
     taskDecidedBy: 'server',
     canTakeTask: isObject(extensions) && isObject(extensions[TASKS_EXTENSION]),
     asksTask: false,
-    ...toolFacts(name),
+    upstream,
+    policy,
   });
   switch (plan.kind) {
     case 'refuse-plain':
