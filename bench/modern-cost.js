@@ -13,6 +13,12 @@
  *
  *   node bench/modern-cost.js modern,legacy 3000 --rounds 5 [--in-flight 64]
  *
+ * `interleaved`: modern and legacy plain calls on one taskgate, in alternate blocks of B (--block, 250),
+ * with the ratio of the main thread's CPU over all blocks and the median of the blocks' ratios; the steadiest
+ * figure on a shared machine:
+ *
+ *   node bench/modern-cost.js interleaved 6000 --rounds 3 [--in-flight 64] [--before DIR]
+ *
  * --in-flight N  operations outstanding at once (default 1: sequential, with a p50)
  * --before DIR   also a checkout built before a change (its dist/cli.js), alternated with this one round by
  *                round (which goes first rotates), and the ratio given for each
@@ -36,6 +42,7 @@ const { values, positionals } = parseArgs({
     'prof-interval': { type: 'string', default: '100' },
     'in-flight': { type: 'string', default: '1' },
     rounds: { type: 'string', default: '1' },
+    block: { type: 'string', default: '250' },
     before: { type: 'string' },
     strace: { type: 'boolean', default: false },
   },
@@ -45,9 +52,10 @@ const kinds = (kindsArg ?? '').split(',');
 const count = Number(countArg ?? 3000);
 const inFlight = Number(values['in-flight']);
 const rounds = Number(values.rounds);
-if (!kinds.every((kind) => ['modern', 'legacy', 'v2task', 'v1task'].includes(kind))) {
+const KINDS = ['modern', 'legacy', 'v2task', 'v1task', 'interleaved'];
+if (!kinds.every((kind) => KINDS.includes(kind))) {
   process.stderr.write(
-    'usage: node bench/modern-cost.js modern|legacy|v2task|v1task[,…] [COUNT] [--in-flight N] [--rounds R] [--before DIR] [--prof DIR]\n',
+    'usage: node bench/modern-cost.js modern|legacy|v2task|v1task|interleaved[,…] [COUNT] [--in-flight N] [--rounds R] [--block B] [--before DIR] [--prof DIR]\n',
   );
   process.exit(2);
 }
@@ -62,20 +70,16 @@ function threads(pid) {
   let main = 0;
   let other = 0;
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ms = (Number(fields[11]) + Number(fields[12])) * 10;
-    if (Number(tid) === pid) main += ms;
-    else other += ms;
+    // schedstat's first field: ns on a CPU (stat's utime and stime count 10 ms ticks, too coarse for a block).
+    const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    if (Number(tid) === pid) main += ns / 1e6;
+    else other += ns / 1e6;
   }
   return { main, other };
 }
 
-/**
- * One kind measured on a taskgate (`cli`) started for it: its line of figures.
- * @param {string} kind @param {string} cli
- */
-async function measure(kind, cli) {
+/** A taskgate (`cli`) in front of bench/fixture.js, started, and the pid whose CPU is counted. @param {string} cli */
+async function startGate(cli) {
   const port = await freePort();
   const startedAt = performance.now(); // about when taskgate starts, and its profile with it
   const straceOut = `/tmp/taskgate-bench-strace-${process.pid}.txt`;
@@ -97,17 +101,86 @@ async function measure(kind, cli) {
     BENCH_FIXTURE,
   ]);
   await waitForPort(port, 30_000, () => gate.exited);
-  const url = `http://127.0.0.1:${port}/mcp`;
   // Under strace the process started is strace: taskgate is its first child.
   const pid = values.strace
     ? Number(readFileSync(`/proc/${gate.pid}/task/${gate.pid}/children`, 'utf8').trim().split(' ')[0])
     : gate.pid;
+  const stop = async () => {
+    // Under strace, taskgate is stopped first, so that strace exits on its own with the counts written.
+    if (values.strace) process.kill(pid, 'SIGTERM');
+    await gate.stop();
+    if (values.strace) process.stdout.write(readFileSync(straceOut, 'utf8'));
+  };
+  return { url: `http://127.0.0.1:${port}/mcp`, pid, startedAt, stop };
+}
+
+const ECHO = { name: 'echo', arguments: { text: 'ping' } };
+
+/**
+ * `modern` and `legacy` on one taskgate, in alternate blocks of `block` plain calls (which goes first
+ * rotates): both meet the same process, JIT and load, block by block, so the ratio of their CPU per call
+ * holds on a machine too busy for separate runs to resolve a few per cent.
+ * @param {string} cli @param {number} block
+ */
+async function interleaved(cli, block) {
+  const { url, pid, stop } = await startGate(cli);
+  const modern = new ModernHttpClient(url, { tasks: false });
+  const legacy = new LegacyHttpClient(url);
+  try {
+    await legacy.initialize();
+    /** @param {ModernHttpClient | LegacyHttpClient} client @param {number} n */
+    const calls = (client, n) => pipelined(n, inFlight, () => client.request('tools/call', ECHO));
+    await calls(modern, 1000); // warm-up
+    await calls(legacy, 1000);
+    await sleep(500);
+    const cpu = { modern: 0, legacy: 0 };
+    const ratios = /** @type {number[]} */ ([]);
+    for (let done = 0, pair = 0; done < count; done += block, pair++) {
+      const order =
+        pair % 2 === 0
+          ? /** @type {const} */ (['modern', 'legacy'])
+          : /** @type {const} */ (['legacy', 'modern']);
+      const spent = { modern: 0, legacy: 0 };
+      for (const kind of order) {
+        const before = threads(pid).main;
+        await calls(kind === 'modern' ? modern : legacy, block);
+        spent[kind] = threads(pid).main - before;
+        cpu[kind] += spent[kind];
+      }
+      if (spent.legacy > 0) ratios.push(spent.modern / spent.legacy);
+    }
+    const calledEach = Math.ceil(count / block) * block;
+    return {
+      kind: 'interleaved',
+      count: calledEach,
+      block,
+      inFlight,
+      cpuUsPerOp: {
+        modern: Math.round((cpu.modern * 1000) / calledEach),
+        legacy: Math.round((cpu.legacy * 1000) / calledEach),
+      },
+      modernOverLegacy: {
+        total: Number((cpu.modern / cpu.legacy).toFixed(3)),
+        medianOfBlocks: Number(median(ratios).toFixed(3)),
+      },
+    };
+  } finally {
+    await Promise.all([modern.close(), legacy.close()]);
+    await stop();
+  }
+}
+
+/**
+ * One kind measured on a taskgate (`cli`) started for it: its line of figures.
+ * @param {string} kind @param {string} cli
+ */
+async function measure(kind, cli) {
+  const { url, pid, startedAt, stop } = await startGate(cli);
   const client =
     kind === 'legacy' || kind === 'v1task'
       ? new LegacyHttpClient(url)
       : new ModernHttpClient(url, { tasks: kind === 'v2task' });
   if (client instanceof LegacyHttpClient) await client.initialize();
-  const ECHO = { name: 'echo', arguments: { text: 'ping' } };
 
   const op = async () => {
     if (kind === 'v1task') {
@@ -161,10 +234,7 @@ async function measure(kind, cli) {
     return figures;
   } finally {
     await client.close();
-    // Under strace, taskgate is stopped first, so that strace exits on its own with the counts written.
-    if (values.strace) process.kill(pid, 'SIGTERM');
-    await gate.stop();
-    if (values.strace) process.stdout.write(readFileSync(straceOut, 'utf8'));
+    await stop();
   }
 }
 
@@ -175,12 +245,31 @@ for (let round = 0; round < rounds; round++) {
   const order = round % 2 === 0 ? builds : [...builds].reverse();
   for (const { build, cli } of order) {
     for (const kind of kinds) {
-      const figures = await measure(kind, cli);
       const key = `${build} ${kind}`;
-      mainThread.set(key, [...(mainThread.get(key) ?? []), figures.cpuUsPerOp.mainThread]);
+      const figures =
+        kind === 'interleaved' ? await interleaved(cli, Number(values.block)) : await measure(kind, cli);
+      const us =
+        'modernOverLegacy' in figures ? figures.modernOverLegacy.total : figures.cpuUsPerOp.mainThread;
+      mainThread.set(key, [...(mainThread.get(key) ?? []), us]);
       const label = builds.length > 1 ? { build } : {};
       process.stdout.write(JSON.stringify({ ...label, round: round + 1, ...figures }) + '\n');
     }
+  }
+}
+if (kinds.includes('interleaved')) {
+  for (const { build } of builds) {
+    const ratios = mainThread.get(`${build} interleaved`) ?? [];
+    process.stdout.write(
+      JSON.stringify({
+        build,
+        inFlight,
+        interleavedModernOverLegacy: {
+          median: median(ratios),
+          min: Math.min(...ratios),
+          max: Math.max(...ratios),
+        },
+      }) + '\n',
+    );
   }
 }
 if (kinds.includes('modern') && kinds.includes('legacy')) {
