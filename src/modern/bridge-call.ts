@@ -7,9 +7,9 @@ import type { JsonRpcErrorObject } from '../protocol/errors.js';
 import type { RequestCaller } from '../protocol/caller.js';
 import { isObject, type JsonObject, type Request, type RequestId } from '../protocol/messages.js';
 import { inputCapabilitiesOf, TASKS_EXTENSION } from '../protocol/modern/capabilities.js';
-import { callerOfExchange, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
+import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
 import type { ClientCapabilities, LogLevel, ModernRequestMeta } from '../protocol/modern/meta.js';
-import { decideModernToolCall, type ModernToolCallFacts } from '../session/decide.js';
+import { decideToolCall, type ToolCallFacts } from '../session/decide.js';
 import { progressTokenOf } from './legacy-form.js';
 
 /** A pending input request: what the server asked, and its id on the Session's side. */
@@ -65,7 +65,7 @@ export const newCall = (
   legacyId,
   method: exchange.request.method,
   digest: undefined,
-  caller: { ...callerOfExchange(exchange), quota },
+  caller: callerOfCall(exchange, quota),
   declared: inputCapabilitiesOf(meta.clientCapabilities),
   logLevel: meta.logLevel,
   clientProgressToken: progressTokenOf(exchange.request.params),
@@ -77,29 +77,48 @@ export const newCall = (
   asTask,
 });
 
+/** callerOfExchange with its quota, made as one object: its spreads were a share of every call's garbage. */
+function callerOfCall({ principal, subject, access }: ModernExchange, quota: string): RequestCaller {
+  const caller: { -readonly [K in keyof RequestCaller]: RequestCaller[K] } = { quota };
+  if (principal !== undefined) caller.identity = principal;
+  if (subject !== undefined) caller.subject = subject;
+  if (access !== undefined) caller.access = access;
+  return caller;
+}
+
+/** What decide.ts needs to know of a tool besides the request: what the upstream does with it, the operator's rule. */
+export type ToolFacts = Pick<ToolCallFacts, 'upstream' | 'policy'>;
+
 /**
- * Whether a tools/call goes to the Session as a task (decide.ts), and when it is promoted; `toolTasks`
- * says how the tool may run, for a request with or without the tasks extension.
+ * Whether a tools/call goes to the Session as a task, and when it is promoted (decide.ts, the server
+ * deciding): a plain call is carried as one, and the Session decides it again as a 2025 client's without
+ * tasks (unwrap, or forward).
  */
 export function taskPlanOf(
   request: Request,
   meta: ModernRequestMeta,
-  toolTasks: (name: string, extension: boolean) => ModernToolCallFacts,
+  toolFacts: (name: string) => ToolFacts,
 ): Call['asTask'] | 'refuse' {
   const name = request.params?.name;
   if (request.method !== 'tools/call' || typeof name !== 'string') return undefined;
   const extensions = meta.clientCapabilities.extensions;
-  const plan = decideModernToolCall(
-    toolTasks(name, isObject(extensions) && isObject(extensions[TASKS_EXTENSION])),
-  );
+  const { upstream, policy } = toolFacts(name);
+  const plan = decideToolCall({
+    taskDecidedBy: 'server',
+    canTakeTask: isObject(extensions) && isObject(extensions[TASKS_EXTENSION]),
+    asksTask: false,
+    upstream,
+    policy,
+  });
   switch (plan.kind) {
-    case 'plain':
-      return undefined;
-    case 'refuse':
+    case 'refuse-plain':
       return 'refuse';
-    case 'task':
-      return { promoteAfterMs: undefined };
-    case 'promote':
-      return { promoteAfterMs: plan.afterMs };
+    case 'forward':
+    case 'augment':
+      return plan.task;
+    case 'unwrap':
+    case 'refuse-task':
+      // The Session's to do (unwrap), and never so where the server decides (refuse-task).
+      return undefined;
   }
 }

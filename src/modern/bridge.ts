@@ -31,7 +31,6 @@ import { toModernError, toModernResult } from '../protocol/modern/results.js';
 import type { Arrival, Channel } from '../transport/channel.js';
 import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
 import { NO_CALLER, type RequestCaller } from '../protocol/caller.js';
-import type { ModernToolCallFacts } from '../session/decide.js';
 import type { AuditLog } from '../tasks/audit-log.js';
 import type { TaskInputBoard } from '../tasks/store.js';
 import type { Limits } from '../security/limits.js';
@@ -39,7 +38,7 @@ import type { Outcome } from './extension-task-record.js';
 import { ExtensionTasks } from './extension-tasks.js';
 import type { ShareLimits } from './caller-shares.js';
 import { InputRounds } from './input-rounds.js';
-import { newCall, taskPlanOf, type Call } from './bridge-call.js';
+import { newCall, taskPlanOf, type Call, type ToolFacts } from './bridge-call.js';
 import { atLeast, legacyIdOfToken, legacyParams } from './legacy-form.js';
 import { OwnRequests } from './own-requests.js';
 import { ToolHeaders } from './tool-headers.js';
@@ -63,8 +62,8 @@ export interface ModernBridgeOptions {
   /** Open subscriptions/listen streams (and their filters' bytes) at most, and per caller. */
   listenShares: ShareLimits;
   clientInfo: Implementation;
-  /** How a tools/call of this tool may run, for a request with or without the tasks extension (the Session knows). */
-  toolTasks(name: string, extension: boolean): ModernToolCallFacts;
+  /** What the upstream does with the tool and the operator's rule for it (the Session knows): decide.ts's facts. */
+  toolFacts(name: string): ToolFacts;
   /** Tasks the bridge remembers (creator, pending input, outcome) at most, and per caller. */
   taskShares: ShareLimits;
   /** The input board of a task store shared by replicas, so that any of them serves these tasks' input. */
@@ -256,7 +255,7 @@ export class ModernBridge {
     // A tool the caller may not call is the Session's to refuse, as one that does not exist.
     const hidden =
       request.method === 'tools/call' && exchange.access?.mayCall(String(request.params?.name)) === false;
-    const plan = hidden ? undefined : taskPlanOf(request, meta, this.options.toolTasks);
+    const plan = hidden ? undefined : taskPlanOf(request, meta, this.options.toolFacts);
     if (plan === 'refuse') {
       const missing = toJsonRpcError(new MissingCapabilityError({ extensions: { [TASKS_EXTENSION]: {} } }));
       const message = `Tool "${String(request.params?.name)}" runs only as a task: ${missing.message}`;

@@ -44,20 +44,22 @@ export class CallerBridges {
     this.sweeper = setInterval(() => this.retireIdle(), Math.max(1_000, limits.idleMs / 4)).unref();
   }
 
-  async handle(exchange: ModernExchange): Promise<ModernAnswer> {
+  /** The bridge's own promise, handed on: as an async function this was 7-15 µs a call (modern-cost.js --prof). */
+  handle(exchange: ModernExchange): Promise<ModernAnswer> {
     const key = exchange.caller ?? THE_CLIENT;
     const entry = this.byCaller.get(key) ?? this.opened(key, exchange.caller);
-    if (entry === undefined) return this.refuse(exchange);
+    if (entry === undefined) return Promise.resolve(this.refuse(exchange));
     // Most recently used last.
     this.byCaller.delete(key);
     this.byCaller.set(key, entry);
     entry.inFlight++;
-    try {
-      return await entry.bridge.handle(exchange);
-    } finally {
+    const answer = entry.bridge.handle(exchange);
+    const over = (): void => {
       entry.inFlight--;
       entry.lastUsed = Date.now();
-    }
+    };
+    answer.then(over, over);
+    return answer;
   }
 
   get size(): number {

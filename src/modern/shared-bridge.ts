@@ -49,15 +49,7 @@ export function startBridge(
     parkedShares: MODERN_PARKED_SHARES,
     listenShares: MODERN_LISTEN_SHARES,
     clientInfo: TASKGATE_INFO,
-    toolTasks: (name, extension) => {
-      const { taskSupport, upstreamTask } = session.taskSupportFor(name);
-      return {
-        extension,
-        taskSupport,
-        upstreamTask,
-        promoteAfterMs: options.policy.forTool(name).promoteAfter,
-      };
-    },
+    toolFacts: (name) => ({ upstream: session.upstreamTool(name), policy: options.policy.forTool(name) }),
     taskShares: modernTaskShares(options.config.tasks.maxTasks),
     ...(options.store.inputs === undefined ? {} : { taskInputs: options.store.inputs }),
     ...(options.limits === undefined ? {} : { limits: options.limits }),

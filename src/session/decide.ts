@@ -1,9 +1,10 @@
 /**
- * What taskgate does with a tools/call: the table of docs/design.md as one pure function. Everything it needs
- * is an input, so that every combination can be tested in-process, and the next protocol era adds inputs
- * here rather than branches in the session.
+ * What taskgate does with a tools/call of any era: the table of docs/design.md as one pure function, used
+ * by the Session (a 2025 client's call, and what a bridge carries) and by the 2026-07-28 bridge. Everything
+ * it needs is an input, so that every combination can be tested in-process; what differs between the eras
+ * is one fact, who decides whether a call becomes a task.
  */
-import type { TaskSupport } from '../config/schema.js';
+import type { ToolPolicy } from '../config/policy.js';
 
 /** What the upstream is known to do with one tool (from its initialize and tools/list answers). */
 export interface UpstreamTool {
@@ -16,75 +17,71 @@ export interface UpstreamTool {
 }
 
 export interface ToolCallFacts {
-  /** The call carries `task` (it asks to be run as a task). */
-  asTask: boolean;
-  /** The client declared the tasks capability in its initialize. */
-  clientHasTasks: boolean;
+  /**
+   * Who decides whether the call is a task: the `client` by asking (2025-11-25's `task` param), or the
+   * `server` (2026-07-28's tasks extension, tasks.md "Capability Negotiation": the client never asks).
+   */
+  taskDecidedBy: 'client' | 'server';
+  /** The caller can be answered with a task: a 2025 client's tasks capability, a request's tasks extension. */
+  canTakeTask: boolean;
+  /** The call carries `task` (only where the client decides). */
+  asksTask: boolean;
   upstream: UpstreamTool;
-  /** The operator's rule for the tool: the taskSupport taskgate advertises, and whether to unwrap. */
-  policy: { taskSupport: TaskSupport; unwrap: boolean };
+  /** The operator's rule for the tool. */
+  policy: Pick<ToolPolicy, 'taskSupport' | 'unwrap' | 'promoteAfter'>;
+}
+
+/** How a call run as a task is answered: with the task at once, or plainly if it ends within `promoteAfterMs`. */
+export interface TaskAnswer {
+  promoteAfterMs: number | undefined;
 }
 
 export type ToolCallPlan =
-  /** Run the call upstream as a task and follow it for a client that cannot (unwrap). */
+  /** Run the call upstream as a task and follow it for a caller that gets the plain answer (unwrap). */
   | { kind: 'unwrap' }
-  /** Forward as it is: the upstream runs it as a task itself, or it is a plain call taskgate leaves alone. */
-  | { kind: 'forward' }
+  /** Sent on as asked: a plain call taskgate leaves alone, or (`task`) a task the upstream runs itself. */
+  | { kind: 'forward'; task?: TaskAnswer }
   /** Serve the task here, running the plain call upstream (augment). */
-  | { kind: 'augment' }
+  | { kind: 'augment'; task: TaskAnswer }
   /** A task for a tool whose taskSupport does not allow one. */
   | { kind: 'refuse-task'; taskSupport: 'forbidden' | 'passthrough' }
-  /** A plain call to a tool that taskgate advertises as requiring a task, from a client that could send one. */
-  | { kind: 'refuse-plain' };
+  /**
+   * A plain call of a tool only a task can serve: from a 2025 client that could have asked for one (`task`),
+   * or from a 2026-07-28 request without the tasks extension (-32021 naming it).
+   */
+  | { kind: 'refuse-plain'; missing: 'task' | 'extension' };
 
 export function decideToolCall(facts: ToolCallFacts): ToolCallPlan {
-  const { asTask, clientHasTasks, upstream, policy } = facts;
-  if (!clientHasTasks && !asTask && (upstream.requiresTask || (upstream.listedAsTask && policy.unwrap))) {
-    return { kind: 'unwrap' };
-  }
-  if (upstream.mayRunAsTask) return { kind: 'forward' };
+  const { upstream, policy } = facts;
+  const serverDecides = facts.taskDecidedBy === 'server';
+  const asTask = serverDecides ? facts.canTakeTask && mayBeTask(facts) : facts.asksTask;
   if (asTask) {
+    const task = { promoteAfterMs: serverDecides ? promoteAfter(facts) : undefined };
+    if (upstream.mayRunAsTask) return { kind: 'forward', task };
     return policy.taskSupport === 'forbidden' || policy.taskSupport === 'passthrough'
       ? { kind: 'refuse-task', taskSupport: policy.taskSupport }
-      : { kind: 'augment' };
+      : { kind: 'augment', task };
   }
-  // A client without tasks could never satisfy "required": it gets the plain call.
-  if (policy.taskSupport === 'required' && clientHasTasks) return { kind: 'refuse-plain' };
-  return { kind: 'forward' };
+  if (!facts.canTakeTask && (upstream.requiresTask || (upstream.listedAsTask && policy.unwrap))) {
+    return { kind: 'unwrap' };
+  }
+  if (upstream.mayRunAsTask || policy.taskSupport !== 'required') return { kind: 'forward' };
+  // Only a task of taskgate's can serve the tool. A 2025 client without tasks could never send one: it gets
+  // the plain call; a 2026-07-28 request could have declared the extension.
+  if (serverDecides) return { kind: 'refuse-plain', missing: 'extension' };
+  return facts.canTakeTask ? { kind: 'refuse-plain', missing: 'task' } : { kind: 'forward' };
 }
 
-/** What taskgate knows about a 2026-07-28 client's tools/call. */
-export interface ModernToolCallFacts {
-  /** The request declared the tasks extension (`io.modelcontextprotocol/tasks`): it may get a task. */
-  extension: boolean;
-  /** How the tool may run, as taskgate would list it for a 2025 client with tasks. */
-  taskSupport: 'required' | 'optional' | 'forbidden';
-  /** The upstream runs the tool as a task itself (so taskgate can follow it for a client without tasks). */
-  upstreamTask: boolean;
-  /** The tool's `promoteAfter`: how long an optional call runs plainly before it becomes a task. */
-  promoteAfterMs: number;
+/** The upstream runs the tool as a task, or the operator lets taskgate run it as one. */
+function mayBeTask({ upstream, policy }: ToolCallFacts): boolean {
+  return upstream.mayRunAsTask || policy.taskSupport === 'optional' || policy.taskSupport === 'required';
 }
-
-export type ModernToolCallPlan =
-  /** As a 2025 client without tasks would call it (the session unwraps what the upstream runs as a task). */
-  | { kind: 'plain' }
-  /** Only a task could serve it, and the client did not declare the extension: -32021 naming it. */
-  | { kind: 'refuse' }
-  /** Answered with a CreateTaskResult at once. */
-  | { kind: 'task' }
-  /** Run as a task, answered plainly if it ends within `afterMs`, else with a CreateTaskResult then. */
-  | { kind: 'promote'; afterMs: number };
 
 /**
- * The tasks extension lets the server decide (ext-tasks tasks.md "Capability Negotiation"): a client that
- * did not declare it never gets a task — a tool the operator made `required` is refused with -32021, one
- * the upstream requires is unwrapped —, `required` tools are tasks, `optional` ones are by `promoteAfter`.
+ * Where the server decides: a tool that must be a task (the upstream requires it, or the operator for a tool
+ * the upstream does not run as a task) is one at once, an optional one after its `promoteAfter` (0: at once).
  */
-export function decideModernToolCall(facts: ModernToolCallFacts): ModernToolCallPlan {
-  if (!facts.extension) {
-    return facts.taskSupport === 'required' && !facts.upstreamTask ? { kind: 'refuse' } : { kind: 'plain' };
-  }
-  if (facts.taskSupport === 'forbidden') return { kind: 'plain' };
-  if (facts.taskSupport === 'required' || facts.promoteAfterMs === 0) return { kind: 'task' };
-  return { kind: 'promote', afterMs: facts.promoteAfterMs };
+function promoteAfter({ upstream, policy }: ToolCallFacts): number | undefined {
+  const required = upstream.mayRunAsTask ? upstream.requiresTask : policy.taskSupport === 'required';
+  return required || policy.promoteAfter === 0 ? undefined : policy.promoteAfter;
 }

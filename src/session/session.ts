@@ -34,7 +34,7 @@ import { clientFrameRefusal, unreadClientFrameRefusal, type Refusal } from './ba
 import { ClientPeer } from './client-peer.js';
 import { EarlyMessages } from './early-messages.js';
 import { Correlator } from './correlator.js';
-import { decideToolCall } from './decide.js';
+import { decideToolCall, type UpstreamTool } from './decide.js';
 import { OpenRequests } from './open-requests.js';
 import { ServedRequests, type Outcome } from './served-requests.js';
 import type { SessionEvents, SessionOptions } from './session-options.js';
@@ -393,10 +393,11 @@ export class Session {
     }
     const policy = name === undefined ? undefined : this.options.policy.forTool(name);
     const plan = decideToolCall({
-      asTask: params?.task !== undefined,
-      clientHasTasks: this.clientHasTasks,
+      taskDecidedBy: 'client',
+      canTakeTask: this.clientHasTasks,
+      asksTask: params?.task !== undefined,
       upstream: this.profile.tool(name),
-      policy: policy ?? { taskSupport: 'optional', unwrap: false },
+      policy: policy ?? { taskSupport: 'optional', unwrap: false, promoteAfter: 0 },
     });
     switch (plan.kind) {
       case 'unwrap':
@@ -565,9 +566,9 @@ export class Session {
     );
   }
 
-  /** How a call of the tool may run (UpstreamProfile.taskSupportFor): what a 2026-07-28 front decides by. */
-  taskSupportFor(name: string): ReturnType<UpstreamProfile['taskSupportFor']> {
-    return this.profile.taskSupportFor(name);
+  /** What the upstream is known to do with the tool: what a 2026-07-28 front decides a call by (decide.ts). */
+  upstreamTool(name: string): UpstreamTool {
+    return this.profile.tool(name);
   }
 
   /** A client that declared no tasks capability cannot make task-augmented requests. */

@@ -172,25 +172,6 @@ export class UpstreamProfile {
   }
 
   /**
-   * How a call of the tool may run, as taskgate lists it for a 2025 client with tasks: the upstream's own
-   * taskSupport for a tool it runs as a task, else the operator's rule (`passthrough` to a server that does
-   * not run it as a task: never a task). What a 2026-07-28 front decides a call by.
-   */
-  taskSupportFor(name: string): {
-    taskSupport: 'required' | 'optional' | 'forbidden';
-    upstreamTask: boolean;
-  } {
-    if (this.mayRunAsTask(name)) {
-      return {
-        taskSupport: this.nativeRequiredTools.has(name) ? 'required' : 'optional',
-        upstreamTask: true,
-      };
-    }
-    const { taskSupport } = this.policy.forTool(name);
-    return { taskSupport: taskSupport === 'passthrough' ? 'forbidden' : taskSupport, upstreamTask: false };
-  }
-
-  /**
    * Whether the upstream runs this tool as a task itself. A tool its tools/list has not shown yet is
    * given the benefit of the doubt when the upstream has tasks for tools/call at all.
    */

@@ -255,11 +255,9 @@ describe('the modern bridge and the Session, a parsed value beside the bytes (ch
       parkedShares: MODERN_PARKED_SHARES,
       listenShares: MODERN_LISTEN_SHARES,
       clientInfo: { name: 'taskgate', version: '0' },
-      toolTasks: (_name, extension) => ({
-        extension,
-        taskSupport: 'forbidden',
-        upstreamTask: false,
-        promoteAfterMs: 0,
+      toolFacts: () => ({
+        upstream: { listedAsTask: false, mayRunAsTask: false, requiresTask: false },
+        policy: { taskSupport: 'forbidden', unwrap: false, promoteAfter: 0 },
       }),
       taskShares: modernTaskShares(10),
       defaultCaller: 'test',
