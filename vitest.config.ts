@@ -14,7 +14,16 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts', 'src/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts', 'src/**/*.test.ts'],
+          // Each file importing the SDK, zod and the core afresh cost more CPU than its tests (import 60 s of
+          // 100 s); in-process tests keep their state in what they open, so a worker's files share modules.
+          isolate: false,
+        },
+      },
       {
         extends: true,
         test: {

@@ -173,9 +173,11 @@ describe('HttpUpstream against the SDK’s Streamable HTTP server, in process', 
       h.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } });
     }
     // Cancels may still be on their way when the next request is answered: ask until they arrived (bounded).
+    // The fixture's list is its module's, so it also holds what other in-process servers of this worker saw.
+    const ours = (labels: string[]) => labels.filter((label) => ['first', 'second', 'third'].includes(label));
     let cancelled: string[] = [];
     for (let attempt = 0; attempt < 50 && cancelled.length < 3; attempt++) {
-      cancelled = JSON.parse(answerText(await h.answer(h.call('cancelled-calls'))));
+      cancelled = ours(JSON.parse(answerText(await h.answer(h.call('cancelled-calls')))) as string[]);
     }
     expect(cancelled.sort()).toEqual(['first', 'second', 'third']);
   });
