@@ -7,6 +7,9 @@
  * connection), which is asked again next time. A server that says nothing in time is taken for 2025.
  * A modern server is asked for its 2025 face too (one initialize, its session ended at once), so that each
  * session can be put on the face that offers what its client sees (era.ts `legacyFaceNeeded`).
+ * The gateway asks once at start-up (`probeEraAtStartUp`), so that its first session does not pay for it;
+ * a session that comes while that probe is under way waits for it rather than asking again, and asks
+ * itself if it decided nothing, silence included: a server still starting beside taskgate is not 2025.
  */
 import type { Logger } from 'pino';
 import type { UpstreamCredential } from '../security/upstream-credentials.js';
@@ -46,7 +49,8 @@ const PROBE_ID = 'taskgate-era-probe';
 /** A DiscoverResult is small; a larger answer is not one. */
 const MAX_PROBE_BYTES = 1024 * 1024;
 
-const verdicts = new Map<string, Promise<HttpEra>>();
+/** Each URL's verdict, or the probe under way; `atStartUp`: asked before any session (its silence is not kept). */
+const verdicts = new Map<string, { era: Promise<HttpEra>; atStartUp: boolean }>();
 
 /** The era of the server at `url`, probed once per process (see above). */
 export function httpUpstreamEra(
@@ -57,35 +61,70 @@ export function httpUpstreamEra(
   credential?: UpstreamCredential,
 ): Promise<HttpEra> {
   const known = verdicts.get(url);
-  if (known !== undefined) return known;
-  const asked = probe(url, headers, timeoutMs, credential).then((era) => {
+  if (known === undefined) return ask(url, headers, timeoutMs, logger, credential, false);
+  if (!known.atStartUp) return known.era;
+  // A start-up probe that decided nothing is forgotten by now (ask): this session asks for itself.
+  return known.era.then((era) =>
+    era.era === 'legacy' && !era.kept ? httpUpstreamEra(url, headers, timeoutMs, logger, credential) : era,
+  );
+}
+
+/**
+ * The probe made at start-up, before any session; nothing waits for it. A session that comes meanwhile
+ * waits for it (httpUpstreamEra).
+ */
+export function probeEraAtStartUp(
+  url: string,
+  headers: Record<string, string> | undefined,
+  timeoutMs: number,
+  logger: Logger,
+  credential?: UpstreamCredential,
+): void {
+  if (!verdicts.has(url)) void ask(url, headers, timeoutMs, logger, credential, true);
+}
+
+function ask(
+  url: string,
+  headers: Record<string, string> | undefined,
+  timeoutMs: number,
+  logger: Logger,
+  credential: UpstreamCredential | undefined,
+  atStartUp: boolean,
+): Promise<HttpEra> {
+  const asked = probe(url, headers, timeoutMs, credential, !atStartUp).then((era) => {
     if (era.era === 'legacy' && !era.kept) verdicts.delete(url);
     return era;
   });
-  verdicts.set(url, asked);
+  verdicts.set(url, { era: asked, atStartUp });
   asked.catch(() => verdicts.delete(url));
   void asked.then((era) =>
     logger.info(
       era.era === 'modern'
         ? `the upstream server speaks ${era.version}: taskgate speaks it over HTTP, and translates for 2025 clients`
-        : `the upstream server speaks 2025 (server/discover over HTTP: ${era.reason})`,
+        : atStartUp && !era.kept
+          ? `the upstream server's era is asked again with the first session (server/discover over HTTP at start-up: ${era.reason})`
+          : `the upstream server speaks 2025 (server/discover over HTTP: ${era.reason})`,
     ),
   );
   return asked;
 }
 
+/** `keepSilence`: a server that says nothing in time is taken for 2025 for good (not at start-up). */
 async function probe(
   url: string,
   headers: Record<string, string> | undefined,
   timeoutMs: number,
   credential: UpstreamCredential | undefined,
+  keepSilence: boolean,
 ): Promise<HttpEra> {
   const origin = new HttpOrigin(new URL(url), credential);
   try {
     let version = MODERN_VERSIONS[0]!;
     for (let attempt = 0; attempt < 2; attempt++) {
       const answer = await discover(origin, headers, version, timeoutMs);
-      if ('failed' in answer) return { era: 'legacy', reason: answer.failed, kept: answer.timedOut };
+      if ('failed' in answer) {
+        return { era: 'legacy', reason: answer.failed, kept: answer.timedOut && keepSilence };
+      }
       const verdict: EraVerdict = httpProbeVerdict(answer.status, answer.body);
       if (verdict.era !== 'modern') {
         return { era: 'legacy', reason: verdict.reason, kept: verdict.era === 'legacy' };
