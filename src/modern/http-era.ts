@@ -7,9 +7,11 @@
  * connection), which is asked again next time. A server that says nothing in time is taken for 2025.
  * A modern server is asked for its 2025 face too (one initialize, its session ended at once), so that each
  * session can be put on the face that offers what its client sees (era.ts `legacyFaceNeeded`).
- * The gateway asks once at start-up (`probeEraAtStartUp`), so that its first session does not pay for it;
- * a session that comes while that probe is under way waits for it rather than asking again, and asks
- * itself if it decided nothing, silence included: a server still starting beside taskgate is not 2025.
+ * The gateway asks once at start-up (`probeEraAtStartUp`), so that its first session does not pay for it.
+ * That probe's silence is not kept (a server still starting beside taskgate is not 2025), nor is any
+ * answer that decides nothing; and a session that comes while it is still under way waits for it
+ * JOIN_MS at most, then asks too and takes the first verdict that decides, rather than wait out a probe
+ * that a server still starting may leave unanswered to its bound.
  */
 import type { Logger } from 'pino';
 import type { UpstreamCredential } from '../security/upstream-credentials.js';
@@ -46,11 +48,20 @@ export type HttpEra =
   | { era: 'legacy'; reason: string; kept: boolean };
 
 const PROBE_ID = 'taskgate-era-probe';
+/** How long a session waits for the start-up probe under way before it asks too. */
+const JOIN_MS = 1_000;
 /** A DiscoverResult is small; a larger answer is not one. */
 const MAX_PROBE_BYTES = 1024 * 1024;
 
-/** Each URL's verdict, or the probe under way; `atStartUp`: asked before any session (its silence is not kept). */
-const verdicts = new Map<string, { era: Promise<HttpEra>; atStartUp: boolean }>();
+interface Asked {
+  era: Promise<HttpEra>;
+  /** Asked before any session: its silence is not kept, and a session does not wait on it alone. */
+  atStartUp: boolean;
+  settled: boolean;
+}
+
+/** Each URL's verdict, or the probe under way. */
+const verdicts = new Map<string, Asked>();
 
 /** The era of the server at `url`, probed once per process (see above). */
 export function httpUpstreamEra(
@@ -62,17 +73,18 @@ export function httpUpstreamEra(
 ): Promise<HttpEra> {
   const known = verdicts.get(url);
   if (known === undefined) return ask(url, headers, timeoutMs, logger, credential, false);
-  if (!known.atStartUp) return known.era;
-  // A start-up probe that decided nothing is forgotten by now (ask): this session asks for itself.
-  return known.era.then((era) =>
-    era.era === 'legacy' && !era.kept ? httpUpstreamEra(url, headers, timeoutMs, logger, credential) : era,
-  );
+  // A settled probe that decided nothing is forgotten as it settles: a settled one here decided.
+  if (!known.atStartUp || known.settled) return known.era;
+  return firstDecided(known.era, () => {
+    // Another session may have asked already.
+    const now = verdicts.get(url);
+    return now !== undefined && now !== known
+      ? now.era
+      : ask(url, headers, timeoutMs, logger, credential, false);
+  });
 }
 
-/**
- * The probe made at start-up, before any session; nothing waits for it. A session that comes meanwhile
- * waits for it (httpUpstreamEra).
- */
+/** The probe made at start-up, before any session; nothing waits for it. */
 export function probeEraAtStartUp(
   url: string,
   headers: Record<string, string> | undefined,
@@ -91,13 +103,21 @@ function ask(
   credential: UpstreamCredential | undefined,
   atStartUp: boolean,
 ): Promise<HttpEra> {
-  const asked = probe(url, headers, timeoutMs, credential, !atStartUp).then((era) => {
-    if (era.era === 'legacy' && !era.kept) verdicts.delete(url);
-    return era;
-  });
-  verdicts.set(url, { era: asked, atStartUp });
-  asked.catch(() => verdicts.delete(url));
-  void asked.then((era) =>
+  const forget = (): void => {
+    if (verdicts.get(url) === asked) verdicts.delete(url);
+  };
+  const asked: Asked = {
+    era: probe(url, headers, timeoutMs, credential, !atStartUp).then((era) => {
+      asked.settled = true;
+      if (!decided(era)) forget();
+      return era;
+    }),
+    atStartUp,
+    settled: false,
+  };
+  verdicts.set(url, asked);
+  asked.era.catch(forget);
+  void asked.era.then((era) =>
     logger.info(
       era.era === 'modern'
         ? `the upstream server speaks ${era.version}: taskgate speaks it over HTTP, and translates for 2025 clients`
@@ -106,7 +126,34 @@ function ask(
           : `the upstream server speaks 2025 (server/discover over HTTP: ${era.reason})`,
     ),
   );
-  return asked;
+  return asked.era;
+}
+
+/** Whether a verdict holds for later sessions: a 2026 server, or a 2025 one that said so. */
+function decided(era: HttpEra): boolean {
+  return era.era === 'modern' || era.kept;
+}
+
+/**
+ * The start-up probe's verdict if it decides within JOIN_MS, or later but before the session's own probe
+ * (asked after JOIN_MS, or as soon as the start-up probe decided nothing) answers; else the latter's.
+ */
+function firstDecided(atStartUp: Promise<HttpEra>, askOwn: () => Promise<HttpEra>): Promise<HttpEra> {
+  return new Promise((resolve, reject) => {
+    let asked = false;
+    const askNow = (): void => {
+      if (asked) return;
+      asked = true;
+      clearTimeout(timer);
+      askOwn().then(resolve, reject);
+    };
+    const timer = setTimeout(askNow, JOIN_MS);
+    atStartUp.then((era) => {
+      if (!decided(era)) return askNow();
+      clearTimeout(timer);
+      resolve(era);
+    }, askNow);
+  });
 }
 
 /** `keepSilence`: a server that says nothing in time is taken for 2025 for good (not at start-up). */

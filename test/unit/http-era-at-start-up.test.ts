@@ -2,8 +2,8 @@
  * The HTTP gateway asks its HTTP upstream's era as it starts, before any client (issue 34: the first
  * session of a sidecar paid for the probe), in the test's own process: startHttpGateway in front of a
  * 2026-07-28 server written here on node:http, an SDK 1.x client on the front. A probe at start-up that
- * decides nothing (a 503, or silence while the server is still starting) is not kept: the first session
- * asks again, and the server is not taken for 2025.
+ * decides nothing (a 503) is not kept: the first session asks again. One still unanswered (a server still
+ * starting) neither holds the first session, which asks too, nor makes the server 2025 for good.
  */
 import { once } from 'node:events';
 import { createServer, type Server, type ServerResponse } from 'node:http';
@@ -25,14 +25,19 @@ interface ModernServer {
   url: string;
   /** The methods of the requests it got, in order. */
   methods: string[];
-  /** Resolves when it has got `count` server/discover requests; fails after 5 s. */
-  discovers(count: number): Promise<void>;
+  /** How many of the server/discover requests it holds unanswered are still open (not given up). */
+  heldOpen(): number;
+  /** Resolves once every request it held has been given up (its connection closed); fails after 5 s. */
+  heldGivenUp(): Promise<void>;
+  /** Resolves when it has got `count` requests of `method`; fails after 5 s. */
+  seen(method: string, count?: number): Promise<void>;
   close(): Promise<void>;
 }
 
 async function modernServer(answers: DiscoverAnswer[]): Promise<ModernServer> {
   const methods: string[] = [];
   const held: ServerResponse[] = [];
+  let heldClosed = 0;
   const answer = (res: ServerResponse, id: unknown, result: object): void => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ jsonrpc: '2.0', id, result: { resultType: 'complete', ...result } }));
@@ -49,7 +54,13 @@ async function modernServer(answers: DiscoverAnswer[]): Promise<ModernServer> {
         case 'server/discover': {
           const how = answers[methods.filter((method) => method === 'server/discover').length - 1];
           if (how === 'unavailable') return void res.writeHead(503).end();
-          if (how === 'silent') return void held.push(res);
+          if (how === 'silent') {
+            res.on('close', () => {
+              heldClosed++;
+              server.emit('held-closed');
+            });
+            return void held.push(res);
+          }
           return answer(res, request.id, {
             supportedVersions: ['2026-07-28'],
             capabilities: { tools: {} },
@@ -71,21 +82,30 @@ async function modernServer(answers: DiscoverAnswer[]): Promise<ModernServer> {
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
-  const discoverCount = () => methods.filter((method) => method === 'server/discover').length;
+  const countOf = (wanted: string) => methods.filter((method) => method === wanted).length;
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     methods,
-    discovers: (count) =>
+    heldOpen: () => held.length - heldClosed,
+    heldGivenUp: () =>
       new Promise<void>((resolve, reject) => {
-        if (discoverCount() >= count) return resolve();
+        if (heldClosed === held.length) return resolve();
+        const timer = setTimeout(() => reject(new Error('a held request still open after 5 s')), 5_000);
+        server.on('held-closed', () => {
+          if (heldClosed < held.length) return;
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
+    seen: (wanted, count = 1) =>
+      new Promise<void>((resolve, reject) => {
+        if (countOf(wanted) >= count) return resolve();
         const timer = setTimeout(() => {
           server.off('request-seen', seen);
-          reject(
-            new Error(`${discoverCount()} server/discover within 5 s, not ${count}: ${methods.join(', ')}`),
-          );
+          reject(new Error(`${countOf(wanted)} ${wanted} within 5 s, not ${count}: ${methods.join(', ')}`));
         }, 5_000);
         const seen = (): void => {
-          if (discoverCount() < count) return;
+          if (countOf(wanted) < count) return;
           clearTimeout(timer);
           server.off('request-seen', seen);
           resolve();
@@ -139,8 +159,9 @@ describe('the HTTP gateway asks its HTTP upstream its era at start-up', () => {
     const server = await modernServer(['answer']);
     closing.push(() => server.close());
     const gateway = await gatewayInFrontOf(server.url);
-    await server.discovers(1);
-    expect(server.methods).toEqual(['server/discover']);
+    // The probe: server/discover, then an initialize for the 2025 face (this server has none).
+    await server.seen('initialize');
+    expect(server.methods).toEqual(['server/discover', 'initialize']);
     const client = await clientOf(gateway);
     expect(client.getServerVersion()).toMatchObject({ name: 'modern-at-start-up' });
     expect(textOf(await client.callTool({ name: 'hello', arguments: {} }))).toBe('hello');
@@ -151,24 +172,35 @@ describe('the HTTP gateway asks its HTTP upstream its era at start-up', () => {
     const server = await modernServer(['unavailable', 'answer']);
     closing.push(() => server.close());
     const gateway = await gatewayInFrontOf(server.url);
-    await server.discovers(1);
+    await server.seen('server/discover');
     const client = await clientOf(gateway);
     expect(client.getServerVersion()).toMatchObject({ name: 'modern-at-start-up' });
     expect(server.methods.filter((method) => method === 'server/discover')).toHaveLength(2);
   });
 
-  it('a probe left unanswered at start-up neither delays the start nor makes the server 2025 for good', async () => {
+  it('a probe still unanswered holds neither the start nor the first session, which asks too', async () => {
     const server = await modernServer(['silent', 'answer']);
     closing.push(() => server.close());
-    // The probe's bound is the upstream's requestTimeout here (1 s); the start does not wait for it.
-    const started = performance.now();
-    const gateway = await gatewayInFrontOf(server.url, 1_000);
-    expect(performance.now() - started).toBeLessThan(1_000);
-    await server.discovers(1);
-    // The client comes while the probe is under way: its session waits for it, then asks itself.
+    // The probe's bound is 10 s (its most); the start does not wait for it.
+    const gateway = await gatewayInFrontOf(server.url, 60_000);
+    await server.seen('server/discover');
     const client = await clientOf(gateway);
+    // The session did not wait for the start-up probe to be given up: it is still open.
+    expect(server.heldOpen()).toBe(1);
     expect(client.getServerVersion()).toMatchObject({ name: 'modern-at-start-up' });
     expect(textOf(await client.callTool({ name: 'hello', arguments: {} }))).toBe('hello');
+    expect(server.methods.filter((method) => method === 'server/discover')).toHaveLength(2);
+  });
+
+  it('a probe left unanswered at start-up does not make the server 2025 for good', async () => {
+    const server = await modernServer(['silent', 'answer']);
+    closing.push(() => server.close());
+    // The probe's bound is the upstream's requestTimeout here (1 s).
+    const gateway = await gatewayInFrontOf(server.url, 1_000);
+    await server.seen('server/discover');
+    await server.heldGivenUp();
+    const client = await clientOf(gateway);
+    expect(client.getServerVersion()).toMatchObject({ name: 'modern-at-start-up' });
     expect(server.methods.filter((method) => method === 'server/discover')).toHaveLength(2);
   });
 });
