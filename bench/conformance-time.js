@@ -50,7 +50,10 @@ const SELECTION_2026 = ['--requirements', '2026-07-28', '--timeout', '5000'];
 const RUN_BOUND_MS = 240_000;
 /** The scenario the spec's `retry` MUST makes slower through taskgate. */
 const POLLING = 'server-sse-polling';
-/** The first scenario: through the sidecar its session also carries taskgate's one-time era probe. */
+/**
+ * The first scenario: through the sidecar it meets a taskgate whose code paths are still cold (its era
+ * probe, made at start-up since issue 34, is done or under way by then).
+ */
 const FIRST = 'server-initialize';
 const STARTED = /^=== Running scenario: (\S+) ===$/;
 

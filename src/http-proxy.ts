@@ -25,7 +25,7 @@ import { parseListen } from './transport/listen.js';
 import { isLoopbackHost } from './security/loopback.js';
 import { UpstreamPool } from './transport/upstream-pool.js';
 import { sharedSessionRules } from './session/shared-sessions.js';
-import { openUpstream, type Upstream } from './upstream.js';
+import { openUpstream, probeUpstreamAtStartUp, type Upstream } from './upstream.js';
 import { upstreamProblem } from './upstream-readiness.js';
 import { startTelemetry } from './telemetry/start.js';
 import { telemetry } from './telemetry/telemetry.js';
@@ -87,6 +87,7 @@ export async function startHttpGateway(
     mayRestart: () => runner.isAccepting,
   };
   const upstreams = sessionUpstreams(config, logger, hooks, credentials.forCaller(undefined));
+  probeUpstreamAtStartUp(config, logger, credentials.forCaller(undefined));
   // Several servers: each session gets an aggregator before one Session per server (src/aggregate/).
   const aggregated =
     config.upstreams === undefined

@@ -46,28 +46,16 @@ export async function openUpstream(
   const upstream = config.upstream;
   if (!upstream) throw new Error('no upstream server configured');
   if (upstream.url !== undefined) {
-    // The HTTP client side (undici among it) is loaded only by a run with an HTTP upstream.
     const [{ httpUpstreamEra }, { ModernHttpUpstream }, { ModernUpstreamTranslator }, { HttpUpstream }] =
-      await Promise.all([
-        import('./modern/http-era.js'),
-        import('./transport/modern-http-upstream.js'),
-        import('./modern/upstream-translator.js'),
-        import('./transport/http-upstream.js'),
-      ]);
+      await httpClientSide();
     const url = upstream.url;
-    const headers = credential === undefined ? upstream.headers : withoutAuthorization(upstream.headers);
+    const headers = headersFor(upstream, credential);
     const description = maskUrl(upstream.url);
     const era = upstream.era ?? 'auto';
     const found =
       era === 'legacy'
         ? undefined
-        : await httpUpstreamEra(
-            upstream.url,
-            headers,
-            Math.min(HTTP_ERA_PROBE_TIMEOUT_MS, upstream.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS),
-            logger,
-            credential,
-          );
+        : await httpUpstreamEra(url, headers, httpProbeTimeoutMs(upstream), logger, credential);
     const openLegacy = () =>
       new HttpUpstream(
         {
@@ -152,6 +140,53 @@ export async function openUpstream(
       await channel.stop();
     },
   };
+}
+
+/**
+ * An HTTP upstream's era (and faces) asked as the gateway starts, so that its first session finds the
+ * verdict made or under way (http-era.ts). Nothing waits for it: a probe that fails or decides nothing
+ * leaves the sessions to ask as they did before.
+ */
+export function probeUpstreamAtStartUp(
+  config: Config,
+  logger: Logger,
+  credential: UpstreamCredential | undefined,
+): void {
+  const upstream = config.upstream;
+  if (upstream?.url === undefined || upstream.era === 'legacy') return;
+  const url = upstream.url;
+  // The HTTP client side is loaded here too, rather than by the first session.
+  void httpClientSide()
+    .then(([{ probeEraAtStartUp }]) =>
+      probeEraAtStartUp(
+        url,
+        headersFor(upstream, credential),
+        httpProbeTimeoutMs(upstream),
+        logger,
+        credential,
+      ),
+    )
+    .catch((error: unknown) => logger.debug({ err: error }, 'the era probe at start-up did not run'));
+}
+
+type UpstreamSettings = NonNullable<Config['upstream']>;
+
+/** The HTTP client side (undici among it), loaded only by a run with an HTTP upstream. */
+function httpClientSide() {
+  return Promise.all([
+    import('./modern/http-era.js'),
+    import('./transport/modern-http-upstream.js'),
+    import('./modern/upstream-translator.js'),
+    import('./transport/http-upstream.js'),
+  ]);
+}
+
+function headersFor(upstream: UpstreamSettings, credential: UpstreamCredential | undefined) {
+  return credential === undefined ? upstream.headers : withoutAuthorization(upstream.headers);
+}
+
+function httpProbeTimeoutMs(upstream: UpstreamSettings): number {
+  return Math.min(HTTP_ERA_PROBE_TIMEOUT_MS, upstream.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_MS);
 }
 
 /** The headers without any Authorization they had, whatever its case: the credential's goes instead. */

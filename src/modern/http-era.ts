@@ -7,6 +7,11 @@
  * connection), which is asked again next time. A server that says nothing in time is taken for 2025.
  * A modern server is asked for its 2025 face too (one initialize, its session ended at once), so that each
  * session can be put on the face that offers what its client sees (era.ts `legacyFaceNeeded`).
+ * The gateway asks once at start-up (`probeEraAtStartUp`), so that its first session does not pay for it.
+ * That probe's silence is not kept (a server still starting beside taskgate is not 2025), nor is any
+ * answer that decides nothing; and a session that comes while it is still under way waits for it
+ * JOIN_MS at most, then asks too and takes the first verdict that decides, rather than wait out a probe
+ * that a server still starting may leave unanswered to its bound.
  */
 import type { Logger } from 'pino';
 import type { UpstreamCredential } from '../security/upstream-credentials.js';
@@ -43,10 +48,20 @@ export type HttpEra =
   | { era: 'legacy'; reason: string; kept: boolean };
 
 const PROBE_ID = 'taskgate-era-probe';
+/** How long a session waits for the start-up probe under way before it asks too. */
+const JOIN_MS = 1_000;
 /** A DiscoverResult is small; a larger answer is not one. */
 const MAX_PROBE_BYTES = 1024 * 1024;
 
-const verdicts = new Map<string, Promise<HttpEra>>();
+interface Asked {
+  era: Promise<HttpEra>;
+  /** Asked before any session: its silence is not kept, and a session does not wait on it alone. */
+  atStartUp: boolean;
+  settled: boolean;
+}
+
+/** Each URL's verdict, or the probe under way. */
+const verdicts = new Map<string, Asked>();
 
 /** The era of the server at `url`, probed once per process (see above). */
 export function httpUpstreamEra(
@@ -57,35 +72,106 @@ export function httpUpstreamEra(
   credential?: UpstreamCredential,
 ): Promise<HttpEra> {
   const known = verdicts.get(url);
-  if (known !== undefined) return known;
-  const asked = probe(url, headers, timeoutMs, credential).then((era) => {
-    if (era.era === 'legacy' && !era.kept) verdicts.delete(url);
-    return era;
+  if (known === undefined) return ask(url, headers, timeoutMs, logger, credential, false);
+  // A settled probe that decided nothing is forgotten as it settles: a settled one here decided.
+  if (!known.atStartUp || known.settled) return known.era;
+  return firstDecided(known.era, () => {
+    // Another session may have asked already.
+    const now = verdicts.get(url);
+    return now !== undefined && now !== known
+      ? now.era
+      : ask(url, headers, timeoutMs, logger, credential, false);
   });
+}
+
+/** The probe made at start-up, before any session; nothing waits for it. */
+export function probeEraAtStartUp(
+  url: string,
+  headers: Record<string, string> | undefined,
+  timeoutMs: number,
+  logger: Logger,
+  credential?: UpstreamCredential,
+): void {
+  if (!verdicts.has(url)) void ask(url, headers, timeoutMs, logger, credential, true);
+}
+
+function ask(
+  url: string,
+  headers: Record<string, string> | undefined,
+  timeoutMs: number,
+  logger: Logger,
+  credential: UpstreamCredential | undefined,
+  atStartUp: boolean,
+): Promise<HttpEra> {
+  const forget = (): void => {
+    if (verdicts.get(url) === asked) verdicts.delete(url);
+  };
+  const asked: Asked = {
+    era: probe(url, headers, timeoutMs, credential, !atStartUp).then((era) => {
+      asked.settled = true;
+      if (!decided(era)) forget();
+      return era;
+    }),
+    atStartUp,
+    settled: false,
+  };
   verdicts.set(url, asked);
-  asked.catch(() => verdicts.delete(url));
-  void asked.then((era) =>
+  asked.era.catch(forget);
+  void asked.era.then((era) =>
     logger.info(
       era.era === 'modern'
         ? `the upstream server speaks ${era.version}: taskgate speaks it over HTTP, and translates for 2025 clients`
-        : `the upstream server speaks 2025 (server/discover over HTTP: ${era.reason})`,
+        : atStartUp && !era.kept
+          ? `the upstream server's era is asked again with the first session (server/discover over HTTP at start-up: ${era.reason})`
+          : `the upstream server speaks 2025 (server/discover over HTTP: ${era.reason})`,
     ),
   );
-  return asked;
+  return asked.era;
 }
 
+/** Whether a verdict holds for later sessions: a 2026 server, or a 2025 one that said so. */
+function decided(era: HttpEra): boolean {
+  return era.era === 'modern' || era.kept;
+}
+
+/**
+ * The start-up probe's verdict if it decides within JOIN_MS, or later but before the session's own probe
+ * (asked after JOIN_MS, or as soon as the start-up probe decided nothing) answers; else the latter's.
+ */
+function firstDecided(atStartUp: Promise<HttpEra>, askOwn: () => Promise<HttpEra>): Promise<HttpEra> {
+  return new Promise((resolve, reject) => {
+    let asked = false;
+    const askNow = (): void => {
+      if (asked) return;
+      asked = true;
+      clearTimeout(timer);
+      askOwn().then(resolve, reject);
+    };
+    const timer = setTimeout(askNow, JOIN_MS);
+    atStartUp.then((era) => {
+      if (!decided(era)) return askNow();
+      clearTimeout(timer);
+      resolve(era);
+    }, askNow);
+  });
+}
+
+/** `keepSilence`: a server that says nothing in time is taken for 2025 for good (not at start-up). */
 async function probe(
   url: string,
   headers: Record<string, string> | undefined,
   timeoutMs: number,
   credential: UpstreamCredential | undefined,
+  keepSilence: boolean,
 ): Promise<HttpEra> {
   const origin = new HttpOrigin(new URL(url), credential);
   try {
     let version = MODERN_VERSIONS[0]!;
     for (let attempt = 0; attempt < 2; attempt++) {
       const answer = await discover(origin, headers, version, timeoutMs);
-      if ('failed' in answer) return { era: 'legacy', reason: answer.failed, kept: answer.timedOut };
+      if ('failed' in answer) {
+        return { era: 'legacy', reason: answer.failed, kept: answer.timedOut && keepSilence };
+      }
       const verdict: EraVerdict = httpProbeVerdict(answer.status, answer.body);
       if (verdict.era !== 'modern') {
         return { era: 'legacy', reason: verdict.reason, kept: verdict.era === 'legacy' };
