@@ -11,7 +11,9 @@
  * ratios × direct, and for the proxies the main-thread and other-thread CPU of their process per result
  * (/proc/PID/task/*). With --in-flight N (64 in issue 33's target), also N 4 MiB results asked for at once:
  * the peak RSS of the proxy's process while they are in flight (sampled every 20 ms), against the bytes in
- * flight. A build for --before: `npm run bench:ab -- --before COMMIT` leaves one in
+ * flight. For taskgate's builds, also the 4 MiB result held as a task and fetched with `tasks/result` at
+ * once (issue 33's target: ≤ 1.2× the plain call), as the median of the per-round ratios of its time to the
+ * same build's plain 4 MiB call. A build for --before: `npm run bench:ab -- --before COMMIT` leaves one in
  * <tmpdir>/taskgate-ab-<sha>.
  */
 import { readFileSync, readdirSync } from 'node:fs';
@@ -68,6 +70,10 @@ const results = Object.fromEntries(
   targets.map((t) => [t.name, Object.fromEntries(SIZES.map((s) => [s.label, []]))]),
 );
 
+/** @type {Record<string, number[]>} taskgate build → 4 MiB task time ÷ plain call time, one per round */
+const taskRatios = Object.fromEntries(targets.map((t) => [t.name, []]));
+const TASK_BYTES = 4 * 1024 * 1024;
+
 /** @type {Record<string, number[]>} target → peak RSS in MiB, one per round */
 const peaks = Object.fromEntries(targets.map((t) => [t.name, []]));
 
@@ -110,6 +116,18 @@ for (let round = 0; round < rounds; round++) {
         otherUs: ((after.other - before.other) * 1000) / size.calls,
       });
     }
+    if (target.name === 'before' || target.name === 'taskgate') {
+      const calls = Number(values['big-calls']);
+      await load.taskBlobs(running.client, 1, TASK_BYTES);
+      // Plain and task calls alternate within the round too, so that each ratio is of the same moment.
+      let plain = 0;
+      let tasks = 0;
+      for (let i = 0; i < calls; i++) {
+        plain += await load.blobs(running.client, 1, TASK_BYTES);
+        tasks += await load.taskBlobs(running.client, 1, TASK_BYTES);
+      }
+      taskRatios[target.name]?.push(tasks / plain);
+    }
     if (inFlight > 0) peaks[target.name]?.push(await peakInFlight(running.client, pid));
     await running.stop();
   }
@@ -136,6 +154,12 @@ for (const size of SIZES) {
       `  ${target.name.padEnd(9)} ${fmt(median(perSecond), 1).padStart(7)}/s (${range(perSecond)})  ${fmt(median(ratios), 2)}× direct (${range(ratios, 2)})${cpu}\n`,
     );
   }
+}
+process.stdout.write(`\n4 MiB result as a task, tasks/result at once: time ÷ the plain call's (per round)\n`);
+for (const name of ['before', 'taskgate']) {
+  const ratios = taskRatios[name] ?? [];
+  if (ratios.length === 0) continue;
+  process.stdout.write(`  ${name.padEnd(9)} ${fmt(median(ratios), 2)}× (${range(ratios, 2)})\n`);
 }
 if (inFlight > 0) {
   const mib = (inFlight * IN_FLIGHT_BYTES) / 2 ** 20;

@@ -24,6 +24,7 @@ import type { HttpSession } from './transport/http-session.js';
 import { parseListen } from './transport/listen.js';
 import { isLoopbackHost } from './security/loopback.js';
 import { UpstreamPool } from './transport/upstream-pool.js';
+import { Valve } from './transport/valve.js';
 import { sharedSessionRules } from './session/shared-sessions.js';
 import { openUpstream, probeUpstreamAtStartUp, type Upstream } from './upstream.js';
 import { upstreamProblem } from './upstream-readiness.js';
@@ -134,6 +135,7 @@ export async function startHttpGateway(
           credentials.forCaller(caller?.identity, caller?.upstreamAuthorization),
         );
         sessionServers.add(upstream);
+        channel.intake = upstream.intake;
         const options = core.sessionOptions(channel.id, sessionLogger);
         const sightings = options.sightings!;
         const session = new Session(
@@ -295,8 +297,22 @@ interface SessionUpstreams {
   open(
     sessionLogger: Logger,
     credential: UpstreamCredential | undefined,
-  ): Promise<Pick<Upstream, 'channel' | 'stop'>>;
+  ): Promise<Pick<Upstream, 'channel' | 'stop'> & { intake?: Valve | undefined }>;
   close(): Promise<void>;
+}
+
+/**
+ * A server, with the valve that shuts while its stdin holds more than the mark unread (valve.ts): its
+ * sessions' POSTs are not read meanwhile. One per server: a shared server's sessions wait on it together.
+ */
+async function openIntakeUpstream(
+  config: Config,
+  logger: Logger,
+  options: Parameters<typeof openUpstream>[2],
+): Promise<Upstream & { intake: Valve }> {
+  const intake = new Valve();
+  const upstream = await openUpstream(config, logger, { ...options, flow: { writes: intake } });
+  return { ...upstream, intake };
 }
 
 /**
@@ -313,7 +329,8 @@ function sessionUpstreams(
   const sharing = config.upstream?.sharing ?? 'session';
   if (sharing === 'session') {
     return {
-      open: (sessionLogger, credential) => openUpstream(config, sessionLogger, { ...hooks, credential }),
+      open: (sessionLogger, credential) =>
+        openIntakeUpstream(config, sessionLogger, { ...hooks, credential }),
       close: async () => undefined,
     };
   }
@@ -323,7 +340,8 @@ function sessionUpstreams(
   const size = sharing === 'pool' ? (config.upstream?.poolSize ?? 1) : 1;
   const pool = new UpstreamPool(
     size,
-    (_index, memberLogger) => openUpstream(config, memberLogger, { ...hooks, credential: sharedCredential }),
+    (_index, memberLogger) =>
+      openIntakeUpstream(config, memberLogger, { ...hooks, credential: sharedCredential }),
     logger.child({ session: 'shared' }),
     () => sharedSessionRules(),
   );

@@ -959,5 +959,54 @@ export function describeTaskStoreContract(
         expect(await store.get(task.taskId)).toEqual(done);
       });
     });
+
+    describe('a result kept as bytes (issue 33)', () => {
+      /** Text JSON.parse and re-serialising would change: spacing, escapes, a non-ASCII character, digits. */
+      const KEPT = '{ "content" : [{"type":"text","text":"caf\u00e9 \\u0041 ☕"}], "n": 1.50 }';
+      const bytesOf = (record: TaskRecord): Buffer | undefined =>
+        record.resultBytes === undefined ? undefined : Buffer.from(record.resultBytes);
+
+      it('reads back as the very bytes it was given, by get, by a waiter, and by another replica', async () => {
+        const { store, create, replica } = await setup();
+        const other = await replica();
+        const task = await create();
+        const waiting = other.waitForTerminal(task.taskId);
+        const kept = Buffer.from(KEPT);
+        const done = await store.update(task.taskId, {
+          status: 'completed',
+          resultBytes: kept,
+          outcomeBytes: kept.length + 40,
+        });
+        expect(done).toMatchObject({ status: 'completed', outcomeBytes: kept.length + 40 });
+        expect(done.outcome).toBeUndefined();
+        for (const read of [done, await store.get(task.taskId), await settled(waiting, 'wait')]) {
+          expect(bytesOf(read)).toEqual(kept);
+          expect(read.outcome).toBeUndefined();
+        }
+        expect(bytesOf(await other.get(task.taskId))).toEqual(kept);
+      });
+
+      it('counts against maxResultBytes as its outcomeBytes: over it, TaskLimitError and nothing changed', async () => {
+        const { store, create } = await setup({ maxResultBytes: 1_000 });
+        const task = await create();
+        const over = { status: 'completed' as const, resultBytes: Buffer.from(KEPT), outcomeBytes: 1_001 };
+        expect(await thrownBy(store.update(task.taskId, over))).toBeInstanceOf(TaskLimitError);
+        expect(await store.get(task.taskId)).toEqual(task);
+        const fits = await store.update(task.taskId, { ...over, outcomeBytes: 1_000 });
+        expect(bytesOf(await store.get(fits.taskId))).toEqual(Buffer.from(KEPT));
+      });
+
+      it('is listed with its task like any other outcome, and a terminal task keeps it', async () => {
+        const { store, owner, create } = await setup();
+        const task = await create();
+        await store.update(task.taskId, { status: 'completed', resultBytes: KEPT, outcomeBytes: 100 });
+        const page = await store.list(owner, undefined, 10);
+        expect(page.tasks.map((listed) => listed.taskId)).toEqual([task.taskId]);
+        expect(await thrownBy(store.update(task.taskId, { status: 'failed' }))).toBeInstanceOf(
+          IllegalTransitionError,
+        );
+        expect(bytesOf(await store.get(task.taskId))).toEqual(Buffer.from(KEPT));
+      });
+    });
   });
 }

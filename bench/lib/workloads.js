@@ -49,6 +49,25 @@ export async function blobs(client, count, bytes) {
 }
 
 /**
+ * `count` sequential task-augmented calls returning `bytes` characters each, each's tasks/result asked at
+ * once (taskgate holds the task: the fixture knows no tasks); resolves with the seconds taken.
+ * @param {Client} client @param {number} count @param {number} bytes
+ */
+export async function taskBlobs(client, count, bytes) {
+  const start = performance.now();
+  for (let i = 0; i < count; i++) {
+    const { task } = await client.request(
+      { method: 'tools/call', params: { name: 'large', arguments: { bytes }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    const result = await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+    const length = /** @type {{ text?: string }} */ (result.content[0])?.text?.length;
+    if (length !== bytes) throw new Error(`tasks/result gave ${length} characters, not ${bytes}`);
+  }
+  return (performance.now() - start) / 1000;
+}
+
+/**
  * One task-augmented echo (a zero-work tool), then tasks/result at once; resolves with the create →
  * result time (ms).
  * @param {Client} client

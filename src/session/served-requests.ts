@@ -5,7 +5,8 @@
  * MCP cancellation says; nothing is answered to a peer that is gone.
  */
 import type { Logger } from 'pino';
-import { ProtocolError, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { ProtocolError } from '../protocol/errors.js';
+import { serialize } from '../protocol/exact-ids.js';
 import {
   errorResponse,
   idKey,
@@ -13,18 +14,22 @@ import {
   type JsonObject,
   type RequestId,
 } from '../protocol/messages.js';
+import type { ResultAnswer } from '../tasks/result-bytes.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 
-export type Outcome = { result: JsonObject } | { error: JsonRpcErrorObject };
+export type Outcome = ResultAnswer;
+
+const CLOSE_BRACE = Buffer.from('}');
 
 export class ServedRequests {
   /** Requests whose answer may wait (tasks/result), by id, to stop them when cancelled. */
   private readonly blocking = new Map<string | number, AbortController>();
   private gone = false;
 
-  /** `send`: the answer to the peer's request `id`, on that request's stream. */
+  /** `send`: the answer to the peer's request `id`, on that request's stream; `sendRaw` the same as its bytes. */
   constructor(
     private readonly send: (id: RequestId, message: object) => void,
+    private readonly sendRaw: (id: RequestId, raw: Buffer | string) => void,
     private readonly logger: Logger,
   ) {}
 
@@ -51,7 +56,11 @@ export class ServedRequests {
     };
     handler(controller.signal).then(
       (outcome) => {
-        if (!controller.signal.aborted) {
+        if (controller.signal.aborted) {
+          // Not answered: it was cancelled.
+        } else if ('resultBytes' in outcome) {
+          if (!this.gone) this.sendRaw(id, rawSuccess(id, outcome.resultBytes));
+        } else {
           this.reply(
             id,
             'error' in outcome ? errorResponse(id, outcome.error) : successResponse(id, outcome.result),
@@ -101,4 +110,11 @@ export class ServedRequests {
   private reply(id: RequestId, message: object): void {
     if (!this.gone) this.send(id, message);
   }
+}
+
+/** The success response to `id` around a result's JSON text, which is not parsed. */
+function rawSuccess(id: RequestId, result: Buffer | string): Buffer | string {
+  const head = `${serialize({ jsonrpc: '2.0', id }).slice(0, -1)},"result":`;
+  if (typeof result === 'string') return `${head}${result}}`;
+  return Buffer.concat([Buffer.from(head), result, CLOSE_BRACE]);
 }

@@ -97,7 +97,11 @@ export class Session {
     this.upstream = new ExactIdChannel(upstream, true);
     this.upstreamOutlivesClose = upstream.outlivesClose === true;
     this.clientPeer = new ClientPeer(this.client);
-    this.servedForClient = new ServedRequests((id, m) => this.respond(id, m), options.logger);
+    this.servedForClient = new ServedRequests(
+      (id, m) => this.respond(id, m),
+      (id, raw) => this.respondRaw(id, raw),
+      options.logger,
+    );
     this.requests = new OpenRequests(this.servedForClient, () => void this.close());
     this.profile = new UpstreamProfile(options.policy, options.logger);
     this.upstreamTasks = new UpstreamOwnTasks(options.sightings);
@@ -225,6 +229,13 @@ export class Session {
   private respond(id: RequestId | null, message: object): void {
     if (id === null) return this.client.send(message);
     this.client.send(this.statusReads.answer(id, message), { responseTo: id });
+    this.answered(id);
+  }
+
+  /** Sends the answer to a client request as its bytes (a task's result kept as bytes: result-bytes.ts). */
+  private respondRaw(id: RequestId, raw: Buffer | string): void {
+    this.statusReads.close(id);
+    this.client.sendRaw(raw, { responseTo: id });
     this.answered(id);
   }
 

@@ -151,7 +151,7 @@ export class UpstreamSide {
       return;
     }
     if (entry.kind === 'own') {
-      entry.settle({ response, bytes: raw?.length ?? 0 });
+      entry.settle(raw === undefined ? { response, bytes: 0 } : { response, bytes: raw.length, raw });
       return;
     }
     this.parts.correlator.plainCallEnded(response.id as RequestId);
@@ -399,6 +399,7 @@ export class UpstreamSide {
   private servedRequestsOfUpstream(): ServedRequests {
     return new ServedRequests(
       (id, message) => this.parts.upstream.send(message, { responseTo: id }),
+      (id, raw) => this.parts.upstream.sendRaw(raw, { responseTo: id }),
       this.parts.logger,
     );
   }

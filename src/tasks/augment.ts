@@ -7,9 +7,10 @@ import type { Logger } from 'pino';
 import type { Policy } from '../config/policy.js';
 import type { Config } from '../config/schema.js';
 import type { RequestCaller } from '../protocol/caller.js';
-import { ErrorCode, ProtocolError, methodNotFound, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { ErrorCode, ProtocolError, methodNotFound } from '../protocol/errors.js';
 import { IMMEDIATE_RESPONSE_META, isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
 import type { OwnCall } from './own-call.js';
+import type { ResultAnswer } from './result-bytes.js';
 import type { AuditLog } from './audit-log.js';
 import { ListTasksParams, TaskAugmentedCallParams, parseParams } from './params.js';
 import { toWireTask, type TaskRecord } from './state.js';
@@ -140,7 +141,7 @@ export class Augmenter {
     params: JsonObject | undefined,
     signal: AbortSignal,
     caller?: RequestCaller,
-  ): Promise<{ result: JsonObject } | { error: JsonRpcErrorObject }> {
+  ): Promise<ResultAnswer> {
     return this.tasks.result(params, signal, caller);
   }
 

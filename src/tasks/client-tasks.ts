@@ -7,9 +7,10 @@
  */
 import type { Logger } from 'pino';
 import type { Policy } from '../config/policy.js';
-import { invalidParams, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { invalidParams } from '../protocol/errors.js';
 import { isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
 import type { OwnCall } from './own-call.js';
+import type { ResultAnswer } from './result-bytes.js';
 import { toWireTask } from './state.js';
 import type { TaskStore } from './store.js';
 import { TaskService, type TaskServiceConfig } from './task-service.js';
@@ -118,10 +119,7 @@ export class ClientTasks {
     return this.tasks.get(params);
   }
 
-  result(
-    params: JsonObject | undefined,
-    signal: AbortSignal,
-  ): Promise<{ result: JsonObject } | { error: JsonRpcErrorObject }> {
+  result(params: JsonObject | undefined, signal: AbortSignal): Promise<ResultAnswer> {
     return this.tasks.result(params, signal);
   }
 

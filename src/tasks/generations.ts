@@ -14,7 +14,7 @@ import type { CreateTaskResultV1, TaskV1 } from '@modelcontextprotocol/ext-tasks
 import type { CreateTaskResultV2, DetailedTaskV2 } from '@modelcontextprotocol/ext-tasks/core/v2';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { isObject, RELATED_TASK_META, type JsonObject } from '../protocol/messages.js';
-import { isTerminal, type TaskOutcome, type TaskRecord, type TaskStatus } from './state.js';
+import { isTerminal, outcomeOf, type TaskOutcome, type TaskRecord, type TaskStatus } from './state.js';
 
 export interface TaskFacts {
   taskId: string;
@@ -61,7 +61,7 @@ export function factsFromRecord(record: TaskRecord, inputRequests?: JsonObject):
       ttlMs: record.ttl,
       pollIntervalMs: record.pollInterval,
     },
-    { statusMessage: record.statusMessage, outcome: record.outcome, inputRequests },
+    { statusMessage: record.statusMessage, outcome: outcomeOf(record), inputRequests },
   );
 }
 

@@ -9,6 +9,8 @@ export interface Answer {
   response: Response;
   /** Size of the answer as received, for the store's byte budget. */
   bytes: number;
+  /** The answer's bytes as received, when it came as bytes: a task keeps its result as them (result-bytes.ts). */
+  raw?: Buffer;
 }
 
 export interface OwnCall {

@@ -79,6 +79,23 @@ export function decode(values: Values): { record: TaskRecord; position: number }
   if (field.trace !== null) record.traceparent = field.trace;
   if (field.server !== null) record.server = field.server;
   const outcome = values[RECORD_FIELDS.length];
-  if (typeof outcome === 'string') record.outcome = JSON.parse(outcome) as TaskOutcome;
+  if (typeof outcome === 'string' && outcome.startsWith(KEPT_BYTES)) {
+    record.resultBytes = outcome.slice(KEPT_BYTES.length, -1);
+  } else if (typeof outcome === 'string') record.outcome = JSON.parse(outcome) as TaskOutcome;
   return { record, position: Number(field.pos) };
+}
+
+/**
+ * A result kept as bytes (result-bytes.ts) is stored as `{"bytes":<the result>}`: still JSON, and never
+ * the text of a TaskOutcome (`{"result":…}` or `{"error":…}`), so that reading it back tells them apart.
+ */
+const KEPT_BYTES = '{"bytes":';
+
+/** The stored text of a change's outcome, or of its result kept as bytes; '' for a change with neither. */
+export function encodeOutcome(change: TransitionChange): string | Buffer {
+  if (change.outcome !== undefined) return JSON.stringify(change.outcome);
+  const bytes = change.resultBytes;
+  if (bytes === undefined) return '';
+  if (typeof bytes === 'string') return `${KEPT_BYTES}${bytes}}`;
+  return Buffer.concat([Buffer.from(KEPT_BYTES), bytes, Buffer.from('}')]);
 }

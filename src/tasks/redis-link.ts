@@ -141,7 +141,7 @@ export class RedisLink {
   }
 
   /** Runs a script unless closed; a lost or refused connection becomes TaskStoreUnavailableError. */
-  run(name: ScriptName, keys: string[], args: string[]): Promise<Reply> {
+  run(name: ScriptName, keys: string[], args: (string | Buffer)[]): Promise<Reply> {
     return this.redis(() => this.script(name, keys, args));
   }
 
@@ -149,7 +149,7 @@ export class RedisLink {
    * Runs a script even while closing (by its SHA, loading it on NOSCRIPT), with the shared keys and
    * arguments first.
    */
-  async script(name: ScriptName, keys: string[], args: string[]): Promise<Reply> {
+  async script(name: ScriptName, keys: string[], args: (string | Buffer)[]): Promise<Reply> {
     const now = this.options.now ? String(this.options.now()) : '';
     const all = [...this.sharedKeys, ...keys];
     const argv = [this.options.prefix, now, ...args];

@@ -60,7 +60,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { CursorCodec } from './cursor.js';
 import { TaskNotFoundError, TaskStoreUnavailableError } from './errors.js';
-import { accepted, decode, type RefusalContext, type Values } from './redis-codec.js';
+import { accepted, decode, encodeOutcome, type RefusalContext, type Values } from './redis-codec.js';
 import { ExecutorLease } from './redis-lease.js';
 import { RedisInputBoard } from './redis-inputs.js';
 import { RedisLink, redact } from './redis-link.js';
@@ -231,7 +231,7 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async update(taskId: string, change: TransitionChange): Promise<TaskRecord> {
-    const hasOutcome = change.outcome !== undefined;
+    const hasOutcome = change.outcome !== undefined || change.resultBytes !== undefined;
     const { executing } = this.watch;
     const reply = await this.link
       .run(
@@ -248,7 +248,7 @@ export class RedisTaskStore implements TaskStore {
             outcomeBytes: hasOutcome ? (change.outcomeBytes ?? 0) : undefined,
             by: this.executorId,
           }),
-          hasOutcome ? JSON.stringify(change.outcome) : '',
+          encodeOutcome(change),
         ],
       )
       .catch((error: unknown) => {
@@ -268,6 +268,7 @@ export class RedisTaskStore implements TaskStore {
     }
     const { record } = decode(values);
     if (change.outcome !== undefined) record.outcome = change.outcome;
+    else if (change.resultBytes !== undefined) record.resultBytes = change.resultBytes;
     if (isTerminal(record.status)) executing.delete(taskId);
     this.emit(record);
     if (isTerminal(record.status)) this.watch.waiters.resolve(taskId, record);

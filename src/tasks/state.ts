@@ -93,6 +93,11 @@ export interface TaskRecord {
   /** The server the task was made through, when one endpoint fronts several (`upstreams`). */
   server?: string;
   outcome?: TaskOutcome;
+  /**
+   * A success outcome kept, in place of `outcome`, as the bytes of its result as they arrived (issue 33):
+   * tasks/result serves them as they are (result-bytes.ts). Text when a store gives it back as text.
+   */
+  resultBytes?: Buffer | string;
   /** Size in bytes of the serialized outcome, for the store's byte budget. */
   outcomeBytes: number;
 }
@@ -103,6 +108,8 @@ export interface TransitionChange {
   status: TaskStatus;
   statusMessage?: string;
   outcome?: TaskOutcome;
+  /** The outcome as its result's bytes (TaskRecord.resultBytes), in place of `outcome`. */
+  resultBytes?: Buffer | string;
   outcomeBytes?: number;
 }
 
@@ -126,9 +133,22 @@ export function transition(record: TaskRecord, change: TransitionChange, now: nu
   else next.statusMessage = change.statusMessage;
   if (change.outcome !== undefined) {
     next.outcome = change.outcome;
+    delete next.resultBytes;
+    next.outcomeBytes = change.outcomeBytes ?? 0;
+  } else if (change.resultBytes !== undefined) {
+    next.resultBytes = change.resultBytes;
+    delete next.outcome;
     next.outcomeBytes = change.outcomeBytes ?? 0;
   }
   return next;
+}
+
+/** The task's outcome as an object, parsing a result kept as bytes: for the few readers that need one. */
+export function outcomeOf(record: TaskRecord): TaskOutcome | undefined {
+  if (record.resultBytes === undefined) return record.outcome;
+  const text =
+    typeof record.resultBytes === 'string' ? record.resultBytes : record.resultBytes.toString('utf8');
+  return { result: JSON.parse(text) as Record<string, unknown> };
 }
 
 /**

@@ -103,7 +103,10 @@ export const EXECUTOR_LOST = 'executor lost: the taskgate replica running this t
  *   terminal task never changes again. A change that names the status it expects (`from`) MUST be
  *   checked against the task in the same atomic step that makes it: StaleStatusError, changing nothing,
  *   when the task is in another status, so that two changes sent one after the other apply in that order.
- *   An outcome larger than the store's byte budget throws TaskLimitError and changes nothing.
+ *   An outcome larger than the store's byte budget throws TaskLimitError and changes nothing. An outcome
+ *   given as `resultBytes` (a result kept as the bytes it arrived as) is read back as the same bytes (a
+ *   Buffer, or their text), with no `outcome`, by every read and every replica; it counts as its
+ *   `outcomeBytes` like any other.
  * - Listeners (`onTransition`) see every successful change made through this store object, in order, as
  *   the updated record. A store shared by several processes MUST also report to the store object that
  *   created a task (its executor: the process running the task's work) the change that ends the task when

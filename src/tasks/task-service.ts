@@ -6,9 +6,9 @@
  */
 import type { Config } from '../config/schema.js';
 import { NO_AUDIT, type AuditLog, type Caller } from './audit-log.js';
-import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { ErrorCode } from '../protocol/errors.js';
 import type { RequestCaller } from '../protocol/caller.js';
-import { RELATED_TASK_META, isObject, type JsonObject, type Response } from '../protocol/messages.js';
+import { RELATED_TASK_META, isObject, type JsonObject } from '../protocol/messages.js';
 import { TaskLimitError, TaskNotFoundError } from './errors.js';
 import { TaskIdParams, parseParams } from './params.js';
 import {
@@ -21,6 +21,8 @@ import {
   type TaskStatus,
   type TransitionChange,
 } from './state.js';
+import type { Answer } from './own-call.js';
+import { keptResultBytes, taggedResult, type ResultAnswer } from './result-bytes.js';
 import { sessionTransitions } from './session-transitions.js';
 import type { LiveLimit, TaskPage, TaskStore } from './store.js';
 
@@ -126,11 +128,12 @@ export class TaskService {
     params: JsonObject | undefined,
     signal: AbortSignal,
     caller?: RequestCaller,
-  ): Promise<{ result: JsonObject } | { error: JsonRpcErrorObject }> {
+  ): Promise<ResultAnswer> {
     const requester = this.as(caller);
     const { taskId } = await this.visibleTask(params, 'tasks/result', requester);
     const done = await this.store.waitForTerminal(taskId, signal);
     this.audit.resultRetrieved(taskId, auditCaller(requester), done.server);
+    if (done.resultBytes !== undefined) return { resultBytes: taggedResult(done.resultBytes, taskId) };
     const outcome = done.outcome ?? cancelledOutcome(done);
     if ('error' in outcome) return { error: outcome.error };
     const meta = isObject(outcome.result._meta) ? outcome.result._meta : {};
@@ -156,16 +159,17 @@ export class TaskService {
    * Records how the underlying request ended. A task already terminal (cancelled, timed out) stays as it
    * is; an outcome over the store's budget fails the task with a message that says so.
    */
-  async finish(
-    taskId: string,
-    answer: { response: Response; bytes: number },
-    describe: Describe,
-  ): Promise<void> {
-    const { response, bytes } = answer;
+  async finish(taskId: string, answer: Answer, describe: Describe): Promise<void> {
+    const { response, bytes, raw } = answer;
     const outcome: TaskOutcome =
       'error' in response ? { error: response.error } : { result: response.result };
+    const kept = raw === undefined || 'error' in response ? undefined : keptResultBytes(raw);
+    const change: TransitionChange =
+      kept === undefined
+        ? outcomeChange(outcome, bytes, describe)
+        : { status: 'completed', resultBytes: kept, outcomeBytes: bytes };
     try {
-      await this.store.update(taskId, outcomeChange(outcome, bytes, describe));
+      await this.store.update(taskId, change);
     } catch (error) {
       if (!(error instanceof TaskLimitError)) return ignoreLostRace(error);
       await this.fail(taskId, error.message, ErrorCode.LimitExceeded);

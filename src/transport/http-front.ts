@@ -31,6 +31,7 @@ import { accepts, json, readBody, reply, type OversizedBody } from './http-io.js
 import { listenOn } from './listen.js';
 import { UpstreamStartError } from './stdio-upstream.js';
 import { trustedOrigin } from '../security/loopback.js';
+import { untilOpen } from './valve.js';
 
 /**
  * Connections the kernel may queue before taskgate accepts them (it caps this at net.core.somaxconn).
@@ -249,6 +250,8 @@ export class HttpFront {
         message: 'Unsupported Media Type: send application/json',
       });
     }
+    const held = this.intakeShut(req.headers['mcp-session-id'], caller);
+    if (held !== undefined) await held;
     const body = await readBody(req, this.options.maxMessageBytes);
     if (!Buffer.isBuffer(body)) return this.tooLarge(req, res, body, caller);
     const read = readMessage(body, 'the client');
@@ -492,6 +495,19 @@ export class HttpFront {
     await Promise.race([this.retire(session, 'deleted'), waited]);
     timer.abort();
     res.writeHead(200).end();
+  }
+
+  /**
+   * Settles once the session's stdio server reads again, when it is behind: until then the body stays in
+   * the socket and TCP holds the client back, rather than taskgate holding every body it sent.
+   */
+  private intakeShut(
+    header: string | string[] | undefined,
+    caller: Caller | undefined,
+  ): Promise<void> | undefined {
+    const session = typeof header === 'string' ? this.sessions.get(header) : undefined;
+    if (session?.intake === undefined || session.identity !== caller?.identity) return undefined;
+    return untilOpen([session.intake]);
   }
 
   private sessionFor(

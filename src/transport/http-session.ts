@@ -14,6 +14,7 @@ import type { Channel, ChannelHandlers, Route } from './channel.js';
 import type { UpstreamChallenge } from './http-refusals.js';
 import { upstreamRefusalOf } from './upstream-refusal.js';
 import { EventLog, type KeptBytes, KeptMessages, ResponseStream, parseEventId } from './event-stream.js';
+import type { Valve } from './valve.js';
 
 const MAX_QUEUED = 1_000;
 
@@ -42,6 +43,11 @@ export class HttpSession implements Channel {
   /** The session's own initialize while it is unanswered, and what to do if it fails. */
   private opening: { key: string | number; res: ServerResponse; failed: () => void } | undefined;
   lastActivity = Date.now();
+  /**
+   * Shut while the session's stdio server holds too much of what was written to it unread: the front then
+   * reads no more of the session's POSTed bodies (valve.ts). Absent for an upstream that is not a pipe.
+   */
+  intake: Valve | undefined;
 
   constructor(
     retention: SessionRetention,

@@ -9,10 +9,13 @@ import type { Channel } from './channel.js';
 import type { SharedRules } from './shared-rules.js';
 import { SharedUpstream } from './shared-upstream.js';
 import type { Logger } from 'pino';
+import type { Valve } from './valve.js';
 
 export interface PoolUpstream {
   channel: Channel;
   stop(): Promise<void>;
+  /** Shut while the server's stdin is behind: each of its ports' sessions waits on it (valve.ts). */
+  intake?: Valve | undefined;
 }
 
 interface Member {
@@ -40,9 +43,10 @@ export class UpstreamPool {
     const index = this.leastUsed();
     const member = this.members[index]!;
     member.sessions++;
+    let upstream: PoolUpstream;
     let multiplexer: SharedUpstream;
     try {
-      ({ multiplexer } = await this.opened(index));
+      ({ upstream, multiplexer } = await this.opened(index));
     } catch (error) {
       member.sessions--;
       throw error;
@@ -51,6 +55,7 @@ export class UpstreamPool {
     let stopped = false;
     return {
       channel,
+      intake: upstream.intake,
       stop: async () => {
         if (stopped) return;
         stopped = true;

@@ -205,9 +205,29 @@ describe('Correlator', () => {
 describe('ServedRequests', () => {
   function served() {
     const inbox = new Inbox<{ id: RequestId; message: object }>();
-    const s = new ServedRequests((id, message) => inbox.push({ id, message }), logger);
-    return { s, answers: inbox.items, inbox };
+    const raws: string[] = [];
+    const s = new ServedRequests(
+      (id, message) => inbox.push({ id, message }),
+      (id, raw) => {
+        raws.push(raw.toString());
+        inbox.push({ id, message: JSON.parse(raw.toString()) as object });
+      },
+      logger,
+    );
+    return { s, answers: inbox.items, inbox, raws };
   }
+
+  it('answers a blocking request with a result kept as bytes as those bytes, with only the envelope around them', async () => {
+    const { s, inbox, raws } = served();
+    const kept = '{ "content" :[{"type":"text","text":"é\\u0041"}] }';
+    s.answerBlocking(7, () => Promise.resolve({ resultBytes: Buffer.from(kept) }));
+    s.answerBlocking('eight', () => Promise.resolve({ resultBytes: kept }));
+    await inbox.waitFor((answer) => answer.id === 'eight', 'the answer to eight');
+    expect(raws).toEqual([
+      `{"jsonrpc":"2.0","id":7,"result":${kept}}`,
+      `{"jsonrpc":"2.0","id":"eight","result":${kept}}`,
+    ]);
+  });
 
   it('answers with the result, or the JSON-RPC error the failure maps to', async () => {
     const { s, answers, inbox } = served();

@@ -1,0 +1,140 @@
+/**
+ * Issue 33: the result of a task taskgate holds (a plain server's answer to a task-augmented call) is kept
+ * as the bytes the server wrote, and tasks/result gives them back as they are, with only the response's id
+ * and the related-task `_meta` written around them. taskgate's Session between two LineChannels over
+ * in-memory pipes; the server writes its own lines, the client reads raw lines.
+ */
+import { PassThrough } from 'node:stream';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../../src/config/load.js';
+import { Policy } from '../../src/config/policy.js';
+import { Session } from '../../src/session/session.js';
+import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
+import { LineChannel } from '../../src/transport/line-channel.js';
+import { Inbox } from '../helpers/inbox.js';
+import { INITIALIZE } from '../helpers/taskgate.js';
+
+type Json = Record<string, unknown>;
+
+const LIMIT = 16 * 1024 * 1024;
+const RELATED = 'io.modelcontextprotocol/related-task';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** Each line a stream carries, as its bytes. */
+function lines(stream: PassThrough, each: (line: Buffer) => void): void {
+  let pending: Buffer[] = [];
+  stream.on('data', (chunk: Buffer) => {
+    let start = 0;
+    for (let nl = chunk.indexOf(0x0a); nl !== -1; nl = chunk.indexOf(0x0a, start)) {
+      each(Buffer.concat([...pending, chunk.subarray(start, nl)]));
+      pending = [];
+      start = nl + 1;
+    }
+    if (start < chunk.length) pending.push(chunk.subarray(start));
+  });
+}
+
+async function gateway() {
+  const config = resolveConfig({});
+  const [fromClient, toClient, fromServer, toServer] = [0, 1, 2, 3].map(() => new PassThrough());
+  const store = new MemoryTaskStore({ maxTasks: 10, maxResultBytes: LIMIT });
+  const session = new Session(
+    new LineChannel(fromClient!, toClient!, LIMIT, 'the client'),
+    new LineChannel(fromServer!, toServer!, LIMIT, 'the upstream server'),
+    { id: 'bytes', config, policy: new Policy(config), store, logger: pino({ level: 'silent' }) },
+    { upstreamGone: () => undefined, closed: () => undefined },
+  );
+  session.start();
+  cleanups.push(async () => {
+    await session.close();
+    await store.close();
+  });
+  const client = new Inbox<Buffer>();
+  lines(toClient!, (line) => client.push(line));
+  const calls = new Inbox<Json>();
+  const serverWrites = (line: string): void => void fromServer!.write(`${line}\n`);
+  lines(toServer!, (line) => {
+    const message = JSON.parse(line.toString()) as Json;
+    if (message.method === 'initialize') {
+      serverWrites(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: message.id,
+          result: {
+            protocolVersion: '2025-11-25',
+            capabilities: { tools: {} },
+            serverInfo: { name: 's', version: '1' },
+          },
+        }),
+      );
+    } else if (message.method === 'tools/call') calls.push(message);
+  });
+  const clientSends = (message: Json): void => void fromClient!.write(`${JSON.stringify(message)}\n`);
+  clientSends(INITIALIZE);
+  await client.waitFor((line) => line.includes('"protocolVersion"'), 'the initialize answer');
+  clientSends({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  return { client, calls, clientSends, serverWrites };
+}
+
+/**
+ * A task's result as the server wrote it, and what tasks/result answered: a task-augmented call of a
+ * server that knows no tasks (taskgate holds the task), answered with `result`, then fetched.
+ */
+async function heldAndFetched(result: string): Promise<{ taskId: string; answer: Buffer }> {
+  const gate = await gateway();
+  gate.clientSends({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: { name: 'big', arguments: {}, task: {} },
+  });
+  const created = JSON.parse(
+    (await gate.client.waitFor((line) => line.includes('"id":1'), 'the CreateTaskResult')).toString(),
+  ) as { result: { task: { taskId: string } } };
+  const { taskId } = created.result.task;
+  const call = await gate.calls.waitFor(() => true, 'the call upstream');
+  gate.serverWrites(`{"jsonrpc":"2.0", "id":${JSON.stringify(call.id)}, "result":${result}}`);
+  gate.clientSends({ jsonrpc: '2.0', id: 2, method: 'tasks/result', params: { taskId } });
+  const answer = await gate.client.waitFor((line) => line.includes('"id":2'), 'the tasks/result answer');
+  return { taskId, answer };
+}
+
+/** A result as a server may write it, with what a re-serialization would change: escapes, spaces, digits. */
+const written = (bytes: number): string => {
+  const text = String.raw`caf\u00e9 \/ \"quoted\" \\ line\n`;
+  return `{ "content" : [{"type":"text","text":"${text.repeat(Math.ceil(bytes / text.length))}"}], "n": 1.50 }`;
+};
+
+describe('issue 33: a task result taskgate holds is served as the bytes the server wrote', () => {
+  it('a 4 MB result: its bytes, with only the id and the related-task _meta around them', async () => {
+    const result = written(4_000_000);
+    const { taskId, answer } = await heldAndFetched(result);
+    const tag = `{"_meta":{"${RELATED}":{"taskId":"${taskId}"}},`;
+    expect(answer.toString()).toBe(`{"jsonrpc":"2.0","id":2,"result":${tag}${result.slice(1)}}`);
+  });
+
+  it('an empty result: the tag alone, as valid JSON', async () => {
+    const { taskId, answer } = await heldAndFetched('{ }');
+    expect(JSON.parse(answer.toString())).toEqual({
+      jsonrpc: '2.0',
+      id: 2,
+      result: { _meta: { [RELATED]: { taskId } } },
+    });
+  });
+
+  it('a result with a _meta of its own: the tag joins it, the rest as before', async () => {
+    const { taskId, answer } = await heldAndFetched(
+      '{"content":[{"type":"text","text":"x"}],"_meta":{"k":1}}',
+    );
+    expect(JSON.parse(answer.toString())).toEqual({
+      jsonrpc: '2.0',
+      id: 2,
+      result: { content: [{ type: 'text', text: 'x' }], _meta: { k: 1, [RELATED]: { taskId } } },
+    });
+  });
+});
