@@ -88,7 +88,8 @@ export async function startHttpGateway(
     mayRestart: () => runner.isAccepting,
   };
   const upstreams = sessionUpstreams(config, logger, hooks, credentials.forCaller(undefined));
-  probeUpstreamAtStartUp(config, logger, credentials.forCaller(undefined));
+  // An upstream that is sent each caller's credential is asked its era by the first caller's session.
+  if (!credentials.perCaller) probeUpstreamAtStartUp(config, logger, credentials.forCaller(undefined));
   // Several servers: each session gets an aggregator before one Session per server (src/aggregate/).
   const aggregated =
     config.upstreams === undefined

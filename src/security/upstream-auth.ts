@@ -24,6 +24,8 @@ export interface UpstreamAuth {
    * `ownAuthorization`: the caller's own, as auth.bearerPassthrough passes it on.
    */
   forCaller(identity: string | undefined, ownAuthorization?: string): UpstreamCredential | undefined;
+  /** The upstream is sent each caller's credential: a request of no caller's would only be refused there. */
+  readonly perCaller: boolean;
 }
 
 export function upstreamAuth(config: Config, now: () => number = Date.now): UpstreamAuth {
@@ -43,7 +45,7 @@ export function upstreamAuth(config: Config, now: () => number = Date.now): Upst
       new TokenEndpoint({ ...settings, resource: settings.resource ?? resource }, now),
       now,
     );
-    return { watching: (authenticate) => authenticate, forCaller: () => shared };
+    return { watching: (authenticate) => authenticate, forCaller: () => shared, perCaller: false };
   }
   if (credentials?.tokenExchange !== undefined) {
     const settings = credentials.tokenExchange;
@@ -55,17 +57,20 @@ export function upstreamAuth(config: Config, now: () => number = Date.now): Upst
     return {
       watching,
       forCaller: (identity) => (identity === undefined ? undefined : exchange.forCaller(identity)),
+      perCaller: true,
     };
   }
   if (config.auth.oauth?.bearerPassthrough === true) {
     return {
       watching,
       forCaller: (identity) => (identity === undefined ? undefined : passedThrough(tokens, identity)),
+      perCaller: true,
     };
   }
   return {
     watching: (authenticate) => authenticate,
     forCaller: (_identity, own) => (own === undefined ? undefined : fixedCredential(own, true)),
+    perCaller: config.auth.bearerPassthrough !== undefined,
   };
 }
 
