@@ -13,6 +13,7 @@ import { Session } from '../../src/session/session.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { LineChannel } from '../../src/transport/line-channel.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
+import { byteLines } from '../helpers/byte-lines.js';
 import { Inbox } from '../helpers/inbox.js';
 import { INITIALIZE } from '../helpers/taskgate.js';
 
@@ -26,20 +27,6 @@ const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-/** Each line a stream carries, as its bytes, to `each` as it arrives. */
-function byteLines(stream: PassThrough, each: (line: Buffer) => void): void {
-  let pending: Buffer[] = [];
-  stream.on('data', (chunk: Buffer) => {
-    let start = 0;
-    for (let nl = chunk.indexOf(0x0a); nl !== -1; nl = chunk.indexOf(0x0a, start)) {
-      each(Buffer.concat([...pending, chunk.subarray(start, nl)]));
-      pending = [];
-      start = nl + 1;
-    }
-    if (start < chunk.length) pending.push(chunk.subarray(start));
-  });
-}
 
 /** A line written as a pipe delivers it: in chunks of at most 64 KiB, the newline with the last. */
 function writeInChunks(stream: PassThrough, line: Buffer): void {

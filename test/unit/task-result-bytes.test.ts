@@ -12,6 +12,7 @@ import { Policy } from '../../src/config/policy.js';
 import { Session } from '../../src/session/session.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { LineChannel } from '../../src/transport/line-channel.js';
+import { byteLines } from '../helpers/byte-lines.js';
 import { Inbox } from '../helpers/inbox.js';
 import { INITIALIZE } from '../helpers/taskgate.js';
 
@@ -24,20 +25,6 @@ const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-/** Each line a stream carries, as its bytes. */
-function lines(stream: PassThrough, each: (line: Buffer) => void): void {
-  let pending: Buffer[] = [];
-  stream.on('data', (chunk: Buffer) => {
-    let start = 0;
-    for (let nl = chunk.indexOf(0x0a); nl !== -1; nl = chunk.indexOf(0x0a, start)) {
-      each(Buffer.concat([...pending, chunk.subarray(start, nl)]));
-      pending = [];
-      start = nl + 1;
-    }
-    if (start < chunk.length) pending.push(chunk.subarray(start));
-  });
-}
 
 async function gateway() {
   const config = resolveConfig({});
@@ -55,10 +42,10 @@ async function gateway() {
     await store.close();
   });
   const client = new Inbox<Buffer>();
-  lines(toClient!, (line) => client.push(line));
+  byteLines(toClient!, (line) => client.push(line));
   const calls = new Inbox<Json>();
   const serverWrites = (line: string): void => void fromServer!.write(`${line}\n`);
-  lines(toServer!, (line) => {
+  byteLines(toServer!, (line) => {
     const message = JSON.parse(line.toString()) as Json;
     if (message.method === 'initialize') {
       serverWrites(
