@@ -250,8 +250,7 @@ export class HttpFront {
         message: 'Unsupported Media Type: send application/json',
       });
     }
-    const held = this.intakeShut(req.headers['mcp-session-id'], caller);
-    if (held !== undefined) await held;
+    await this.intakeShut(req.headers['mcp-session-id'], caller);
     const body = await readBody(req, this.options.maxMessageBytes);
     if (!Buffer.isBuffer(body)) return this.tooLarge(req, res, body, caller);
     const read = readMessage(body, 'the client');
@@ -501,10 +500,7 @@ export class HttpFront {
    * Settles once the session's stdio server reads again, when it is behind: until then the body stays in
    * the socket and TCP holds the client back, rather than taskgate holding every body it sent.
    */
-  private intakeShut(
-    header: string | string[] | undefined,
-    caller: Caller | undefined,
-  ): Promise<void> | undefined {
+  private intakeShut(header: string | string[] | undefined, caller: Caller | undefined) {
     const session = typeof header === 'string' ? this.sessions.get(header) : undefined;
     if (session?.intake === undefined || session.identity !== caller?.identity) return undefined;
     return untilOpen([session.intake]);
