@@ -4,17 +4,12 @@
  * taskgate's Session between two LineChannels over in-memory pipes, a server that writes its own lines
  * (in pipe-sized chunks) and a client that reads raw lines.
  */
-import { PassThrough } from 'node:stream';
-import { pino } from 'pino';
+import type { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { resolveConfig } from '../../src/config/load.js';
-import { Policy } from '../../src/config/policy.js';
-import { Session } from '../../src/session/session.js';
-import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
-import { LineChannel } from '../../src/transport/line-channel.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
 import { byteLines } from '../helpers/byte-lines.js';
 import { Inbox } from '../helpers/inbox.js';
+import { pipedSession } from '../helpers/piped-session.js';
 import { INITIALIZE } from '../helpers/taskgate.js';
 
 type Json = Record<string, unknown>;
@@ -36,24 +31,13 @@ function writeInChunks(stream: PassThrough, line: Buffer): void {
 
 /** `memory`: the client is a peer in memory (as the 2026-07-28 bridge is), which is handed parsed values. */
 async function gateway(clientKind: 'stdio' | 'memory' = 'stdio', serverTasks = false) {
-  const config = resolveConfig({});
-  const fromClient = new PassThrough();
-  const toClient = new PassThrough();
-  const fromServer = new PassThrough();
-  const toServer = new PassThrough();
-  const store = new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1024 });
   const inMemory = memoryChannelPair();
-  const session = new Session(
-    clientKind === 'stdio' ? new LineChannel(fromClient, toClient, LIMIT, 'the client') : inMemory.b,
-    new LineChannel(fromServer, toServer, LIMIT, 'the upstream server'),
-    { id: 'bytes', config, policy: new Policy(config), store, logger: pino({ level: 'silent' }) },
-    { upstreamGone: () => undefined, closed: () => undefined },
-  );
-  session.start();
-  cleanups.push(async () => {
-    await session.close();
-    await store.close();
+  const { fromClient, toClient, fromServer, toServer, close } = pipedSession({
+    limit: LIMIT,
+    maxResultBytes: 1024,
+    ...(clientKind === 'memory' ? { client: inMemory.b } : {}),
   });
+  cleanups.push(close);
   const client = new Inbox<Buffer>();
   const handed: (object | undefined)[] = [];
   byteLines(toClient, (line) => client.push(line));

@@ -4,16 +4,10 @@
  * and the related-task `_meta` written around them. taskgate's Session between two LineChannels over
  * in-memory pipes; the server writes its own lines, the client reads raw lines.
  */
-import { PassThrough } from 'node:stream';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { resolveConfig } from '../../src/config/load.js';
-import { Policy } from '../../src/config/policy.js';
-import { Session } from '../../src/session/session.js';
-import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
-import { LineChannel } from '../../src/transport/line-channel.js';
 import { byteLines } from '../helpers/byte-lines.js';
 import { Inbox } from '../helpers/inbox.js';
+import { pipedSession } from '../helpers/piped-session.js';
 import { INITIALIZE } from '../helpers/taskgate.js';
 
 type Json = Record<string, unknown>;
@@ -27,25 +21,16 @@ afterEach(async () => {
 });
 
 async function gateway() {
-  const config = resolveConfig({});
-  const [fromClient, toClient, fromServer, toServer] = [0, 1, 2, 3].map(() => new PassThrough());
-  const store = new MemoryTaskStore({ maxTasks: 10, maxResultBytes: LIMIT });
-  const session = new Session(
-    new LineChannel(fromClient!, toClient!, LIMIT, 'the client'),
-    new LineChannel(fromServer!, toServer!, LIMIT, 'the upstream server'),
-    { id: 'bytes', config, policy: new Policy(config), store, logger: pino({ level: 'silent' }) },
-    { upstreamGone: () => undefined, closed: () => undefined },
-  );
-  session.start();
-  cleanups.push(async () => {
-    await session.close();
-    await store.close();
+  const { fromClient, toClient, fromServer, toServer, close } = pipedSession({
+    limit: LIMIT,
+    maxResultBytes: LIMIT,
   });
+  cleanups.push(close);
   const client = new Inbox<Buffer>();
-  byteLines(toClient!, (line) => client.push(line));
+  byteLines(toClient, (line) => client.push(line));
   const calls = new Inbox<Json>();
-  const serverWrites = (line: string): void => void fromServer!.write(`${line}\n`);
-  byteLines(toServer!, (line) => {
+  const serverWrites = (line: string): void => void fromServer.write(`${line}\n`);
+  byteLines(toServer, (line) => {
     const message = JSON.parse(line.toString()) as Json;
     if (message.method === 'initialize') {
       serverWrites(
@@ -61,7 +46,7 @@ async function gateway() {
       );
     } else if (message.method === 'tools/call') calls.push(message);
   });
-  const clientSends = (message: Json): void => void fromClient!.write(`${JSON.stringify(message)}\n`);
+  const clientSends = (message: Json): void => void fromClient.write(`${JSON.stringify(message)}\n`);
   clientSends(INITIALIZE);
   await client.waitFor((line) => line.includes('"protocolVersion"'), 'the initialize answer');
   clientSends({ jsonrpc: '2.0', method: 'notifications/initialized' });
