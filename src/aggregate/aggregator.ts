@@ -27,7 +27,7 @@ import { LEGACY_VERSIONS } from '../protocol/versions.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { gathered } from './fan-out.js';
-import { LIST_CHANGED_WINDOW_MS, ListChanges, type ListKind } from './list-changes.js';
+import { ListChanges, type ListKind } from './list-changes.js';
 import { ListReader, type ServerList } from './lists.js';
 import { mergedInitialize, mergedNames, type Listed } from './merge.js';
 import { Member, type MemberSpec, type Outcome } from './member.js';
@@ -47,16 +47,13 @@ export interface AggregatorOptions {
   /** The client went away (the members are closed by then). */
   closed(reason: string): void;
   /**
-   * How long the servers slower than the first get to answer a request asked of all of them (FAN_OUT_GRACE_MS
-   * unless set): the merged answer goes without those still silent then.
+   * How long the servers slower than the first get to answer a request asked of all of them
+   * (aggregate.slowServerGrace): the merged answer goes without those still silent then.
    */
-  graceMs?: number;
-  /** The servers' list changes within this of the first are one list_changed (LIST_CHANGED_WINDOW_MS unless set). */
-  listChangedWindowMs?: number;
+  graceMs: number;
+  /** The servers' list changes within this of the first are one list_changed (aggregate.listChangedWindow). */
+  listChangedWindowMs: number;
 }
-
-/** The grace of a request asked of every server, after the first answer (see AggregatorOptions.graceMs). */
-const FAN_OUT_GRACE_MS = 10_000;
 
 /** A client request sent on to one server, and what its answer needs on its way back. */
 interface Routed {
@@ -105,12 +102,9 @@ export class Aggregator {
     for (const member of this.members) this.byName.set(member.name, member);
     this.serverRequests = new ServerRequests(this.client);
     this.taskLists = new TaskLists(this.names);
-    this.lists = new ListReader(options.logger, this.graceMs);
+    this.lists = new ListReader(options.logger, options.graceMs);
     this.resources = new ResourceRoutes(options.logger, this.lists);
-    this.listChanges = new ListChanges(
-      (kind) => this.notifyListChanged(kind),
-      options.listChangedWindowMs ?? LIST_CHANGED_WINDOW_MS,
-    );
+    this.listChanges = new ListChanges((kind) => this.notifyListChanged(kind), options.listChangedWindowMs);
   }
 
   start(): void {
@@ -219,7 +213,7 @@ export class Aggregator {
     const { answered, late } = await gathered(
       this.serving(),
       (member) => member.ask('initialize', params),
-      this.graceMs,
+      this.options.graceMs,
     );
     const answers = [];
     for (const { member, value } of answered) {
@@ -230,7 +224,7 @@ export class Aggregator {
       member.joining = true;
       this.options.logger.warn(
         { server: member.name },
-        `the server "${member.name}" has not answered initialize ${this.graceMs} ms after the first: it joins when it does`,
+        `the server "${member.name}" has not answered initialize ${this.options.graceMs} ms after the first: it joins when it does`,
       );
       void answer.then((outcome) => this.joined(member, outcome));
     }
@@ -240,10 +234,6 @@ export class Aggregator {
     const result = mergedInitialize(answers, params?.protocolVersion, this.options.version);
     this.capabilities = isObject(result.capabilities) ? result.capabilities : {};
     return result;
-  }
-
-  private get graceMs(): number {
-    return this.options.graceMs ?? FAN_OUT_GRACE_MS;
   }
 
   private refusedInitialize(member: Member, error: JsonRpcErrorObject): void {

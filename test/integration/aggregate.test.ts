@@ -177,6 +177,38 @@ describe('three real servers behind one taskgate (issue 32)', () => {
     expect(stderr()).toMatch(/the server \\"legacy\\".*only its calls fail/);
   });
 
+  it('waits on a slow server and gathers list changes as the config’s aggregate settings say', async () => {
+    const { client, transport, stderr } = await start([
+      '--config',
+      file(
+        JSON.stringify({
+          upstreams: {
+            legacy: { ...THREE.legacy, restart: { enabled: false } },
+            native: THREE.native,
+            // It never answers initialize: the handshake goes on without it once the grace is up.
+            mute: { command: node, args: ['-e', 'process.stdin.resume()'] },
+          },
+          aggregate: { slowServerGrace: 300, listChangedWindow: 1_500 },
+        }),
+        'json',
+      ),
+    ]);
+    await vi.waitFor(
+      () =>
+        expect(stderr()).toMatch(/the server \\"mute\\" has not answered initialize 300 ms after the first/),
+      { timeout: 5_000, interval: 50 },
+    );
+    const crashedAt = Date.now();
+    await rpcError(client.callTool({ name: 'legacy__crash', arguments: {} }));
+    await transport.received.waitFor(
+      (message) => 'method' in message && message.method === 'notifications/tools/list_changed',
+      'notifications/tools/list_changed',
+      15_000,
+    );
+    // The crash opened the window: the client is told once it is up, not before.
+    expect(Date.now() - crashedAt).toBeGreaterThanOrEqual(1_500);
+  });
+
   it('answers /readyz on the admin listener with each server by name and its state', async () => {
     const { client, stderr } = await withConfig(
       {

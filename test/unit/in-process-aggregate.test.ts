@@ -454,7 +454,7 @@ describe('several servers behind one endpoint (issue 32)', () => {
         { name: 'fast', tools: [echoOf('fast')] },
         { name: 'slow', tools: [echoOf('slow')], late: true },
       ],
-      { graceMs: 50 },
+      { config: { aggregate: { slowServerGrace: 50 } } },
     );
     const g = gate;
     expect(g.client.getServerCapabilities()?.tools?.listChanged).toBe(true);
