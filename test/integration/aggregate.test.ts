@@ -374,6 +374,13 @@ describe('several servers behind the HTTP front (issue 32)', () => {
         status: 'completed',
       }),
     ).toBe(1);
+    // The native server's own task is counted apart, under its server.
+    const native = { tool: 'echo', server: 'native' };
+    expect(sample(metrics, 'taskgate_upstream_tasks_created_total', native)).toBe(1);
+    const ended = { ...native, status: 'completed' };
+    expect(sample(metrics, 'taskgate_upstream_tasks_finished_total', ended)).toBe(1);
+    expect(sample(metrics, 'taskgate_upstream_task_duration_seconds_count', ended)).toBe(1);
+    expect(sample(metrics, 'taskgate_tasks_created_total', native)).toBeUndefined();
     const data = (await (await fetch(new URL('/dashboard/data', url))).json()) as { recent: unknown[] };
     expect(data.recent).toEqual(
       expect.arrayContaining([
