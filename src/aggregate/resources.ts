@@ -15,7 +15,7 @@ import { innerUri, listedUnder } from './resource-uris.js';
 export type ResourceList = 'resources/list' | 'resources/templates/list';
 
 /** A URI the client gave: the server it goes to, and that server's own URI. */
-export interface Routed {
+export interface ResourceRoute {
   member: Member;
   uri: string;
 }
@@ -51,7 +51,7 @@ export class ResourceRoutes {
    * The server of a URI the client gave (of `members`, by the rule; else of the servers without prefix
    * that listed it; else the only server there is), with its own URI; a ProtocolError when none has it.
    */
-  async route(uri: string, members: readonly Member[], serving: readonly Member[]): Promise<Routed> {
+  async route(uri: string, members: readonly Member[], serving: readonly Member[]): Promise<ResourceRoute> {
     const named = innerUri(uri, prefixedNames(members));
     if (named !== undefined) return { member: members.find((m) => m.name === named.server)!, uri: named.uri };
     const unprefixed = serving.filter((member) => !member.prefixed);
