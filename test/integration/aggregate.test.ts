@@ -278,6 +278,47 @@ describe('several servers behind the HTTP front (issue 32)', () => {
     return { client: sdk, transport };
   };
 
+  it('gives each HTTP session’s servers the grace and the list_changed window the flags set', async () => {
+    const config = file(
+      JSON.stringify({
+        upstreams: {
+          legacy: THREE.legacy,
+          native: THREE.native,
+          mute: { command: node, args: ['-e', 'process.stdin.resume()'] },
+        },
+      }),
+      'json',
+    );
+    gateway = await Gateway.start(
+      [],
+      [
+        '--config',
+        config,
+        '--no-upstream-restart',
+        '--slow-server-grace',
+        '300',
+        '--list-changed-window',
+        '1500',
+      ],
+    );
+    const g = gateway;
+    const { client: sdk, transport } = await client(g);
+    await vi.waitFor(
+      () =>
+        expect(g.stderr).toMatch(/the server \\"mute\\" has not answered initialize 300 ms after the first/),
+      { timeout: 5_000, interval: 50 },
+    );
+    const crashedAt = Date.now();
+    await rpcError(sdk.callTool({ name: 'legacy__crash', arguments: {} }));
+    await transport.received.waitFor(
+      (message) => 'method' in message && message.method === 'notifications/tools/list_changed',
+      'notifications/tools/list_changed',
+      15_000,
+    );
+    expect(Date.now() - crashedAt).toBeGreaterThanOrEqual(1_500);
+    await sdk.close();
+  });
+
   it('gives each client session the merged lists, calls and tasks of every server, and isolates a crash', async () => {
     const config = file(
       JSON.stringify({ upstreams: { legacy: THREE.legacy, native: THREE.native } }),
