@@ -18,6 +18,7 @@ import {
   UnsubscribeRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
+import { createServer } from '@modelcontextprotocol/server-everything/dist/server/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fakeServer, type FakeTool } from '../helpers/in-process.js';
 import { inProcessAggregate, type AggregateGateway } from '../helpers/in-process-aggregate.js';
@@ -89,10 +90,12 @@ const resourceServer = (name: string, asked: Asked): Server => {
 const asked = (): Asked => ({ read: [], subscribed: [], unsubscribed: [], completed: [] });
 
 let gate: AggregateGateway | undefined;
+const cleanups: (() => void)[] = [];
 afterEach(async () => {
   expect(gate?.violations ?? []).toEqual([]);
   await gate?.close();
   gate = undefined;
+  for (const cleanup of cleanups.splice(0)) cleanup();
 });
 
 const textOf = (read: { contents: unknown[] }): unknown => (read.contents[0] as { text?: unknown }).text;
@@ -189,6 +192,39 @@ describe('resources of several servers behind one endpoint (issue 32)', () => {
     const link = expected[1] as { uri: string };
     expect(textOf(await g.client.readResource({ uri: link.uri }))).toBe('a read');
     expect(a.read).toEqual([SAME]);
+  });
+
+  it('reads back the resource links and the embedded resource server-everything’s tools give', async () => {
+    const everything = createServer();
+    cleanups.push(() => everything.cleanup(undefined));
+    const g = (gate = await inProcessAggregate([
+      { name: 'a', server: resourceServer('a', asked()) },
+      { name: 'everything', server: everything.server.server },
+    ]));
+    const linked = await g.client.callTool({
+      name: 'everything__get-resource-links',
+      arguments: { count: 2 },
+    });
+    const links = (linked.content as { type: string; uri?: string }[]).filter(
+      (block) => block.type === 'resource_link',
+    );
+    expect(links).toHaveLength(2);
+    for (const { uri } of links) {
+      expect(uri).toMatch(/^taskgate:everything\/demo:\/\//);
+      expect((await g.client.readResource({ uri: uri! })).contents[0]?.uri).toBe(uri);
+    }
+    const referenced = await g.client.callTool({
+      name: 'everything__get-resource-reference',
+      arguments: { resourceType: 'Text', resourceId: 3 },
+    });
+    const embedded = (
+      referenced.content as { type: string; resource?: { uri: string; text?: string } }[]
+    ).find((block) => block.type === 'resource')!.resource!;
+    expect(embedded.uri).toMatch(/^taskgate:everything\/demo:\/\//);
+    expect((await g.client.readResource({ uri: embedded.uri })).contents[0]).toMatchObject({
+      uri: embedded.uri,
+      text: embedded.text,
+    });
   });
 
   it('keeps the URIs of a server mounted without prefix, beside a prefixed one listing the same', async () => {
