@@ -82,14 +82,17 @@ function outerBlock(block: unknown, server: string): unknown {
   return block;
 }
 
-/** `list` with each item through `each`, or undefined when it is not a list or no item changed. */
+/**
+ * `list` with each item through `each`, or undefined when it is not a list or no item changed (copied only
+ * from the first change: most tool results embed no resource, and every call's result passes here).
+ */
 function mapped(list: unknown, each: (item: unknown) => unknown): unknown[] | undefined {
   if (!Array.isArray(list)) return undefined;
-  let changed = false;
-  const items = list.map((item: unknown) => {
+  let items: unknown[] | undefined;
+  list.forEach((item: unknown, i) => {
     const after = each(item);
-    changed ||= after !== item;
-    return after;
+    if (after !== item) items ??= list.slice();
+    if (items !== undefined) items[i] = after;
   });
-  return changed ? items : undefined;
+  return items;
 }

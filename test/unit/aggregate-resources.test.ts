@@ -123,7 +123,9 @@ describe('resources of several servers behind one endpoint (issue 32)', () => {
     expect((await g.client.readResource({ uri: `taskgate:b/${ODD}` })).contents[0]?.uri).toBe(
       `taskgate:b/${ODD}`,
     );
-    expect(a.read).toEqual([SAME]);
+    // A scheme is case-insensitive (RFC 3986): the rule's is too.
+    expect(textOf(await g.client.readResource({ uri: `TASKGATE:a/${SAME}` }))).toBe('a read');
+    expect(a.read).toEqual([SAME, SAME]);
     expect(b.read).toEqual([SAME, ODD]);
 
     const { resourceTemplates } = await g.client.listResourceTemplates();
