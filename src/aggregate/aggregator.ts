@@ -4,7 +4,8 @@
  * augment, unwrap or pass-through for its own server. What the aggregator does is only the routing: a
  * request to every server (initialize, the lists, logging/setLevel, tasks/list) is asked of each and the
  * answers merged; one to a tool, prompt, resource or task goes to its server under the name that server
- * gave it, with the client's own id, and comes back as it is unless a task id in it needs its prefix.
+ * gave it, with the client's own id, and comes back as it is unless a task id or resource URI in it needs
+ * its prefix.
  */
 import type { Logger } from 'pino';
 import { ErrorCode, type JsonRpcErrorObject, ProtocolError } from '../protocol/errors.js';
@@ -26,12 +27,13 @@ import { LEGACY_VERSIONS } from '../protocol/versions.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { gathered } from './fan-out.js';
-import { LIST_CHANGED_WINDOW_MS, ListChanges, type ListKind } from './list-changes.js';
+import { ListChanges, type ListKind } from './list-changes.js';
 import { ListReader, type ServerList } from './lists.js';
 import { mergedInitialize, mergedNames, type Listed } from './merge.js';
 import { Member, type MemberSpec, type Outcome } from './member.js';
 import { NameCollisionError, type Names } from './names.js';
 import type { ServersReadiness } from './readiness.js';
+import { withOuterUpdatedUri, withOuterUris } from './resource-uris.js';
 import { ResourceRoutes } from './resources.js';
 import { ServerRequests } from './server-requests.js';
 import { withOuterRelatedTaskId, withOuterTaskIds } from './task-ids.js';
@@ -45,16 +47,13 @@ export interface AggregatorOptions {
   /** The client went away (the members are closed by then). */
   closed(reason: string): void;
   /**
-   * How long the servers slower than the first get to answer a request asked of all of them (FAN_OUT_GRACE_MS
-   * unless set): the merged answer goes without those still silent then.
+   * How long the servers slower than the first get to answer a request asked of all of them
+   * (aggregate.slowServerGrace): the merged answer goes without those still silent then.
    */
-  graceMs?: number;
-  /** The servers' list changes within this of the first are one list_changed (LIST_CHANGED_WINDOW_MS unless set). */
-  listChangedWindowMs?: number;
+  graceMs: number;
+  /** The servers' list changes within this of the first are one list_changed (aggregate.listChangedWindow). */
+  listChangedWindowMs: number;
 }
-
-/** The grace of a request asked of every server, after the first answer (see AggregatorOptions.graceMs). */
-const FAN_OUT_GRACE_MS = 10_000;
 
 /** A client request sent on to one server, and what its answer needs on its way back. */
 interface Routed {
@@ -103,12 +102,9 @@ export class Aggregator {
     for (const member of this.members) this.byName.set(member.name, member);
     this.serverRequests = new ServerRequests(this.client);
     this.taskLists = new TaskLists(this.names);
-    this.resources = new ResourceRoutes(options.logger);
-    this.lists = new ListReader(options.logger, this.graceMs);
-    this.listChanges = new ListChanges(
-      (kind) => this.notifyListChanged(kind),
-      options.listChangedWindowMs ?? LIST_CHANGED_WINDOW_MS,
-    );
+    this.lists = new ListReader(options.logger, options.graceMs);
+    this.resources = new ResourceRoutes(options.logger, this.lists);
+    this.listChanges = new ListChanges((kind) => this.notifyListChanged(kind), options.listChangedWindowMs);
   }
 
   start(): void {
@@ -178,7 +174,7 @@ export class Aggregator {
           return await this.complete(request);
         case 'resources/list':
         case 'resources/templates/list':
-          return this.answer(id, await this.resourcesPage(method, params?.cursor));
+          return this.answer(id, await this.resources.page(this.serving(), method, params?.cursor));
         case 'resources/read':
         case 'resources/subscribe':
         case 'resources/unsubscribe':
@@ -217,7 +213,7 @@ export class Aggregator {
     const { answered, late } = await gathered(
       this.serving(),
       (member) => member.ask('initialize', params),
-      this.graceMs,
+      this.options.graceMs,
     );
     const answers = [];
     for (const { member, value } of answered) {
@@ -228,7 +224,7 @@ export class Aggregator {
       member.joining = true;
       this.options.logger.warn(
         { server: member.name },
-        `the server "${member.name}" has not answered initialize ${this.graceMs} ms after the first: it joins when it does`,
+        `the server "${member.name}" has not answered initialize ${this.options.graceMs} ms after the first: it joins when it does`,
       );
       void answer.then((outcome) => this.joined(member, outcome));
     }
@@ -238,10 +234,6 @@ export class Aggregator {
     const result = mergedInitialize(answers, params?.protocolVersion, this.options.version);
     this.capabilities = isObject(result.capabilities) ? result.capabilities : {};
     return result;
-  }
-
-  private get graceMs(): number {
-    return this.options.graceMs ?? FAN_OUT_GRACE_MS;
   }
 
   private refusedInitialize(member: Member, error: JsonRpcErrorObject): void {
@@ -340,9 +332,16 @@ export class Aggregator {
       const what = kind === 'tool' ? 'Tool' : 'Prompt';
       throw new ProtocolError(ErrorCode.InvalidParams, `${what} ${JSON.stringify(name)} not found`);
     }
-    this.forward(found.member, { ...request, params: { ...request.params, name: found.name } }, (result) =>
-      withOuterTaskIds(result, found.member.name, this.names),
-    );
+    const params = { ...request.params, name: found.name };
+    this.forward(found.member, { ...request, params }, this.outerResult(found.member));
+  }
+
+  /** A server's result as the client gets it: its task ids and, for a prefixed server, its URIs renamed. */
+  private outerResult(member: Member): Routed['rewrite'] {
+    return (result) => {
+      const renamed = withOuterTaskIds(result, member.name, this.names);
+      return member.prefixed ? (withOuterUris(renamed ?? result, member.name) ?? renamed) : renamed;
+    };
   }
 
   private async complete(request: Request): Promise<void> {
@@ -354,50 +353,26 @@ export class Aggregator {
       const params = { ...request.params, ref: { ...ref, name: found.name } };
       return this.forward(found.member, { ...request, params }, () => undefined);
     }
-    if (isObject(ref) && typeof ref.uri === 'string')
-      return this.forwardTo(await this.resourceOwner(ref.uri), request);
+    if (isObject(ref) && typeof ref.uri === 'string') {
+      const routed = await this.resources.route(ref.uri, this.members, this.serving());
+      const params = { ...request.params, ref: { ...ref, uri: routed.uri } };
+      return this.forward(routed.member, { ...request, params }, () => undefined);
+    }
     throw new ProtocolError(
       ErrorCode.InvalidParams,
       'completion/complete needs a ref/prompt or a ref/resource',
     );
   }
 
-  private async resourcesPage(
-    method: 'resources/list' | 'resources/templates/list',
-    cursor: unknown,
-  ): Promise<JsonObject> {
-    const key = resourcesKey(method);
-    const page = await this.lists.page(this.serving(), method, key, cursor);
-    const items: unknown[] = [];
-    for (const { member, items: own } of page.lists) {
-      this.resources.take(member, own);
-      items.push(...own);
-    }
-    return { [key]: items, ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) };
-  }
-
-  /** The server of a URI: one that listed it (or a template it fits), from the pages seen or else all. */
-  private async resourceOwner(uri: string): Promise<Member> {
-    if (this.resources.find(uri) === undefined && !this.resources.complete) {
-      for (const method of ['resources/list', 'resources/templates/list'] as const) {
-        for (const { member, items } of await this.lists.whole(
-          this.serving(),
-          method,
-          resourcesKey(method),
-        )) {
-          this.resources.take(member, items);
-        }
-      }
-      this.resources.complete = true;
-    }
-    return this.resources.owner(uri, this.serving());
-  }
-
   private async toResource(request: Request): Promise<void> {
     const uri = request.params?.uri;
     if (typeof uri !== 'string')
       throw new ProtocolError(ErrorCode.InvalidParams, `${request.method} needs a uri`);
-    this.forwardTo(await this.resourceOwner(uri), request);
+    const routed = await this.resources.route(uri, this.members, this.serving());
+    const { member } = routed;
+    this.forward(member, { ...request, params: { ...request.params, uri: routed.uri } }, (result) =>
+      member.prefixed ? withOuterUris(result, member.name) : undefined,
+    );
   }
 
   private toTask(request: Request): void {
@@ -413,9 +388,8 @@ export class Aggregator {
       throw new ProtocolError(ErrorCode.InvalidParams, `Task not found or expired: ${String(taskId)}`);
     }
     const member = this.byName.get(found.server)!;
-    this.forward(member, { ...request, params: { ...request.params, taskId: found.name } }, (result) =>
-      withOuterTaskIds(result, member.name, this.names),
-    );
+    const params = { ...request.params, taskId: found.name };
+    this.forward(member, { ...request, params }, this.outerResult(member));
   }
 
   /** A method the aggregator does not route: the one server's, with one server; unknown with several. */
@@ -483,7 +457,10 @@ export class Aggregator {
     const listChanged = LIST_CHANGED.exec(method)?.[1] as ListKind | undefined;
     if (listChanged !== undefined) return this.serverListChanged(listChanged);
     const rename = method.startsWith('notifications/tasks/') ? withOuterTaskIds : withOuterRelatedTaskId;
-    const renamed = params === undefined ? undefined : rename(params, member.name, this.names);
+    let renamed = params === undefined ? undefined : rename(params, member.name, this.names);
+    if (method === 'notifications/resources/updated' && member.prefixed && params !== undefined) {
+      renamed = withOuterUpdatedUri(renamed ?? params, member.name);
+    }
     if (renamed !== undefined) this.client.send({ ...message.msg, params: renamed }, route);
     else this.client.sendRaw(raw, route, parsed);
   }
@@ -536,10 +513,6 @@ export class Aggregator {
     this.serverRequests.memberGone(member);
     this.listsChanged();
   }
-}
-
-function resourcesKey(method: 'resources/list' | 'resources/templates/list'): string {
-  return method === 'resources/list' ? 'resources' : 'resourceTemplates';
 }
 
 function modernRefused(params: JsonObject | undefined): JsonRpcErrorObject {

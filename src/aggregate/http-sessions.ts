@@ -7,7 +7,7 @@
 import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
 import type { Core } from '../composition.js';
-import { DEFAULT_SEPARATOR, type Config } from '../config/schema.js';
+import { AGGREGATE_DEFAULTS, DEFAULT_SEPARATOR, type Config } from '../config/schema.js';
 import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import type { Caller } from '../transport/http-front.js';
 import type { HttpSession } from '../transport/http-session.js';
@@ -40,6 +40,7 @@ export function aggregatedSessions(
   const { forget, credentialFor, ...upstreamHooks } = hooks;
   const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
   const names = new Names(config.namespacing?.separator ?? DEFAULT_SEPARATOR);
+  const { slowServerGrace, listChangedWindow } = config.aggregate ?? AGGREGATE_DEFAULTS;
   const servers = Object.keys(config.upstreams ?? {});
   /** Each front session's Session ids, one per server. */
   const ids = new Map<string, string[]>();
@@ -86,6 +87,8 @@ export function aggregatedSessions(
           names,
           logger: sessionLogger,
           version,
+          graceMs: slowServerGrace,
+          listChangedWindowMs: listChangedWindow,
           closed: () =>
             void members.close().then(() => {
               opened.delete(members);

@@ -5,9 +5,6 @@
  */
 export type ListKind = 'tools' | 'prompts' | 'resources';
 
-/** The window of ListChanges (AggregatorOptions.listChangedWindowMs unless set). */
-export const LIST_CHANGED_WINDOW_MS = 100;
-
 export class ListChanges {
   private readonly pending = new Map<ListKind, NodeJS.Timeout>();
   private closed = false;

@@ -4,7 +4,7 @@
  * could be started.
  */
 import { createRequire } from 'node:module';
-import { DEFAULT_SEPARATOR, type Config } from '../config/schema.js';
+import { AGGREGATE_DEFAULTS, DEFAULT_SEPARATOR, type Config } from '../config/schema.js';
 import { openStdioCore } from '../stdio-core.js';
 import { LineChannel } from '../transport/line-channel.js';
 import { Aggregator } from './aggregator.js';
@@ -33,12 +33,15 @@ export async function startAggregatedStdio(config: Config): Promise<number> {
   const line = new LineChannel(process.stdin, process.stdout, config.maxMessageBytes, 'the client');
   const client = telemetry.front(line, { transport: 'pipe' });
   const separator = config.namespacing?.separator ?? DEFAULT_SEPARATOR;
+  const { slowServerGrace, listChangedWindow } = config.aggregate ?? AGGREGATE_DEFAULTS;
   const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
   return new Promise<number>((resolve) => {
     const aggregator = new Aggregator(client, members.specs, {
       names: new Names(separator),
       logger,
       version,
+      graceMs: slowServerGrace,
+      listChangedWindowMs: listChangedWindow,
       closed: (reason) => {
         logger.info(`session closed: ${reason}`);
         void (async () => {

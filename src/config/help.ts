@@ -110,6 +110,7 @@ command and without an upstream in the config file, taskgate serves the bundled 
       'a header ("Name: value") sent to the --upstream-url server; repeatable',
     ),
   ]),
+  group('Several servers (upstreams)', settingEntries('Several servers (upstreams)')),
   group('Tasks', settingEntries('Tasks')),
   group('Limits per caller', settingEntries('Limits per caller')),
   group('Task store', settingEntries('Task store')),

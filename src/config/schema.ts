@@ -32,6 +32,9 @@ export {
   type UpstreamTokenRequest,
 } from './server-schema.js';
 
+/** How `upstreams` waits on its servers, unless `aggregate` says otherwise (it is absent unless given). */
+export const AGGREGATE_DEFAULTS = { slowServerGrace: 10_000, listChangedWindow: 100 } as const;
+
 /** An address to listen on, of this shape, whose port (the digits it ends with) is one there can be. */
 /** `PORT` or `HOST:PORT`, the host in brackets for IPv6. */
 const LISTEN_SHAPE = /^((\[[0-9a-fA-F:]+\]|[^:]+):)?\d{1,5}$/;
@@ -190,6 +193,30 @@ export const ConfigSchema = z
       })
       .strict()
       // Absent unless given: the one-server config stays as it was.
+      .optional(),
+    /** With `upstreams`: how long the servers get, and how their list changes are told. */
+    aggregate: z
+      .object({
+        /**
+         * A request asked of every server (initialize, a merged list) goes on without those still silent
+         * this long after the first answer; one that answers initialize later joins then.
+         */
+        slowServerGrace: z
+          .number()
+          .int()
+          .nonnegative()
+          .max(MAX_TIMER_MS)
+          .default(AGGREGATE_DEFAULTS.slowServerGrace),
+        /** The servers' list changes within this of the first reach the client as one list_changed. */
+        listChangedWindow: z
+          .number()
+          .int()
+          .nonnegative()
+          .max(MAX_TIMER_MS)
+          .default(AGGREGATE_DEFAULTS.listChangedWindow),
+      })
+      .strict()
+      // Absent unless given, as namespacing.
       .optional(),
     /** The Streamable HTTP front; without `listen`, taskgate speaks stdio to the client that started it. */
     http: z

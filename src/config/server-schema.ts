@@ -173,8 +173,9 @@ export const MemberSchema = z
   .object({
     ...SERVER_SHAPE,
     /**
-     * Its tools and prompts appear as `{name}{separator}{tool}` (true, the default), or as they are
-     * (false: mounted without prefix; a name another server also lists is then an error naming both).
+     * Its tools and prompts appear as `{name}{separator}{tool}` and its resource URIs as
+     * `taskgate:{name}/{uri}` (true, the default), or as they are (false: mounted without prefix; a name
+     * another server also lists is then an error naming both).
      */
     prefix: z.boolean().default(true),
     /** Only the tools matching one of these globs (by the server's own names) are listed and callable. */

@@ -16,6 +16,7 @@ export type SettingGroup =
   | 'Task store'
   | 'Unwrap (clients without tasks)'
   | 'HTTP front'
+  | 'Several servers (upstreams)'
   | 'Transport'
   | 'Output';
 
@@ -243,6 +244,20 @@ export const SETTINGS: readonly Setting[] = [
     metavar: 'BYTES',
     group: 'HTTP front',
     help: 'SSE events all sessions keep for replay together, in bytes; the oldest anywhere go first',
+  },
+  {
+    path: ['aggregate', 'slowServerGrace'],
+    flag: 'slow-server-grace',
+    metavar: 'MS',
+    group: 'Several servers (upstreams)',
+    help: 'initialize and the merged lists go on without the servers still silent this long after the first answer; a late one joins when it answers initialize',
+  },
+  {
+    path: ['aggregate', 'listChangedWindow'],
+    flag: 'list-changed-window',
+    metavar: 'MS',
+    group: 'Several servers (upstreams)',
+    help: "the servers' list changes within this of the first reach the client as one list_changed",
   },
   {
     path: ['shutdownGrace'],

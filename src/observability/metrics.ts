@@ -81,6 +81,10 @@ export interface Metrics {
   /** Every status change; only terminal ones are counted. */
   taskChanged(record: TaskRecord): void;
   taskExpired(record: TaskRecord): void;
+  /** A server's own task (passed through), first seen live; `server` when one endpoint fronts several. */
+  upstreamTaskCreated(tool: string, server: string | undefined): void;
+  /** A server's own task seen live before, now seen finished, `seconds` after the server created it. */
+  upstreamTaskFinished(tool: string, server: string | undefined, status: TaskStatus, seconds: number): void;
   limitRefused(limit: LimitName): void;
   /** A tasks/result started (+1) or stopped (-1) waiting. */
   waiting(delta: 1 | -1): void;
@@ -108,6 +112,9 @@ export class PrometheusMetrics implements Metrics {
   private readonly finished: Counter;
   private readonly expired: Counter;
   private readonly duration: Histogram;
+  private readonly upstreamCreated: Counter;
+  private readonly upstreamFinished: Counter;
+  private readonly upstreamDuration: Histogram;
   private readonly waiters = new Gauge({
     name: 'taskgate_task_result_waiters',
     help: 'tasks/result requests waiting for their task to finish',
@@ -170,6 +177,25 @@ export class PrometheusMetrics implements Metrics {
     this.duration = new Histogram({
       name: 'taskgate_task_duration_seconds',
       help: `Time from creation to a terminal status, by tool${byServer} and status`,
+      labelNames: [...task, 'status'],
+      buckets: TASK_SECONDS,
+      registers,
+    });
+    this.upstreamCreated = new Counter({
+      name: 'taskgate_upstream_tasks_created_total',
+      help: `A server's own tasks (passed through), counted when first seen live, by tool${byServer}`,
+      labelNames: task,
+      registers,
+    });
+    this.upstreamFinished = new Counter({
+      name: 'taskgate_upstream_tasks_finished_total',
+      help: `A server's own tasks seen live, then in a terminal status, by tool${byServer} and status`,
+      labelNames: [...task, 'status'],
+      registers,
+    });
+    this.upstreamDuration = new Histogram({
+      name: 'taskgate_upstream_task_duration_seconds',
+      help: `A server's own tasks: time from its creation to the terminal status seen, by tool${byServer} and status`,
       labelNames: [...task, 'status'],
       buckets: TASK_SECONDS,
       registers,
@@ -272,6 +298,16 @@ export class PrometheusMetrics implements Metrics {
     this.expired.inc(this.taskLabels(record));
   }
 
+  upstreamTaskCreated(tool: string, server: string | undefined): void {
+    this.upstreamCreated.inc(this.labels(tool, server));
+  }
+
+  upstreamTaskFinished(tool: string, server: string | undefined, status: TaskStatus, seconds: number): void {
+    const labels = { ...this.labels(tool, server), status };
+    this.upstreamFinished.inc(labels);
+    this.upstreamDuration.observe(labels, Math.max(0, seconds));
+  }
+
   limitRefused(limit: LimitName): void {
     this.refusals.inc({ limit });
   }
@@ -316,7 +352,11 @@ export class PrometheusMetrics implements Metrics {
   }
 
   private taskLabels(record: TaskRecord): Record<string, string> {
-    const tool = this.tools.of(record.toolName);
-    return this.servers ? { tool, server: record.server ?? NO_SERVER } : { tool };
+    return this.labels(record.toolName, record.server);
+  }
+
+  private labels(toolName: string, server: string | undefined): Record<string, string> {
+    const tool = this.tools.of(toolName);
+    return this.servers ? { tool, server: server ?? NO_SERVER } : { tool };
   }
 }

@@ -34,7 +34,16 @@ export function observeTasks(
   logger: Logger,
   options: ObserveOptions = {},
 ): Observability {
-  const board = new TaskBoard();
+  const board = new TaskBoard({
+    upstreamCreated: (task) => metrics.upstreamTaskCreated(task.tool, task.server),
+    upstreamFinished: (task) =>
+      metrics.upstreamTaskFinished(
+        task.tool,
+        task.server,
+        task.status,
+        (task.updatedAt - task.createdAt) / 1000,
+      ),
+  });
   metrics.observeLiveTasks(
     () => board.liveByStatus(),
     () => board.liveByServer(),

@@ -72,6 +72,9 @@ export interface TaskBoardOptions {
   /** Live tasks listed in a snapshot at most (default 200). */
   maxShown?: number;
   now?: () => number;
+  /** A server's own task first seen live, and one seen live before, now finished (for the metrics). */
+  upstreamCreated?: (task: BoardTask) => void;
+  upstreamFinished?: (task: BoardTask) => void;
 }
 
 export const BUCKET_MS = 60_000;
@@ -97,8 +100,10 @@ export class TaskBoard {
   private readonly keepRecent: number;
   private readonly maxLive: number;
   private readonly maxShown: number;
+  private readonly options: TaskBoardOptions;
 
   constructor(options: TaskBoardOptions = {}) {
+    this.options = options;
     this.now = options.now ?? Date.now;
     this.keepRecent = options.recent ?? 100;
     this.maxLive = options.maxLive ?? 10_000;
@@ -162,7 +167,7 @@ export class TaskBoard {
       this.expiries.set(key, task.expiresAt);
       this.nextExpiry = Math.min(this.nextExpiry, task.expiresAt);
     }
-    this.place(key, {
+    const seen: BoardTask = {
       id: task.taskId.slice(0, 8),
       tool: cut(tool ?? before?.tool ?? '(unknown)'),
       ...(named === undefined ? {} : { server: named }),
@@ -171,7 +176,10 @@ export class TaskBoard {
       createdAt: task.createdAt,
       updatedAt: task.updatedAt,
       ...(task.statusMessage === undefined ? {} : { statusMessage: cut(task.statusMessage) }),
-    });
+    };
+    this.place(key, seen);
+    if (before === undefined) this.options.upstreamCreated?.(seen);
+    else if (isTerminal(seen.status)) this.options.upstreamFinished?.(seen);
   }
 
   /** What one session sees: upstream task ids are its upstream's, so they are keyed by the session too. */

@@ -16,6 +16,8 @@ export const UNREAD_METRICS: Metrics = {
   taskCreated: nothing,
   taskChanged: nothing,
   taskExpired: nothing,
+  upstreamTaskCreated: nothing,
+  upstreamTaskFinished: nothing,
   limitRefused: nothing,
   waiting: nothing,
   upstreamLatency: nothing,

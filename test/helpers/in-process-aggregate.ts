@@ -15,7 +15,7 @@ import { Names, ToolFilter } from '../../src/aggregate/names.js';
 import type { MemberSpec } from '../../src/aggregate/member.js';
 import { resolveConfig } from '../../src/config/load.js';
 import { Policy } from '../../src/config/policy.js';
-import type { ConfigInput } from '../../src/config/schema.js';
+import { AGGREGATE_DEFAULTS, type ConfigInput } from '../../src/config/schema.js';
 import { Session } from '../../src/session/session.js';
 import type { AuditLog } from '../../src/tasks/audit-log.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
@@ -63,8 +63,6 @@ export async function inProcessAggregate(
     config?: ConfigInput;
     capabilities?: ClientCapabilities;
     separator?: string;
-    /** The aggregator's grace for servers slower than the first (AggregatorOptions.graceMs). */
-    graceMs?: number;
     /** The audit log every server's Session writes to, made for the one store they share. */
     audit?: (store: MemoryTaskStore) => AuditLog;
   } = {},
@@ -123,7 +121,9 @@ export async function inProcessAggregate(
     logger,
     version: '0.0.0-test',
     closed: () => undefined,
-    ...(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
+    // As src/aggregate/stdio.ts takes them from the config.
+    graceMs: (config.aggregate ?? AGGREGATE_DEFAULTS).slowServerGrace,
+    listChangedWindowMs: (config.aggregate ?? AGGREGATE_DEFAULTS).listChangedWindow,
   });
   gateway.start();
   const clientTransport = new CheckedTransport(new ChannelTransport(front.a));

@@ -177,6 +177,38 @@ describe('three real servers behind one taskgate (issue 32)', () => {
     expect(stderr()).toMatch(/the server \\"legacy\\".*only its calls fail/);
   });
 
+  it('waits on a slow server and gathers list changes as the config’s aggregate settings say', async () => {
+    const { client, transport, stderr } = await start([
+      '--config',
+      file(
+        JSON.stringify({
+          upstreams: {
+            legacy: { ...THREE.legacy, restart: { enabled: false } },
+            native: THREE.native,
+            // It never answers initialize: the handshake goes on without it once the grace is up.
+            mute: { command: node, args: ['-e', 'process.stdin.resume()'] },
+          },
+          aggregate: { slowServerGrace: 300, listChangedWindow: 1_500 },
+        }),
+        'json',
+      ),
+    ]);
+    await vi.waitFor(
+      () =>
+        expect(stderr()).toMatch(/the server \\"mute\\" has not answered initialize 300 ms after the first/),
+      { timeout: 5_000, interval: 50 },
+    );
+    const crashedAt = Date.now();
+    await rpcError(client.callTool({ name: 'legacy__crash', arguments: {} }));
+    await transport.received.waitFor(
+      (message) => 'method' in message && message.method === 'notifications/tools/list_changed',
+      'notifications/tools/list_changed',
+      15_000,
+    );
+    // The crash opened the window: the client is told once it is up, not before.
+    expect(Date.now() - crashedAt).toBeGreaterThanOrEqual(1_500);
+  });
+
   it('answers /readyz on the admin listener with each server by name and its state', async () => {
     const { client, stderr } = await withConfig(
       {
@@ -245,6 +277,47 @@ describe('several servers behind the HTTP front (issue 32)', () => {
     await sdk.connect(transport);
     return { client: sdk, transport };
   };
+
+  it('gives each HTTP session’s servers the grace and the list_changed window the flags set', async () => {
+    const config = file(
+      JSON.stringify({
+        upstreams: {
+          legacy: THREE.legacy,
+          native: THREE.native,
+          mute: { command: node, args: ['-e', 'process.stdin.resume()'] },
+        },
+      }),
+      'json',
+    );
+    gateway = await Gateway.start(
+      [],
+      [
+        '--config',
+        config,
+        '--no-upstream-restart',
+        '--slow-server-grace',
+        '300',
+        '--list-changed-window',
+        '1500',
+      ],
+    );
+    const g = gateway;
+    const { client: sdk, transport } = await client(g);
+    await vi.waitFor(
+      () =>
+        expect(g.stderr).toMatch(/the server \\"mute\\" has not answered initialize 300 ms after the first/),
+      { timeout: 5_000, interval: 50 },
+    );
+    const crashedAt = Date.now();
+    await rpcError(sdk.callTool({ name: 'legacy__crash', arguments: {} }));
+    await transport.received.waitFor(
+      (message) => 'method' in message && message.method === 'notifications/tools/list_changed',
+      'notifications/tools/list_changed',
+      15_000,
+    );
+    expect(Date.now() - crashedAt).toBeGreaterThanOrEqual(1_500);
+    await sdk.close();
+  });
 
   it('gives each client session the merged lists, calls and tasks of every server, and isolates a crash', async () => {
     const config = file(
@@ -342,6 +415,13 @@ describe('several servers behind the HTTP front (issue 32)', () => {
         status: 'completed',
       }),
     ).toBe(1);
+    // The native server's own task is counted apart, under its server.
+    const native = { tool: 'echo', server: 'native' };
+    expect(sample(metrics, 'taskgate_upstream_tasks_created_total', native)).toBe(1);
+    const ended = { ...native, status: 'completed' };
+    expect(sample(metrics, 'taskgate_upstream_tasks_finished_total', ended)).toBe(1);
+    expect(sample(metrics, 'taskgate_upstream_task_duration_seconds_count', ended)).toBe(1);
+    expect(sample(metrics, 'taskgate_tasks_created_total', native)).toBeUndefined();
     const data = (await (await fetch(new URL('/dashboard/data', url))).json()) as { recent: unknown[] };
     expect(data.recent).toEqual(
       expect.arrayContaining([

@@ -91,6 +91,25 @@ describe('upstreams in a config file', () => {
     ).toBe('__');
   });
 
+  it('takes the slow-server grace and the list_changed window from the file, a flag or a variable', () => {
+    const servers = file('upstreams:\n  a: { command: a }\naggregate: { slowServerGrace: 250 }\n');
+    expect(load(['--config', servers]).config.aggregate).toEqual({
+      slowServerGrace: 250,
+      listChangedWindow: 100,
+    });
+    expect(load(['--config', servers, '--list-changed-window', '0']).config.aggregate).toEqual({
+      slowServerGrace: 250,
+      listChangedWindow: 0,
+    });
+    const fromEnv = loadConfig(parseCommandLine(['--config', servers]), { TASKGATE_SLOW_SERVER_GRACE: '40' });
+    expect(fromEnv.config.aggregate?.slowServerGrace).toBe(40);
+    // Absent unless given, as namespacing: the defaults are the schema's.
+    expect(load(['--config', file('upstreams:\n  a: { command: a }\n')]).config.aggregate).toBeUndefined();
+    expect(problemsOf(['--config', servers, '--slow-server-grace', '-1']).join('\n')).toMatch(
+      /slow-server-grace/,
+    );
+  });
+
   it('refuses a server that names both a command and a url, or neither', () => {
     const problems = problemsOf([
       '--config',

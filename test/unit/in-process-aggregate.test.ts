@@ -238,9 +238,9 @@ describe('several servers behind one endpoint (issue 32)', () => {
     expect((await rpcError(g.client.listPrompts({ cursor: nextCursor! }))).code).toBe(-32602);
   });
 
-  it('pages the merged resources, and reads a URI of a page the client has not listed yet', async () => {
+  it('pages the merged resources, and reads a URI of a page the client has not listed yet from a server without prefix', async () => {
     const g = await open([
-      { name: 'paged', server: pagedServer(['t1'], ['mem://1', 'mem://2', 'mem://3']) },
+      { name: 'paged', server: pagedServer(['t1'], ['mem://1', 'mem://2', 'mem://3']), prefix: false },
       { name: 'b', tools: [echoOf('b')] },
     ]);
     expect((await g.client.readResource({ uri: 'mem://3' })).contents[0]?.uri).toBe('mem://3');
@@ -454,7 +454,7 @@ describe('several servers behind one endpoint (issue 32)', () => {
         { name: 'fast', tools: [echoOf('fast')] },
         { name: 'slow', tools: [echoOf('slow')], late: true },
       ],
-      { graceMs: 50 },
+      { config: { aggregate: { slowServerGrace: 50 } } },
     );
     const g = gate;
     expect(g.client.getServerCapabilities()?.tools?.listChanged).toBe(true);

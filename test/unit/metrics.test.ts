@@ -197,6 +197,39 @@ describe('ObservedStore and observeTasks', () => {
     expect(sample(await metrics.text(), 'taskgate_tasks_finished_total', { tool: 'after' })).toBeUndefined();
   });
 
+  it('issue 32: counts a server’s own tasks (passed through) seen live, and times those seen finishing', async () => {
+    const metrics = new PrometheusMetrics({ defaultMetrics: false });
+    const { board, close } = observeTasks(memory(), metrics, silent);
+    const sightings = board.sightingsOf('s1');
+    const at = Date.now();
+    const task = (taskId: string, status: TaskStatus, seconds = 0) => ({
+      taskId,
+      status,
+      ttl: 60_000,
+      createdAt: new Date(at).toISOString(),
+      lastUpdatedAt: new Date(at + seconds * 1_000).toISOString(),
+    });
+    sightings.upstreamTask(task('own-1', 'working'), 'research');
+    sightings.upstreamTask(task('own-1', 'working'), 'research');
+    sightings.upstreamTask(task('own-1', 'completed', 2), 'research');
+    // Seen again once finished (a later tasks/get): not counted twice.
+    sightings.upstreamTask(task('own-1', 'completed', 2), 'research');
+    sightings.upstreamTask(task('own-2', 'working'), 'research');
+    // First seen finished: its start was not seen, so neither is counted.
+    sightings.upstreamTask(task('own-3', 'failed', 1), 'research');
+    const text = await metrics.text();
+    expect(sample(text, 'taskgate_upstream_tasks_created_total', { tool: 'research' })).toBe(2);
+    const finished = { tool: 'research', status: 'completed' };
+    expect(sample(text, 'taskgate_upstream_tasks_finished_total', finished)).toBe(1);
+    expect(
+      sample(text, 'taskgate_upstream_tasks_finished_total', { tool: 'research', status: 'failed' }),
+    ).toBeUndefined();
+    expect(sample(text, 'taskgate_upstream_task_duration_seconds_sum', finished)).toBe(2);
+    // taskgate's own task counters are not the servers'.
+    expect(sample(text, 'taskgate_tasks_created_total', { tool: 'research' })).toBeUndefined();
+    close();
+  });
+
   it('counts refusals by the limit that refused', async () => {
     const metrics = new PrometheusMetrics({ defaultMetrics: false });
     const { store } = observeTasks(memory(1, 100), metrics, silent);
