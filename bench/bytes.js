@@ -14,13 +14,15 @@
  * flight. For taskgate's builds, also the 4 MiB result held as a task and fetched with `tasks/result` at
  * once (issue 33's target: ≤ 1.2× the plain call), as the median of the per-round ratios of its time to the
  * same build's plain 4 MiB call. A build for --before: `npm run bench:ab -- --before COMMIT` leaves one in
- * <tmpdir>/taskgate-ab-<sha>.
+ * <tmpdir>/taskgate-ab-<sha>. With --http, the same over Streamable HTTP in place of stdio: the fixture
+ * served directly, taskgate HTTP→stdio and the sidecar HTTP→HTTP (each of this build and of --before's),
+ * as ratios to the direct HTTP server; no task figure then.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { rssBytes } from './lib/procs.js';
 import { median } from './lib/stats.js';
-import { FIXTURE, NODE, TASKGATE, TASKGATE_FLAGS, fromRoot, overStdio } from './lib/targets.js';
+import { FIXTURE, NODE, TASKGATE, TASKGATE_FLAGS, fromRoot, overStdio, targetsOf } from './lib/targets.js';
 import * as load from './lib/workloads.js';
 
 const { values } = parseArgs({
@@ -30,6 +32,7 @@ const { values } = parseArgs({
     calls: { type: 'string', default: '40' },
     'big-calls': { type: 'string', default: '6' },
     'in-flight': { type: 'string', default: '0' },
+    http: { type: 'boolean', default: false },
   },
 });
 const rounds = Number(values.rounds);
@@ -40,15 +43,34 @@ const SIZES = [
   { label: '4 MiB', bytes: 4 * 1024 * 1024, calls: Number(values['big-calls']) },
 ];
 
-/** @type {{ name: string, argv: string[] }[]} */
-const targets = [
-  { name: 'direct', argv: [NODE, FIXTURE] },
-  { name: 'relay', argv: [NODE, fromRoot('bench/relay.js'), '--', NODE, FIXTURE] },
-  ...(values.before
-    ? [{ name: 'before', argv: [NODE, values.before, ...TASKGATE_FLAGS, '--', NODE, FIXTURE] }]
-    : []),
-  { name: 'taskgate', argv: [NODE, TASKGATE, ...TASKGATE_FLAGS, '--', NODE, FIXTURE] },
-];
+/** @typedef {Awaited<ReturnType<typeof overStdio>>} Running */
+/** @param {string[]} argv @returns {() => Promise<Running>} */
+const stdio = (argv) => () => overStdio(argv);
+/** One of bench/lib/targets.js's HTTP targets of the build `cli`. @param {string} cli @param {string} name */
+const http = (cli, name) =>
+  /** @type {() => Promise<Running>} */ (targetsOf(cli).find((t) => t.name === name)?.start);
+
+/** @type {{ name: string, start: () => Promise<Running> }[]} The first is what the others are compared to. */
+const targets = values.http
+  ? [
+      { name: 'direct', start: http(TASKGATE, 'direct HTTP') },
+      ...(values.before
+        ? [
+            { name: 'before', start: http(values.before, 'taskgate HTTP→stdio') },
+            { name: 'before sidecar', start: http(values.before, 'taskgate sidecar HTTP→HTTP') },
+          ]
+        : []),
+      { name: 'taskgate', start: http(TASKGATE, 'taskgate HTTP→stdio') },
+      { name: 'sidecar', start: http(TASKGATE, 'taskgate sidecar HTTP→HTTP') },
+    ]
+  : [
+      { name: 'direct', start: stdio([NODE, FIXTURE]) },
+      { name: 'relay', start: stdio([NODE, fromRoot('bench/relay.js'), '--', NODE, FIXTURE]) },
+      ...(values.before
+        ? [{ name: 'before', start: stdio([NODE, values.before, ...TASKGATE_FLAGS, '--', NODE, FIXTURE]) }]
+        : []),
+      { name: 'taskgate', start: stdio([NODE, TASKGATE, ...TASKGATE_FLAGS, '--', NODE, FIXTURE]) },
+    ];
 
 /** CPU ms so far of the main thread and of the other threads of `pid`. @param {number} pid */
 function threads(pid) {
@@ -101,7 +123,7 @@ for (let round = 0; round < rounds; round++) {
   const order = targets.map((_, i) => targets[(i + round) % targets.length]);
   for (const target of order) {
     if (!target) continue;
-    const running = await overStdio(target.argv);
+    const running = await target.start();
     // The relay's and taskgate's own process is the measured one: the client's child.
     const pid = running.pid;
     await load.blobs(running.client, 3, 256 * 1024);
@@ -116,7 +138,7 @@ for (let round = 0; round < rounds; round++) {
         otherUs: ((after.other - before.other) * 1000) / size.calls,
       });
     }
-    if (target.name === 'before' || target.name === 'taskgate') {
+    if (!values.http && (target.name === 'before' || target.name === 'taskgate')) {
       const calls = Number(values['big-calls']);
       await load.taskBlobs(running.client, 1, TASK_BYTES);
       // Plain and task calls alternate within the round too, so that each ratio is of the same moment.
@@ -151,11 +173,15 @@ for (const size of SIZES) {
         ? ''
         : `  CPU per result: main ${fmt(median(figures.map((f) => f.mainUs)))} µs, other threads ${fmt(median(figures.map((f) => f.otherUs)))} µs`;
     process.stdout.write(
-      `  ${target.name.padEnd(9)} ${fmt(median(perSecond), 1).padStart(7)}/s (${range(perSecond)})  ${fmt(median(ratios), 2)}× direct (${range(ratios, 2)})${cpu}\n`,
+      `  ${target.name.padEnd(14)} ${fmt(median(perSecond), 1).padStart(7)}/s (${range(perSecond)})  ${fmt(median(ratios), 2)}× direct (${range(ratios, 2)})${cpu}\n`,
     );
   }
 }
-process.stdout.write(`\n4 MiB result as a task, tasks/result at once: time ÷ the plain call's (per round)\n`);
+if (!values.http) {
+  process.stdout.write(
+    `\n4 MiB result as a task, tasks/result at once: time ÷ the plain call's (per round)\n`,
+  );
+}
 for (const name of ['before', 'taskgate']) {
   const ratios = taskRatios[name] ?? [];
   if (ratios.length === 0) continue;
@@ -167,7 +193,7 @@ if (inFlight > 0) {
   for (const target of targets) {
     const figures = peaks[target.name] ?? [];
     process.stdout.write(
-      `  ${target.name.padEnd(9)} ${fmt(median(figures))} MiB (${range(figures, 0)}), ${fmt(median(figures) / mib, 2)}× the bytes in flight\n`,
+      `  ${target.name.padEnd(14)} ${fmt(median(figures))} MiB (${range(figures, 0)}), ${fmt(median(figures) / mib, 2)}× the bytes in flight\n`,
     );
   }
 }

@@ -9,6 +9,7 @@ import type { Config, Member as MemberConfig } from '../config/schema.js';
 import { Session, type SessionOptions } from '../session/session.js';
 import { tasksOfServer } from '../tasks/server-store.js';
 import { memoryChannelPair } from '../transport/memory-channel.js';
+import type { Flow } from '../transport/valve.js';
 import { openUpstream, type UpstreamOptions } from '../upstream.js';
 import type { MemberSpec } from './member.js';
 import { ToolFilter } from './names.js';
@@ -69,6 +70,8 @@ export async function openMembers(
   logger: Logger,
   sessionOptions: (name: string) => SessionOptions,
   hooks: UpstreamOptions = {},
+  /** Each server's backpressure on stdio (valve.ts), given as it is opened. */
+  flowOf?: () => Flow,
 ): Promise<OpenedMembers> {
   const closers: (() => Promise<void>)[] = [];
   const specs = await Promise.all(
@@ -80,7 +83,11 @@ export async function openMembers(
         prefixed: member.prefix,
         filter: new ToolFilter(member.include, member.exclude),
       };
-      const upstream = await openUpstream(own, memberLogger, hooks).catch((error: unknown) => error as Error);
+      const upstream = await openUpstream(
+        own,
+        memberLogger,
+        flowOf ? { ...hooks, flow: flowOf() } : hooks,
+      ).catch((error: unknown) => error as Error);
       if (upstream instanceof Error) {
         memberLogger.error(`the server "${name}" could not be started: ${upstream.message}`);
         const pair = memoryChannelPair();

@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import { AGGREGATE_DEFAULTS, DEFAULT_SEPARATOR, type Config } from '../config/schema.js';
 import { openStdioCore } from '../stdio-core.js';
 import { LineChannel } from '../transport/line-channel.js';
+import { Valve } from '../transport/valve.js';
 import { Aggregator } from './aggregator.js';
 import { openMembers } from './members.js';
 import { Names } from './names.js';
@@ -21,16 +22,31 @@ export async function startAggregatedStdio(config: Config): Promise<number> {
     readinessOf(() => states()),
   );
   const { logger, metrics, telemetry, id, core } = stdio;
-  const members = await openMembers(config, logger, (name) => core.sessionOptions(`${id}/${name}`, logger), {
-    restarted: () => metrics.upstreamRestarted(),
-  });
+  // A side that stops reading stops taskgate reading what would be written to it (valve.ts): the servers'
+  // output while the client is behind, the client's input while any server is.
+  const toClient = new Valve();
+  const toServers: Valve[] = [];
+  const members = await openMembers(
+    config,
+    logger,
+    (name) => core.sessionOptions(`${id}/${name}`, logger),
+    { restarted: () => metrics.upstreamRestarted() },
+    () => {
+      const toServer = new Valve();
+      toServers.push(toServer);
+      return { writes: toServer, reads: [toClient] };
+    },
+  );
   if (members.specs.every((spec) => spec.failed !== undefined)) {
     logger.error('none of the servers in upstreams could be started; exiting');
     await stdio.close();
     return 1;
   }
   // eslint-disable-next-line no-restricted-properties -- stdout is the client's channel in stdio mode
-  const line = new LineChannel(process.stdin, process.stdout, config.maxMessageBytes, 'the client');
+  const line = new LineChannel(process.stdin, process.stdout, config.maxMessageBytes, 'the client', true, {
+    writes: toClient,
+    reads: [toClient, ...toServers],
+  });
   const client = telemetry.front(line, { transport: 'pipe' });
   const separator = config.namespacing?.separator ?? DEFAULT_SEPARATOR;
   const { slowServerGrace, listChangedWindow } = config.aggregate ?? AGGREGATE_DEFAULTS;

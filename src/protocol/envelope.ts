@@ -6,7 +6,7 @@
  */
 import { aliasOf } from './exact-ids.js';
 import { checkRequestMeta, isId, type RequestId } from './messages.js';
-import { scanJson, valueOf, type ValueSpan } from './scan.js';
+import { scanJson, valueOf, type Scanned, type ScanFailure, type ValueSpan } from './scan.js';
 
 export type EnvelopeKind = 'request' | 'notification' | 'response' | 'error';
 
@@ -39,8 +39,10 @@ const JSONRPC_2 = Buffer.from('"2.0"');
  * nested deeper than MAX_NESTING, or a message classify() refuses. The bytes' reader then reads them the
  * usual way, which says why.
  */
-export function envelopeOf(raw: Buffer): Envelope | undefined {
-  const scanned = scanJson(raw);
+export function envelopeOf(
+  raw: Buffer,
+  scanned: Scanned | ScanFailure = scanJson(raw),
+): Envelope | undefined {
   if (typeof scanned === 'string' || scanned.first !== OPEN_BRACE) return undefined;
   const { top } = scanned;
   if (!isJsonRpc2(raw, top.jsonrpc)) return undefined;

@@ -20,14 +20,14 @@ import {
   type RequestId,
   type Response,
 } from '../protocol/messages.js';
-import { readHanded } from '../protocol/read-message.js';
+import { readHanded, readMessage } from '../protocol/read-message.js';
 import { handed, withExactRequestId } from '../protocol/exact-ids.js';
 import type { Augmenter } from '../tasks/augment.js';
 import type { ClientTasks } from '../tasks/client-tasks.js';
 import { withoutRelatedTask, type Unwrapper } from '../tasks/unwrap.js';
 import type { TaskSightings } from '../observability/task-board.js';
 import { envelopeOf, type Envelope } from '../protocol/envelope.js';
-import { valueOf } from '../protocol/scan.js';
+import { scanJson, valueOf, type Scanned } from '../protocol/scan.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import type { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { badUpstreamAnswer, upstreamFrameRefusal } from './bad-frames.js';
@@ -76,6 +76,13 @@ export interface UpstreamSideParts {
   upstreamGone(state: UpstreamState): void;
 }
 
+/** An answer the scan passed, read: what the scan passes, the usual read takes (scan.test.ts). */
+function parsedAnswer(raw: Buffer, id: RequestId): Response {
+  const read = readMessage(raw, 'the upstream server');
+  if (read.ok && read.message.kind === 'response') return read.message.msg;
+  return errorResponse(id, badUpstreamAnswer('an answer its scan and its parse disagree on'));
+}
+
 /** The client capability a server-to-client request needs. */
 const CAPABILITY_FOR: Record<string, string | undefined> = {
   'elicitation/create': 'elicitation',
@@ -100,8 +107,15 @@ export class UpstreamSide {
   fromUpstream(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined): void {
     // A client in memory (the 2026-07-28 bridge) reads the value handed to it: parsing once here serves it best.
     if (parsed === undefined && raw.length >= SCAN_FROM_BYTES && !this.parts.client.handsParsed) {
-      const envelope = envelopeOf(raw);
-      if (envelope?.kind === 'response' && this.forwardedAsBytes(envelope, raw)) return;
+      const scanned = scanJson(raw);
+      const envelope = envelopeOf(raw, scanned);
+      if (
+        envelope?.kind === 'response' &&
+        typeof scanned !== 'string' &&
+        (this.forwardedAsBytes(envelope, raw) || this.settledFromScan(envelope, raw, scanned))
+      ) {
+        return;
+      }
     }
     const read = readHanded(raw, parsed, 'the upstream server');
     if (!read.ok) return this.upstreamInvalid(read.error, read.value, raw);
@@ -199,6 +213,27 @@ export class UpstreamSide {
     const route = { responseTo: entry.clientId };
     this.parts.answered(entry.clientId);
     this.parts.client.sendAnswerBytes(raw, envelope.idSpan!, wireId, route);
+    return true;
+  }
+
+  /**
+   * A success answer to one of taskgate's own calls (a task's tool call), settled from its scan: parsed
+   * only if the call reads it, not when its task keeps the result as bytes. False when it answers none.
+   */
+  private settledFromScan(envelope: Envelope, raw: Buffer, scanned: Scanned): boolean {
+    const wireId = envelope.id as RequestId;
+    const entry = this.parts.upstreamPeer.awaiting(wireId);
+    if (entry?.kind !== 'own') return false;
+    this.parts.upstreamPeer.answered(wireId);
+    let response: Response | undefined;
+    entry.settle({
+      get response(): Response {
+        return (response ??= parsedAnswer(raw, wireId));
+      },
+      bytes: raw.length,
+      raw,
+      scanned,
+    });
     return true;
   }
 

@@ -4,6 +4,7 @@
  * (src/session/own-calls.ts) and hands back its wire id and its answer.
  */
 import type { RequestId, Response } from '../protocol/messages.js';
+import type { Scanned } from '../protocol/scan.js';
 
 export interface Answer {
   response: Response;
@@ -11,6 +12,8 @@ export interface Answer {
   bytes: number;
   /** The answer's bytes as received, when it came as bytes: a task keeps its result as them (result-bytes.ts). */
   raw?: Buffer;
+  /** What the scan of `raw` found, when it was scanned: the result's bytes are kept without a second scan. */
+  scanned?: Scanned;
 }
 
 export interface OwnCall {

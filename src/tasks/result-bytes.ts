@@ -7,7 +7,7 @@
  */
 import type { JsonRpcErrorObject } from '../protocol/errors.js';
 import { RELATED_TASK_META, type JsonObject } from '../protocol/messages.js';
-import { scanJson } from '../protocol/scan.js';
+import { scanJson, type Scanned, type ScanFailure } from '../protocol/scan.js';
 
 /** What tasks/result answers: the result, or its bytes with the related-task tag written in, or the error. */
 export type ResultAnswer =
@@ -21,8 +21,10 @@ const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
  * The bytes of a success response's result, to keep for its task; undefined when it is kept as an object.
  * A small result is copied out: a view would keep the whole chunk it was read in alive for the task's life.
  */
-export function keptResultBytes(raw: Buffer): Buffer | undefined {
-  const scanned = scanJson(raw);
+export function keptResultBytes(
+  raw: Buffer,
+  scanned: Scanned | ScanFailure = scanJson(raw),
+): Buffer | undefined {
   if (typeof scanned === 'string') return undefined;
   const span = scanned.top.result;
   if (span === undefined || span.first !== OPEN_BRACE) return undefined;

@@ -8,7 +8,7 @@ import type { Config } from '../config/schema.js';
 import { NO_AUDIT, type AuditLog, type Caller } from './audit-log.js';
 import { ErrorCode } from '../protocol/errors.js';
 import type { RequestCaller } from '../protocol/caller.js';
-import { RELATED_TASK_META, isObject, type JsonObject } from '../protocol/messages.js';
+import { RELATED_TASK_META, isObject, type JsonObject, type Response } from '../protocol/messages.js';
 import { TaskLimitError, TaskNotFoundError } from './errors.js';
 import { TaskIdParams, parseParams } from './params.js';
 import {
@@ -160,13 +160,13 @@ export class TaskService {
    * is; an outcome over the store's budget fails the task with a message that says so.
    */
   async finish(taskId: string, answer: Answer, describe: Describe): Promise<void> {
-    const { response, bytes, raw } = answer;
-    const outcome: TaskOutcome =
-      'error' in response ? { error: response.error } : { result: response.result };
-    const kept = raw === undefined || 'error' in response ? undefined : keptResultBytes(raw);
+    const { bytes, raw } = answer;
+    // Only an error, or a result not kept as bytes, reads `response`: an answer settled from its scan
+    // (UpstreamSide) is parsed only then.
+    const kept = raw === undefined ? undefined : keptResultBytes(raw, answer.scanned);
     const change: TransitionChange =
       kept === undefined
-        ? outcomeChange(outcome, bytes, describe)
+        ? outcomeChange(outcomeOf(answer.response), bytes, describe)
         : { status: 'completed', resultBytes: kept, outcomeBytes: bytes };
     try {
       await this.store.update(taskId, change);
@@ -257,6 +257,10 @@ export interface Describe {
 }
 
 /** The status a finished request leaves its task in: failed for a JSON-RPC error or an isError result. */
+function outcomeOf(response: Response): TaskOutcome {
+  return 'error' in response ? { error: response.error } : { result: response.result };
+}
+
 export function outcomeChange(outcome: TaskOutcome, bytes: number, describe: Describe): TransitionChange {
   if ('error' in outcome) {
     return {

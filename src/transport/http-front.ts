@@ -282,7 +282,7 @@ export class HttpFront {
     );
     if (!session) return;
     if (message.kind === 'request') {
-      if (!session.request(message.msg.id, body, res)) {
+      if (!session.request(message.msg.id, body, res, message.msg)) {
         reply(res, 409, message.msg.id, {
           code: ErrorCode.InvalidRequest,
           message: `Conflict: request id ${digitsOf(message.msg.id) ?? JSON.stringify(message.msg.id)} is already in use by a request in flight in this session`,
@@ -290,7 +290,7 @@ export class HttpFront {
       }
       return;
     }
-    session.accept(body, message.kind === 'notification' ? message.msg : undefined);
+    session.accept(body, message.msg);
     res.writeHead(202).end();
   }
 

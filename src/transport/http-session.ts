@@ -8,8 +8,15 @@ import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { ProtocolError } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
-import { serialize } from '../protocol/exact-ids.js';
-import { errorResponse, idKey, type Notification, type RequestId } from '../protocol/messages.js';
+import { handed, serialize } from '../protocol/exact-ids.js';
+import {
+  errorResponse,
+  idKey,
+  type Notification,
+  type Request,
+  type RequestId,
+  type Response,
+} from '../protocol/messages.js';
 import type { Channel, ChannelHandlers, Route } from './channel.js';
 import type { UpstreamChallenge } from './http-refusals.js';
 import { upstreamRefusalOf } from './upstream-refusal.js';
@@ -95,9 +102,10 @@ export class HttpSession implements Channel {
 
   /**
    * A POSTed request: its answer (and anything related) goes on this response. False, and nothing done,
-   * when a request with this id is still in flight.
+   * when a request with this id is still in flight. `parsed`: the front's read of `raw`, handed on so that
+   * the body is parsed once (ChannelHandlers.message).
    */
-  request(id: RequestId, raw: Buffer, res: ServerResponse): boolean {
+  request(id: RequestId, raw: Buffer, res: ServerResponse, parsed?: Request): boolean {
     this.lastActivity = Date.now();
     const key = idKey(id);
     if (this.byRequest.has(key)) return false;
@@ -106,7 +114,7 @@ export class HttpSession implements Channel {
     });
     this.byRequest.set(key, stream);
     try {
-      this.handlers?.message(raw);
+      this.handlers?.message(raw, undefined, parsed && handed(parsed));
     } catch (error) {
       // A bug on the way in: the request gets its own error, and its stream ends with it.
       this.answer(key, serialize(errorResponse(id, toJsonRpcError(error))), 500);
@@ -119,9 +127,10 @@ export class HttpSession implements Channel {
    * A POSTed notification or response: accepted (202) at once. A cancelled request gets no answer (MCP
    * cancellation), so its stream ends here, empty.
    */
-  accept(raw: Buffer, notification?: Notification): void {
+  accept(raw: Buffer, parsed?: Notification | Response): void {
     this.lastActivity = Date.now();
-    this.handlers?.message(raw);
+    this.handlers?.message(raw, undefined, parsed && handed(parsed));
+    const notification = parsed !== undefined && 'method' in parsed ? parsed : undefined;
     const cancelled = notification?.method === 'notifications/cancelled' && notification.params?.requestId;
     if (typeof cancelled !== 'string' && typeof cancelled !== 'number') return;
     const key = idKey(cancelled);

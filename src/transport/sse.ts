@@ -65,16 +65,22 @@ export class SseParser {
     let start = 0;
     if (this.afterCr && chunk[0] === LF) start = 1;
     this.afterCr = false;
-    for (let i = start; i < chunk.length; i++) {
-      const byte = chunk[i];
-      if (byte !== LF && byte !== CR) continue;
-      this.append(chunk.subarray(start, i));
+    // Line ends found with indexOf (memchr), not a loop over the bytes: a big event's data line is
+    // megabytes, and a JavaScript loop over them was the sidecar's largest cost (bench/PROFILING.md).
+    // Each is searched for again only once passed, so every byte is looked at once per kind.
+    let lf = chunk.indexOf(LF, start);
+    let cr = chunk.indexOf(CR, start);
+    while (lf !== -1 || cr !== -1) {
+      const end = lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr);
+      this.append(chunk.subarray(start, end));
       this.endLine();
-      if (byte === CR) {
-        if (i + 1 === chunk.length) this.afterCr = true;
-        else if (chunk[i + 1] === LF) i++;
+      start = end + 1;
+      if (end === cr) {
+        if (start === chunk.length) this.afterCr = true;
+        else if (chunk[start] === LF) start++;
       }
-      start = i + 1;
+      if (lf !== -1 && lf < start) lf = chunk.indexOf(LF, start);
+      if (cr !== -1 && cr < start) cr = chunk.indexOf(CR, start);
     }
     if (start < chunk.length) this.append(chunk.subarray(start));
   }

@@ -5,7 +5,9 @@
  */
 import { once } from 'node:events';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -235,11 +237,21 @@ describe('an upstream that never answers', () => {
   });
 });
 
+/** taskgate with `upstreams` (the aggregator on stdio), the flood fixture its one server, unprefixed. */
+const AGGREGATED = join(mkdtempSync(join(tmpdir(), 'taskgate-faults-')), 'upstreams.json');
+writeFileSync(
+  AGGREGATED,
+  JSON.stringify({ upstreams: { flood: { command: process.execPath, args: [FLOOD], prefix: false } } }),
+);
+
 // A peer on stdio that stops reading: taskgate stops reading what would be written to it (valve.ts), so
 // nothing piles up in its memory, and nothing is lost: once the peer reads again, everything arrives.
-describe('a stdio peer that stops reading', () => {
+describe.each([
+  ['', ['--', process.execPath, FLOOD]],
+  [', with upstreams', ['--config', AGGREGATED]],
+])('a stdio peer that stops reading%s', (_, server) => {
   it('a client that does not read its stdout stalls the upstream, and then gets every message', async () => {
-    const peer = track(RawPeer.start(['--log-level', 'info', '--', process.execPath, FLOOD]));
+    const peer = track(RawPeer.start(['--log-level', 'info', ...server]));
     await peer.initialize();
     const pid = peer.child.pid!;
     peer.child.stdout.pause();
@@ -276,7 +288,7 @@ describe('a stdio peer that stops reading', () => {
   });
 
   it('an upstream that does not read its stdin stops taskgate reading the client, and then gets every call', async () => {
-    const peer = track(RawPeer.start(['--log-level', 'info', '--', process.execPath, FLOOD]));
+    const peer = track(RawPeer.start(['--log-level', 'info', ...server]));
     await peer.initialize();
     const pid = peer.child.pid!;
     const upstream = await upstreamPid(peer);

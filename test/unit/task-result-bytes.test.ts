@@ -4,7 +4,7 @@
  * and the related-task `_meta` written around them. taskgate's Session between two LineChannels over
  * in-memory pipes; the server writes its own lines, the client reads raw lines.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { byteLines } from '../helpers/byte-lines.js';
 import { Inbox } from '../helpers/inbox.js';
 import { pipedSession } from '../helpers/piped-session.js';
@@ -88,6 +88,17 @@ describe('issue 33: a task result taskgate holds is served as the bytes the serv
     const { taskId, answer } = await heldAndFetched(result);
     const tag = `{"_meta":{"${RELATED}":{"taskId":"${taskId}"}},`;
     expect(answer.toString()).toBe(`{"jsonrpc":"2.0","id":2,"result":${tag}${result.slice(1)}}`);
+  });
+
+  it("the server's answer is scanned, never parsed: JSON.parse sees none of its megabytes", async () => {
+    const parse = vi.spyOn(JSON, 'parse');
+    try {
+      await heldAndFetched(written(4_000_000));
+      const big = parse.mock.calls.filter(([text]) => typeof text === 'string' && text.length > 1_000_000);
+      expect(big).toHaveLength(0);
+    } finally {
+      parse.mockRestore();
+    }
   });
 
   it('an empty result: the tag alone, as valid JSON', async () => {
