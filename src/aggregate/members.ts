@@ -80,7 +80,9 @@ export async function openMembers(
         prefixed: member.prefix,
         filter: new ToolFilter(member.include, member.exclude),
       };
-      const upstream = await openUpstream(own, memberLogger, hooks).catch((error: unknown) => error as Error);
+      const upstream = await openUpstream(own, memberLogger, { ...hooks, server: name }).catch(
+        (error: unknown) => error as Error,
+      );
       if (upstream instanceof Error) {
         memberLogger.error(`the server "${name}" could not be started: ${upstream.message}`);
         const pair = memoryChannelPair();

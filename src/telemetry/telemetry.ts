@@ -18,6 +18,8 @@ export interface ChannelFacts {
   sessionId?: string;
   /** The upstream's URL, for `server.address` and `server.port`. */
   serverUrl?: string;
+  /** Which server of `upstreams` the upstream is (several servers behind one endpoint). */
+  server?: string;
 }
 
 export type ModernServe = (exchange: ModernExchange) => Promise<ModernAnswer>;
