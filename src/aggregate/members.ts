@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { Policy } from '../config/policy.js';
-import type { Config, Member as MemberConfig } from '../config/schema.js';
+import { withBuckets, type Config, type Member as MemberConfig } from '../config/schema.js';
 import { Session, type SessionOptions } from '../session/session.js';
 import { tasksOfServer } from '../tasks/server-store.js';
 import { memoryChannelPair } from '../transport/memory-channel.js';
@@ -24,14 +24,20 @@ export interface OpenedMembers {
 
 /** The config one server's Session and upstream are given: `upstream` is that server, its rules first. */
 export function memberConfig(config: Config, member: MemberConfig): Config {
-  const { prefix: _prefix, include: _include, exclude: _exclude, tools, restart, ...server } = member;
+  const { prefix: _prefix, include: _include, exclude: _exclude, tools, restart, limits, ...server } = member;
   return {
     ...config,
     upstream: { ...server, sharing: 'session', poolSize: 1 },
     upstreams: undefined,
     tools: [...tools, ...config.tools],
     upstreamRestart: restart ?? config.upstreamRestart,
+    limits: ownLimits(config, limits) ?? config.limits,
   };
+}
+
+/** A server's own `limits`, over the top-level ones; undefined for a server without: it shares those. */
+export function ownLimits(config: Config, limits: MemberConfig['limits']): Config['limits'] | undefined {
+  return limits === undefined ? undefined : withBuckets({ ...config.limits, ...limits });
 }
 
 /**
@@ -46,12 +52,21 @@ function serverTaskOwner(identity: string, server: string): string {
 
 /**
  * What one server's Session is given: what every Session is (`given`), made that server's: its config,
- * its identity's tasks listed apart, and its tasks (taskgate's and its own) named after it.
+ * its identity's tasks listed apart, its tasks (taskgate's and its own) named after it, and its own
+ * `limits` (ownLimits), if it has them, counted apart.
  */
-export function memberSessionOptions(given: SessionOptions, name: string, own: Config): SessionOptions {
+export function memberSessionOptions(
+  given: SessionOptions,
+  name: string,
+  own: Config,
+  limits?: Config['limits'],
+): SessionOptions {
   const { sightings } = given;
   return {
     ...given,
+    ...(limits === undefined || given.limits === undefined
+      ? {}
+      : { limits: given.limits.apart(limits, `upstreams.${name}.limits`, name) }),
     ...(given.identity === undefined ? {} : { taskOwner: serverTaskOwner(given.identity, name) }),
     store: tasksOfServer(given.store, name),
     ...(sightings === undefined
@@ -95,7 +110,10 @@ export async function openMembers(
         };
       }
       const pair = memoryChannelPair();
-      const options = { ...memberSessionOptions(sessionOptions(name), name, own), logger: memberLogger };
+      const options = {
+        ...memberSessionOptions(sessionOptions(name), name, own, ownLimits(config, member.limits)),
+        logger: memberLogger,
+      };
       let closing = false;
       const session: Session = new Session(pair.b, upstream.channel, options, {
         upstreamGone: (state) => {

@@ -3,6 +3,7 @@
  * src/aggregate/), their credentials and restart policy, and the per-tool rules both take.
  */
 import { z } from 'zod';
+import { LimitsSchema } from './limits-schema.js';
 import { MAX_TIMER_MS, MS_PER_DAY, milliseconds } from './units.js';
 
 /** upstream.requestTimeout unless set: generous, since long work belongs in a task. */
@@ -185,6 +186,11 @@ export const MemberSchema = z
     tools: z.array(ToolRuleSchema).default([]),
     /** Its own restart policy, in place of `upstreamRestart` (whose defaults fill what it leaves out). */
     restart: RESTART.refine(...RESTART_DELAYS).optional(),
+    /**
+     * Per-caller limits of its own, over the top-level `limits`, counted for the calls to it alone: at its
+     * limit, a caller is refused by this server only. Without them it shares the top-level ones.
+     */
+    limits: LimitsSchema.optional(),
   })
   .strict()
   .refine(namesOneServer, ONE_SERVER);

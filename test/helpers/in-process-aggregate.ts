@@ -10,12 +10,13 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { pino } from 'pino';
 import { Aggregator } from '../../src/aggregate/aggregator.js';
-import { memberSessionOptions } from '../../src/aggregate/members.js';
+import { memberSessionOptions, ownLimits } from '../../src/aggregate/members.js';
 import { Names, ToolFilter } from '../../src/aggregate/names.js';
 import type { MemberSpec } from '../../src/aggregate/member.js';
 import { resolveConfig } from '../../src/config/load.js';
 import { Policy } from '../../src/config/policy.js';
-import type { ConfigInput } from '../../src/config/schema.js';
+import type { ConfigInput, Member } from '../../src/config/schema.js';
+import { Limits } from '../../src/security/limits.js';
 import { Session } from '../../src/session/session.js';
 import type { AuditLog } from '../../src/tasks/audit-log.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
@@ -35,6 +36,8 @@ export interface ServerBehind {
   exclude?: string[];
   /** Its server is connected only by `connectLate` (until then it answers nothing, initialize included). */
   late?: boolean;
+  /** Its own `limits` (upstreams.<name>.limits). */
+  limits?: Member['limits'];
 }
 
 export interface AggregateGateway {
@@ -80,6 +83,8 @@ export async function inProcessAggregate(
   const sessions: Session[] = [];
   const specs: MemberSpec[] = [];
   const lateOnes = new Map<string, () => Promise<void>>();
+  // One Limits for every server, as composition.ts gives each Session the one it made.
+  const limits = new Limits(config.limits);
   for (const entry of behind) {
     const server = entry.server ?? fakeServer(entry.tools ?? []).server;
     const toServer = memoryChannelPair();
@@ -98,10 +103,12 @@ export async function inProcessAggregate(
           policy: new Policy(config),
           store,
           logger,
+          limits,
           ...(audit === undefined ? {} : { audit }),
         },
         entry.name,
         config,
+        ownLimits(config, entry.limits),
       ),
       { upstreamGone: () => session.closeOnceAnswered(1_000), closed: () => undefined },
     );
