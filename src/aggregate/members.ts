@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import { Policy } from '../config/policy.js';
 import { withBuckets, type Config, type Member as MemberConfig } from '../config/schema.js';
+import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import { Session, type SessionOptions } from '../session/session.js';
 import { tasksOfServer } from '../tasks/server-store.js';
 import { memoryChannelPair } from '../transport/memory-channel.js';
@@ -84,6 +85,8 @@ export async function openMembers(
   logger: Logger,
   sessionOptions: (name: string) => SessionOptions,
   hooks: UpstreamOptions = {},
+  /** The Authorization the server `name` is sent (UpstreamAuth.forServer), if any. */
+  credentialOf: (name: string) => UpstreamCredential | undefined = () => undefined,
 ): Promise<OpenedMembers> {
   const closers: (() => Promise<void>)[] = [];
   const specs = await Promise.all(
@@ -95,9 +98,11 @@ export async function openMembers(
         prefixed: member.prefix,
         filter: new ToolFilter(member.include, member.exclude),
       };
-      const upstream = await openUpstream(own, memberLogger, { ...hooks, server: name }).catch(
-        (error: unknown) => error as Error,
-      );
+      const upstream = await openUpstream(own, memberLogger, {
+        ...hooks,
+        server: name,
+        credential: credentialOf(name),
+      }).catch((error: unknown) => error as Error);
       if (upstream instanceof Error) {
         memberLogger.error(`the server "${name}" could not be started: ${upstream.message}`);
         const pair = memoryChannelPair();

@@ -5,6 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import { DEFAULT_SEPARATOR, type Config } from '../config/schema.js';
+import { upstreamAuth } from '../security/upstream-auth.js';
 import { openStdioCore } from '../stdio-core.js';
 import { LineChannel } from '../transport/line-channel.js';
 import { Aggregator } from './aggregator.js';
@@ -21,9 +22,15 @@ export async function startAggregatedStdio(config: Config): Promise<number> {
     readinessOf(() => states()),
   );
   const { logger, metrics, telemetry, id, core } = stdio;
-  const members = await openMembers(config, logger, (name) => core.sessionOptions(`${id}/${name}`, logger), {
-    restarted: () => metrics.upstreamRestarted(),
-  });
+  // Over stdio there is no caller to stand for: only a credential of taskgate's own (client credentials).
+  const credentials = upstreamAuth(config);
+  const members = await openMembers(
+    config,
+    logger,
+    (name) => core.sessionOptions(`${id}/${name}`, logger),
+    { restarted: () => metrics.upstreamRestarted() },
+    (name) => credentials.forServer(name, undefined),
+  );
   if (members.specs.every((spec) => spec.failed !== undefined)) {
     logger.error('none of the servers in upstreams could be started; exiting');
     await stdio.close();

@@ -457,6 +457,12 @@ export const EffectiveConfigSchema = ConfigSchema.superRefine((config, context) 
   }
   for (const issue of accessRuleProblems(auth)) context.addIssue({ code: 'custom', ...issue });
   for (const issue of upstreamAuthProblems(auth, upstream)) context.addIssue({ code: 'custom', ...issue });
+  for (const [name, server] of Object.entries(config.upstreams ?? {})) {
+    // Each server of upstreams has a connection per session: as `sharing: session`.
+    for (const { path, message } of upstreamAuthProblems(auth, { ...server, sharing: 'session' })) {
+      context.addIssue({ code: 'custom', path: ['upstreams', name, ...path.slice(1)], message });
+    }
+  }
 }).transform(withFrontDefaults);
 
 /** Rules that can match nobody: callers not identified at all, or groups and scopes without OAuth tokens. */

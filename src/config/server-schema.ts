@@ -75,6 +75,27 @@ const UpstreamAuthSchema = z
     message: 'give exactly one of clientCredentials or tokenExchange',
   });
 
+type WithAuth = {
+  url?: string | undefined;
+  headers?: Record<string, string> | undefined;
+  auth?: object | undefined;
+};
+
+/** `auth`, of `upstream` or of a server of `upstreams`, is for an HTTP server. */
+const AUTH_OVER_HTTP: [(server: WithAuth) => boolean, { message: string; path: PropertyKey[] }] = [
+  (server) => server.auth === undefined || server.url !== undefined,
+  {
+    message: 'auth is for an HTTP upstream (url); a stdio server gets its credential in env',
+    path: ['auth'],
+  },
+];
+const AUTH_NOT_IN_HEADERS: [(server: WithAuth) => boolean, { message: string; path: PropertyKey[] }] = [
+  (server) =>
+    server.auth === undefined ||
+    !Object.keys(server.headers ?? {}).some((name) => name.toLowerCase() === 'authorization'),
+  { message: 'auth sets the Authorization header: leave it out of headers', path: ['auth'] },
+];
+
 /** The settings of one upstream server, shared by `upstream` and each entry of `upstreams`. */
 const SERVER_SHAPE = {
   command: z.string().min(1).optional(),
@@ -148,16 +169,8 @@ export const UpstreamSchema = z
   })
   .strict()
   .refine(namesOneServer, ONE_SERVER)
-  .refine((upstream) => upstream.auth === undefined || upstream.url !== undefined, {
-    message: 'auth is for an HTTP upstream (url); a stdio server gets its credential in env',
-    path: ['auth'],
-  })
-  .refine(
-    (upstream) =>
-      upstream.auth === undefined ||
-      !Object.keys(upstream.headers ?? {}).some((name) => name.toLowerCase() === 'authorization'),
-    { message: 'auth sets the Authorization header: leave it out of headers', path: ['auth'] },
-  );
+  .refine(...AUTH_OVER_HTTP)
+  .refine(...AUTH_NOT_IN_HEADERS);
 
 /**
  * A server's name in `upstreams`: what its tools, prompts and task ids are prefixed with. The characters
@@ -191,9 +204,13 @@ export const MemberSchema = z
      * limit, a caller is refused by this server only. Without them it shares the top-level ones.
      */
     limits: LimitsSchema.optional(),
+    /** An HTTP server: an OAuth token got for it, as `upstream.auth` gets one for the one server. */
+    auth: UpstreamAuthSchema.optional(),
   })
   .strict()
-  .refine(namesOneServer, ONE_SERVER);
+  .refine(namesOneServer, ONE_SERVER)
+  .refine(...AUTH_OVER_HTTP)
+  .refine(...AUTH_NOT_IN_HEADERS);
 export type Member = z.output<typeof MemberSchema>;
 
 /** The characters a tool name may have (server/tools.mdx "Tool Names", 2026-07-28). */

@@ -1,0 +1,110 @@
+/**
+ * `auth` per server of `upstreams` (issue 32): each HTTP server is sent a token got for it, as
+ * `upstream.auth` gets one for the one server, and a server without `auth` none. The servers are resource
+ * servers of their own (the fixture checks each request's JWT: signed by the authorization server, audience
+ * its own URL), the authorization server a real one (oidc-provider, in the test); the HTTP front and stdio.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { httpTransport } from '../helpers/http-client.js';
+import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
+import { AuthorizationServer, GATEWAY_CLIENT, STAFF_CLIENT } from '../helpers/oauth-server.js';
+import { freePort } from '../helpers/ports.js';
+import { connect, Gateway } from '../helpers/taskgate.js';
+import { textOf } from '../helpers/tool-results.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** A legacy HTTP server that takes only JWTs of `as` whose audience is its own URL; none given: any request. */
+async function server(as?: AuthorizationServer): Promise<HttpFixture> {
+  const port = await freePort();
+  const started = await startHttpFixture('legacy', {
+    port,
+    env:
+      as === undefined
+        ? {}
+        : { FIXTURE_REQUIRE_JWT: `${as.issuer}/jwks`, FIXTURE_JWT_AUDIENCE: `http://127.0.0.1:${port}/mcp` },
+  });
+  cleanups.push(() => started.stop());
+  return started;
+}
+
+async function authorizationServer(): Promise<AuthorizationServer> {
+  const as = await AuthorizationServer.start();
+  cleanups.push(() => as.close());
+  return as;
+}
+
+const grant = (as: AuthorizationServer) => ({
+  tokenEndpoint: `${as.issuer}/token`,
+  clientId: GATEWAY_CLIENT.id,
+  clientSecret: GATEWAY_CLIENT.secret,
+});
+
+const configFile = (config: object): string => {
+  const file = join(mkdtempSync(join(tmpdir(), 'taskgate-agg-auth-')), 'config.json');
+  writeFileSync(file, JSON.stringify(config));
+  return file;
+};
+
+const echo = async (client: Client, name: string, text: string) =>
+  textOf(await client.callTool({ name, arguments: { text } }));
+
+describe('auth per server of upstreams (issue 32)', () => {
+  it('HTTP front: a token of taskgate’s own for one server, the caller’s exchanged for another’s, none for a third', async () => {
+    const as = await authorizationServer();
+    const [own, exchanged, open] = await Promise.all([server(as), server(as), server()]);
+    const port = await freePort();
+    const resource = `http://127.0.0.1:${port}/mcp`;
+    const config = configFile({
+      upstreams: {
+        own: { url: own.url, auth: { clientCredentials: grant(as) } },
+        exchanged: { url: exchanged.url, auth: { tokenExchange: grant(as) } },
+        open: { url: open.url },
+      },
+      auth: { oauth: { issuer: as.issuer, resource } },
+    });
+    const gateway = await Gateway.start([], ['--config', config, '--listen', `127.0.0.1:${port}`]);
+    cleanups.push(() => gateway.stop());
+    const token = await as.token(resource, 'mcp:tools', STAFF_CLIENT);
+    const client = new Client({ name: 'agg-auth-test', version: '1' });
+    await client.connect(
+      httpTransport(gateway.url, {
+        fetch: (input, init) => {
+          const headers = new Headers(init?.headers);
+          headers.set('authorization', `Bearer ${token}`);
+          return fetch(input, { ...init, headers });
+        },
+      }),
+    );
+    cleanups.push(() => client.close());
+    expect(await echo(client, 'own__echo', 'a')).toBe('a');
+    expect(await echo(client, 'exchanged__echo', 'b')).toBe('b');
+    expect(await echo(client, 'open__echo', 'c')).toBe('c');
+    await own.logged(`token accepted sub=${GATEWAY_CLIENT.id} aud=${own.url}`);
+    await exchanged.logged(`token accepted sub=alice aud=${exchanged.url} act=${GATEWAY_CLIENT.id}`);
+    expect(as.clientCredentialsGrants.get(GATEWAY_CLIENT.id)).toBe(1);
+    expect(as.exchanges).toEqual([{ client: GATEWAY_CLIENT.id, subject: 'alice', resource: exchanged.url }]);
+    for (const secured of [own, exchanged]) expect(secured.stderr()).not.toContain('token refused');
+  });
+
+  it('stdio: a token of taskgate’s own for the server that has auth, the other one served as it is', async () => {
+    const as = await authorizationServer();
+    const [own, open] = await Promise.all([server(as), server()]);
+    const config = configFile({
+      upstreams: { own: { url: own.url, auth: { clientCredentials: grant(as) } }, open: { url: open.url } },
+    });
+    const { client } = await connect('legacy', { upstream: [], flags: ['--config', config] });
+    cleanups.push(() => client.close());
+    expect(await echo(client, 'own__echo', 'a')).toBe('a');
+    expect(await echo(client, 'open__echo', 'b')).toBe('b');
+    await own.logged(`token accepted sub=${GATEWAY_CLIENT.id} aud=${own.url}`);
+    expect(as.clientCredentialsGrants.get(GATEWAY_CLIENT.id)).toBe(1);
+  });
+});
