@@ -1,19 +1,22 @@
 /**
- * `auth` per server of `upstreams` (issue 32): each HTTP server is sent a token got for it, as
- * `upstream.auth` gets one for the one server, and a server without `auth` none. The servers are resource
- * servers of their own (the fixture checks each request's JWT: signed by the authorization server, audience
- * its own URL), the authorization server a real one (oidc-provider, in the test); the HTTP front and stdio.
+ * What a server of `upstreams` has of its own, through the built taskgate (issue 32). `auth`: each HTTP
+ * server is sent a token got for it, as `upstream.auth` gets one for the one server, and a server without
+ * `auth` none. The servers are resource servers of their own (the fixture checks each request's JWT: signed
+ * by the authorization server, audience its own URL), the authorization server a real one (oidc-provider,
+ * in the test); the HTTP front and stdio. `limits`: a caller at one server's limit is refused by it alone.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CreateTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport } from '../helpers/http-client.js';
 import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
 import { AuthorizationServer, GATEWAY_CLIENT, STAFF_CLIENT } from '../helpers/oauth-server.js';
 import { freePort } from '../helpers/ports.js';
-import { connect, Gateway } from '../helpers/taskgate.js';
+import { connect, FIXTURES, Gateway } from '../helpers/taskgate.js';
+import { thrownBy } from '../helpers/thrown.js';
 import { textOf } from '../helpers/tool-results.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -106,5 +109,27 @@ describe('auth per server of upstreams (issue 32)', () => {
     expect(await echo(client, 'open__echo', 'b')).toBe('b');
     await own.logged(`token accepted sub=${GATEWAY_CLIENT.id} aud=${own.url}`);
     expect(as.clientCredentialsGrants.get(GATEWAY_CLIENT.id)).toBe(1);
+  });
+});
+
+describe('limits per server of upstreams (issue 32)', () => {
+  it('stdio: a caller at one server’s maxLiveTasks is refused a task there, and not on the other server', async () => {
+    const legacy = { command: process.execPath, args: [FIXTURES.legacy] };
+    const config = configFile({
+      upstreams: { tight: { ...legacy, limits: { maxLiveTasks: 1 } }, loose: legacy },
+    });
+    const { client } = await connect('legacy', { upstream: [], flags: ['--config', config] });
+    cleanups.push(() => client.close());
+    const sleep = (name: string) =>
+      client.request(
+        { method: 'tools/call', params: { name, arguments: { ms: 60_000 }, task: {} } },
+        CreateTaskResultSchema,
+      );
+    await sleep('tight__sleep');
+    const refused = await thrownBy(sleep('tight__sleep'));
+    expect(refused).toBeInstanceOf(McpError);
+    expect((refused as McpError).message).toMatch(/upstreams\.tight\.limits\.maxLiveTasks/);
+    await sleep('loose__sleep');
+    await sleep('loose__sleep');
   });
 });
