@@ -4,12 +4,14 @@
  * `auth` none. The servers are resource servers of their own (the fixture checks each request's JWT: signed
  * by the authorization server, audience its own URL), the authorization server a real one (oidc-provider,
  * in the test); the HTTP front and stdio. `limits`: a caller at one server's limit is refused by it alone.
+ * Its era: an SDK v2 server and a v2 tasks-extension server among an SDK 1.x task server, each spoken to
+ * as it answers the era probe.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { CreateTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport } from '../helpers/http-client.js';
 import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
@@ -131,5 +133,43 @@ describe('limits per server of upstreams (issue 32)', () => {
     expect((refused as McpError).message).toMatch(/upstreams\.tight\.limits\.maxLiveTasks/);
     await sleep('loose__sleep');
     await sleep('loose__sleep');
+  });
+});
+
+describe('2026-07-28 servers among the servers of upstreams (issue 32)', () => {
+  it('stdio: an SDK v2 server, a v2 task server and a v1 task server: a call and a task on each, listed together', async () => {
+    const node = (fixture: string) => ({ command: process.execPath, args: [fixture] });
+    const config = configFile({
+      upstreams: {
+        sdk2: node(FIXTURES.modern),
+        v2tasks: node(FIXTURES.v2Tasks),
+        v1tasks: node(FIXTURES.native),
+      },
+    });
+    const { client } = await connect('legacy', { upstream: [], flags: ['--config', config] });
+    cleanups.push(() => client.close());
+    for (const server of ['sdk2', 'v2tasks', 'v1tasks']) {
+      expect(await echo(client, `${server}__echo`, server)).toBe(server);
+    }
+    const task = async (name: string, args: Record<string, unknown>) =>
+      (
+        await client.request(
+          { method: 'tools/call', params: { name, arguments: args, task: {} } },
+          CreateTaskResultSchema,
+        )
+      ).task.taskId;
+    const ids = [
+      await task('sdk2__sleep', { ms: 10 }),
+      await task('v2tasks__slow', { ms: 10, text: 'v2' }),
+      await task('v1tasks__sleep', { ms: 10 }),
+    ];
+    const listed = (await client.experimental.tasks.listTasks()).tasks.map((listedTask) => listedTask.taskId);
+    expect(listed.sort()).toEqual([...ids].sort());
+    const results = await Promise.all(
+      ids.map(async (taskId) =>
+        textOf(await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema)),
+      ),
+    );
+    expect(results).toEqual(['slept 10 ms', 'v2', 'slept 10 ms']);
   });
 });
