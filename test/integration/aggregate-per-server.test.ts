@@ -10,6 +10,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -97,6 +98,43 @@ describe('auth per server of upstreams (issue 32)', () => {
     expect(as.clientCredentialsGrants.get(GATEWAY_CLIENT.id)).toBe(1);
     expect(as.exchanges).toEqual([{ client: GATEWAY_CLIENT.id, subject: 'alice', resource: exchanged.url }]);
     for (const secured of [own, exchanged]) expect(secured.stderr()).not.toContain('token refused');
+  });
+
+  it("HTTP front: a server's 401 to the exchanged token becomes the client's refresh, then the call goes through", async () => {
+    const as = await authorizationServer();
+    const exchanged = await server(as);
+    const port = await freePort();
+    const resource = `http://127.0.0.1:${port}/mcp`;
+    const config = configFile({
+      upstreams: { exchanged: { url: exchanged.url, auth: { tokenExchange: grant(as) } } },
+      auth: { oauth: { issuer: as.issuer, resource } },
+    });
+    const gateway = await Gateway.start([], ['--config', config, '--listen', `127.0.0.1:${port}`]);
+    cleanups.push(() => gateway.stop());
+    const statuses: number[] = [];
+    const client = new Client({ name: 'agg-auth-test', version: '1' });
+    await client.connect(
+      httpTransport(gateway.url, {
+        authProvider: new ClientCredentialsProvider({
+          clientId: STAFF_CLIENT.id,
+          clientSecret: STAFF_CLIENT.secret,
+          expectedIssuer: as.issuer,
+          scope: 'mcp:tools',
+        }),
+        fetch: async (input, init) => {
+          const response = await fetch(input, init?.method === 'POST' ? { ...init, signal: null } : init);
+          if (String(input) === gateway.url.href && init?.method === 'POST') statuses.push(response.status);
+          return response;
+        },
+      }),
+    );
+    cleanups.push(() => client.close());
+    expect(await echo(client, 'exchanged__echo', 'before')).toBe('before');
+    expect((await fetch(new URL('/revoke-tokens', exchanged.url), { method: 'POST' })).status).toBe(200);
+    statuses.length = 0;
+    expect(await echo(client, 'exchanged__echo', 'after')).toBe('after');
+    expect(statuses).toEqual([401, 200]);
+    expect(as.exchanges).toHaveLength(2);
   });
 
   it('stdio: a token of taskgate’s own for the server that has auth, the other one served as it is', async () => {
