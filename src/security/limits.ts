@@ -48,6 +48,7 @@ const SETTING: Record<Exclude<LimitKind, 'max_live_tasks'>, string> = {
 export class Limits {
   private readonly creation = new LRUCache<string, TokenBucket>({ max: 10_000 });
   private readonly requests = new LRUCache<string, TokenBucket>({ max: 10_000 });
+  private readonly parts = new Map<string, Limits>();
 
   constructor(
     private readonly config: Config['limits'],
@@ -62,9 +63,15 @@ export class Limits {
   /**
    * Other settings with the same hooks, counting every caller apart from what this one counts (a server of
    * `upstreams` with limits of its own): `settings` names them in refusals, `scope` keeps the counts apart.
+   * One scope is one object, so that the calls of all a caller's sessions count together.
    */
   apart(config: Config['limits'], settings: string, scope: string): Limits {
-    return new Limits(config, this.onRefused, this.now, settings, `${this.scope}\u001f${scope}`);
+    let limits = this.parts.get(scope);
+    if (limits === undefined) {
+      limits = new Limits(config, this.onRefused, this.now, settings, `${this.scope}\u001f${scope}`);
+      this.parts.set(scope, limits);
+    }
+    return limits;
   }
 
   /** Before a task-augmented call: the caller's creation rate. */

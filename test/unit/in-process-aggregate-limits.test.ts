@@ -5,6 +5,7 @@
  */
 import { CreateTaskResultSchema, GetTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { Limits } from '../../src/security/limits.js';
 import { heldTool, type HeldTool } from '../helpers/held-call.js';
 import { inProcessAggregate, type AggregateGateway } from '../helpers/in-process-aggregate.js';
 import { thrownBy } from '../helpers/thrown.js';
@@ -65,5 +66,19 @@ describe('a server’s own limits (issue 32)', () => {
     const refused = await refusal(getTask(g, tight));
     expect(refused.message).toMatch(/upstreams\.tight\.limits\.taskRequestRate/);
     for (let i = 0; i < 4; i++) expect((await getTask(g, loose)).taskId).toBe(loose);
+  });
+});
+
+describe('a server’s own limits over the HTTP front, where each session has Sessions of its own', () => {
+  it('counts a caller’s requests to that server together, whichever session made them', () => {
+    const shared = new Limits({});
+    const own = { taskRequestRate: 0.001, taskRequestBurst: 2 };
+    // What two sessions of one caller are given for server a.
+    const first = shared.apart(own, 'upstreams.a.limits', 'a');
+    const second = shared.apart(own, 'upstreams.a.limits', 'a');
+    first.admitTaskRequest('alice');
+    second.admitTaskRequest('alice');
+    expect(() => first.admitTaskRequest('alice')).toThrow(/upstreams\.a\.limits\.taskRequestRate/);
+    expect(() => shared.apart(own, 'upstreams.b.limits', 'b').admitTaskRequest('alice')).not.toThrow();
   });
 });
