@@ -44,7 +44,7 @@ const sdkV2 = (serverSide: MemoryChannel): ModernPeer => {
         handlers.message(raw);
       },
     });
-  return serveStdio(makeServer, { transport: new ChannelTransport(serverSide) as never });
+  return serveStdio(makeServer, { transport: new ChannelTransport(serverSide) });
 };
 
 /** The v2 tasks extension fixture, one JSON-RPC message each way per channel message. */
