@@ -401,7 +401,7 @@ describe('a span for a task life', () => {
 });
 
 describe('several servers behind one endpoint (issue 32)', () => {
-  it('the CLIENT span of a call routed to a server, and the span of a task run for it, name that server', async () => {
+  it('the SERVER and CLIENT spans of a request routed to a server, and the span of a task run for it, name that server', async () => {
     const collector = await receiver();
     const config = join(mkdtempSync(join(tmpdir(), 'taskgate-otel-')), 'servers.json');
     const legacy = { command: process.execPath, args: [FIXTURES.legacy] };
@@ -421,6 +421,10 @@ describe('several servers behind one endpoint (issue 32)', () => {
       return found.length === 2 ? found : undefined;
     });
     expect(calls.map((span) => span.attributes['taskgate.server']).sort()).toEqual(['alpha', 'beta']);
+    const served = await collector.until((spans) =>
+      spans.find((s) => s.kind === SERVER && s.name === 'tools/call alpha__echo'),
+    );
+    expect(served.attributes['taskgate.server']).toBe('alpha');
     const { task } = await client.request(
       { method: 'tools/call', params: { name: 'beta__sleep', arguments: { ms: 10 }, task: {} } },
       CreateTaskResultSchema,
@@ -430,6 +434,10 @@ describe('several servers behind one endpoint (issue 32)', () => {
       spans.find((s) => s.kind === INTERNAL && s.name === 'task sleep'),
     );
     expect(taskSpan.attributes['taskgate.server']).toBe('beta');
+    const result = await collector.until((spans) =>
+      spans.find((s) => s.kind === SERVER && s.name === 'tasks/result'),
+    );
+    expect(result.attributes['taskgate.server']).toBe('beta');
   });
 });
 
