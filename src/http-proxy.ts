@@ -96,7 +96,8 @@ export async function startHttpGateway(
       ? undefined
       : (await import('./aggregate/http-sessions.js')).aggregatedSessions(config, logger, core, {
           ...hooks,
-          credentialFor: (caller) => credentials.forCaller(caller?.identity, caller?.upstreamAuthorization),
+          credentialFor: (caller, server) =>
+            credentials.forServer(server, caller?.identity, caller?.upstreamAuthorization),
           forget: (sessionId) => front.forget(sessionId),
         });
   // 2026-07-28 requests go through a bridge session of their caller's, on an upstream as a 2025 session's

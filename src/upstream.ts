@@ -35,6 +35,8 @@ export interface UpstreamOptions extends SupervisionHooks {
    * the caller's own where the operator asked for that), over any in upstream.headers.
    */
   credential?: UpstreamCredential | undefined;
+  /** Which server of `upstreams` this is: its spans name it. */
+  server?: string;
 }
 
 export async function openUpstream(
@@ -42,7 +44,8 @@ export async function openUpstream(
   logger: Logger,
   options: UpstreamOptions = {},
 ): Promise<Upstream> {
-  const { credential, ...hooks } = options;
+  const { credential, server, ...hooks } = options;
+  const named = server === undefined ? {} : { server };
   const upstream = config.upstream;
   if (!upstream) throw new Error('no upstream server configured');
   if (upstream.url !== undefined) {
@@ -97,7 +100,7 @@ export async function openUpstream(
             )
           : openModern();
       return {
-        channel: telemetry().upstream(channel, { transport: 'tcp', serverUrl: url }),
+        channel: telemetry().upstream(channel, { transport: 'tcp', serverUrl: url, ...named }),
         description,
         stop: () => channel.close(),
       };
@@ -109,7 +112,7 @@ export async function openUpstream(
     }
     const channel = openLegacy();
     return {
-      channel: telemetry().upstream(channel, { transport: 'tcp', serverUrl: url }),
+      channel: telemetry().upstream(channel, { transport: 'tcp', serverUrl: url, ...named }),
       description,
       stop: () => channel.close(),
     };
@@ -132,7 +135,7 @@ export async function openUpstream(
     (reason) => channel.replaceBeforeHandshake(reason),
   );
   return {
-    channel: telemetry().upstream(probing, { transport: 'pipe' }),
+    channel: telemetry().upstream(probing, { transport: 'pipe', ...named }),
     description: maskCommand(command, args),
     // Closed first (a translator ends its own calls there: the child's exit is not reported), then stopped.
     stop: async () => {

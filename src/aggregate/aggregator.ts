@@ -24,6 +24,7 @@ import {
 import { PROTOCOL_VERSION_META, isModernRequest } from '../protocol/modern/meta.js';
 import { readHanded } from '../protocol/read-message.js';
 import { LEGACY_VERSIONS } from '../protocol/versions.js';
+import { telemetry } from '../telemetry/telemetry.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { gathered } from './fan-out.js';
@@ -418,6 +419,7 @@ export class Aggregator {
     const unavailable = member.unavailable();
     if (unavailable !== undefined) return this.refuse(request.id, unavailable);
     this.routed.set(idKey(request.id), { id: request.id, member, rewrite });
+    telemetry().routed(member.name);
     member.send(request);
   }
 

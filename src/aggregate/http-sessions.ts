@@ -32,8 +32,8 @@ export function aggregatedSessions(
   logger: Logger,
   core: Core,
   hooks: UpstreamOptions & {
-    /** The Authorization a caller's servers are sent (auth.bearerPassthrough), if any. */
-    credentialFor(caller: Caller | undefined): UpstreamCredential | undefined;
+    /** The Authorization a caller's connection to a server is sent (its `auth`, auth.bearerPassthrough), if any. */
+    credentialFor(caller: Caller | undefined, server: string): UpstreamCredential | undefined;
     forget(sessionId: string): void;
   },
 ): AggregatedSessions {
@@ -77,7 +77,8 @@ export function aggregatedSessions(
             ...(caller?.access === undefined ? {} : { access: caller.access }),
           };
         },
-        { ...upstreamHooks, credential: credentialFor(caller) },
+        upstreamHooks,
+        (name) => credentialFor(caller, name),
       );
       opened.add(members);
       const aggregator = new Aggregator(

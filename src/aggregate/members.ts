@@ -5,7 +5,8 @@
  */
 import type { Logger } from 'pino';
 import { Policy } from '../config/policy.js';
-import type { Config, Member as MemberConfig } from '../config/schema.js';
+import { withBuckets, type Config, type Member as MemberConfig } from '../config/schema.js';
+import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import { Session, type SessionOptions } from '../session/session.js';
 import { tasksOfServer } from '../tasks/server-store.js';
 import { memoryChannelPair } from '../transport/memory-channel.js';
@@ -25,14 +26,20 @@ export interface OpenedMembers {
 
 /** The config one server's Session and upstream are given: `upstream` is that server, its rules first. */
 export function memberConfig(config: Config, member: MemberConfig): Config {
-  const { prefix: _prefix, include: _include, exclude: _exclude, tools, restart, ...server } = member;
+  const { prefix: _prefix, include: _include, exclude: _exclude, tools, restart, limits, ...server } = member;
   return {
     ...config,
     upstream: { ...server, sharing: 'session', poolSize: 1 },
     upstreams: undefined,
     tools: [...tools, ...config.tools],
     upstreamRestart: restart ?? config.upstreamRestart,
+    limits: ownLimits(config, limits) ?? config.limits,
   };
+}
+
+/** A server's own `limits`, over the top-level ones; undefined for a server without: it shares those. */
+export function ownLimits(config: Config, limits: MemberConfig['limits']): Config['limits'] | undefined {
+  return limits === undefined ? undefined : withBuckets({ ...config.limits, ...limits });
 }
 
 /**
@@ -47,12 +54,21 @@ function serverTaskOwner(identity: string, server: string): string {
 
 /**
  * What one server's Session is given: what every Session is (`given`), made that server's: its config,
- * its identity's tasks listed apart, and its tasks (taskgate's and its own) named after it.
+ * its identity's tasks listed apart, its tasks (taskgate's and its own) named after it, and its own
+ * `limits` (ownLimits), if it has them, counted apart.
  */
-export function memberSessionOptions(given: SessionOptions, name: string, own: Config): SessionOptions {
+export function memberSessionOptions(
+  given: SessionOptions,
+  name: string,
+  own: Config,
+  limits?: Config['limits'],
+): SessionOptions {
   const { sightings } = given;
   return {
     ...given,
+    ...(limits === undefined || given.limits === undefined
+      ? {}
+      : { limits: given.limits.apart(limits, `upstreams.${name}.limits`, name) }),
     ...(given.identity === undefined ? {} : { taskOwner: serverTaskOwner(given.identity, name) }),
     store: tasksOfServer(given.store, name),
     ...(sightings === undefined
@@ -70,6 +86,8 @@ export async function openMembers(
   logger: Logger,
   sessionOptions: (name: string) => SessionOptions,
   hooks: UpstreamOptions = {},
+  /** The Authorization the server `name` is sent (UpstreamAuth.forServer), if any. */
+  credentialOf: (name: string) => UpstreamCredential | undefined = () => undefined,
   /** Each server's backpressure on stdio (valve.ts), given as it is opened. */
   flowOf?: () => Flow,
 ): Promise<OpenedMembers> {
@@ -83,11 +101,12 @@ export async function openMembers(
         prefixed: member.prefix,
         filter: new ToolFilter(member.include, member.exclude),
       };
-      const upstream = await openUpstream(
-        own,
-        memberLogger,
-        flowOf ? { ...hooks, flow: flowOf() } : hooks,
-      ).catch((error: unknown) => error as Error);
+      const upstream = await openUpstream(own, memberLogger, {
+        ...hooks,
+        server: name,
+        credential: credentialOf(name),
+        ...(flowOf === undefined ? {} : { flow: flowOf() }),
+      }).catch((error: unknown) => error as Error);
       if (upstream instanceof Error) {
         memberLogger.error(`the server "${name}" could not be started: ${upstream.message}`);
         const pair = memoryChannelPair();
@@ -100,7 +119,10 @@ export async function openMembers(
         };
       }
       const pair = memoryChannelPair();
-      const options = { ...memberSessionOptions(sessionOptions(name), name, own), logger: memberLogger };
+      const options = {
+        ...memberSessionOptions(sessionOptions(name), name, own, ownLimits(config, member.limits)),
+        logger: memberLogger,
+      };
       let closing = false;
       const session: Session = new Session(pair.b, upstream.channel, options, {
         upstreamGone: (state) => {

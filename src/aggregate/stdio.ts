@@ -5,6 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import { AGGREGATE_DEFAULTS, DEFAULT_SEPARATOR, type Config } from '../config/schema.js';
+import { upstreamAuth } from '../security/upstream-auth.js';
 import { openStdioCore } from '../stdio-core.js';
 import { LineChannel } from '../transport/line-channel.js';
 import { Valve } from '../transport/valve.js';
@@ -26,11 +27,14 @@ export async function startAggregatedStdio(config: Config): Promise<number> {
   // output while the client is behind, the client's input while any server is.
   const toClient = new Valve();
   const toServers: Valve[] = [];
+  // Over stdio there is no caller to stand for: only a credential of taskgate's own (client credentials).
+  const credentials = upstreamAuth(config);
   const members = await openMembers(
     config,
     logger,
     (name) => core.sessionOptions(`${id}/${name}`, logger),
     { restarted: () => metrics.upstreamRestarted() },
+    (name) => credentials.forServer(name, undefined),
     () => {
       const toServer = new Valve();
       toServers.push(toServer);

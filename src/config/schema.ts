@@ -14,6 +14,7 @@ import {
 } from './server-schema.js';
 import { DEFAULT_SEPARATOR, serverProblems } from './server-problems.js';
 import { MAX_TIMER_MS, MIB, MS_PER_DAY, milliseconds } from './units.js';
+import { LimitsSchema, type LimitsSettings } from './limits-schema.js';
 import { IntrospectionSchema } from './oauth-introspection.js';
 import { upstreamAuthProblems } from './upstream-auth-problems.js';
 
@@ -389,18 +390,7 @@ export const ConfigSchema = z
      * Per caller (an identity, or a session without one), so that one caller cannot starve the others.
      * No default here: it depends on the front (FRONT_DEFAULTS).
      */
-    limits: z
-      .object({
-        maxLiveTasks: z.number().int().positive().optional(),
-        /** Task-augmented calls a caller may start per second, with bursts up to `taskCreationBurst`. */
-        taskCreationRate: z.number().positive().optional(),
-        taskCreationBurst: z.number().int().positive().optional(),
-        /** tasks/get, tasks/result, tasks/list and tasks/cancel per second, with bursts. */
-        taskRequestRate: z.number().positive().optional(),
-        taskRequestBurst: z.number().int().positive().optional(),
-      })
-      .strict()
-      .prefault({}),
+    limits: LimitsSchema.prefault({}),
     audit: z
       .object({
         /** One log line (logger "audit", on stderr) per task created, changed, read, cancelled, refused. */
@@ -458,17 +448,22 @@ const BUCKETS = [
 function withFrontDefaults(config: ParsedConfig): ParsedConfig & { tasks: { exposeList: boolean } } {
   const front: Front = config.http.listen === undefined ? 'stdio' : 'http';
   const defaults = FRONT_DEFAULTS[front];
-  const limits = { ...defaults.limits, ...config.limits };
+  return {
+    ...config,
+    tasks: { ...config.tasks, exposeList: config.tasks.exposeList ?? defaults.tasks.exposeList },
+    limits: withBuckets({ ...defaults.limits, ...config.limits }),
+  };
+}
+
+/** The limits with each bucket whole: the rate or burst not set of one that is set keeps its HTTP-front default. */
+export function withBuckets(given: LimitsSettings): LimitsSettings {
+  const limits = { ...given };
   for (const pair of BUCKETS) {
     if (pair.some((key) => limits[key] !== undefined)) {
       for (const key of pair) limits[key] ??= FRONT_DEFAULTS.http.limits[key];
     }
   }
-  return {
-    ...config,
-    tasks: { ...config.tasks, exposeList: config.tasks.exposeList ?? defaults.tasks.exposeList },
-    limits,
-  };
+  return limits;
 }
 
 /**
@@ -489,6 +484,12 @@ export const EffectiveConfigSchema = ConfigSchema.superRefine((config, context) 
   }
   for (const issue of accessRuleProblems(auth)) context.addIssue({ code: 'custom', ...issue });
   for (const issue of upstreamAuthProblems(auth, upstream)) context.addIssue({ code: 'custom', ...issue });
+  for (const [name, server] of Object.entries(config.upstreams ?? {})) {
+    // Each server of upstreams has a connection per session: as `sharing: session`.
+    for (const { path, message } of upstreamAuthProblems(auth, { ...server, sharing: 'session' })) {
+      context.addIssue({ code: 'custom', path: ['upstreams', name, ...path.slice(1)], message });
+    }
+  }
 }).transform(withFrontDefaults);
 
 /** Rules that can match nobody: callers not identified at all, or groups and scopes without OAuth tokens. */

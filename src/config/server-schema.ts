@@ -3,6 +3,7 @@
  * src/aggregate/), their credentials and restart policy, and the per-tool rules both take.
  */
 import { z } from 'zod';
+import { LimitsSchema } from './limits-schema.js';
 import { MAX_TIMER_MS, MS_PER_DAY, milliseconds } from './units.js';
 
 /** upstream.requestTimeout unless set: generous, since long work belongs in a task. */
@@ -73,6 +74,27 @@ const UpstreamAuthSchema = z
   .refine((auth) => (auth.clientCredentials === undefined) !== (auth.tokenExchange === undefined), {
     message: 'give exactly one of clientCredentials or tokenExchange',
   });
+
+type WithAuth = {
+  url?: string | undefined;
+  headers?: Record<string, string> | undefined;
+  auth?: object | undefined;
+};
+
+/** `auth`, of `upstream` or of a server of `upstreams`, is for an HTTP server. */
+const AUTH_OVER_HTTP: [(server: WithAuth) => boolean, { message: string; path: PropertyKey[] }] = [
+  (server) => server.auth === undefined || server.url !== undefined,
+  {
+    message: 'auth is for an HTTP upstream (url); a stdio server gets its credential in env',
+    path: ['auth'],
+  },
+];
+const AUTH_NOT_IN_HEADERS: [(server: WithAuth) => boolean, { message: string; path: PropertyKey[] }] = [
+  (server) =>
+    server.auth === undefined ||
+    !Object.keys(server.headers ?? {}).some((name) => name.toLowerCase() === 'authorization'),
+  { message: 'auth sets the Authorization header: leave it out of headers', path: ['auth'] },
+];
 
 /** The settings of one upstream server, shared by `upstream` and each entry of `upstreams`. */
 const SERVER_SHAPE = {
@@ -147,16 +169,8 @@ export const UpstreamSchema = z
   })
   .strict()
   .refine(namesOneServer, ONE_SERVER)
-  .refine((upstream) => upstream.auth === undefined || upstream.url !== undefined, {
-    message: 'auth is for an HTTP upstream (url); a stdio server gets its credential in env',
-    path: ['auth'],
-  })
-  .refine(
-    (upstream) =>
-      upstream.auth === undefined ||
-      !Object.keys(upstream.headers ?? {}).some((name) => name.toLowerCase() === 'authorization'),
-    { message: 'auth sets the Authorization header: leave it out of headers', path: ['auth'] },
-  );
+  .refine(...AUTH_OVER_HTTP)
+  .refine(...AUTH_NOT_IN_HEADERS);
 
 /**
  * A server's name in `upstreams`: what its tools, prompts and task ids are prefixed with. The characters
@@ -186,9 +200,18 @@ export const MemberSchema = z
     tools: z.array(ToolRuleSchema).default([]),
     /** Its own restart policy, in place of `upstreamRestart` (whose defaults fill what it leaves out). */
     restart: RESTART.refine(...RESTART_DELAYS).optional(),
+    /**
+     * Per-caller limits of its own, over the top-level `limits`, counted for the calls to it alone: at its
+     * limit, a caller is refused by this server only. Without them it shares the top-level ones.
+     */
+    limits: LimitsSchema.optional(),
+    /** An HTTP server: an OAuth token got for it, as `upstream.auth` gets one for the one server. */
+    auth: UpstreamAuthSchema.optional(),
   })
   .strict()
-  .refine(namesOneServer, ONE_SERVER);
+  .refine(namesOneServer, ONE_SERVER)
+  .refine(...AUTH_OVER_HTTP)
+  .refine(...AUTH_NOT_IN_HEADERS);
 export type Member = z.output<typeof MemberSchema>;
 
 /** The characters a tool name may have (server/tools.mdx "Tool Names", 2026-07-28). */

@@ -41,19 +41,38 @@ class TokenBucket {
 export type LimitKind = Extract<LimitName, 'max_live_tasks' | 'task_creation_rate' | 'task_request_rate'>;
 
 const SETTING: Record<Exclude<LimitKind, 'max_live_tasks'>, string> = {
-  task_creation_rate: 'limits.taskCreationRate',
-  task_request_rate: 'limits.taskRequestRate',
+  task_creation_rate: 'taskCreationRate',
+  task_request_rate: 'taskRequestRate',
 };
 
 export class Limits {
   private readonly creation = new LRUCache<string, TokenBucket>({ max: 10_000 });
   private readonly requests = new LRUCache<string, TokenBucket>({ max: 10_000 });
+  private readonly parts = new Map<string, Limits>();
 
   constructor(
     private readonly config: Config['limits'],
     private readonly onRefused: (kind: LimitKind, caller: string) => void = () => undefined,
     private readonly now: () => number = Date.now,
+    /** Where the settings are, for the refusals to name them. */
+    private readonly settings = 'limits',
+    /** Appended to each caller: what these limits count, they count apart from any other Limits. */
+    private readonly scope = '',
   ) {}
+
+  /**
+   * Other settings with the same hooks, counting every caller apart from what this one counts (a server of
+   * `upstreams` with limits of its own): `settings` names them in refusals, `scope` keeps the counts apart.
+   * One scope is one object, so that the calls of all a caller's sessions count together.
+   */
+  apart(config: Config['limits'], settings: string, scope: string): Limits {
+    let limits = this.parts.get(scope);
+    if (limits === undefined) {
+      limits = new Limits(config, this.onRefused, this.now, settings, `${this.scope}\u001f${scope}`);
+      this.parts.set(scope, limits);
+    }
+    return limits;
+  }
 
   /** Before a task-augmented call: the caller's creation rate. */
   admitTask(caller: string): void {
@@ -85,13 +104,13 @@ export class Limits {
     const max = this.config.maxLiveTasks;
     if (max === undefined) return create();
     try {
-      return await create({ caller, max });
+      return await create({ caller: caller + this.scope, max });
     } catch (error) {
       if (!(error instanceof CallerLimitError)) throw error;
       this.refuse(
         'max_live_tasks',
         caller,
-        `Limit reached: ${error.live} live tasks for this caller (limits.maxLiveTasks); wait for one to end`,
+        `Limit reached: ${error.live} live tasks for this caller (${this.settings}.maxLiveTasks); wait for one to end`,
       );
     }
   }
@@ -105,14 +124,15 @@ export class Limits {
   ): void {
     // The effective config sets both of a bucket or neither.
     if (rate === undefined || burst === undefined) return;
-    let bucket = buckets.get(caller);
-    if (!bucket) buckets.set(caller, (bucket = new TokenBucket(rate, burst, this.now())));
+    const key = caller + this.scope;
+    let bucket = buckets.get(key);
+    if (!bucket) buckets.set(key, (bucket = new TokenBucket(rate, burst, this.now())));
     const wait = bucket.take(this.now());
     if (wait > 0) {
       this.refuse(
         kind,
         caller,
-        `Rate limit: too many requests for this caller (${SETTING[kind]}: ${rate}/s); retry in ${wait} ms`,
+        `Rate limit: too many requests for this caller (${this.settings}.${SETTING[kind]}: ${rate}/s); retry in ${wait} ms`,
       );
     }
   }

@@ -2,7 +2,8 @@
  * Which credential each upstream connection of the HTTP front sends (upstream-credentials.ts), by the
  * config: a token of taskgate's own for every connection (`upstream.auth.clientCredentials`), one exchanged
  * for each caller's (`upstream.auth.tokenExchange`), the caller's own where the operator asked for it
- * (`auth.oauth.bearerPassthrough`, `auth.bearerPassthrough`), or none beyond `upstream.headers`.
+ * (`auth.oauth.bearerPassthrough`, `auth.bearerPassthrough`), or none beyond `upstream.headers`. Each server
+ * of `upstreams` likewise, by its own `auth`.
  */
 import type { Config } from '../config/schema.js';
 import type { Authentication, Authenticator } from './auth.js';
@@ -24,28 +25,66 @@ export interface UpstreamAuth {
    * `ownAuthorization`: the caller's own, as auth.bearerPassthrough passes it on.
    */
   forCaller(identity: string | undefined, ownAuthorization?: string): UpstreamCredential | undefined;
+  /** The same, for the connection to the server `name` of `upstreams` (its own `auth`, if it has one). */
+  forServer(
+    name: string,
+    identity: string | undefined,
+    ownAuthorization?: string,
+  ): UpstreamCredential | undefined;
   /** The upstream is sent each caller's credential: a request of no caller's would only be refused there. */
   readonly perCaller: boolean;
 }
 
+/** What one upstream server is sent. */
+interface ServerCredentials {
+  forCaller: UpstreamAuth['forCaller'];
+  perCaller: boolean;
+  /** It needs each caller's latest validated token (token exchange, pass-through). */
+  watches: boolean;
+}
+
+type ServerSettings = { url?: string | undefined; auth?: NonNullable<Config['upstream']>['auth'] };
+
 export function upstreamAuth(config: Config, now: () => number = Date.now): UpstreamAuth {
   const tokens = new CallerTokens(now);
-  const credentials = config.upstream?.url === undefined ? undefined : config.upstream.auth;
-  const resource = config.upstream?.url ?? '';
-  const watching =
-    (authenticate: Authenticator): Authenticator =>
-    async (req) => {
-      const caller = await authenticate(req);
-      if (isValidated(caller)) tokens.note(caller.identity, caller.token, caller.grant.expiresAt);
-      return caller;
-    };
+  const one = credentialsOf(config, config.upstream, tokens, now);
+  const servers = new Map(
+    Object.entries(config.upstreams ?? {}).map(([name, server]) => [
+      name,
+      credentialsOf(config, server, tokens, now),
+    ]),
+  );
+  const watches = [one, ...servers.values()].some((server) => server.watches);
+  return {
+    watching: (authenticate) =>
+      watches
+        ? async (req) => {
+            const caller = await authenticate(req);
+            if (isValidated(caller)) tokens.note(caller.identity, caller.token, caller.grant.expiresAt);
+            return caller;
+          }
+        : authenticate,
+    forCaller: (identity, own) => one.forCaller(identity, own),
+    forServer: (name, identity, own) => servers.get(name)?.forCaller(identity, own),
+    perCaller: one.perCaller,
+  };
+}
+
+function credentialsOf(
+  config: Config,
+  server: ServerSettings | undefined,
+  tokens: CallerTokens,
+  now: () => number,
+): ServerCredentials {
+  const credentials = server?.url === undefined ? undefined : server.auth;
+  const resource = server?.url ?? '';
   if (credentials?.clientCredentials !== undefined) {
     const settings = credentials.clientCredentials;
     const shared = clientCredentials(
       new TokenEndpoint({ ...settings, resource: settings.resource ?? resource }, now),
       now,
     );
-    return { watching: (authenticate) => authenticate, forCaller: () => shared, perCaller: false };
+    return { forCaller: () => shared, perCaller: false, watches: false };
   }
   if (credentials?.tokenExchange !== undefined) {
     const settings = credentials.tokenExchange;
@@ -55,22 +94,22 @@ export function upstreamAuth(config: Config, now: () => number = Date.now): Upst
       now,
     );
     return {
-      watching,
       forCaller: (identity) => (identity === undefined ? undefined : exchange.forCaller(identity)),
       perCaller: true,
+      watches: true,
     };
   }
   if (config.auth.oauth?.bearerPassthrough === true) {
     return {
-      watching,
       forCaller: (identity) => (identity === undefined ? undefined : passedThrough(tokens, identity)),
       perCaller: true,
+      watches: true,
     };
   }
   return {
-    watching: (authenticate) => authenticate,
     forCaller: (_identity, own) => (own === undefined ? undefined : fixedCredential(own, true)),
     perCaller: config.auth.bearerPassthrough !== undefined,
+    watches: false,
   };
 }
 

@@ -20,6 +20,8 @@ export const TASK_STATUS_MESSAGE = 'mcp.task.status_message';
 export const TASK_RUNNER = 'mcp.task.runner';
 /** What taskgate does with it: `augment`, `pass-through`, `unwrap` or `translated` (docs/design.md). */
 export const TASK_MODE = 'mcp.task.mode';
+/** The server of `upstreams` a request was routed to (several servers behind one endpoint). */
+export const SERVER = 'taskgate.server';
 /** A 2026-07-28 result's `resultType` when it is not `complete` (an MRTR round's `input_required`). */
 export const RESULT_TYPE = 'mcp.result.type';
 /** The methods of an `input_required` result's inputRequests: what the client is asked, in this round. */
@@ -70,6 +72,7 @@ export function requestAttributes(
     attributes['server.address'] = url.hostname;
     attributes['server.port'] = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
   }
+  if (facts.server !== undefined) attributes[SERVER] = facts.server;
   if (method === 'tools/call' && text(params?.name) !== undefined) {
     attributes['gen_ai.tool.name'] = text(params?.name);
     attributes['gen_ai.operation.name'] = 'execute_tool';

@@ -30,7 +30,14 @@ import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { isObject, type JsonObject } from '../protocol/messages.js';
-import { requestAttributes, spanName, statedVersion, taskStateOf, toolArgumentsOf } from './attributes.js';
+import {
+  SERVER,
+  requestAttributes,
+  spanName,
+  statedVersion,
+  taskStateOf,
+  toolArgumentsOf,
+} from './attributes.js';
 import type { OpenMetrics } from './metrics-sdk.js';
 import { Operation } from './operation.js';
 import { TaskSpans, withServedVersion } from './task-spans.js';
@@ -140,6 +147,7 @@ export async function openTelemetry(settings: TelemetrySettings, logger: Logger)
     taskChanged: (record) => tasks.changed(record),
     taskSeen: (record) => tasks.seen(record),
     taskPromoted: (taskId) => tasks.promoted(taskId),
+    routed: (name) => trace.getActiveSpan()?.setAttribute(SERVER, name),
     shutdown: async () => {
       tasks.endAll();
       let timer: NodeJS.Timeout | undefined;

@@ -27,6 +27,7 @@ import { isObject, type JsonObject } from '../protocol/messages.js';
 import { isTerminal, type TaskRecord } from '../tasks/state.js';
 import { EXECUTOR_LOST, type NewTask } from '../tasks/store.js';
 import {
+  SERVER,
   TASK_ID,
   TASK_MODE,
   TASK_POLL_INTERVAL,
@@ -81,6 +82,7 @@ export class TaskSpans {
           // A task in the store is one taskgate runs itself: its augment, whatever the creator's era.
           [TASK_RUNNER]: 'taskgate',
           [TASK_MODE]: 'augment',
+          ...(task.server === undefined ? {} : { [SERVER]: task.server }),
           ...(typeof version === 'string' ? { 'mcp.protocol.version': version } : {}),
         },
       },

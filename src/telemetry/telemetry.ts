@@ -18,6 +18,8 @@ export interface ChannelFacts {
   sessionId?: string;
   /** The upstream's URL, for `server.address` and `server.port`. */
   serverUrl?: string;
+  /** Which server of `upstreams` the upstream is (several servers behind one endpoint). */
+  server?: string;
 }
 
 export type ModernServe = (exchange: ModernExchange) => Promise<ModernAnswer>;
@@ -41,6 +43,8 @@ export interface Telemetry {
   taskSeen(record: TaskRecord): void;
   /** An extension task's call was answered with the task, its promoteAfter over. */
   taskPromoted(taskId: string): void;
+  /** The request being served is sent on to the server `name` of `upstreams`: its span names it. */
+  routed(name: string): void;
   /** Exports what is left, within a bounded wait. */
   shutdown(): Promise<void>;
 }
@@ -54,6 +58,7 @@ export const NO_TELEMETRY: Telemetry = {
   taskChanged: () => undefined,
   taskSeen: () => undefined,
   taskPromoted: () => undefined,
+  routed: () => undefined,
   shutdown: async () => undefined,
 };
 

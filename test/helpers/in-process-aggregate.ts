@@ -10,15 +10,18 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { pino } from 'pino';
 import { Aggregator } from '../../src/aggregate/aggregator.js';
-import { memberSessionOptions } from '../../src/aggregate/members.js';
+import { memberSessionOptions, ownLimits } from '../../src/aggregate/members.js';
 import { Names, ToolFilter } from '../../src/aggregate/names.js';
 import type { MemberSpec } from '../../src/aggregate/member.js';
 import { resolveConfig } from '../../src/config/load.js';
 import { Policy } from '../../src/config/policy.js';
-import { AGGREGATE_DEFAULTS, type ConfigInput } from '../../src/config/schema.js';
+import { AGGREGATE_DEFAULTS, type ConfigInput, type Member } from '../../src/config/schema.js';
+import { ProbingUpstream } from '../../src/modern/probing-upstream.js';
+import { Limits } from '../../src/security/limits.js';
 import { Session } from '../../src/session/session.js';
 import type { AuditLog } from '../../src/tasks/audit-log.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
+import type { Channel } from '../../src/transport/channel.js';
 import { memoryChannelPair, type MemoryChannel } from '../../src/transport/memory-channel.js';
 import { ChannelTransport } from './channel-transport.js';
 import { CheckedTransport } from './checked-transport.js';
@@ -35,15 +38,27 @@ export interface ServerBehind {
   exclude?: string[];
   /** Its server is connected only by `connectLate` (until then it answers nothing, initialize included). */
   late?: boolean;
+  /** Its own `limits` (upstreams.<name>.limits). */
+  limits?: Member['limits'];
+  /**
+   * A 2026-07-28 peer in place of an SDK 1.x server (`tools` and `server` unused): serves on the channel it
+   * is given. Its Session reaches it through the era probe, as taskgate reaches a stdio server.
+   */
+  modern?: (serverSide: MemoryChannel) => Promise<ModernPeer> | ModernPeer;
+}
+
+/** A 2026-07-28 peer serving in the test's process. */
+export interface ModernPeer {
+  close(): Promise<void>;
 }
 
 export interface AggregateGateway {
   client: Client;
   clientTransport: CheckedTransport;
   store: MemoryTaskStore;
-  /** Each server's SDK Server and what it received from its Session. */
+  /** Each server's SDK Server and what it received from its Session (not a `modern` one's). */
   servers: Map<string, { server: Server; received: CheckedTransport; sessionSide: MemoryChannel }>;
-  /** The server goes away at once, as a crashed child does when it is not restarted. */
+  /** The server (of either kind) goes away at once, as a crashed child does when it is not restarted. */
   crash(name: string): Promise<void>;
   /** Connects the server of an entry marked `late`: it reads what it was sent meanwhile and answers. */
   connectLate(name: string): Promise<void>;
@@ -78,16 +93,28 @@ export async function inProcessAggregate(
   const sessions: Session[] = [];
   const specs: MemberSpec[] = [];
   const lateOnes = new Map<string, () => Promise<void>>();
+  // One Limits for every server, as composition.ts gives each Session the one it made.
+  const limits = new Limits(config.limits);
+  const modernOnes = new Map<string, ModernPeer>();
   for (const entry of behind) {
-    const server = entry.server ?? fakeServer(entry.tools ?? []).server;
     const toServer = memoryChannelPair();
-    const received = new CheckedTransport(new ChannelTransport(toServer.b));
-    if (entry.late === true) lateOnes.set(entry.name, () => server.connect(received));
-    else await server.connect(received);
+    let upstream: Channel = toServer.a;
+    if (entry.modern !== undefined) {
+      modernOnes.set(entry.name, await entry.modern(toServer.b));
+      upstream = new ProbingUpstream(toServer.a, 'auto', 5_000, logger, {
+        statusNotifications: config.tasks.statusNotifications,
+      });
+    } else {
+      const server = entry.server ?? fakeServer(entry.tools ?? []).server;
+      const received = new CheckedTransport(new ChannelTransport(toServer.b));
+      if (entry.late === true) lateOnes.set(entry.name, () => server.connect(received));
+      else await server.connect(received);
+      servers.set(entry.name, { server, received, sessionSide: toServer.a });
+    }
     const toSession = memoryChannelPair();
     const session = new Session(
       toSession.b,
-      toServer.a,
+      upstream,
       // Each server's Session as src/aggregate/members.ts gives it its options.
       memberSessionOptions(
         {
@@ -96,16 +123,17 @@ export async function inProcessAggregate(
           policy: new Policy(config),
           store,
           logger,
+          limits,
           ...(audit === undefined ? {} : { audit }),
         },
         entry.name,
         config,
+        ownLimits(config, entry.limits),
       ),
       { upstreamGone: () => session.closeOnceAnswered(1_000), closed: () => undefined },
     );
     session.start();
     sessions.push(session);
-    servers.set(entry.name, { server, received, sessionSide: toServer.a });
     specs.push({
       name: entry.name,
       prefixed: entry.prefix ?? true,
@@ -138,9 +166,9 @@ export async function inProcessAggregate(
     store,
     servers,
     crash: async (name) => {
-      const found = servers.get(name);
+      const found = servers.get(name) ?? modernOnes.get(name);
       if (found === undefined) throw new Error(`no server ${name}`);
-      await found.server.close();
+      await ('server' in found ? found.server : found).close();
     },
     connectLate: async (name) => {
       const connect = lateOnes.get(name);
@@ -155,6 +183,7 @@ export async function inProcessAggregate(
       await client.close();
       await gateway.close();
       for (const { server } of servers.values()) await server.close();
+      for (const peer of modernOnes.values()) await peer.close();
       audit?.close();
       await store.close();
     },

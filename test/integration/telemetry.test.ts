@@ -5,6 +5,9 @@
  * the official exporter to a real OTLP/HTTP receiver; a task's span, also across two replicas on one
  * Redis; an exporter that refuses or hangs changes nothing for the client.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { connect, FIXTURES, Gateway, TASK_AWARE, TASKGATE, type Connection } from '../helpers/taskgate.js';
@@ -394,6 +397,47 @@ describe('a span for a task life', () => {
       ),
     );
     expect(result.links).toContainEqual(expect.objectContaining({ traceId: TRACE_ID, spanId: task.spanId }));
+  });
+});
+
+describe('several servers behind one endpoint (issue 32)', () => {
+  it('the SERVER and CLIENT spans of a request routed to a server, and the span of a task run for it, name that server', async () => {
+    const collector = await receiver();
+    const config = join(mkdtempSync(join(tmpdir(), 'taskgate-otel-')), 'servers.json');
+    const legacy = { command: process.execPath, args: [FIXTURES.legacy] };
+    writeFileSync(config, JSON.stringify({ upstreams: { alpha: legacy, beta: legacy } }));
+    const { client } = await connect('legacy', {
+      upstream: [],
+      flags: ['--config', config],
+      env: otelEnv(collector),
+    });
+    cleanups.push(() => client.close());
+    for (const server of ['alpha', 'beta']) {
+      const result = await client.callTool({ name: `${server}__echo`, arguments: { text: server } });
+      expect(textOf(result)).toBe(server);
+    }
+    const calls = await collector.until((spans) => {
+      const found = spans.filter((s) => s.kind === CLIENT && s.name === 'tools/call echo');
+      return found.length === 2 ? found : undefined;
+    });
+    expect(calls.map((span) => span.attributes['taskgate.server']).sort()).toEqual(['alpha', 'beta']);
+    const served = await collector.until((spans) =>
+      spans.find((s) => s.kind === SERVER && s.name === 'tools/call alpha__echo'),
+    );
+    expect(served.attributes['taskgate.server']).toBe('alpha');
+    const { task } = await client.request(
+      { method: 'tools/call', params: { name: 'beta__sleep', arguments: { ms: 10 }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    await client.request({ method: 'tasks/result', params: { taskId: task.taskId } }, CallToolResultSchema);
+    const taskSpan = await collector.until((spans) =>
+      spans.find((s) => s.kind === INTERNAL && s.name === 'task sleep'),
+    );
+    expect(taskSpan.attributes['taskgate.server']).toBe('beta');
+    const result = await collector.until((spans) =>
+      spans.find((s) => s.kind === SERVER && s.name === 'tasks/result'),
+    );
+    expect(result.attributes['taskgate.server']).toBe('beta');
   });
 });
 

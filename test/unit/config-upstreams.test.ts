@@ -120,6 +120,34 @@ describe('upstreams in a config file', () => {
     expect(problems.join('\n')).toMatch(/upstreams\.b.*exactly one of command/);
   });
 
+  it('takes auth and limits per server, and refuses auth a server cannot use, naming the server', () => {
+    const grant = '{ tokenEndpoint: "https://as.example/token", clientId: gw, clientSecret: s }';
+    const { config } = load([
+      '--config',
+      file(
+        `upstreams:\n  a: { url: "https://a.example/mcp", auth: { clientCredentials: ${grant} } }\n` +
+          '  b: { command: b, limits: { maxLiveTasks: 3 } }\n',
+      ),
+    ]);
+    expect(config.upstreams?.a?.auth?.clientCredentials?.clientId).toBe('gw');
+    expect(config.upstreams?.b?.limits).toEqual({ maxLiveTasks: 3 });
+    const problems = problemsOf([
+      '--config',
+      file(
+        `upstreams:\n  a: { command: a, auth: { clientCredentials: ${grant} } }\n` +
+          `  c: { url: "https://c.example/mcp", headers: { Authorization: x }, auth: { clientCredentials: ${grant} } }\n`,
+      ),
+    ]).join('\n');
+    expect(problems).toMatch(/upstreams\.a\.auth.*auth is for an HTTP upstream/);
+    expect(problems).toMatch(/upstreams\.c\.auth.*leave it out of headers/);
+    const exchange = file(
+      `upstreams:\n  b: { url: "https://b.example/mcp", auth: { tokenExchange: ${grant} } }\n`,
+    );
+    expect(problemsOf(['--config', exchange]).join('\n')).toMatch(
+      /upstreams\.b\.auth\.tokenExchange.*needs auth\.oauth/,
+    );
+  });
+
   it('refuses a server name a prefix cannot carry, and one that holds the separator', () => {
     expect(problemsOf(['--config', file('upstreams:\n  "my files": { command: a }\n')]).join('\n')).toMatch(
       /server name has 1 to 64 letters/,

@@ -1,0 +1,213 @@
+/**
+ * What a server of `upstreams` has of its own, through the built taskgate (issue 32). `auth`: each HTTP
+ * server is sent a token got for it, as `upstream.auth` gets one for the one server, and a server without
+ * `auth` none. The servers are resource servers of their own (the fixture checks each request's JWT: signed
+ * by the authorization server, audience its own URL), the authorization server a real one (oidc-provider,
+ * in the test); the HTTP front and stdio. `limits`: a caller at one server's limit is refused by it alone.
+ * Its era: an SDK v2 server and a v2 tasks-extension server among an SDK 1.x task server, each spoken to
+ * as it answers the era probe.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CallToolResultSchema, CreateTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { httpTransport } from '../helpers/http-client.js';
+import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
+import { AuthorizationServer, GATEWAY_CLIENT, STAFF_CLIENT } from '../helpers/oauth-server.js';
+import { freePort } from '../helpers/ports.js';
+import { connect, FIXTURES, Gateway } from '../helpers/taskgate.js';
+import { thrownBy } from '../helpers/thrown.js';
+import { textOf } from '../helpers/tool-results.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** A legacy HTTP server that takes only JWTs of `as` whose audience is its own URL; none given: any request. */
+async function server(as?: AuthorizationServer): Promise<HttpFixture> {
+  const port = await freePort();
+  const started = await startHttpFixture('legacy', {
+    port,
+    env:
+      as === undefined
+        ? {}
+        : { FIXTURE_REQUIRE_JWT: `${as.issuer}/jwks`, FIXTURE_JWT_AUDIENCE: `http://127.0.0.1:${port}/mcp` },
+  });
+  cleanups.push(() => started.stop());
+  return started;
+}
+
+async function authorizationServer(): Promise<AuthorizationServer> {
+  const as = await AuthorizationServer.start();
+  cleanups.push(() => as.close());
+  return as;
+}
+
+const grant = (as: AuthorizationServer) => ({
+  tokenEndpoint: `${as.issuer}/token`,
+  clientId: GATEWAY_CLIENT.id,
+  clientSecret: GATEWAY_CLIENT.secret,
+});
+
+const configFile = (config: object): string => {
+  const file = join(mkdtempSync(join(tmpdir(), 'taskgate-agg-auth-')), 'config.json');
+  writeFileSync(file, JSON.stringify(config));
+  return file;
+};
+
+const echo = async (client: Client, name: string, text: string) =>
+  textOf(await client.callTool({ name, arguments: { text } }));
+
+describe('auth per server of upstreams (issue 32)', () => {
+  it('HTTP front: a token of taskgate’s own for one server, the caller’s exchanged for another’s, none for a third', async () => {
+    const as = await authorizationServer();
+    const [own, exchanged, open] = await Promise.all([server(as), server(as), server()]);
+    const port = await freePort();
+    const resource = `http://127.0.0.1:${port}/mcp`;
+    const config = configFile({
+      upstreams: {
+        own: { url: own.url, auth: { clientCredentials: grant(as) } },
+        exchanged: { url: exchanged.url, auth: { tokenExchange: grant(as) } },
+        open: { url: open.url },
+      },
+      auth: { oauth: { issuer: as.issuer, resource } },
+    });
+    const gateway = await Gateway.start([], ['--config', config, '--listen', `127.0.0.1:${port}`]);
+    cleanups.push(() => gateway.stop());
+    const token = await as.token(resource, 'mcp:tools', STAFF_CLIENT);
+    const client = new Client({ name: 'agg-auth-test', version: '1' });
+    await client.connect(
+      httpTransport(gateway.url, {
+        fetch: (input, init) => {
+          const headers = new Headers(init?.headers);
+          headers.set('authorization', `Bearer ${token}`);
+          return fetch(input, { ...init, headers });
+        },
+      }),
+    );
+    cleanups.push(() => client.close());
+    expect(await echo(client, 'own__echo', 'a')).toBe('a');
+    expect(await echo(client, 'exchanged__echo', 'b')).toBe('b');
+    expect(await echo(client, 'open__echo', 'c')).toBe('c');
+    await own.logged(`token accepted sub=${GATEWAY_CLIENT.id} aud=${own.url}`);
+    await exchanged.logged(`token accepted sub=alice aud=${exchanged.url} act=${GATEWAY_CLIENT.id}`);
+    expect(as.clientCredentialsGrants.get(GATEWAY_CLIENT.id)).toBe(1);
+    expect(as.exchanges).toEqual([{ client: GATEWAY_CLIENT.id, subject: 'alice', resource: exchanged.url }]);
+    for (const secured of [own, exchanged]) expect(secured.stderr()).not.toContain('token refused');
+  });
+
+  it("HTTP front: a server's 401 to the exchanged token becomes the client's refresh, then the call goes through", async () => {
+    const as = await authorizationServer();
+    const exchanged = await server(as);
+    const port = await freePort();
+    const resource = `http://127.0.0.1:${port}/mcp`;
+    const config = configFile({
+      upstreams: { exchanged: { url: exchanged.url, auth: { tokenExchange: grant(as) } } },
+      auth: { oauth: { issuer: as.issuer, resource } },
+    });
+    const gateway = await Gateway.start([], ['--config', config, '--listen', `127.0.0.1:${port}`]);
+    cleanups.push(() => gateway.stop());
+    const statuses: number[] = [];
+    const client = new Client({ name: 'agg-auth-test', version: '1' });
+    await client.connect(
+      httpTransport(gateway.url, {
+        authProvider: new ClientCredentialsProvider({
+          clientId: STAFF_CLIENT.id,
+          clientSecret: STAFF_CLIENT.secret,
+          expectedIssuer: as.issuer,
+          scope: 'mcp:tools',
+        }),
+        fetch: async (input, init) => {
+          const response = await fetch(input, init?.method === 'POST' ? { ...init, signal: null } : init);
+          if (String(input) === gateway.url.href && init?.method === 'POST') statuses.push(response.status);
+          return response;
+        },
+      }),
+    );
+    cleanups.push(() => client.close());
+    expect(await echo(client, 'exchanged__echo', 'before')).toBe('before');
+    expect((await fetch(new URL('/revoke-tokens', exchanged.url), { method: 'POST' })).status).toBe(200);
+    statuses.length = 0;
+    expect(await echo(client, 'exchanged__echo', 'after')).toBe('after');
+    expect(statuses).toEqual([401, 200]);
+    expect(as.exchanges).toHaveLength(2);
+  });
+
+  it('stdio: a token of taskgate’s own for the server that has auth, the other one served as it is', async () => {
+    const as = await authorizationServer();
+    const [own, open] = await Promise.all([server(as), server()]);
+    const config = configFile({
+      upstreams: { own: { url: own.url, auth: { clientCredentials: grant(as) } }, open: { url: open.url } },
+    });
+    const { client } = await connect('legacy', { upstream: [], flags: ['--config', config] });
+    cleanups.push(() => client.close());
+    expect(await echo(client, 'own__echo', 'a')).toBe('a');
+    expect(await echo(client, 'open__echo', 'b')).toBe('b');
+    await own.logged(`token accepted sub=${GATEWAY_CLIENT.id} aud=${own.url}`);
+    expect(as.clientCredentialsGrants.get(GATEWAY_CLIENT.id)).toBe(1);
+  });
+});
+
+describe('limits per server of upstreams (issue 32)', () => {
+  it('stdio: a caller at one server’s maxLiveTasks is refused a task there, and not on the other server', async () => {
+    const legacy = { command: process.execPath, args: [FIXTURES.legacy] };
+    const config = configFile({
+      upstreams: { tight: { ...legacy, limits: { maxLiveTasks: 1 } }, loose: legacy },
+    });
+    const { client } = await connect('legacy', { upstream: [], flags: ['--config', config] });
+    cleanups.push(() => client.close());
+    const sleep = (name: string) =>
+      client.request(
+        { method: 'tools/call', params: { name, arguments: { ms: 60_000 }, task: {} } },
+        CreateTaskResultSchema,
+      );
+    await sleep('tight__sleep');
+    const refused = await thrownBy(sleep('tight__sleep'));
+    expect(refused).toBeInstanceOf(McpError);
+    expect((refused as McpError).message).toMatch(/upstreams\.tight\.limits\.maxLiveTasks/);
+    await sleep('loose__sleep');
+    await sleep('loose__sleep');
+  });
+});
+
+describe('2026-07-28 servers among the servers of upstreams (issue 32)', () => {
+  it('stdio: an SDK v2 server, a v2 task server and a v1 task server: a call and a task on each, listed together', async () => {
+    const node = (fixture: string) => ({ command: process.execPath, args: [fixture] });
+    const config = configFile({
+      upstreams: {
+        sdk2: node(FIXTURES.modern),
+        v2tasks: node(FIXTURES.v2Tasks),
+        v1tasks: node(FIXTURES.native),
+      },
+    });
+    const { client } = await connect('legacy', { upstream: [], flags: ['--config', config] });
+    cleanups.push(() => client.close());
+    for (const server of ['sdk2', 'v2tasks', 'v1tasks']) {
+      expect(await echo(client, `${server}__echo`, server)).toBe(server);
+    }
+    const task = async (name: string, args: Record<string, unknown>) =>
+      (
+        await client.request(
+          { method: 'tools/call', params: { name, arguments: args, task: {} } },
+          CreateTaskResultSchema,
+        )
+      ).task.taskId;
+    const ids = [
+      await task('sdk2__sleep', { ms: 10 }),
+      await task('v2tasks__slow', { ms: 10, text: 'v2' }),
+      await task('v1tasks__sleep', { ms: 10 }),
+    ];
+    const listed = (await client.experimental.tasks.listTasks()).tasks.map((listedTask) => listedTask.taskId);
+    expect(listed.sort()).toEqual([...ids].sort());
+    const results = await Promise.all(
+      ids.map(async (taskId) =>
+        textOf(await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema)),
+      ),
+    );
+    expect(results).toEqual(['slept 10 ms', 'v2', 'slept 10 ms']);
+  });
+});
