@@ -98,8 +98,13 @@ describe('2026-07-28 servers among the servers (issue 32)', () => {
     expect(text(await g.client.callTool({ name: 'plain__echo', arguments: { text: 'c' } }))).toBe('plain: c');
     const prompt = await g.client.getPrompt({ name: 'sdk2__greet', arguments: { name: 'Ada' } });
     expect(prompt.messages[0]?.content).toMatchObject({ text: 'Hello, Ada!' });
-    const read = await g.client.readResource({ uri: 'fixture://hello' });
-    expect(read.contents[0]).toMatchObject({ text: 'hello from fixture' });
+    const listed = (await g.client.listResources()).resources.map((resource) => resource.uri);
+    expect(listed).toContain('taskgate:sdk2/fixture://hello');
+    const read = await g.client.readResource({ uri: 'taskgate:sdk2/fixture://hello' });
+    expect(read.contents[0]).toMatchObject({
+      uri: 'taskgate:sdk2/fixture://hello',
+      text: 'hello from fixture',
+    });
     // Spoken to in 2026-07-28 (asked server/discover, never initialize), as it answered the probe.
     expect(sdk2Methods[0]).toBe('server/discover');
     expect(sdk2Methods).not.toContain('initialize');
