@@ -217,6 +217,22 @@ export class ResponseStream {
   }
 
   /**
+   * Ends its connection before the final message, for the client to resume it with Last-Event-ID
+   * (SEP-1699 polling): last goes an event with an id to resume from (empty, as a priming event is) and
+   * the reconnection delay, when there is one; what comes after is kept in the log for the resumption.
+   */
+  poll(retryMs: number | undefined): void {
+    const sink = this.sink;
+    if (sink === undefined || this.mode === 'done') return;
+    this.begin();
+    this.seq++;
+    this.log.append(this.streamId, this.seq, '');
+    this.sink = undefined;
+    const retry = retryMs === undefined ? '' : `retry: ${retryMs}\n`;
+    sink.end(`id: ${eventId(this.streamId, this.seq)}\n${retry}data: \n\n`);
+  }
+
+  /**
    * Ends the stream without a final message (the session is over, or the request was cancelled): a
    * response not yet begun becomes an SSE stream without events, a valid answer that carries nothing.
    */

@@ -67,6 +67,8 @@ export interface CallsHost {
   initializedTaken(generation: number): void;
   /** A message the server sent on a request's stream that is not its answer. */
   deliver(raw: Buffer, onStreamOf: RequestId): void;
+  /** The server closed a request's stream before its answer, to be polled (it is resumed here). */
+  polled(onStreamOf: RequestId, retryMs: number | undefined): void;
   malformed(error: ProtocolError, id: RequestId | null): void;
   /** Work that runs on its own (its failures are logged). */
   background(work: Promise<unknown>): void;
@@ -308,6 +310,10 @@ export class HttpCalls {
     });
     const error = await pump(body, parser, this.host.paused);
     if (call.done || this.host.closed() || call.controller !== controller) return;
+    // Ended by the server after an event with an id: it polls (SEP-1699), and a front may pass that on.
+    if (error === undefined && call.lastEventId !== undefined && !call.own) {
+      this.host.polled(call.out.id, call.retryMs);
+    }
     await this.resume(call, error === undefined ? 'the server ended it' : networkReason(error));
   }
 
