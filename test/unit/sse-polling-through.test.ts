@@ -60,7 +60,7 @@ async function pollingServer(): Promise<{ url: string; started: EventEmitter }> 
 }
 
 /** The gateway, and an event per upstream answer it took (then already on its way to the client's stream). */
-async function gatewayInFrontOf(url: string, eventLogSize?: number) {
+async function gatewayInFrontOf(url: string, eventLogSize?: number, sharing?: 'shared') {
   const answers = new EventEmitter();
   class Watched extends PrometheusMetrics {
     override upstreamLatency(method: string, seconds: number): void {
@@ -70,7 +70,7 @@ async function gatewayInFrontOf(url: string, eventLogSize?: number) {
   }
   const config = resolveConfig({
     http: { listen: '127.0.0.1:0', ...(eventLogSize === undefined ? {} : { eventLogSize }) },
-    upstream: { url, era: 'legacy' },
+    upstream: { url, era: 'legacy', ...(sharing === undefined ? {} : { sharing }) },
   });
   const store = new MemoryTaskStore({
     maxTasks: config.tasks.maxTasks,
@@ -163,6 +163,19 @@ describe('SSE polling through the HTTP gateway in front of an HTTP upstream (SEP
     expect(events).toHaveLength(1);
     expect(events[0]!.id).toEqual(expect.any(String));
     expect(answerText(events[0])).toBe('answered after polling');
+  });
+
+  it('does the same for a session on an upstream session that several client sessions share', async () => {
+    const server = await pollingServer();
+    const gateway = await gatewayInFrontOf(server.url, undefined, 'shared');
+    const sessionIds = [await openSession(gateway.url), await openSession(gateway.url)];
+    const held = once(server.started, 'call') as Promise<[HeldCall]>;
+    const lastEventId = await polledStream(await callPoll(gateway.url, sessionIds[1]!, 1));
+    const [call] = await within(held, 'the upstream call');
+    const resumed = await resume(gateway.url, sessionIds[1]!, lastEventId);
+    expect(resumed.status).toBe(200);
+    call.release();
+    expect(answerText((await eventsOf(resumed))[0])).toBe('answered after polling');
   });
 
   it('keeps an answer that came before the client resumed, and replays it on the resumption', async () => {
