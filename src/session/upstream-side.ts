@@ -99,10 +99,11 @@ export class UpstreamSide {
   /**
    * The upstream closed a request's stream to be polled (SEP-1699): a client request forwarded as it is
    * has its stream closed alike, so that its client resumes on its own schedule, as it would directly.
+   * Settles when it did; undefined when the client's stream stays open.
    */
-  streamPaused(wireId: RequestId, retryMs: number | undefined): void {
+  streamPaused(wireId: RequestId, retryMs: number | undefined): Promise<void> | undefined {
     const clientId = this.parts.upstreamPeer.clientRequestOf(wireId);
-    if (clientId !== undefined) this.parts.client.pauseStream(clientId, retryMs);
+    return clientId === undefined ? undefined : this.parts.client.pauseStream(clientId, retryMs);
   }
 
   /** One message from the upstream (ChannelHandlers.message). */

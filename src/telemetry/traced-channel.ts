@@ -119,8 +119,8 @@ export class TracedChannel implements Channel {
     });
   }
 
-  pauseStream(requestId: RequestId, retryMs: number | undefined): void {
-    this.inner.pauseStream?.(requestId, retryMs);
+  pauseStream(requestId: RequestId, retryMs: number | undefined): Promise<void> | undefined {
+    return this.inner.pauseStream?.(requestId, retryMs);
   }
 
   sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void {

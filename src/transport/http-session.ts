@@ -178,9 +178,9 @@ export class HttpSession implements Channel {
     this.sendRaw(JSON.stringify(message), route);
   }
 
-  pauseStream(requestId: RequestId, retryMs: number | undefined): void {
+  pauseStream(requestId: RequestId, retryMs: number | undefined): Promise<void> | undefined {
     const stream = this.byRequest.get(idKey(requestId));
-    if (stream !== undefined && this.pollable.has(stream)) stream.poll(retryMs);
+    return stream !== undefined && this.pollable.has(stream) ? stream.poll(retryMs) : undefined;
   }
 
   /** The owner ends the session: its streams end, and nothing is reported back (the owner knows). */

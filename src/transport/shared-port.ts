@@ -115,8 +115,8 @@ export class Port implements Channel {
   }
 
   /** @internal The server closed the stream of this port's request `id` to be polled. */
-  streamPaused(id: RequestId, retryMs: number | undefined): void {
-    this.handlers?.streamPaused?.(id, retryMs);
+  streamPaused(id: RequestId, retryMs: number | undefined): Promise<void> | undefined {
+    return this.handlers?.streamPaused?.(id, retryMs);
   }
 }
 

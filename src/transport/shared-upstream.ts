@@ -127,7 +127,7 @@ export class SharedUpstream implements PortHost {
         reopened: () => this.upstreamReopened(),
         streamPaused: (wireId, retryMs) => {
           const entry = this.inFlight.get(wireId);
-          entry?.port?.streamPaused(entry.id, retryMs);
+          return entry?.port?.streamPaused(entry.id, retryMs);
         },
       });
     }

@@ -1,9 +1,10 @@
 /**
  * SSE polling through the HTTP gateway in front of an HTTP upstream (issue 34; 2025-11-25 transports,
  * SEP-1699): when the upstream closes a request's stream before its answer, the gateway closes its
- * client's stream of that request alike — an event id to resume from, the upstream's `retry` — and the
- * answer, which taskgate still fetches upstream on the server's schedule, reaches the client's resumption
- * whenever it comes, kept in the session's bounded event log meanwhile. In the test's own process:
+ * client's stream of that request alike — an event id to resume from, the upstream's `retry` — and
+ * resumes upstream when its client resumes (or after `retry`, if the client has not by then); the answer
+ * reaches the client's resumption whenever it comes, kept in the session's bounded event log meanwhile.
+ * In the test's own process:
  * startHttpGateway in front of an SDK 1.x server on real sockets (http-serve.js, with a replaying event
  * store), and Streamable HTTP by hand on the front, as the conformance suite's server-sse-polling does.
  */
@@ -21,6 +22,8 @@ import { ACCEPT_BOTH, inSession, openSession, post } from '../helpers/raw-http.j
 /** The reconnection delay the upstream asks for: short, so that taskgate, which honours it, resumes soon. */
 const UPSTREAM_RETRY_MS = 50;
 const BOUND_MS = 5_000;
+/** The `retry` of the upstream that replays nothing: taskgate waiting it would miss the test's bound. */
+const FORGETFUL_RETRY_MS = 4 * BOUND_MS;
 
 const closing: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -32,8 +35,28 @@ interface HeldCall {
   release(): void;
 }
 
-/** An SDK server whose `poll` tool closes its SSE stream at once (polling) and answers when released. */
-async function pollingServer(): Promise<{ url: string; started: EventEmitter }> {
+/**
+ * Replays nothing on a resumption, as the conformance fixture's server (conformance-everything.js): what
+ * its server sent while no stream was open is lost. Says when a resumption took the stream, once the
+ * server has it again (after the SDK registered it, which follows the replay).
+ */
+class ForgetfulStore extends FixtureEventStore {
+  constructor(private readonly resumed: EventEmitter) {
+    super();
+  }
+
+  override async replayEventsAfter(lastEventId: string): Promise<string> {
+    const streamId = (await this.getStreamIdForEventId(lastEventId)) ?? '';
+    setImmediate(() => this.resumed.emit('resumed'));
+    return streamId;
+  }
+}
+
+/**
+ * An SDK server whose `poll` tool closes its SSE stream at once (polling) and answers when released.
+ * `forgetful`: with a store that replays nothing, and a `retry` far beyond the test's bound.
+ */
+async function pollingServer(forgetful = false): Promise<{ url: string; started: EventEmitter }> {
   const started = new EventEmitter();
   const makeServer = () => {
     const server = new McpServer({ name: 'polling', version: '1' });
@@ -46,8 +69,8 @@ async function pollingServer(): Promise<{ url: string; started: EventEmitter }> 
     return server.server;
   };
   const http = serveHttp(makeServer, 0, 'polling', {
-    eventStore: () => new FixtureEventStore(),
-    retryInterval: UPSTREAM_RETRY_MS,
+    eventStore: () => (forgetful ? new ForgetfulStore(started) : new FixtureEventStore()),
+    retryInterval: forgetful ? FORGETFUL_RETRY_MS : UPSTREAM_RETRY_MS,
   });
   if (!http.listening) await once(http, 'listening');
   closing.push(async () => {
@@ -135,12 +158,12 @@ const resume = (url: URL, sessionId: string, lastEventId: string) =>
   });
 
 /** The POST's stream, closed by the gateway before its answer: the event id to resume from. */
-async function polledStream(response: Response): Promise<string> {
+async function polledStream(response: Response, retry = UPSTREAM_RETRY_MS): Promise<string> {
   expect(response.status).toBe(200);
   const events = await eventsOf(response);
   expect(events).toHaveLength(1);
   const [priming] = events;
-  expect(priming).toEqual({ id: expect.any(String), retry: UPSTREAM_RETRY_MS, data: '' });
+  expect(priming).toEqual({ id: expect.any(String), retry, data: '' });
   return priming!.id!;
 }
 
@@ -163,6 +186,22 @@ describe('SSE polling through the HTTP gateway in front of an HTTP upstream (SEP
     expect(events).toHaveLength(1);
     expect(events[0]!.id).toEqual(expect.any(String));
     expect(answerText(events[0])).toBe('answered after polling');
+  });
+
+  it('resumes upstream when its client resumes, not after retry: the answer a forgetful server sends then reaches the client', async () => {
+    const server = await pollingServer(true);
+    const gateway = await gatewayInFrontOf(server.url);
+    const sessionId = await openSession(gateway.url);
+    const held = once(server.started, 'call') as Promise<[HeldCall]>;
+    const lastEventId = await polledStream(await callPoll(gateway.url, sessionId, 1), FORGETFUL_RETRY_MS);
+    const [call] = await within(held, 'the upstream call');
+    const upstreamResumed = once(server.started, 'resumed');
+    // The client resumes at once (as the suite's client does); the server answers on the stream it then has.
+    const resumed = await resume(gateway.url, sessionId, lastEventId);
+    expect(resumed.status).toBe(200);
+    await within(upstreamResumed, 'taskgate to resume upstream');
+    call.release();
+    expect(answerText((await eventsOf(resumed))[0])).toBe('answered after polling');
   });
 
   it('does the same for a session on an upstream session that several client sessions share', async () => {
