@@ -188,6 +188,7 @@ export class Session {
       malformed: (error, id) => this.upstreamSide.upstreamMalformed(error, id),
       closed: ({ reason, reopening }) => this.upstreamSide.upstreamClosed(reason, reopening === true),
       reopened: () => this.upstreamSide.upstreamReopened(),
+      streamPaused: (wireId, retryMs) => this.upstreamSide.streamPaused(wireId, retryMs),
     });
   }
 

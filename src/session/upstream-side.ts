@@ -103,6 +103,16 @@ export class UpstreamSide {
     this.servedForUpstream.stopBlocking();
   }
 
+  /**
+   * The upstream closed a request's stream to be polled (SEP-1699): a client request forwarded as it is
+   * has its stream closed alike, so that its client resumes on its own schedule, as it would directly.
+   * Settles when it did; undefined when the client's stream stays open.
+   */
+  streamPaused(wireId: RequestId, retryMs: number | undefined): Promise<void> | undefined {
+    const clientId = this.parts.upstreamPeer.clientRequestOf(wireId);
+    return clientId === undefined ? undefined : this.parts.client.pauseStream(clientId, retryMs);
+  }
+
   /** One message from the upstream (ChannelHandlers.message). */
   fromUpstream(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined): void {
     // A client in memory (the 2026-07-28 bridge) reads the value handed to it: parsing once here serves it best.

@@ -113,7 +113,14 @@ export class TracedChannel implements Channel {
         handlers.closed(info);
       },
       ...(handlers.reopened === undefined ? {} : { reopened: () => handlers.reopened?.() }),
+      ...(handlers.streamPaused === undefined
+        ? {}
+        : { streamPaused: (id, retryMs) => handlers.streamPaused?.(id, retryMs) }),
     });
+  }
+
+  pauseStream(requestId: RequestId, retryMs: number | undefined): Promise<void> | undefined {
+    return this.inner.pauseStream?.(requestId, retryMs);
   }
 
   sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void {

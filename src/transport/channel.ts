@@ -85,6 +85,13 @@ export interface ChannelHandlers {
    * that the receiver's own restoring (the client's log level) goes first.
    */
   reopened?(): void;
+  /**
+   * Over Streamable HTTP: the server closed the stream of the request `onStreamOf` (the id as this side
+   * sent it) before its answer, after an event with an id, to be polled (SEP-1699); `retryMs` is the
+   * `retry` it asked for. The channel resumes it itself: this only lets a front do the same to its client,
+   * and says when that client resumed its own stream (pauseStream, below), for the channel to resume then.
+   */
+  streamPaused?(onStreamOf: RequestId, retryMs: number | undefined): Promise<void> | undefined;
 }
 
 /**
@@ -103,6 +110,13 @@ export interface Channel {
    */
   sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void;
   send(message: object, route?: Route): void;
+  /**
+   * Closes the stream of the client's request `requestId` before its answer, for the client to resume it
+   * (Last-Event-ID) after `retryMs` (SEP-1699 polling), as the upstream did to taskgate; what comes for it
+   * meanwhile is kept for the resumption. Only a Streamable HTTP front whose client can resume has it.
+   * Settles when the client resumes it; undefined when the stream was not closed (the client is not told).
+   */
+  pauseStream?(requestId: RequestId, retryMs: number | undefined): Promise<void> | undefined;
   /**
    * The owner ends the channel: what was sent before still reaches the other side, which sees the end;
    * what is sent after is dropped. Safe to call again. Never reported back through `closed` (above).

@@ -134,6 +134,8 @@ export class ResponseStream {
   private seq = 0;
   /** Where events go now: the response it was opened on, or a GET that resumed it; none while detached. */
   private sink: ServerResponse | undefined;
+  /** Settles the wait of poll() below when a GET resumes the stream. */
+  private resumed: (() => void) | undefined;
 
   constructor(
     readonly streamId: string,
@@ -213,7 +215,27 @@ export class ResponseStream {
     }
     this.mode = 'sse';
     this.attach(sink);
+    this.resumed?.();
+    this.resumed = undefined;
     return 'resumed';
+  }
+
+  /**
+   * Ends its connection before the final message, for the client to resume it with Last-Event-ID
+   * (SEP-1699 polling): last goes an event with an id to resume from (empty, as a priming event is) and
+   * the reconnection delay, when there is one; what comes after is kept in the log for the resumption.
+   * Settles when a GET resumes it; undefined when it was not on a connection (nothing to close).
+   */
+  poll(retryMs: number | undefined): Promise<void> | undefined {
+    const sink = this.sink;
+    if (sink === undefined || this.mode === 'done') return undefined;
+    this.begin();
+    this.seq++;
+    this.log.append(this.streamId, this.seq, '');
+    this.sink = undefined;
+    const retry = retryMs === undefined ? '' : `retry: ${retryMs}\n`;
+    sink.end(`id: ${eventId(this.streamId, this.seq)}\n${retry}data: \n\n`);
+    return new Promise((resolve) => (this.resumed = resolve));
   }
 
   /**

@@ -62,6 +62,10 @@ export class ExactIdChannel implements Channel {
     this.inner.sendRaw(Buffer.concat([raw.subarray(0, idSpan.start), id, raw.subarray(idSpan.end)]), route);
   }
 
+  pauseStream(requestId: RequestId, retryMs: number | undefined): Promise<void> | undefined {
+    return this.inner.pauseStream?.(requestId, retryMs);
+  }
+
   close(): Promise<void> {
     return this.inner.close();
   }

@@ -67,6 +67,11 @@ export interface CallsHost {
   initializedTaken(generation: number): void;
   /** A message the server sent on a request's stream that is not its answer. */
   deliver(raw: Buffer, onStreamOf: RequestId): void;
+  /**
+   * The server closed a request's stream before its answer, to be polled (it is resumed here): settles
+   * when the client whose request it is resumed its own stream, if it was closed alike (else undefined).
+   */
+  polled(onStreamOf: RequestId, retryMs: number | undefined): Promise<void> | undefined;
   malformed(error: ProtocolError, id: RequestId | null): void;
   /** Work that runs on its own (its failures are logged). */
   background(work: Promise<unknown>): void;
@@ -308,7 +313,17 @@ export class HttpCalls {
     });
     const error = await pump(body, parser, this.host.paused);
     if (call.done || this.host.closed() || call.controller !== controller) return;
-    await this.resume(call, error === undefined ? 'the server ended it' : networkReason(error));
+    // Ended by the server after an event with an id: it polls (SEP-1699), and a front may pass that on.
+    // Where it did, the resumption here is the client's: the MUST to wait `retry` is the client's, and a
+    // relay that reconnects when its client does keeps the server's answer exactly when the client does
+    // directly (a server that replays nothing loses what it sends while no stream is open). A client that
+    // has not resumed once `retry` has passed is not waited for longer: taskgate resumes, keeping the answer.
+    const clientResumed =
+      error === undefined && call.lastEventId !== undefined && !call.own
+        ? this.host.polled(call.out.id, call.retryMs)
+        : undefined;
+    const why = error === undefined ? 'the server ended it' : networkReason(error);
+    await this.resume(call, why, clientResumed);
   }
 
   /** One event on a request's stream; says whether it was the answer. */
@@ -434,12 +449,14 @@ export class HttpCalls {
 
   /**
    * A request's stream dropped before its answer: GET with Last-Event-ID continues it where it stopped,
-   * after the delay the server asked for, a few times; without event ids there is nothing to resume from.
+   * after the delay the server asked for (the first time, sooner if `early` settles first), a few times;
+   * without event ids there is nothing to resume from.
    */
-  private async resume(call: Call, why: string): Promise<void> {
+  private async resume(call: Call, why: string, early?: Promise<void>): Promise<void> {
     const { method } = call.out;
     const { controller } = call;
     let reason = why;
+    let sooner = early?.then(() => !controller.signal.aborted);
     while (!call.done && call.controller === controller) {
       clearTimeout(call.resumeTimer);
       if (call.lastEventId === undefined || call.resumes >= this.host.resumeAttempts) {
@@ -452,7 +469,9 @@ export class HttpCalls {
       const delay =
         call.retryMs ?? backoffDelay(this.host.reconnectDelayMs, this.host.reconnectMaxDelayMs, call.resumes);
       call.resumes++;
-      if (!(await pause(delay, controller.signal))) return;
+      const waited = pause(delay, controller.signal);
+      if (!(await (sooner === undefined ? waited : Promise.race([waited, sooner])))) return;
+      sooner = undefined;
       const headers: Headers = {
         ...this.host.headers(),
         accept: 'text/event-stream',

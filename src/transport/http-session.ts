@@ -25,6 +25,12 @@ import type { Valve } from './valve.js';
 
 const MAX_QUEUED = 1_000;
 
+/**
+ * The first version whose clients resume a request's stream closed before its answer (SEP-1699): an older
+ * one may take the empty priming event for a message, and is not made to poll (nor is it by an SDK server).
+ */
+const POLLED_FROM = '2025-11-25';
+
 /** How many bytes of messages a session keeps for its client, for replay and until a stream opens. */
 export interface SessionRetention {
   /** SSE events kept for replay (Last-Event-ID). */
@@ -42,6 +48,8 @@ export class HttpSession implements Channel {
   private handlers: ChannelHandlers | undefined;
   private readonly byRequest = new Map<string | number, ResponseStream>();
   private readonly streams = new Map<string, ResponseStream>();
+  /** Request streams whose client can resume them, so that they may be closed for it to poll. */
+  private readonly pollable = new WeakSet<ResponseStream>();
   private standalone: ResponseStream | undefined;
   private readonly queued: KeptMessages<{ data: Buffer | string }>;
   private readonly log: EventLog;
@@ -113,6 +121,8 @@ export class HttpSession implements Channel {
       if (this.byRequest.get(key) === stream) this.byRequest.delete(key);
     });
     this.byRequest.set(key, stream);
+    const version = res.req.headers['mcp-protocol-version'];
+    if (typeof version === 'string' && version >= POLLED_FROM) this.pollable.add(stream);
     try {
       this.handlers?.message(raw, undefined, parsed && handed(parsed));
     } catch (error) {
@@ -175,6 +185,11 @@ export class HttpSession implements Channel {
 
   send(message: object, route?: Route): void {
     this.sendRaw(JSON.stringify(message), route);
+  }
+
+  pauseStream(requestId: RequestId, retryMs: number | undefined): Promise<void> | undefined {
+    const stream = this.byRequest.get(idKey(requestId));
+    return stream !== undefined && this.pollable.has(stream) ? stream.poll(retryMs) : undefined;
   }
 
   /** The owner ends the session: its streams end, and nothing is reported back (the owner knows). */

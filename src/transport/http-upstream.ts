@@ -181,6 +181,7 @@ export class HttpUpstream implements Channel {
         if (generation === this.generation) this.openStandalone();
       },
       deliver: (raw, onStreamOf) => this.handlers?.message(raw, { onStreamOf }),
+      polled: (onStreamOf, retryMs) => this.handlers?.streamPaused?.(onStreamOf, retryMs),
       malformed: (error, id) => this.handlers?.malformed(error, id),
       background: (work) => this.background(work),
     });

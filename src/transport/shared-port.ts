@@ -113,6 +113,11 @@ export class Port implements Channel {
   upstreamReopened(): void {
     this.handlers?.reopened?.();
   }
+
+  /** @internal The server closed the stream of this port's request `id` to be polled. */
+  streamPaused(id: RequestId, retryMs: number | undefined): Promise<void> | undefined {
+    return this.handlers?.streamPaused?.(id, retryMs);
+  }
 }
 
 /** A message a Session sent, read from the value it handed or its bytes, as taskgate holds its ids. */

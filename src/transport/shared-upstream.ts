@@ -125,6 +125,10 @@ export class SharedUpstream implements PortHost {
         malformed: (error, id) => this.malformed(error, id),
         closed: (info) => this.upstreamClosed(info),
         reopened: () => this.upstreamReopened(),
+        streamPaused: (wireId, retryMs) => {
+          const entry = this.inFlight.get(wireId);
+          return entry?.port?.streamPaused(entry.id, retryMs);
+        },
       });
     }
     return port;

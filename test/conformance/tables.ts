@@ -84,10 +84,13 @@ export const NO_HOST_CHECK: Expected = {
   fails:
     'http-serve.js checks neither Host nor Origin (a fixture, not a product); taskgate answers 403 to a foreign Origin',
 };
-/** server-sse-polling through taskgate's front. */
+/**
+ * server-sse-polling through taskgate's front, where nothing upstream polls that client's stream: an
+ * upstream on stdio, or a client before 2025-11-25 (0.1.16's POST says 2025-03-26), which cannot resume.
+ */
 export const TASKGATE_ANSWERS_JSON: Expected = {
   checksNothing:
-    'taskgate answers that POST with one JSON body, as the transport allows (whether its upstream is on stdio or closes its own SSE stream mid-call over HTTP), so the SSE checks do not apply',
+    'taskgate answers that POST with one JSON body, as the transport allows (its upstream is on stdio, or its client cannot resume a stream closed under it), so the SSE checks do not apply',
 };
 
 /**
