@@ -1,7 +1,8 @@
 /**
- * 2026-07-28 clients in front of a 2025 upstream. The bridge is a 2025 client of a Session (over a memory
- * channel pair): it initializes once, then carries each modern request as a legacy one, so augment, unwrap,
- * policy, limits and supervision apply to modern traffic exactly as to a 2025 client's. What only the
+ * 2026-07-28 clients in front of a 2025 upstream. The bridge is a 2025 client of a Session: it initializes
+ * once over a memory channel pair, then hands it each modern request as a legacy one, a value with its
+ * caller (Session.take), and takes the answer back as a value, so augment, unwrap, policy, limits and
+ * supervision apply to modern traffic exactly as to a 2025 client's. What only the
  * modern era has is done here: per-request `_meta` checked, `server/discover` answered, results given
  * `resultType` and the server's identity, and a server-to-client request turned into an MRTR
  * `input_required` answer whose retry carries the client's answer back to the waiting server. This module
