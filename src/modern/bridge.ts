@@ -1,7 +1,8 @@
 /**
- * 2026-07-28 clients in front of a 2025 upstream. The bridge is a 2025 client of a Session (over a memory
- * channel pair): it initializes once, then carries each modern request as a legacy one, so augment, unwrap,
- * policy, limits and supervision apply to modern traffic exactly as to a 2025 client's. What only the
+ * 2026-07-28 clients in front of a 2025 upstream. The bridge is a 2025 client of a Session: it initializes
+ * once over a memory channel pair, then hands it each modern request as a legacy one, a value with its
+ * caller (Session.take), and takes the answer back as a value, so augment, unwrap, policy, limits and
+ * supervision apply to modern traffic exactly as to a 2025 client's. What only the
  * modern era has is done here: per-request `_meta` checked, `server/discover` answered, results given
  * `resultType` and the server's identity, and a server-to-client request turned into an MRTR
  * `input_required` answer whose retry carries the client's answer back to the waiting server. This module
@@ -20,7 +21,7 @@ import {
   successResponse,
   type JsonObject,
   type Request,
-  type RequestId,
+  type Response,
 } from '../protocol/messages.js';
 import { TASKS_EXTENSION } from '../protocol/modern/capabilities.js';
 import { MissingCapabilityError } from '../protocol/modern/errors.js';
@@ -30,7 +31,8 @@ import type { Implementation, ModernRequestMeta } from '../protocol/modern/meta.
 import { toModernError, toModernResult } from '../protocol/modern/results.js';
 import type { Arrival, Channel } from '../transport/channel.js';
 import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
-import { NO_CALLER, type RequestCaller } from '../protocol/caller.js';
+import type { RequestCaller } from '../protocol/caller.js';
+import type { RequestContext } from '../session/request-contexts.js';
 import type { AuditLog } from '../tasks/audit-log.js';
 import type { TaskInputBoard } from '../tasks/store.js';
 import type { Limits } from '../security/limits.js';
@@ -48,8 +50,13 @@ import { Subscriptions } from './subscriptions.js';
 import type { TaskV1 } from '@modelcontextprotocol/ext-tasks/core/v1';
 
 export interface ModernBridgeOptions {
-  /** The client end of a channel whose other end a Session serves. */
+  /**
+   * The client end of a channel whose other end a Session serves: the handshake, the bridge's answers to
+   * the server's requests and its cancellations go there, and the Session's requests and notifications come.
+   */
   legacyClient: Channel;
+  /** That Session, which takes the bridge's requests as values, each with its caller, and answers them so. */
+  session: { take(request: Request, context: RequestContext): void };
   logger: Logger;
   /** Every version the front serves, modern and legacy (discover, and -32022's `supported`). */
   supportedVersions: readonly string[];
@@ -82,6 +89,7 @@ export class ModernBridge {
   private readonly calls = new Map<number, Call>();
   private readonly own = new OwnRequests({
     nextId: () => this.nextId++,
+    take: (request, caller) => this.take(request, caller),
     toSession: (message) => this.toSession(message),
     gone: () => (this.closedReason === undefined ? undefined : this.unavailable()),
   });
@@ -236,15 +244,6 @@ export class ModernBridge {
     return this.forward(exchange, meta);
   }
 
-  /**
-   * Who made a request the bridge sent the Session: a client's call its caller; one of its own the caller
-   * it is made for (the creator of the task it is about), counted against no quota.
-   */
-  callerOf(legacyId: RequestId): RequestCaller {
-    if (typeof legacyId !== 'number') return NO_CALLER;
-    return this.calls.get(legacyId)?.caller ?? this.own.callerOf(legacyId) ?? NO_CALLER;
-  }
-
   close(): Promise<void> {
     this.sessionClosed('taskgate closed the bridge');
     return this.options.legacyClient.close();
@@ -266,17 +265,13 @@ export class ModernBridge {
     const call = newCall(legacyId, exchange, meta, this.quotaOf(exchange), asTask);
     this.calls.set(legacyId, call);
     const answer = this.wait(call, exchange);
-    this.toSession({
-      jsonrpc: '2.0',
-      id: legacyId,
-      method: request.method,
-      params: legacyParams(
-        request.params,
-        legacyId,
-        asTask !== undefined,
-        this.options.upstreamTakesCallerCapabilities?.() === true ? meta.clientCapabilities : undefined,
-      ),
-    });
+    const params = legacyParams(
+      request.params,
+      legacyId,
+      asTask !== undefined,
+      this.options.upstreamTakesCallerCapabilities?.() === true ? meta.clientCapabilities : undefined,
+    );
+    this.take({ jsonrpc: '2.0', id: legacyId, method: request.method, params }, call.caller);
     return answer;
   }
 
@@ -322,21 +317,23 @@ export class ModernBridge {
     }
     const message = read.message;
     switch (message.kind) {
-      case 'response': {
-        const response = message.msg;
-        const outcome = 'error' in response ? { error: response.error } : { result: response.result };
-        if (response.id === INITIALIZE_ID) return this.initializeAnswered(outcome);
-        if (typeof response.id === 'number' && this.own.answered(response.id, outcome)) return;
-        const call = typeof response.id === 'number' ? this.calls.get(response.id) : undefined;
-        if (call !== undefined) this.finish(call, outcome);
-        return;
-      }
+      case 'response':
+        return this.answered(message.msg);
       case 'request':
         return this.rounds.serverRequest(message.msg, arrival, raw.byteLength);
       case 'notification':
         return this.serverNotification(message.msg.method, message.msg.params, arrival);
     }
   }
+
+  /** The Session's answer to one of the bridge's requests: its initialize, a client's call, or its own. */
+  private readonly answered = (response: Response): void => {
+    const outcome = 'error' in response ? { error: response.error } : { result: response.result };
+    if (response.id === INITIALIZE_ID) return this.initializeAnswered(outcome);
+    if (typeof response.id === 'number' && this.own.answered(response.id, outcome)) return;
+    const call = typeof response.id === 'number' ? this.calls.get(response.id) : undefined;
+    if (call !== undefined) this.finish(call, outcome);
+  };
 
   private initializeAnswered(outcome: { result: JsonObject } | { error: JsonRpcErrorObject }): void {
     this.handshake.answered(outcome);
@@ -435,7 +432,7 @@ export class ModernBridge {
   /** A call sent as a task, given up before its CreateTaskResult came: the task nobody will see is cancelled. */
   private cancelTaskOnceCreated(call: Call): void {
     this.forget(call);
-    this.own.adopt(call.legacyId, call.caller, (outcome) => {
+    this.own.adopt(call.legacyId, (outcome) => {
       const created = 'result' in outcome ? outcome.result.task : undefined;
       if (isObject(created) && typeof created.taskId === 'string') {
         this.own.ask('tasks/cancel', { taskId: created.taskId }, call.caller);
@@ -464,6 +461,18 @@ export class ModernBridge {
     call.waiter = undefined;
     this.rounds.unpark(call);
     this.calls.delete(call.legacyId);
+  }
+
+  /**
+   * A request for the Session, handed as a value with its caller; its answer comes back as one (`answered`).
+   * Handed on a microtask, as the channel delivers, so that it keeps its place after what the bridge sent
+   * there before it (its answer to the server's question goes before the tasks/get that reads the task).
+   */
+  private take(request: Request, caller: RequestCaller): void {
+    queueMicrotask(() => {
+      if (this.closedReason === undefined)
+        this.options.session.take(request, { caller, answer: this.answered });
+    });
   }
 
   /**

@@ -5,19 +5,22 @@
  */
 import type { JsonRpcErrorObject } from '../protocol/errors.js';
 import { NO_CALLER, type RequestCaller } from '../protocol/caller.js';
-import type { JsonObject } from '../protocol/messages.js';
+import type { JsonObject, Request } from '../protocol/messages.js';
 import type { TaskOutcome as Outcome } from '../tasks/state.js';
 
 /** What the bridge lends: its ids (one sequence with its calls'), its sending, and whether the Session is gone. */
 export interface OwnRequestsHost {
   nextId(): number;
+  /** Hands a request to the Session, made for `caller`. */
+  take(request: Request, caller: RequestCaller): void;
+  /** Sends the Session a notification (a cancellation). */
   toSession(message: JsonObject): void;
   /** The error a request gets once the Session is gone; undefined while it is not. */
   gone(): JsonRpcErrorObject | undefined;
 }
 
 export class OwnRequests {
-  private readonly pending = new Map<number, { settle(outcome: Outcome): void; caller: RequestCaller }>();
+  private readonly pending = new Map<number, { settle(outcome: Outcome): void }>();
 
   constructor(private readonly host: OwnRequestsHost) {}
 
@@ -30,19 +33,17 @@ export class OwnRequests {
     const id = this.host.nextId();
     const gone = this.host.gone();
     if (gone !== undefined) return { id, answer: Promise.resolve({ error: gone }) };
-    const answer = new Promise<Outcome>((settle) =>
-      this.pending.set(id, { settle, caller: withoutQuota(caller) }),
-    );
-    this.host.toSession({ jsonrpc: '2.0', id, method, params });
+    const answer = new Promise<Outcome>((settle) => this.pending.set(id, { settle }));
+    this.host.take({ jsonrpc: '2.0', id, method, params }, withoutQuota(caller));
     return { id, answer };
   }
 
   /**
    * The answer to a request the bridge already sent (a client's call given up before its answer) is taken
-   * as its own: `settle` gets it, and the request counts as `caller`'s, against no quota.
+   * as its own: `settle` gets it.
    */
-  adopt(id: number, caller: RequestCaller, settle: (outcome: Outcome) => void): void {
-    this.pending.set(id, { settle, caller: withoutQuota(caller) });
+  adopt(id: number, settle: (outcome: Outcome) => void): void {
+    this.pending.set(id, { settle });
   }
 
   /** Gives up one of the bridge's own requests. */
@@ -53,11 +54,6 @@ export class OwnRequests {
       method: 'notifications/cancelled',
       params: { requestId: id, reason },
     });
-  }
-
-  /** Whom the request with this id was made for, if it is one of these. */
-  callerOf(id: number): RequestCaller | undefined {
-    return this.pending.get(id)?.caller;
   }
 
   /** The Session answered: says whether it was one of these (then it is settled). */

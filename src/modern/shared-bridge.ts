@@ -41,6 +41,7 @@ export function startBridge(
 ): ModernBridge {
   const bridge = new ModernBridge({
     legacyClient,
+    session,
     logger: options.logger,
     supportedVersions: ALL_VERSIONS,
     // Replicas sharing a store know each other by its executor ids: a retry can be carried to its call.
@@ -57,7 +58,7 @@ export function startBridge(
     ...(options.audit === undefined ? {} : { audit: { log: options.audit, session: options.id } }),
     upstreamTakesCallerCapabilities: () => upstream.takesCallerCapabilities === true,
   });
-  session.countCallersBy((legacyId) => bridge.callerOf(legacyId), oneCaller);
+  session.servesCallers(oneCaller);
   bridge.start();
   return bridge;
 }

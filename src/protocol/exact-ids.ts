@@ -54,9 +54,10 @@ const isUnsafeInteger = (value: unknown): boolean =>
 
 /** The text of a message whose id may be an alias: the id as the number it stands for. */
 export function serialize(message: object): string {
-  const { id, ...rest } = message as { id?: RequestId };
-  const digits = digitsOf(id);
+  const digits = digitsOf((message as { id?: unknown }).id);
   if (digits === undefined) return JSON.stringify(message);
+  // Only now the copy without the id (a rest copy of every message sent was a share of each modern call).
+  const { id: _id, ...rest } = message as { id?: RequestId };
   const body = JSON.stringify(rest);
   return body === '{}' ? `{"id":${digits}}` : `{"id":${digits},${body.slice(1)}`;
 }

@@ -28,9 +28,14 @@ export class EarlyMessages {
     this.awaited = idKey(id);
   }
 
-  /** Keeps the message for later, while initialize is unanswered or what waited is still to go; else false. */
+  /** Whether a message now would be held: initialize is unanswered, or what waited is still to go. */
+  get holding(): boolean {
+    return !this.replaying && (this.awaited !== undefined || this.held.length > 0);
+  }
+
+  /** Keeps the message for later, while holding; else false. */
   hold(raw: Buffer, parsed: object | undefined): boolean {
-    if (this.replaying || (this.awaited === undefined && this.held.length === 0)) return false;
+    if (!this.holding) return false;
     if (this.held.length >= MAX_HELD || this.bytes + raw.length > MAX_HELD_BYTES) return false;
     this.held.push({ raw, parsed });
     this.bytes += raw.length;

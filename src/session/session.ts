@@ -39,6 +39,7 @@ import { OpenRequests } from './open-requests.js';
 import { ServedRequests, type Outcome } from './served-requests.js';
 import type { SessionEvents, SessionOptions } from './session-options.js';
 import { StatusReads } from './status-reads.js';
+import { RequestContexts, sessionCaller, type RequestContext } from './request-contexts.js';
 import { taskParts } from './task-parts.js';
 import { UpstreamPeer, type Forwarded } from './upstream-peer.js';
 import { UpstreamOwnTasks } from './upstream-own-tasks.js';
@@ -59,16 +60,7 @@ export class Session {
   /** Client requests not answered yet: once the client's input has ended, the session closes when none is left. */
   private readonly requests: OpenRequests;
   private readonly early = new EarlyMessages((raw, parsed) => this.fromClient(raw, parsed));
-  /** Who made each client request (see countCallersBy): this session's caller, unless its client serves many. */
-  private callerOf: (requestId: RequestId) => RequestCaller = () =>
-    (this.ownCaller ??= {
-      ...(this.options.identity === undefined ? {} : { identity: this.options.identity }),
-      ...(this.options.subject === undefined ? {} : { subject: this.options.subject }),
-      ...(this.options.access === undefined ? {} : { access: this.options.access }),
-      quota: this.caller,
-    });
-  private ownCaller: RequestCaller | undefined;
-  /** Whether all the client's requests come from one caller (see countCallersBy). */
+  /** Whether all the client's requests come from one caller (see servesCallers). */
   private oneCaller = true;
   private readonly upstreamSide: UpstreamSide;
   private readonly augmenter: Augmenter;
@@ -83,6 +75,8 @@ export class Session {
   private closing: Promise<void> | undefined;
 
   private readonly client: ExactIdChannel;
+  /** Who made each client request, and where the answer goes of one handed as a value (take). */
+  private readonly contexts: RequestContexts;
   private readonly upstream: Channel;
   /** The upstream is a shared server's: closing lets go of it, and it goes on with what it runs. */
   private readonly upstreamOutlivesClose: boolean;
@@ -93,7 +87,8 @@ export class Session {
     private readonly options: SessionOptions,
     private readonly events: SessionEvents,
   ) {
-    this.client = new ExactIdChannel(client, false);
+    this.contexts = new RequestContexts(client, sessionCaller(options, this.caller));
+    this.client = new ExactIdChannel(this.contexts, false);
     this.upstream = new ExactIdChannel(upstream, true);
     this.upstreamOutlivesClose = upstream.outlivesClose === true;
     this.clientPeer = new ClientPeer(this.client);
@@ -162,15 +157,28 @@ export class Session {
   }
 
   /**
-   * The client of this session is a bridge serving many callers: each request is made by the caller the
-   * bridge says it carries (its identity binds the tasks it makes and names, its quota counts it), and one
-   * it names no quota for (the bridge's own, already counted for its client) counts against nobody.
+   * The client of this session is a bridge serving many callers: each request it hands over (take) carries
+   * its caller, whose identity binds the tasks it makes and names and whose quota counts it (none for the
+   * bridge's own, already counted for its client); what it sends as bytes (its initialize) is no caller's.
    * `oneCaller`: every request still comes from one client (a stdio connection), so what the upstream
    * sends unlabelled may go with that client's one call in flight; never so across many callers.
    */
-  countCallersBy(callerOf: (requestId: RequestId) => RequestCaller, oneCaller: boolean): void {
-    this.callerOf = callerOf;
+  servesCallers(oneCaller: boolean): void {
+    this.contexts.manyCallers();
     this.oneCaller = oneCaller;
+  }
+
+  /**
+   * A request the client's edge has read already (the 2026-07-28 bridge), handed as a value with its
+   * context: served as one that came as bytes, its answer handed to `context.answer` (request-contexts.ts).
+   */
+  take(request: Request, context: RequestContext): void {
+    this.contexts.expect(request.id, context);
+    // Before the handshake is answered it waits its turn with the rest, as bytes.
+    if (this.early.holding && this.early.hold(Buffer.from(JSON.stringify(request)), request)) {
+      return this.requests.opened(request.id, true);
+    }
+    this.clientRequest(request);
   }
 
   start(): void {
@@ -311,11 +319,12 @@ export class Session {
     if (reply !== undefined) this.respond(reply.id, reply);
   }
 
-  private clientRequest(request: Request, raw: Buffer): void {
+  /** `raw`: its bytes, when it came as bytes (forwarded as they are); a value handed over has none. */
+  private clientRequest(request: Request, raw?: Buffer): void {
     this.requests.opened(request.id);
     const params = request.params;
     const limits = this.options.limits;
-    const caller = limits && this.callerOf(request.id).quota;
+    const caller = limits && this.contexts.callerOf(request.id).quota;
     if (
       caller !== undefined &&
       (request.method.startsWith('tasks/') || (request.method === 'tools/call' && params?.task !== undefined))
@@ -332,7 +341,7 @@ export class Session {
       case 'initialize':
         return this.initialize(request, raw);
       case 'tools/list': {
-        const access = this.callerOf(request.id).access;
+        const access = this.contexts.callerOf(request.id).access;
         return this.forwardRequest(request, raw, (result) =>
           callableTools(this.profile.rewriteToolsList(result, this.clientHasTasks), access),
         );
@@ -351,11 +360,11 @@ export class Session {
       case 'tasks/result':
         return this.taskRequest(request, raw);
       case 'tasks/list':
-        if (this.callerOf(request.id).access?.taskList === false) {
+        if (this.contexts.callerOf(request.id).access?.taskList === false) {
           return this.refuseByRule(request, { right: 'tasks/list' }, taskListRefused());
         }
         return this.servedForClient.answer(request.id, () =>
-          this.augmenter.listTasks(params, this.profile.lists, this.callerOf(request.id)),
+          this.augmenter.listTasks(params, this.profile.lists, this.contexts.callerOf(request.id)),
         );
       default:
         // A receiver must process a request normally and ignore task metadata for a request type it never
@@ -372,7 +381,7 @@ export class Session {
    * Notes what the client can do and, unless told not to, declares client-side tasks to the upstream on
    * behalf of a client that lacks them.
    */
-  private initialize(request: Request, raw: Buffer): void {
+  private initialize(request: Request, raw: Buffer | undefined): void {
     const capabilities = isObject(request.params?.capabilities) ? request.params.capabilities : {};
     this.clientCapabilities = capabilities;
     this.early.initializeSent(request.id);
@@ -389,10 +398,10 @@ export class Session {
   }
 
   /** What the table of docs/design.md says for this call (decide.ts), carried out; `listed`: the profile was updated for it. */
-  private toolCall(request: Request, raw: Buffer, listed = false): void {
+  private toolCall(request: Request, raw: Buffer | undefined, listed = false): void {
     const params = request.params;
     const name = typeof params?.name === 'string' ? params.name : undefined;
-    if (name !== undefined && this.callerOf(request.id).access?.mayCall(name) === false) {
+    if (name !== undefined && this.contexts.callerOf(request.id).access?.mayCall(name) === false) {
       return this.refuseByRule(request, { right: 'tool', tool: name }, toolRefused(name));
     }
     if (!listed && this.profile.needsListing(name, params?.task !== undefined, this.clientHasTasks)) {
@@ -435,7 +444,7 @@ export class Session {
       case 'augment': {
         if (this.upstreamPeer.refuses) return this.refuseUpstreamGone(request);
         const limits = this.options.limits;
-        const caller = this.callerOf(request.id);
+        const caller = this.contexts.callerOf(request.id);
         const quota = caller.quota;
         return this.servedForClient.answer(request.id, () =>
           limits && quota !== undefined
@@ -452,10 +461,10 @@ export class Session {
    */
   private taskRequest(
     request: Request,
-    raw: Buffer,
+    raw: Buffer | undefined,
     serve?: (caller: RequestCaller) => Promise<JsonObject>,
   ): void {
-    const caller = this.callerOf(request.id);
+    const caller = this.contexts.callerOf(request.id);
     const local = (): void =>
       serve
         ? this.servedForClient.answer(request.id, () => serve(caller))
@@ -477,7 +486,7 @@ export class Session {
 
   /** A request an authorization rule refuses its caller: audited, and refused as if there were nothing to find. */
   private refuseByRule(request: Request, refused: AccessRefusal, error: ProtocolError): void {
-    const { subject } = this.callerOf(request.id);
+    const { subject } = this.contexts.callerOf(request.id);
     this.options.audit?.accessDenied(refused, {
       ...(subject === undefined ? {} : { subject }),
       session: this.options.id,
@@ -539,6 +548,7 @@ export class Session {
       if (typeof requestId === 'string' || typeof requestId === 'number') {
         // A cancelled request gets no answer: it is over for the client.
         this.answered(requestId);
+        this.contexts.forget(requestId);
         if (this.servedForClient.cancel(requestId)) return;
         if (this.unwrapper.cancel(requestId)) return;
         const wireId = this.upstreamPeer.withdraw(requestId);
@@ -572,7 +582,7 @@ export class Session {
 
   private rewriteInitialize(result: JsonObject, id: RequestId): JsonObject {
     this.upstreamPeer.state.initialized = true;
-    const caller = this.callerOf(id);
+    const caller = this.contexts.callerOf(id);
     return this.profile.rewriteInitialize(result, (ownTasks) =>
       this.augmenter.capabilities(ownTasks, caller),
     );

@@ -96,12 +96,13 @@ export class UpstreamPeer {
 
   /**
    * Sends a registered client request: its exact bytes when its id goes unchanged, handed beside them
-   * unless its id is an alias (exact-ids.ts), which parsing the bytes would not give.
+   * unless its id is an alias (exact-ids.ts), which parsing the bytes would not give; one handed as a
+   * value (Session.take) as it is.
    */
   send(request: Request, wireId: RequestId, raw: Buffer | undefined): void {
-    if (wireId === request.id && raw !== undefined) {
-      this.channel.sendRaw(raw, undefined, handed(request));
-    } else this.channel.send({ ...request, id: wireId });
+    if (wireId !== request.id) this.channel.send({ ...request, id: wireId });
+    else if (raw !== undefined) this.channel.sendRaw(raw, undefined, handed(request));
+    else this.channel.send(request);
   }
 
   /** The request an answer from the upstream answers, now no longer in flight. */

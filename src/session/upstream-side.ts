@@ -64,7 +64,7 @@ export interface UpstreamSideParts {
   config: Config;
   onUpstreamAnswer?: ((method: string, seconds: number) => void) | undefined;
   sightings?: TaskSightings | undefined;
-  /** Whether all the client's requests come from one caller (Session.countCallersBy). */
+  /** Whether all the client's requests come from one caller (Session.servesCallers). */
   oneCaller(): boolean;
   /** The client's capabilities, from its initialize request. */
   clientCapabilities(): JsonObject;

@@ -7,6 +7,12 @@ import { ElicitResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { pino } from 'pino';
 import { ModernBridge } from '../../src/modern/bridge.js';
+import { startBridge } from '../../src/modern/shared-bridge.js';
+import { resolveConfig } from '../../src/config/load.js';
+import { Policy } from '../../src/config/policy.js';
+import { Session } from '../../src/session/session.js';
+import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
+import { ChannelTransport } from '../helpers/channel-transport.js';
 import {
   MODERN_INPUT_WAIT_MS,
   MODERN_LISTEN_SHARES,
@@ -17,7 +23,7 @@ import { ClientGiveUp } from '../../src/protocol/modern/exchange.js';
 import { ALL_VERSIONS } from '../../src/protocol/versions.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
 import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
-import { textResult, type FakeTool } from '../helpers/in-process.js';
+import { fakeServer, textResult, type FakeTool } from '../helpers/in-process.js';
 
 interface Answer {
   id: number;
@@ -248,6 +254,8 @@ describe('the modern bridge and the Session, a parsed value beside the bytes (ch
     });
     const modern = new ModernBridge({
       legacyClient: b,
+      // Only the handshake is looked at here: nothing is handed to the Session as a value.
+      session: { take: () => undefined },
       logger: pino({ level: 'silent' }),
       supportedVersions: ALL_VERSIONS,
       replica: 'test',
@@ -287,5 +295,48 @@ describe('the modern bridge and the Session, a parsed value beside the bytes (ch
     await vi.waitFor(() => expect(heard).toHaveLength(2));
     expect(heard[1]!.parsed).toEqual({ jsonrpc: '2.0', method: 'notifications/initialized' });
     await modern.close();
+  });
+});
+
+describe('the modern bridge and the Session, a request handed as a value (request-contexts.ts)', () => {
+  it('carries a call to the Session and its answer back with no message on the channel between them', async () => {
+    const config = resolveConfig({});
+    const toServer = memoryChannelPair();
+    const { server } = fakeServer([echo]);
+    await server.connect(new ChannelTransport(toServer.b));
+    const options = {
+      id: 'handed-as-values',
+      config,
+      policy: new Policy(config),
+      store: new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1_000_000 }),
+      logger: pino({ level: 'silent' }),
+    };
+    const pair = memoryChannelPair();
+    const session = new Session(pair.a.recordRoutes(), toServer.a, options, {
+      upstreamGone: () => undefined,
+      closed: () => undefined,
+    });
+    session.start();
+    const modern = startBridge(pair.b.recordRoutes(), session, options, toServer.a);
+    const exchange = (id: number, method: string, params: Record<string, unknown>) => ({
+      request: { jsonrpc: '2.0' as const, id, method, params: { ...params, _meta: MODERN_META } },
+      notify: () => undefined,
+      signal: new ClientGiveUp(),
+    });
+    // The handshake (initialize, its answer, initialized) is the one exchange of messages.
+    await answerOf(modern.handle(exchange(1, 'server/discover', {})));
+    await vi.waitFor(() => expect(pair.b.sentRoutes).toHaveLength(2));
+    const sent = { bySession: pair.a.sentRoutes.length, byBridge: pair.b.sentRoutes.length };
+
+    const called = await answerOf(
+      modern.handle(exchange(2, 'tools/call', { name: 'echo', arguments: { text: 'hi' } })),
+    );
+    expect(called).toMatchObject({
+      id: 2,
+      result: { content: [{ type: 'text', text: 'hi' }], resultType: 'complete' },
+    });
+    expect({ bySession: pair.a.sentRoutes.length, byBridge: pair.b.sentRoutes.length }).toEqual(sent);
+    await session.close();
+    await server.close();
   });
 });
