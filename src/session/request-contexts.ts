@@ -1,7 +1,7 @@
 /**
  * What travels with each client request of a Session: who made it, and, for one an edge handed the Session
- * as a value (Session.take: the 2026-07-28 bridge's), where its answer goes: each answer is handed to its request's context as the value the Session made or read,
- * never serialized for the edge to parse again. Everything else the Session sends its client (requests,
+ * as a value (Session.take: the 2026-07-28 bridge's), where its answer goes: each answer is handed to its
+ * request's context as the value the Session made or read, never serialized for the edge to parse again. Everything else the Session sends its client (requests,
  * notifications, answers to requests that came as bytes) goes on the client channel as before. An answer
  * is handed on a microtask, as the memory channel delivers, so that it keeps its place among the messages
  * sent before it (a call's progress and log lines reach the edge before its result).
@@ -71,6 +71,10 @@ export class RequestContexts implements Channel {
       message = read.message.msg;
     }
     queueMicrotask(() => context.answer(message as Response));
+  }
+
+  pauseStream(requestId: RequestId, retryMs: number | undefined): Promise<void> | undefined {
+    return this.client.pauseStream?.(requestId, retryMs);
   }
 
   close(): Promise<void> {
