@@ -13,6 +13,8 @@ import {
   ElicitRequestSchema,
   LoggingMessageNotificationSchema,
   McpError,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
   type Progress,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -125,6 +127,39 @@ describe('sharing per server of upstreams over the HTTP front (issue 32)', () =>
       );
     }
     expect([...a.transport.violations, ...b.transport.violations]).toEqual([]);
+  });
+
+  it("sends the shared server's resource updates to the sessions that subscribed, and list_changed to every session", async () => {
+    const gateway = await gatewayWith({
+      watched: {
+        command: node,
+        args: [FIXTURES.legacy],
+        env: { FIXTURE_WATCH: '1' },
+        sharing: 'shared',
+      },
+      own: { command: node, args: [FIXTURES.legacy] },
+    });
+    const a = await session(gateway);
+    const b = await session(gateway);
+    const heard = { a: new Inbox<string>(), b: new Inbox<string>() };
+    for (const name of ['a', 'b'] as const) {
+      const { client } = { a, b }[name];
+      client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => heard[name].push(n.params.uri));
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () =>
+        heard[name].push('list_changed'),
+      );
+    }
+    const uri = 'taskgate:watched/test://watched';
+    await a.client.subscribeResource({ uri });
+    // b touches what a subscribed to on the one server they share.
+    expect(
+      textOf(await b.client.callTool({ name: 'watched__touch', arguments: { uri: 'test://watched' } })),
+    ).toBe('updated');
+    // The update comes before the list_changed that follows it: once each has that, it has had its chance.
+    await heard.a.waitFor((item) => item === 'list_changed', 'list_changed in a', 5_000);
+    await heard.b.waitFor((item) => item === 'list_changed', 'list_changed in b', 5_000);
+    expect(heard.a.items.filter((item) => item === uri)).toHaveLength(1);
+    expect(heard.b.items.filter((item) => item === uri)).toHaveLength(0);
   });
 
   it('spreads the sessions over a pool of the server, and sends its elicitation for a task to the session of that task', async () => {
