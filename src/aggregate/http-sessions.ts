@@ -1,7 +1,8 @@
 /**
  * Several servers behind the HTTP front: each 2025 client session gets one aggregator and, behind it, a
- * Session and a server of its own per server of `upstreams` (as `upstream.sharing: session` gives one),
- * bound to the caller's identity. The front asks here whether a session still runs tasks (any of its
+ * Session per server of `upstreams`, bound to the caller's identity, on a server of its own or, for a
+ * server whose `sharing` is `shared` or `pool`, on a port of the connection the sessions share (as
+ * `upstream.sharing` gives one server). The front asks here whether a session still runs tasks (any of its
  * servers' Sessions) and whether a new one could be served (some server can be started).
  */
 import { createRequire } from 'node:module';
@@ -13,7 +14,9 @@ import type { Caller } from '../transport/http-front.js';
 import type { HttpSession } from '../transport/http-session.js';
 import { telemetry } from '../telemetry/telemetry.js';
 import { upstreamProblem } from '../upstream-readiness.js';
-import type { UpstreamOptions } from '../upstream.js';
+import { sharedSessionRules } from '../session/shared-sessions.js';
+import { UpstreamPool } from '../transport/upstream-pool.js';
+import { openUpstream, type UpstreamOptions } from '../upstream.js';
 import { Aggregator } from './aggregator.js';
 import { memberConfig, openMembers, type OpenedMembers } from './members.js';
 import { Names } from './names.js';
@@ -42,6 +45,7 @@ export function aggregatedSessions(
   const names = new Names(config.namespacing?.separator ?? DEFAULT_SEPARATOR);
   const { slowServerGrace, listChangedWindow } = config.aggregate ?? AGGREGATE_DEFAULTS;
   const servers = Object.keys(config.upstreams ?? {});
+  const pools = sharedServers(config, logger, upstreamHooks, (name) => credentialFor(undefined, name));
   /** Each front session's Session ids, one per server. */
   const ids = new Map<string, string[]>();
   const opened = new Set<OpenedMembers>();
@@ -79,6 +83,8 @@ export function aggregatedSessions(
         },
         upstreamHooks,
         (name) => credentialFor(caller, name),
+        undefined,
+        (name) => pools.get(name)?.port(),
       );
       opened.add(members);
       const aggregator = new Aggregator(
@@ -118,6 +124,38 @@ export function aggregatedSessions(
     ),
     close: async () => {
       await Promise.all([...opened].map((members) => members.close()));
+      await Promise.all([...pools.values()].map((pool) => pool.close()));
     },
   };
+}
+
+/**
+ * The servers the sessions share (`sharing: shared`, or `pool` of `poolSize`), by name: each started with
+ * the first session that needs it, and sent taskgate's own credential only, since it serves every caller.
+ */
+function sharedServers(
+  config: Config,
+  logger: Logger,
+  hooks: UpstreamOptions,
+  credentialOf: (name: string) => UpstreamCredential | undefined,
+): Map<string, UpstreamPool> {
+  const pools = new Map<string, UpstreamPool>();
+  for (const [name, member] of Object.entries(config.upstreams ?? {})) {
+    if (member.sharing === 'session') continue;
+    if (config.auth.bearerPassthrough !== undefined) {
+      logger.warn(
+        `upstreams.${name}.sharing is ${member.sharing}: a shared server is sent no caller's own token`,
+      );
+    }
+    const own = memberConfig(config, member);
+    const pool = new UpstreamPool(
+      member.sharing === 'pool' ? member.poolSize : 1,
+      (_index, poolLogger) =>
+        openUpstream(own, poolLogger, { ...hooks, server: name, credential: credentialOf(name) }),
+      logger.child({ session: 'shared', server: name }),
+      () => sharedSessionRules(),
+    );
+    pools.set(name, pool);
+  }
+  return pools;
 }

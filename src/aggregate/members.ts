@@ -10,6 +10,7 @@ import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import { Session, type SessionOptions } from '../session/session.js';
 import { tasksOfServer } from '../tasks/server-store.js';
 import { memoryChannelPair } from '../transport/memory-channel.js';
+import type { PoolUpstream } from '../transport/upstream-pool.js';
 import type { Flow } from '../transport/valve.js';
 import { openUpstream, type UpstreamOptions } from '../upstream.js';
 import type { MemberSpec } from './member.js';
@@ -90,6 +91,8 @@ export async function openMembers(
   credentialOf: (name: string) => UpstreamCredential | undefined = () => undefined,
   /** Each server's backpressure on stdio (valve.ts), given as it is opened. */
   flowOf?: () => Flow,
+  /** A port of the connection the sessions share to the server `name` (its `sharing`), if they share one. */
+  portOf: (name: string) => Promise<PoolUpstream> | undefined = () => undefined,
 ): Promise<OpenedMembers> {
   const closers: (() => Promise<void>)[] = [];
   const specs = await Promise.all(
@@ -101,12 +104,15 @@ export async function openMembers(
         prefixed: member.prefix,
         filter: new ToolFilter(member.include, member.exclude),
       };
-      const upstream = await openUpstream(own, memberLogger, {
-        ...hooks,
-        server: name,
-        credential: credentialOf(name),
-        ...(flowOf === undefined ? {} : { flow: flowOf() }),
-      }).catch((error: unknown) => error as Error);
+      const opening: Promise<PoolUpstream> =
+        portOf(name) ??
+        openUpstream(own, memberLogger, {
+          ...hooks,
+          server: name,
+          credential: credentialOf(name),
+          ...(flowOf === undefined ? {} : { flow: flowOf() }),
+        });
+      const upstream = await opening.catch((error: unknown) => error as Error);
       if (upstream instanceof Error) {
         memberLogger.error(`the server "${name}" could not be started: ${upstream.message}`);
         const pair = memoryChannelPair();
@@ -118,6 +124,7 @@ export async function openMembers(
           close: () => pair.a.close(),
         };
       }
+      const description = upstream.description ?? name;
       const pair = memoryChannelPair();
       const options = {
         ...memberSessionOptions(sessionOptions(name), name, own, ownLimits(config, member.limits)),
@@ -128,7 +135,7 @@ export async function openMembers(
         upstreamGone: (state) => {
           if (closing) return;
           memberLogger.error(
-            `the server "${name}" (${upstream.description}) is gone (${state.goneReason}): only its calls fail`,
+            `the server "${name}" (${description}) is gone (${state.goneReason}): only its calls fail`,
           );
           session.closeOnceAnswered(GONE_GRACE_MS);
         },
@@ -140,7 +147,7 @@ export async function openMembers(
         return session.close();
       };
       closers.push(close);
-      return { ...base, channel: pair.a, description: upstream.description, close };
+      return { ...base, channel: pair.a, description, close };
     }),
   );
   let closing: Promise<void> | undefined;

@@ -485,8 +485,7 @@ export const EffectiveConfigSchema = ConfigSchema.superRefine((config, context) 
   for (const issue of accessRuleProblems(auth)) context.addIssue({ code: 'custom', ...issue });
   for (const issue of upstreamAuthProblems(auth, upstream)) context.addIssue({ code: 'custom', ...issue });
   for (const [name, server] of Object.entries(config.upstreams ?? {})) {
-    // Each server of upstreams has a connection per session: as `sharing: session`.
-    for (const { path, message } of upstreamAuthProblems(auth, { ...server, sharing: 'session' })) {
+    for (const { path, message } of upstreamAuthProblems(auth, server)) {
       context.addIssue({ code: 'custom', path: ['upstreams', name, ...path.slice(1)], message });
     }
   }

@@ -151,21 +151,26 @@ export const RESTART_DELAYS: [
   { message: 'delay (500 ms unless set) must not be longer than maxDelay', path: ['delay'] },
 ];
 
+/** How the HTTP front's client sessions get a server: `upstream`'s, and each server's of `upstreams`. */
+const SHARING = {
+  /**
+   * Over the HTTP front, whether each 2025 client session gets a server of its own (`session`), all
+   * share one connection to it (`shared`, see src/transport/shared-upstream.ts), or they are spread over
+   * `poolSize` shared connections (`pool`, src/transport/upstream-pool.ts). Nothing changes over stdio,
+   * which has one client.
+   */
+  sharing: z.enum(['session', 'shared', 'pool']).default('session'),
+  /** With `sharing: pool`, the server processes (or HTTP server sessions) the client sessions share. */
+  poolSize: z.number().int().min(1).max(256).default(4),
+};
+
 /** The upstream MCP server: a command taskgate starts on stdio, or the URL of a Streamable HTTP server. */
 export const UpstreamSchema = z
   .object({
     ...SERVER_SHAPE,
     /** HTTP upstream: an OAuth token got for it (client credentials, or token exchange of the caller's). */
     auth: UpstreamAuthSchema.optional(),
-    /**
-     * Over the HTTP front, whether each 2025 client session gets a server of its own (`session`), all
-     * share one connection to it (`shared`, see src/transport/shared-upstream.ts), or they are spread over
-     * `poolSize` shared connections (`pool`, src/transport/upstream-pool.ts). Nothing changes over stdio,
-     * which has one client.
-     */
-    sharing: z.enum(['session', 'shared', 'pool']).default('session'),
-    /** With `sharing: pool`, the server processes (or HTTP server sessions) the client sessions share. */
-    poolSize: z.number().int().min(1).max(256).default(4),
+    ...SHARING,
   })
   .strict()
   .refine(namesOneServer, ONE_SERVER)
@@ -207,6 +212,8 @@ export const MemberSchema = z
     limits: LimitsSchema.optional(),
     /** An HTTP server: an OAuth token got for it, as `upstream.auth` gets one for the one server. */
     auth: UpstreamAuthSchema.optional(),
+    /** Over the HTTP front, shared by the sessions (or a pool of it) as `upstream.sharing` is. */
+    ...SHARING,
   })
   .strict()
   .refine(namesOneServer, ONE_SERVER)

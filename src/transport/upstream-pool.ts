@@ -13,6 +13,8 @@ import type { Valve } from './valve.js';
 
 export interface PoolUpstream {
   channel: Channel;
+  /** For people: the server's command line or URL. */
+  description?: string;
   stop(): Promise<void>;
   /** Shut while the server's stdin is behind: each of its ports' sessions waits on it (valve.ts). */
   intake?: Valve | undefined;
@@ -55,6 +57,7 @@ export class UpstreamPool {
     let stopped = false;
     return {
       channel,
+      ...(upstream.description === undefined ? {} : { description: upstream.description }),
       intake: upstream.intake,
       stop: async () => {
         if (stopped) return;

@@ -148,6 +148,26 @@ describe('upstreams in a config file', () => {
     );
   });
 
+  it('takes sharing per server, session unless set, and refuses a token exchange on a shared one', () => {
+    const { config } = load([
+      '--config',
+      file('upstreams:\n  a: { command: a, sharing: pool, poolSize: 2 }\n  b: { command: b }\n'),
+    ]);
+    expect(config.upstreams?.a).toMatchObject({ sharing: 'pool', poolSize: 2 });
+    expect(config.upstreams?.b?.sharing).toBe('session');
+    expect(
+      problemsOf(['--config', file('upstreams:\n  a: { command: a, sharing: all }\n')]).join('\n'),
+    ).toMatch(/upstreams\.a\.sharing/);
+    const grant = '{ tokenEndpoint: "https://as.example/token", clientId: gw, clientSecret: s }';
+    const exchange = file(
+      'auth: { oauth: { issuer: "https://as.example", resource: "https://gw.example/mcp" } }\n' +
+        `upstreams:\n  b: { url: "https://b.example/mcp", sharing: shared, auth: { tokenExchange: ${grant} } }\n`,
+    );
+    expect(problemsOf(['--config', exchange]).join('\n')).toMatch(
+      /upstreams\.b\.auth\.tokenExchange.*needs upstream\.sharing: session \(a shared upstream/,
+    );
+  });
+
   it('refuses a server name a prefix cannot carry, and one that holds the separator', () => {
     expect(problemsOf(['--config', file('upstreams:\n  "my files": { command: a }\n')]).join('\n')).toMatch(
       /server name has 1 to 64 letters/,
