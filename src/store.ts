@@ -20,7 +20,7 @@ export async function openStore(
   memory: Partial<MemoryStoreOptions> = {},
 ): Promise<TaskStore> {
   const limits = { maxTasks: config.tasks.maxTasks, maxResultBytes: config.tasks.maxResultBytes };
-  const { url, password, keyPrefix, cursorSecret, leaseTtl } = config.store;
+  const { url, password, keyPrefix, cursorSecret, leaseTtl, commandTimeout } = config.store;
   if (url === undefined) return new MemoryTaskStore({ ...memory, ...limits });
   // The config's own check requires it with a URL; this only satisfies the type checker.
   if (cursorSecret === undefined) throw new Error('store.cursorSecret is required with store.url');
@@ -34,6 +34,7 @@ export async function openStore(
     keyPrefix,
     cursorSecret,
     leaseTtlMs: leaseTtl,
+    commandTimeoutMs: commandTimeout,
     ...limits,
     ...(password === undefined ? {} : { password }),
     logger,

@@ -155,6 +155,8 @@ export const StoreSchema = z
     cursorSecret: z.string().optional(),
     /** The executor lease: a replica that stops renewing it for this long loses its running tasks. */
     leaseTtl: z.number().int().min(100).max(MAX_TIMER_MS).default(15_000),
+    /** How long one Redis command may take before it fails, and Redis counts as stalled (a hung server). */
+    commandTimeout: milliseconds(MAX_TIMER_MS).default(10_000),
   })
   .strict()
   .superRefine(({ cursorSecret }, context) => {

@@ -36,6 +36,7 @@ export class RedisInputBoard implements TaskInputBoard {
     private readonly link: RedisLink,
     private readonly prefix: string,
     readonly self: string,
+    private readonly takenWithinMs = RELAY_TAKEN_WITHIN_MS,
   ) {}
 
   async post(taskId: string, posted: PostedTask, ttlMs: number): Promise<void> {
@@ -77,7 +78,7 @@ export class RedisInputBoard implements TaskInputBoard {
     if (this.relays.size >= MAX_RELAYS_IN_FLIGHT) return undefined;
     const id = this.nextRelay++;
     const answered = new Promise<RelayedAnswer | undefined>((resolve) => {
-      const timer = setTimeout(() => this.settle(id, undefined), Math.min(RELAY_TAKEN_WITHIN_MS, timeoutMs));
+      const timer = setTimeout(() => this.settle(id, undefined), Math.min(this.takenWithinMs, timeoutMs));
       this.relays.set(id, { resolve, timer, timeoutMs });
     });
     const message = JSON.stringify({ kind: 'request', id, from: this.self, ...relayed });

@@ -92,6 +92,8 @@ export interface RedisStoreOptions {
   connectTimeoutMs?: number;
   /** How long one command may take before it fails (a hung server). Default 10 s. */
   commandTimeoutMs?: number;
+  /** How long a relayed request waits to hear that its runner took it. Default 3 s. */
+  relayTakenWithinMs?: number;
   /**
    * The executor lease in ms (see above): a replica that stops renewing it for this long loses its live
    * tasks. Every replica sharing the prefix should be given the same. Default 15 s; 0 keeps no lease (for
@@ -169,7 +171,12 @@ export class RedisTaskStore implements TaskStore {
         up: () => this.resume(),
       },
     );
-    this.inputs = new RedisInputBoard(this.link, this.prefix, this.executorId);
+    this.inputs = new RedisInputBoard(
+      this.link,
+      this.prefix,
+      this.executorId,
+      this.options.relayTakenWithinMs,
+    );
     this.lease =
       this.leaseTtlMs > 0
         ? new ExecutorLease(this.link, {

@@ -43,9 +43,12 @@ function configFile(yaml: string): string {
   return path;
 }
 
-/** taskgate's flags for a limit of `maxLiveTasks`, on the memory store or on the Redis at `url`. */
-function flagsFor(maxLiveTasks: number, url?: string): string[] {
-  const config = configFile(`limits:\n  maxLiveTasks: ${maxLiveTasks}\n`);
+/**
+ * taskgate's flags for a limit of `maxLiveTasks`, on the memory store or on the Redis at `url`, with more
+ * settings in `yaml`.
+ */
+function flagsFor(maxLiveTasks: number, url?: string, yaml = ''): string[] {
+  const config = configFile(`limits:\n  maxLiveTasks: ${maxLiveTasks}\n${yaml}`);
   const store = url === undefined ? [] : ['--store', url, '--store-key-prefix', freshPrefix()];
   return ['--config', config, ...store];
 }
@@ -160,7 +163,11 @@ describe('issue 13.2: no task without its call', () => {
       // Paused: a private server, even when REDIS_URL names a shared one.
       const server = await privateRedisServer(context);
       servers.push(server);
-      const peer = await rawPeer([...flagsFor(10, server.url), '--expose-task-list']);
+      // A command timeout of 3 s, not the default 10 s: the stall only has to outlast it.
+      const peer = await rawPeer([
+        ...flagsFor(10, server.url, 'store:\n  commandTimeout: 3000\n'),
+        '--expose-task-list',
+      ]);
       // A task of its own keeps this replica's lease renewed: only taskgate itself can end the other one.
       const { created } = await callAtOnce(peer, ['keep']);
       const raw = new Redis(server.url);
@@ -168,9 +175,14 @@ describe('issue 13.2: no task without its call', () => {
       await raw.quit();
       process.kill(pid, 'SIGSTOP');
       try {
+        const sent = performance.now();
         peer.write(taskCall('late'));
-        // Refused once the store's command timeout (10 s) has passed; the create is still in Redis's input.
+        // Refused once the store's command timeout (3 s) has passed; the create is still in Redis's input.
         expect(await peer.response('late', 20_000)).toMatchObject({ error: { code: -32002 } });
+        // Not at once but by the timeout (a command sent just before the pause may time out a little
+        // earlier), and by the one configured, not the default 10 s.
+        expect(performance.now() - sent).toBeGreaterThanOrEqual(2_000);
+        expect(performance.now() - sent).toBeLessThan(9_000);
       } finally {
         process.kill(pid, 'SIGCONT');
       }

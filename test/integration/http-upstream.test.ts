@@ -277,11 +277,12 @@ describe('taskgate in front of an HTTP upstream, as in front of a stdio one', ()
     });
 
     it('a task’s own call is bounded by the task’s ttl, not by upstream.requestTimeout', async () => {
-      p.send(toolCall('task', 'sleep', { ms: 3_000 }, { task: { ttl: 60_000 } }));
+      // Longer than the request timeout, which therefore would end it first: the sleep cannot answer sooner.
+      p.send(toolCall('task', 'sleep', { ms: 2_000 }, { task: { ttl: 60_000 } }));
       const taskId = ((await p.response('task')) as Json).result.task.taskId;
       p.send({ jsonrpc: '2.0', id: 'result', method: 'tasks/result', params: { taskId } });
       expect(((await p.response('result')) as Json).result).toMatchObject({
-        content: [{ type: 'text', text: 'slept 3000 ms' }],
+        content: [{ type: 'text', text: 'slept 2000 ms' }],
       });
     });
   });

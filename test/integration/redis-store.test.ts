@@ -18,7 +18,6 @@ import { resolveConfig } from '../../src/config/load.js';
 import { Policy } from '../../src/config/policy.js';
 import { Augmenter } from '../../src/tasks/augment.js';
 import { IllegalTransitionError } from '../../src/tasks/state.js';
-import { RELAY_TAKEN_WITHIN_MS } from '../../src/tasks/redis-inputs.js';
 import { RedisTaskStore, type RedisStoreOptions } from '../../src/tasks/redis-store.js';
 import type { TaskOutcome, TaskRecord, TaskStatus } from '../../src/tasks/state.js';
 import { EXECUTOR_LOST, type NewTask, type TaskStore } from '../../src/tasks/store.js';
@@ -429,10 +428,12 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
     });
 
     it('a relay waits its whole time for a runner that took the request, and gives up within seconds on one that is not there', async () => {
-      const [a, b] = await replicas();
+      // Half a second, not the default 3 s, for a runner to say it took the request.
+      const TAKEN_WITHIN_MS = 500;
+      const [a, b] = await replicas({ relayTakenWithinMs: TAKEN_WITHIN_MS });
       a.inputs.onRelayed(async ({ request }) => {
         // Outlasts the time a runner has to say it took the request: the relay, told it did, waits on.
-        await new Promise((resolve) => setTimeout(resolve, RELAY_TAKEN_WITHIN_MS + 500));
+        await new Promise((resolve) => setTimeout(resolve, TAKEN_WITHIN_MS + 500));
         return { response: { jsonrpc: '2.0', id: request.id, result: { late: true } } };
       });
       const request = { jsonrpc: '2.0' as const, id: 1, method: 'tools/call', params: {} };

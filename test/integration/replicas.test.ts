@@ -607,8 +607,9 @@ describe.skipIf(!redis)('replicas sharing one Redis', () => {
     const running = await createTask(onB, 'sleep', { ms: 60_000, label: 'outlives-the-pause' });
     process.kill(pid, 'SIGSTOP');
     try {
-      // The pause's length is the fault under test: three leases, while the sweeps and A's result queue up.
-      await new Promise((resolve) => setTimeout(resolve, 3 * LEASE_MS));
+      // The pause's length is the fault under test: two leases (one whole lease more than the lease), while
+      // the sweeps and A's result queue up.
+      await new Promise((resolve) => setTimeout(resolve, 2 * LEASE_MS));
     } finally {
       process.kill(pid, 'SIGCONT');
     }

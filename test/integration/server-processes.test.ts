@@ -151,7 +151,8 @@ describe('taskgate over stdio, stopped with nothing running', () => {
 describe('Ctrl-C in a terminal (SIGINT to taskgate’s process group)', () => {
   it('does not reach the server: the running task finishes in the drain, its result stays fetchable a moment, then everything stops', async () => {
     const p = (peer = RawPeer.start(
-      ['--log-level', 'info', '--shutdown-grace', '10000', '--', process.execPath, LINGERING],
+      // A grace of twice the task's length, and the results' window (at most the grace) 3 s, not 5.
+      ['--log-level', 'info', '--shutdown-grace', '3000', '--', process.execPath, LINGERING],
       {},
       { detached: true },
     ));

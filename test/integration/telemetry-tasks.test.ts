@@ -237,7 +237,8 @@ describe('promotion by promoteAfter (a 2026-07-28 client with the extension)', (
       ['--config', configFile('tasks:\n  promoteAfter: 300\n')],
       otlpEnv(collector),
     );
-    const slow = await modernRequest(served.url, 'tools/call', { name: 'sleep', arguments: { ms: 2_000 } });
+    // Over three times promoteAfter: the server cannot answer sooner than its sleep.
+    const slow = await modernRequest(served.url, 'tools/call', { name: 'sleep', arguments: { ms: 1_000 } });
     expect(slow.result).toMatchObject({ resultType: 'task' });
     const quick = await modernRequest(served.url, 'tools/call', {
       name: 'echo',

@@ -20,7 +20,7 @@ const problemsOf = (argv: string[], env: Environment = {}): string[] => refusedW
 
 describe('the store settings', () => {
   it('keep tasks in memory by default', () => {
-    expect(load([]).store).toEqual({ keyPrefix: 'taskgate:', leaseTtl: 15_000 });
+    expect(load([]).store).toEqual({ keyPrefix: 'taskgate:', leaseTtl: 15_000, commandTimeout: 10_000 });
   });
 
   it('take the URL, prefix and lease from flags, and the secrets from variables only', () => {
@@ -32,6 +32,7 @@ describe('the store settings', () => {
       url: 'rediss://redis.internal:6380/2',
       keyPrefix: 'gw:',
       leaseTtl: 5_000,
+      commandTimeout: 10_000,
       cursorSecret: SECRET,
       password: 'pw',
     });

@@ -23,7 +23,7 @@ describe('resolveConfig', () => {
         listPageSize: 100,
       },
       unwrap: { minPollInterval: 50, maxPollInterval: 5_000, keepAliveInterval: 15_000 },
-      store: { keyPrefix: 'taskgate:', leaseTtl: 15_000 },
+      store: { keyPrefix: 'taskgate:', leaseTtl: 15_000, commandTimeout: 10_000 },
       clientTasks: true,
       upstreamRestart: { enabled: true, delay: 500, maxDelay: 30_000, holdRequests: 10_000 },
       admin: {},
