@@ -12,7 +12,7 @@ import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { digitsOf } from '../protocol/exact-ids.js';
 import { idOfOversized } from '../protocol/frames.js';
-import { postModern, settledWithin } from './modern-answer.js';
+import { modernCaller, postModern, settledWithin } from './modern-answer.js';
 import { telemetry } from '../telemetry/telemetry.js';
 import { isObject, isResponseShaped, salvageId, type Message, type RequestId } from '../protocol/messages.js';
 import { readMessage } from '../protocol/read-message.js';
@@ -29,7 +29,7 @@ import { accepts, json, readBody, reply, type OversizedBody } from './http-io.js
 import { listenOn } from './listen.js';
 import { UpstreamStartError } from './stdio-upstream.js';
 import { trustedOrigin } from '../security/loopback.js';
-import { untilOpen } from './valve.js';
+import { untilOpen, type Valve } from './valve.js';
 
 /**
  * Connections the kernel may queue before taskgate accepts them (it caps this at net.core.somaxconn).
@@ -83,6 +83,8 @@ export interface HttpFrontHooks {
   accepting?(): boolean;
   /** Serves a 2026-07-28 request (no session); absent, such requests are refused. */
   modern?(exchange: ModernExchange): Promise<ModernAnswer>;
+  /** The intake valve of the caller's 2026-07-28 bridge, when its server is on stdio (valve.ts). */
+  modernIntake?(caller: string): Valve | undefined;
   /** Why the upstream cannot be reached or started now (undefined when it can), for /readyz. */
   notReady(): Promise<string | undefined>;
   /** With several servers: each one's state, for the /readyz answer. */
@@ -248,7 +250,7 @@ export class HttpFront {
         message: 'Unsupported Media Type: send application/json',
       });
     }
-    await this.intakeShut(req.headers['mcp-session-id'], caller);
+    await this.intakeShut(req, caller);
     const body = await readBody(req, this.options.maxMessageBytes);
     if (!Buffer.isBuffer(body)) return this.tooLarge(req, res, body, caller);
     const read = readMessage(body, 'the client');
@@ -437,10 +439,17 @@ export class HttpFront {
   }
 
   /**
-   * Settles once the session's stdio server reads again, when it is behind: until then the body stays in
-   * the socket and TCP holds the client back, rather than taskgate holding every body it sent.
+   * Settles once the stdio server the POST is for reads again, when it is behind: until then the body
+   * stays in the socket and TCP holds the client back, rather than taskgate holding every body it sent.
+   * The server is the session's, or (no session, a 2026-07-28 version) that of the caller's bridge.
    */
-  private intakeShut(header: string | string[] | undefined, caller: Caller | undefined) {
+  private intakeShut(req: IncomingMessage, caller: Caller | undefined) {
+    const header = req.headers['mcp-session-id'];
+    const version = req.headers['mcp-protocol-version'];
+    if (header === undefined && typeof version === 'string' && MODERN_VERSIONS.includes(version)) {
+      const intake = this.hooks.modernIntake?.(modernCaller(req, caller));
+      return intake === undefined ? undefined : untilOpen([intake]);
+    }
     const session = typeof header === 'string' ? this.sessions.get(header) : undefined;
     if (session?.intake === undefined || session.identity !== caller?.identity) return undefined;
     return untilOpen([session.intake]);
