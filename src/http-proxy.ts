@@ -178,7 +178,10 @@ export async function startHttpGateway(
       // Several servers are served to 2025-11-25 clients only so far: to a 2026-07-28 one the front is a
       // 2025 server.
       ...(aggregated === undefined
-        ? { modern: telemetry().modern((exchange) => modern.handle(exchange)) }
+        ? {
+            modern: telemetry().modern((exchange) => modern.handle(exchange)),
+            modernIntake: (caller: string) => modern.intakeOf(caller),
+          }
         : {}),
       ...(authenticate === undefined ? {} : { authenticate }),
       ...upstreamChallenge(config),

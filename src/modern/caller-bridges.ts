@@ -14,6 +14,7 @@ import { ErrorCode } from '../protocol/errors.js';
 import { errorResponse } from '../protocol/messages.js';
 import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
 import { toModernError } from '../protocol/modern/results.js';
+import type { Valve } from '../transport/valve.js';
 import { SharedModernBridge, type OpenedBridge } from './shared-bridge.js';
 
 export interface CallerBridgeLimits {
@@ -60,6 +61,11 @@ export class CallerBridges {
     };
     answer.then(over, over);
     return answer;
+  }
+
+  /** The valve the caller's bridge's stdio server shuts while its stdin is behind, if there is one. */
+  intakeOf(caller: string | undefined): Valve | undefined {
+    return this.byCaller.get(caller ?? THE_CLIENT)?.bridge.intake;
   }
 
   get size(): number {

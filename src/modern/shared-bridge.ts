@@ -13,6 +13,7 @@ import { ALL_VERSIONS } from '../protocol/versions.js';
 import { Session, type SessionEvents, type SessionOptions } from '../session/session.js';
 import type { Channel } from '../transport/channel.js';
 import { memoryChannelPair } from '../transport/memory-channel.js';
+import type { Valve } from '../transport/valve.js';
 import { ModernBridge } from './bridge.js';
 import {
   MODERN_INPUT_WAIT_MS,
@@ -79,6 +80,8 @@ export interface OpenedBridge {
   bridge: ModernBridge;
   /** Settles once the bridge's session is over. */
   ended: Promise<void>;
+  /** Shut while its stdio server's stdin is behind (valve.ts); absent for other upstreams. */
+  intake?: Valve | undefined;
   /** Ends it once its tasks are over, then stops its upstream. */
   retire(): Promise<void>;
   /** Ends it now: its upstream is stopped, what runs there with it. */
@@ -87,7 +90,9 @@ export interface OpenedBridge {
 
 export interface ModernSessionParts {
   logger: Logger;
-  openChannel(logger: Logger): Promise<{ channel: Channel; stop(): Promise<void> }>;
+  openChannel(
+    logger: Logger,
+  ): Promise<{ channel: Channel; stop(): Promise<void>; intake?: Valve | undefined }>;
   sessionOptions(id: string, logger: Logger): SessionOptions;
 }
 
@@ -110,6 +115,7 @@ export async function openModernSession(parts: ModernSessionParts): Promise<Open
   return {
     bridge,
     ended: over,
+    intake: upstream.intake,
     retire: () => session.close(),
     close: async () => {
       // A stopped upstream ends the tasks the session would linger for.
@@ -149,6 +155,11 @@ export class SharedModernBridge {
       };
     }
     return opened.bridge.handle(exchange);
+  }
+
+  /** The open bridge's intake valve, if it has one. */
+  get intake(): Valve | undefined {
+    return this.opening?.value?.intake;
   }
 
   async close(): Promise<void> {

@@ -109,3 +109,19 @@ function metaIsValid(method: string, raw: Buffer, meta: ValueSpan): boolean {
     return false;
   }
 }
+
+const SPACE = 0x20;
+
+/**
+ * `raw` with `id` (the bytes of a JSON value) where `span` stood, the rest as it was: written over it in
+ * place, padded with spaces (JSON whitespace) when shorter, so that nothing of the payload is copied; one
+ * that is longer makes a new buffer, from the bytes before and after it. `raw` may be changed: it must be
+ * the caller's to give away.
+ */
+export function withIdAt(raw: Buffer, span: ValueSpan, id: Buffer): Buffer {
+  const room = span.end - span.start;
+  if (id.length > room) return Buffer.concat([raw.subarray(0, span.start), id, raw.subarray(span.end)]);
+  id.copy(raw, span.start);
+  raw.fill(SPACE, span.start + id.length, span.end);
+  return raw;
+}

@@ -7,8 +7,10 @@
  */
 import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/errors.js';
+import { withIdAt } from '../protocol/envelope.js';
 import { handed } from '../protocol/exact-ids.js';
 import { errorResponse, type JsonObject, type Request, type RequestId } from '../protocol/messages.js';
+import { scanJson } from '../protocol/scan.js';
 import type { OwnCall } from '../tasks/own-call.js';
 import type { Channel } from '../transport/channel.js';
 import { dropCall, placeCall, type OwnPending } from './own-calls.js';
@@ -95,14 +97,28 @@ export class UpstreamPeer {
   }
 
   /**
-   * Sends a registered client request: its exact bytes when its id goes unchanged, handed beside them
-   * unless its id is an alias (exact-ids.ts), which parsing the bytes would not give; one handed as a
-   * value (Session.take) as it is.
+   * Sends a registered client request: its exact bytes, handed beside them unless its id is an alias
+   * (exact-ids.ts), which parsing the bytes would not give; renumbered, the same bytes with the wire id
+   * over the client's. One handed as a value (Session.take) goes as it is.
    */
   send(request: Request, wireId: RequestId, raw: Buffer | undefined): void {
-    if (wireId !== request.id) this.channel.send({ ...request, id: wireId });
-    else if (raw !== undefined) this.channel.sendRaw(raw, undefined, handed(request));
-    else this.channel.send(request);
+    if (raw === undefined) this.channel.send(wireId === request.id ? request : { ...request, id: wireId });
+    else if (wireId === request.id) this.channel.sendRaw(raw, undefined, handed(request));
+    else this.sendRenumbered({ ...request, id: wireId }, raw);
+  }
+
+  /**
+   * `raw` with the id the scan finds in it replaced by `request`'s (issue 33): the payload is not
+   * serialised again. With its `id` twice it goes serialised: JSON.parse took the last, a server's parser
+   * might take the other.
+   */
+  private sendRenumbered(request: Request, raw: Buffer): void {
+    const scanned = scanJson(raw);
+    if (typeof scanned === 'string' || scanned.top.id === undefined || scanned.idRepeated) {
+      return this.channel.send(request);
+    }
+    const renumbered = withIdAt(raw, scanned.top.id, Buffer.from(JSON.stringify(request.id)));
+    this.channel.sendRaw(renumbered, undefined, handed(request));
   }
 
   /** The request an answer from the upstream answers, now no longer in flight. */

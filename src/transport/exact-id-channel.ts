@@ -4,12 +4,11 @@
  * request taskgate forwards there keeps the alias, a string id any server can echo, where one that rounds
  * numbers would answer an id nobody asked.
  */
+import { withIdAt } from '../protocol/envelope.js';
 import { digitsOf, hasAlias, serialize } from '../protocol/exact-ids.js';
 import type { RequestId } from '../protocol/messages.js';
 import type { ValueSpan } from '../protocol/scan.js';
 import type { Channel, ChannelHandlers, Route } from './channel.js';
-
-const SPACE = 0x20;
 
 export class ExactIdChannel implements Channel {
   constructor(
@@ -44,22 +43,14 @@ export class ExactIdChannel implements Channel {
 
   /**
    * Sends an answer as the very bytes it arrived as (issue 33): `raw` holds `wireId` at `idSpan`; the peer
-   * gets `route.responseTo`. Another id is written over the old one in place, padded with spaces (JSON
-   * whitespace) when it is shorter, so that nothing of the payload is copied; only one that is longer makes a
-   * new buffer, from the bytes before and after it. `raw` is the sender's to give away: it may be changed.
+   * gets `route.responseTo`, written over the old id (`withIdAt`). `raw` is the sender's to give away: it
+   * may be changed.
    */
   sendAnswerBytes(raw: Buffer, idSpan: ValueSpan, wireId: RequestId, route: { responseTo: RequestId }): void {
     const to = route.responseTo;
     const digits = this.answersOnly ? undefined : digitsOf(to);
     if (digits === undefined && to === wireId) return this.inner.sendRaw(raw, route);
-    const id = Buffer.from(digits ?? JSON.stringify(to));
-    const room = idSpan.end - idSpan.start;
-    if (id.length <= room) {
-      id.copy(raw, idSpan.start);
-      raw.fill(SPACE, idSpan.start + id.length, idSpan.end);
-      return this.inner.sendRaw(raw, route);
-    }
-    this.inner.sendRaw(Buffer.concat([raw.subarray(0, idSpan.start), id, raw.subarray(idSpan.end)]), route);
+    this.inner.sendRaw(withIdAt(raw, idSpan, Buffer.from(digits ?? JSON.stringify(to))), route);
   }
 
   pauseStream(requestId: RequestId, retryMs: number | undefined): Promise<void> | undefined {

@@ -12,13 +12,11 @@ import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { digitsOf } from '../protocol/exact-ids.js';
 import { idOfOversized } from '../protocol/frames.js';
-import { answerModern, settledWithin, sseEvent } from './modern-answer.js';
+import { modernCaller, postModern, settledWithin } from './modern-answer.js';
 import { telemetry } from '../telemetry/telemetry.js';
 import { isObject, isResponseShaped, salvageId, type Message, type RequestId } from '../protocol/messages.js';
 import { readMessage } from '../protocol/read-message.js';
-import { ClientGiveUp, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
-import { checkModernHeaders, paramHeadersOf } from '../protocol/modern/headers.js';
-import { toModernError } from '../protocol/modern/results.js';
+import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
 import { MODERN_VERSIONS, isModernRequest } from '../protocol/modern/meta.js';
 import { LEGACY_VERSIONS } from '../protocol/versions.js';
 import type { SessionEnd } from '../observability/metrics.js';
@@ -31,7 +29,7 @@ import { accepts, json, readBody, reply, type OversizedBody } from './http-io.js
 import { listenOn } from './listen.js';
 import { UpstreamStartError } from './stdio-upstream.js';
 import { trustedOrigin } from '../security/loopback.js';
-import { untilOpen } from './valve.js';
+import { untilOpen, type Valve } from './valve.js';
 
 /**
  * Connections the kernel may queue before taskgate accepts them (it caps this at net.core.somaxconn).
@@ -85,6 +83,8 @@ export interface HttpFrontHooks {
   accepting?(): boolean;
   /** Serves a 2026-07-28 request (no session); absent, such requests are refused. */
   modern?(exchange: ModernExchange): Promise<ModernAnswer>;
+  /** The intake valve of the caller's 2026-07-28 bridge, when its server is on stdio (valve.ts). */
+  modernIntake?(caller: string): Valve | undefined;
   /** Why the upstream cannot be reached or started now (undefined when it can), for /readyz. */
   notReady(): Promise<string | undefined>;
   /** With several servers: each one's state, for the /readyz answer. */
@@ -250,7 +250,7 @@ export class HttpFront {
         message: 'Unsupported Media Type: send application/json',
       });
     }
-    await this.intakeShut(req.headers['mcp-session-id'], caller);
+    await this.intakeShut(req, caller);
     const body = await readBody(req, this.options.maxMessageBytes);
     if (!Buffer.isBuffer(body)) return this.tooLarge(req, res, body, caller);
     const read = readMessage(body, 'the client');
@@ -260,7 +260,13 @@ export class HttpFront {
     const sessionId = req.headers['mcp-session-id'];
     const version = req.headers['mcp-protocol-version'];
     if (sessionId === undefined && this.hooks.modern !== undefined && isModernTraffic(message, version)) {
-      return this.modernPost(req, res, message, caller, this.hooks.modern);
+      const answering = postModern(req, res, message, caller, this.hooks.modern, this.hooks);
+      if (answering === undefined) return;
+      // Awaited elsewhere, so that a long stream (subscriptions/listen) holds its response, not its request.
+      const done = () => void this.modernAnswers.delete(answering);
+      this.modernAnswers.add(answering);
+      answering.then(done, done);
+      return answering;
     }
     if (typeof version === 'string' && !LEGACY_VERSIONS.includes(version)) {
       return reply(res, 400, message.kind === 'request' ? message.msg.id : null, unsupportedVersion(version));
@@ -340,70 +346,6 @@ export class HttpFront {
     if (!session) return;
     session.accept(body);
     reply(res, 400, null, toJsonRpcError(error));
-  }
-
-  /**
-   * A 2026-07-28 message: no session; the routing headers are checked against the body, the answer is
-   * JSON, or an SSE stream once something about the request comes before it; a closed stream cancels.
-   */
-  private async modernPost(
-    req: IncomingMessage,
-    res: ServerResponse,
-    message: Message,
-    caller: Caller | undefined,
-    serve: (exchange: ModernExchange) => Promise<ModernAnswer>,
-  ): Promise<void> {
-    // No client notification is defined for Streamable HTTP in 2026-07-28; one is taken and dropped.
-    if (message.kind === 'notification') return void res.writeHead(202).end();
-    if (message.kind === 'response') {
-      return reply(res, 400, null, {
-        code: ErrorCode.InvalidRequest,
-        message:
-          'A 2026-07-28 client sends no responses: it is never asked anything over HTTP (input comes by MRTR)',
-      });
-    }
-    const request = message.msg;
-    const headers = checkModernHeaders(req.headers, request);
-    if (!headers.ok) return reply(res, 400, request.id, toJsonRpcError(headers.error));
-    if (this.hooks.accepting?.() === false) {
-      res.setHeader('connection', 'close');
-      return reply(
-        res,
-        503,
-        request.id,
-        toModernError(request.method, {
-          code: ErrorCode.UpstreamUnavailable,
-          message: 'Service Unavailable: taskgate is shutting down',
-        }),
-      );
-    }
-    const cancelled = new ClientGiveUp();
-    const stream = { answered: false, streaming: false };
-    res.on('close', () => {
-      if (!stream.answered) cancelled.giveUp();
-    });
-    const served = serve({
-      request,
-      ...(caller === undefined ? {} : { principal: caller.identity, subject: caller.subject }),
-      ...(caller?.access === undefined ? {} : { access: caller.access }),
-      caller: caller?.identity ?? `address:${req.socket.remoteAddress ?? 'unknown'}`,
-      ...(request.method === 'tools/call' ? { paramHeaders: paramHeadersOf(req.headers) } : {}),
-      signal: cancelled,
-      notify: (related) => {
-        if (stream.answered || res.destroyed) return;
-        if (!stream.streaming) {
-          stream.streaming = true;
-          res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-        }
-        res.write(sseEvent(related));
-      },
-    });
-    // Awaited elsewhere, so that a long stream (subscriptions/listen) holds its response, not its request.
-    const answering = answerModern(res, served, stream, this.hooks.upstreamChallenge);
-    const done = () => void this.modernAnswers.delete(answering);
-    this.modernAnswers.add(answering);
-    answering.then(done, done);
-    return answering;
   }
 
   private async initialize(
@@ -497,10 +439,17 @@ export class HttpFront {
   }
 
   /**
-   * Settles once the session's stdio server reads again, when it is behind: until then the body stays in
-   * the socket and TCP holds the client back, rather than taskgate holding every body it sent.
+   * Settles once the stdio server the POST is for reads again, when it is behind: until then the body
+   * stays in the socket and TCP holds the client back, rather than taskgate holding every body it sent.
+   * The server is the session's, or (no session, a 2026-07-28 version) that of the caller's bridge.
    */
-  private intakeShut(header: string | string[] | undefined, caller: Caller | undefined) {
+  private intakeShut(req: IncomingMessage, caller: Caller | undefined) {
+    const header = req.headers['mcp-session-id'];
+    const version = req.headers['mcp-protocol-version'];
+    if (header === undefined && typeof version === 'string' && MODERN_VERSIONS.includes(version)) {
+      const intake = this.hooks.modernIntake?.(modernCaller(req, caller));
+      return intake === undefined ? undefined : untilOpen([intake]);
+    }
     const session = typeof header === 'string' ? this.sessions.get(header) : undefined;
     if (session?.intake === undefined || session.identity !== caller?.identity) return undefined;
     return untilOpen([session.intake]);

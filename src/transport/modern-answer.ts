@@ -1,20 +1,102 @@
 /**
- * How the HTTP front answers a 2026-07-28 request: JSON with its status, or the end of its SSE stream once
- * something about the request went before the answer.
+ * How the HTTP front serves a 2026-07-28 request: its headers checked, the exchange handed to the bridge,
+ * and the answer given as JSON with its status, or as the end of its SSE stream once something about the
+ * request went before the answer.
  */
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode } from '../protocol/errors.js';
 import { serialize } from '../protocol/exact-ids.js';
-import type { ModernAnswer } from '../protocol/modern/exchange.js';
+import type { Message } from '../protocol/messages.js';
+import { ClientGiveUp, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
+import { checkModernHeaders, paramHeadersOf } from '../protocol/modern/headers.js';
+import { toModernError } from '../protocol/modern/results.js';
+import type { Authentication } from '../security/auth.js';
+import { toJsonRpcError } from '../tasks/wire-errors.js';
+import { reply } from './http-io.js';
 import type { UpstreamChallenge } from './http-refusals.js';
 import { MODERN_UPSTREAM_UNAUTHORIZED, refusalIn } from './upstream-refusal.js';
+
+type Caller = Extract<Authentication, { identity: string }>;
+
+/** Who a 2026-07-28 request is from, as its bridge is chosen (caller-bridges.ts): identity, else address. */
+export const modernCaller = (req: IncomingMessage, caller: Caller | undefined): string =>
+  caller?.identity ?? `address:${req.socket.remoteAddress ?? 'unknown'}`;
+
+/**
+ * A 2026-07-28 message: no session; the routing headers are checked against the body, the answer is
+ * JSON, or an SSE stream once something about the request comes before it; a closed stream cancels.
+ * Returns the answering, or undefined when the message was answered at once.
+ */
+export function postModern(
+  req: IncomingMessage,
+  res: ServerResponse,
+  message: Message,
+  caller: Caller | undefined,
+  serve: (exchange: ModernExchange) => Promise<ModernAnswer>,
+  front: { accepting?(): boolean; upstreamChallenge?: UpstreamChallenge },
+): Promise<void> | undefined {
+  // No client notification is defined for Streamable HTTP in 2026-07-28; one is taken and dropped.
+  if (message.kind === 'notification') {
+    res.writeHead(202).end();
+    return undefined;
+  }
+  if (message.kind === 'response') {
+    reply(res, 400, null, {
+      code: ErrorCode.InvalidRequest,
+      message:
+        'A 2026-07-28 client sends no responses: it is never asked anything over HTTP (input comes by MRTR)',
+    });
+    return undefined;
+  }
+  const request = message.msg;
+  const headers = checkModernHeaders(req.headers, request);
+  if (!headers.ok) {
+    reply(res, 400, request.id, toJsonRpcError(headers.error));
+    return undefined;
+  }
+  if (front.accepting?.() === false) {
+    res.setHeader('connection', 'close');
+    reply(
+      res,
+      503,
+      request.id,
+      toModernError(request.method, {
+        code: ErrorCode.UpstreamUnavailable,
+        message: 'Service Unavailable: taskgate is shutting down',
+      }),
+    );
+    return undefined;
+  }
+  const cancelled = new ClientGiveUp();
+  const stream = { answered: false, streaming: false };
+  res.on('close', () => {
+    if (!stream.answered) cancelled.giveUp();
+  });
+  const served = serve({
+    request,
+    ...(caller === undefined ? {} : { principal: caller.identity, subject: caller.subject }),
+    ...(caller?.access === undefined ? {} : { access: caller.access }),
+    caller: modernCaller(req, caller),
+    ...(request.method === 'tools/call' ? { paramHeaders: paramHeadersOf(req.headers) } : {}),
+    signal: cancelled,
+    notify: (related) => {
+      if (stream.answered || res.destroyed) return;
+      if (!stream.streaming) {
+        stream.streaming = true;
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      }
+      res.write(sseEvent(related));
+    },
+  });
+  return answerModern(res, served, stream, front.upstreamChallenge);
+}
 
 /**
  * Writes the answer once it comes; resolves once it is handed to the socket, so that closing may wait for
  * it. Promise callbacks rather than an async function, and no spread of the headers: both were a share of
  * every modern call in its profile (PROFILING.md).
  */
-export function answerModern(
+function answerModern(
   res: ServerResponse,
   served: Promise<ModernAnswer>,
   stream: { answered: boolean; streaming: boolean },

@@ -1,6 +1,7 @@
 /**
  * Issue 33: an upstream answer taskgate does not change reaches a stdio client as the bytes the server
  * wrote, never decoded and re-encoded; when taskgate renumbered the request, only the id's bytes differ.
+ * So does a client request taskgate renumbers reach the server.
  * taskgate's Session between two LineChannels over in-memory pipes, a server that writes its own lines
  * (in pipe-sized chunks) and a client that reads raw lines.
  */
@@ -50,7 +51,9 @@ async function gateway(clientKind: 'stdio' | 'memory' = 'stdio', serverTasks = f
     closed: () => undefined,
   });
   const server = new Inbox<Json>();
+  const serverLines = new Inbox<Buffer>();
   byteLines(toServer, (line) => {
+    serverLines.push(line);
     const message = JSON.parse(line.toString()) as Json;
     // The server answers what taskgate asks on its own; the test answers the rest.
     if (message.method === 'initialize') {
@@ -87,6 +90,7 @@ async function gateway(clientKind: 'stdio' | 'memory' = 'stdio', serverTasks = f
     client,
     handed,
     server,
+    serverLines,
     clientSends,
     serverWrites: (line: Buffer) => writeInChunks(fromServer, line),
   };
@@ -237,5 +241,36 @@ describe('issue 33: an unchanged answer goes to the client as the bytes the serv
       expect(answer.error?.message).toBeTypeOf('string');
     }
     for (const line of gate.client.items) expect(() => JSON.parse(line.toString())).not.toThrow();
+  });
+});
+
+describe('issue 33: a client request taskgate renumbers goes upstream as the bytes the client wrote', () => {
+  it('a 2 MB request with odd spacing and escapes, byte for byte but for its id', async () => {
+    const gate = await gateway();
+    gate.clientSends(call('7'));
+    await gate.server.waitFor((m) => m.method === 'tools/call', 'the first call upstream');
+    // What a re-serialization would change: escapes JSON.stringify writes otherwise, spaces, key order.
+    const text = String.raw`caf\u00e9 \/ \"quoted\" \\ line\n`.repeat(60_000);
+    const before = `{ "jsonrpc" : "2.0" ,"method":"tools/call" , "id" :  `;
+    const after = ` , "params" : { "arguments" : {"text" : "${text}"} , "name":"big" } }`;
+    gate.clientSends(`${before}7${after}`);
+    const got = await gate.serverLines.waitFor((l) => l.length > 1_000_000, 'the renumbered call upstream');
+    const wireId = (JSON.parse(got.toString()) as Json).id;
+    expect(wireId).not.toBe(7);
+    expect(got.toString()).toBe(`${before}${JSON.stringify(wireId)}${after}`);
+  });
+
+  it('one with its id twice goes serialised, with one id: the wire id', async () => {
+    const gate = await gateway();
+    gate.clientSends(call('7'));
+    await gate.server.waitFor((m) => m.method === 'tools/call', 'the first call upstream');
+    gate.clientSends(`{"id":"first",${call('7').slice(1)}`);
+    const got = await gate.serverLines.waitFor(
+      (l) => l.includes('tools/call') && !l.includes('"id":7'),
+      'the renumbered call upstream',
+    );
+    const text = got.toString();
+    expect(text.match(/"id"\s*:/g)).toHaveLength(1);
+    expect((JSON.parse(text) as Json).id).not.toBe(7);
   });
 });
