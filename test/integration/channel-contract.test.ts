@@ -17,6 +17,7 @@ import { SseParser } from '../../src/transport/sse.js';
 import { SupervisedStdioUpstream } from '../../src/transport/supervised-upstream.js';
 import { describeChannelContract, type ChannelUnderTest } from '../channel-contract.js';
 import { Inbox } from '../helpers/inbox.js';
+import { frontOptions } from '../helpers/front-options.js';
 
 const LIMIT = 64 * 1024;
 
@@ -153,19 +154,13 @@ async function httpSessionUnderTest(): Promise<ChannelUnderTest> {
   let opened!: (session: HttpSession) => void;
   const sessionOpened = new Promise<HttpSession>((resolve) => (opened = resolve));
   const front = new HttpFront(
-    {
-      host: '127.0.0.1',
-      port: 0,
-      path: '/mcp',
-      allowedOrigins: [],
+    frontOptions({
       maxMessageBytes: LIMIT,
       maxSessions: 4,
-      sessionIdleTimeoutMs: 60_000,
-      abandonedSessionTimeoutMs: 60_000,
       eventLogSize: 1_000,
       eventLogBytes: 1_000_000,
       eventLogTotalBytes: 1_000_000,
-    },
+    }),
     {
       openSession: async (session) => {
         session.start({

@@ -19,6 +19,7 @@ import type { HttpSession } from '../../src/transport/http-session.js';
 import { Inbox } from '../helpers/inbox.js';
 import { inSession, openSession, post } from '../helpers/raw-http.js';
 import { FIXTURES, Gateway, INITIALIZE, TASK_AWARE } from '../helpers/taskgate.js';
+import { frontOptions } from '../helpers/front-options.js';
 
 const LEGACY = [process.execPath, FIXTURES.legacy];
 const FLOOD = [process.execPath, fileURLToPath(new URL('../fixtures/flood-server.js', import.meta.url))];
@@ -175,19 +176,7 @@ describe('streams that must end', () => {
       }),
     );
     const front = new HttpFront(
-      {
-        host: '127.0.0.1',
-        port: 0,
-        path: '/mcp',
-        allowedOrigins: [],
-        maxMessageBytes: 1024 * 1024,
-        maxSessions: 10,
-        sessionIdleTimeoutMs: 300,
-        abandonedSessionTimeoutMs: 60_000,
-        eventLogSize: 100,
-        eventLogBytes: 1024 * 1024,
-        eventLogTotalBytes: 8 * 1024 * 1024,
-      },
+      frontOptions({ sessionIdleTimeoutMs: 300 }),
       {
         openSession: async (session: HttpSession) => {
           session.start({

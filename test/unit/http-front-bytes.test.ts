@@ -9,6 +9,7 @@ import { HttpFront } from '../../src/transport/http-front.js';
 import { textResult, type FakeTool } from '../helpers/in-process.js';
 import { sessionFor } from '../helpers/raw-client.js';
 import { inSession, openSession, post } from '../helpers/raw-http.js';
+import { frontOptions } from '../helpers/front-options.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -22,19 +23,7 @@ const measure: FakeTool = {
 
 async function front(): Promise<URL> {
   const gateway: HttpFront = new HttpFront(
-    {
-      host: '127.0.0.1',
-      port: 0,
-      path: '/mcp',
-      allowedOrigins: [],
-      maxMessageBytes: 8 * 1024 * 1024,
-      maxSessions: 10,
-      sessionIdleTimeoutMs: 60_000,
-      abandonedSessionTimeoutMs: 60_000,
-      eventLogSize: 100,
-      eventLogBytes: 1024 * 1024,
-      eventLogTotalBytes: 8 * 1024 * 1024,
-    },
+    frontOptions({ maxMessageBytes: 8 * 1024 * 1024 }),
     {
       openSession: async (session) => {
         const opened = await sessionFor(session, [measure]);

@@ -14,6 +14,7 @@ import { Inbox } from '../helpers/inbox.js';
 import { rawClient, sessionFor, type RawClient } from '../helpers/raw-client.js';
 import { inSession, post } from '../helpers/raw-http.js';
 import { INITIALIZE } from '../helpers/taskgate.js';
+import { frontOptions } from '../helpers/front-options.js';
 
 type Json = Record<string, unknown>;
 
@@ -143,19 +144,7 @@ function sseMessages(response: Response): Inbox<Json> {
 /** The HTTP front before a Session with the `ask` tool, its session initialized; the URL and its headers. */
 async function httpSession(maxMessageBytes = 1024 * 1024) {
   const front: HttpFront = new HttpFront(
-    {
-      host: '127.0.0.1',
-      port: 0,
-      path: '/mcp',
-      allowedOrigins: [],
-      maxMessageBytes,
-      maxSessions: 10,
-      sessionIdleTimeoutMs: 60_000,
-      abandonedSessionTimeoutMs: 60_000,
-      eventLogSize: 100,
-      eventLogBytes: 1024 * 1024,
-      eventLogTotalBytes: 8 * 1024 * 1024,
-    },
+    frontOptions({ maxMessageBytes }),
     {
       openSession: async (session) => {
         const opened = await sessionFor(session, [ask]);

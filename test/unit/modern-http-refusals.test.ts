@@ -14,6 +14,7 @@ import { textResult, type FakeTool } from '../helpers/in-process.js';
 import { MODERN_VERSION } from '../helpers/modern-client.js';
 import { post } from '../helpers/raw-http.js';
 import { textOf } from '../helpers/tool-results.js';
+import { frontOptions } from '../helpers/front-options.js';
 
 const echo: FakeTool = { name: 'echo', run: (args) => textResult(String(args.text)) };
 /** As the legacy fixture's (tools.js): asks for an `answer` (form mode), returns what the client gave. */
@@ -62,19 +63,7 @@ describe('the HTTP front refuses what a 2026-07-28 request must not be, with the
   beforeAll(async () => {
     bridge = await inProcessBridge([echo, elicitTool]);
     front = new HttpFront(
-      {
-        host: '127.0.0.1',
-        port: 0,
-        path: '/mcp',
-        allowedOrigins: [],
-        maxMessageBytes: 1024 * 1024,
-        maxSessions: 10,
-        sessionIdleTimeoutMs: 60_000,
-        abandonedSessionTimeoutMs: 60_000,
-        eventLogSize: 100,
-        eventLogBytes: 1024 * 1024,
-        eventLogTotalBytes: 8 * 1024 * 1024,
-      },
+      frontOptions(),
       {
         openSession: () => Promise.reject(new Error('no 2025 session here')),
         notReady: async () => undefined,
