@@ -167,6 +167,20 @@ async function polledStream(response: Response, retry = UPSTREAM_RETRY_MS): Prom
   return priming!.id!;
 }
 
+/** A call the upstream holds once it closed its stream to be polled: where the client resumes from, and the call. */
+async function polledCall(
+  server: { started: EventEmitter },
+  url: URL,
+  sessionId: string,
+  id: number,
+  retry?: number,
+): Promise<{ lastEventId: string; call: HeldCall }> {
+  const held = once(server.started, 'call') as Promise<[HeldCall]>;
+  const lastEventId = await polledStream(await callPoll(url, sessionId, id), retry);
+  const [call] = await within(held, 'the upstream call');
+  return { lastEventId, call };
+}
+
 const answerText = (event: SseEvent | undefined) =>
   (JSON.parse(event!.data) as { result: { content: { text: string }[] } }).result.content[0]!.text;
 
@@ -175,9 +189,7 @@ describe('SSE polling through the HTTP gateway in front of an HTTP upstream (SEP
     const server = await pollingServer();
     const gateway = await gatewayInFrontOf(server.url);
     const sessionId = await openSession(gateway.url);
-    const held = once(server.started, 'call') as Promise<[HeldCall]>;
-    const lastEventId = await polledStream(await callPoll(gateway.url, sessionId, 1));
-    const [call] = await within(held, 'the upstream call');
+    const { lastEventId, call } = await polledCall(server, gateway.url, sessionId, 1);
     // The client resumes at once, before the answer exists (the suite's client does not wait its retry).
     const resumed = await resume(gateway.url, sessionId, lastEventId);
     expect(resumed.status).toBe(200);
@@ -192,9 +204,7 @@ describe('SSE polling through the HTTP gateway in front of an HTTP upstream (SEP
     const server = await pollingServer(true);
     const gateway = await gatewayInFrontOf(server.url);
     const sessionId = await openSession(gateway.url);
-    const held = once(server.started, 'call') as Promise<[HeldCall]>;
-    const lastEventId = await polledStream(await callPoll(gateway.url, sessionId, 1), FORGETFUL_RETRY_MS);
-    const [call] = await within(held, 'the upstream call');
+    const { lastEventId, call } = await polledCall(server, gateway.url, sessionId, 1, FORGETFUL_RETRY_MS);
     const upstreamResumed = once(server.started, 'resumed');
     // The client resumes at once (as the suite's client does); the server answers on the stream it then has.
     const resumed = await resume(gateway.url, sessionId, lastEventId);
@@ -208,9 +218,7 @@ describe('SSE polling through the HTTP gateway in front of an HTTP upstream (SEP
     const server = await pollingServer();
     const gateway = await gatewayInFrontOf(server.url, undefined, 'shared');
     const sessionIds = [await openSession(gateway.url), await openSession(gateway.url)];
-    const held = once(server.started, 'call') as Promise<[HeldCall]>;
-    const lastEventId = await polledStream(await callPoll(gateway.url, sessionIds[1]!, 1));
-    const [call] = await within(held, 'the upstream call');
+    const { lastEventId, call } = await polledCall(server, gateway.url, sessionIds[1]!, 1);
     const resumed = await resume(gateway.url, sessionIds[1]!, lastEventId);
     expect(resumed.status).toBe(200);
     call.release();
@@ -221,9 +229,7 @@ describe('SSE polling through the HTTP gateway in front of an HTTP upstream (SEP
     const server = await pollingServer();
     const gateway = await gatewayInFrontOf(server.url);
     const sessionId = await openSession(gateway.url);
-    const held = once(server.started, 'call') as Promise<[HeldCall]>;
-    const lastEventId = await polledStream(await callPoll(gateway.url, sessionId, 1));
-    const [call] = await within(held, 'the upstream call');
+    const { lastEventId, call } = await polledCall(server, gateway.url, sessionId, 1);
     const answered = once(gateway.answers, 'answer');
     call.release();
     await within(answered, 'taskgate to take the answer upstream');
@@ -239,9 +245,8 @@ describe('SSE polling through the HTTP gateway in front of an HTTP upstream (SEP
     const sessionId = await openSession(gateway.url);
     const ids: string[] = [];
     for (const id of [1, 2]) {
-      const held = once(server.started, 'call') as Promise<[HeldCall]>;
-      ids.push(await polledStream(await callPoll(gateway.url, sessionId, id)));
-      const [call] = await within(held, 'the upstream call');
+      const { lastEventId, call } = await polledCall(server, gateway.url, sessionId, id);
+      ids.push(lastEventId);
       const answered = once(gateway.answers, 'answer');
       call.release();
       await within(answered, 'taskgate to take the answer upstream');
