@@ -16,6 +16,9 @@ const { readRequestMeta } = await import(dist('protocol/modern/meta.js'));
 const { toModernResult } = await import(dist('protocol/modern/results.js'));
 const { ALL_VERSIONS } = await import(dist('protocol/versions.js'));
 const { ClientGiveUp } = await import(dist('protocol/modern/exchange.js'));
+const { successResponse } = await import(dist('protocol/messages.js'));
+const { serialize } = await import(dist('protocol/exact-ids.js'));
+const resultBytes = await import(dist('protocol/modern/result-bytes.js')).catch(() => undefined);
 
 const meta = {
   'io.modelcontextprotocol/protocolVersion': '2026-07-28',
@@ -41,6 +44,19 @@ const headers = {
 };
 const result = { content: [{ type: 'text', text: 'ping' }] };
 const serverInfo = { name: 'bench-fixture', version: '1.0.0' };
+// The echo's answer as the upstream sent it, and one of 10 kB with escapes in every line.
+const echoRaw = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 3, result }));
+const bigResult = {
+  content: Array.from({ length: 10 }, (_, i) => ({
+    type: 'text',
+    text: `line ${i} "q" \\ é 😀 `.repeat(40),
+  })),
+};
+const bigRaw = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 3, result: bigResult }));
+const added = resultBytes?.addedMembers(serverInfo);
+/** The answer's bytes as the HTTP front wrote them before result-bytes.ts (serialize, then res.end's UTF-8). */
+const parsedAnswer = (/** @type {object} */ answerResult) =>
+  Buffer.from(serialize(successResponse(7, toModernResult('tools/call', answerResult, { serverInfo }))));
 
 /** @type {Record<string, () => unknown>} */
 const steps = {
@@ -65,6 +81,16 @@ const steps = {
         },
       }),
   'toModernResult (bridge.responseTo)': () => toModernResult('tools/call', result, { serverInfo }),
+  'answer bytes, parsed way: toModernResult + serialize + UTF-8 (echo)': () => parsedAnswer(result),
+  'answer bytes, parsed way (10 kB result)': () => parsedAnswer(bigResult),
+  ...(resultBytes === undefined
+    ? {}
+    : {
+        "answer bytes from the upstream's (result-bytes.ts; echo)": () =>
+          resultBytes.toolResultBytes(echoRaw, 7, result, added),
+        "answer bytes from the upstream's (10 kB result)": () =>
+          resultBytes.toolResultBytes(bigRaw, 7, bigResult, added),
+      }),
   'JSON.stringify + JSON.parse of the request (one extra hop through the memory channel)': () =>
     JSON.parse(JSON.stringify(request)),
 };

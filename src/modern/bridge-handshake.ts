@@ -9,6 +9,7 @@ import { TASKS_EXTENSION } from '../protocol/modern/capabilities.js';
 import { buildDiscoverResult, type LegacyInitializeResult } from '../protocol/modern/discover.js';
 import type { ModernAnswer } from '../protocol/modern/exchange.js';
 import type { Implementation } from '../protocol/modern/meta.js';
+import { addedMembers } from '../protocol/modern/result-bytes.js';
 import { CONSERVATIVE_CACHE } from '../protocol/modern/results.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { BRIDGE_CAPABILITIES, LEGACY_VERSION, asInitializeResult } from './legacy-form.js';
@@ -52,6 +53,8 @@ export class BridgeHandshake {
   private settle!: (outcome: Outcome) => void;
   /** The upstream's identity, put in every result's `_meta` (one object for all results). */
   resultOptions: { serverInfo?: Implementation } = {};
+  /** The same, as the members result-bytes.ts puts in a plain call's result. */
+  resultMembers = addedMembers(undefined);
 
   constructor() {
     this.initialized = new Promise<LegacyInitializeResult>((resolve, reject) => {
@@ -84,6 +87,7 @@ export class BridgeHandshake {
     this.settle(outcome);
     if ('result' in outcome) {
       this.resultOptions = { serverInfo: asInitializeResult(outcome.result).serverInfo };
+      this.resultMembers = addedMembers(this.resultOptions.serverInfo);
     }
   }
 }

@@ -28,6 +28,7 @@ import { MissingCapabilityError } from '../protocol/modern/errors.js';
 import type { LegacyInitializeResult } from '../protocol/modern/discover.js';
 import { checkParamHeaders, type HeaderParam } from '../protocol/modern/headers.js';
 import type { Implementation, ModernRequestMeta } from '../protocol/modern/meta.js';
+import { toolResultBytes } from '../protocol/modern/result-bytes.js';
 import { toModernError, toModernResult } from '../protocol/modern/results.js';
 import type { Arrival, Channel } from '../transport/channel.js';
 import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
@@ -327,12 +328,12 @@ export class ModernBridge {
   }
 
   /** The Session's answer to one of the bridge's requests: its initialize, a client's call, or its own. */
-  private readonly answered = (response: Response): void => {
+  private readonly answered = (response: Response, raw?: Buffer): void => {
     const outcome = 'error' in response ? { error: response.error } : { result: response.result };
     if (response.id === INITIALIZE_ID) return this.initializeAnswered(outcome);
     if (typeof response.id === 'number' && this.own.answered(response.id, outcome)) return;
     const call = typeof response.id === 'number' ? this.calls.get(response.id) : undefined;
-    if (call !== undefined) this.finish(call, outcome);
+    if (call !== undefined) this.finish(call, outcome, raw);
   };
 
   private initializeAnswered(outcome: { result: JsonObject } | { error: JsonRpcErrorObject }): void {
@@ -385,7 +386,12 @@ export class ModernBridge {
     this.subscriptions.notification(method, params);
   }
 
-  private finish(call: Call, outcome: { result: JsonObject } | { error: JsonRpcErrorObject }): void {
+  /** `raw`: the bytes the Session's answer was read from, when it came with them. */
+  private finish(
+    call: Call,
+    outcome: { result: JsonObject } | { error: JsonRpcErrorObject },
+    raw?: Buffer,
+  ): void {
     const waiter = call.waiter;
     if (waiter === undefined) {
       // Parked: the client's retry gets it.
@@ -406,7 +412,28 @@ export class ModernBridge {
       void Promise.resolve(answer).then(waiter.resolve);
       return;
     }
-    waiter.resolve({ response: this.responseTo(exchange.request, outcome) });
+    waiter.resolve(this.answerTo(exchange.request, outcome, raw));
+  }
+
+  /**
+   * The answer to a carried request: a plain tools/call's result as the upstream's bytes with what the
+   * 2026-07-28 result adds put in (result-bytes.ts) when that is all it needs; the response, made only if
+   * someone reads it, goes beside them.
+   */
+  private answerTo(request: Request, outcome: Outcome, raw: Buffer | undefined): ModernAnswer {
+    if (raw !== undefined && 'result' in outcome && request.method === 'tools/call') {
+      const body = toolResultBytes(raw, request.id, outcome.result, this.handshake.resultMembers);
+      if (body !== undefined) {
+        const respond = () => this.responseTo(request, outcome);
+        return {
+          body,
+          get response() {
+            return respond();
+          },
+        };
+      }
+    }
+    return { response: this.responseTo(request, outcome) };
   }
 
   /** The Session's outcome for a modern request, as a 2026-07-28 client gets it. */

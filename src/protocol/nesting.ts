@@ -13,7 +13,7 @@ const COMMA = 0x2c;
 const COLON = 0x3a;
 
 /** Index of the quote that ends the string opened at `start`, or -1 when it never ends. */
-function endOfString(raw: Buffer, start: number): number {
+export function endOfString(raw: Buffer, start: number): number {
   let end = raw.indexOf(QUOTE, start + 1);
   while (end !== -1 && isEscaped(raw, end)) end = raw.indexOf(QUOTE, end + 1);
   return end;

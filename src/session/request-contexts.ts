@@ -15,7 +15,8 @@ import type { SessionOptions } from './session-options.js';
 /** What travels with a request handed as a value: who made it, and where its answer goes. */
 export interface RequestContext {
   readonly caller: RequestCaller;
-  answer(response: Response): void;
+  /** `raw`: the bytes the response was read from (the upstream's, or taskgate's own), when there are some. */
+  answer(response: Response, raw?: Buffer): void;
 }
 
 export class RequestContexts implements Channel {
@@ -70,7 +71,7 @@ export class RequestContexts implements Channel {
       if (!read.ok) return;
       message = read.message.msg;
     }
-    queueMicrotask(() => context.answer(message as Response));
+    queueMicrotask(() => context.answer(message as Response, typeof raw === 'string' ? undefined : raw));
   }
 
   pauseStream(requestId: RequestId, retryMs: number | undefined): Promise<void> | undefined {

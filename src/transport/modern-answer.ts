@@ -106,7 +106,8 @@ function answerModern(
     stream.answered = true;
     if (res.destroyed) return;
     if (answer === undefined) res.end();
-    else if (stream.streaming) res.end(sseEvent(answer.response));
+    else if (stream.streaming)
+      res.end(answer.body === undefined ? sseEvent(answer.response) : sseBytes(answer.body));
     else writeJson(res, answer, upstreamChallenge);
     // 'close' follows 'finish', or comes alone when the socket goes first. One listener: stream.finished()
     // added six, and its end-of-stream bookkeeping was a share of every modern call.
@@ -120,6 +121,11 @@ function writeJson(
   answer: NonNullable<ModernAnswer>,
   upstreamChallenge: UpstreamChallenge | undefined,
 ): void {
+  // Bytes are a success made from the upstream's: 200, nothing to look for in them.
+  if (answer.body !== undefined) {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(answer.body);
+    return;
+  }
   // An upstream's 401 to the caller's credential: 401 (authorization/index.mdx "Token Handling").
   const refused = upstreamChallenge === undefined ? undefined : refusalOf(answer);
   const body = serialize(answer.response);
@@ -156,6 +162,10 @@ const BAD_REQUEST_CODES: ReadonlySet<unknown> = new Set([
 ]);
 
 export const sseEvent = (message: object): string => `event: message\ndata: ${serialize(message)}\n\n`;
+
+/** The same for a message's bytes (they hold no line break: result-bytes.ts). */
+const sseBytes = (body: Buffer): Buffer =>
+  Buffer.concat([Buffer.from('event: message\ndata: '), body, Buffer.from('\n\n')]);
 
 /** Resolves once every answer is given, or after `ms`, whichever is first. */
 export function settledWithin(answers: readonly Promise<void>[], ms: number): Promise<void> {

@@ -76,6 +76,8 @@ export class ClientGiveUp implements GiveUpSignal {
 /**
  * What the client gets for a request: a JSON-RPC response, or nothing once it gave the request up.
  * `refused`: taskgate refused the request itself (its `_meta`, a capability, a method the era lacks), which
- * Streamable HTTP answers with an error status rather than 200.
+ * Streamable HTTP answers with an error status rather than 200. `body`: the response as the bytes to
+ * send, when taskgate made them from the upstream's (a success, never refused); `response` is then the
+ * same message, made only when read.
  */
-export type ModernAnswer = { response: object; refused?: boolean } | undefined;
+export type ModernAnswer = { response: object; refused?: boolean; body?: Buffer } | undefined;
