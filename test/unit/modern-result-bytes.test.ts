@@ -15,6 +15,7 @@ import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/i
 import { textResult, type FakeTool } from '../helpers/in-process.js';
 import { MODERN_VERSION } from '../helpers/modern-client.js';
 import { post } from '../helpers/raw-http.js';
+import { frontOptions } from '../helpers/front-options.js';
 
 /** Every escape JSON has, a lone surrogate, a line separator, astral and markup characters. */
 const ODD = '"quoted" \\ back\\slash \u0000\u001f\b\f\n\r\t \u2028\u2029 \ud800 lone 😀 </script> é';
@@ -54,19 +55,7 @@ describe('a plain call answered from the upstream bytes, against the parsed answ
   beforeAll(async () => {
     bridge = await inProcessBridge(tools);
     front = new HttpFront(
-      {
-        host: '127.0.0.1',
-        port: 0,
-        path: '/mcp',
-        allowedOrigins: [],
-        maxMessageBytes: 1024 * 1024,
-        maxSessions: 10,
-        sessionIdleTimeoutMs: 60_000,
-        abandonedSessionTimeoutMs: 60_000,
-        eventLogSize: 100,
-        eventLogBytes: 1024 * 1024,
-        eventLogTotalBytes: 8 * 1024 * 1024,
-      },
+      frontOptions(),
       {
         openSession: () => Promise.reject(new Error('no 2025 session here')),
         notReady: async () => undefined,
