@@ -109,9 +109,9 @@ export class Gateway {
     return gateway;
   }
 
-  /** Resolves once taskgate has written `text` to its log; fails after `withinMs`. */
-  logged(text: string, withinMs?: number): Promise<void> {
-    return logged(this, text, withinMs);
+  /** Resolves once taskgate has written `text` to its log `times` times; fails after `withinMs`. */
+  logged(text: string, withinMs?: number, times?: number): Promise<void> {
+    return logged(this, text, withinMs, times);
   }
 
   async stop(): Promise<void> {
@@ -193,17 +193,23 @@ async function connectOverHttp(upstream: string[], options: ConnectOptions): Pro
   };
 }
 
-/** Resolves once a taskgate process has written `text` to its log (stderr); fails after `withinMs`. */
+/**
+ * Resolves once a taskgate process has written `text` to its log (stderr) `times` times; fails after
+ * `withinMs`.
+ */
 async function logged(
   taskgate: { child: ChildProcessWithoutNullStreams; stderr: string },
   text: string,
   withinMs = 10_000,
+  times = 1,
 ): Promise<void> {
   const signal = AbortSignal.timeout(withinMs);
   try {
-    while (!taskgate.stderr.includes(text)) await once(taskgate.child.stderr, 'data', { signal });
+    while (taskgate.stderr.split(text).length <= times) await once(taskgate.child.stderr, 'data', { signal });
   } catch {
-    throw new Error(`taskgate did not log "${text}" within ${withinMs} ms:\n${taskgate.stderr}`);
+    throw new Error(
+      `taskgate did not log "${text}" ${times} times within ${withinMs} ms:\n${taskgate.stderr}`,
+    );
   }
 }
 
@@ -318,9 +324,9 @@ export class RawPeer {
     );
   }
 
-  /** Resolves once taskgate has written `text` to its log; fails after `withinMs`. */
-  logged(text: string, withinMs?: number): Promise<void> {
-    return logged(this, text, withinMs);
+  /** Resolves once taskgate has written `text` to its log `times` times; fails after `withinMs`. */
+  logged(text: string, withinMs?: number, times?: number): Promise<void> {
+    return logged(this, text, withinMs, times);
   }
 
   /** The admin listener's address (taskgate started with --admin-listen), from its log line. */

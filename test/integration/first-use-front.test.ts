@@ -239,7 +239,8 @@ describe('issue 27: a bare port, and a command that cannot start', () => {
         /Cannot start the upstream server .*no-such-command-27/,
       );
     }
-    await gateway.logged('session refused');
+    // Each refusal's line may follow its answer: both are waited for.
+    await gateway.logged('session refused', undefined, 2);
     const lines = gateway.stderr.split('\n').filter((line) => line !== '');
     const warned = lines.filter((line) => line.includes('every new session is refused'));
     expect(warned).toHaveLength(1);
