@@ -36,10 +36,13 @@ export function detailedTask(v1: TaskV1, outcome: Outcome | undefined, open: Jso
   if (outcome !== undefined && 'error' in outcome && outcome.error.code === ErrorCode.StoreUnavailable) {
     return outcome;
   }
-  // Input the Session could not tie to the task (a 2025 stdio server does not say) is still its input.
-  const waiting = v1.status === 'input_required' || (v1.status === 'working' && Object.keys(open).length > 0);
-  const inputs = waiting ? open : undefined;
-  const facts = factsFromV1(waiting ? { ...v1, status: 'input_required' } : v1, outcome, inputs);
+  // A v2 input_required task names at least one input to answer (SEP-2663). A 2025 task may say
+  // input_required before its input request reaches the bridge (over HTTP the upstream poll bringing it
+  // can be overtaken): until then the client, who could answer nothing, sees it working. Input the
+  // Session could not tie to the task (a 2025 stdio server does not say) is still its input.
+  const waiting = (v1.status === 'input_required' || v1.status === 'working') && Object.keys(open).length > 0;
+  const shown = waiting ? 'input_required' : v1.status === 'input_required' ? 'working' : v1.status;
+  const facts = factsFromV1({ ...v1, status: shown }, outcome, waiting ? open : undefined);
   try {
     return { result: toV2GetTaskResult(facts) as JsonObject };
   } catch (error) {

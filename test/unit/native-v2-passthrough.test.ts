@@ -20,7 +20,7 @@ import { createV2TaskServer } from '../fixtures/v2-task-server.js';
 const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 const EXTENSION_META = {
   'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS_EXTENSION]: {} } },
+  'io.modelcontextprotocol/clientCapabilities': { elicitation: {}, extensions: { [TASKS_EXTENSION]: {} } },
   'io.modelcontextprotocol/clientInfo': { name: 'native-v2', version: '1' },
 };
 
@@ -35,13 +35,28 @@ afterEach(async () => {
   opened = undefined;
 });
 
-function open(input: ConfigInput = {}): Gateway {
+type Wire = (message: JsonObject) => void;
+
+/** `between`: what stands between taskgate and the server, given the server's receive and send. */
+function open(
+  input: ConfigInput = {},
+  between: (receive: Wire, send: Wire) => { receive: Wire; send: Wire } = (receive, send) => ({
+    receive,
+    send,
+  }),
+): Gateway {
   const logger = pino({ level: 'silent' });
   const config = resolveConfig(input);
   const pair = memoryChannelPair();
-  const receive = createV2TaskServer((message: unknown) => pair.b.send(message as object));
+  const toTaskgate: Wire = (message) => pair.b.send(message);
+  let fromServer = toTaskgate;
+  const wire = between(
+    createV2TaskServer((message: unknown) => fromServer(message as JsonObject)),
+    toTaskgate,
+  );
+  fromServer = wire.send;
   pair.b.start({
-    message: (raw) => receive(JSON.parse(raw.toString())),
+    message: (raw) => wire.receive(JSON.parse(raw.toString()) as JsonObject),
     malformed: () => undefined,
     closed: () => undefined,
   });
@@ -88,5 +103,52 @@ describe.each([
       got = (await gateway.ask('tasks/get', { taskId: created.taskId })).result as JsonObject;
     }
     expect(got).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'done' }] } });
+  });
+});
+
+describe('a native v2 task server behind taskgate, its answers out of order (as over HTTP)', () => {
+  it('tasks/get says input_required only with the input to answer, even before taskgate’s own poll brought it', async () => {
+    // The first tasks/get is taskgate's own poll, which brings the task's input request: its answer is
+    // held back until the client's tasks/get was answered, as one POST can overtake another.
+    let firstPoll: string | number | undefined;
+    let polled!: () => void;
+    const taskgatePolled = new Promise<void>((resolve) => (polled = resolve));
+    let release: (() => void) | undefined;
+    const gateway = open({}, (receive, send) => ({
+      receive: (message) => {
+        if (message.method === 'tasks/get' && firstPoll === undefined) {
+          firstPoll = message.id as string;
+          polled();
+        }
+        receive(message);
+      },
+      send: (message) => {
+        if (message.id !== undefined && message.id === firstPoll && release === undefined) {
+          release = () => send(message);
+        } else send(message);
+      },
+    }));
+    const created = (await gateway.ask('tools/call', { name: 'ask', arguments: { question: 'Go on?' } }))
+      .result as JsonObject;
+    expect(created).toMatchObject({ resultType: 'task' });
+    await taskgatePolled;
+    const early = (await gateway.ask('tasks/get', { taskId: created.taskId })).result as JsonObject;
+    expect(early.status, JSON.stringify(early)).toBe('working');
+
+    release!();
+    let got: JsonObject | undefined;
+    for (let polls = 0; polls < 100 && got?.status !== 'input_required'; polls++) {
+      if (got !== undefined) await sleep(50);
+      got = (await gateway.ask('tasks/get', { taskId: created.taskId })).result as JsonObject;
+    }
+    const keys = Object.keys((got?.inputRequests ?? {}) as JsonObject);
+    expect(keys).toHaveLength(1);
+    const answer = { action: 'accept', content: { answer: 'yes' } };
+    await gateway.ask('tasks/update', { taskId: created.taskId, inputResponses: { [keys[0]!]: answer } });
+    for (let polls = 0; polls < 100 && got?.status !== 'completed'; polls++) {
+      await sleep(50);
+      got = (await gateway.ask('tasks/get', { taskId: created.taskId })).result as JsonObject;
+    }
+    expect(got).toMatchObject({ status: 'completed' });
   });
 });
