@@ -3,12 +3,13 @@
  * refuses a caller at its limit only for calls to it, naming its setting; the other servers go on serving
  * that caller. A real SDK Client, the Aggregator and real SDK Servers, in process.
  */
-import { CreateTaskResultSchema, GetTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CreateTaskResultSchema, GetTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Limits } from '../../src/security/limits.js';
 import { heldTool, type HeldTool } from '../helpers/held-call.js';
 import { inProcessAggregate, type AggregateGateway } from '../helpers/in-process-aggregate.js';
-import { thrownBy } from '../helpers/thrown.js';
+import { mcpErrorOf } from '../helpers/thrown.js';
 
 let gate: AggregateGateway | undefined;
 const helds: HeldTool[] = [];
@@ -34,12 +35,8 @@ const createTask = (g: AggregateGateway, name: string) =>
 const getTask = (g: AggregateGateway, taskId: string) =>
   g.client.request({ method: 'tasks/get', params: { taskId } }, GetTaskResultSchema);
 
-const refusal = async (promise: Promise<unknown>): Promise<McpError> => {
-  const error = await thrownBy(promise);
-  expect(error).toBeInstanceOf(McpError);
-  expect((error as McpError).code).toBe(-32001);
-  return error as McpError;
-};
+/** A limit's refusal: -32001. */
+const refusal = (promise: Promise<unknown>): Promise<McpError> => mcpErrorOf(promise, -32001);
 
 describe('a server’s own limits (issue 32)', () => {
   it('maxLiveTasks: a caller at the server’s limit is refused there only, naming that server’s setting', async () => {

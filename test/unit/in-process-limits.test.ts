@@ -2,12 +2,13 @@
  * Per-caller limits in one process (issue 15): live tasks and the token buckets of task creation and
  * tasks/* requests, through a real Session, with the clock faked so a bucket refills exactly when it must.
  */
-import { CallToolResultSchema, CreateTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ConfigInput } from '../../src/config/schema.js';
 import { heldTool, type HeldTool } from '../helpers/held-call.js';
 import { inProcessGateway, textResult, type Gateway } from '../helpers/in-process.js';
-import { thrownBy } from '../helpers/thrown.js';
+import { mcpErrorOf } from '../helpers/thrown.js';
 
 let gate: Gateway | undefined;
 let held: HeldTool;
@@ -33,12 +34,8 @@ const createTask = (g: Gateway, name: string) =>
     CreateTaskResultSchema,
   );
 
-const refusal = async (promise: Promise<unknown>): Promise<McpError> => {
-  const error = await thrownBy(promise);
-  expect(error).toBeInstanceOf(McpError);
-  expect((error as McpError).code).toBe(-32001);
-  return error as McpError;
-};
+/** A limit's refusal: -32001. */
+const refusal = (promise: Promise<unknown>): Promise<McpError> => mcpErrorOf(promise, -32001);
 
 describe('in process: limits', () => {
   it('limits.maxLiveTasks: refuses a task beyond the live ones, names the setting, and frees the slot when one ends', async () => {
