@@ -59,6 +59,31 @@ const rpcError = async (promise: Promise<unknown>): Promise<McpError> => {
 };
 
 /** The admin listener's URL, from its log line (it is logged before the servers start). */
+/**
+ * With `mute` never answering initialize, a slow-server grace of 300 ms and a list_changed window of 1 500
+ * ms: the log names `mute` once the grace is up, and the list_changed a crash of `legacy` causes waits the
+ * window out (the crash opens it; the client is told once it is up, not before).
+ */
+async function graceAndWindowSeen(
+  stderr: () => string,
+  sdk: Client,
+  transport: CheckedTransport,
+): Promise<void> {
+  await vi.waitFor(
+    () =>
+      expect(stderr()).toMatch(/the server \\"mute\\" has not answered initialize 300 ms after the first/),
+    { timeout: 5_000, interval: 50 },
+  );
+  const crashedAt = Date.now();
+  await rpcError(sdk.callTool({ name: 'legacy__crash', arguments: {} }));
+  await transport.received.waitFor(
+    (message) => 'method' in message && message.method === 'notifications/tools/list_changed',
+    'notifications/tools/list_changed',
+    15_000,
+  );
+  expect(Date.now() - crashedAt).toBeGreaterThanOrEqual(1_500);
+}
+
 const adminUrl = (stderr: () => string): Promise<URL> =>
   vi.waitFor(
     () => {
@@ -193,20 +218,7 @@ describe('three real servers behind one taskgate (issue 32)', () => {
         'json',
       ),
     ]);
-    await vi.waitFor(
-      () =>
-        expect(stderr()).toMatch(/the server \\"mute\\" has not answered initialize 300 ms after the first/),
-      { timeout: 5_000, interval: 50 },
-    );
-    const crashedAt = Date.now();
-    await rpcError(client.callTool({ name: 'legacy__crash', arguments: {} }));
-    await transport.received.waitFor(
-      (message) => 'method' in message && message.method === 'notifications/tools/list_changed',
-      'notifications/tools/list_changed',
-      15_000,
-    );
-    // The crash opened the window: the client is told once it is up, not before.
-    expect(Date.now() - crashedAt).toBeGreaterThanOrEqual(1_500);
+    await graceAndWindowSeen(stderr, client, transport);
   });
 
   it('answers /readyz on the admin listener with each server by name and its state', async () => {
@@ -303,19 +315,7 @@ describe('several servers behind the HTTP front (issue 32)', () => {
     );
     const g = gateway;
     const { client: sdk, transport } = await client(g);
-    await vi.waitFor(
-      () =>
-        expect(g.stderr).toMatch(/the server \\"mute\\" has not answered initialize 300 ms after the first/),
-      { timeout: 5_000, interval: 50 },
-    );
-    const crashedAt = Date.now();
-    await rpcError(sdk.callTool({ name: 'legacy__crash', arguments: {} }));
-    await transport.received.waitFor(
-      (message) => 'method' in message && message.method === 'notifications/tools/list_changed',
-      'notifications/tools/list_changed',
-      15_000,
-    );
-    expect(Date.now() - crashedAt).toBeGreaterThanOrEqual(1_500);
+    await graceAndWindowSeen(() => g.stderr, sdk, transport);
     await sdk.close();
   });
 
