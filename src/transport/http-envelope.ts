@@ -52,15 +52,13 @@ export function safeParse(body: Buffer | string): unknown {
 /** From this size on a message is read with one scan, not parsed (as the session reads it: upstream-side.ts). */
 const SCAN_FROM_BYTES = 1024;
 
-type AnswerOf = { id: RequestId | null; error?: JsonRpcErrorObject } | undefined;
-
 /**
  * Whether a message from the server is a response, and to which id; undefined for a request or a
  * notification. A large success response laid out as the TypeScript SDK writes them is recognised from
- * its edges; any other large message is read with one scan (the Python SDK writes the id first, and a
- * parse of megabytes only for their id cost more than the rest of the sidecar's work on them).
+ * its edges; any other large message is read with one scan (the Python SDK writes the id first): a parse
+ * of megabytes to learn an id costs several times the scan (bench/PROFILING.md).
  */
-export function answerOf(raw: Buffer): AnswerOf {
+export function answerOf(raw: Buffer): { id: RequestId | null; error?: JsonRpcErrorObject } | undefined {
   const id = idOfResultFrame(raw);
   if (id !== null) return { id };
   const scanned = raw.length >= SCAN_FROM_BYTES ? scanJson(raw) : undefined;
