@@ -58,36 +58,41 @@ function idFirst(data: string): string {
 }
 
 /**
- * Relays to `target`; SSE answers to POSTs are taken whole and each event's data written `idFirst` when
- * `pythonLayout`. Keeps the data of the last event it relayed.
+ * Relays to `target`; answers to POSTs (an SSE stream or one JSON body) are taken whole, and each message
+ * written `idFirst` when `pythonLayout`. Keeps the last message it relayed.
  */
 async function relay(target: string, pythonLayout: boolean) {
   const sent: string[] = [];
+  const bodies: ('sse' | 'json')[] = [];
+  const relaid = (data: string): string => {
+    const out = pythonLayout ? idFirst(data) : data;
+    sent.push(out);
+    return out;
+  };
   const server = createServer((req, res) => {
     const forward = httpRequest(target, { method: req.method, headers: req.headers }, (reply) => {
-      const sse = String(reply.headers['content-type']).startsWith('text/event-stream');
-      if (req.method !== 'POST' || !sse) {
+      const type = String(reply.headers['content-type']);
+      const sse = type.startsWith('text/event-stream');
+      if (req.method !== 'POST' || !(sse || type.startsWith('application/json'))) {
         res.writeHead(reply.statusCode ?? 502, reply.headers);
         return void reply.pipe(res);
       }
       const chunks: Buffer[] = [];
       reply.on('data', (chunk: Buffer) => chunks.push(chunk));
       reply.on('end', () => {
-        const events = Buffer.concat(chunks).toString('utf8');
-        const relaid = events.replace(/^data: (.*)$/gm, (_, data: string) => {
-          const out = pythonLayout ? idFirst(data) : data;
-          sent.push(out);
-          return `data: ${out}`;
-        });
+        bodies.push(sse ? 'sse' : 'json');
+        const body = Buffer.concat(chunks).toString('utf8');
         const { 'content-length': _length, ...headers } = reply.headers;
         res.writeHead(reply.statusCode ?? 502, headers);
-        res.end(relaid);
+        res.end(
+          sse ? body.replace(/^data: (.*)$/gm, (_, data: string) => `data: ${relaid(data)}`) : relaid(body),
+        );
       });
     });
     forward.on('error', () => res.destroy());
     req.pipe(forward);
   });
-  return { url: await listen(cleanups, server), lastSent: () => sent.at(-1) };
+  return { url: await listen(cleanups, server), lastSent: () => sent.at(-1), lastBody: () => bodies.at(-1) };
 }
 
 async function sidecarInFrontOf(url: string): Promise<URL> {
@@ -112,36 +117,49 @@ async function sidecarInFrontOf(url: string): Promise<URL> {
 const LENGTH = 1_000_000;
 
 describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () => {
-  for (const [layout, pythonLayout] of [
+  const layouts = [
     ['as the TypeScript SDK lays it out (result first)', false],
     ['as the Python SDK lays it out (id first)', true],
-  ] as const) {
-    it(`reaches the client as the server's bytes, never JSON.parsed: ${layout}`, async () => {
-      const upstream = await relay(await sdkServer(), pythonLayout);
-      const url = await sidecarInFrontOf(upstream.url);
-      const sessionId = await openSession(url);
-      const parse = vi.spyOn(JSON, 'parse');
-      let answer: string;
-      try {
-        const call = {
-          jsonrpc: '2.0',
-          id: 7,
-          method: 'tools/call',
-          params: { name: 'text', arguments: { length: LENGTH } },
-        };
-        const response = await post(url, call, inSession(sessionId));
-        expect(response.headers.get('content-type')).toMatch(/^application\/json/);
-        answer = await response.text();
-        const big = parse.mock.calls.filter(([text]) => typeof text === 'string' && text.length > LENGTH);
-        expect(big).toHaveLength(0);
-      } finally {
-        parse.mockRestore();
-      }
-      expect(answer).toBe(upstream.lastSent());
-      expect(answer.startsWith(pythonLayout ? '{"jsonrpc":"2.0","id":' : '{"result":')).toBe(true);
-      const text = (JSON.parse(answer) as { result: { content: { text: string }[] } }).result.content[0]!
-        .text;
-      expect(text).toHaveLength(LENGTH);
-    });
+  ] as const;
+  const bodies = [
+    ['on an SSE stream', false],
+    ['as one JSON body', true],
+  ] as const;
+  for (const [layout, pythonLayout] of layouts) {
+    for (const [body, jsonBody] of bodies) {
+      it(`reaches the client as the server's bytes, never JSON.parsed: ${body}, ${layout}`, async () => {
+        if (jsonBody) {
+          // The SDK's enableJsonResponse, read by http-serve.js as each upstream session starts.
+          process.env['FIXTURE_JSON_RESPONSE'] = '1';
+          cleanups.push(async () => void delete process.env['FIXTURE_JSON_RESPONSE']);
+        }
+        const upstream = await relay(await sdkServer(), pythonLayout);
+        const url = await sidecarInFrontOf(upstream.url);
+        const sessionId = await openSession(url);
+        const parse = vi.spyOn(JSON, 'parse');
+        let answer: string;
+        try {
+          const call = {
+            jsonrpc: '2.0',
+            id: 7,
+            method: 'tools/call',
+            params: { name: 'text', arguments: { length: LENGTH } },
+          };
+          const response = await post(url, call, inSession(sessionId));
+          expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+          answer = await response.text();
+          const big = parse.mock.calls.filter(([text]) => typeof text === 'string' && text.length > LENGTH);
+          expect(big).toHaveLength(0);
+        } finally {
+          parse.mockRestore();
+        }
+        expect(upstream.lastBody()).toBe(jsonBody ? 'json' : 'sse');
+        expect(answer).toBe(upstream.lastSent());
+        expect(answer.startsWith(pythonLayout ? '{"jsonrpc":"2.0","id":' : '{"result":')).toBe(true);
+        const text = (JSON.parse(answer) as { result: { content: { text: string }[] } }).result.content[0]!
+          .text;
+        expect(text).toHaveLength(LENGTH);
+      });
+    }
   }
 });
