@@ -5,8 +5,10 @@
  * initialize result). The session judges the messages themselves.
  */
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { envelopeOf as envelopeOfBytes } from '../protocol/envelope.js';
 import { idOfResultFrame, parseFrame } from '../protocol/frames.js';
 import { isId, isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
+import { scanJson, valueOf } from '../protocol/scan.js';
 
 /** A message to send, with the little of its envelope the transport needs. */
 export interface Outgoing {
@@ -47,13 +49,27 @@ export function safeParse(body: Buffer | string): unknown {
   }
 }
 
+/** From this size on a message is read with one scan, not parsed (as the session reads it: upstream-side.ts). */
+const SCAN_FROM_BYTES = 1024;
+
 /**
  * Whether a message from the server is a response, and to which id; undefined for a request or a
- * notification. A large success response laid out as SDKs write them is recognised without parsing.
+ * notification. A large success response laid out as the TypeScript SDK writes them is recognised from
+ * its edges; any other large message is read with one scan (the Python SDK writes the id first): a parse
+ * of megabytes to learn an id costs several times the scan (bench/PROFILING.md).
  */
 export function answerOf(raw: Buffer): { id: RequestId | null; error?: JsonRpcErrorObject } | undefined {
   const id = idOfResultFrame(raw);
   if (id !== null) return { id };
+  const scanned = raw.length >= SCAN_FROM_BYTES ? scanJson(raw) : undefined;
+  const envelope = scanned === undefined ? undefined : envelopeOfBytes(raw, scanned);
+  if (envelope !== undefined && typeof scanned === 'object') {
+    if (envelope.kind === 'request' || envelope.kind === 'notification') return undefined;
+    if (envelope.id !== null && envelope.id !== undefined) return { id: envelope.id };
+    const error = valueOf(raw, scanned.top.error!);
+    return { id: null, ...(isErrorObject(error) ? { error } : {}) };
+  }
+  // Not a message the scan can vouch for (not JSON, too deep, an odd envelope): read as it always was.
   const value = safeParse(raw);
   if (!isObject(value) || 'method' in value || !('result' in value || 'error' in value)) return undefined;
   // An id that is no id at all (a fraction, say) answers nothing here: the session judges the message.
