@@ -16,7 +16,7 @@ import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { fakeServer, textResult, type FakeTool } from '../helpers/in-process.js';
 import { serveInProcess } from '../helpers/in-process-http.js';
 import { connectModern, type ModernConnection } from '../helpers/modern-client.js';
-import { modernRequest, type ModernAnswer } from '../helpers/modern-raw.js';
+import { EXTENSION_META, modernRequest, type ModernAnswer } from '../helpers/modern-raw.js';
 import { textOf } from '../helpers/tool-results.js';
 
 const closing: (() => Promise<unknown>)[] = [];
@@ -58,8 +58,15 @@ const asking: FakeTool = {
   },
 };
 
-/** The gateway in front of `plain` (no tasks) and `native` (v1 tasks of its own), each over HTTP. */
-async function gateway(): Promise<URL> {
+const ALICE = { token: 'alice-token-0123456789', subject: 'alice' };
+const BOB = { token: 'bob-token-0123456789ab', subject: 'bob' };
+const as = (caller: { token: string }) => ({ authorization: `Bearer ${caller.token}` });
+
+/**
+ * The gateway in front of `plain` (no tasks) and `native` (v1 tasks of its own), each over HTTP; `callers`:
+ * the static tokens it knows callers by (none: callers are not identified).
+ */
+async function gateway(callers: { token: string; subject: string }[] = []): Promise<URL> {
   const servers: Record<string, FakeTool[]> = {
     plain: [echoOf('plain'), asking, waitOf('plain')],
     native: [
@@ -73,7 +80,7 @@ async function gateway(): Promise<URL> {
     closing.push(() => http.close());
     upstreams[name] = { url: http.url, era: 'legacy' };
   }
-  const config = resolveConfig({ http: { listen: '127.0.0.1:0' }, upstreams });
+  const config = resolveConfig({ http: { listen: '127.0.0.1:0' }, upstreams, auth: { tokens: callers } });
   const store = new MemoryTaskStore({ maxTasks: 100, maxResultBytes: 1_000_000 });
   const running = await startHttpGateway(
     config,
@@ -168,6 +175,20 @@ describe('2026-07-28 clients through the HTTP front in front of several servers 
       expect(waiting.resultType).toBe('task');
       resultOf(await modernRequest(url, 'tasks/cancel', { taskId: waiting.taskId }));
       expect(await settled(url, String(waiting.taskId))).toMatchObject({ status: 'cancelled' });
+    }
+  });
+
+  it('binds each caller’s servers to that caller: another caller’s task is not found, on either server', async () => {
+    const url = await gateway([ALICE, BOB]);
+    const call = (caller: typeof ALICE, method: string, params: Record<string, unknown>) =>
+      modernRequest(url, method, params, EXTENSION_META, as(caller));
+    for (const server of ['plain', 'native']) {
+      const created = resultOf(await call(ALICE, 'tools/call', { name: `${server}__wait`, arguments: {} }));
+      const taskId = String(created.taskId);
+      expect(resultOf(await call(ALICE, 'tasks/get', { taskId })).status).toBe('working');
+      const refused = await call(BOB, 'tasks/get', { taskId });
+      expect(refused.error?.code, server).toBe(-32602);
+      resultOf(await call(ALICE, 'tasks/cancel', { taskId }));
     }
   });
 });
