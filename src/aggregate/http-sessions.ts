@@ -1,9 +1,10 @@
 /**
  * Several servers behind the HTTP front: each 2025 client session, and each 2026-07-28 caller's bridge,
- * gets one aggregator and, behind it, a Session per server of `upstreams`, bound to the caller's identity, on a server of its own or, for a
- * server whose `sharing` is `shared` or `pool`, on a port of the connection the sessions share (as
- * `upstream.sharing` gives one server). The front asks here whether a session still runs tasks (any of its
- * servers' Sessions) and whether a new one could be served (some server can be started).
+ * gets one aggregator and, behind it, a Session per server of `upstreams`, bound to the caller's identity,
+ * on a server of its own or, for a server whose `sharing` is `shared` or `pool`, on a port of the
+ * connection the sessions share (as `upstream.sharing` gives one server). The front asks here whether a
+ * session still runs tasks (any of its servers' Sessions) and whether a new one could be served (some
+ * server can be started).
  */
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';

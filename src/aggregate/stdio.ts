@@ -1,6 +1,7 @@
 /**
  * taskgate on stdio in front of several servers (`upstreams`): one client, one aggregator (with the
- * 2026-07-28 bridge before it when the client's first request is a 2026-07-28 one), one Session per server. Resolves with the exit code once the client has gone away (0), or at once (1) when no server
+ * 2026-07-28 bridge before it when the client's first request is a 2026-07-28 one), one Session per
+ * server. Resolves with the exit code once the client has gone away (0), or at once (1) when no server
  * could be started.
  */
 import { createRequire } from 'node:module';

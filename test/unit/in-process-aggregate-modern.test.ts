@@ -29,6 +29,8 @@ import {
   type ModernPeer,
   type ServerBehind,
 } from '../helpers/in-process-aggregate.js';
+import { MODERN_META } from '../helpers/in-process-bridge.js';
+import { Inbox } from '../helpers/inbox.js';
 import { textOf } from '../helpers/tool-results.js';
 
 let gate: ModernAggregateGateway | undefined;
@@ -254,5 +256,31 @@ describe('2026-07-28 clients in front of several servers (issue 32)', () => {
       const { outcome } = await execution.settle({ signal: AbortSignal.timeout(10_000) });
       expect(outcome.status, tool).toBe('cancelled');
     }
+  });
+
+  it('tells a subscriptions/listen stream of the merged tool list’s change when a server goes away', async () => {
+    const g = (gate = await inProcessModernAggregate(FOUR));
+    const heard = new Inbox<{ method: string; params?: Record<string, unknown> }>();
+    const stream = new ClientGiveUp();
+    const listening = g.handle({
+      request: {
+        jsonrpc: '2.0',
+        id: 'listen-1',
+        method: 'subscriptions/listen',
+        params: { notifications: { toolsListChanged: true }, _meta: MODERN_META },
+      },
+      notify: (message) => heard.push(message as never),
+      signal: stream,
+    });
+    const acknowledged = await heard.waitFor(
+      (message) => message.method === 'notifications/subscriptions/acknowledged',
+      'the acknowledgment',
+    );
+    // The merged list changes as servers come and go, whatever each server's own does.
+    expect(acknowledged.params?.notifications).toEqual({ toolsListChanged: true });
+    await g.crash('v1tasks');
+    await heard.waitFor((message) => message.method === 'notifications/tools/list_changed', 'list_changed');
+    stream.giveUp();
+    expect(await listening).toBeUndefined();
   });
 });
