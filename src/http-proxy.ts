@@ -101,9 +101,10 @@ export async function startHttpGateway(
           forget: (sessionId) => front.forget(sessionId),
         });
   // 2026-07-28 requests go through a bridge session of their caller's, on an upstream as a 2025 session's
-  // would be: its own server, or a port of the shared one or of the pool.
+  // would be: its own server, or a port of the shared one or of the pool (several servers: an aggregator).
   const modern = new CallerBridges(
-    (caller) =>
+    (caller, first) =>
+      aggregated?.openModern(first) ??
       openModernSession({
         logger: logger.child({ session: 'modern' }),
         openChannel: (sessionLogger) => upstreams.open(sessionLogger, credentials.forCaller(caller)),
@@ -175,14 +176,8 @@ export async function startHttpGateway(
       notReady: () => aggregated?.notReady() ?? upstreamProblem(config.upstream),
       ...(aggregated === undefined ? {} : { servers: () => aggregated.servers() }),
       accepting: () => runner.isAccepting,
-      // Several servers are served to 2025-11-25 clients only so far: to a 2026-07-28 one the front is a
-      // 2025 server.
-      ...(aggregated === undefined
-        ? {
-            modern: telemetry().modern((exchange) => modern.handle(exchange)),
-            modernIntake: (caller: string) => modern.intakeOf(caller),
-          }
-        : {}),
+      modern: telemetry().modern((exchange) => modern.handle(exchange)),
+      modernIntake: (caller: string) => modern.intakeOf(caller),
       ...(authenticate === undefined ? {} : { authenticate }),
       ...upstreamChallenge(config),
       ...extraRoutes(config, pagesOnFront ? observed.routes : undefined),

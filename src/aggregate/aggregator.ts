@@ -8,6 +8,7 @@
  * its prefix.
  */
 import type { Logger } from 'pino';
+import type { ToolFacts } from '../modern/bridge-call.js';
 import { ErrorCode, type JsonRpcErrorObject, ProtocolError } from '../protocol/errors.js';
 import {
   errorResponse,
@@ -156,8 +157,8 @@ export class Aggregator {
 
   private async request(request: Request): Promise<void> {
     const { id, method, params } = request;
-    // A 2026-07-28 request: several servers are served to 2025-11-25 clients only so far (server/discover
-    // gets -32601 below, as from a 2025 server, so that a client of both eras falls back to initialize).
+    // A 2026-07-28 request on a 2025 connection: a 2026-07-28 client is served by the bridge in front of
+    // the aggregator (modern.ts), which speaks 2025 to it.
     if (isModernRequest(params)) return this.refuse(id, modernRefused(params));
     try {
       switch (method) {
@@ -308,17 +309,36 @@ export class Aggregator {
     }
   }
 
+  /**
+   * What the server of a tool the client named does with it (its Session knows), for the 2026-07-28 bridge's
+   * decision (src/aggregate/modern.ts): a name of a server without prefix is known once a list gave it out.
+   */
+  toolFacts(name: string): ToolFacts {
+    const found = this.routedName('tool', name, this.routes.tool);
+    return found?.member.toolFacts?.(found.name) ?? NO_TOOL;
+  }
+
   /** The server and own name of a tool or prompt the client named; undefined when no server has it. */
   private async named(
     kind: 'tool' | 'prompt',
     name: string,
   ): Promise<{ member: Member; name: string } | undefined> {
+    const unprefixed = this.members.some((member) => !member.prefixed);
+    return this.routedName(
+      kind,
+      name,
+      unprefixed ? (this.routes[kind] ?? (await this.wholeNames(kind))) : undefined,
+    );
+  }
+
+  private routedName(
+    kind: 'tool' | 'prompt',
+    name: string,
+    routes: Map<string, Listed> | undefined,
+  ): { member: Member; name: string } | undefined {
     // What the merged list gave out comes first: a server without prefix may list a name that looks prefixed.
-    if (this.members.some((member) => !member.prefixed)) {
-      const routes = this.routes[kind] ?? (await this.wholeNames(kind));
-      const listed = routes.get(name);
-      if (listed !== undefined) return { member: this.byName.get(listed.server)!, name: listed.name };
-    }
+    const listed = routes?.get(name);
+    if (listed !== undefined) return { member: this.byName.get(listed.server)!, name: listed.name };
     const prefixed = this.members.filter((member) => member.prefixed).map((member) => member.name);
     const found = this.names.inner(name, prefixed);
     if (found === undefined) return undefined;
@@ -517,10 +537,16 @@ export class Aggregator {
   }
 }
 
+/** A tool no server is known to have: a plain call, which the aggregator then refuses (not found). */
+const NO_TOOL: ToolFacts = {
+  upstream: { listedAsTask: false, mayRunAsTask: false, requiresTask: false },
+  policy: { taskSupport: 'forbidden', unwrap: false, promoteAfter: 0 },
+};
+
 function modernRefused(params: JsonObject | undefined): JsonRpcErrorObject {
   return {
     code: ErrorCode.UnsupportedProtocolVersion,
-    message: 'taskgate serves several servers to 2025-11-25 clients only so far: connect with initialize',
+    message: 'this connection opened with initialize: it speaks 2025-11-25',
     data: { supported: [...LEGACY_VERSIONS], requested: metaOf(params)?.[PROTOCOL_VERSION_META] },
   };
 }

@@ -1,15 +1,20 @@
 /**
- * Several servers behind the HTTP front: each 2025 client session gets one aggregator and, behind it, a
- * Session per server of `upstreams`, bound to the caller's identity, on a server of its own or, for a
- * server whose `sharing` is `shared` or `pool`, on a port of the connection the sessions share (as
- * `upstream.sharing` gives one server). The front asks here whether a session still runs tasks (any of its
- * servers' Sessions) and whether a new one could be served (some server can be started).
+ * Several servers behind the HTTP front: each 2025 client session, and each 2026-07-28 caller's bridge,
+ * gets one aggregator and, behind it, a Session per server of `upstreams`, bound to the caller's identity,
+ * on a server of its own or, for a server whose `sharing` is `shared` or `pool`, on a port of the
+ * connection the sessions share (as `upstream.sharing` gives one server). The front asks here whether a
+ * session still runs tasks (any of its servers' Sessions) and whether a new one could be served (some
+ * server can be started).
  */
+import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
 import type { Core } from '../composition.js';
+import type { OpenedBridge } from '../modern/shared-bridge.js';
+import type { ModernExchange } from '../protocol/modern/exchange.js';
 import { AGGREGATE_DEFAULTS, DEFAULT_SEPARATOR, type Config } from '../config/schema.js';
 import type { UpstreamCredential } from '../security/upstream-credentials.js';
+import type { Channel } from '../transport/channel.js';
 import type { Caller } from '../transport/http-front.js';
 import type { HttpSession } from '../transport/http-session.js';
 import { telemetry } from '../telemetry/telemetry.js';
@@ -19,11 +24,17 @@ import { UpstreamPool } from '../transport/upstream-pool.js';
 import { openUpstream, type UpstreamOptions } from '../upstream.js';
 import { Aggregator } from './aggregator.js';
 import { memberConfig, openMembers, type OpenedMembers } from './members.js';
+import { aggregatorBridge } from './modern.js';
 import { Names } from './names.js';
 import { readinessOf, type Readiness } from './readiness.js';
 
 export interface AggregatedSessions extends Readiness {
   open(channel: HttpSession, caller: Caller | undefined): Promise<void>;
+  /**
+   * A 2026-07-28 caller's bridge (src/modern/caller-bridges.ts): the modern bridge before an aggregator and
+   * servers of its own, bound to the caller the first request names, as a 2025 session's are.
+   */
+  openModern(first: ModernExchange): Promise<OpenedBridge>;
   /** When the session's last task ended (Infinity while one runs), over all its servers' Sessions. */
   tasksEndedAt(sessionId: string): number;
   /** Stops every session's servers (the front has ended the sessions). */
@@ -50,62 +61,89 @@ export function aggregatedSessions(
   const ids = new Map<string, string[]>();
   const opened = new Set<OpenedMembers>();
   const { running } = core;
+  /** One caller's servers, each with its Session, and the aggregator before them serving `client`. */
+  const serve = async (
+    id: string,
+    sessionLogger: Logger,
+    caller: Caller | undefined,
+    client: Channel,
+    ended: () => void,
+  ): Promise<Aggregator> => {
+    const own = servers.map((name) => `${id}/${name}`);
+    ids.set(id, own);
+    for (const memberId of own) running.follow(memberId);
+    const members = await openMembers(
+      config,
+      sessionLogger,
+      (name) => {
+        const memberId = `${id}/${name}`;
+        const options = core.sessionOptions(memberId, sessionLogger);
+        const sightings = options.sightings!;
+        return {
+          ...options,
+          lingerForTasks: true,
+          sightings: {
+            ...sightings,
+            upstreamTask: (task, tool, server) => {
+              running.seen(memberId, task);
+              sightings.upstreamTask(task, tool, server);
+            },
+            upstreamTaskForgotten: (taskId) => {
+              running.forgot(memberId, taskId);
+              sightings.upstreamTaskForgotten(taskId);
+            },
+          },
+          ...(caller === undefined ? {} : { identity: caller.identity, subject: caller.subject }),
+          ...(caller?.access === undefined ? {} : { access: caller.access }),
+        };
+      },
+      upstreamHooks,
+      (name) => credentialFor(caller, name),
+      undefined,
+      (name) => pools.get(name)?.port(),
+    );
+    opened.add(members);
+    const aggregator = new Aggregator(client, members.specs, {
+      names,
+      logger: sessionLogger,
+      version,
+      graceMs: slowServerGrace,
+      listChangedWindowMs: listChangedWindow,
+      closed: () =>
+        void members.close().then(() => {
+          opened.delete(members);
+          for (const memberId of own) running.forget(memberId);
+          ids.delete(id);
+          ended();
+        }),
+    });
+    aggregator.start();
+    return aggregator;
+  };
   return {
     open: async (channel, caller) => {
       const sessionLogger = logger.child({ session: channel.id.slice(0, 8) });
-      const own = servers.map((name) => `${channel.id}/${name}`);
-      ids.set(channel.id, own);
-      for (const id of own) running.follow(id);
-      const members = await openMembers(
-        config,
+      const client = telemetry().front(channel, { transport: 'tcp', sessionId: channel.id });
+      await serve(channel.id, sessionLogger, caller, client, () => forget(channel.id));
+    },
+    openModern: async (first) => {
+      const id = `modern-${randomUUID()}`;
+      const sessionLogger = logger.child({ session: 'modern' });
+      const { bridge, aggregatorSide } = aggregatorBridge(
+        (name) => aggregator.toolFacts(name),
         sessionLogger,
-        (name) => {
-          const id = `${channel.id}/${name}`;
-          const options = core.sessionOptions(id, sessionLogger);
-          const sightings = options.sightings!;
-          return {
-            ...options,
-            lingerForTasks: true,
-            sightings: {
-              ...sightings,
-              upstreamTask: (task, tool, server) => {
-                running.seen(id, task);
-                sightings.upstreamTask(task, tool, server);
-              },
-              upstreamTaskForgotten: (taskId) => {
-                running.forgot(id, taskId);
-                sightings.upstreamTaskForgotten(taskId);
-              },
-            },
-            ...(caller === undefined ? {} : { identity: caller.identity, subject: caller.subject }),
-            ...(caller?.access === undefined ? {} : { access: caller.access }),
-          };
-        },
-        upstreamHooks,
-        (name) => credentialFor(caller, name),
-        undefined,
-        (name) => pools.get(name)?.port(),
+        core.sessionOptions(id, sessionLogger),
       );
-      opened.add(members);
-      const aggregator = new Aggregator(
-        telemetry().front(channel, { transport: 'tcp', sessionId: channel.id }),
-        members.specs,
-        {
-          names,
-          logger: sessionLogger,
-          version,
-          graceMs: slowServerGrace,
-          listChangedWindowMs: listChangedWindow,
-          closed: () =>
-            void members.close().then(() => {
-              opened.delete(members);
-              for (const id of own) running.forget(id);
-              ids.delete(channel.id);
-              forget(channel.id);
-            }),
+      let ended!: () => void;
+      const over = new Promise<void>((resolve) => (ended = resolve));
+      const aggregator = await serve(id, sessionLogger, modernCaller(first), aggregatorSide, ended).catch(
+        async (error: unknown) => {
+          await bridge.close();
+          throw error;
         },
       );
-      aggregator.start();
+      // Its servers' Sessions linger for their tasks once the aggregator closes them.
+      return { bridge, ended: over, retire: () => aggregator.close(), close: () => aggregator.close() };
     },
     tasksEndedAt: (sessionId) => Math.max(0, ...(ids.get(sessionId) ?? []).map((id) => running.endedAt(id))),
     // Whether a new session's servers could be started (or reached) now: ready while one of them can.
@@ -127,6 +165,12 @@ export function aggregatedSessions(
       await Promise.all([...pools.values()].map((pool) => pool.close()));
     },
   };
+}
+
+/** The caller a 2026-07-28 request names, as the front's authentication gave it; none without one. */
+function modernCaller({ principal, subject, access }: ModernExchange): Caller | undefined {
+  if (principal === undefined) return undefined;
+  return { identity: principal, subject: subject ?? principal, ...(access === undefined ? {} : { access }) };
 }
 
 /**

@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import type { JsonObject, Response } from '../protocol/messages.js';
+import type { ToolFacts } from '../modern/bridge-call.js';
 import type { Channel, Route } from '../transport/channel.js';
 import type { ToolFilter } from './names.js';
 import type { ServerReadiness } from './readiness.js';
@@ -26,6 +27,11 @@ export interface MemberSpec {
   failed?: string;
   /** Ends the server's Session, and so the server (the channel with it). */
   close(): Promise<void>;
+  /**
+   * What its Session knows the server does with a tool of its own name, and the operator's rule for it: what
+   * the 2026-07-28 bridge decides a call by (bridge-call.ts). Absent for a server that could not be started.
+   */
+  toolFacts?(name: string): ToolFacts;
 }
 
 const TOKEN = randomBytes(6).toString('hex');
@@ -35,6 +41,7 @@ export class Member {
   readonly prefixed: boolean;
   readonly filter: ToolFilter;
   readonly description: string;
+  readonly toolFacts: ((name: string) => ToolFacts) | undefined;
   private readonly channel: Channel;
   private readonly end: () => Promise<void>;
   private readonly asked = new Map<string, (outcome: Outcome) => void>();
@@ -52,6 +59,7 @@ export class Member {
     this.filter = spec.filter;
     this.description = spec.description;
     this.channel = spec.channel;
+    this.toolFacts = spec.toolFacts;
     this.end = spec.close;
     this.goneReason = spec.failed === undefined ? undefined : `it could not be started: ${spec.failed}`;
   }

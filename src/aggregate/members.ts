@@ -147,7 +147,13 @@ export async function openMembers(
         return session.close();
       };
       closers.push(close);
-      return { ...base, channel: pair.a, description, close };
+      return {
+        ...base,
+        channel: pair.a,
+        description,
+        close,
+        toolFacts: (tool) => ({ upstream: session.upstreamTool(tool), policy: options.policy.forTool(tool) }),
+      };
     }),
   );
   let closing: Promise<void> | undefined;

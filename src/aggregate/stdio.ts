@@ -1,5 +1,6 @@
 /**
- * taskgate on stdio in front of several servers (`upstreams`): one client, one aggregator, one Session per
+ * taskgate on stdio in front of several servers (`upstreams`): one client, one aggregator (with the
+ * 2026-07-28 bridge before it when the client's first request is a 2026-07-28 one), one Session per
  * server. Resolves with the exit code once the client has gone away (0), or at once (1) when no server
  * could be started.
  */
@@ -9,8 +10,13 @@ import { upstreamAuth } from '../security/upstream-auth.js';
 import { openStdioCore } from '../stdio-core.js';
 import { LineChannel } from '../transport/line-channel.js';
 import { Valve } from '../transport/valve.js';
+import { ModernChannelFront } from '../modern/channel-front.js';
+import { opensModernConnection } from '../modern/era.js';
+import { DeferredChannel } from '../transport/deferred-channel.js';
+import { awaitFirstMessage } from '../transport/held-channel.js';
 import { Aggregator } from './aggregator.js';
 import { openMembers } from './members.js';
+import { aggregatorBridge } from './modern.js';
 import { Names } from './names.js';
 import { readinessOf, type ServersReadiness } from './readiness.js';
 
@@ -56,7 +62,9 @@ export async function startAggregatedStdio(config: Config): Promise<number> {
   const { slowServerGrace, listChangedWindow } = config.aggregate ?? AGGREGATE_DEFAULTS;
   const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
   return new Promise<number>((resolve) => {
-    const aggregator = new Aggregator(client, members.specs, {
+    // The aggregator starts at once, to watch the servers; its client is known from the first message.
+    const toClient = new DeferredChannel();
+    const aggregator = new Aggregator(toClient, members.specs, {
       names: new Names(separator),
       logger,
       version,
@@ -73,6 +81,17 @@ export async function startAggregatedStdio(config: Config): Promise<number> {
       },
     });
     aggregator.start();
+    void awaitFirstMessage(client).then(({ first, channel }) => {
+      if (first === undefined || !opensModernConnection(first)) return toClient.connect(channel);
+      // A 2026-07-28 client: the bridge is the aggregator's 2025 client.
+      const { bridge, aggregatorSide } = aggregatorBridge(
+        (name) => aggregator.toolFacts(name),
+        logger,
+        core.sessionOptions(id, logger),
+      );
+      toClient.connect(aggregatorSide);
+      new ModernChannelFront(channel, bridge, logger, () => aggregator.close()).start();
+    });
     states = () => aggregator.servers();
     logger.info(
       { servers: members.specs.map((spec) => spec.name), separator },

@@ -38,7 +38,8 @@ export class CallerBridges {
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
-    private readonly open: (caller: string | undefined) => Promise<OpenedBridge>,
+    /** `first`: the request that needs it opened (its caller's identity, for servers bound to it). */
+    private readonly open: (caller: string | undefined, first: ModernExchange) => Promise<OpenedBridge>,
     private readonly limits: CallerBridgeLimits,
     private readonly logger: Logger,
   ) {
@@ -86,7 +87,7 @@ export class CallerBridges {
       this.retire(idlest[0], 'another caller needed its room');
     }
     const entry: CallerBridge = {
-      bridge: new SharedModernBridge(() => this.open(caller)),
+      bridge: new SharedModernBridge((first) => this.open(caller, first)),
       inFlight: 0,
       lastUsed: Date.now(),
     };

@@ -130,7 +130,7 @@ export class SharedModernBridge {
   /** The current bridge, being opened or open (its value, once it is: served without waiting on it). */
   private opening: Settling<OpenedBridge> | undefined;
 
-  constructor(private readonly open: () => Promise<OpenedBridge>) {}
+  constructor(private readonly open: (first: ModernExchange) => Promise<OpenedBridge>) {}
 
   handle(exchange: ModernExchange): Promise<ModernAnswer> {
     const opened = this.opening?.value;
@@ -140,7 +140,7 @@ export class SharedModernBridge {
   private async handleOnceOpen(exchange: ModernExchange): Promise<ModernAnswer> {
     let opened: OpenedBridge;
     try {
-      opened = await this.current();
+      opened = await this.current(exchange);
     } catch (error) {
       const { request } = exchange;
       const reason = error instanceof Error ? error.message : 'it could not be started';
@@ -177,9 +177,9 @@ export class SharedModernBridge {
     return opening?.promise.catch(() => undefined);
   }
 
-  private current(): Promise<OpenedBridge> {
+  private current(first: ModernExchange): Promise<OpenedBridge> {
     if (this.opening === undefined) {
-      const opening = new Settling(this.open());
+      const opening = new Settling(this.open(first));
       this.opening = opening;
       opening.promise.then(
         (opened) => {

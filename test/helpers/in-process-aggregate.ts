@@ -8,8 +8,12 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
-import { pino } from 'pino';
-import { Aggregator } from '../../src/aggregate/aggregator.js';
+import { pino, type Logger } from 'pino';
+import { Client as ModernClient, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/client';
+import { Aggregator, type AggregatorOptions } from '../../src/aggregate/aggregator.js';
+import { aggregatorBridge } from '../../src/aggregate/modern.js';
+import { ModernChannelFront } from '../../src/modern/channel-front.js';
+import type { ModernAnswer, ModernExchange } from '../../src/protocol/modern/exchange.js';
 import { memberSessionOptions, ownLimits } from '../../src/aggregate/members.js';
 import { Names, ToolFilter } from '../../src/aggregate/names.js';
 import type { MemberSpec } from '../../src/aggregate/member.js';
@@ -30,6 +34,8 @@ import { fakeServer, type FakeTool } from './in-process.js';
 export interface ServerBehind {
   name: string;
   tools?: FakeTool[];
+  /** What the fake server's initialize says to do with it. */
+  instructions?: string;
   /** A real server in place of the fake one (`tools` is then unused). */
   server?: Server;
   /** Listed under `{name}__` (true unless set). */
@@ -72,16 +78,25 @@ const TASK_CLIENT: ClientCapabilities = {
   sampling: {},
 };
 
-export async function inProcessAggregate(
-  behind: ServerBehind[],
-  options: {
-    config?: ConfigInput;
-    capabilities?: ClientCapabilities;
-    separator?: string;
-    /** The audit log every server's Session writes to, made for the one store they share. */
-    audit?: (store: MemoryTaskStore) => AuditLog;
-  } = {},
-): Promise<AggregateGateway> {
+/** The servers behind, each with its Session (as src/aggregate/members.ts opens them), and the store they share. */
+interface Behind {
+  config: ReturnType<typeof resolveConfig>;
+  store: MemoryTaskStore;
+  logger: Logger;
+  audit: AuditLog | undefined;
+  servers: AggregateGateway['servers'];
+  specs: MemberSpec[];
+  lateOnes: Map<string, () => Promise<void>>;
+  modernOnes: Map<string, ModernPeer>;
+}
+
+interface BehindOptions {
+  config?: ConfigInput;
+  /** The audit log every server's Session writes to, made for the one store they share. */
+  audit?: (store: MemoryTaskStore) => AuditLog;
+}
+
+async function openBehind(behind: ServerBehind[], options: BehindOptions): Promise<Behind> {
   const config = resolveConfig(options.config ?? {});
   const store = new MemoryTaskStore({
     maxTasks: config.tasks.maxTasks,
@@ -90,7 +105,6 @@ export async function inProcessAggregate(
   const logger = pino({ level: 'silent' });
   const audit = options.audit?.(store);
   const servers: AggregateGateway['servers'] = new Map();
-  const sessions: Session[] = [];
   const specs: MemberSpec[] = [];
   const lateOnes = new Map<string, () => Promise<void>>();
   // One Limits for every server, as composition.ts gives each Session the one it made.
@@ -105,35 +119,33 @@ export async function inProcessAggregate(
         statusNotifications: config.tasks.statusNotifications,
       });
     } else {
-      const server = entry.server ?? fakeServer(entry.tools ?? []).server;
+      const server = entry.server ?? fakeServer(entry.tools ?? [], entry.instructions).server;
       const received = new CheckedTransport(new ChannelTransport(toServer.b));
       if (entry.late === true) lateOnes.set(entry.name, () => server.connect(received));
       else await server.connect(received);
       servers.set(entry.name, { server, received, sessionSide: toServer.a });
     }
     const toSession = memoryChannelPair();
-    const session = new Session(
-      toSession.b,
-      upstream,
-      // Each server's Session as src/aggregate/members.ts gives it its options.
-      memberSessionOptions(
-        {
-          id: `in-process/${entry.name}`,
-          config,
-          policy: new Policy(config),
-          store,
-          logger,
-          limits,
-          ...(audit === undefined ? {} : { audit }),
-        },
-        entry.name,
+    // Each server's Session as src/aggregate/members.ts gives it its options.
+    const sessionOptions = memberSessionOptions(
+      {
+        id: `in-process/${entry.name}`,
         config,
-        ownLimits(config, entry.limits),
-      ),
-      { upstreamGone: () => session.closeOnceAnswered(1_000), closed: () => undefined },
+        policy: new Policy(config),
+        store,
+        logger,
+        limits,
+        ...(audit === undefined ? {} : { audit }),
+      },
+      entry.name,
+      config,
+      ownLimits(config, entry.limits),
     );
+    const session = new Session(toSession.b, upstream, sessionOptions, {
+      upstreamGone: () => session.closeOnceAnswered(1_000),
+      closed: () => undefined,
+    });
     session.start();
-    sessions.push(session);
     specs.push({
       name: entry.name,
       prefixed: entry.prefix ?? true,
@@ -141,18 +153,25 @@ export async function inProcessAggregate(
       channel: toSession.a,
       description: entry.name,
       close: () => session.close(),
+      toolFacts: (tool) => ({
+        upstream: session.upstreamTool(tool),
+        policy: sessionOptions.policy.forTool(tool),
+      }),
     });
   }
+  return { config, store, logger, audit, servers, specs, lateOnes, modernOnes };
+}
+
+export async function inProcessAggregate(
+  behind: ServerBehind[],
+  options: BehindOptions & { capabilities?: ClientCapabilities; separator?: string } = {},
+): Promise<AggregateGateway> {
+  const { config, store, logger, audit, servers, specs, lateOnes, modernOnes } = await openBehind(
+    behind,
+    options,
+  );
   const front = memoryChannelPair();
-  const gateway = new Aggregator(front.b, specs, {
-    names: new Names(options.separator ?? '__'),
-    logger,
-    version: '0.0.0-test',
-    closed: () => undefined,
-    // As src/aggregate/stdio.ts takes them from the config.
-    graceMs: (config.aggregate ?? AGGREGATE_DEFAULTS).slowServerGrace,
-    listChangedWindowMs: (config.aggregate ?? AGGREGATE_DEFAULTS).listChangedWindow,
-  });
+  const gateway = new Aggregator(front.b, specs, aggregatorOptions(config, logger, options.separator));
   gateway.start();
   const clientTransport = new CheckedTransport(new ChannelTransport(front.a));
   const client = new Client(
@@ -165,11 +184,7 @@ export async function inProcessAggregate(
     clientTransport,
     store,
     servers,
-    crash: async (name) => {
-      const found = servers.get(name) ?? modernOnes.get(name);
-      if (found === undefined) throw new Error(`no server ${name}`);
-      await ('server' in found ? found.server : found).close();
-    },
+    crash: (name) => crash({ servers, modernOnes }, name),
     connectLate: async (name) => {
       const connect = lateOnes.get(name);
       if (connect === undefined) throw new Error(`no late server ${name}`);
@@ -184,6 +199,84 @@ export async function inProcessAggregate(
       await gateway.close();
       for (const { server } of servers.values()) await server.close();
       for (const peer of modernOnes.values()) await peer.close();
+      audit?.close();
+      await store.close();
+    },
+  };
+}
+
+function aggregatorOptions(config: Behind['config'], logger: Logger, separator = '__'): AggregatorOptions {
+  return {
+    names: new Names(separator),
+    logger,
+    version: '0.0.0-test',
+    closed: () => undefined,
+    // As src/aggregate/stdio.ts takes them from the config.
+    graceMs: (config.aggregate ?? AGGREGATE_DEFAULTS).slowServerGrace,
+    listChangedWindowMs: (config.aggregate ?? AGGREGATE_DEFAULTS).listChangedWindow,
+  };
+}
+
+async function crash({ servers, modernOnes }: Pick<Behind, 'servers' | 'modernOnes'>, name: string) {
+  const found = servers.get(name) ?? modernOnes.get(name);
+  if (found === undefined) throw new Error(`no server ${name}`);
+  await ('server' in found ? found.server : found).close();
+}
+
+export interface ModernAggregateGateway {
+  /** An SDK v2 client pinned to 2026-07-28, on the stdio front's ModernChannelFront before the bridge. */
+  client: ModernClient;
+  /** The bridge itself, as the HTTP front hands it exchanges (a requester's own dispatch). */
+  handle(exchange: ModernExchange): Promise<ModernAnswer>;
+  store: MemoryTaskStore;
+  /** The server goes away at once, as a crashed child does when it is not restarted. */
+  crash(name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * The same servers behind the aggregator with the 2026-07-28 bridge as its client (src/aggregate/modern.ts),
+ * as taskgate on stdio serves a client whose first request is a 2026-07-28 one. `onElicit` answers the
+ * servers' elicitation (MRTR input) and declares `elicitation.form`.
+ */
+export async function inProcessModernAggregate(
+  behind: ServerBehind[],
+  options: BehindOptions & {
+    onElicit?: (params: ElicitRequest['params']) => ElicitResult | Promise<ElicitResult>;
+  } = {},
+): Promise<ModernAggregateGateway> {
+  const opened = await openBehind(behind, options);
+  const { config, store, logger, audit } = opened;
+  const { bridge, aggregatorSide } = aggregatorBridge((name) => aggregator.toolFacts(name), logger, {
+    id: 'in-process-modern-aggregate',
+    store,
+    config,
+  });
+  const aggregator = new Aggregator(aggregatorSide, opened.specs, aggregatorOptions(config, logger));
+  aggregator.start();
+  const toFront = memoryChannelPair();
+  const front = new ModernChannelFront(toFront.b, bridge, logger, () => aggregator.close());
+  front.start();
+  const { onElicit } = options;
+  const client = new ModernClient(
+    { name: 'in-process-modern', version: '1.0.0' },
+    {
+      capabilities: onElicit === undefined ? {} : { elicitation: { form: {} } },
+      versionNegotiation: { mode: { pin: '2026-07-28' } },
+    },
+  );
+  if (onElicit) client.setRequestHandler('elicitation/create', (request) => onElicit(request.params));
+  await client.connect(new ChannelTransport(toFront.a));
+  return {
+    client,
+    handle: (exchange) => bridge.handle(exchange),
+    store,
+    crash: (name) => crash(opened, name),
+    close: async () => {
+      await client.close();
+      await front.close();
+      for (const { server } of opened.servers.values()) await server.close();
+      for (const peer of opened.modernOnes.values()) await peer.close();
       audit?.close();
       await store.close();
     },

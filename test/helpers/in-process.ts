@@ -159,8 +159,14 @@ export async function inProcessGateway(options: GatewayOptions = {}): Promise<Ga
   };
 }
 
-/** A server built on the SDK's low-level Server, so that a thrown McpError reaches taskgate as it is. */
-export function fakeServer(tools: FakeTool[]): {
+/**
+ * A server built on the SDK's low-level Server, so that a thrown McpError reaches taskgate as it is;
+ * `instructions` as its initialize gives them.
+ */
+export function fakeServer(
+  tools: FakeTool[],
+  instructions?: string,
+): {
   server: Server;
   serverTasks: InMemoryTaskStore | undefined;
 } {
@@ -174,6 +180,7 @@ export function fakeServer(tools: FakeTool[]): {
         ...(native ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
       },
       ...(serverTasks ? { taskStore: serverTasks, taskMessageQueue: new InMemoryTaskMessageQueue() } : {}),
+      ...(instructions === undefined ? {} : { instructions }),
     },
   );
   server.setRequestHandler(ListToolsRequestSchema, () => ({

@@ -134,9 +134,11 @@ function withRoots(client: Client): Client {
   return client;
 }
 
-/** A v2 client (2026-07-28 first, falling back to 2025 initialize): the merged list, a call on each. */
+/** A v2 client pinned to 2026-07-28: taskgate discovered, the merged list, a call on each. */
 async function v2ListsAndCalls(connection: ModernConnection): Promise<void> {
   const { client } = connection;
+  expect(client.getProtocolEra()).toBe('modern');
+  expect(client.getServerVersion()).toMatchObject({ name: 'taskgate' });
   const names = (await client.listTools()).tools.map((tool) => tool.name);
   expect(names).toEqual(expect.arrayContaining(EXPECTED_TOOLS));
   const call = async (name: string, args: Record<string, unknown>) =>
@@ -185,7 +187,7 @@ describe('server-everything, server-filesystem and server-memory behind one task
   it('gives an SDK v2 client the merged lists and a call on each', async () => {
     modern = await connectModern(
       { command: [node, TASKGATE, '--config', configFile()] },
-      { mode: 'auto', probe: 'in-place' },
+      { probe: 'in-place' },
     );
     await v2ListsAndCalls(modern);
   });
@@ -231,7 +233,7 @@ describe('server-everything, server-filesystem and server-memory behind the HTTP
     await v1.connect(transport);
     try {
       await listsCallsAndTasks(v1);
-      modern = await connectModern({ url: gateway.url }, { mode: 'auto' });
+      modern = await connectModern({ url: gateway.url });
       await v2ListsAndCalls(modern);
       expect(transport.violations).toEqual([]);
     } finally {

@@ -423,7 +423,7 @@ describe('several servers behind one endpoint (issue 32)', () => {
     expect(unknown.code).toBe(-32602);
   });
 
-  it('refuses a 2026-07-28 request with -32022 naming the versions it serves, and server/discover as a 2025 server would', async () => {
+  it('refuses a 2026-07-28 request on a connection opened with initialize with -32022 naming the versions it serves, and server/discover as a 2025 server would', async () => {
     const g = await open([
       { name: 'a', tools: [echoOf('a')] },
       { name: 'b', tools: [echoOf('b')] },

@@ -1,0 +1,64 @@
+/**
+ * 2026-07-28 clients in front of several servers: the modern bridge (src/modern/bridge.ts) is the 2025
+ * client of the aggregator, as it is of a Session in front of one server. So `server/discover` is the
+ * aggregator's merged initialize (the servers' capabilities as the union, taskgate's serverInfo, each
+ * server's instructions under its name), the lists are the merged ones, a tool is decided by what its own
+ * server's Session knows of it (Aggregator.toolFacts), and the bridge's tasks extension and MRTR rounds
+ * work on the ids and requests the aggregator gives it, whichever server they come from. The bridge's
+ * requests reach the aggregator as messages on the channel between them: the Sessions behind it serve one
+ * caller each (the stdio client, or the one HTTP caller whose bridge this is), who stands for them all.
+ */
+import { serialize } from '../protocol/exact-ids.js';
+import { ALL_VERSIONS } from '../protocol/versions.js';
+import type { Logger } from 'pino';
+import { ModernBridge } from '../modern/bridge.js';
+import type { ToolFacts } from '../modern/bridge-call.js';
+import {
+  MODERN_INPUT_WAIT_MS,
+  MODERN_LISTEN_SHARES,
+  MODERN_PARKED_SHARES,
+  TASKGATE_INFO,
+  modernTaskShares,
+} from '../modern/defaults.js';
+import type { SessionOptions } from '../session/session.js';
+import type { Channel } from '../transport/channel.js';
+import { memoryChannelPair } from '../transport/memory-channel.js';
+
+export interface AggregatorBridge {
+  bridge: ModernBridge;
+  /** The channel the aggregator is to serve: the bridge is its client. */
+  aggregatorSide: Channel;
+}
+
+/**
+ * A started bridge, the client of an aggregator yet to be put on `aggregatorSide`, whose toolFacts are
+ * `facts`. `given`: what a Session of this front is given (its id, the task store, the audit log), for the
+ * bridge's own share of it.
+ */
+export function aggregatorBridge(
+  facts: (name: string) => ToolFacts,
+  logger: Logger,
+  given: Pick<SessionOptions, 'id' | 'store' | 'config' | 'audit'>,
+): AggregatorBridge {
+  const pair = memoryChannelPair();
+  const bridge = new ModernBridge({
+    legacyClient: pair.b,
+    // Its answer comes back on the channel, where the bridge takes it as any answer of its Session's.
+    session: { take: (request) => pair.b.sendRaw(serialize(request)) },
+    logger,
+    supportedVersions: ALL_VERSIONS,
+    replica: given.store.inputs?.self ?? given.id,
+    inputWaitMs: MODERN_INPUT_WAIT_MS,
+    parkedShares: MODERN_PARKED_SHARES,
+    listenShares: MODERN_LISTEN_SHARES,
+    clientInfo: TASKGATE_INFO,
+    toolFacts: facts,
+    taskShares: modernTaskShares(given.config.tasks.maxTasks),
+    ...(given.store.inputs === undefined ? {} : { taskInputs: given.store.inputs }),
+    // Limits are each server's Session's to count (upstreams.<name>.limits), as for a 2025 client.
+    defaultCaller: `aggregate:${given.id}`,
+    ...(given.audit === undefined ? {} : { audit: { log: given.audit, session: given.id } }),
+  });
+  bridge.start();
+  return { bridge, aggregatorSide: pair.a };
+}

@@ -1,0 +1,194 @@
+/**
+ * 2026-07-28 clients through the HTTP front in front of several servers (issue 32), in the test's own
+ * process: startHttpGateway with `upstreams` of two SDK 1.x servers on real sockets (in-process-http.ts),
+ * one without tasks (taskgate augments it) and one with v1 tasks of its own. In front, a pinned SDK v2
+ * client (discover, the merged lists, calls, an elicitation as MRTR) and 2026-07-28 requests by hand with
+ * the tasks extension declared (modern-raw.ts): a task on each server, read and cancelled by tasks/get and
+ * tasks/cancel under its prefixed id.
+ */
+import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { resolveConfig } from '../../src/config/load.js';
+import { startHttpGateway } from '../../src/http-proxy.js';
+import { PrometheusMetrics } from '../../src/observability/metrics.js';
+import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
+import { fakeServer, textResult, type FakeTool } from '../helpers/in-process.js';
+import { serveInProcess } from '../helpers/in-process-http.js';
+import { connectModern, type ModernConnection } from '../helpers/modern-client.js';
+import { EXTENSION_META, modernRequest, type ModernAnswer } from '../helpers/modern-raw.js';
+import { textOf } from '../helpers/tool-results.js';
+
+const closing: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const close of closing.splice(0).reverse()) await close();
+});
+
+const echoOf = (server: string): FakeTool => ({
+  name: 'echo',
+  run: (args) => textResult(`${server}: ${String(args.text)}`),
+});
+
+/** Works until its call is cancelled (or 60 s). */
+const waitOf = (server: string): FakeTool => ({
+  name: 'wait',
+  run: async (_args, extra) => {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 60_000);
+      extra.signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    return textResult(`${server} waited`);
+  },
+});
+
+const asking: FakeTool = {
+  name: 'ask',
+  run: async (_args, extra) => {
+    const answer = await extra.sendRequest(
+      {
+        method: 'elicitation/create',
+        params: { message: 'go on?', requestedSchema: { type: 'object', properties: {} } },
+      },
+      ElicitResultSchema,
+    );
+    return textResult(`told ${answer.action}`);
+  },
+};
+
+const ALICE = { token: 'alice-token-0123456789', subject: 'alice' };
+const BOB = { token: 'bob-token-0123456789ab', subject: 'bob' };
+const as = (caller: { token: string }) => ({ authorization: `Bearer ${caller.token}` });
+
+/**
+ * The gateway in front of `plain` (no tasks) and `native` (v1 tasks of its own), each over HTTP; `callers`:
+ * the static tokens it knows callers by (none: callers are not identified).
+ */
+async function gateway(callers: { token: string; subject: string }[] = []): Promise<URL> {
+  const servers: Record<string, FakeTool[]> = {
+    plain: [echoOf('plain'), asking, waitOf('plain')],
+    native: [
+      { ...echoOf('native'), taskSupport: 'optional' },
+      { ...waitOf('native'), taskSupport: 'optional' },
+    ],
+  };
+  const upstreams: Record<string, { url: string; era: 'legacy' }> = {};
+  for (const [name, tools] of Object.entries(servers)) {
+    const http = await serveInProcess(() => fakeServer(tools).server, name);
+    closing.push(() => http.close());
+    upstreams[name] = { url: http.url, era: 'legacy' };
+  }
+  const config = resolveConfig({ http: { listen: '127.0.0.1:0' }, upstreams, auth: { tokens: callers } });
+  const store = new MemoryTaskStore({ maxTasks: 100, maxResultBytes: 1_000_000 });
+  const running = await startHttpGateway(
+    config,
+    pino({ level: 'silent' }),
+    store,
+    new PrometheusMetrics({ defaultMetrics: false, servers: true }),
+  );
+  closing.push(async () => {
+    await running.close();
+    await store.close();
+  });
+  return running.url;
+}
+
+async function connected(url: URL, asked: string[] = []): Promise<ModernConnection> {
+  const connection = await connectModern(
+    { url },
+    {
+      onElicit: (params) => {
+        asked.push(params.message);
+        return { action: 'accept', content: {} };
+      },
+    },
+  );
+  closing.push(() => connection.close());
+  return connection;
+}
+
+/** tasks/get until the task is terminal (bounded), as the requester polls. */
+async function settled(url: URL, taskId: string): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const got = resultOf(await modernRequest(url, 'tasks/get', { taskId }));
+    if (['completed', 'failed', 'cancelled'].includes(String(got.status))) return got;
+    if (Date.now() > deadline) throw new Error(`task ${taskId} still ${String(got.status)}`);
+    await new Promise((resolve) => setTimeout(resolve, Number(got.pollIntervalMs ?? 50)));
+  }
+}
+
+function resultOf(answer: ModernAnswer): Record<string, unknown> {
+  if (answer.result === undefined) throw new Error(`an error: ${JSON.stringify(answer.error)}`);
+  return answer.result;
+}
+
+describe('2026-07-28 clients through the HTTP front in front of several servers (issue 32)', () => {
+  it('discovers taskgate with the servers’ capabilities, lists their tools with prefixes and calls each', async () => {
+    const url = await gateway();
+    const { client } = await connected(url);
+    expect(client.getProtocolEra()).toBe('modern');
+    expect(client.getServerVersion()).toMatchObject({ name: 'taskgate' });
+    expect(client.getServerCapabilities()).toMatchObject({
+      tools: {},
+      extensions: { 'io.modelcontextprotocol/tasks': {} },
+    });
+    const names = (await client.listTools()).tools.map((tool) => tool.name);
+    expect(names.sort()).toEqual([
+      'native__echo',
+      'native__wait',
+      'plain__ask',
+      'plain__echo',
+      'plain__wait',
+    ]);
+    expect(textOf(await client.callTool({ name: 'plain__echo', arguments: { text: 'a' } }))).toBe('plain: a');
+    expect(textOf(await client.callTool({ name: 'native__echo', arguments: { text: 'b' } }))).toBe(
+      'native: b',
+    );
+  });
+
+  it('puts a server’s elicitation to the caller whose call raised it, as MRTR', async () => {
+    const url = await gateway();
+    const asked: string[] = [];
+    const { client } = await connected(url, asked);
+    expect(textOf(await client.callTool({ name: 'plain__ask', arguments: {} }))).toBe('told accept');
+    expect(asked).toEqual(['go on?']);
+  });
+
+  it('runs a task on each server for a client with the tasks extension, read and cancelled by its prefixed id', async () => {
+    const url = await gateway();
+    for (const server of ['plain', 'native']) {
+      const created = resultOf(
+        await modernRequest(url, 'tools/call', { name: `${server}__echo`, arguments: { text: 't' } }),
+      );
+      expect(created).toMatchObject({ resultType: 'task', status: 'working' });
+      const taskId = String(created.taskId);
+      expect(taskId.startsWith(`${server}__`)).toBe(true);
+      const done = await settled(url, taskId);
+      expect(done).toMatchObject({ status: 'completed', result: { content: [{ text: `${server}: t` }] } });
+
+      const waiting = resultOf(
+        await modernRequest(url, 'tools/call', { name: `${server}__wait`, arguments: {} }),
+      );
+      expect(waiting.resultType).toBe('task');
+      resultOf(await modernRequest(url, 'tasks/cancel', { taskId: waiting.taskId }));
+      expect(await settled(url, String(waiting.taskId))).toMatchObject({ status: 'cancelled' });
+    }
+  });
+
+  it('binds each caller’s servers to that caller: another caller’s task is not found, on either server', async () => {
+    const url = await gateway([ALICE, BOB]);
+    const call = (caller: typeof ALICE, method: string, params: Record<string, unknown>) =>
+      modernRequest(url, method, params, EXTENSION_META, as(caller));
+    for (const server of ['plain', 'native']) {
+      const created = resultOf(await call(ALICE, 'tools/call', { name: `${server}__wait`, arguments: {} }));
+      const taskId = String(created.taskId);
+      expect(resultOf(await call(ALICE, 'tasks/get', { taskId })).status).toBe('working');
+      const refused = await call(BOB, 'tasks/get', { taskId });
+      expect(refused.error?.code, server).toBe(-32602);
+      resultOf(await call(ALICE, 'tasks/cancel', { taskId }));
+    }
+  });
+});
