@@ -130,6 +130,10 @@ export class Correlation<Entry, Origin = never> {
   private forget(key: Key, slot: Slot<Entry, Origin>): void {
     this.byWireId.delete(key);
     if (slot.timer !== undefined) clearTimeout(slot.timer);
+    this.unindex(key, slot);
+  }
+
+  private unindex(key: Key, slot: Slot<Entry, Origin>): void {
     if (slot.origin === undefined || slot.originKey === undefined) return;
     const ids = this.byOrigin.get(slot.origin);
     if (ids?.get(slot.originKey) !== key) return;
@@ -173,6 +177,26 @@ export class Correlation<Entry, Origin = never> {
       if (slot.origin === from && slot.originKey === originKey) return key;
     }
     return undefined;
+  }
+
+  /** The wire ids of what `origin` has in flight (a linear scan: for an origin that goes). */
+  wireIdsOf(origin: Origin): RequestId[] {
+    const ids: RequestId[] = [];
+    for (const slot of this.byWireId.values()) if (slot.origin === origin) ids.push(slot.id);
+    return ids;
+  }
+
+  /**
+   * The origin stops waiting for the request that went as `wireId`; the request stays in flight (its
+   * answer is nobody's, or is taken by taskgate itself).
+   */
+  letGo(wireId: RequestId): void {
+    const key = idKey(wireId);
+    const slot = this.byWireId.get(key);
+    if (slot === undefined) return;
+    this.unindex(key, slot);
+    slot.origin = undefined;
+    slot.originKey = undefined;
   }
 
   /**
