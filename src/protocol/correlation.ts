@@ -350,11 +350,13 @@ export class ProgressTokens<Owner> {
     return this.live.get(idKey(wireToken));
   }
 
-  /** What `wireToken` reported on is over; `owner`: only if it is still that one's. */
+  /**
+   * What `wireToken` reported on is over (remembered as ended even when nobody heard it any more); `owner`:
+   * only if it is still that one's.
+   */
   end(wireToken: string | number, owner?: Owner): void {
     const key = idKey(wireToken);
-    const live = this.live.get(key);
-    if (live === undefined || (owner !== undefined && live.owner !== owner)) return;
+    if (owner !== undefined && this.live.get(key)?.owner !== owner) return;
     this.live.delete(key);
     this.ended.delete(key);
     if (this.ended.size >= ENDED_TOKENS_KEPT) this.ended.delete(this.ended.values().next().value!);
