@@ -259,17 +259,17 @@ interface Sent {
 describe('the correlation engine (issue 28)', () => {
   it('numbers the requests of many origins on one connection apart, and gives each answer back under its own id', () => {
     const table = new Correlation<Sent, string>({ renumber: true, mint: (n) => n + 1 });
-    const alice = readRequest('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}');
-    const bob = readRequest('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"b"}}');
+    const alice = readRequest('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a"}}');
+    const bob = readRequest('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"b"}}');
     const aliceWire = table.forward(alice.id, { method: alice.method }, 'alice');
     const bobWire = table.forward(bob.id, { method: bob.method }, 'bob');
     expect([aliceWire, bobWire]).toEqual([1, 2]);
     // The peer answers Bob's first.
     const answer = readResponse(`{"jsonrpc":"2.0","id":${bobWire},"result":{"content":[]}}`);
-    expect(table.originOf(answer.id!)).toEqual({ origin: 'bob', id: 1 });
+    expect(table.originOf(answer.id!)).toEqual({ origin: 'bob', id: 7 });
     expect(table.take(answer.id!)).toEqual({ method: 'tools/call' });
-    expect(table.wireIdOf(1, 'alice')).toBe(aliceWire);
-    expect(table.wireIdOf(1, 'bob')).toBeUndefined();
+    expect(table.wireIdOf(7, 'alice')).toBe(aliceWire);
+    expect(table.wireIdOf(7, 'bob')).toBeUndefined();
   });
 
   it('keeps a forwarded id that is free, so the request goes as its own bytes', () => {
@@ -356,6 +356,20 @@ describe('the correlation engine (issue 28)', () => {
       message: 'Upstream server unavailable: the server exited',
     });
     expect([table.size, table.indexed, inbound.size]).toEqual([0, 0, 1]);
+  });
+
+  it('lets an origin stop waiting for a request that stays in flight, so neither its cancellation nor its going finds it', () => {
+    const table = new Correlation<Sent, string>({ renumber: true, mint: (n) => n + 1 });
+    table.forward(3, { method: 'resources/subscribe' }, 'alice');
+    table.forward(4, { method: 'tools/call' }, 'alice');
+    expect(table.wireIdsOf('alice')).toEqual([1, 2]);
+    table.letGo(1);
+    expect(table.wireIdsOf('alice')).toEqual([2]);
+    expect(table.withdraw(3, 'alice')).toBeUndefined();
+    expect(table.takeOrigin('alice')).toEqual([[2, { method: 'tools/call' }]]);
+    expect(table.originOf(1)).toBeUndefined();
+    expect(table.take(1)).toEqual({ method: 'resources/subscribe' });
+    expect([table.size, table.indexed]).toEqual([0, 0]);
   });
 
   it('keeps an id beyond 2^53 exactly, out and back', () => {
