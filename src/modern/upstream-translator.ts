@@ -8,11 +8,13 @@
  * An upstream that serves the tasks extension is shown as a 2025 server with tasks (upstream-v2-tasks.ts).
  */
 import type { Logger } from 'pino';
+import { Correlation, cancellation, goneError } from '../protocol/correlation.js';
 import { ErrorCode } from '../protocol/errors.js';
 import { serialize } from '../protocol/exact-ids.js';
 import { readHanded } from '../protocol/read-message.js';
 import {
   errorResponse,
+  isId,
   isObject,
   successResponse,
   type JsonObject,
@@ -64,17 +66,28 @@ interface InputRound {
   answers: JsonObject;
 }
 
+/** What is in flight upstream: a request of the Session's, or one of taskgate's own and what takes its answer. */
+type Upstream = { call: InFlight } | { method: string; settle: (answer: TaskOutcome) => void };
+
 export class ModernUpstreamTranslator implements Channel {
   readonly takesCallerCapabilities = true;
   get wireVersion(): string {
     return this.version;
   }
   private handlers: ChannelHandlers | undefined;
-  /** Requests sent upstream, by the id they went with. */
-  private readonly inFlight = new Map<string, InFlight>();
+  /**
+   * Requests sent upstream, by the id they went with: the Session's (under the id it gave them, for its
+   * cancellations) and taskgate's own, which wait OWN_CALL_TIMEOUT_MS at most.
+   */
+  private readonly inFlight = new Correlation<Upstream>({
+    renumber: true,
+    mint: (n, own) => `taskgate-${own ? 'own-' : ''}${n + 1}`,
+    deadline: { expired: (id, entry, afterMs) => this.ownCallExpired(id, entry, afterMs) },
+  });
   /** Input requests put to the client, by their id: the round and the key they answer. */
-  private readonly asked = new Map<string, { round: InputRound; key: string }>();
-  private nextId = 1;
+  private readonly asked = new Correlation<{ round: InputRound; key: string }>({
+    mint: (n) => `taskgate-input-${n + 1}`,
+  });
   private clientCapabilities: JsonObject = {};
   private clientInfo: JsonObject | undefined;
   /**
@@ -83,8 +96,6 @@ export class ModernUpstreamTranslator implements Channel {
    * 2026-07-28 one sends nothing to a request without a logLevel.
    */
   private logLevel: string | undefined;
-  /** taskgate's own requests upstream, by id: what to do with the answer. */
-  private readonly ownCalls = new Map<string, (answer: TaskOutcome) => void>();
   /** The upstream's tasks extension, as 2025 tasks; undefined when its discovery declares none. */
   private readonly tasks: V2UpstreamTasks | undefined;
   /** The listen held open upstream for list changes and the Session's resource subscriptions. */
@@ -144,13 +155,13 @@ export class ModernUpstreamTranslator implements Channel {
     const { method, params } = message.msg;
     if (method === 'notifications/cancelled') {
       if (this.tasks?.cancelled(params?.requestId)) return;
-      const call = [...this.inFlight.entries()].find(([, each]) => each.sessionId === params?.requestId);
-      if (call === undefined) return;
-      this.inFlight.delete(call[0]);
+      const requestId = params?.requestId;
+      const withdrawn = isId(requestId) ? this.inFlight.withdraw(requestId) : undefined;
+      if (withdrawn === undefined) return;
       this.inner.send({
         jsonrpc: '2.0',
         method,
-        params: { ...params, requestId: call[0], _meta: this.meta(undefined) },
+        params: { ...params, requestId: withdrawn[0], _meta: this.meta(undefined) },
       });
     }
     // notifications/initialized and roots/list_changed have no 2026-07-28 counterpart to send.
@@ -172,12 +183,9 @@ export class ModernUpstreamTranslator implements Channel {
 
   /** The upstream is gone: nothing in flight will be answered; taskgate's own calls fail with `reason`. */
   private forgetAll(reason: string): void {
-    this.inFlight.clear();
-    this.asked.clear();
-    const calls = [...this.ownCalls.values()];
-    this.ownCalls.clear();
-    const error = { code: ErrorCode.UpstreamUnavailable, message: `Upstream server unavailable: ${reason}` };
-    for (const settle of calls) settle({ error });
+    this.asked.drain();
+    const error = goneError('upstream', reason);
+    for (const entry of this.inFlight.drain()) if ('settle' in entry) entry.settle({ error });
     this.tasks?.closed();
   }
 
@@ -233,8 +241,7 @@ export class ModernUpstreamTranslator implements Channel {
   }
 
   private sendUpstream(call: InFlight, params: JsonObject | undefined): void {
-    const id = `taskgate-${this.nextId++}`;
-    this.inFlight.set(id, call);
+    const id = this.inFlight.forward(call.sessionId, { call });
     const { task: _task, ...rest } = params ?? {};
     this.inner.send({
       jsonrpc: '2.0',
@@ -246,22 +253,8 @@ export class ModernUpstreamTranslator implements Channel {
 
   /** A request of taskgate's own, declaring the tasks extension; answered, timed out, or ended by a close. */
   private ownCall(method: string, params: JsonObject): Promise<TaskOutcome> {
-    const id = `taskgate-own-${this.nextId++}`;
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.ownCalls.delete(id);
-        const message = `Upstream server did not answer ${method} within ${OWN_CALL_TIMEOUT_MS} ms`;
-        this.inner.send({
-          jsonrpc: '2.0',
-          method: 'notifications/cancelled',
-          params: { requestId: id, reason: message, _meta: this.meta(undefined) },
-        });
-        resolve({ error: { code: ErrorCode.UpstreamUnavailable, message } });
-      }, OWN_CALL_TIMEOUT_MS).unref();
-      this.ownCalls.set(id, (answer) => {
-        clearTimeout(timer);
-        resolve(answer);
-      });
+      const id = this.inFlight.own({ method, settle: resolve }, OWN_CALL_TIMEOUT_MS);
       this.inner.send({
         jsonrpc: '2.0',
         id,
@@ -269,6 +262,14 @@ export class ModernUpstreamTranslator implements Channel {
         params: { ...params, _meta: this.meta(undefined, true) },
       });
     });
+  }
+
+  /** One of taskgate's own requests the upstream did not answer in time: it is told to stop, and it fails. */
+  private ownCallExpired(id: RequestId, entry: Upstream, afterMs: number): void {
+    if (!('settle' in entry)) return;
+    const message = `Upstream server did not answer ${entry.method} within ${afterMs} ms`;
+    this.inner.send(cancellation(id, message, this.meta(undefined)));
+    entry.settle({ error: { code: ErrorCode.UpstreamUnavailable, message } });
   }
 
   private meta(own: JsonObject | undefined, asTask = false): JsonObject {
@@ -360,15 +361,12 @@ export class ModernUpstreamTranslator implements Channel {
       return;
     }
     const response = message.msg;
-    const id = String(response.id);
-    const own = this.ownCalls.get(id);
-    if (own !== undefined) {
-      this.ownCalls.delete(id);
-      return own('error' in response ? { error: response.error } : { result: response.result });
+    const entry = response.id === null ? undefined : this.inFlight.take(response.id);
+    if (entry === undefined) return;
+    if ('settle' in entry) {
+      return entry.settle('error' in response ? { error: response.error } : { result: response.result });
     }
-    const call = this.inFlight.get(id);
-    if (call === undefined) return;
-    this.inFlight.delete(id);
+    const { call } = entry;
     if ('error' in response) return this.answerSession(call, { error: response.error });
     const { result } = response;
     if (result.resultType === 'input_required') return this.askClient(call, result);
@@ -415,9 +413,8 @@ export class ModernUpstreamTranslator implements Channel {
     const arrival: Arrival = { onStreamOf: call.sessionId };
     for (const key of keys) {
       const input = inputRequests[key];
-      const id = `taskgate-input-${this.nextId++}`;
+      const id = String(this.asked.own({ round, key }));
       round.waiting.set(id, key);
-      this.asked.set(id, { round, key });
       const ask = isObject(input) ? input : {};
       this.handlers?.message(
         Buffer.from(serialize({ jsonrpc: '2.0', id, method: ask.method, params: ask.params ?? {} })),
@@ -427,15 +424,13 @@ export class ModernUpstreamTranslator implements Channel {
   }
 
   private inputAnswered(response: Response): void {
-    const id = String(response.id);
-    const asked = this.asked.get(id);
+    const asked = response.id === null ? undefined : this.asked.take(response.id);
     if (asked === undefined) return;
-    this.asked.delete(id);
     const { round, key } = asked;
-    round.waiting.delete(id);
+    round.waiting.delete(String(response.id));
     if ('error' in response) {
       // MRTR carries results only: a client that could not answer ends the request.
-      for (const other of round.waiting.keys()) this.asked.delete(other);
+      for (const other of round.waiting.keys()) this.asked.take(other);
       return this.answerSession(round.call, {
         error: {
           code: ErrorCode.InternalError,

@@ -3,12 +3,11 @@
  * yet — the upstream's requests relayed to it, and taskgate's own (a client-side task's request) — so
  * that ids never collide, and whatever the client can no longer answer is ended in one place.
  */
-import { ErrorCode } from '../protocol/errors.js';
+import { Correlation, cancellation, goneError } from '../protocol/correlation.js';
 import { errorResponse, type JsonObject, type Request, type RequestId } from '../protocol/messages.js';
 import type { OwnCall } from '../tasks/own-call.js';
 import type { Channel, Route } from '../transport/channel.js';
 import { dropCall, placeCall, type OwnPending } from './own-calls.js';
-import { PendingRequests } from './pending.js';
 
 /** A request of the upstream's relayed to the client. */
 export interface Relayed {
@@ -25,7 +24,7 @@ export interface Relayed {
 type ClientPending = Relayed | OwnPending;
 
 export class ClientPeer {
-  private readonly pending = new PendingRequests<ClientPending>();
+  private readonly pending = new Correlation<ClientPending>();
 
   constructor(readonly channel: Channel) {}
 
@@ -50,10 +49,7 @@ export class ClientPeer {
 
   /** Stops waiting for a relayed request the upstream cancelled: the id the client knows it by, if awaited. */
   withdraw(upstreamId: RequestId): RequestId | undefined {
-    return this.pending.takeMatching(
-      upstreamId,
-      (entry) => entry.kind === 'upstream' && entry.upstreamId === upstreamId,
-    );
+    return this.pending.withdraw(upstreamId)?.[0];
   }
 
   /** A request of taskgate's own to the client. */
@@ -70,7 +66,7 @@ export class ClientPeer {
    * relayed requests are handed back, for the upstream to be told.
    */
   inputEnded(reason: string): { upstreamId: RequestId; error: { code: number; message: string } }[] {
-    const error = { code: ErrorCode.ClientUnavailable, message: `The client closed its input (${reason})` };
+    const error = goneError('client', `The client closed its input (${reason})`);
     const refused = [];
     for (const [, entry] of this.pending.takeWhere(() => true)) {
       if (entry.kind === 'own') entry.settle({ response: errorResponse(null, error), bytes: 0 });
@@ -86,10 +82,7 @@ export class ClientPeer {
   withdrawAllRelayed(reason: string): void {
     for (const [requestId, entry] of this.pending.takeWhere((pending) => pending.kind === 'upstream')) {
       if (entry.kind !== 'upstream' || entry.asTask) continue;
-      this.channel.send(
-        { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason } },
-        entry.route,
-      );
+      this.channel.send(cancellation(requestId, reason), entry.route);
     }
   }
 }

@@ -3,6 +3,7 @@
  * the progress token it carries, the task it names, or (a server-to-client request during a task) the one
  * task it can only be about. Over Streamable HTTP the answer picks the stream a message goes on.
  */
+import { ProgressTokens } from '../protocol/correlation.js';
 import {
   RELATED_TASK_META,
   idKey,
@@ -26,26 +27,24 @@ export interface CorrelatorLookups {
   soleRunningTask(): string | undefined;
 }
 
-/** How many ended progress tokens, and tokens of the upstream's own tasks, are remembered at most. */
+/** How many tokens of the upstream's own tasks are remembered at most. */
 const TOKENS_KEPT = 1024;
 
 /** The server-to-client requests a task's call makes for input. */
 const TASK_INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage']);
 
 export class Correlator {
-  /** Progress token → the client request that gave it, while that request is in flight. */
-  private readonly progressOwners = new Map<string | number, RequestId>();
+  /**
+   * Progress token → the client request that gave it, while that request is in flight; and the tokens
+   * whose request was answered or cancelled, or whose task ended: the client hears no more progress of them.
+   */
+  private readonly progress = new ProgressTokens<RequestId>();
   /** The other way round: client request → its progress token, to forget it in one step when answered. */
   private readonly progressTokenOf = new Map<string | number, string | number>();
   /** Task → the client's open tasks/result of it, where related messages belong. */
   private readonly openTaskResults = new Map<string, RequestId>();
   /** Ids of plain tools/call requests in flight upstream, to know when an upstream request is unambiguous. */
   private readonly plainToolCalls = new Set<string | number>();
-  /**
-   * Progress tokens whose request was answered or cancelled, or whose task ended: the client hears no
-   * more progress of them. The most recent TOKENS_KEPT.
-   */
-  private readonly endedTokens = new Set<string | number>();
   /** The upstream's own tasks made by a client request with a progress token: its progress lasts as long as they run. */
   private readonly tokenOfTask = new Map<string, string | number>();
   private readonly taskOfToken = new Map<string | number, string>();
@@ -56,9 +55,8 @@ export class Correlator {
   requestOpened(id: RequestId, params: JsonObject | undefined): void {
     const token = metaOf(params)?.progressToken;
     if (typeof token !== 'string' && typeof token !== 'number') return;
-    this.progressOwners.set(idKey(token), id);
-    this.progressTokenOf.set(idKey(id), idKey(token));
-    this.endedTokens.delete(idKey(token));
+    this.progress.open(token, id);
+    this.progressTokenOf.set(idKey(id), token);
   }
 
   /** The client request is answered or cancelled: its token routes nowhere now. */
@@ -67,9 +65,7 @@ export class Correlator {
     const token = this.progressTokenOf.get(idKey(id));
     if (token === undefined) return;
     this.progressTokenOf.delete(idKey(id));
-    if (this.progressOwners.get(token) !== id) return;
-    this.progressOwners.delete(token);
-    keep(this.endedTokens, token);
+    this.progress.end(token, id);
   }
 
   /**
@@ -81,7 +77,7 @@ export class Correlator {
     if (token === undefined) return;
     if (this.tokenOfTask.size >= TOKENS_KEPT) this.upstreamTaskEnded(this.tokenOfTask.keys().next().value!);
     this.tokenOfTask.set(taskId, token);
-    this.taskOfToken.set(token, taskId);
+    this.taskOfToken.set(idKey(token), taskId);
   }
 
   /** A description of an upstream task went by: once it is terminal, so is its progress. */
@@ -97,19 +93,19 @@ export class Correlator {
     const token = this.tokenOfTask.get(taskId);
     if (token === undefined) return;
     this.tokenOfTask.delete(taskId);
-    if (this.taskOfToken.get(token) === taskId) this.taskOfToken.delete(token);
-    keep(this.endedTokens, token);
+    if (this.taskOfToken.get(idKey(token)) === taskId) this.taskOfToken.delete(idKey(token));
+    // Still the request's while it is open: its end ends the token.
+    if (this.progress.ownerOf(token) === undefined) this.progress.end(token);
   }
 
   /** Whether progress with this token comes after the end of what it reported on, so nobody is to hear it. */
   progressIsOver(token: string | number): boolean {
-    const key = idKey(token);
-    return this.endedTokens.has(key) && !this.progressOwners.has(key) && !this.taskOfToken.has(key);
+    return this.progress.isOver(token) && !this.taskOfToken.has(idKey(token));
   }
 
   /** @internal How many client requests' progress tokens are held (tests: none once all are answered). */
   get tokensHeld(): number {
-    return this.progressTokenOf.size + this.progressOwners.size;
+    return this.progressTokenOf.size + this.progress.size;
   }
 
   /** The client's tasks/result of a task is open; the returned function closes it. */
@@ -151,7 +147,7 @@ export class Correlator {
     }
     const token = metaOf(params)?.progressToken ?? params?.progressToken;
     if (typeof token === 'string' || typeof token === 'number') {
-      const owner = this.progressOwners.get(idKey(token));
+      const owner = this.progress.ownerOf(token)?.owner;
       if (owner !== undefined) return { relatedTo: owner };
     }
     const tag = metaOf(params)?.[RELATED_TASK_META];
@@ -188,11 +184,4 @@ export class Correlator {
       ? this.lookups.soleRunningTask()
       : undefined;
   }
-}
-
-/** Adds `token` to `tokens` as its most recent, letting go of the oldest past TOKENS_KEPT. */
-function keep(tokens: Set<string | number>, token: string | number): void {
-  tokens.delete(token);
-  if (tokens.size >= TOKENS_KEPT) tokens.delete(tokens.values().next().value!);
-  tokens.add(token);
 }

@@ -1,11 +1,11 @@
 /**
  * Requests taskgate itself sends to a peer (polling an upstream task, running a task's tool call,
- * putting a client-side task's request to the client), sharing the peer's pending-request table so
- * their ids never collide with forwarded ones.
+ * putting a client-side task's request to the client), sharing the peer's table (protocol/correlation.ts)
+ * so their ids never collide with forwarded ones.
  */
+import { cancellation, type Correlation } from '../protocol/correlation.js';
 import type { JsonObject, RequestId } from '../protocol/messages.js';
 import type { Answer, OwnCall } from '../tasks/own-call.js';
-import type { PendingRequests } from './pending.js';
 
 /** A request taskgate sent itself; settled with the answer, or undefined once given up. */
 export interface OwnPending {
@@ -21,7 +21,7 @@ export type Send = (message: object) => void;
  * time (`timeoutMs` in place of the table's own); the table's owner says so to the peer and the call.
  */
 export function placeCall<Entry>(
-  table: PendingRequests<Entry | OwnPending>,
+  table: Correlation<Entry | OwnPending>,
   send: Send,
   method: string,
   params: JsonObject,
@@ -36,7 +36,7 @@ export function placeCall<Entry>(
 
 /** Gives up on one of taskgate's own calls: the peer is told, and the call settles with undefined. */
 export function dropCall<Entry>(
-  table: PendingRequests<Entry | OwnPending>,
+  table: Correlation<Entry | OwnPending>,
   send: Send | undefined,
   wireId: RequestId,
   reason: string,
@@ -45,7 +45,7 @@ export function dropCall<Entry>(
   if (!isOwn(entry)) return;
   table.take(wireId);
   entry.settle(undefined);
-  send?.({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: wireId, reason } });
+  send?.(cancellation(wireId, reason));
 }
 
 export const isOwn = (entry: unknown): entry is OwnPending =>

@@ -10,6 +10,7 @@
  */
 import { DEFAULT_REQUEST_TIMEOUT_MS } from '../config/schema.js';
 import type { RequestCaller } from '../protocol/caller.js';
+import { carriedCancellation } from '../protocol/correlation.js';
 import type { ProtocolError } from '../protocol/errors.js';
 import { methodNotFound } from '../protocol/errors.js';
 import { callableTools, taskListRefused, toolRefused } from '../security/access.js';
@@ -554,10 +555,7 @@ export class Session {
         const wireId = this.upstreamPeer.withdraw(requestId);
         if (wireId === undefined) return; // already answered, or never ours to forward
         this.correlator.plainCallEnded(wireId);
-        if (wireId !== requestId) {
-          this.upstream.send({ ...notification, params: { ...notification.params, requestId: wireId } });
-          return;
-        }
+        if (wireId !== requestId) return this.upstream.send(carriedCancellation(notification, wireId));
       }
     }
     this.upstream.sendRaw(raw);

@@ -7,6 +7,7 @@
  */
 import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/errors.js';
+import { Correlation, cancellation, goneError } from '../protocol/correlation.js';
 import { withIdAt } from '../protocol/envelope.js';
 import { handed } from '../protocol/exact-ids.js';
 import { errorResponse, type JsonObject, type Request, type RequestId } from '../protocol/messages.js';
@@ -14,7 +15,6 @@ import { scanJson } from '../protocol/scan.js';
 import type { OwnCall } from '../tasks/own-call.js';
 import type { Channel } from '../transport/channel.js';
 import { dropCall, placeCall, type OwnPending } from './own-calls.js';
-import { PendingRequests } from './pending.js';
 
 /** A client request forwarded upstream. */
 export interface Forwarded {
@@ -57,15 +57,17 @@ export class UpstreamPeer {
   private holding = false;
   /** Away, and not being restarted. */
   private goneForGood = false;
-  private readonly pending: PendingRequests<UpstreamPending>;
+  private readonly pending: Correlation<UpstreamPending>;
 
   constructor(
     readonly channel: Channel,
     private readonly options: UpstreamPeerOptions,
   ) {
-    this.pending = new PendingRequests<UpstreamPending>({
-      afterMs: options.requestTimeoutMs,
-      expired: (wireId, entry, afterMs) => this.timedOut(wireId, entry, afterMs),
+    this.pending = new Correlation<UpstreamPending>({
+      deadline: {
+        afterMs: options.requestTimeoutMs,
+        expired: (wireId, entry, afterMs) => this.timedOut(wireId, entry, afterMs),
+      },
     });
   }
 
@@ -85,10 +87,7 @@ export class UpstreamPeer {
 
   /** What a request that cannot go to the upstream now is answered. */
   unavailable(): UpstreamError {
-    return {
-      code: ErrorCode.UpstreamUnavailable,
-      message: `Upstream server unavailable: ${this.state.goneReason}`,
-    };
+    return goneError('upstream', String(this.state.goneReason));
   }
 
   /** A client request about to be forwarded, awaited from now on: the id it goes as. */
@@ -144,10 +143,7 @@ export class UpstreamPeer {
 
   /** Stops waiting for a forwarded request the client cancelled: the id it went as, if it is in flight. */
   withdraw(clientId: RequestId): RequestId | undefined {
-    return this.pending.takeMatching(
-      clientId,
-      (entry) => entry.kind === 'client' && entry.clientId === clientId,
-    );
+    return this.pending.withdraw(clientId)?.[0];
   }
 
   /** A request of taskgate's own (`timeoutMs` in place of upstream.requestTimeout). */
@@ -175,7 +171,7 @@ export class UpstreamPeer {
 
   /** Everything in flight is ended with the reason the upstream went away. */
   failInFlight(reason: string): void {
-    const error = { code: ErrorCode.UpstreamUnavailable, message: `Upstream server unavailable: ${reason}` };
+    const error = goneError('upstream', reason);
     for (const entry of this.pending.drain()) {
       if (entry.kind === 'own') entry.settle({ response: errorResponse(null, error), bytes: 0 });
       else
@@ -202,11 +198,7 @@ export class UpstreamPeer {
     this.options.logger.warn({ id: wireId }, message);
     // MCP never cancels initialize.
     if (entry.method !== 'initialize') {
-      this.channel.send({
-        jsonrpc: '2.0',
-        method: 'notifications/cancelled',
-        params: { requestId: wireId, reason: message },
-      });
+      this.channel.send(cancellation(wireId, message));
     }
     const error = { code: ErrorCode.UpstreamUnavailable, message };
     if (entry.kind === 'own') entry.settle({ response: errorResponse(wireId, error), bytes: 0 });

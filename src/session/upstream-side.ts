@@ -6,6 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
+import { carriedCancellation } from '../protocol/correlation.js';
 import { ErrorCode, type ProtocolError } from '../protocol/errors.js';
 import {
   RELATED_TASK_META,
@@ -382,14 +383,8 @@ export class UpstreamSide {
       if (typeof requestId === 'string' || typeof requestId === 'number') {
         if (this.servedForUpstream.cancel(requestId)) return;
         const wireId = this.parts.clientPeer.withdraw(requestId);
-        if (wireId !== undefined) {
-          if (wireId !== requestId) {
-            this.parts.client.send(
-              { ...notification, params: { ...notification.params, requestId: wireId } },
-              route,
-            );
-            return;
-          }
+        if (wireId !== undefined && wireId !== requestId) {
+          return this.parts.client.send(carriedCancellation(notification, wireId), route);
         }
       }
     }

@@ -7,6 +7,7 @@
  * belongs to (its id, its renewal after a 404) is the host's.
  */
 import type { Logger } from 'pino';
+import { Correlation } from '../protocol/correlation.js';
 import { ErrorCode, ProtocolError } from '../protocol/errors.js';
 import { idOfOversized } from '../protocol/frames.js';
 import { errorResponse, idKey, type RequestId } from '../protocol/messages.js';
@@ -131,17 +132,19 @@ export interface Call {
   seen: Set<string>;
   /** For taskgate's own calls (the initialize of a new session): the answer goes here, not to the session. */
   own?: { resolve(raw: Buffer): void; reject(error: Error): void };
+  /** Its key in the table of calls (its id, unless another call in flight has it). */
+  key: RequestId;
 }
 
 export class HttpCalls {
-  private readonly calls = new Set<Call>();
+  /** The calls in flight, the session's under the id it sent them with (its cancellations find them). */
+  private readonly calls = new Correlation<Call>();
 
   constructor(private readonly host: CallsHost) {}
 
   /** Ends the calls sent in session `generation`: they are lost with it, and nobody is told. */
   endGeneration(generation: number): void {
-    for (const call of [...this.calls]) {
-      if (call.generation !== generation) continue;
+    for (const [, call] of this.calls.takeWhere((each) => each.generation === generation)) {
       this.finish(call);
       call.controller.abort();
     }
@@ -149,7 +152,7 @@ export class HttpCalls {
 
   /** Ends every call: taskgate's own are rejected, the session's are its own to answer. */
   endAll(): void {
-    for (const call of [...this.calls]) {
+    for (const call of this.calls.drain()) {
       this.finish(call);
       call.controller.abort();
       call.own?.reject(new Error('closed'));
@@ -177,8 +180,9 @@ export class HttpCalls {
       resumes: 0,
       seen: new Set(),
       ...(own === undefined ? {} : { own }),
+      key: out.id,
     };
-    this.calls.add(call);
+    call.key = own === undefined ? this.calls.forward(out.id, call) : this.calls.own(call);
     if (out.opens) this.arm(call);
     return call;
   }
@@ -412,7 +416,7 @@ export class HttpCalls {
     call.done = true;
     clearTimeout(call.timer);
     clearTimeout(call.resumeTimer);
-    this.calls.delete(call);
+    if (this.calls.get(call.key) === call) this.calls.take(call.key);
   }
 
   /** Starts an initialize's timeout: from its sending to its answer, whatever arrives meanwhile. */
@@ -433,7 +437,7 @@ export class HttpCalls {
    * seen: it waits until the server has taken the request (bounded), then the request's stream is let go.
    */
   cancel(out: Outgoing, requestId: RequestId): void {
-    const call = [...this.calls].find((c) => !c.own && idKey(c.out.id) === idKey(requestId));
+    const call = this.calls.withdraw(requestId)?.[1];
     if (call === undefined) return this.host.background(this.postOneWay(out));
     this.finish(call);
     const held = Promise.race([call.taken, pause(CANCEL_HOLD_MAX_MS, new AbortController().signal)]);

@@ -17,8 +17,6 @@ import {
 } from '../protocol/messages.js';
 import type { Arrival, Channel, ChannelHandlers, CloseInfo, Route } from './channel.js';
 
-type Key = string | number;
-
 /** What a port asks of the multiplexer it belongs to. */
 export interface PortHost {
   readonly takesCallerCapabilities: boolean;
@@ -31,10 +29,6 @@ export interface PortHost {
 
 /** One client session's view of the shared upstream. */
 export class Port implements Channel {
-  /** Its requests on the shared connection: its own id's key → wire id. */
-  readonly inFlight = new Map<Key, number>();
-  /** The server's requests it has to answer: id key → id. */
-  readonly serverRequests = new Map<Key, RequestId>();
   /** What its client declared in its initialize (the server heard only the first port's). */
   capabilities: JsonObject | undefined;
   private handlers: ChannelHandlers | undefined;

@@ -17,6 +17,14 @@
  */
 import type { Logger } from 'pino';
 import { attribute, type Evidence } from '../protocol/attribution.js';
+import {
+  Correlation,
+  Inbound,
+  ProgressTokens,
+  cancellation,
+  carriedCancellation,
+  goneError,
+} from '../protocol/correlation.js';
 import { ErrorCode, type ProtocolError } from '../protocol/errors.js';
 import { CALLER_CAPABILITIES_META } from '../protocol/modern/meta.js';
 import { handed, withExactRequestId } from '../protocol/exact-ids.js';
@@ -48,7 +56,7 @@ import type {
 
 type Key = string | number;
 
-/** A request on the shared connection, under its wire id. */
+/** A request on the shared connection, under its wire id (its port is its origin in the engine). */
 interface InFlight {
   /** undefined: the multiplexer's own (an unsubscribe, a log level) or let go, whose answer nobody waits for. */
   port: Port | undefined;
@@ -68,10 +76,11 @@ const MAX_ELICITATIONS = 1_024;
 
 export class SharedUpstream implements PortHost {
   private readonly ports = new Set<Port>();
-  private readonly inFlight = new Map<Key, InFlight>();
-  private readonly progress = new Map<Key, { port: Port; token: RequestId }>();
+  /** Requests on the shared connection, each port's renumbered 1, 2, … so that no two collide. */
+  private readonly inFlight = new Correlation<InFlight, Port>({ renumber: true, mint: (n) => n + 1 });
+  private readonly progress = new ProgressTokens<Port>();
   /** The server's requests, by their id, to the port that has them. */
-  private readonly serverRequests = new Map<Key, Port>();
+  private readonly serverRequests = new Inbound<Port>();
   /** URL-mode elicitations by their elicitationId, to the port asked: its completion is for it alone. */
   private readonly elicitations = new Map<string, Port>();
   private readonly tasks: SharedTaskRules;
@@ -79,7 +88,6 @@ export class SharedUpstream implements PortHost {
   private readonly subscriptions: SharedSubscriptionRules;
   private handshake: Handshake = { phase: 'none' };
   private initializedSent = false;
-  private nextWireId = 1;
   private started = false;
   private gone: CloseInfo | undefined;
 
@@ -93,7 +101,7 @@ export class SharedUpstream implements PortHost {
     this.subscriptions = rules.subscriptions;
     this.tasks.bind({
       isOpen: (port) => this.ports.has(port),
-      progressEnded: (token) => void this.progress.delete(token),
+      progressEnded: (token) => this.progress.end(token),
     });
     this.levels.bind({
       logger,
@@ -105,12 +113,7 @@ export class SharedUpstream implements PortHost {
       release: (wireId) => this.release(wireId),
       drop: (wireId, reason) => {
         this.settle(wireId);
-        if (this.gone !== undefined) return;
-        this.upstream.send({
-          jsonrpc: '2.0',
-          method: 'notifications/cancelled',
-          params: { requestId: wireId, reason },
-        });
+        if (this.gone === undefined) this.upstream.send(cancellation(wireId, reason));
       },
     });
   }
@@ -204,7 +207,7 @@ export class SharedUpstream implements PortHost {
   private release(wireId: Key): void {
     const entry = this.inFlight.get(wireId);
     if (entry === undefined) return;
-    entry.port?.inFlight.delete(idKey(entry.id));
+    this.inFlight.letGo(wireId);
     entry.port = undefined;
   }
 
@@ -228,13 +231,14 @@ export class SharedUpstream implements PortHost {
 
   /** Sends the request upstream under a wire id of its own, which `registered` is told before it is sent. */
   private forward(port: Port | undefined, request: Request, registered?: (wireId: Key) => void): void {
-    const wireId = this.nextWireId++;
     const entry: InFlight = { port, id: request.id, method: request.method };
+    const wireId =
+      port === undefined ? this.inFlight.own(entry) : this.inFlight.forward(request.id, entry, port);
     let params = request.params;
     const token = metaOf(params)?.progressToken;
     if (port !== undefined && (typeof token === 'string' || typeof token === 'number')) {
       const wireToken = `taskgate-shared-progress-${wireId}`;
-      this.progress.set(wireToken, { port, token });
+      this.progress.open(wireToken, port, token);
       entry.progress = wireToken;
       params = withMeta(params, 'progressToken', wireToken);
     }
@@ -245,9 +249,7 @@ export class SharedUpstream implements PortHost {
         params = withMeta(params, CALLER_CAPABILITIES_META, capabilities);
       }
     }
-    this.inFlight.set(wireId, entry);
-    port?.inFlight.set(idKey(request.id), wireId);
-    registered?.(wireId);
+    registered?.(wireId as Key);
     this.upstream.send({ ...request, id: wireId, ...(params === undefined ? {} : { params }) });
   }
 
@@ -263,24 +265,20 @@ export class SharedUpstream implements PortHost {
     } else if (notification.method === 'notifications/cancelled') {
       const requestId = notification.params?.requestId;
       if (isId(requestId) && this.subscriptions.cancelled(port, idKey(requestId))) return;
-      const wireId = isId(requestId) ? port.inFlight.get(idKey(requestId)) : undefined;
+      const wireId = isId(requestId) ? this.inFlight.wireIdOf(requestId, port) : undefined;
       // A request answered here (a later initialize, a shared subscription) has nothing to cancel upstream.
       if (wireId === undefined) return;
       if (this.subscriptions.orphaned(wireId)) return;
       this.settle(wireId);
       this.abandoned(wireId);
-      return this.upstream.send({ ...notification, params: { ...notification.params, requestId: wireId } });
+      return this.upstream.send(carriedCancellation(notification, wireId));
     }
     this.passOn(notification, raw, route);
   }
 
   /** A port's answer to one of the server's requests: upstream as it is. */
   private portResponse(response: Response, raw: Buffer | string | undefined, route: Route | undefined): void {
-    if (response.id !== null) {
-      const key = idKey(response.id);
-      this.serverRequests.get(key)?.serverRequests.delete(key);
-      this.serverRequests.delete(key);
-    }
+    if (response.id !== null) this.serverRequests.answered(response.id);
     this.passOn(response, raw, route);
   }
 
@@ -294,33 +292,24 @@ export class SharedUpstream implements PortHost {
   detached(port: Port): void {
     if (!this.ports.delete(port)) return;
     this.subscriptions.leaving(port);
-    for (const [, wireId] of port.inFlight) {
+    for (const wireId of this.inFlight.wireIdsOf(port)) {
       if (this.gone === undefined && this.subscriptions.orphaned(wireId)) continue;
       const entry = this.settle(wireId);
       this.abandoned(wireId);
       // MCP never cancels initialize: its answer is the handshake of every port.
       if (entry === undefined || entry.method === 'initialize' || this.gone !== undefined) continue;
-      this.upstream.send({
-        jsonrpc: '2.0',
-        method: 'notifications/cancelled',
-        params: { requestId: wireId, reason: 'the client session closed' },
-      });
+      this.upstream.send(cancellation(wireId, 'the client session closed'));
     }
     if (this.handshake.phase === 'asked') {
       this.handshake.waiting = this.handshake.waiting.filter((waiting) => waiting.port !== port);
     }
-    for (const [key, token] of this.progress) if (token.port === port) this.progress.delete(key);
+    this.progress.dropOwner((owner) => owner === port);
     this.tasks.detached(port);
-    for (const [key, id] of port.serverRequests) {
-      this.serverRequests.delete(key);
+    for (const id of this.serverRequests.takeOrigin(port)) {
       this.upstream.send(
-        errorResponse(id, {
-          code: ErrorCode.ClientUnavailable,
-          message: 'The client session this request was sent to has closed',
-        }),
+        errorResponse(id, goneError('client', 'The client session this request was sent to has closed')),
       );
     }
-    port.serverRequests.clear();
     for (const [elicitationId, asked] of this.elicitations) {
       if (asked === port) this.elicitations.delete(elicitationId);
     }
@@ -330,12 +319,8 @@ export class SharedUpstream implements PortHost {
   }
 
   /** Forgets a request on the shared connection (answered, cancelled, or moot). */
-  private settle(wireId: Key): InFlight | undefined {
-    const entry = this.inFlight.get(wireId);
-    if (entry === undefined) return undefined;
-    this.inFlight.delete(wireId);
-    entry.port?.inFlight.delete(idKey(entry.id));
-    return entry;
+  private settle(wireId: RequestId): InFlight | undefined {
+    return this.inFlight.take(wireId);
   }
 
   // ── from the upstream ───────────────────────────────────────────────────────────────────────────
@@ -366,7 +351,7 @@ export class SharedUpstream implements PortHost {
     if (entry === undefined || wireId === null) return;
     const result = 'result' in response ? response.result : undefined;
     const seen = this.tasks.answered(entry.port, entry.method, result, entry.progress);
-    if (entry.progress !== undefined && !seen.keepsProgress) this.progress.delete(entry.progress);
+    if (entry.progress !== undefined && !seen.keepsProgress) this.progress.end(entry.progress);
     if (entry.method === 'initialize') this.initializeAnswered(response);
     this.subscriptions.answered(wireId, response);
     this.levels.answered(wireId, entry.port, response);
@@ -398,9 +383,7 @@ export class SharedUpstream implements PortHost {
       return;
     }
     const chosen = owner.to;
-    const key = idKey(request.id);
-    this.serverRequests.set(key, chosen);
-    chosen.serverRequests.set(key, request.id);
+    this.serverRequests.held(request.id, chosen);
     const elicitationId = request.method === 'elicitation/create' ? request.params?.elicitationId : undefined;
     if (typeof elicitationId === 'string') this.rememberElicitation(elicitationId, chosen);
     chosen.receive(raw, tied?.port === undefined ? undefined : { onStreamOf: tied.id }, handed(request));
@@ -433,18 +416,14 @@ export class SharedUpstream implements PortHost {
     switch (notification.method) {
       case 'notifications/progress': {
         const token = params?.progressToken;
-        const to = isId(token) ? this.progress.get(token) : undefined;
-        to?.port.deliver({ ...notification, params: { ...params, progressToken: to.token } });
+        const to = isId(token) ? this.progress.ownerOf(token) : undefined;
+        to?.owner.deliver({ ...notification, params: { ...params, progressToken: to.token } });
         return;
       }
       case 'notifications/cancelled': {
         const requestId = params?.requestId;
-        const key = isId(requestId) ? idKey(requestId) : undefined;
-        const port = key === undefined ? undefined : this.serverRequests.get(key);
-        if (key === undefined || port === undefined) return;
-        this.serverRequests.delete(key);
-        port.serverRequests.delete(key);
-        return port.receive(raw);
+        const port = isId(requestId) ? this.serverRequests.cancelled(requestId) : undefined;
+        return port?.receive(raw);
       }
       case 'notifications/resources/updated': {
         const uri = params?.uri;
@@ -491,7 +470,7 @@ export class SharedUpstream implements PortHost {
   private belongsTo(params: JsonObject | undefined, arrival: Arrival | undefined): Port | null | undefined {
     const stream = arrival?.onStreamOf;
     if (stream !== undefined) {
-      const entry = this.inFlight.get(idKey(stream));
+      const entry = this.inFlight.get(stream);
       if (entry === undefined) return null;
       if (entry.port !== undefined) return this.ports.has(entry.port) ? entry.port : null;
     }
@@ -515,11 +494,9 @@ export class SharedUpstream implements PortHost {
    * pending here is moot, and a restarted server holds no subscription and its default log level.
    */
   private upstreamClosed(info: CloseInfo): void {
-    for (const entry of this.inFlight.values()) entry.port?.inFlight.clear();
-    this.inFlight.clear();
+    this.inFlight.drain();
     this.progress.clear();
     this.tasks.upstreamClosed();
-    for (const port of this.serverRequests.values()) port.serverRequests.clear();
     this.serverRequests.clear();
     this.elicitations.clear();
     this.subscriptions.upstreamClosed();

@@ -1,0 +1,385 @@
+/**
+ * The correlation engine: the one place that keeps what is in flight with a peer taskgate talks to (the
+ * upstream over stdio or HTTP, a shared upstream's connection, a 2026-07-28 upstream behind the
+ * translator, the client). Every such table is a `Correlation`; what it owns:
+ *
+ * - **Wire ids.** A forwarded request keeps its own id whenever that is free (the common case rewrites
+ *   nothing); taskgate's own requests, forwarded ones whose id is taken, and every request of a table that
+ *   renumbers (many origins on one connection) get a fresh id that cannot collide. Ids never clash in
+ *   either direction; 1 and "1" are two ids, and an id beyond 2^53 (an alias inside: exact-ids.ts) is
+ *   kept as it is.
+ * - **Origins.** A forwarded request remembers who sent it and the id it had there, so that the origin's
+ *   cancellation finds it (`withdraw`) and an origin that goes hands back everything it had (`takeOrigin`).
+ * - **Deadlines.** An entry not answered in time is taken out and handed to `expired`: the one place where a
+ *   request stops waiting for a peer that does not answer.
+ * - **Cancellation both ways.** `cancellation` is the notifications/cancelled a peer is sent; `Inbound`
+ *   keeps the peer's own requests carried to an origin, so its cancellation (or the origin's going) reaches
+ *   the right one.
+ * - **Progress.** `ProgressTokens` maps the tokens on a peer's wire to the origin that gave them, for as
+ *   long as what they report on lasts, and remembers (bounded) the ones that ended.
+ * - **A gone peer.** `drain` hands back every entry, for each to be settled with the error it is owed
+ *   (`goneError`).
+ */
+import { randomBytes } from 'node:crypto';
+import { ErrorCode } from './errors.js';
+import { idKey, type JsonObject, type Notification, type RequestId } from './messages.js';
+
+type Key = string | number;
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The origin of a table whose requests all come from one sender (a session's one client). */
+const SOLE: unique symbol = Symbol('the sole origin');
+
+export interface Deadline<Entry> {
+  /** How long an entry may wait for its answer, counted from when it was registered (sent); none: unbounded. */
+  afterMs?: number;
+  expired(wireId: RequestId, entry: Entry, afterMs: number): void;
+}
+
+export interface CorrelationOptions<Entry> {
+  deadline?: Deadline<Entry>;
+  /** Every request gets a fresh id (one connection carries many origins, whose ids would collide). */
+  renumber?: boolean;
+  /** A fresh id from a counter; `own`: for one of taskgate's own requests. Default `taskgate-<hex>-<n>`. */
+  mint?: (counter: number, own: boolean) => RequestId;
+}
+
+interface Slot<Entry, Origin> {
+  id: RequestId;
+  entry: Entry;
+  origin: Origin | typeof SOLE | undefined;
+  originKey: Key | undefined;
+  timer: NodeJS.Timeout | undefined;
+}
+
+export class Correlation<Entry, Origin = never> {
+  private readonly byWireId = new Map<Key, Slot<Entry, Origin>>();
+  /** Origin → the key of the id it gave → the key of the wire id it went as. */
+  private readonly byOrigin = new Map<Origin | typeof SOLE, Map<Key, Key>>();
+  private readonly mint: (counter: number, own: boolean) => RequestId;
+  private counter = 0;
+
+  constructor(private readonly options: CorrelationOptions<Entry> = {}) {
+    const prefix = `taskgate-${randomBytes(4).toString('hex')}-`;
+    this.mint = options.mint ?? ((counter) => prefix + counter.toString(36));
+  }
+
+  /**
+   * Registers a forwarded request from `origin` (the table's sole one when left out): the id to send it
+   * with, its own unless taken (or the table renumbers). `timeoutMs` replaces the deadline for this one.
+   */
+  forward(id: RequestId, entry: Entry, origin?: Origin, timeoutMs?: number): RequestId {
+    const from = origin === undefined ? SOLE : origin;
+    const key = idKey(id);
+    if (this.options.renumber || this.byWireId.has(key)) return this.fresh(entry, false, from, id, timeoutMs);
+    this.register(key, id, entry, from, id, timeoutMs);
+    return id;
+  }
+
+  /** Registers a request of taskgate's own: its fresh id. */
+  own(entry: Entry, timeoutMs?: number): RequestId {
+    return this.fresh(entry, true, undefined, undefined, timeoutMs);
+  }
+
+  private fresh(
+    entry: Entry,
+    own: boolean,
+    origin: Origin | typeof SOLE | undefined,
+    originId: RequestId | undefined,
+    timeoutMs: number | undefined,
+  ): RequestId {
+    let id: RequestId;
+    do id = this.mint(this.counter++, own);
+    while (this.byWireId.has(idKey(id)));
+    this.register(idKey(id), id, entry, origin, originId, timeoutMs);
+    return id;
+  }
+
+  private register(
+    key: Key,
+    id: RequestId,
+    entry: Entry,
+    origin: Origin | typeof SOLE | undefined,
+    originId: RequestId | undefined,
+    timeoutMs: number | undefined,
+  ): void {
+    const originKey = originId === undefined ? undefined : idKey(originId);
+    const slot: Slot<Entry, Origin> = { id, entry, origin, originKey, timer: undefined };
+    this.byWireId.set(key, slot);
+    if (origin !== undefined && originKey !== undefined) {
+      let ids = this.byOrigin.get(origin);
+      if (ids === undefined) this.byOrigin.set(origin, (ids = new Map()));
+      // The first of two requests an origin sent with one id is the one its cancellation finds first.
+      if (!ids.has(originKey)) ids.set(originKey, key);
+    }
+    const deadline = this.options.deadline;
+    const afterMs = timeoutMs ?? deadline?.afterMs;
+    if (deadline === undefined || afterMs === undefined) return;
+    // Node's timers fire at once past 2^31 ms: a longer deadline (a task's ttl of weeks) waits that long.
+    slot.timer = setTimeout(
+      () => {
+        if (this.byWireId.get(key) !== slot) return;
+        this.forget(key, slot);
+        deadline.expired(id, entry, afterMs);
+      },
+      Math.min(afterMs, MAX_TIMER_MS),
+    ).unref();
+  }
+
+  private forget(key: Key, slot: Slot<Entry, Origin>): void {
+    this.byWireId.delete(key);
+    if (slot.timer !== undefined) clearTimeout(slot.timer);
+    this.unindex(key, slot);
+  }
+
+  private unindex(key: Key, slot: Slot<Entry, Origin>): void {
+    if (slot.origin === undefined || slot.originKey === undefined) return;
+    const ids = this.byOrigin.get(slot.origin);
+    if (ids?.get(slot.originKey) !== key) return;
+    ids.delete(slot.originKey);
+    if (ids.size === 0) this.byOrigin.delete(slot.origin);
+  }
+
+  get(wireId: RequestId): Entry | undefined {
+    return this.byWireId.get(idKey(wireId))?.entry;
+  }
+
+  /** The entry an answer with this id answers, no longer in flight. */
+  take(wireId: RequestId): Entry | undefined {
+    const key = idKey(wireId);
+    const slot = this.byWireId.get(key);
+    if (slot === undefined) return undefined;
+    this.forget(key, slot);
+    return slot.entry;
+  }
+
+  /** Who sent the request that went as `wireId`, and the id it had there, while it is in flight. */
+  originOf(wireId: RequestId): { origin: Origin | undefined; id: RequestId } | undefined {
+    const slot = this.byWireId.get(idKey(wireId));
+    if (slot?.origin === undefined || slot.originKey === undefined) return undefined;
+    return { origin: slot.origin === SOLE ? undefined : slot.origin, id: this.originIdOf(slot) };
+  }
+
+  /** The wire id of the request `origin` sent as `id`, while it is in flight. */
+  wireIdOf(id: RequestId, origin?: Origin): RequestId | undefined {
+    const key = this.wireKeyOf(id, origin);
+    return key === undefined ? undefined : this.byWireId.get(key)!.id;
+  }
+
+  private wireKeyOf(id: RequestId, origin: Origin | undefined): Key | undefined {
+    const from = origin === undefined ? SOLE : origin;
+    const originKey = idKey(id);
+    const indexed = this.byOrigin.get(from)?.get(originKey);
+    if (indexed !== undefined) return indexed;
+    // A second request sent with one id while the first was in flight is not indexed: found by a scan.
+    for (const [key, slot] of this.byWireId) {
+      if (slot.origin === from && slot.originKey === originKey) return key;
+    }
+    return undefined;
+  }
+
+  /** The wire ids of what `origin` has in flight (a linear scan: for an origin that goes). */
+  wireIdsOf(origin: Origin): RequestId[] {
+    const ids: RequestId[] = [];
+    for (const slot of this.byWireId.values()) if (slot.origin === origin) ids.push(slot.id);
+    return ids;
+  }
+
+  /**
+   * The origin stops waiting for the request that went as `wireId`; the request stays in flight (its
+   * answer is nobody's, or is taken by taskgate itself).
+   */
+  letGo(wireId: RequestId): void {
+    const key = idKey(wireId);
+    const slot = this.byWireId.get(key);
+    if (slot === undefined) return;
+    this.unindex(key, slot);
+    slot.origin = undefined;
+    slot.originKey = undefined;
+  }
+
+  /**
+   * The origin cancelled its request `id`: it is no longer awaited. Its wire id and entry, for the peer to
+   * be told (`cancellation`), if it was in flight.
+   */
+  withdraw(id: RequestId, origin?: Origin): [RequestId, Entry] | undefined {
+    const key = this.wireKeyOf(id, origin);
+    if (key === undefined) return undefined;
+    const slot = this.byWireId.get(key)!;
+    this.forget(key, slot);
+    return [slot.id, slot.entry];
+  }
+
+  /** The origin went: everything it had in flight, taken out, with the wire ids to cancel. */
+  takeOrigin(origin: Origin): [RequestId, Entry][] {
+    if (!this.byOrigin.has(origin)) return [];
+    return this.takeWhere((_entry, from) => from === origin);
+  }
+
+  /** The wire id of the first entry that matches (a linear scan). */
+  findId(matches: (entry: Entry) => boolean): RequestId | undefined {
+    for (const slot of this.byWireId.values()) if (matches(slot.entry)) return slot.id;
+    return undefined;
+  }
+
+  /** Removes the entries that match and returns them with their wire ids. */
+  takeWhere(matches: (entry: Entry, origin: Origin | undefined) => boolean): [RequestId, Entry][] {
+    const taken: [RequestId, Entry][] = [];
+    for (const [key, slot] of this.byWireId) {
+      if (!matches(slot.entry, slot.origin === SOLE ? undefined : slot.origin)) continue;
+      this.forget(key, slot);
+      taken.push([slot.id, slot.entry]);
+    }
+    return taken;
+  }
+
+  /** The peer is gone: every entry, taken out, each to be settled with what it is owed (`goneError`). */
+  drain(): Entry[] {
+    const entries = [...this.byWireId.values()].map((slot) => slot.entry);
+    for (const slot of this.byWireId.values()) if (slot.timer !== undefined) clearTimeout(slot.timer);
+    this.byWireId.clear();
+    this.byOrigin.clear();
+    return entries;
+  }
+
+  get size(): number {
+    return this.byWireId.size;
+  }
+
+  /** @internal How many origin ids are indexed (tests: none once all are settled). */
+  get indexed(): number {
+    let count = 0;
+    for (const ids of this.byOrigin.values()) count += ids.size;
+    return count;
+  }
+
+  private originIdOf(slot: Slot<Entry, Origin>): RequestId {
+    const key = slot.originKey!;
+    return typeof key === 'number' ? key : key.slice(2);
+  }
+}
+
+/** The notifications/cancelled that tells a peer its request `requestId` is no longer awaited. */
+export function cancellation(requestId: RequestId, reason: string, meta?: JsonObject): Notification {
+  const params: JsonObject = { requestId, reason };
+  if (meta !== undefined) params._meta = meta;
+  return { jsonrpc: '2.0', method: 'notifications/cancelled', params };
+}
+
+/** An origin's notifications/cancelled, carried to the peer: the same, naming the request by its wire id. */
+export function carriedCancellation(notification: Notification, wireId: RequestId): Notification {
+  return { ...notification, params: { ...notification.params, requestId: wireId } };
+}
+
+/** Who went away: the upstream server, or the client a request was put to. */
+export type GonePeer = 'upstream' | 'client';
+
+/** The JSON-RPC error a request is owed whose peer went away before answering it. */
+export function goneError(peer: GonePeer, reason: string): { code: number; message: string } {
+  return peer === 'upstream'
+    ? { code: ErrorCode.UpstreamUnavailable, message: `Upstream server unavailable: ${reason}` }
+    : { code: ErrorCode.ClientUnavailable, message: reason };
+}
+
+/**
+ * A peer's own requests carried to an origin (a server's request to the session it is for), by the id
+ * the peer gave them: answered, cancelled by the peer, or owed an error when their origin goes.
+ */
+export class Inbound<Origin> {
+  private readonly byId = new Map<Key, { id: RequestId; origin: Origin }>();
+
+  held(id: RequestId, origin: Origin): void {
+    this.byId.set(idKey(id), { id, origin });
+  }
+
+  /** The origin answered: the request is over. Who had it. */
+  answered(id: RequestId): Origin | undefined {
+    const key = idKey(id);
+    const held = this.byId.get(key);
+    this.byId.delete(key);
+    return held?.origin;
+  }
+
+  /** The peer cancelled its request: the origin that has it, to be told. */
+  cancelled(id: RequestId): Origin | undefined {
+    return this.answered(id);
+  }
+
+  /** The origin went: the ids of the peer's requests it will never answer (each owed `goneError`). */
+  takeOrigin(origin: Origin): RequestId[] {
+    const ids: RequestId[] = [];
+    for (const [key, held] of this.byId) {
+      if (held.origin !== origin) continue;
+      this.byId.delete(key);
+      ids.push(held.id);
+    }
+    return ids;
+  }
+
+  clear(): void {
+    this.byId.clear();
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
+}
+
+/** How many ended tokens a ProgressTokens remembers at most. */
+export const ENDED_TOKENS_KEPT = 1024;
+
+/**
+ * Progress tokens on a peer's wire, each to the origin that gave it (and the token it gave, when the
+ * wire's was minted: a connection shared by many origins renumbers them). A token lasts as long as what
+ * it reports on (a request, or the task it made); once ended, progress with it is over (`isOver`).
+ */
+export class ProgressTokens<Owner> {
+  private readonly live = new Map<Key, { owner: Owner; token: string | number }>();
+  private readonly ended = new Set<Key>();
+
+  /** Progress with `wireToken` goes to `owner`, as `token` (the owner's own; the wire's by default). */
+  open(wireToken: string | number, owner: Owner, token: string | number = wireToken): void {
+    const key = idKey(wireToken);
+    this.live.set(key, { owner, token });
+    this.ended.delete(key);
+  }
+
+  /** Who progress with `wireToken` goes to, and as what token. */
+  ownerOf(wireToken: string | number): { owner: Owner; token: string | number } | undefined {
+    return this.live.get(idKey(wireToken));
+  }
+
+  /**
+   * What `wireToken` reported on is over (remembered as ended even when nobody heard it any more); `owner`:
+   * only if it is still that one's.
+   */
+  end(wireToken: string | number, owner?: Owner): void {
+    const key = idKey(wireToken);
+    if (owner !== undefined && this.live.get(key)?.owner !== owner) return;
+    this.live.delete(key);
+    this.ended.delete(key);
+    if (this.ended.size >= ENDED_TOKENS_KEPT) this.ended.delete(this.ended.values().next().value!);
+    this.ended.add(key);
+  }
+
+  /** Progress with `wireToken` comes after the end of what it reported on. */
+  isOver(wireToken: string | number): boolean {
+    const key = idKey(wireToken);
+    return this.ended.has(key) && !this.live.has(key);
+  }
+
+  /** The owner went: its tokens route nowhere (forgotten, not remembered as ended). */
+  dropOwner(matches: (owner: Owner) => boolean): void {
+    for (const [key, live] of this.live) if (matches(live.owner)) this.live.delete(key);
+  }
+
+  /** The peer went: nothing it reports on lasts. */
+  clear(): void {
+    this.live.clear();
+  }
+
+  get size(): number {
+    return this.live.size;
+  }
+}
