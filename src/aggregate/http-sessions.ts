@@ -16,11 +16,13 @@ import { telemetry } from '../telemetry/telemetry.js';
 import { upstreamProblem } from '../upstream-readiness.js';
 import { sharedSessionRules } from '../session/shared-sessions.js';
 import { UpstreamPool } from '../transport/upstream-pool.js';
+import { isObject } from '../protocol/messages.js';
 import { openUpstream, type UpstreamOptions } from '../upstream.js';
 import { Aggregator } from './aggregator.js';
 import { memberConfig, openMembers, type OpenedMembers } from './members.js';
 import { Names } from './names.js';
 import { readinessOf, type Readiness } from './readiness.js';
+import { ReplicaTasks } from './replica-tasks.js';
 
 export interface AggregatedSessions extends Readiness {
   open(channel: HttpSession, caller: Caller | undefined): Promise<void>;
@@ -50,9 +52,15 @@ export function aggregatedSessions(
   const ids = new Map<string, string[]>();
   const opened = new Set<OpenedMembers>();
   const { running } = core;
+  const board = core.observed.store.inputs;
+  const replicaTasks = board === undefined ? undefined : new ReplicaTasks(board, logger);
   return {
     open: async (channel, caller) => {
       const sessionLogger = logger.child({ session: channel.id.slice(0, 8) });
+      const serverTasks = replicaTasks?.session({
+        ...(caller === undefined ? {} : { identity: caller.identity, subject: caller.subject }),
+        ...(caller?.access === undefined ? {} : { access: caller.access }),
+      });
       const own = servers.map((name) => `${channel.id}/${name}`);
       ids.set(channel.id, own);
       for (const id of own) running.follow(id);
@@ -70,10 +78,14 @@ export function aggregatedSessions(
               ...sightings,
               upstreamTask: (task, tool, server) => {
                 running.seen(id, task);
+                if (isObject(task) && typeof task.taskId === 'string') {
+                  serverTasks?.sighted(names.taskId(name, task.taskId));
+                }
                 sightings.upstreamTask(task, tool, server);
               },
               upstreamTaskForgotten: (taskId) => {
                 running.forgot(id, taskId);
+                serverTasks?.forgotten(names.taskId(name, taskId));
                 sightings.upstreamTaskForgotten(taskId);
               },
             },
@@ -96,6 +108,7 @@ export function aggregatedSessions(
           version,
           graceMs: slowServerGrace,
           listChangedWindowMs: listChangedWindow,
+          serverTasks,
           closed: () =>
             void members.close().then(() => {
               opened.delete(members);
@@ -123,6 +136,7 @@ export function aggregatedSessions(
       ),
     ),
     close: async () => {
+      replicaTasks?.close();
       await Promise.all([...opened].map((members) => members.close()));
       await Promise.all([...pools.values()].map((pool) => pool.close()));
     },
