@@ -4,9 +4,9 @@
  * `auth` none. The servers are resource servers of their own (the fixture checks each request's JWT: signed
  * by the authorization server, audience its own URL), the authorization server a real one (oidc-provider,
  * in the test); the HTTP front and stdio. `limits`: a caller at one server's limit is refused by it alone.
- * `auth.bearerPassthrough` and `auth.oauth.bearerPassthrough`: each caller's own token goes to the servers its
- * calls go to, a refreshed validated one with the next call. Its era: an SDK v2 server and a v2 tasks-extension server among an SDK 1.x task server, each spoken to
- * as it answers the era probe.
+ * `auth.bearerPassthrough` and `auth.oauth.bearerPassthrough`: each caller's own token goes to the servers
+ * its calls go to, a refreshed validated one with the next call. Its era: an SDK v2 server and a v2
+ * tasks-extension server among an SDK 1.x task server, each spoken to as it answers the era probe.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
