@@ -4,7 +4,8 @@
  * replica posts it on the store's board (its creator bound to it) before the client hears of it, and a
  * tasks/get, tasks/result or tasks/cancel another replica's server cannot serve is carried to it
  * (`TaskInputBoard.relay`) and asked of the session that made it. A session of this replica that did not
- * make it is served from here alike. Another identity is given the answer for an unknown id.
+ * make it is served from here alike. Another identity is given the answer for an unknown id; the tasks of a
+ * caller without identity are not posted, they stay its session's as taskgate's own do.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
@@ -43,7 +44,7 @@ const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
 interface Held {
   holder: TaskHolder;
-  identity: string | undefined;
+  identity: string;
   until: number;
 }
 
@@ -64,16 +65,12 @@ export class ReplicaTasks {
     return new SessionServerTasks(this, caller);
   }
 
-  async post(taskId: string, ttl: unknown, holder: TaskHolder, identity: string | undefined): Promise<void> {
+  async post(taskId: string, ttl: unknown, holder: TaskHolder, identity: string): Promise<void> {
     const ttlMs = typeof ttl === 'number' && ttl > 0 ? ttl : UNLIMITED_TTL_MS;
     if (this.held.size >= PRUNE_PAST) this.prune();
     this.held.set(taskId, { holder, identity, until: Date.now() + ttlMs });
-    if (identity !== undefined) await this.board.index(identity, taskId, ttlMs);
-    await this.board.post(
-      taskId,
-      { ...(identity === undefined ? {} : { principal: identity }), inputRequests: {} },
-      ttlMs,
-    );
+    await this.board.index(identity, taskId, ttlMs);
+    await this.board.post(taskId, { principal: identity, inputRequests: {} }, ttlMs);
   }
 
   /** The session closed: its tasks are no longer served from here. */
@@ -94,7 +91,11 @@ export class ReplicaTasks {
   ): Promise<Response | undefined> {
     const posted = await this.board.read(taskId).catch(() => undefined);
     const runner = posted?.runner;
-    if (runner === undefined || (posted?.principal !== caller.identity && caller.access?.allTasks !== true)) {
+    if (
+      runner === undefined ||
+      posted?.principal === undefined ||
+      (posted.principal !== caller.identity && caller.access?.allTasks !== true)
+    ) {
       return undefined;
     }
     if (runner === this.board.self && this.held.get(taskId)?.holder === self) return undefined;
@@ -238,11 +239,12 @@ export class SessionServerTasks {
       else deliver();
       return;
     }
-    if (!isObject(created) || typeof created.taskId !== 'string' || !this.own.has(created.taskId)) {
-      return deliver();
-    }
+    const identity = this.caller.identity;
+    // A caller without identity: its tasks are its session's, as taskgate's own are.
+    if (identity === undefined || !isObject(created) || typeof created.taskId !== 'string') return deliver();
+    if (!this.own.has(created.taskId)) return deliver();
     this.replicas
-      .post(created.taskId, created.ttl, holder, this.caller.identity)
+      .post(created.taskId, created.ttl, holder, identity)
       .catch((error: unknown) =>
         this.replicas.logger.warn(
           { error: String(error) },
