@@ -37,6 +37,7 @@ import { NameCollisionError, type Names } from './names.js';
 import type { ServersReadiness } from './readiness.js';
 import { withOuterUpdatedUri, withOuterUris } from './resource-uris.js';
 import { ResourceRoutes } from './resources.js';
+import type { RoutedAbout, SessionServerTasks, TaskHolder } from './replica-tasks.js';
 import { ServerRequests } from './server-requests.js';
 import { withOuterRelatedTaskId, withOuterTaskIds } from './task-ids.js';
 import { TaskLists } from './task-lists.js';
@@ -55,6 +56,8 @@ export interface AggregatorOptions {
   graceMs: number;
   /** The servers' list changes within this of the first are one list_changed (aggregate.listChangedWindow). */
   listChangedWindowMs: number;
+  /** The tasks the servers run themselves, reached from every replica sharing the store (none without one). */
+  serverTasks?: SessionServerTasks | undefined;
 }
 
 /** A client request sent on to one server, and what its answer needs on its way back. */
@@ -63,6 +66,8 @@ interface Routed {
   member: Member;
   /** The server's result as the client gets it; undefined: the bytes go as they are. */
   rewrite: (result: JsonObject) => JsonObject | undefined;
+  /** A tools/call (its task may be the server's own), or a tasks/* request of the task it names. */
+  about?: RoutedAbout;
 }
 
 const LIST_CHANGED = /^notifications\/(tools|prompts|resources)\/list_changed$/;
@@ -72,7 +77,7 @@ const LISTS = {
   'prompts/list': { key: 'prompts', kind: 'prompt' },
 } as const;
 
-export class Aggregator {
+export class Aggregator implements TaskHolder {
   private readonly client: Channel;
   private readonly members: Member[];
   private readonly byName = new Map<string, Member>();
@@ -134,6 +139,7 @@ export class Aggregator {
   close(reason = 'taskgate closed'): Promise<void> {
     this.closing ??= (async () => {
       this.listChanges.close();
+      this.options.serverTasks?.close(this);
       await Promise.all(this.members.map((member) => member.close()));
       await this.client.close();
       this.options.closed(reason);
@@ -188,7 +194,14 @@ export class Aggregator {
         case 'tasks/cancel':
           return this.toTask(request);
         case 'tasks/list':
-          return this.answer(id, await this.taskLists.list(this.serving(), params));
+          return this.answer(
+            id,
+            await this.taskLists.list(this.serving(), params, () =>
+              this.options.serverTasks === undefined
+                ? Promise.resolve([])
+                : this.options.serverTasks.listedElsewhere(this),
+            ),
+          );
         default:
           return this.toOnly(request);
       }
@@ -354,7 +367,8 @@ export class Aggregator {
       throw new ProtocolError(ErrorCode.InvalidParams, `${what} ${JSON.stringify(name)} not found`);
     }
     const params = { ...request.params, name: found.name };
-    this.forward(found.member, { ...request, params }, this.outerResult(found.member));
+    const about = kind === 'tool' ? { method: 'tools/call' as const } : undefined;
+    this.forward(found.member, { ...request, params }, this.outerResult(found.member), about);
   }
 
   /** A server's result as the client gets it: its task ids and, for a prefixed server, its URIs renamed. */
@@ -410,7 +424,26 @@ export class Aggregator {
     }
     const member = this.byName.get(found.server)!;
     const params = { ...request.params, taskId: found.name };
-    this.forward(member, { ...request, params }, this.outerResult(member));
+    this.forward(member, { ...request, params }, this.outerResult(member), {
+      method: request.method,
+      taskId: taskId as string,
+      request,
+    });
+  }
+
+  /** Asks a task's server what another session or replica asked of it (TaskHolder). */
+  async askTask(method: string, taskId: string): Promise<Outcome> {
+    const found = this.names.innerTaskId(
+      taskId,
+      this.members.map((m) => m.name),
+    );
+    const member = found === undefined ? undefined : this.byName.get(found.server);
+    if (found === undefined || member === undefined) {
+      return { ok: false, error: { code: ErrorCode.InvalidParams, message: `Task not found: ${taskId}` } };
+    }
+    const outcome = await member.ask(method, { taskId: found.name });
+    if (!outcome.ok) return outcome;
+    return { ok: true, result: this.outerResult(member)(outcome.result) ?? outcome.result };
   }
 
   /** A method the aggregator does not route: the one server's, with one server; unknown with several. */
@@ -435,10 +468,20 @@ export class Aggregator {
     this.forward(member, request, () => undefined);
   }
 
-  private forward(member: Member, request: Request, rewrite: Routed['rewrite']): void {
+  private forward(
+    member: Member,
+    request: Request,
+    rewrite: Routed['rewrite'],
+    about?: Routed['about'],
+  ): void {
     const unavailable = member.unavailable();
     if (unavailable !== undefined) return this.refuse(request.id, unavailable);
-    this.routed.set(idKey(request.id), { id: request.id, member, rewrite });
+    this.routed.set(idKey(request.id), {
+      id: request.id,
+      member,
+      rewrite,
+      ...(about === undefined ? {} : { about }),
+    });
     telemetry().routed(member.name);
     member.send(request);
   }
@@ -446,10 +489,10 @@ export class Aggregator {
   private notification(raw: Buffer, notification: Notification, parsed: object | undefined): void {
     if (notification.method === 'notifications/cancelled') {
       const requestId = notification.params?.requestId;
-      const routed =
-        typeof requestId === 'string' || typeof requestId === 'number'
-          ? this.routed.get(idKey(requestId))
-          : undefined;
+      const key =
+        typeof requestId === 'string' || typeof requestId === 'number' ? idKey(requestId) : undefined;
+      const routed = key === undefined ? undefined : this.routed.get(key);
+      if (key !== undefined) this.options.serverTasks?.cancelled(key);
       if (routed === undefined) return;
       // Its answer, if the server still sends one, is not the client's to get.
       this.routed.delete(idKey(requestId as RequestId));
@@ -513,9 +556,16 @@ export class Aggregator {
     if (routed?.member !== member) return;
     this.routed.delete(key);
     const rewritten = 'result' in response ? routed.rewrite(response.result) : undefined;
-    const route = { responseTo: response.id };
-    if (rewritten === undefined) this.client.sendRaw(raw, route, parsed);
-    else this.client.send(successResponse(response.id, rewritten), route);
+    const route = { responseTo: routed.id };
+    const deliver = (): void => {
+      if (rewritten === undefined) this.client.sendRaw(raw, route, parsed);
+      else this.client.send(successResponse(routed.id, rewritten), route);
+    };
+    const { serverTasks } = this.options;
+    if (serverTasks === undefined || routed.about === undefined) return deliver();
+    serverTasks.answered(this, routed.about, response, rewritten?.task, deliver, (answer) =>
+      this.client.send(answer, route),
+    );
   }
 
   /** A server's Session went away: what waits on it is answered, and the others keep serving. */

@@ -21,12 +21,14 @@ import { telemetry } from '../telemetry/telemetry.js';
 import { upstreamProblem } from '../upstream-readiness.js';
 import { sharedSessionRules } from '../session/shared-sessions.js';
 import { UpstreamPool } from '../transport/upstream-pool.js';
+import { isObject } from '../protocol/messages.js';
 import { openUpstream, type UpstreamOptions } from '../upstream.js';
 import { Aggregator } from './aggregator.js';
 import { memberConfig, openMembers, type OpenedMembers } from './members.js';
 import { aggregatorBridge } from './modern.js';
 import { Names } from './names.js';
 import { readinessOf, type Readiness } from './readiness.js';
+import { ReplicaTasks } from './replica-tasks.js';
 
 export interface AggregatedSessions extends Readiness {
   open(channel: HttpSession, caller: Caller | undefined): Promise<void>;
@@ -61,6 +63,8 @@ export function aggregatedSessions(
   const ids = new Map<string, string[]>();
   const opened = new Set<OpenedMembers>();
   const { running } = core;
+  const board = core.observed.store.inputs;
+  const replicaTasks = board === undefined ? undefined : new ReplicaTasks(board, logger);
   /** One caller's servers, each with its Session, and the aggregator before them serving `client`. */
   const serve = async (
     id: string,
@@ -69,6 +73,10 @@ export function aggregatedSessions(
     client: Channel,
     ended: () => void,
   ): Promise<Aggregator> => {
+    const serverTasks = replicaTasks?.session({
+      ...(caller === undefined ? {} : { identity: caller.identity, subject: caller.subject }),
+      ...(caller?.access === undefined ? {} : { access: caller.access }),
+    });
     const own = servers.map((name) => `${id}/${name}`);
     ids.set(id, own);
     for (const memberId of own) running.follow(memberId);
@@ -86,10 +94,14 @@ export function aggregatedSessions(
             ...sightings,
             upstreamTask: (task, tool, server) => {
               running.seen(memberId, task);
+              if (isObject(task) && typeof task.taskId === 'string') {
+                serverTasks?.sighted(names.taskId(name, task.taskId));
+              }
               sightings.upstreamTask(task, tool, server);
             },
             upstreamTaskForgotten: (taskId) => {
               running.forgot(memberId, taskId);
+              serverTasks?.forgotten(names.taskId(name, taskId));
               sightings.upstreamTaskForgotten(taskId);
             },
           },
@@ -109,6 +121,7 @@ export function aggregatedSessions(
       version,
       graceMs: slowServerGrace,
       listChangedWindowMs: listChangedWindow,
+      serverTasks,
       closed: () =>
         void members.close().then(() => {
           opened.delete(members);
@@ -161,6 +174,7 @@ export function aggregatedSessions(
       ),
     ),
     close: async () => {
+      replicaTasks?.close();
       await Promise.all([...opened].map((members) => members.close()));
       await Promise.all([...pools.values()].map((pool) => pool.close()));
     },

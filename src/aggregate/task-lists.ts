@@ -1,6 +1,7 @@
 /**
  * `tasks/list` across the servers: one page of each, the task ids prefixed, behind one opaque cursor
- * (src/aggregate/cursor.ts).
+ * (src/aggregate/cursor.ts); the first page also names the caller's tasks that servers run themselves for
+ * its other sessions (replica-tasks.ts), which this session's servers do not know.
  */
 import { ProtocolError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
@@ -12,8 +13,13 @@ import { withOuterTaskIds } from './task-ids.js';
 export class TaskLists {
   constructor(private readonly names: Names) {}
 
-  async list(members: Member[], params: JsonObject | undefined): Promise<JsonObject> {
+  async list(
+    members: Member[],
+    params: JsonObject | undefined,
+    elsewhere: () => Promise<JsonObject[]> = () => Promise.resolve([]),
+  ): Promise<JsonObject> {
     const cursor = params?.cursor;
+    const others = cursor === undefined ? elsewhere() : Promise.resolve([]);
     const position: Position =
       cursor === undefined
         ? members.map((member) => [member.name, null])
@@ -41,6 +47,7 @@ export class TaskLists {
       if (Array.isArray(renamed.tasks)) tasks.push(...(renamed.tasks as unknown[]));
       if (typeof outcome.result.nextCursor === 'string') next.push([member.name, outcome.result.nextCursor]);
     }
+    tasks.push(...(await others));
     if (refused !== undefined && tasks.length === 0 && next.length === 0) throw refused;
     return { tasks, ...(next.length === 0 ? {} : { nextCursor: encodeCursor('tasks/list', next) }) };
   }

@@ -96,6 +96,30 @@ export class RedisInputBoard implements TaskInputBoard {
     return () => this.handlers.delete(handler);
   }
 
+  async index(principal: string, taskId: string, ttlMs: number): Promise<void> {
+    const key = this.indexKey(principal);
+    const until = Date.now() + ttlMs;
+    const last = await this.link.redis(() =>
+      this.link.cmd
+        .multi()
+        .zadd(key, String(until), taskId)
+        .zremrangebyscore(key, '-inf', String(Date.now()))
+        .zrange(key, '-1', '-1', 'WITHSCORES')
+        .exec(),
+    );
+    // The set lives as long as its longest-lived task; expired ones go as others are indexed.
+    const [, scores] = last?.[2] ?? [];
+    const longest = Array.isArray(scores) ? Number(scores[1]) : until;
+    await this.link.redis(() => this.link.cmd.pexpireat(key, Math.max(until, longest || until)));
+  }
+
+  async indexed(principal: string, limit: number): Promise<string[]> {
+    const key = this.indexKey(principal);
+    return this.link.redis(() =>
+      this.link.cmd.zrangebyscore(key, String(Date.now()), '+inf', 'LIMIT', 0, limit),
+    );
+  }
+
   /** A message on this replica's own channel: a request relayed to it, or the answer to one it relayed. */
   relayed(message: string): void {
     const got = parse(message);
@@ -182,6 +206,11 @@ export class RedisInputBoard implements TaskInputBoard {
 
   private key(taskId: string): string {
     return `${this.prefix}input:${taskId}`;
+  }
+
+  /** The sorted set of a principal's indexed tasks, scored by when each expires. */
+  private indexKey(principal: string): string {
+    return `${this.prefix}indexed:${principal}`;
   }
 }
 

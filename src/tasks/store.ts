@@ -81,6 +81,10 @@ export interface TaskInputBoard {
   onAnnounced(listener: (taskId: string) => void): () => void;
   relay(runner: string, relayed: RelayedRequest, timeoutMs: number): Promise<RelayedAnswer | undefined>;
   onRelayed(handler: RelayHandler): () => void;
+  /** Lists a posted task under `principal`, for `ttlMs` (a server's own task, for tasks/list elsewhere). */
+  index(principal: string, taskId: string, ttlMs: number): Promise<void>;
+  /** The tasks indexed under `principal` and not expired, the soonest to expire first, at most `limit`. */
+  indexed(principal: string, limit: number): Promise<string[]>;
 }
 
 /** The statusMessage of a task whose executor (the taskgate process running its call) stopped. */

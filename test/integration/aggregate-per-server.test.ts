@@ -4,8 +4,9 @@
  * `auth` none. The servers are resource servers of their own (the fixture checks each request's JWT: signed
  * by the authorization server, audience its own URL), the authorization server a real one (oidc-provider,
  * in the test); the HTTP front and stdio. `limits`: a caller at one server's limit is refused by it alone.
- * Its era: an SDK v2 server and a v2 tasks-extension server among an SDK 1.x task server, each spoken to
- * as it answers the era probe.
+ * `auth.bearerPassthrough` and `auth.oauth.bearerPassthrough`: each caller's own token goes to the servers
+ * its calls go to, a refreshed validated one with the next call. Its era: an SDK v2 server and a v2
+ * tasks-extension server among an SDK 1.x task server, each spoken to as it answers the era probe.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +17,12 @@ import { CallToolResultSchema, CreateTaskResultSchema, McpError } from '@modelco
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpTransport } from '../helpers/http-client.js';
 import { startHttpFixture, type HttpFixture } from '../helpers/http-fixture.js';
-import { AuthorizationServer, GATEWAY_CLIENT, STAFF_CLIENT } from '../helpers/oauth-server.js';
+import {
+  AuthorizationServer,
+  GATEWAY_CLIENT,
+  OPERATOR_CLIENT,
+  STAFF_CLIENT,
+} from '../helpers/oauth-server.js';
 import { freePort } from '../helpers/ports.js';
 import { connect, FIXTURES, Gateway } from '../helpers/taskgate.js';
 import { thrownBy } from '../helpers/thrown.js';
@@ -150,6 +156,80 @@ describe('auth per server of upstreams (issue 32)', () => {
     await own.logged(`token accepted sub=${GATEWAY_CLIENT.id} aud=${own.url}`);
     expect(as.clientCredentialsGrants.get(GATEWAY_CLIENT.id)).toBe(1);
   });
+});
+
+describe("the callers' own tokens passed through to the servers of upstreams (issue 32)", () => {
+  /** Two servers taking JWTs of `as` for taskgate's own resource, the one audience a passed-through token has. */
+  async function twoServers(as: AuthorizationServer, resource: string): Promise<HttpFixture[]> {
+    return Promise.all(
+      [0, 1].map(async () => {
+        const started = await startHttpFixture('legacy', {
+          env: { FIXTURE_REQUIRE_JWT: `${as.issuer}/jwks`, FIXTURE_JWT_AUDIENCE: resource },
+        });
+        cleanups.push(() => started.stop());
+        return started;
+      }),
+    );
+  }
+
+  const accepted = (server: HttpFixture, subject: string): number =>
+    server.stderr().split(`token accepted sub=${subject} `).length - 1;
+
+  it.each([
+    [
+      'auth.oauth.bearerPassthrough',
+      (issuer: string, resource: string) => ({ oauth: { issuer, resource, bearerPassthrough: true } }),
+      true,
+    ],
+    ['auth.bearerPassthrough', () => ({ bearerPassthrough: { secret: 'a-secret-of-at-least-16' } }), false],
+  ])(
+    "%s: each caller's token reaches the servers it calls; a refreshed one (if validated) goes with the next call, to that server only",
+    async (_mode, auth, refreshes) => {
+      const as = await authorizationServer();
+      const port = await freePort();
+      const resource = `http://127.0.0.1:${port}/mcp`;
+      const [x, y] = await twoServers(as, resource);
+      const config = configFile({
+        upstreams: { x: { url: x!.url }, y: { url: y!.url } },
+        auth: auth(as.issuer, resource),
+      });
+      const gateway = await Gateway.start([], ['--config', config, '--listen', `127.0.0.1:${port}`]);
+      cleanups.push(() => gateway.stop());
+      const tokens = new Map<string, string>();
+      const caller = async (client: typeof STAFF_CLIENT): Promise<Client> => {
+        tokens.set(client.id, await as.token(resource, 'mcp:tools', client));
+        const connected = new Client({ name: 'agg-passthrough-test', version: '1' });
+        await connected.connect(
+          httpTransport(gateway.url, {
+            fetch: (input, init) => {
+              const headers = new Headers(init?.headers);
+              headers.set('authorization', `Bearer ${tokens.get(client.id)!}`);
+              return fetch(input, { ...init, headers });
+            },
+          }),
+        );
+        cleanups.push(() => connected.close());
+        return connected;
+      };
+      const alice = await caller(STAFF_CLIENT);
+      expect(await echo(alice, 'x__echo', 'to x')).toBe('to x');
+      expect(await echo(alice, 'y__echo', 'to y')).toBe('to y');
+      await x!.logged(`token accepted sub=alice aud=${resource}`);
+      await y!.logged(`token accepted sub=alice aud=${resource}`);
+      const [atX, atY] = [accepted(x!, 'alice'), accepted(y!, 'alice')];
+      if (refreshes) {
+        tokens.set(STAFF_CLIENT.id, await as.token(resource, 'mcp:tools', STAFF_CLIENT));
+        expect(await echo(alice, 'x__echo', 'refreshed')).toBe('refreshed');
+        expect(accepted(x!, 'alice')).toBe(atX + 1);
+        expect(accepted(y!, 'alice')).toBe(atY);
+      }
+
+      const olga = await caller(OPERATOR_CLIENT);
+      expect(await echo(olga, 'y__echo', 'olga to y')).toBe('olga to y');
+      await y!.logged(`token accepted sub=olga aud=${resource}`);
+      for (const server of [x!, y!]) expect(server.stderr()).not.toContain('token refused');
+    },
+  );
 });
 
 describe('limits per server of upstreams (issue 32)', () => {

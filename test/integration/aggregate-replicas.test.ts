@@ -1,7 +1,9 @@
 /**
  * Several servers behind each of two taskgate replicas sharing one Redis (issue 32): a task that taskgate
  * runs for server "b" through replica 1 is fetched, awaited and listed through replica 2 by the same
- * identity, under the same prefixed id, once.
+ * identity, under the same prefixed id, once; a task server "a" runs itself (each replica has its own "a")
+ * is fetched, awaited, cancelled and listed through replica 2 too, and another identity gets there what
+ * it gets for an id nobody gave out.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +13,7 @@ import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextproto
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { CheckedTransport } from '../helpers/checked-transport.js';
 import { httpTransport } from '../helpers/http-client.js';
+import { mcpErrorOf } from '../helpers/thrown.js';
 import { freshPrefix, redisForTests } from '../helpers/redis.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 
@@ -23,6 +26,7 @@ afterAll(async () => {
 
 const SECRET = 'the cursor secret of both replicas in this test';
 const ALICE = 'alice-token-0123456789abcdef';
+const BOB = 'bob-token-0123456789abcdef00';
 const CONFIG = join(dir, 'two.json');
 writeFileSync(
   CONFIG,
@@ -55,6 +59,8 @@ async function replica(prefix: string): Promise<Gateway> {
       prefix,
       '--auth-token',
       `${ALICE}=alice`,
+      '--auth-token',
+      `${BOB}=bob`,
     ],
     { TASKGATE_STORE_CURSOR_SECRET: SECRET },
   );
@@ -62,9 +68,9 @@ async function replica(prefix: string): Promise<Gateway> {
   return gateway;
 }
 
-async function alice(gateway: Gateway): Promise<Client> {
+async function alice(gateway: Gateway, token = ALICE): Promise<Client> {
   const transport = new CheckedTransport(
-    httpTransport(gateway.url, { requestInit: { headers: { authorization: `Bearer ${ALICE}` } } }),
+    httpTransport(gateway.url, { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
   );
   const client = new Client({ name: 'taskgate-test', version: '1.0.0' }, { capabilities: TASK_AWARE });
   await client.connect(transport);
@@ -92,5 +98,75 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
     expect(await tasks.getTask(task.taskId)).toMatchObject({ taskId: task.taskId, status: 'completed' });
     const listed = (await tasks.listTasks()).tasks.map(({ taskId }) => taskId);
     expect(listed).toEqual([task.taskId]);
+  });
+  it('serves through replica 2 a task server a runs itself, made through replica 1: get, result, cancel', async () => {
+    const prefix = freshPrefix();
+    const [first, second] = [await replica(prefix), await replica(prefix)];
+    const there = await alice(first);
+    const here = await alice(second);
+    const made = async (args: Record<string, unknown>): Promise<string> => {
+      const { task } = await there.request(
+        { method: 'tools/call', params: { name: 'a__sleep', arguments: args, task: {} } },
+        CreateTaskResultSchema,
+      );
+      return task.taskId;
+    };
+    const short = await made({ ms: 300 });
+    expect(short).toMatch(/^a__/);
+    const tasks = here.experimental.tasks;
+    expect(await tasks.getTask(short)).toMatchObject({ taskId: short });
+    const result = await tasks.getTaskResult(short, CallToolResultSchema);
+    expect(result.content).toEqual([{ type: 'text', text: 'slept 300 ms' }]);
+    expect(await tasks.getTask(short)).toMatchObject({ taskId: short, status: 'completed' });
+
+    const long = await made({ ms: 60_000, label: 'cancelled through replica 2' });
+    expect(await tasks.cancelTask(long)).toMatchObject({ taskId: long, status: 'cancelled' });
+    expect(await there.experimental.tasks.getTask(long)).toMatchObject({ status: 'cancelled' });
+    const cancelled = await there.callTool({ name: 'a__cancelled-calls', arguments: {} });
+    expect(cancelled.content).toEqual([
+      { type: 'text', text: JSON.stringify(['cancelled through replica 2']) },
+    ]);
+  });
+
+  it('lists through replica 2 a task server a runs itself, made through replica 1, once', async () => {
+    const prefix = freshPrefix();
+    const [first, second] = [await replica(prefix), await replica(prefix)];
+    const there = await alice(first);
+    const here = await alice(second);
+    const { task } = await there.request(
+      { method: 'tools/call', params: { name: 'a__echo', arguments: { text: 'listed' }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    for (const client of [here, there]) {
+      const listed = (await client.experimental.tasks.listTasks()).tasks.map(({ taskId }) => taskId);
+      expect(listed).toEqual([task.taskId]);
+    }
+    const bobs = await alice(second, BOB);
+    expect((await bobs.experimental.tasks.listTasks()).tasks).toEqual([]);
+  });
+
+  it('answers another identity on replica 2 as for an id nobody gave out, for a task server a runs itself', async () => {
+    const prefix = freshPrefix();
+    const [first, second] = [await replica(prefix), await replica(prefix)];
+    const there = await alice(first);
+    const bob = await alice(second, BOB);
+    const { task } = await there.request(
+      { method: 'tools/call', params: { name: 'a__sleep', arguments: { ms: 60_000 }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    const unknown = 'a__' + '0'.repeat(36);
+    const answers = async (taskId: string): Promise<unknown[]> =>
+      Promise.all(
+        [
+          bob.experimental.tasks.getTask(taskId),
+          bob.experimental.tasks.getTaskResult(taskId, CallToolResultSchema),
+          bob.experimental.tasks.cancelTask(taskId),
+        ].map(async (asked) => {
+          const error = await mcpErrorOf(asked);
+          return { code: error.code, message: error.message.replace(taskId.slice('a__'.length), '<id>') };
+        }),
+      );
+    expect(await answers(task.taskId)).toEqual(await answers(unknown));
+    expect(await there.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'working' });
   });
 });

@@ -445,6 +445,30 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
       ).resolves.toBeUndefined();
     });
   });
+  it('issue 32: what A indexes under a principal B lists, the soonest to expire first, until each expires; another principal has none', async () => {
+    const [a, b] = await replicas();
+    await a.inputs.index('alice', 'a__long', 60_000);
+    await a.inputs.index('alice', 'a__short', 300);
+    await b.inputs.index('alice', 'b__middle', 30_000);
+    await a.inputs.index('bob', 'a__bobs', 60_000);
+    expect(await b.inputs.indexed('alice', 10)).toEqual(['a__short', 'b__middle', 'a__long']);
+    expect(await a.inputs.indexed('alice', 2)).toEqual(['a__short', 'b__middle']);
+    expect(await a.inputs.indexed('carol', 10)).toEqual([]);
+    await vi.waitFor(
+      async () => expect(await b.inputs.indexed('alice', 10)).toEqual(['b__middle', 'a__long']),
+      {
+        timeout: WITHIN_MS,
+      },
+    );
+    const raw = new Redis(redis!.url);
+    try {
+      const ttl = await raw.pttl(`${prefixOf(a)}indexed:alice`);
+      expect(ttl).toBeGreaterThan(30_000);
+      expect(ttl).toBeLessThanOrEqual(60_000);
+    } finally {
+      await raw.quit();
+    }
+  });
 
   describe('limits across replicas', () => {
     it("issue 13.5: a caller's live tasks that Redis no longer holds (flushed, restarted empty) stop counting", async () => {

@@ -1,0 +1,307 @@
+/**
+ * The tasks a server runs itself, reached from every replica sharing the store (issue 32). Each replica
+ * has its own process of each server, so a task only the server knows lives where it was made: that
+ * replica posts it on the store's board (its creator bound to it) before the client hears of it, and a
+ * tasks/get, tasks/result or tasks/cancel another replica's server cannot serve is carried to it
+ * (`TaskInputBoard.relay`) and asked of the session that made it. A session of this replica that did not
+ * make it is served from here alike. Another identity is given the answer for an unknown id; the tasks of a
+ * caller without identity are not posted, they stay its session's as taskgate's own do.
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { RequestCaller } from '../protocol/caller.js';
+import { ErrorCode } from '../protocol/errors.js';
+import {
+  errorResponse,
+  idKey,
+  isObject,
+  successResponse,
+  type JsonObject,
+  type Request,
+  type Response,
+} from '../protocol/messages.js';
+import type { RelayedAnswer, RelayedRequest, TaskInputBoard } from '../tasks/store.js';
+import type { Outcome } from './member.js';
+
+/** What a request the aggregator routed to one server was about (aggregator.ts `Routed`). */
+export type RoutedAbout = { method: 'tools/call' } | { method: string; taskId: string; request: Request };
+
+/** An aggregator, as the one holding a server's own task: it asks the task's server. */
+export interface TaskHolder {
+  /** `method` (tasks/get, tasks/result, tasks/cancel) of the task `taskId` names, both as the client sees them. */
+  askTask(method: string, taskId: string): Promise<Outcome>;
+}
+
+/** How long a replica waits for the one holding a task to serve one request relayed to it. */
+const RELAY_WITHIN_MS = 5_000;
+/** How long a server's own task without a ttl stays reachable from other replicas. */
+const UNLIMITED_TTL_MS = 24 * 60 * 60 * 1_000;
+/** Held tasks past which the expired ones are dropped before one more is held. */
+const PRUNE_PAST = 10_000;
+/** Tasks of other sessions a tasks/list names at most. */
+const LISTED_AT_MOST = 100;
+const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+
+interface Held {
+  holder: TaskHolder;
+  identity: string;
+  until: number;
+}
+
+/** One per process: the server's own tasks its sessions hold, and the requests other replicas relay here. */
+export class ReplicaTasks {
+  private readonly held = new Map<string, Held>();
+  private readonly stopServing: () => void;
+
+  constructor(
+    private readonly board: TaskInputBoard,
+    readonly logger: Logger,
+  ) {
+    this.stopServing = board.onRelayed((relayed) => this.serve(relayed));
+  }
+
+  /** What one session (its aggregator and its servers' Sessions, for `caller`) does with these tasks. */
+  session(caller: RequestCaller): SessionServerTasks {
+    return new SessionServerTasks(this, caller);
+  }
+
+  async post(taskId: string, ttl: unknown, holder: TaskHolder, identity: string): Promise<void> {
+    const ttlMs = typeof ttl === 'number' && ttl > 0 ? ttl : UNLIMITED_TTL_MS;
+    if (this.held.size >= PRUNE_PAST) this.prune();
+    this.held.set(taskId, { holder, identity, until: Date.now() + ttlMs });
+    await this.board.index(identity, taskId, ttlMs);
+    await this.board.post(taskId, { principal: identity, inputRequests: {} }, ttlMs);
+  }
+
+  /** The session closed: its tasks are no longer served from here. */
+  forget(holder: TaskHolder): void {
+    for (const [taskId, held] of this.held) if (held.holder === holder) this.held.delete(taskId);
+  }
+
+  /**
+   * The answer to `request` (about `taskId`, as the client sees it) from the session holding the task, on
+   * this replica or another; undefined when none holds it for `caller`.
+   */
+  async elsewhere(
+    request: Request,
+    taskId: string,
+    caller: RequestCaller,
+    self: TaskHolder,
+    signal: AbortSignal,
+  ): Promise<Response | undefined> {
+    const posted = await this.board.read(taskId).catch(() => undefined);
+    const runner = posted?.runner;
+    if (
+      runner === undefined ||
+      posted?.principal === undefined ||
+      (posted.principal !== caller.identity && caller.access?.allTasks !== true)
+    ) {
+      return undefined;
+    }
+    if (runner === this.board.self && this.held.get(taskId)?.holder === self) return undefined;
+    const relayed = (method: string): Promise<Outcome | undefined> =>
+      this.ask(runner, method, taskId, caller);
+    const answer = (outcome: Outcome | undefined): Response =>
+      outcome === undefined
+        ? errorResponse(request.id, {
+            code: ErrorCode.UpstreamUnavailable,
+            message: `The taskgate replica running task ${taskId} did not answer: it may have stopped`,
+          })
+        : outcome.ok
+          ? successResponse(request.id, outcome.result)
+          : errorResponse(request.id, outcome.error);
+    if (request.method !== 'tasks/result') {
+      const outcome = await relayed(request.method);
+      return outcome === undefined ? undefined : answer(outcome);
+    }
+    // The result waits for the task's end: polled (each poll bounded), so a replica that went away is
+    // noticed within seconds instead of holding the request for the task's whole life.
+    for (let first = true; ; first = false) {
+      const got = await relayed('tasks/get');
+      if (got === undefined && first) return undefined;
+      if (got === undefined || !got.ok) return answer(got);
+      if (TERMINAL.has(String(got.result.status))) return answer(await relayed('tasks/result'));
+      const every = typeof got.result.pollInterval === 'number' ? got.result.pollInterval : 500;
+      try {
+        await delay(Math.min(Math.max(every, 50), 2_000), undefined, { signal });
+      } catch {
+        return undefined;
+      }
+    }
+  }
+
+  /**
+   * The caller's tasks that servers run themselves for its sessions other than `self`'s (on this replica
+   * or another), as tasks/get gives them; none for a caller without identity (its tasks are its session's).
+   */
+  async listedElsewhere(caller: RequestCaller, self: TaskHolder): Promise<JsonObject[]> {
+    const principal = caller.identity;
+    if (principal === undefined) return [];
+    const ids = await this.board.indexed(principal, LISTED_AT_MOST).catch(() => []);
+    const tasks = await Promise.all(
+      ids
+        .filter((taskId) => this.held.get(taskId)?.holder !== self)
+        .map(async (taskId) => {
+          const posted = await this.board.read(taskId).catch(() => undefined);
+          if (posted?.runner === undefined || posted.principal !== principal) return undefined;
+          const got = await this.ask(posted.runner, 'tasks/get', taskId, caller);
+          return got?.ok === true ? got.result : undefined;
+        }),
+    );
+    return tasks.filter((task) => task !== undefined);
+  }
+
+  close(): void {
+    this.stopServing();
+    this.held.clear();
+  }
+
+  /** `method` of the task, asked of the replica running it (served here when that is this one). */
+  private async ask(
+    runner: string,
+    method: string,
+    taskId: string,
+    caller: RequestCaller,
+  ): Promise<Outcome | undefined> {
+    const asked: RelayedRequest = {
+      request: { jsonrpc: '2.0', id: 0, method, params: { taskId } },
+      ...(caller.identity === undefined ? {} : { principal: caller.identity }),
+      ...(caller.subject === undefined ? {} : { subject: caller.subject }),
+      ...(caller.access?.allTasks === true ? { allTasks: true as const } : {}),
+    };
+    const answer =
+      runner === this.board.self
+        ? await this.serve(asked)
+        : await this.board.relay(runner, asked, RELAY_WITHIN_MS).catch(() => undefined);
+    return outcomeOf(answer?.response);
+  }
+
+  /** A request another replica relayed (or a session here asked): served by the session holding its task. */
+  private async serve(relayed: RelayedRequest): Promise<RelayedAnswer | undefined> {
+    const { request } = relayed;
+    const taskId = request.params?.taskId;
+    const held = typeof taskId === 'string' ? this.held.get(taskId) : undefined;
+    if (held === undefined || (held.identity !== relayed.principal && relayed.allTasks !== true))
+      return undefined;
+    const outcome = await held.holder.askTask(request.method, taskId as string);
+    this.logger.debug({ taskId, method: request.method }, 'served a server-run task for another session');
+    return {
+      response: outcome.ok
+        ? successResponse(request.id, outcome.result)
+        : errorResponse(request.id, outcome.error),
+    };
+  }
+
+  private prune(): void {
+    const now = Date.now();
+    for (const [taskId, held] of this.held) if (held.until <= now) this.held.delete(taskId);
+  }
+}
+
+/**
+ * One session's part: which of its tasks the servers run themselves (their Sessions say so as they see
+ * them), posted when created, and the requests its servers could not serve, asked where the task is held.
+ */
+export class SessionServerTasks {
+  private readonly own = new Set<string>();
+  /** tasks/* requests asked where their task is held, by the client's request id (idKey). */
+  private readonly asking = new Map<string | number, AbortController>();
+
+  constructor(
+    private readonly replicas: ReplicaTasks,
+    private readonly caller: RequestCaller,
+  ) {}
+
+  /** A server's Session saw one of its server's own tasks (`taskId` as the client sees it). */
+  sighted(taskId: string): void {
+    this.own.add(taskId);
+  }
+
+  forgotten(taskId: string): void {
+    this.own.delete(taskId);
+  }
+
+  /**
+   * A server's answer about a task, before the client gets it (`deliver`): a task its server runs itself
+   * is posted first, so that another replica asked next knows where it is; a tasks/* request the server
+   * could not serve is asked where the task is held, and that answer goes instead (`answer`), if any.
+   */
+  answered(
+    holder: TaskHolder,
+    about: RoutedAbout,
+    response: Response,
+    created: unknown,
+    deliver: () => void,
+    answer: (response: Response) => void,
+  ): void {
+    if ('taskId' in about) {
+      if ('error' in response) void this.askElsewhere(holder, about, deliver, answer);
+      else deliver();
+      return;
+    }
+    const identity = this.caller.identity;
+    // A caller without identity: its tasks are its session's, as taskgate's own are.
+    if (identity === undefined || !isObject(created) || typeof created.taskId !== 'string') return deliver();
+    if (!this.own.has(created.taskId)) return deliver();
+    this.replicas
+      .post(created.taskId, created.ttl, holder, identity)
+      .catch((error: unknown) =>
+        this.replicas.logger.warn(
+          { error: String(error) },
+          'a server-run task could not be posted for the other replicas',
+        ),
+      )
+      .finally(deliver);
+  }
+
+  /** The client cancelled its request `key` (idKey): it is no longer asked elsewhere. */
+  cancelled(key: string | number): void {
+    this.asking.get(key)?.abort();
+  }
+
+  listedElsewhere(self: TaskHolder): Promise<JsonObject[]> {
+    return this.replicas.listedElsewhere(this.caller, self);
+  }
+
+  close(holder: TaskHolder): void {
+    for (const asking of this.asking.values()) asking.abort();
+    this.replicas.forget(holder);
+    this.own.clear();
+  }
+
+  private async askElsewhere(
+    holder: TaskHolder,
+    { request, taskId }: { request: Request; taskId: string },
+    deliver: () => void,
+    answer: (response: Response) => void,
+  ): Promise<void> {
+    const key = idKey(request.id);
+    const asking = new AbortController();
+    this.asking.set(key, asking);
+    const got = await this.replicas
+      .elsewhere(request, taskId, this.caller, holder, asking.signal)
+      .catch(() => undefined);
+    this.asking.delete(key);
+    if (asking.signal.aborted) return;
+    if (got === undefined) deliver();
+    else answer(got);
+  }
+}
+
+/** The outcome a relayed response carries; undefined when it is no response. */
+function outcomeOf(response: object | undefined): Outcome | undefined {
+  if (!isObject(response)) return undefined;
+  if (isObject(response.result)) return { ok: true, result: response.result };
+  const error = response.error;
+  if (isObject(error) && typeof error.code === 'number' && typeof error.message === 'string') {
+    return {
+      ok: false,
+      error: {
+        code: error.code,
+        message: error.message,
+        ...(error.data === undefined ? {} : { data: error.data }),
+      },
+    };
+  }
+  return undefined;
+}
