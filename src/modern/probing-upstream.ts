@@ -23,7 +23,13 @@ import {
   PROTOCOL_VERSION_META,
 } from '../protocol/modern/meta.js';
 import { chooseVersion, stdioProbeVerdict } from '../protocol/modern/probe.js';
-import type { Channel, ChannelHandlers, Route } from '../transport/channel.js';
+import {
+  deliverPieces,
+  type Arrival,
+  type Channel,
+  type ChannelHandlers,
+  type Route,
+} from '../transport/channel.js';
 import { TASKGATE_INFO } from './defaults.js';
 import { ModernUpstreamTranslator, type TranslatorOptions } from './upstream-translator.js';
 
@@ -93,17 +99,26 @@ export class ProbingUpstream implements Channel {
       if (this.replaceUnanswered !== undefined) this.refusable = 'watching';
       decide(undefined, `no answer within ${this.probeTimeoutMs} ms`);
     }, this.probeTimeoutMs).unref();
+    const message = (raw: Buffer, arrival: Arrival | undefined): void => {
+      if (this.probeOpen && isProbeAnswer(raw)) {
+        this.probeOpen = false;
+        const answer = parsed(raw);
+        if (answer === undefined) return;
+        if (this.target !== undefined) return this.answeredLate(answer);
+        return decide(discoverOf(answer), describe(answer));
+      }
+      if (typeof this.refusable === 'object' && this.resentRefused(raw)) return;
+      if (this.target !== undefined) this.receiver?.message(raw, arrival);
+    };
     this.inner.start({
-      message: (raw, arrival) => {
-        if (this.probeOpen && isProbeAnswer(raw)) {
-          this.probeOpen = false;
-          const answer = parsed(raw);
-          if (answer === undefined) return;
-          if (this.target !== undefined) return this.answeredLate(answer);
-          return decide(discoverOf(answer), describe(answer));
+      message,
+      // Once decided and watching nothing, a message goes on as it came; before, it is read here.
+      pieces: (line, scanned, arrival) => {
+        const receiver = this.receiver;
+        if (this.probeOpen || typeof this.refusable === 'object' || this.target === undefined || !receiver) {
+          return message(line.join(), arrival);
         }
-        if (typeof this.refusable === 'object' && this.resentRefused(raw)) return;
-        if (this.target !== undefined) this.receiver?.message(raw, arrival);
+        deliverPieces(receiver, line, scanned, arrival);
       },
       malformed: (error, id) => this.receiver?.malformed(error, id) ?? handlers.malformed(error, id),
       closed: (info) => {

@@ -11,6 +11,12 @@
 import { MAX_NESTING } from './frames.js';
 import { Pieces, bytesIn, type Bytes } from './pieces.js';
 
+/**
+ * From this size on, a message is scanned before it is parsed, so that one taskgate passes on unchanged
+ * goes as its bytes, never decoded: below it, JSON.parse costs no more than the scan (bench/scan.js).
+ */
+export const SCAN_FROM_BYTES = 1024;
+
 /** Where one member's value stands: `first` is its first byte (`"`, `{`, `[`, `t`, `f`, `n` or a number's). */
 export interface ValueSpan {
   first: number;
