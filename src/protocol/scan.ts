@@ -361,46 +361,23 @@ export class JsonScanner {
 
   /**
    * Inside a string from i: the index after what was taken of it, up to its closing quote or the end of
-   * the piece. Escapes whole in the piece are taken here; one the piece cuts is left to `Escape`.
+   * the piece. An escape the piece cuts is left to `Escape`.
    */
   private string(piece: Buffer, from: number): number {
     const n = piece.length;
-    let i = from;
-    for (;;) {
-      i = skipPlain(piece, i);
-      if (i === n) return n;
-      const byte = piece[i]!;
-      if (byte === QUOTE) {
-        i++;
-        if (this.inKey) this.keyEnded(piece, i);
-        else this.valueEnded(this.offset + i);
-        return i;
-      }
-      if (byte !== BACKSLASH) {
-        this.fail('invalid'); // a control character
-        return n;
-      }
-      if (i + 5 >= n) {
-        this.at = At.Escape;
-        return i + 1;
-      }
-      const escaped = piece[i + 1]!;
-      if (SIMPLE_ESCAPE[escaped] === 1) {
-        i += 2;
-      } else if (
-        escaped === LOWER_U &&
-        HEX[piece[i + 2]!] === 1 &&
-        HEX[piece[i + 3]!] === 1 &&
-        HEX[piece[i + 4]!] === 1 &&
-        HEX[piece[i + 5]!] === 1
-      ) {
-        // Lone surrogates included: JSON.parse takes them.
-        i += 6;
-      } else {
-        this.fail('invalid');
-        return n;
-      }
+    const i = stringStop(piece, from);
+    if (i === n) return n;
+    if (piece[i] === QUOTE) {
+      if (this.inKey) this.keyEnded(piece, i + 1);
+      else this.valueEnded(this.offset + i + 1);
+      return i + 1;
     }
+    if (piece[i] === BACKSLASH && i + 5 >= n) {
+      this.at = At.Escape;
+      return i + 1;
+    }
+    this.fail('invalid'); // a control character or a bad escape
+    return n;
   }
 
   /** A value starts at i (not whitespace); the index after what was taken of it. */
@@ -514,6 +491,34 @@ export function scanJson(raw: Bytes): Scanned | ScanFailure {
   if (raw instanceof Pieces) for (const part of raw.parts) scanner.push(part);
   else scanner.push(raw);
   return scanner.end();
+}
+
+/**
+ * From `from` inside a string, past every escape whole in the piece: the index of its closing quote, of a
+ * control character, of a bad escape or one the piece cuts (a backslash), or the piece's length.
+ */
+function stringStop(piece: Buffer, from: number): number {
+  const n = piece.length;
+  let i = from;
+  for (;;) {
+    i = skipPlain(piece, i);
+    if (i === n || piece[i] !== BACKSLASH || i + 5 >= n) return i;
+    const escaped = piece[i + 1]!;
+    if (SIMPLE_ESCAPE[escaped] === 1) {
+      i += 2;
+    } else if (
+      escaped === LOWER_U &&
+      HEX[piece[i + 2]!] === 1 &&
+      HEX[piece[i + 3]!] === 1 &&
+      HEX[piece[i + 4]!] === 1 &&
+      HEX[piece[i + 5]!] === 1
+    ) {
+      // Lone surrogates included: JSON.parse takes them.
+      i += 6;
+    } else {
+      return i;
+    }
+  }
 }
 
 /** The first index from `at` whose byte is a quote, a backslash or below 0x20 (or the length). */

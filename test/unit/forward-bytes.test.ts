@@ -81,7 +81,7 @@ async function gateway(clientKind: 'stdio' | 'memory' = 'stdio', serverTasks = f
     }
   });
   const serverSends = (message: Json): void =>
-    writeInChunks(fromServer, Buffer.from(JSON.stringify(message)));
+    void writeInChunks(fromServer, Buffer.from(JSON.stringify(message)));
   const clientSends = (line: string): void =>
     clientKind === 'stdio' ? void fromClient.write(`${line}\n`) : inMemory.a.sendRaw(line);
   clientSends(JSON.stringify(INITIALIZE));
