@@ -363,14 +363,14 @@ describe('issue 33: a text scanned in pieces, as it arrives, is judged as it is 
       fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.from(bytes)),
       edited,
     );
-    fc.assert(fc.property(texts, points, expectSameInPieces), { numRuns: 10_000 });
+    fc.assert(fc.property(texts, points, expectSameInPieces), { numRuns: 5000 });
   });
 
   it('for messages and near-messages, cut anywhere and cut at every byte', () => {
-    fc.assert(fc.property(fc.oneof(message, likelyMessage), points, expectSameInPieces), { numRuns: 10_000 });
+    fc.assert(fc.property(fc.oneof(message, likelyMessage), points, expectSameInPieces), { numRuns: 3000 });
     fc.assert(
       fc.property(likelyMessage, (raw) => expectSameInPieces(raw, [...raw.keys()])),
-      RUNS,
+      { numRuns: 300 },
     );
   });
 
