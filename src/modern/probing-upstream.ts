@@ -15,6 +15,8 @@
 import type { Logger } from 'pino';
 import { withExactId } from '../protocol/exact-ids.js';
 import { parseFrame } from '../protocol/frames.js';
+import type { Pieces } from '../protocol/pieces.js';
+import type { Scanned } from '../protocol/scan.js';
 import { isObject, type JsonObject } from '../protocol/messages.js';
 import {
   CLIENT_CAPABILITIES_META,
@@ -110,15 +112,19 @@ export class ProbingUpstream implements Channel {
       if (typeof this.refusable === 'object' && this.resentRefused(raw)) return;
       if (this.target !== undefined) this.receiver?.message(raw, arrival);
     };
+    const receiverOf = (): ChannelHandlers | undefined => this.receiver;
+    const pieces = (line: Pieces, scanned: Scanned, arrival?: Arrival): void => {
+      const receiver = this.receiver;
+      if (this.probeOpen || typeof this.refusable === 'object' || this.target === undefined || !receiver) {
+        return message(line.join(), arrival);
+      }
+      deliverPieces(receiver, line, scanned, arrival);
+    };
     this.inner.start({
       message,
-      // Once decided and watching nothing, a message goes on as it came; before, it is read here.
-      pieces: (line, scanned, arrival) => {
-        const receiver = this.receiver;
-        if (this.probeOpen || typeof this.refusable === 'object' || this.target === undefined || !receiver) {
-          return message(line.join(), arrival);
-        }
-        deliverPieces(receiver, line, scanned, arrival);
+      // Once decided and watching nothing, to a receiver that takes pieces: a message goes on as it came.
+      get pieces() {
+        return receiverOf()?.pieces === undefined ? undefined : pieces;
       },
       malformed: (error, id) => this.receiver?.malformed(error, id) ?? handlers.malformed(error, id),
       closed: (info) => {

@@ -67,9 +67,11 @@ export interface ChannelHandlers {
   /**
    * One message that arrived in several reads, as those reads (issue 33), with its scan: valid JSON within
    * MAX_NESTING, spans in offsets of the whole. The bytes are the receiver's to give away (they may be
-   * written over). A receiver without it gets `message` with them joined (`deliverPieces`).
+   * written over). A receiver without it gets `message` with them joined (`deliverPieces`). A wrapper
+   * whose own receiver may or may not take pieces gives it as a getter, so that the channel reading them
+   * scans in pieces only while someone takes them.
    */
-  pieces?(line: Pieces, scanned: Scanned, arrival?: Arrival): void;
+  readonly pieces?: ((line: Pieces, scanned: Scanned, arrival?: Arrival) => void) | undefined;
   /** A frame that could not become a message: over the size limit. */
   malformed(error: ProtocolError, id: RequestId | null): void;
   /**

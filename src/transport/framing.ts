@@ -21,10 +21,11 @@ export interface FrameSink {
   line(bytes: Buffer): void;
   oversized(byteLength: number, head: string, tail: string): void;
   /**
-   * A line of SCAN_FROM_BYTES or more that came in several chunks and that the scan takes, as those
-   * chunks (without its newline and trailing CR). Without it, such a line goes to `line`, joined.
+   * Where a line of SCAN_FROM_BYTES or more that came in several chunks and that the scan takes goes, as
+   * those chunks (without its newline and trailing CR); asked as each chunk comes. Without it, such a
+   * line goes to `line`, joined.
    */
-  pieces?(line: Pieces, scanned: Scanned): void;
+  readonly pieces?: ((line: Pieces, scanned: Scanned) => void) | undefined;
 }
 
 export class LineFramer {
@@ -97,6 +98,8 @@ export class LineFramer {
 
   /** The pending line, scanned in pieces, handed on as them; false (nothing done) when the scan refuses it. */
   private flushPieces(): boolean {
+    const take = this.sink.pieces;
+    if (take === undefined) return false;
     this.scanPending();
     const scanned = this.scanner!.end();
     if (typeof scanned === 'string') return false;
@@ -109,7 +112,7 @@ export class LineFramer {
       if (last.length === 1) parts.pop();
       else parts[parts.length - 1] = last.subarray(0, -1);
     }
-    this.sink.pieces!(new Pieces(parts, length), scanned);
+    take(new Pieces(parts, length), scanned);
     return true;
   }
 

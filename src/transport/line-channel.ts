@@ -4,7 +4,7 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { Pieces } from '../protocol/pieces.js';
-import { deliverPieces, type Channel, type ChannelHandlers, type CloseInfo } from './channel.js';
+import type { Channel, ChannelHandlers, CloseInfo } from './channel.js';
 import { idOfOversized } from '../protocol/frames.js';
 import { LineFramer, OversizedFrameError, looksLikeResponse } from './framing.js';
 import { PausableInput, type Flow } from './valve.js';
@@ -31,6 +31,7 @@ export class LineChannel implements Channel {
 
   start(handlers: ChannelHandlers): void {
     this.handlers = handlers;
+    const handlersOf = (): ChannelHandlers | undefined => this.handlers;
     const framer = new LineFramer(this.maxMessageBytes, {
       line: (bytes) => this.handlers?.message(bytes),
       oversized: (bytes, head, tail) =>
@@ -41,11 +42,11 @@ export class LineChannel implements Channel {
           ),
           idOfOversized(head, tail),
         ),
-      ...(handlers.pieces !== undefined && {
-        pieces: (line, scanned) => {
-          if (this.handlers !== undefined) deliverPieces(this.handlers, line, scanned);
-        },
-      }),
+      // Asked as each chunk comes: a line is scanned in pieces only while its receiver takes them.
+      get pieces() {
+        const receiver = handlersOf();
+        return receiver?.pieces === undefined ? undefined : receiver.pieces.bind(receiver);
+      },
     });
     this.input.on('data', (chunk: Buffer) => framer.push(chunk));
     const input = new PausableInput(this.input);

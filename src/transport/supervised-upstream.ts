@@ -18,6 +18,8 @@ import { isObject, type JsonObject, type RequestId } from '../protocol/messages.
 import { ErrorCode } from '../protocol/errors.js';
 import { parseFrame } from '../protocol/frames.js';
 import { backoffDelay } from './backoff.js';
+import type { Pieces } from '../protocol/pieces.js';
+import type { Scanned } from '../protocol/scan.js';
 import { deliverPieces, type Arrival, type Channel, type ChannelHandlers } from './channel.js';
 import { promiseOf } from './handshake-promise.js';
 import { spawnStdioUpstream, type StdioUpstream, type UpstreamCommand } from './stdio-upstream.js';
@@ -301,15 +303,19 @@ export class SupervisedStdioUpstream implements Channel {
       if (this.handshake === undefined) this.noteIncoming(raw);
       this.handlers?.message(raw, arrival);
     };
+    const handlersOf = (): ChannelHandlers | undefined => this.handlers;
+    const pieces = (line: Pieces, scanned: Scanned, arrival?: Arrival): void => {
+      const handlers = this.handlers;
+      if (child !== this.child || this.phase !== 'serving' || this.handshake === undefined || !handlers) {
+        return message(line.join(), arrival);
+      }
+      deliverPieces(handlers, line, scanned, arrival);
+    };
     child.channel.start({
       message,
-      // Serving, with the handshake noted: a message goes on as it came; otherwise it is read here.
-      pieces: (line, scanned, arrival) => {
-        const handlers = this.handlers;
-        if (child !== this.child || this.phase !== 'serving' || this.handshake === undefined || !handlers) {
-          return message(line.join(), arrival);
-        }
-        deliverPieces(handlers, line, scanned, arrival);
+      // Serving, with the handshake noted, to a receiver that takes pieces: a message goes on as it came.
+      get pieces() {
+        return handlersOf()?.pieces === undefined ? undefined : pieces;
       },
       malformed: (error, id) => {
         if (child === this.child) this.handlers?.malformed(error, id);
