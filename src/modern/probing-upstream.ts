@@ -15,6 +15,8 @@
 import type { Logger } from 'pino';
 import { withExactId } from '../protocol/exact-ids.js';
 import { parseFrame } from '../protocol/frames.js';
+import type { Pieces } from '../protocol/pieces.js';
+import type { Scanned } from '../protocol/scan.js';
 import { isObject, type JsonObject } from '../protocol/messages.js';
 import {
   CLIENT_CAPABILITIES_META,
@@ -23,7 +25,13 @@ import {
   PROTOCOL_VERSION_META,
 } from '../protocol/modern/meta.js';
 import { chooseVersion, stdioProbeVerdict } from '../protocol/modern/probe.js';
-import type { Channel, ChannelHandlers, Route } from '../transport/channel.js';
+import {
+  deliverPieces,
+  type Arrival,
+  type Channel,
+  type ChannelHandlers,
+  type Route,
+} from '../transport/channel.js';
 import { TASKGATE_INFO } from './defaults.js';
 import { ModernUpstreamTranslator, type TranslatorOptions } from './upstream-translator.js';
 
@@ -93,17 +101,30 @@ export class ProbingUpstream implements Channel {
       if (this.replaceUnanswered !== undefined) this.refusable = 'watching';
       decide(undefined, `no answer within ${this.probeTimeoutMs} ms`);
     }, this.probeTimeoutMs).unref();
+    const message = (raw: Buffer, arrival: Arrival | undefined): void => {
+      if (this.probeOpen && isProbeAnswer(raw)) {
+        this.probeOpen = false;
+        const answer = parsed(raw);
+        if (answer === undefined) return;
+        if (this.target !== undefined) return this.answeredLate(answer);
+        return decide(discoverOf(answer), describe(answer));
+      }
+      if (typeof this.refusable === 'object' && this.resentRefused(raw)) return;
+      if (this.target !== undefined) this.receiver?.message(raw, arrival);
+    };
+    const receiverOf = (): ChannelHandlers | undefined => this.receiver;
+    const pieces = (line: Pieces, scanned: Scanned, arrival?: Arrival): void => {
+      const receiver = this.receiver;
+      if (this.probeOpen || typeof this.refusable === 'object' || this.target === undefined || !receiver) {
+        return message(line.join(), arrival);
+      }
+      deliverPieces(receiver, line, scanned, arrival);
+    };
     this.inner.start({
-      message: (raw, arrival) => {
-        if (this.probeOpen && isProbeAnswer(raw)) {
-          this.probeOpen = false;
-          const answer = parsed(raw);
-          if (answer === undefined) return;
-          if (this.target !== undefined) return this.answeredLate(answer);
-          return decide(discoverOf(answer), describe(answer));
-        }
-        if (typeof this.refusable === 'object' && this.resentRefused(raw)) return;
-        if (this.target !== undefined) this.receiver?.message(raw, arrival);
+      message,
+      // Once decided and watching nothing, to a receiver that takes pieces: a message goes on as it came.
+      get pieces() {
+        return receiverOf()?.pieces === undefined ? undefined : pieces;
       },
       malformed: (error, id) => this.receiver?.malformed(error, id) ?? handlers.malformed(error, id),
       closed: (info) => {

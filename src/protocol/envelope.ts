@@ -6,6 +6,7 @@
  */
 import { aliasOf } from './exact-ids.js';
 import { checkRequestMeta, isId, type RequestId } from './messages.js';
+import { Pieces, bytesIn, type Bytes } from './pieces.js';
 import { scanJson, valueOf, type Scanned, type ScanFailure, type ValueSpan } from './scan.js';
 
 export type EnvelopeKind = 'request' | 'notification' | 'response' | 'error';
@@ -39,10 +40,7 @@ const JSONRPC_2 = Buffer.from('"2.0"');
  * nested deeper than MAX_NESTING, or a message classify() refuses. The bytes' reader then reads them the
  * usual way, which says why.
  */
-export function envelopeOf(
-  raw: Buffer,
-  scanned: Scanned | ScanFailure = scanJson(raw),
-): Envelope | undefined {
+export function envelopeOf(raw: Bytes, scanned: Scanned | ScanFailure = scanJson(raw)): Envelope | undefined {
   if (typeof scanned === 'string' || scanned.first !== OPEN_BRACE) return undefined;
   const { top } = scanned;
   if (!isJsonRpc2(raw, top.jsonrpc)) return undefined;
@@ -82,26 +80,23 @@ export function envelopeOf(
   return { kind: 'error', ...ids };
 }
 
-function isJsonRpc2(raw: Buffer, span: ValueSpan | undefined): boolean {
+function isJsonRpc2(raw: Bytes, span: ValueSpan | undefined): boolean {
   if (span?.first !== QUOTE) return false;
-  if (
-    span.end - span.start === JSONRPC_2.length &&
-    raw.compare(JSONRPC_2, 0, 5, span.start, span.end) === 0
-  ) {
+  if (span.end - span.start === JSONRPC_2.length && bytesIn(raw, span.start, span.end).equals(JSONRPC_2)) {
     return true;
   }
   return valueOf(raw, span) === '2.0';
 }
 
 /** The id as withExactId gives it: the alias of an integer JSON.parse rounds, else its value. */
-function idOf(raw: Buffer, span: ValueSpan): unknown {
+function idOf(raw: Bytes, span: ValueSpan): unknown {
   if (span.first === OPEN_BRACE || span.first === OPEN_BRACKET) return {};
   const value = valueOf(raw, span);
   if (typeof value !== 'number' || !Number.isInteger(value) || Number.isSafeInteger(value)) return value;
-  return aliasOf(raw.toString('latin1', span.start, span.end)) ?? value;
+  return aliasOf(bytesIn(raw, span.start, span.end).toString('latin1')) ?? value;
 }
 
-function metaIsValid(method: string, raw: Buffer, meta: ValueSpan): boolean {
+function metaIsValid(method: string, raw: Bytes, meta: ValueSpan): boolean {
   try {
     checkRequestMeta(method, valueOf(raw, meta));
     return true;
@@ -124,4 +119,23 @@ export function withIdAt(raw: Buffer, span: ValueSpan, id: Buffer): Buffer {
   id.copy(raw, span.start);
   raw.fill(SPACE, span.start + id.length, span.end);
   return raw;
+}
+
+/**
+ * The same for a message in pieces: written over in place when the id lies in one piece and `id` fits;
+ * otherwise the piece or pieces it straddles are replaced by one copy, the others kept.
+ */
+export function piecesWithIdAt(raw: Pieces, span: ValueSpan, id: Buffer): Pieces {
+  const { parts } = raw;
+  let first = 0;
+  let firstAt = 0;
+  while (firstAt + parts[first]!.length <= span.start) firstAt += parts[first++]!.length;
+  let last = first;
+  for (let end = firstAt + parts[first]!.length; end < span.end; end += parts[last]!.length) last++;
+  const touched = first === last ? parts[first]! : Buffer.concat(parts.slice(first, last + 1));
+  const replaced = withIdAt(touched, { ...span, start: span.start - firstAt, end: span.end - firstAt }, id);
+  return new Pieces(
+    [...parts.slice(0, first), replaced, ...parts.slice(last + 1)],
+    raw.length - touched.length + replaced.length,
+  );
 }

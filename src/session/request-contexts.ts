@@ -9,7 +9,8 @@
 import { NO_CALLER, type RequestCaller } from '../protocol/caller.js';
 import { readMessage } from '../protocol/read-message.js';
 import type { RequestId, Response } from '../protocol/messages.js';
-import type { Channel, ChannelHandlers, Route } from '../transport/channel.js';
+import type { Pieces } from '../protocol/pieces.js';
+import { sendPieces, type Channel, type ChannelHandlers, type Route } from '../transport/channel.js';
 import type { SessionOptions } from './session-options.js';
 
 /** What travels with a request handed as a value: who made it, and where its answer goes. */
@@ -72,6 +73,14 @@ export class RequestContexts implements Channel {
       message = read.message.msg;
     }
     queueMicrotask(() => context.answer(message as Response, typeof raw === 'string' ? undefined : raw));
+  }
+
+  /** An answer whose context takes a value is joined to be read (sendRaw); any other goes on in pieces. */
+  sendPieces(line: Pieces, route?: Route): void {
+    if (route !== undefined && 'responseTo' in route && this.contexts.has(route.responseTo)) {
+      return this.sendRaw(line.join(), route);
+    }
+    sendPieces(this.client, line, route);
   }
 
   pauseStream(requestId: RequestId, retryMs: number | undefined): Promise<void> | undefined {

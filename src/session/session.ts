@@ -194,6 +194,7 @@ export class Session {
     });
     this.upstream.start({
       message: (raw, arrival, parsed) => this.upstreamSide.fromUpstream(raw, arrival, parsed),
+      pieces: (line, scanned, arrival) => this.upstreamSide.fromUpstreamPieces(line, scanned, arrival),
       malformed: (error, id) => this.upstreamSide.upstreamMalformed(error, id),
       closed: ({ reason, reopening }) => this.upstreamSide.upstreamClosed(reason, reopening === true),
       reopened: () => this.upstreamSide.upstreamReopened(),

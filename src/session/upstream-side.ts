@@ -28,7 +28,8 @@ import type { ClientTasks } from '../tasks/client-tasks.js';
 import { withoutRelatedTask, type Unwrapper } from '../tasks/unwrap.js';
 import type { TaskSightings } from '../observability/task-board.js';
 import { envelopeOf, type Envelope } from '../protocol/envelope.js';
-import { scanJson, valueOf, type Scanned } from '../protocol/scan.js';
+import type { Bytes, Pieces } from '../protocol/pieces.js';
+import { SCAN_FROM_BYTES, scanJson, valueOf, type Scanned } from '../protocol/scan.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import type { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { badUpstreamAnswer, upstreamFrameRefusal } from './bad-frames.js';
@@ -38,13 +39,6 @@ import { ServedRequests } from './served-requests.js';
 import type { Forwarded, UpstreamPeer, UpstreamState } from './upstream-peer.js';
 import type { UpstreamOwnTasks } from './upstream-own-tasks.js';
 import type { UpstreamProfile } from './upstream-profile.js';
-
-/**
- * From this size on, an answer is scanned (envelope.ts) before it is parsed, so that one taskgate
- * passes on unchanged goes as its bytes, never decoded: below it, JSON.parse costs no more than the
- * scan (bench/scan.js).
- */
-const SCAN_FROM_BYTES = 1024;
 
 /** The session reads the result of an answer to these when the upstream has tasks of its own. */
 const READS_RESULT = new Set(['tasks/result', 'tasks/get', 'tasks/cancel']);
@@ -114,11 +108,23 @@ export class UpstreamSide {
     return clientId === undefined ? undefined : this.parts.client.pauseStream(clientId, retryMs);
   }
 
-  /** One message from the upstream (ChannelHandlers.message). */
-  fromUpstream(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined): void {
+  /**
+   * One message from the upstream that came in pieces, scanned as they came (ChannelHandlers.pieces): an
+   * answer forwarded as its bytes goes out as those pieces; anything else is joined and read as usual.
+   */
+  fromUpstreamPieces(line: Pieces, scanned: Scanned, arrival: Arrival | undefined): void {
+    if (!this.parts.client.handsParsed) {
+      const envelope = envelopeOf(line, scanned);
+      if (envelope?.kind === 'response' && this.forwardedAsBytes(envelope, line)) return;
+    }
+    this.fromUpstream(line.join(), arrival, undefined, scanned);
+  }
+
+  /** One message from the upstream (ChannelHandlers.message); `known`: its scan, when made already. */
+  fromUpstream(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined, known?: Scanned): void {
     // A client in memory (the 2026-07-28 bridge) reads the value handed to it: parsing once here serves it best.
     if (parsed === undefined && raw.length >= SCAN_FROM_BYTES && !this.parts.client.handsParsed) {
-      const scanned = scanJson(raw);
+      const scanned = known ?? scanJson(raw);
       const envelope = envelopeOf(raw, scanned);
       if (
         envelope?.kind === 'response' &&
@@ -200,7 +206,7 @@ export class UpstreamSide {
    * A success response forwarded as its bytes, when nothing taskgate does with it needs it parsed: what
    * upstreamResponse does for it, short of reading the result. False (nothing done) otherwise.
    */
-  private forwardedAsBytes(envelope: Envelope, raw: Buffer): boolean {
+  private forwardedAsBytes(envelope: Envelope, raw: Bytes): boolean {
     // Writing over one id of several would leave the others for a reader that takes the first.
     if (envelope.idRepeated) return false;
     const wireId = envelope.id as RequestId;

@@ -1,5 +1,7 @@
 import type { ProtocolError } from '../protocol/errors.js';
 import type { RequestId } from '../protocol/messages.js';
+import type { Pieces } from '../protocol/pieces.js';
+import type { Scanned } from '../protocol/scan.js';
 
 export interface CloseInfo {
   /** For people: why the other side went away ("exited with code 3", "stdin closed"). */
@@ -62,6 +64,14 @@ export interface ChannelHandlers {
    * receiver does not change it (it copies what it would change).
    */
   message(raw: Buffer, arrival?: Arrival, parsed?: object): void;
+  /**
+   * One message that arrived in several reads, as those reads (issue 33), with its scan: valid JSON within
+   * MAX_NESTING, spans in offsets of the whole. The bytes are the receiver's to give away (they may be
+   * written over). A receiver without it gets `message` with them joined (`deliverPieces`). A wrapper
+   * whose own receiver may or may not take pieces gives it as a getter, so that the channel reading them
+   * scans in pieces only while someone takes them.
+   */
+  readonly pieces?: ((line: Pieces, scanned: Scanned, arrival?: Arrival) => void) | undefined;
   /** A frame that could not become a message: over the size limit. */
   malformed(error: ProtocolError, id: RequestId | null): void;
   /**
@@ -109,6 +119,8 @@ export interface Channel {
    * the bytes (other channels ignore it); the sender gives it away and does not change it after.
    */
   sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void;
+  /** Sends a message in pieces as they are, never joined (a stream writes them with one writev); see `sendPieces`. */
+  sendPieces?(line: Pieces, route?: Route): void;
   send(message: object, route?: Route): void;
   /**
    * Closes the stream of the client's request `requestId` before its answer, for the client to resume it
@@ -142,4 +154,21 @@ export interface Channel {
    * a shared upstream).
    */
   readonly outlivesClose?: boolean;
+}
+
+/** Hands a message in pieces to a receiver: as pieces when it takes them, else joined. */
+export function deliverPieces(
+  handlers: ChannelHandlers,
+  line: Pieces,
+  scanned: Scanned,
+  arrival?: Arrival,
+): void {
+  if (handlers.pieces !== undefined) handlers.pieces(line, scanned, arrival);
+  else handlers.message(line.join(), arrival);
+}
+
+/** Sends a message in pieces: as pieces to a channel that takes them, else joined. */
+export function sendPieces(channel: Channel, line: Pieces, route?: Route): void {
+  if (channel.sendPieces !== undefined) channel.sendPieces(line, route);
+  else channel.sendRaw(line.join(), route);
 }

@@ -4,7 +4,8 @@
  * first message says which era the client speaks (the upstream must be watched from the start), and is
  * connected to the client itself, or to the bridge for a 2026-07-28 client, once that message is in.
  */
-import type { Channel, ChannelHandlers, Route } from './channel.js';
+import type { Pieces } from '../protocol/pieces.js';
+import { sendPieces, type Channel, type ChannelHandlers, type Route } from './channel.js';
 
 export class DeferredChannel implements Channel {
   private inner: Channel | undefined;
@@ -33,6 +34,11 @@ export class DeferredChannel implements Channel {
   sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void {
     if (this.inner !== undefined) this.inner.sendRaw(raw, route, parsed);
     else if (!this.closed) this.waiting.push({ raw, route, parsed });
+  }
+
+  sendPieces(line: Pieces, route?: Route): void {
+    if (this.inner !== undefined) sendPieces(this.inner, line, route);
+    else this.sendRaw(line.join(), route);
   }
 
   send(message: object, route?: Route): void {

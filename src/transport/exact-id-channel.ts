@@ -4,11 +4,12 @@
  * request taskgate forwards there keeps the alias, a string id any server can echo, where one that rounds
  * numbers would answer an id nobody asked.
  */
-import { withIdAt } from '../protocol/envelope.js';
+import { piecesWithIdAt, withIdAt } from '../protocol/envelope.js';
 import { digitsOf, hasAlias, serialize } from '../protocol/exact-ids.js';
 import type { RequestId } from '../protocol/messages.js';
+import { Pieces, type Bytes } from '../protocol/pieces.js';
 import type { ValueSpan } from '../protocol/scan.js';
-import type { Channel, ChannelHandlers, Route } from './channel.js';
+import { sendPieces, type Channel, type ChannelHandlers, type Route } from './channel.js';
 
 export class ExactIdChannel implements Channel {
   constructor(
@@ -42,15 +43,19 @@ export class ExactIdChannel implements Channel {
   }
 
   /**
-   * Sends an answer as the very bytes it arrived as (issue 33): `raw` holds `wireId` at `idSpan`; the peer
+   * Sends an answer as the very bytes it arrived as (issue 33), in one Buffer or in the pieces it came in:
+   * `raw` holds `wireId` at `idSpan`; the peer
    * gets `route.responseTo`, written over the old id (`withIdAt`). `raw` is the sender's to give away: it
    * may be changed.
    */
-  sendAnswerBytes(raw: Buffer, idSpan: ValueSpan, wireId: RequestId, route: { responseTo: RequestId }): void {
+  sendAnswerBytes(raw: Bytes, idSpan: ValueSpan, wireId: RequestId, route: { responseTo: RequestId }): void {
     const to = route.responseTo;
     const digits = this.answersOnly ? undefined : digitsOf(to);
-    if (digits === undefined && to === wireId) return this.inner.sendRaw(raw, route);
-    this.inner.sendRaw(withIdAt(raw, idSpan, Buffer.from(digits ?? JSON.stringify(to))), route);
+    const id = digits === undefined && to === wireId ? undefined : Buffer.from(digits ?? JSON.stringify(to));
+    if (raw instanceof Pieces) {
+      return sendPieces(this.inner, id === undefined ? raw : piecesWithIdAt(raw, idSpan, id), route);
+    }
+    this.inner.sendRaw(id === undefined ? raw : withIdAt(raw, idSpan, id), route);
   }
 
   pauseStream(requestId: RequestId, retryMs: number | undefined): Promise<void> | undefined {

@@ -1,11 +1,15 @@
 /**
  * Newline-delimited JSON framing for stdio, with a size limit.
  *
- * Unlike the SDK's ReadBuffer this neither re-concatenates its buffer on every chunk nor validates
- * messages: chunks are kept as a list until a newline arrives, and a line over the limit is not kept at
- * all (only its first and last bytes, enough to find the request id for an error reply).
+ * Unlike the SDK's ReadBuffer this does not re-concatenate its buffer on every chunk: chunks are kept as
+ * a list until a newline arrives, and a line over the limit is not kept at all (only its first and last
+ * bytes, enough to find the request id for an error reply). For a sink that takes pieces, a line that
+ * arrives in several chunks is scanned chunk by chunk as they come and handed on as those chunks, never
+ * joined (issue 33): only a line the scan refuses is joined, for the usual read to say why.
  */
 import { ErrorCode, ProtocolError } from '../protocol/errors.js';
+import { Pieces } from '../protocol/pieces.js';
+import { JsonScanner, SCAN_FROM_BYTES, type Scanned } from '../protocol/scan.js';
 
 const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
@@ -16,6 +20,12 @@ export interface FrameSink {
   /** One line's bytes, without its newline (and without a trailing CR). */
   line(bytes: Buffer): void;
   oversized(byteLength: number, head: string, tail: string): void;
+  /**
+   * Where a line of SCAN_FROM_BYTES or more that came in several chunks and that the scan takes goes, as
+   * those chunks (without its newline and trailing CR); asked as each chunk comes. Without it, such a
+   * line goes to `line`, joined.
+   */
+  readonly pieces?: ((line: Pieces, scanned: Scanned) => void) | undefined;
 }
 
 export class LineFramer {
@@ -23,6 +33,9 @@ export class LineFramer {
   private pendingBytes = 0;
   private oversizedHead: Buffer | undefined;
   private oversizedTail: Buffer = Buffer.alloc(0);
+  /** The scan of the pending line, once it is in pieces and big enough; how many of them it has had. */
+  private scanner: JsonScanner | undefined;
+  private scannedParts = 0;
 
   constructor(
     private readonly maxMessageBytes: number,
@@ -36,7 +49,18 @@ export class LineFramer {
       this.flushLine();
       start = nl + 1;
     }
-    if (start < chunk.length) this.append(chunk.subarray(start));
+    if (start < chunk.length) {
+      this.append(chunk.subarray(start));
+      this.scanPending();
+    }
+  }
+
+  /** The line goes on in the next chunk: what it has so far is scanned now, while the rest is on its way. */
+  private scanPending(): void {
+    if (this.sink.pieces === undefined || this.oversizedHead !== undefined) return;
+    if (this.pendingBytes < SCAN_FROM_BYTES) return;
+    this.scanner ??= new JsonScanner();
+    while (this.scannedParts < this.pending.length) this.scanner.push(this.pending[this.scannedParts++]!);
   }
 
   private append(piece: Buffer): void {
@@ -64,6 +88,7 @@ export class LineFramer {
       this.sink.oversized(bytes, head, tail);
       return;
     }
+    if (this.scanner !== undefined && this.flushPieces()) return;
     let line = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, bytes);
     this.reset();
     // Tolerate CRLF, and skip blank keep-alive lines.
@@ -71,11 +96,33 @@ export class LineFramer {
     if (line.some((byte) => !WHITESPACE.has(byte))) this.sink.line(line);
   }
 
+  /** The pending line, scanned in pieces, handed on as them; false (nothing done) when the scan refuses it. */
+  private flushPieces(): boolean {
+    const take = this.sink.pieces;
+    if (take === undefined) return false;
+    this.scanPending();
+    const scanned = this.scanner!.end();
+    if (typeof scanned === 'string') return false;
+    const parts = this.pending;
+    let length = this.pendingBytes;
+    this.reset();
+    const last = parts.at(-1)!;
+    if (last.at(-1) === CARRIAGE_RETURN) {
+      length--;
+      if (last.length === 1) parts.pop();
+      else parts[parts.length - 1] = last.subarray(0, -1);
+    }
+    take(new Pieces(parts, length), scanned);
+    return true;
+  }
+
   private reset(): void {
     this.pending = [];
     this.pendingBytes = 0;
     this.oversizedHead = undefined;
     this.oversizedTail = Buffer.alloc(0);
+    this.scanner = undefined;
+    this.scannedParts = 0;
   }
 }
 

@@ -5,7 +5,15 @@
  */
 import type { ProtocolError } from '../protocol/errors.js';
 import type { RequestId } from '../protocol/messages.js';
-import type { Arrival, Channel, ChannelHandlers, CloseInfo, Route } from './channel.js';
+import type { Pieces } from '../protocol/pieces.js';
+import {
+  sendPieces,
+  type Arrival,
+  type Channel,
+  type ChannelHandlers,
+  type CloseInfo,
+  type Route,
+} from './channel.js';
 
 type Held =
   | { kind: 'message'; raw: Buffer; arrival?: Arrival }
@@ -61,6 +69,10 @@ class HeldChannel implements Channel {
 
   sendRaw(raw: Buffer | string, route?: Route, parsed?: object): void {
     this.inner.sendRaw(raw, route, parsed);
+  }
+
+  sendPieces(line: Pieces, route?: Route): void {
+    sendPieces(this.inner, line, route);
   }
 
   send(message: object, route?: Route): void {

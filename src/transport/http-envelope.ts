@@ -8,7 +8,7 @@ import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { envelopeOf as envelopeOfBytes } from '../protocol/envelope.js';
 import { idOfResultFrame, parseFrame } from '../protocol/frames.js';
 import { isId, isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
-import { scanJson, valueOf } from '../protocol/scan.js';
+import { SCAN_FROM_BYTES, scanJson, valueOf } from '../protocol/scan.js';
 
 /** A message to send, with the little of its envelope the transport needs. */
 export interface Outgoing {
@@ -48,9 +48,6 @@ export function safeParse(body: Buffer | string): unknown {
     return undefined;
   }
 }
-
-/** From this size on a message is read with one scan, not parsed (as the session reads it: upstream-side.ts). */
-const SCAN_FROM_BYTES = 1024;
 
 /**
  * Whether a message from the server is a response, and to which id; undefined for a request or a

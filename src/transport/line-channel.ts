@@ -3,6 +3,7 @@
  * both for taskgate's own stdin/stdout and for the pipes of an upstream child process.
  */
 import type { Readable, Writable } from 'node:stream';
+import type { Pieces } from '../protocol/pieces.js';
 import type { Channel, ChannelHandlers, CloseInfo } from './channel.js';
 import { idOfOversized } from '../protocol/frames.js';
 import { LineFramer, OversizedFrameError, looksLikeResponse } from './framing.js';
@@ -30,6 +31,7 @@ export class LineChannel implements Channel {
 
   start(handlers: ChannelHandlers): void {
     this.handlers = handlers;
+    const handlersOf = (): ChannelHandlers | undefined => this.handlers;
     const framer = new LineFramer(this.maxMessageBytes, {
       line: (bytes) => this.handlers?.message(bytes),
       oversized: (bytes, head, tail) =>
@@ -40,6 +42,11 @@ export class LineChannel implements Channel {
           ),
           idOfOversized(head, tail),
         ),
+      // Asked as each chunk comes: a line is scanned in pieces only while its receiver takes them.
+      get pieces() {
+        const receiver = handlersOf();
+        return receiver?.pieces === undefined ? undefined : receiver.pieces.bind(receiver);
+      },
     });
     this.input.on('data', (chunk: Buffer) => framer.push(chunk));
     const input = new PausableInput(this.input);
@@ -51,14 +58,9 @@ export class LineChannel implements Channel {
 
   sendRaw(raw: Buffer | string): void {
     if (this.closed) return;
-    // Everything sent in one tick leaves in one system call: each write to a pipe wakes the reader, which
-    // costs more than the JSON work (bench/PROFILING.md). A forwarded message (bytes) is not copied to
-    // append its newline; a string one is, cheaply, to be one write, not two, in the stream's queue.
-    if (!this.corked) {
-      this.corked = true;
-      this.output.cork();
-      process.nextTick(this.uncork);
-    }
+    this.corkForTick();
+    // A forwarded message (bytes) is not copied to append its newline; a string one is, cheaply, to be
+    // one write, not two, in the stream's queue.
     if (typeof raw === 'string') {
       this.output.write(raw + '\n');
     } else {
@@ -66,6 +68,26 @@ export class LineChannel implements Channel {
       this.output.write('\n');
     }
     this.flow.writes?.wrote(this.output);
+  }
+
+  /** The pieces as they came, with the newline, in the tick's one writev: none is joined or copied. */
+  sendPieces(line: Pieces): void {
+    if (this.closed) return;
+    this.corkForTick();
+    for (const part of line.parts) this.output.write(part);
+    this.output.write('\n');
+    this.flow.writes?.wrote(this.output);
+  }
+
+  /**
+   * Everything sent in one tick leaves in one system call: each write to a pipe wakes the reader, which
+   * costs more than the JSON work (bench/PROFILING.md).
+   */
+  private corkForTick(): void {
+    if (this.corked) return;
+    this.corked = true;
+    this.output.cork();
+    process.nextTick(this.uncork);
   }
 
   private readonly uncork = (): void => {

@@ -18,7 +18,9 @@ import { isObject, type JsonObject, type RequestId } from '../protocol/messages.
 import { ErrorCode } from '../protocol/errors.js';
 import { parseFrame } from '../protocol/frames.js';
 import { backoffDelay } from './backoff.js';
-import type { Arrival, Channel, ChannelHandlers } from './channel.js';
+import type { Pieces } from '../protocol/pieces.js';
+import type { Scanned } from '../protocol/scan.js';
+import { deliverPieces, type Arrival, type Channel, type ChannelHandlers } from './channel.js';
 import { promiseOf } from './handshake-promise.js';
 import { spawnStdioUpstream, type StdioUpstream, type UpstreamCommand } from './stdio-upstream.js';
 import type { Flow } from './valve.js';
@@ -293,14 +295,27 @@ export class SupervisedStdioUpstream implements Channel {
   }
 
   private attach(child: StdioUpstream): void {
+    const message = (raw: Buffer, arrival: Arrival | undefined): void => {
+      if (child !== this.child) return;
+      if (this.phase === 'replaying') return this.duringReplay(child, raw, arrival);
+      // A child given up on (its replay timed out) may still talk while it is stopped: nobody listens.
+      if (this.phase !== 'serving') return;
+      if (this.handshake === undefined) this.noteIncoming(raw);
+      this.handlers?.message(raw, arrival);
+    };
+    const handlersOf = (): ChannelHandlers | undefined => this.handlers;
+    const pieces = (line: Pieces, scanned: Scanned, arrival?: Arrival): void => {
+      const handlers = this.handlers;
+      if (child !== this.child || this.phase !== 'serving' || this.handshake === undefined || !handlers) {
+        return message(line.join(), arrival);
+      }
+      deliverPieces(handlers, line, scanned, arrival);
+    };
     child.channel.start({
-      message: (raw, arrival) => {
-        if (child !== this.child) return;
-        if (this.phase === 'replaying') return this.duringReplay(child, raw, arrival);
-        // A child given up on (its replay timed out) may still talk while it is stopped: nobody listens.
-        if (this.phase !== 'serving') return;
-        if (this.handshake === undefined) this.noteIncoming(raw);
-        this.handlers?.message(raw, arrival);
+      message,
+      // Serving, with the handshake noted, to a receiver that takes pieces: a message goes on as it came.
+      get pieces() {
+        return handlersOf()?.pieces === undefined ? undefined : pieces;
       },
       malformed: (error, id) => {
         if (child === this.child) this.handlers?.malformed(error, id);

@@ -25,9 +25,10 @@ afterEach(async () => {
 });
 
 /** A line written as a pipe delivers it: in chunks of at most 64 KiB, the newline with the last. */
-function writeInChunks(stream: PassThrough, line: Buffer): void {
+function writeInChunks(stream: PassThrough, line: Buffer): Buffer {
   const whole = Buffer.concat([line, Buffer.from('\n')]);
   for (let at = 0; at < whole.length; at += PIPE_CHUNK) stream.write(whole.subarray(at, at + PIPE_CHUNK));
+  return whole;
 }
 
 /** `memory`: the client is a peer in memory (as the 2026-07-28 bridge is), which is handed parsed values. */
@@ -80,7 +81,7 @@ async function gateway(clientKind: 'stdio' | 'memory' = 'stdio', serverTasks = f
     }
   });
   const serverSends = (message: Json): void =>
-    writeInChunks(fromServer, Buffer.from(JSON.stringify(message)));
+    void writeInChunks(fromServer, Buffer.from(JSON.stringify(message)));
   const clientSends = (line: string): void =>
     clientKind === 'stdio' ? void fromClient.write(`${line}\n`) : inMemory.a.sendRaw(line);
   clientSends(JSON.stringify(INITIALIZE));
@@ -93,6 +94,7 @@ async function gateway(clientKind: 'stdio' | 'memory' = 'stdio', serverTasks = f
     serverLines,
     clientSends,
     serverWrites: (line: Buffer) => writeInChunks(fromServer, line),
+    toClient,
   };
 }
 
@@ -122,6 +124,21 @@ describe('issue 33: an unchanged answer goes to the client as the bytes the serv
     const got = await gate.client.waitFor((l) => l.length > 1_000_000, 'the result');
     expect(got.length).toBe(line.length);
     expect(got.equals(line)).toBe(true);
+  });
+
+  it('a 5 MB result goes out as the very reads it came in, the id written over in one: no copy of it made', async () => {
+    const gate = await gateway();
+    const written: Buffer[] = [];
+    gate.toClient.on('data', (chunk: Buffer) => written.push(chunk));
+    gate.clientSends(call(LARGE));
+    const asked = await gate.server.waitFor((m) => m.method === 'tools/call', 'the call upstream');
+    const line = resultLine(JSON.stringify(asked.id), 5_000_000);
+    const whole = gate.serverWrites(line);
+    const got = await gate.client.waitFor((l) => l.length > 1_000_000, 'the result');
+    expect(got.toString('latin1', got.length - 60)).toMatch(new RegExp(`"id" : ${LARGE} +}$`));
+    const big = written.filter((chunk) => chunk.length > 1000);
+    expect(big.reduce((sum, chunk) => sum + chunk.length, 0)).toBe(line.length);
+    expect(big.filter((chunk) => chunk.buffer !== whole.buffer)).toHaveLength(0);
   });
 
   it('an id beyond 2^53: the server’s bytes with the exact digits written over its id, in place', async () => {

@@ -2,6 +2,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { idOfOversized } from '../../src/protocol/frames.js';
+import { scanJson, type Scanned } from '../../src/protocol/scan.js';
 import { LineFramer, looksLikeResponse } from '../../src/transport/framing.js';
 
 const MiB = 1024 * 1024;
@@ -189,6 +190,56 @@ describe('LineFramer', () => {
     const before = await liveArrayBufferBytes();
     for (let i = 0; i < 50; i++) push(Buffer.alloc(MiB, 0x61));
     expect((await liveArrayBufferBytes()) - before).toBeLessThan(2 * MiB);
+  });
+});
+
+describe('LineFramer, for a sink that takes pieces (issue 33)', () => {
+  function piecewise(maxMessageBytes: number) {
+    const lines: Buffer[] = [];
+    const pieces: { parts: Buffer[]; length: number; scanned: Scanned }[] = [];
+    const framing = new LineFramer(maxMessageBytes, {
+      line: (bytes) => lines.push(bytes),
+      oversized: () => undefined,
+      pieces: (line, scanned) => pieces.push({ parts: line.parts, length: line.length, scanned }),
+    });
+    return { push: (chunk: Buffer) => framing.push(chunk), lines, pieces };
+  }
+  const big = Buffer.from(`{"jsonrpc":"2.0","id":3,"result":{"text":"${'x\\u00e9 '.repeat(2000)}"}}`);
+
+  it('hands a line that came in several chunks on as those chunks, scanned, without its CR', () => {
+    for (const ending of ['\n', '\r\n']) {
+      const { push, lines, pieces } = piecewise(MiB);
+      const whole = Buffer.concat([
+        big,
+        Buffer.from(ending),
+        Buffer.from('{"jsonrpc":"2.0","method":"m"}\n'),
+      ]);
+      // The CR, when there is one, alone in the last chunk of the line.
+      const cuts = [0, 1000, 5000, big.length, whole.length];
+      const chunks = cuts.slice(1).map((end, k) => whole.subarray(cuts[k], end));
+      for (const chunk of chunks) push(chunk);
+      expect(pieces).toHaveLength(1);
+      const [line] = pieces;
+      expect(Buffer.concat(line!.parts).equals(big)).toBe(true);
+      expect(line!.length).toBe(big.length);
+      // Views of the chunks pushed, not copies.
+      for (const part of line!.parts) expect(part.buffer).toBe(whole.buffer);
+      expect(line!.scanned).toEqual(scanJson(big));
+      // A line whole in one chunk goes the usual way.
+      expect(lines.map(String)).toEqual(['{"jsonrpc":"2.0","method":"m"}']);
+    }
+  });
+
+  it('hands a line the scan refuses, or one under 1 KiB, joined to `line`, and skips a blank one', () => {
+    const { push, lines, pieces } = piecewise(MiB);
+    const broken = Buffer.from(big);
+    broken[3000] = 0x01;
+    pushInChunks(push, Buffer.concat([broken, Buffer.from('\n')]), 4096);
+    pushInChunks(push, Buffer.from('{"jsonrpc":"2.0","method":"m"}\n'), 7);
+    pushInChunks(push, Buffer.from(`${' '.repeat(5000)}\r\n`), 1000);
+    expect(pieces).toEqual([]);
+    expect(lines.map((line) => line.length)).toEqual([broken.length, 30]);
+    expect(lines[0]!.equals(broken)).toBe(true);
   });
 });
 

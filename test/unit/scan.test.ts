@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { envelopeOf, type Envelope } from '../../src/protocol/envelope.js';
+import { envelopeOf, piecesWithIdAt, withIdAt, type Envelope } from '../../src/protocol/envelope.js';
 import { MAX_NESTING } from '../../src/protocol/frames.js';
+import { Pieces } from '../../src/protocol/pieces.js';
 import { readMessage } from '../../src/protocol/read-message.js';
 import { scanJson, valueOf, type ValueSpan } from '../../src/protocol/scan.js';
 import type { JsonObject } from '../../src/protocol/messages.js';
@@ -328,5 +329,88 @@ describe('issue 33: envelopeOf agrees with the usual read on the envelope', () =
       idRepeated: true,
     });
     expect(twice.toString('latin1', 51, 52)).toBe('2');
+  });
+});
+
+/** The bytes cut at the given points (taken modulo their length), as the pieces a pipe might deliver. */
+function cut(raw: Buffer, points: number[]): Pieces {
+  const at = [...new Set(points.map((point) => point % (raw.length + 1)))].sort((a, b) => a - b);
+  const parts = [0, ...at].map((start, k) => raw.subarray(start, at[k] ?? raw.length));
+  return new Pieces(
+    parts.filter((part) => part.length > 0),
+    raw.length,
+  );
+}
+
+/** Scanned in pieces, the text gives what the whole-buffer scan gives, verdict, spans and envelope. */
+function expectSameInPieces(raw: Buffer, points: number[]): void {
+  const pieces = cut(raw, points);
+  const whole = scanJson(raw);
+  expect(scanJson(pieces), `${raw.toString('latin1')} cut at ${points.join(',')}`).toEqual(whole);
+  if (typeof whole === 'string') expect(parses(raw) && whole === 'invalid').toBe(false);
+  else expect(parses(raw)).toBe(true);
+  expect(envelopeOf(pieces)).toEqual(envelopeOf(raw));
+}
+
+const points = fc.array(fc.nat(), { maxLength: 8 });
+
+describe('issue 33: a text scanned in pieces, as it arrives, is judged as it is whole', () => {
+  it('for arbitrary texts, bytes, near-JSON and edited JSON, cut anywhere', () => {
+    const texts = fc.oneof(
+      fc.string({ unit: 'binary' }).map((text) => Buffer.from(text)),
+      fc.json().map((text) => Buffer.from(text)),
+      nearJson.map((text) => Buffer.from(text)),
+      fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.from(bytes)),
+      edited,
+    );
+    fc.assert(fc.property(texts, points, expectSameInPieces), { numRuns: 5000 });
+  });
+
+  it('for messages and near-messages, cut anywhere and cut at every byte', () => {
+    fc.assert(fc.property(fc.oneof(message, likelyMessage), points, expectSameInPieces), { numRuns: 3000 });
+    fc.assert(
+      fc.property(likelyMessage, (raw) => expectSameInPieces(raw, [...raw.keys()])),
+      { numRuns: 300 },
+    );
+  });
+
+  it('for keys and escapes cut at every byte, and a key longer than any kept', () => {
+    const texts = [
+      '{"jsonrpc":"2.0","\\u0069d":7,"result":{"is\\u0045rror":true,"_meta":{"a":"\\ud83d\\ude00"}}}',
+      `{"jsonrpc":"2.0","id":"x","${'k'.repeat(200)}":1,"result":{"${'\\u0041'.repeat(30)}":2}}`,
+      '{"jsonrpc":"2.0","id":-12.5e+3,"method":"a","params":{"_meta":{"progressToken":1e400}}}',
+      ' [true , false,null, 0, -0.0E-0 ] ',
+    ];
+    for (const text of texts) {
+      const raw = Buffer.from(text);
+      expectSameInPieces(raw, [...raw.keys()]);
+      for (let at = 0; at <= raw.length; at++) expectSameInPieces(raw, [at]);
+    }
+  });
+
+  it('refuses as too deep in pieces what it refuses whole', () => {
+    const raw = Buffer.from(`{"result":${'['.repeat(MAX_NESTING)}]}`);
+    expect(scanJson(cut(raw, [3, 20, 400]))).toBe('too-deep');
+  });
+});
+
+describe('issue 33: an id written over in pieces', () => {
+  it('gives the bytes withIdAt gives whole, wherever the pieces are cut and whatever the id length', () => {
+    fc.assert(
+      fc.property(
+        likelyMessage,
+        points,
+        fc.constantFrom('7', '"abc"', '12345678901234567890123'),
+        (raw, at, id) => {
+          const envelope = envelopeOf(raw);
+          if (envelope?.idSpan === undefined) return;
+          const expected = withIdAt(Buffer.from(raw), envelope.idSpan, Buffer.from(id));
+          const written = piecesWithIdAt(cut(Buffer.from(raw), at), envelope.idSpan, Buffer.from(id));
+          expect(written.join()).toEqual(expected);
+          expect(written.length).toBe(expected.length);
+        },
+      ),
+      RUNS,
+    );
   });
 });
