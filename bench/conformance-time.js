@@ -9,15 +9,20 @@
  * given without `server-sse-polling`, where taskgate honours the server's `retry: 5000` (a MUST of the
  * 2025-11-25 Streamable HTTP transport) and the suite's own client does not.
  *
- * Behind the sidecar the everything-like fixture runs twice a round: with its standalone GET stream opened
+ * The everything-like fixture runs twice a round: on time, and with its standalone GET stream opened
  * 300 ms late (FIXTURE_GET_DELAY_MS, as conformance-servers-sidecar.test.ts runs it, to make the old race
- * certain) and on time. Its direct run, the baseline of both, is on time, as in that test: directly the
- * suite's client does not wait for its GET stream, and with the delay it would lose the server's requests.
- * The SDK 1.x fixture runs the same suite; the SDK v2 fixture its 2026-07-28 scenarios (a direct run waits
- * out the task scenarios it fails, so there the sidecar may well be faster).
+ * certain). Each is compared with a direct run of the same fixture with the same delay: directly the
+ * suite's client does not wait for its GET stream, loses the server's requests sent on it and waits out
+ * the suite's per-scenario timeout (30 s) in each asking scenario, which the checks columns show; taskgate
+ * waits for its upstream GET stream before it forwards a request (issue 34's fix 1), so each of its
+ * sessions takes the 300 ms. The SDK 1.x fixture runs the same suite; the SDK v2 fixture its 2026-07-28
+ * scenarios (a direct run waits out the task scenarios it fails, so there the sidecar may well be faster).
+ * Per run also the CPU each process spent while the suite ran, and what the rest of the machine spent
+ * meanwhile: a run slower than its like with its own CPU unchanged was kept waiting by other work.
  *
  *   npm run build && node bench/conformance-time.js    writes bench/results/<UTC date>T<hhmm>-conformance-time.md
  *   BENCH_ROUNDS=N (3 unless told)                     BENCH_QUICK=1: one round that writes nothing
+ *   BENCH_ONLY=<text>                                  only the targets whose name contains it
  */
 import { execFile } from 'node:child_process';
 import {
@@ -33,7 +38,7 @@ import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { commit } from './lib/commit.js';
 import { runFacts } from './lib/machine.js';
-import { startWithUrl } from './lib/procs.js';
+import { cpuSeconds, machineCpuSeconds, reapedChildrenCpuSeconds, startWithUrl } from './lib/procs.js';
 import { median, ratio, round } from './lib/stats.js';
 import { NODE, TASKGATE, fromRoot, startOnPort } from './lib/targets.js';
 import { TASK_POLICY_2026 } from '../test/conformance/task-policy.js';
@@ -57,39 +62,72 @@ const POLLING = 'server-sse-polling';
 const FIRST = 'server-initialize';
 const STARTED = /^=== Running scenario: (\S+) ===$/;
 
-const ON_TIME = { label: 'its GET on time', env: {} };
-/** As conformance-servers-sidecar.test.ts runs it; directly, the suite's client would lose the server's requests. */
-const LATE = { label: 'its GET 300 ms late', env: { FIXTURE_GET_DELAY_MS: '300' } };
-
-/** Each fixture runs directly (with no delay, the baseline) and behind a sidecar per entry of `sidecars`. */
+/**
+ * Each target runs directly and through the sidecar, against the same fixture with the same settings.
+ * `env`: the fixture's; the delayed one opens each standalone GET stream 300 ms late, as
+ * conformance-servers-sidecar.test.ts runs it (directly the suite's client loses the server's requests
+ * sent on it, and waits out the suite's timeout in each asking scenario).
+ */
 const TARGETS = [
   {
     name: 'everything-like (`conformance-everything.js`)',
     fixture: 'test/fixtures/conformance-everything.js',
-    sidecars: [LATE, ON_TIME],
+    env: {},
+  },
+  {
+    name: 'everything-like (`conformance-everything.js`), its standalone GET 300 ms late',
+    fixture: 'test/fixtures/conformance-everything.js',
+    env: { FIXTURE_GET_DELAY_MS: '300' },
   },
   {
     name: 'SDK 1.x fixture (`conformance-server.js`)',
     fixture: 'test/fixtures/conformance-server.js',
-    sidecars: [ON_TIME],
+    env: {},
   },
   {
     name: 'SDK v2 fixture (`conformance-modern-server.js`), 2026-07-28',
     fixture: 'test/fixtures/conformance-modern-server.js',
-    sidecars: [ON_TIME],
+    env: {},
     selection: SELECTION_2026,
     flags: TASK_POLICY_2026,
   },
 ];
 
 /**
- * One suite run against `url`: its wall time, each scenario's time, and the checks that passed and failed.
- * @param {string} url @param {string[]} selection the suite's flags that choose its scenarios
+ * The CPU seconds spent while the suite ran: by the suite, by the fixture, by taskgate (0 directly), and by
+ * everything else on the machine (other work, and this bench); `steal`, the hypervisor's. A run slower
+ * than its like with the same CPU of its own waited for something: the machine, most often.
+ * @param {{ fixture: number, taskgate?: number }} pids
  */
-function runSuite(url, selection) {
+function cpuWhile(pids) {
+  const read = () => ({
+    machine: machineCpuSeconds(),
+    suite: reapedChildrenCpuSeconds(),
+    fixture: cpuSeconds(pids.fixture),
+    taskgate: pids.taskgate === undefined ? 0 : cpuSeconds(pids.taskgate),
+  });
+  const before = read();
+  return () => {
+    const after = read();
+    const suite = after.suite - before.suite;
+    const fixture = after.fixture - before.fixture;
+    const taskgate = after.taskgate - before.taskgate;
+    const others = after.machine.busy - before.machine.busy - suite - fixture - taskgate;
+    return { suite, fixture, taskgate, others, steal: after.machine.steal - before.machine.steal };
+  };
+}
+
+/**
+ * One suite run against `url`: its wall time, each scenario's time, the checks that passed and failed, and
+ * the CPU spent meanwhile.
+ * @param {string} url @param {string[]} selection the suite's flags that choose its scenarios
+ * @param {{ fixture: number, taskgate?: number }} pids
+ */
+function runSuite(url, selection, pids) {
   const outputDir = mkdtempSync(join(tmpdir(), 'taskgate-bench-conformance-'));
   /** @type {{ name: string, at: number }[]} */
   const starts = [];
+  const cpu = cpuWhile(pids);
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const child = execFile(
@@ -98,6 +136,7 @@ function runSuite(url, selection) {
       { timeout: RUN_BOUND_MS, maxBuffer: 64 * 1024 * 1024 },
       (error, _stdout, stderr) => {
         const ended = performance.now();
+        const spent = cpu();
         const stopped = error?.killed === true;
         if (error && error.code !== 1 && !stopped) {
           rmSync(outputDir, { recursive: true, force: true });
@@ -109,7 +148,14 @@ function runSuite(url, selection) {
         starts.forEach(({ name, at }, i) => (scenarioMs[name] = (starts[i + 1]?.at ?? ended) - at));
         const checks = countChecks(outputDir);
         rmSync(outputDir, { recursive: true, force: true });
-        resolve({ totalMs: ended - started, scenarioMs, stopped, ...checks, scenarios: starts.length });
+        resolve({
+          totalMs: ended - started,
+          scenarioMs,
+          stopped,
+          ...checks,
+          scenarios: starts.length,
+          cpu: spent,
+        });
       },
     );
     let partial = '';
@@ -160,6 +206,8 @@ async function measure(target, through) {
     );
     procs.push(fixture.proc);
     let url = fixture.url;
+    /** @type {{ fixture: number, taskgate?: number }} */
+    const pids = { fixture: fixture.proc.pid };
     if (through) {
       const gate = await startOnPort('taskgate sidecar', (port) => [
         NODE,
@@ -176,40 +224,34 @@ async function measure(target, through) {
       ]);
       procs.push(gate.proc);
       url = gate.url;
+      pids.taskgate = gate.proc.pid;
     }
-    return await runSuite(url, selection);
+    return await runSuite(url, selection, pids);
   } finally {
     for (const proc of procs.reverse()) await proc.stop();
   }
 }
 
 /**
- * Per round and fixture: the direct run and each sidecar's, the order rotated round by round; a row per
- * sidecar, against that round's direct run.
+ * Per round and target: the direct run and the sidecar's, which goes first alternating round by round.
  * @param {number} rounds @param {(line: string) => void} log
  */
 async function conformanceTime(rounds, log) {
   /** @type {{ round: number, target: string, direct: any, through: any, load: number }[]} */
   const runs = [];
   for (let r = 0; r < rounds; r++) {
-    for (const target of TARGETS) {
+    for (const target of TARGETS.filter(({ name }) => name.includes(process.env['BENCH_ONLY'] ?? ''))) {
       const load = round(/** @type {number} */ (os.loadavg()[0]));
-      const sides = [undefined, ...target.sidecars];
-      const order = sides.map((_, i) => sides[(i + r) % sides.length]);
-      /** @type {Map<string | undefined, any>} */
+      /** @type {Map<boolean, any>} */
       const got = new Map();
-      for (const sidecar of order) {
-        const env = sidecar?.env ?? {};
-        const run = await measure({ ...target, env }, sidecar !== undefined);
-        got.set(sidecar?.label, run);
+      for (const through of r % 2 === 0 ? [false, true] : [true, false]) {
+        const run = await measure(target, through);
+        got.set(through, run);
         log(
-          `round ${r + 1}, ${target.name}, ${sidecar ? `sidecar, ${sidecar.label}` : 'direct'}: ${round(run.totalMs / 1000)} s`,
+          `round ${r + 1}, ${target.name}, ${through ? 'sidecar' : 'direct'}: ${round(run.totalMs / 1000)} s`,
         );
       }
-      for (const { label } of target.sidecars) {
-        const name = `${target.name}, ${label}`;
-        runs.push({ round: r + 1, target: name, direct: got.get(undefined), through: got.get(label), load });
-      }
+      runs.push({ round: r + 1, target: target.name, direct: got.get(false), through: got.get(true), load });
     }
   }
   return runs;
@@ -224,15 +266,21 @@ const slowest = (/** @type {any} */ direct, /** @type {any} */ through) =>
     .map(([name, ms]) => ({ name, extra: ms - (direct.scenarioMs[name] ?? 0) }))
     .sort((a, b) => b.extra - a.extra);
 
+const ownCpu = (/** @type {any} */ run) =>
+  [run.cpu.suite, run.cpu.fixture, ...(run.cpu.taskgate > 0 ? [run.cpu.taskgate] : [])]
+    .map((s) => round(s))
+    .join(' + ');
+const othersCpu = (/** @type {any} */ run) => `${round(run.cpu.others)} (${round(run.cpu.steal)})`;
+
 /** @param {any[]} runs */
 function lines(runs) {
   const out = [
-    `| round | target | load (1 min) at start | direct | sidecar | ratio | \`${POLLING}\` direct / sidecar | ratio without it | ratio without it and \`${FIRST}\` | checks passed–failed direct / sidecar |`,
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    `| round | target | load (1 min) at start | direct | sidecar | ratio | \`${POLLING}\` direct / sidecar | ratio without it | ratio without it and \`${FIRST}\` | checks passed–failed direct / sidecar | CPU s direct / sidecar: suite + fixture + taskgate | others' CPU s (steal) direct / sidecar |`,
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
   ];
   for (const { round: r, target, direct, through, load } of runs) {
     out.push(
-      `| ${r} | ${target} | ${load} | ${seconds(direct.totalMs)}${direct.stopped ? ' (stopped)' : ''} | ${seconds(through.totalMs)}${through.stopped ? ' (stopped)' : ''} | ${round(ratio(through.totalMs, direct.totalMs))} | ${seconds(direct.scenarioMs[POLLING] ?? NaN)} / ${seconds(through.scenarioMs[POLLING] ?? NaN)} | ${round(ratio(withoutPolling(through), withoutPolling(direct)))} | ${round(ratio(withoutFirst(through), withoutFirst(direct)))} | ${direct.passed}–${direct.failed} / ${through.passed}–${through.failed} |`,
+      `| ${r} | ${target} | ${load} | ${seconds(direct.totalMs)}${direct.stopped ? ' (stopped)' : ''} | ${seconds(through.totalMs)}${through.stopped ? ' (stopped)' : ''} | ${round(ratio(through.totalMs, direct.totalMs))} | ${seconds(direct.scenarioMs[POLLING] ?? NaN)} / ${seconds(through.scenarioMs[POLLING] ?? NaN)} | ${round(ratio(withoutPolling(through), withoutPolling(direct)))} | ${round(ratio(withoutFirst(through), withoutFirst(direct)))} | ${direct.passed}–${direct.failed} / ${through.passed}–${through.failed} | ${ownCpu(direct)} / ${ownCpu(through)} | ${othersCpu(direct)} / ${othersCpu(through)} |`,
     );
   }
   out.push(
@@ -281,7 +329,7 @@ async function main() {
     '',
     `${quick ? '**Quick run (not a result).** ' : ''}Commit ${facts.commit}; Node ${facts.node} (taskgate and the fixtures), the suite on test/conformance's Node 22; ${facts.platform}; load average ${facts.loadAverageBefore.join(' ')} before, ${facts.loadAverageAfter.join(' ')} after; ${facts.durationSeconds} s. Command: \`npm run build && node bench/conformance-time.js\` (${rounds} rounds). The machine is shared with other work: the load says how busy it was.`,
     '',
-    `Each cell is one run of the suite (0.2.0-alpha.12 \`${SELECTION.join(' ')}\`; the SDK v2 fixture \`${SELECTION_2026.join(' ')}\`, taskgate with the task policy of its test), from its start to its exit; the direct run and the sidecar's run one after the other, the order rotated each round, each against a fresh fixture (the direct one with its GET on time). taskgate: \`--upstream-url FIXTURE --shutdown-grace 1000 --log-level warn\`. A scenario's time runs from the suite's line that starts it to the next one's.`,
+    `Each cell is one run of the suite (0.2.0-alpha.12 \`${SELECTION.join(' ')}\`; the SDK v2 fixture \`${SELECTION_2026.join(' ')}\`, taskgate with the task policy of its test), from its start to its exit; the direct run and the sidecar's run one after the other, which goes first alternating each round, each against a fresh fixture of the same settings. CPU: seconds of user + system time while the suite ran, of the suite, the fixture and taskgate; "others": the rest of the machine meanwhile (other work, this bench), with the hypervisor's steal. taskgate: \`--upstream-url FIXTURE --shutdown-grace 1000 --log-level warn\`. A scenario's time runs from the suite's line that starts it to the next one's.`,
     '',
     ...lines(runs),
     '',

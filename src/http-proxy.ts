@@ -328,10 +328,15 @@ function sessionUpstreams(
 ): SessionUpstreams {
   const sharing = config.upstream?.sharing ?? 'session';
   if (sharing === 'session') {
+    // The sessions to an HTTP upstream share its keep-alive connections, let go with the gateway.
+    const connections =
+      config.upstream?.url === undefined
+        ? undefined
+        : import('./transport/http-wire.js').then(({ OriginConnections }) => new OriginConnections());
     return {
-      open: (sessionLogger, credential) =>
-        openIntakeUpstream(config, sessionLogger, { ...hooks, credential }),
-      close: async () => undefined,
+      open: async (sessionLogger, credential) =>
+        openIntakeUpstream(config, sessionLogger, { ...hooks, credential, connections: await connections }),
+      close: async () => (await connections)?.close(),
     };
   }
   if (config.auth.bearerPassthrough !== undefined) {

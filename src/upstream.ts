@@ -9,6 +9,7 @@ import { ProbingUpstream } from './modern/probing-upstream.js';
 import { isObject } from './protocol/messages.js';
 import type { UpstreamCredential } from './security/upstream-credentials.js';
 import type { Channel } from './transport/channel.js';
+import type { OriginConnections } from './transport/http-wire.js';
 import { SupervisedStdioUpstream, type SupervisionHooks } from './transport/supervised-upstream.js';
 import { telemetry } from './telemetry/telemetry.js';
 
@@ -37,6 +38,8 @@ export interface UpstreamOptions extends SupervisionHooks {
   credential?: UpstreamCredential | undefined;
   /** Which server of `upstreams` this is: its spans name it. */
   server?: string;
+  /** An HTTP upstream's keep-alive connections, shared by the sessions given the same (http-wire.ts). */
+  connections?: OriginConnections | undefined;
 }
 
 export async function openUpstream(
@@ -44,7 +47,7 @@ export async function openUpstream(
   logger: Logger,
   options: UpstreamOptions = {},
 ): Promise<Upstream> {
-  const { credential, server, ...hooks } = options;
+  const { credential, server, connections, ...hooks } = options;
   const named = server === undefined ? {} : { server };
   const upstream = config.upstream;
   if (!upstream) throw new Error('no upstream server configured');
@@ -65,6 +68,7 @@ export async function openUpstream(
           url,
           headers,
           credential,
+          connections,
           handshakeTimeoutMs: upstream.requestTimeout,
           resumeTimeoutMs: upstream.resumeTimeout,
           holdRequestsMs: config.upstreamRestart.holdRequests,
@@ -78,7 +82,7 @@ export async function openUpstream(
       const openModern = () =>
         new ModernUpstreamTranslator(
           new ModernHttpUpstream(
-            { url, headers, credential, maxMessageBytes: config.maxMessageBytes },
+            { url, headers, credential, connections, maxMessageBytes: config.maxMessageBytes },
             logger,
           ),
           discover,

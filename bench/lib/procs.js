@@ -24,6 +24,30 @@ export function cpuSeconds(pid) {
   return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
 }
 
+/**
+ * CPU seconds of the children this process has reaped so far (cutime + cstime of /proc/self/stat): a
+ * child's whole CPU once it has exited and been waited for, which cpuSeconds can no longer read.
+ */
+export function reapedChildrenCpuSeconds() {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // cutime is field 16, cstime field 17.
+  return (Number(fields[13]) + Number(fields[14])) / USER_HZ;
+}
+
+/**
+ * The whole machine's CPU seconds so far, from /proc/stat's `cpu` line (all cores): `busy` (user, nice,
+ * system, irq, softirq) and `steal` (time the hypervisor gave the machine's CPUs to others).
+ */
+export function machineCpuSeconds() {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
+  const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
+  return {
+    busy: (Number(user) + Number(nice) + Number(system) + Number(irq) + Number(softirq)) / USER_HZ,
+    steal: Number(steal) / USER_HZ,
+  };
+}
+
 /** Resident set size of `pid` in bytes (VmRSS). @param {number} pid */
 export function rssBytes(pid) {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

@@ -42,7 +42,7 @@ import {
   safeParse,
   type Outgoing,
 } from './http-envelope.js';
-import { HttpOrigin, discard, statusLine, type Headers } from './http-wire.js';
+import { HttpOrigin, discard, statusLine, type Headers, type OriginConnections } from './http-wire.js';
 import type { Valve } from './valve.js';
 import { STANDALONE_OPEN_WAIT_MS, StandaloneStream } from './standalone-stream.js';
 
@@ -53,6 +53,8 @@ export interface HttpUpstreamOptions {
   headers?: Record<string, string> | undefined;
   /** The Authorization of every request (upstream.auth, or the caller's own token), over any in `headers`. */
   credential?: UpstreamCredential | undefined;
+  /** Keep-alive connections shared with the gateway's other sessions; its own without them. */
+  connections?: OriginConnections | undefined;
   /**
    * How long initialize (the client's, or the one that opens a new session) may wait for its answer, and a
    * one-way POST for its acceptance: nobody cancels those. Other requests are bounded by their sender (the
@@ -149,7 +151,7 @@ export class HttpUpstream implements Channel {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new Error(`The upstream URL must be http: or https:, not ${url.protocol}`);
     }
-    this.origin = new HttpOrigin(url, options.credential);
+    this.origin = new HttpOrigin(url, options.credential, options.connections);
     this.staticHeaders = Object.fromEntries(
       Object.entries(options.headers ?? {}).map(([name, value]) => [name.toLowerCase(), value]),
     );

@@ -12,24 +12,56 @@ export type Reply = Dispatcher.ResponseData;
 export type ReplyBody = Reply['body'];
 export type Headers = Record<string, string>;
 
-/** One upstream URL, one Pool: keep-alive connections, as many as there are open streams. */
+/**
+ * Keep-alive connections to upstream origins, one undici Pool each, for the sessions given them: a session
+ * ends its own requests through their signals, so its end leaves the connections to the next session
+ * (a Pool of its own cost each session three new connections in front of a server that takes a session
+ * per conformance scenario, both ends setting them up and tearing them down). Idle, a connection holds
+ * nothing: undici unrefs it, and lets it go after the keep-alive below.
+ */
+export class OriginConnections {
+  private readonly pools = new Map<string, Pool>();
+
+  pool(origin: string): Pool {
+    let pool = this.pools.get(origin);
+    if (pool === undefined) {
+      pool = new Pool(origin, {
+        connect: { timeout: 10_000 },
+        // A kept-alive connection is let go 3 s before the server's advertised keep-alive ends (2 s idle
+        // when it says none): a busy event loop reuses it late, and a request sent on a connection the
+        // server is closing is lost with it (test/integration/load.test.ts found this under load).
+        keepAliveTimeout: 2_000,
+        keepAliveTimeoutThreshold: 3_000,
+      });
+      this.pools.set(origin, pool);
+    }
+    return pool;
+  }
+
+  async close(): Promise<void> {
+    const pools = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(pools.map((pool) => pool.destroy()));
+  }
+}
+
+/** One upstream URL, over connections of its own or over those it is given. */
 export class HttpOrigin {
   private readonly pool: Pool;
   private readonly path: string;
+  private readonly own: OriginConnections | undefined;
 
-  /** `credential`: the Authorization of every request (upstream.auth), got anew when it is refused. */
+  /**
+   * `credential`: the Authorization of every request (upstream.auth), got anew when it is refused.
+   * `shared`: connections its owner closes; without them it has its own, closed with it.
+   */
   constructor(
     url: URL,
     private readonly credential?: UpstreamCredential,
+    shared?: OriginConnections,
   ) {
-    this.pool = new Pool(url.origin, {
-      connect: { timeout: 10_000 },
-      // A kept-alive connection is let go 3 s before the server's advertised keep-alive ends (2 s idle
-      // when it says none): a busy event loop reuses it late, and a request sent on a connection the
-      // server is closing is lost with it (test/integration/load.test.ts found this under load).
-      keepAliveTimeout: 2_000,
-      keepAliveTimeoutThreshold: 3_000,
-    });
+    this.own = shared === undefined ? new OriginConnections() : undefined;
+    this.pool = (shared ?? this.own!).pool(url.origin);
     this.path = `${url.pathname}${url.search}`;
   }
 
@@ -68,7 +100,7 @@ export class HttpOrigin {
   }
 
   async close(): Promise<void> {
-    await this.pool.destroy();
+    await this.own?.close();
   }
 }
 

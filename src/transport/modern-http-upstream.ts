@@ -43,6 +43,7 @@ import {
   pump,
   readLimited,
   statusLine,
+  type OriginConnections,
   type Reply,
 } from './http-wire.js';
 import { SseParser } from './sse.js';
@@ -54,6 +55,8 @@ export interface ModernHttpUpstreamOptions {
   headers?: Record<string, string> | undefined;
   /** The Authorization of every request (upstream.auth, or the caller's own token). */
   credential?: UpstreamCredential | undefined;
+  /** Keep-alive connections shared with the gateway's other sessions; its own without them. */
+  connections?: OriginConnections | undefined;
   maxMessageBytes: number;
 }
 
@@ -71,7 +74,7 @@ export class ModernHttpUpstream implements Channel {
     private readonly options: ModernHttpUpstreamOptions,
     private readonly logger: Logger,
   ) {
-    this.origin = new HttpOrigin(new URL(options.url), options.credential);
+    this.origin = new HttpOrigin(new URL(options.url), options.credential, options.connections);
   }
 
   start(handlers: ChannelHandlers): void {

@@ -7,10 +7,11 @@
  * face; the two at once, so that their times compare. The gateway in front of it on stdio is
  * conformance-servers.test.ts.
  *
- * Behind the sidecar, the fixture opens each GET stream 300 ms late: a call forwarded before taskgate's
- * upstream GET stream is open would lose the server's request in every run, not in 2 % of them (without
- * issue 34's fix 1 the four asking scenarios hang there every time). Directly it cannot: the suite's client
- * does not wait for its GET stream either, and would lose them.
+ * Behind the sidecar, the fixture opens each standalone GET stream 300 ms late: a call forwarded before
+ * taskgate's upstream GET stream is open would lose the server's request in every run, not in 2 % of them
+ * (without issue 34's fix 1 the four asking scenarios hang there every time). Directly it cannot: the
+ * suite's client does not wait for its GET stream either, and would lose them. A GET that resumes a stream
+ * (Last-Event-ID) is not delayed: that is not the race, and server-sse-polling's resumption is its own test.
  *
  * Both are 0.2.0-alpha.12 `--requirements 2025-11-25` alone: it runs every scenario of 0.1.16 with more
  * checks (conformance.test.ts says why 0.1.16 does not run here too). The four asking scenarios hang in
@@ -32,13 +33,11 @@ describeTarget('conformance-everything.js directly', () => fixtureTarget('confor
 /**
  * Every scenario passes, server-sse-polling too: the fixture closes the tools/call stream with
  * `retry: 5000` and replays nothing, and taskgate closes its client's stream alike (SEP-1699), so the
- * priming and retry checks pass. The suite's client resumes at once and waits 5 s for the answer, which is
- * lost upstream: taskgate, honouring the retry, resumes after 5 s, gets nothing, and gives up after
- * upstream.resumeTimeout (5 s). Directly the suite's client resumes before the server answers, and gets the
- * answer live. The missing answer is a WARNING, which scores neither way.
+ * priming and retry checks pass; taskgate resumes upstream when the suite's client resumes, which it does
+ * at once, before the server answers, so the answer comes live as it does directly.
  */
 describeTarget(
-  'taskgate as a sidecar in front of conformance-everything.js (its GET streams open 300 ms late)',
+  'taskgate as a sidecar in front of conformance-everything.js (its standalone GET streams open 300 ms late)',
   () => sidecarTarget('conformanceEverything', { env: { FIXTURE_GET_DELAY_MS: '300' } }),
   [run2025(table(SCENARIOS_2025_REQUIREMENTS))],
 );
