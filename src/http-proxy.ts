@@ -179,7 +179,7 @@ export async function startHttpGateway(
       // 2025 server.
       ...(aggregated === undefined
         ? {
-            modern: telemetry().modern((exchange) => modern.handle(exchange)),
+            modern: telemetry().modern(modern.serveTo),
             modernIntake: (caller: string) => modern.intakeOf(caller),
           }
         : {}),

@@ -19,7 +19,7 @@ import {
   MODERN_PARKED_SHARES,
   modernTaskShares,
 } from '../../src/modern/defaults.js';
-import { ClientGiveUp } from '../../src/protocol/modern/exchange.js';
+import { ClientGiveUp, type ModernAnswer } from '../../src/protocol/modern/exchange.js';
 import { ALL_VERSIONS } from '../../src/protocol/versions.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
 import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
@@ -299,7 +299,8 @@ describe('the modern bridge and the Session, a parsed value beside the bytes (ch
 });
 
 describe('the modern bridge and the Session, a request handed as a value (request-contexts.ts)', () => {
-  it('carries a call to the Session and its answer back with no message on the channel between them', async () => {
+  /** A Session on a recording memory pair, its bridge, and the echo server behind; the handshake done. */
+  async function handedAsValues() {
     const config = resolveConfig({});
     const toServer = memoryChannelPair();
     const { server } = fakeServer([echo]);
@@ -326,6 +327,15 @@ describe('the modern bridge and the Session, a request handed as a value (reques
     // The handshake (initialize, its answer, initialized) is the one exchange of messages.
     await answerOf(modern.handle(exchange(1, 'server/discover', {})));
     await vi.waitFor(() => expect(pair.b.sentRoutes).toHaveLength(2));
+    const close = async () => {
+      await session.close();
+      await server.close();
+    };
+    return { pair, session, modern, exchange, close };
+  }
+
+  it('carries a call to the Session and its answer back with no message on the channel between them', async () => {
+    const { pair, modern, exchange, close } = await handedAsValues();
     const sent = { bySession: pair.a.sentRoutes.length, byBridge: pair.b.sentRoutes.length };
 
     const called = await answerOf(
@@ -336,7 +346,37 @@ describe('the modern bridge and the Session, a request handed as a value (reques
       result: { content: [{ type: 'text', text: 'hi' }], resultType: 'complete' },
     });
     expect({ bySession: pair.a.sentRoutes.length, byBridge: pair.b.sentRoutes.length }).toEqual(sent);
-    await session.close();
-    await server.close();
+    await close();
+  });
+
+  it("hands a call's answer to the front's sink within the Session's hand-back: no promise between them", async () => {
+    const { session, modern, exchange, close } = await handedAsValues();
+    const take = session.take.bind(session);
+    let handingBack = false;
+    session.take = (request, context) =>
+      take(request, {
+        caller: context.caller,
+        answer: (response, raw) => {
+          handingBack = true;
+          try {
+            context.answer(response, raw);
+          } finally {
+            handingBack = false;
+          }
+        },
+      });
+    const inHandBack: boolean[] = [];
+    const answer = new Promise<ModernAnswer>((resolve, reject) =>
+      modern.serveTo(exchange(2, 'tools/call', { name: 'echo', arguments: { text: 'hi' } }), {
+        answer: (given) => {
+          inHandBack.push(handingBack);
+          resolve(given);
+        },
+        failed: reject,
+      }),
+    );
+    expect(await answerOf(answer)).toMatchObject({ id: 2, result: { resultType: 'complete' } });
+    expect(inHandBack).toEqual([true]);
+    await close();
   });
 });
