@@ -21,7 +21,7 @@ export const INITIALIZE_ID = 0;
 const TASKGATE_EXTENSIONS = { [TASKS_EXTENSION]: {} };
 
 /** The 2025 initialize the Session is opened with. */
-export function initializeRequest(clientInfo: Implementation): JsonObject {
+export function initializeRequest(clientInfo: Implementation): Request {
   return {
     jsonrpc: '2.0',
     id: INITIALIZE_ID,

@@ -13,13 +13,13 @@
 import type { Logger } from 'pino';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
-import { serialize } from '../protocol/exact-ids.js';
 import { readHanded } from '../protocol/read-message.js';
 import {
   errorResponse,
   isObject,
   successResponse,
   type JsonObject,
+  type Notification,
   type Request,
   type Response,
 } from '../protocol/messages.js';
@@ -37,7 +37,7 @@ import {
   type ModernAnswer,
   type ModernExchange,
 } from '../protocol/modern/exchange.js';
-import type { RequestCaller } from '../protocol/caller.js';
+import { NO_CALLER, type RequestCaller } from '../protocol/caller.js';
 import type { RequestContext } from '../session/request-contexts.js';
 import type { AuditLog } from '../tasks/audit-log.js';
 import type { TaskInputBoard } from '../tasks/store.js';
@@ -57,12 +57,18 @@ import type { TaskV1 } from '@modelcontextprotocol/ext-tasks/core/v1';
 
 export interface ModernBridgeOptions {
   /**
-   * The client end of a channel whose other end a Session serves: the handshake, the bridge's answers to
-   * the server's requests and its cancellations go there, and the Session's requests and notifications come.
+   * The client end of a channel whose other end a Session serves: the Session's requests and notifications
+   * come on it (all the bridge sends goes to the Session as values).
    */
   legacyClient: Channel;
-  /** That Session, which takes the bridge's requests as values, each with its caller, and answers them so. */
-  session: { take(request: Request, context: RequestContext): void };
+  /**
+   * That Session, which takes the bridge's requests as values, each with its caller, and answers them so,
+   * and its cancellations and answers to the server's requests as values too.
+   */
+  session: {
+    take(request: Request, context: RequestContext): void;
+    takeMessage(message: Notification | Response): void;
+  };
   logger: Logger;
   /** Every version the front serves, modern and legacy (discover, and -32022's `supported`). */
   supportedVersions: readonly string[];
@@ -165,7 +171,8 @@ export class ModernBridge {
       malformed: () => undefined,
       closed: ({ reason }) => this.sessionClosed(reason),
     });
-    this.toSession(initializeRequest(this.options.clientInfo));
+    // Made for no caller: the bridge's own, counted for none.
+    this.take(initializeRequest(this.options.clientInfo), NO_CALLER);
   }
 
   /** Serves one modern request; resolves with its answer, or undefined once the client gave it up. */
@@ -534,15 +541,18 @@ export class ModernBridge {
   }
 
   /**
-   * One of the bridge's own messages (its ids are its own small integers, exact in JSON), handed over
-   * beside its bytes so that a Session that reads it need not parse what was just serialized (channel.ts).
+   * A cancellation, the end of the handshake, or an answer to the server's request, handed to the Session
+   * as a value on a microtask, as take() hands requests, so that each keeps its place among them.
    */
-  private toSession(message: JsonObject): void {
-    this.options.legacyClient.sendRaw(JSON.stringify(message), undefined, message);
+  private toSession(message: object): void {
+    queueMicrotask(() => {
+      if (this.closedReason === undefined)
+        this.options.session.takeMessage(message as Notification | Response);
+    });
   }
 
   private answerServer(response: object): void {
-    this.options.legacyClient.sendRaw(serialize(response));
+    this.toSession(response);
   }
 
   private sessionClosed(reason: string): void {
