@@ -176,7 +176,7 @@ export async function startHttpGateway(
       notReady: () => aggregated?.notReady() ?? upstreamProblem(config.upstream),
       ...(aggregated === undefined ? {} : { servers: () => aggregated.servers() }),
       accepting: () => runner.isAccepting,
-      modern: telemetry().modern((exchange) => modern.handle(exchange)),
+      modern: telemetry().modern(modern.serveTo),
       modernIntake: (caller: string) => modern.intakeOf(caller),
       ...(authenticate === undefined ? {} : { authenticate }),
       ...upstreamChallenge(config),

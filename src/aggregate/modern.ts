@@ -4,9 +4,10 @@
  * aggregator's merged initialize (the servers' capabilities as the union, taskgate's serverInfo, each
  * server's instructions under its name), the lists are the merged ones, a tool is decided by what its own
  * server's Session knows of it (Aggregator.toolFacts), and the bridge's tasks extension and MRTR rounds
- * work on the ids and requests the aggregator gives it, whichever server they come from. The bridge's
- * requests reach the aggregator as messages on the channel between them: the Sessions behind it serve one
- * caller each (the stdio client, or the one HTTP caller whose bridge this is), who stands for them all.
+ * work on the ids and requests the aggregator gives it, whichever server they come from. What the bridge
+ * hands its Session (requests, its handshake's end, cancellations, answers) reaches the aggregator as
+ * messages on the channel between them: the Sessions behind it serve one caller each (the stdio client,
+ * or the one HTTP caller whose bridge this is), who stands for them all.
  */
 import { serialize } from '../protocol/exact-ids.js';
 import { ALL_VERSIONS } from '../protocol/versions.js';
@@ -44,7 +45,10 @@ export function aggregatorBridge(
   const bridge = new ModernBridge({
     legacyClient: pair.b,
     // Its answer comes back on the channel, where the bridge takes it as any answer of its Session's.
-    session: { take: (request) => pair.b.sendRaw(serialize(request)) },
+    session: {
+      take: (request) => pair.b.sendRaw(serialize(request)),
+      takeMessage: (message) => pair.b.sendRaw(serialize(message)),
+    },
     logger,
     supportedVersions: ALL_VERSIONS,
     replica: given.store.inputs?.self ?? given.id,

@@ -7,10 +7,13 @@ import type { JsonRpcErrorObject } from '../protocol/errors.js';
 import type { RequestCaller } from '../protocol/caller.js';
 import { isObject, type JsonObject, type Request, type RequestId } from '../protocol/messages.js';
 import { inputCapabilitiesOf, TASKS_EXTENSION } from '../protocol/modern/capabilities.js';
-import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
+import type { AnswerSink, ModernExchange } from '../protocol/modern/exchange.js';
 import type { ClientCapabilities, LogLevel, ModernRequestMeta } from '../protocol/modern/meta.js';
 import { decideToolCall, type ToolCallFacts } from '../session/decide.js';
 import { progressTokenOf } from './legacy-form.js';
+
+/** What serving a request gives when its answer goes to the exchange's sink once the call ends. */
+export const LATER: unique symbol = Symbol('answered through the sink');
 
 /** A pending input request: what the server asked, and its id on the Session's side. */
 export interface AskedInput {
@@ -23,7 +26,8 @@ export interface AskedInput {
 
 export interface Waiter {
   exchange: ModernExchange;
-  resolve(answer: ModernAnswer): void;
+  /** Where the answer goes: the front's own (no promise between the call and the socket). */
+  sink: AnswerSink;
   stopListening(): void;
 }
 

@@ -21,7 +21,7 @@ export const INITIALIZE_ID = 0;
 const TASKGATE_EXTENSIONS = { [TASKS_EXTENSION]: {} };
 
 /** The 2025 initialize the Session is opened with. */
-export function initializeRequest(clientInfo: Implementation): JsonObject {
+export function initializeRequest(clientInfo: Implementation): Request {
   return {
     jsonrpc: '2.0',
     id: INITIALIZE_ID,
@@ -71,10 +71,10 @@ export class BridgeHandshake {
    * `serve` with the upstream's initialize result: at once when it is known (no turn of the microtasks),
    * else once it comes; `fail` with the error when the upstream refused initialize or is gone.
    */
-  whenInitialized(
-    serve: (upstream: LegacyInitializeResult) => ModernAnswer | Promise<ModernAnswer>,
-    fail: (error: JsonRpcErrorObject) => ModernAnswer,
-  ): ModernAnswer | Promise<ModernAnswer> {
+  whenInitialized<T>(
+    serve: (upstream: LegacyInitializeResult) => T | Promise<T>,
+    fail: (error: JsonRpcErrorObject) => T,
+  ): T | Promise<T> {
     const upstream = this.initializedAs;
     if (upstream !== undefined) return serve(upstream);
     return this.initialized.then(serve, (error: unknown) =>

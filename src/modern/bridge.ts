@@ -13,13 +13,13 @@
 import type { Logger } from 'pino';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
-import { serialize } from '../protocol/exact-ids.js';
 import { readHanded } from '../protocol/read-message.js';
 import {
   errorResponse,
   isObject,
   successResponse,
   type JsonObject,
+  type Notification,
   type Request,
   type Response,
 } from '../protocol/messages.js';
@@ -31,8 +31,13 @@ import type { Implementation, ModernRequestMeta } from '../protocol/modern/meta.
 import { toolResultBytes } from '../protocol/modern/result-bytes.js';
 import { toModernError, toModernResult } from '../protocol/modern/results.js';
 import type { Arrival, Channel } from '../transport/channel.js';
-import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
-import type { RequestCaller } from '../protocol/caller.js';
+import {
+  answerOf,
+  type AnswerSink,
+  type ModernAnswer,
+  type ModernExchange,
+} from '../protocol/modern/exchange.js';
+import { NO_CALLER, type RequestCaller } from '../protocol/caller.js';
 import type { RequestContext } from '../session/request-contexts.js';
 import type { AuditLog } from '../tasks/audit-log.js';
 import type { TaskInputBoard } from '../tasks/store.js';
@@ -41,7 +46,7 @@ import type { Outcome } from './extension-task-record.js';
 import { ExtensionTasks } from './extension-tasks.js';
 import type { ShareLimits } from './caller-shares.js';
 import { InputRounds } from './input-rounds.js';
-import { newCall, taskPlanOf, type Call, type ToolFacts } from './bridge-call.js';
+import { LATER, newCall, taskPlanOf, type Call, type ToolFacts } from './bridge-call.js';
 import { atLeast, legacyIdOfToken, legacyParams } from './legacy-form.js';
 import { OwnRequests } from './own-requests.js';
 import { ToolHeaders } from './tool-headers.js';
@@ -52,12 +57,18 @@ import type { TaskV1 } from '@modelcontextprotocol/ext-tasks/core/v1';
 
 export interface ModernBridgeOptions {
   /**
-   * The client end of a channel whose other end a Session serves: the handshake, the bridge's answers to
-   * the server's requests and its cancellations go there, and the Session's requests and notifications come.
+   * The client end of a channel whose other end a Session serves: the Session's requests and notifications
+   * come on it (all the bridge sends goes to the Session as values).
    */
   legacyClient: Channel;
-  /** That Session, which takes the bridge's requests as values, each with its caller, and answers them so. */
-  session: { take(request: Request, context: RequestContext): void };
+  /**
+   * That Session, which takes the bridge's requests as values, each with its caller, and answers them so,
+   * and its cancellations and answers to the server's requests as values too.
+   */
+  session: {
+    take(request: Request, context: RequestContext): void;
+    takeMessage(message: Notification | Response): void;
+  };
   logger: Logger;
   /** Every version the front serves, modern and legacy (discover, and -32022's `supported`). */
   supportedVersions: readonly string[];
@@ -137,7 +148,7 @@ export class ModernBridge {
       host: {
         refuse: (request, error) => this.refuse(request, error),
         answerServer: (response) => this.answerServer(response),
-        wait: (call, exchange) => this.wait(call, exchange),
+        wait: (call, exchange, sink) => this.wait(call, exchange, sink),
         handle: (exchange) => this.handle(exchange),
         cancelUpstream: (call, reason) => this.cancelUpstream(call, reason),
         quotaOf: (call) => this.quotaOfCall(call),
@@ -160,29 +171,47 @@ export class ModernBridge {
       malformed: () => undefined,
       closed: ({ reason }) => this.sessionClosed(reason),
     });
-    this.toSession(initializeRequest(this.options.clientInfo));
+    // Made for no caller: the bridge's own, counted for none.
+    this.take(initializeRequest(this.options.clientInfo), NO_CALLER);
   }
 
   /** Serves one modern request; resolves with its answer, or undefined once the client gave it up. */
   handle(exchange: ModernExchange): Promise<ModernAnswer> {
-    try {
-      return Promise.resolve(this.serve(exchange));
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return answerOf(this.serveTo, exchange);
   }
 
   /**
-   * handle, without a turn of the event loop's microtasks where nothing is to be waited for (the upstream
+   * Serves one modern request into `sink`: a call's answer goes there from where the Session hands it
+   * back, with no promise in between; what is answered here at once goes there in this turn.
+   */
+  readonly serveTo = (exchange: ModernExchange, sink: AnswerSink): void => {
+    let served: Served;
+    try {
+      served = this.serve(exchange, sink);
+    } catch (error) {
+      return sink.failed(error);
+    }
+    if (served === LATER) return;
+    if (!(served instanceof Promise)) return sink.answer(served);
+    served.then(
+      (answer) => {
+        if (answer !== LATER) sink.answer(answer);
+      },
+      (error: unknown) => sink.failed(error),
+    );
+  };
+
+  /**
+   * serveTo, without a turn of the event loop's microtasks where nothing is to be waited for (the upstream
    * initialized, the tool's header parameters read): each await was a promise and a tick per request.
    */
-  private serve(exchange: ModernExchange): ModernAnswer | Promise<ModernAnswer> {
+  private serve(exchange: ModernExchange, sink: AnswerSink): Served {
     const { request } = exchange;
     const checked = checkRequest(request, this.options.supportedVersions);
     if (!checked.ok) return this.refuse(request, checked.error);
     const { meta } = checked;
-    return this.handshake.whenInitialized(
-      (upstream) => this.serveInitialized(exchange, meta, upstream),
+    return this.handshake.whenInitialized<ModernAnswer | typeof LATER>(
+      (upstream) => this.serveInitialized(exchange, meta, upstream, sink),
       (error) => this.fail(request, error),
     );
   }
@@ -191,7 +220,8 @@ export class ModernBridge {
     exchange: ModernExchange,
     meta: ModernRequestMeta,
     upstream: LegacyInitializeResult,
-  ): ModernAnswer | Promise<ModernAnswer> {
+    sink: AnswerSink,
+  ): Served {
     const { request } = exchange;
     if (this.closedReason !== undefined) return this.fail(request, this.unavailable());
     if (request.method === 'server/discover') {
@@ -215,13 +245,13 @@ export class ModernBridge {
         return this.subscriptions.listen(exchange, upstream.capabilities, this.quotaOf(exchange));
     }
     const paramHeaders = request.method === 'tools/call' ? exchange.paramHeaders : undefined;
-    if (paramHeaders === undefined) return this.carry(exchange, meta);
+    if (paramHeaders === undefined) return this.carry(exchange, meta, sink);
     const name = request.params?.name;
     const known = this.toolHeaders.known(name);
-    if (known !== undefined) return this.carryMirrored(exchange, meta, known, paramHeaders);
+    if (known !== undefined) return this.carryMirrored(exchange, meta, known, paramHeaders, sink);
     return this.toolHeaders
       .of(name)
-      .then((params) => this.carryMirrored(exchange, meta, params, paramHeaders));
+      .then((params) => this.carryMirrored(exchange, meta, params, paramHeaders, sink));
   }
 
   /** A tools/call whose `Mcp-Param-*` headers must mirror its arguments, carried if they do. */
@@ -230,19 +260,20 @@ export class ModernBridge {
     meta: ModernRequestMeta,
     params: readonly HeaderParam[],
     given: ReadonlyMap<string, string | readonly string[]>,
-  ): ModernAnswer | Promise<ModernAnswer> {
+    sink: AnswerSink,
+  ): Served {
     const mirrored = checkParamHeaders(params, exchange.request.params?.arguments, given);
     if (!mirrored.ok) return this.refuse(exchange.request, toJsonRpcError(mirrored.error));
-    return this.carry(exchange, meta);
+    return this.carry(exchange, meta, sink);
   }
 
   /** A request for the Session: a retry goes on with its call, anything else is a new one. */
-  private carry(exchange: ModernExchange, meta: ModernRequestMeta): ModernAnswer | Promise<ModernAnswer> {
+  private carry(exchange: ModernExchange, meta: ModernRequestMeta, sink: AnswerSink): Served {
     const params = exchange.request.params;
     if (params?.requestState !== undefined || params?.inputResponses !== undefined) {
-      return this.rounds.resume(exchange, meta);
+      return this.rounds.resume(exchange, meta, sink);
     }
-    return this.forward(exchange, meta);
+    return this.forward(exchange, meta, sink);
   }
 
   close(): Promise<void> {
@@ -250,7 +281,11 @@ export class ModernBridge {
     return this.options.legacyClient.close();
   }
 
-  private forward(exchange: ModernExchange, meta: ModernRequestMeta): Promise<ModernAnswer> {
+  private forward(
+    exchange: ModernExchange,
+    meta: ModernRequestMeta,
+    sink: AnswerSink,
+  ): ModernAnswer | typeof LATER {
     const { request } = exchange;
     // A tool the caller may not call is the Session's to refuse, as one that does not exist.
     const hidden =
@@ -259,13 +294,13 @@ export class ModernBridge {
     if (plan === 'refuse') {
       const missing = toJsonRpcError(new MissingCapabilityError({ extensions: { [TASKS_EXTENSION]: {} } }));
       const message = `Tool "${String(request.params?.name)}" runs only as a task: ${missing.message}`;
-      return Promise.resolve(this.refuse(request, { ...missing, message }));
+      return this.refuse(request, { ...missing, message });
     }
     const asTask = plan;
     const legacyId = this.nextId++;
     const call = newCall(legacyId, exchange, meta, this.quotaOf(exchange), asTask);
     this.calls.set(legacyId, call);
-    const answer = this.wait(call, exchange);
+    this.wait(call, exchange, sink);
     const params = legacyParams(
       request.params,
       legacyId,
@@ -273,7 +308,7 @@ export class ModernBridge {
       this.options.upstreamTakesCallerCapabilities?.() === true ? meta.clientCapabilities : undefined,
     );
     this.take({ jsonrpc: '2.0', id: legacyId, method: request.method, params }, call.caller);
-    return answer;
+    return LATER;
   }
 
   /** Whom the request counts against: its caller, else the Session's own. */
@@ -294,20 +329,18 @@ export class ModernBridge {
     );
   }
 
-  /** The exchange becomes the one the call answers; its outcome or next input request goes to it. */
-  private wait(call: Call, exchange: ModernExchange): Promise<ModernAnswer> {
-    return new Promise<ModernAnswer>((resolve) => {
-      const given = () => this.clientGaveUp(call);
-      exchange.signal.addEventListener('abort', given, { once: true });
-      call.waiter = {
-        exchange,
-        resolve,
-        stopListening: () => exchange.signal.removeEventListener('abort', given),
-      };
-      if (exchange.signal.aborted) return given();
-      if (call.outcome !== undefined) return this.finish(call, call.outcome);
-      if (call.unsent) this.rounds.askForInput(call);
-    });
+  /** The exchange becomes the one the call answers; its outcome or next input request goes to its sink. */
+  private wait(call: Call, exchange: ModernExchange, sink: AnswerSink): void {
+    const given = () => this.clientGaveUp(call);
+    exchange.signal.addEventListener('abort', given, { once: true });
+    call.waiter = {
+      exchange,
+      sink,
+      stopListening: () => exchange.signal.removeEventListener('abort', given),
+    };
+    if (exchange.signal.aborted) return given();
+    if (call.outcome !== undefined) return this.finish(call, call.outcome);
+    if (call.unsent) this.rounds.askForInput(call);
   }
 
   private fromSession(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined): void {
@@ -409,10 +442,15 @@ export class ModernBridge {
         created as unknown as TaskV1,
         call.asTask.promoteAfterMs,
       );
-      void Promise.resolve(answer).then(waiter.resolve);
+      const { sink } = waiter;
+      if (!(answer instanceof Promise)) return sink.answer(answer);
+      answer.then(
+        (promoted) => sink.answer(promoted),
+        (error: unknown) => sink.failed(error),
+      );
       return;
     }
-    waiter.resolve(this.answerTo(exchange.request, outcome, raw));
+    waiter.sink.answer(this.answerTo(exchange.request, outcome, raw));
   }
 
   /**
@@ -453,7 +491,7 @@ export class ModernBridge {
     waiter.stopListening();
     if (call.asTask !== undefined) this.cancelTaskOnceCreated(call);
     else this.cancelUpstream(call, 'the 2026-07-28 client cancelled the request');
-    waiter.resolve(undefined);
+    waiter.sink.answer(undefined);
   }
 
   /** A call sent as a task, given up before its CreateTaskResult came: the task nobody will see is cancelled. */
@@ -503,15 +541,18 @@ export class ModernBridge {
   }
 
   /**
-   * One of the bridge's own messages (its ids are its own small integers, exact in JSON), handed over
-   * beside its bytes so that a Session that reads it need not parse what was just serialized (channel.ts).
+   * A cancellation, the end of the handshake, or an answer to the server's request, handed to the Session
+   * as a value on a microtask, as take() hands requests, so that each keeps its place among them.
    */
-  private toSession(message: JsonObject): void {
-    this.options.legacyClient.sendRaw(JSON.stringify(message), undefined, message);
+  private toSession(message: object): void {
+    queueMicrotask(() => {
+      if (this.closedReason === undefined)
+        this.options.session.takeMessage(message as Notification | Response);
+    });
   }
 
   private answerServer(response: object): void {
-    this.options.legacyClient.sendRaw(serialize(response));
+    this.toSession(response);
   }
 
   private sessionClosed(reason: string): void {
@@ -526,7 +567,7 @@ export class ModernBridge {
       const waiter = call.waiter;
       this.forget(call);
       waiter?.stopListening();
-      waiter?.resolve({
+      waiter?.sink.answer({
         response: errorResponse(waiter.exchange.request.id, toModernError(call.method, this.unavailable())),
       });
     }
@@ -549,6 +590,9 @@ export class ModernBridge {
     return { response: errorResponse(request.id, toModernError(request.method, error)), refused: true };
   }
 }
+
+/** What serving a request gives: its answer now or later, or LATER when the call's end answers its sink. */
+type Served = ModernAnswer | Promise<ModernAnswer | typeof LATER> | typeof LATER;
 
 /** The extension's tasks/* requests: within the caller's limits.taskRequestRate, as 2025 ones are. */
 const TASK_REQUESTS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);

@@ -82,21 +82,24 @@ export class ModernChannelFront {
     }
     const controller = new AbortController();
     this.open.set(key, controller);
-    this.bridge
-      .handle({ request, notify: (message) => this.send(message), signal: controller.signal })
-      .then(
-        (answer) => {
+    const over = (): void => {
+      this.open.delete(key);
+      this.closeWhenAnswered();
+    };
+    this.bridge.serveTo(
+      { request, notify: (message) => this.send(message), signal: controller.signal },
+      {
+        answer: (answer) => {
           if (answer !== undefined) this.send(answer.response);
+          over();
         },
-        (error: unknown) => {
+        failed: (error) => {
           this.logger.error({ err: error }, 'modern request failed');
           this.send(errorResponse(request.id, toJsonRpcError(error)));
+          over();
         },
-      )
-      .finally(() => {
-        this.open.delete(key);
-        this.closeWhenAnswered();
-      });
+      },
+    );
   }
 
   private send(message: object): void {

@@ -21,7 +21,7 @@ import {
   requiredForInputRequest,
 } from '../protocol/modern/capabilities.js';
 import type { ModernRequestError } from '../protocol/modern/errors.js';
-import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
+import type { AnswerSink, ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
 import type { ClientCapabilities, ModernRequestMeta } from '../protocol/modern/meta.js';
 import {
   createRequestStateSealer,
@@ -35,7 +35,7 @@ import { AS_THE_CLIENT_REFUSES, attribute, type Evidence } from '../protocol/att
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import type { ExtensionTasks } from './extension-tasks.js';
 import type { ExtensionTask } from './extension-task-record.js';
-import type { Call } from './bridge-call.js';
+import { LATER, type Call } from './bridge-call.js';
 import type { ShareLimits } from './caller-shares.js';
 import { ParkedCalls } from './parked-calls.js';
 import { MAY_ASK_FOR_INPUT, progressTokenOf } from './legacy-form.js';
@@ -49,8 +49,8 @@ export interface RoundsHost {
   /** taskgate refuses the request itself. */
   refuse(request: Request, error: JsonRpcErrorObject): ModernAnswer;
   answerServer(response: object): void;
-  /** The exchange becomes the one the call answers. */
-  wait(call: Call, exchange: ModernExchange): Promise<ModernAnswer>;
+  /** The exchange becomes the one the call answers, into `sink`. */
+  wait(call: Call, exchange: ModernExchange, sink: AnswerSink): void;
   /** Serves a modern request from the start (a retry another replica carried here). */
   handle(exchange: ModernExchange): Promise<ModernAnswer>;
   /** The call is given up: the server's requests are refused, the Session is told. */
@@ -170,8 +170,15 @@ export class InputRounds {
     setImmediate(() => this.askForInput(call));
   }
 
-  /** A retry with inputResponses: the answers go to the server requests they answer, and the call goes on. */
-  resume(exchange: ModernExchange, meta: ModernRequestMeta): Promise<ModernAnswer> | ModernAnswer {
+  /**
+   * A retry with inputResponses: the answers go to the server requests they answer, and the call goes on,
+   * its answer into `sink` (LATER returned); else the answer.
+   */
+  resume(
+    exchange: ModernExchange,
+    meta: ModernRequestMeta,
+    sink: AnswerSink,
+  ): Promise<ModernAnswer> | ModernAnswer | typeof LATER {
     const { request } = exchange;
     const params = request.params ?? {};
     const { requestState, inputResponses } = params;
@@ -232,7 +239,8 @@ export class InputRounds {
     }
     // What is still unanswered is asked again with the next answer.
     call.unsent = call.inputs.size > 0;
-    return this.options.host.wait(call, exchange);
+    this.options.host.wait(call, exchange, sink);
+    return LATER;
   }
 
   /**
@@ -245,7 +253,7 @@ export class InputRounds {
     this.options.host.cancelUpstream(call, `the client did not declare what ${request.method} needs`);
     if (waiter === undefined) return;
     waiter.stopListening();
-    waiter.resolve(this.options.host.refuse(waiter.exchange.request, toJsonRpcError(missing)));
+    waiter.sink.answer(this.options.host.refuse(waiter.exchange.request, toJsonRpcError(missing)));
   }
 
   askForInput(call: Call): void {
@@ -266,7 +274,7 @@ export class InputRounds {
     const parked = this.parked.park(call, this.options.host.quotaOf(call), kept);
     if ('refused' in parked) {
       this.options.host.cancelUpstream(call, `the client cannot be asked for input now: ${parked.refused}`);
-      waiter.resolve(
+      waiter.sink.answer(
         this.options.host.refuse(waiter.exchange.request, {
           code: ErrorCode.LimitExceeded,
           message: `Too many calls waiting for input: ${parked.refused}; answer or give up one of them first`,
@@ -282,7 +290,7 @@ export class InputRounds {
       digest: (call.digest ??= requestDigest(call.method, waiter.exchange.request.params)),
       ...(call.caller.identity === undefined ? {} : { principal: call.caller.identity }),
     });
-    waiter.resolve({
+    waiter.sink.answer({
       response: successResponse(waiter.exchange.request.id, {
         resultType: 'input_required',
         inputRequests,

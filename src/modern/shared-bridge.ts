@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/errors.js';
 import { errorResponse } from '../protocol/messages.js';
-import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
+import type { AnswerSink, ModernExchange } from '../protocol/modern/exchange.js';
 import { toModernError } from '../protocol/modern/results.js';
 import { ALL_VERSIONS } from '../protocol/versions.js';
 import { Session, type SessionEvents, type SessionOptions } from '../session/session.js';
@@ -132,29 +132,26 @@ export class SharedModernBridge {
 
   constructor(private readonly open: (first: ModernExchange) => Promise<OpenedBridge>) {}
 
-  handle(exchange: ModernExchange): Promise<ModernAnswer> {
+  /** Serves the exchange into `sink` on the open bridge, at once when it is open. */
+  serveTo(exchange: ModernExchange, sink: AnswerSink): void {
     const opened = this.opening?.value;
-    return opened === undefined ? this.handleOnceOpen(exchange) : opened.bridge.handle(exchange);
-  }
-
-  private async handleOnceOpen(exchange: ModernExchange): Promise<ModernAnswer> {
-    let opened: OpenedBridge;
-    try {
-      opened = await this.current(exchange);
-    } catch (error) {
-      const { request } = exchange;
-      const reason = error instanceof Error ? error.message : 'it could not be started';
-      return {
-        response: errorResponse(
-          request.id,
-          toModernError(request.method, {
-            code: ErrorCode.UpstreamUnavailable,
-            message: `Upstream server unavailable: ${reason}`,
-          }),
-        ),
-      };
-    }
-    return opened.bridge.handle(exchange);
+    if (opened !== undefined) return opened.bridge.serveTo(exchange, sink);
+    this.current(exchange).then(
+      (bridge) => bridge.bridge.serveTo(exchange, sink),
+      (error: unknown) => {
+        const { request } = exchange;
+        const reason = error instanceof Error ? error.message : 'it could not be started';
+        sink.answer({
+          response: errorResponse(
+            request.id,
+            toModernError(request.method, {
+              code: ErrorCode.UpstreamUnavailable,
+              message: `Upstream server unavailable: ${reason}`,
+            }),
+          ),
+        });
+      },
+    );
   }
 
   /** The open bridge's intake valve, if it has one. */

@@ -182,6 +182,11 @@ export class Session {
     this.clientRequest(request);
   }
 
+  /** A cancellation, or an answer to the server's request, of the edge that hands requests as values (take). */
+  takeMessage(message: Notification | Response): void {
+    this.fromClient(Buffer.from(serialize(message)), handed(message));
+  }
+
   start(): void {
     this.client.start({
       message: (raw, _arrival, parsed) => this.fromClient(raw, parsed),
@@ -280,7 +285,7 @@ export class Session {
 
   private fromClient(raw: Buffer, parsed: object | undefined): void {
     const read = readHanded(raw, parsed, 'the client');
-    if (!read.ok) return this.refuseFromClient(read.error, read.value, raw);
+    if (!read.ok) return this.refuseClientFrame(clientFrameRefusal(read.error, read.value, raw));
     const { message } = read;
     if (message.kind !== 'response' && this.early.hold(raw, parsed)) {
       // Open already: the session does not close before it is answered.
@@ -303,11 +308,6 @@ export class Session {
       case 'response':
         return this.clientResponse(message.msg, raw);
     }
-  }
-
-  /** A client message taskgate cannot take (bad-frames.ts): a response is never answered. */
-  private refuseFromClient(error: unknown, value: unknown, raw: Buffer): void {
-    this.refuseClientFrame(clientFrameRefusal(error, value, raw));
   }
 
   private refuseClientFrame({ reply, fails }: Refusal): void {

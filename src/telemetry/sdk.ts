@@ -42,7 +42,8 @@ import type { OpenMetrics } from './metrics-sdk.js';
 import { Operation } from './operation.js';
 import { TaskSpans, withServedVersion } from './task-spans.js';
 import type { TelemetrySettings } from './settings.js';
-import type { ModernServe, Telemetry } from './telemetry.js';
+import type { Telemetry } from './telemetry.js';
+import type { ModernServe } from '../protocol/modern/exchange.js';
 import { TracedChannel, extracted } from './traced-channel.js';
 
 /** How long shutdown waits for the last spans to go out: a collector that hangs must not hold the exit. */
@@ -88,7 +89,7 @@ export async function openTelemetry(settings: TelemetrySettings, logger: Logger)
 
   const modern =
     (serve: ModernServe): ModernServe =>
-    (exchange) => {
+    (exchange, sink) => {
       const { method, id, params } = exchange.request;
       const ambient = context.active();
       const carried = extracted(params);
@@ -114,22 +115,23 @@ export async function openTelemetry(settings: TelemetrySettings, logger: Logger)
         trace.setSpan(carried ?? ambient, span),
         attributes['mcp.protocol.version'] as string | undefined,
       );
-      const answering = context.with(served, () => serve(exchange));
-      return answering.then(
-        (answer) => {
-          if (answer === undefined) operation.failed('cancelled', 'the client gave the request up');
-          else {
-            operation.answered(answer.response as JsonObject);
-            const result = (answer.response as JsonObject).result;
-            const state = isObject(result) ? taskStateOf(result) : undefined;
-            if (state !== undefined) tasks.server.shown(state.taskId, statedVersion(params));
-          }
-          return answer;
-        },
-        (error: unknown) => {
-          operation.failed('_OTHER', String(error));
-          throw error;
-        },
+      context.with(served, () =>
+        serve(exchange, {
+          answer: (answer) => {
+            if (answer === undefined) operation.failed('cancelled', 'the client gave the request up');
+            else {
+              operation.answered(answer.response as JsonObject);
+              const result = (answer.response as JsonObject).result;
+              const state = isObject(result) ? taskStateOf(result) : undefined;
+              if (state !== undefined) tasks.server.shown(state.taskId, statedVersion(params));
+            }
+            sink.answer(answer);
+          },
+          failed: (error) => {
+            operation.failed('_OTHER', String(error));
+            sink.failed(error);
+          },
+        }),
       );
     };
 

@@ -5,7 +5,7 @@
  * function call that hands back what it was given.
  */
 import type { IncomingMessage } from 'node:http';
-import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
+import type { ModernServe } from '../protocol/modern/exchange.js';
 import type { TaskRecord } from '../tasks/state.js';
 import type { NewTask } from '../tasks/store.js';
 import type { Channel } from '../transport/channel.js';
@@ -21,8 +21,6 @@ export interface ChannelFacts {
   /** Which server of `upstreams` the upstream is (several servers behind one endpoint). */
   server?: string;
 }
-
-export type ModernServe = (exchange: ModernExchange) => Promise<ModernAnswer>;
 
 export interface Telemetry {
   /** A channel to a client: SERVER spans for what it asks, CLIENT spans for what it is asked. */

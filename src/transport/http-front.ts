@@ -16,7 +16,7 @@ import { modernCaller, postModern, settledWithin } from './modern-answer.js';
 import { telemetry } from '../telemetry/telemetry.js';
 import { isObject, isResponseShaped, salvageId, type Message, type RequestId } from '../protocol/messages.js';
 import { readMessage } from '../protocol/read-message.js';
-import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
+import type { ModernServe } from '../protocol/modern/exchange.js';
 import { MODERN_VERSIONS, isModernRequest } from '../protocol/modern/meta.js';
 import { LEGACY_VERSIONS } from '../protocol/versions.js';
 import type { SessionEnd } from '../observability/metrics.js';
@@ -81,8 +81,8 @@ export interface HttpFrontHooks {
   upstreamChallenge?: UpstreamChallenge;
   /** False once taskgate is shutting down: new sessions are refused. */
   accepting?(): boolean;
-  /** Serves a 2026-07-28 request (no session); absent, such requests are refused. */
-  modern?(exchange: ModernExchange): Promise<ModernAnswer>;
+  /** Serves a 2026-07-28 request (no session), its answer into the sink; absent, such requests are refused. */
+  modern?: ModernServe;
   /** The intake valve of the caller's 2026-07-28 bridge, when its server is on stdio (valve.ts). */
   modernIntake?(caller: string): Valve | undefined;
   /** Why the upstream cannot be reached or started now (undefined when it can), for /readyz. */

@@ -8,7 +8,12 @@ import { resolveConfig } from '../../src/config/load.js';
 import { Policy } from '../../src/config/policy.js';
 import type { ConfigInput } from '../../src/config/schema.js';
 import type { JsonObject } from '../../src/protocol/messages.js';
-import type { GiveUpSignal, ModernAnswer, ModernExchange } from '../../src/protocol/modern/exchange.js';
+import type {
+  GiveUpSignal,
+  ModernAnswer,
+  ModernExchange,
+  ModernServe,
+} from '../../src/protocol/modern/exchange.js';
 import { bridgeSession } from '../../src/modern/shared-bridge.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
@@ -37,8 +42,10 @@ export interface InProcessBridge {
       paramHeaders?: ReadonlyMap<string, string>;
     },
   ): Promise<ModernAnswer>;
-  /** The bridge itself, as a front hands it exchanges (HttpFront's `modern` hook). */
+  /** The bridge itself, as a front hands it exchanges, its answer awaited. */
   handle(exchange: ModernExchange): Promise<ModernAnswer>;
+  /** The same, its answer into the sink (HttpFront's `modern` hook). */
+  serveTo: ModernServe;
   serverViolations(): unknown[];
   close(): Promise<void>;
 }
@@ -67,6 +74,7 @@ export async function inProcessBridge(tools: FakeTool[], input: ConfigInput = {}
         ...(options.paramHeaders === undefined ? {} : { paramHeaders: options.paramHeaders }),
       }),
     handle: (exchange) => bridge.handle(exchange),
+    serveTo: bridge.serveTo,
     serverViolations: () => [...serverTransport.violations],
     close: async () => {
       await session.close();

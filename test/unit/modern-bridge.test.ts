@@ -19,7 +19,9 @@ import {
   MODERN_PARKED_SHARES,
   modernTaskShares,
 } from '../../src/modern/defaults.js';
-import { ClientGiveUp } from '../../src/protocol/modern/exchange.js';
+import { ClientGiveUp, type ModernAnswer } from '../../src/protocol/modern/exchange.js';
+import type { Request } from '../../src/protocol/messages.js';
+import type { RequestContext } from '../../src/session/request-contexts.js';
 import { ALL_VERSIONS } from '../../src/protocol/versions.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
 import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
@@ -246,16 +248,21 @@ describe('the modern bridge and the Session, a parsed value beside the bytes (ch
   /** A bridge whose Session end is the test's, with what arrives there. */
   function bridgeOnPair() {
     const { a, b } = memoryChannelPair();
-    const heard: { raw: string; parsed: object | undefined }[] = [];
+    const heard: object[] = [];
     a.start({
-      message: (raw, _arrival, parsed) => heard.push({ raw: raw.toString(), parsed }),
+      message: (_raw, _arrival, parsed) => heard.push(parsed ?? {}),
       malformed: () => undefined,
       closed: () => undefined,
     });
+    const taken: { request: Request; context: RequestContext }[] = [];
+    const takenMessages: object[] = [];
     const modern = new ModernBridge({
       legacyClient: b,
-      // Only the handshake is looked at here: nothing is handed to the Session as a value.
-      session: { take: () => undefined },
+      // Only the handshake is looked at here: what the bridge hands the Session is recorded.
+      session: {
+        take: (request, context) => taken.push({ request, context }),
+        takeMessage: (message) => takenMessages.push(message),
+      },
       logger: pino({ level: 'silent' }),
       supportedVersions: ALL_VERSIONS,
       replica: 'test',
@@ -271,17 +278,21 @@ describe('the modern bridge and the Session, a parsed value beside the bytes (ch
       defaultCaller: 'test',
     });
     modern.start();
-    return { session: a, modern, heard };
+    return { modern, heard, taken, takenMessages };
   }
 
-  it('reads what the Session hands beside the bytes rather than parsing them, and hands its own messages so', async () => {
-    const { session, modern, heard } = bridgeOnPair();
-    await vi.waitFor(() => expect(heard).toHaveLength(1));
-    const initialize = heard[0]!;
-    expect(initialize.parsed).toEqual(JSON.parse(initialize.raw));
+  it('hands its handshake to the Session as values, and reads the answer it is handed rather than its bytes', async () => {
+    const { modern, heard, taken, takenMessages } = bridgeOnPair();
+    await vi.waitFor(() => expect(taken).toHaveLength(1));
+    const initialize = taken[0]!;
+    expect(initialize.request).toMatchObject({ id: 0, method: 'initialize' });
+    expect(initialize.context.caller).toEqual({});
     const info = (name: string) => ({ capabilities: {}, serverInfo: { name, version: '1' } });
     const bytes = JSON.stringify({ jsonrpc: '2.0', id: 0, result: info('from-the-bytes') });
-    session.sendRaw(bytes, undefined, { jsonrpc: '2.0', id: 0, result: info('beside-the-bytes') });
+    initialize.context.answer(
+      { jsonrpc: '2.0', id: 0, result: info('beside-the-bytes') },
+      Buffer.from(bytes),
+    );
     const discovered = await answerOf(
       modern.handle({
         request: { jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: MODERN_META } },
@@ -292,17 +303,19 @@ describe('the modern bridge and the Session, a parsed value beside the bytes (ch
     expect(discovered.result?._meta).toEqual({
       'io.modelcontextprotocol/serverInfo': { name: 'beside-the-bytes', version: '1' },
     });
-    await vi.waitFor(() => expect(heard).toHaveLength(2));
-    expect(heard[1]!.parsed).toEqual({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    await vi.waitFor(() => expect(takenMessages).toHaveLength(1));
+    expect(takenMessages[0]).toEqual({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    expect(heard).toEqual([]);
     await modern.close();
   });
 });
 
 describe('the modern bridge and the Session, a request handed as a value (request-contexts.ts)', () => {
-  it('carries a call to the Session and its answer back with no message on the channel between them', async () => {
+  /** A Session on a recording memory pair, its bridge, and the echo server behind; the handshake done. */
+  async function handedAsValues() {
     const config = resolveConfig({});
     const toServer = memoryChannelPair();
-    const { server } = fakeServer([echo]);
+    const { server } = fakeServer([echo, hang, ask]);
     await server.connect(new ChannelTransport(toServer.b));
     const options = {
       id: 'handed-as-values',
@@ -323,9 +336,16 @@ describe('the modern bridge and the Session, a request handed as a value (reques
       notify: () => undefined,
       signal: new ClientGiveUp(),
     });
-    // The handshake (initialize, its answer, initialized) is the one exchange of messages.
     await answerOf(modern.handle(exchange(1, 'server/discover', {})));
-    await vi.waitFor(() => expect(pair.b.sentRoutes).toHaveLength(2));
+    const close = async () => {
+      await session.close();
+      await server.close();
+    };
+    return { pair, session, modern, exchange, close };
+  }
+
+  it('carries a call to the Session and its answer back with no message on the channel between them', async () => {
+    const { pair, modern, exchange, close } = await handedAsValues();
     const sent = { bySession: pair.a.sentRoutes.length, byBridge: pair.b.sentRoutes.length };
 
     const called = await answerOf(
@@ -336,7 +356,62 @@ describe('the modern bridge and the Session, a request handed as a value (reques
       result: { content: [{ type: 'text', text: 'hi' }], resultType: 'complete' },
     });
     expect({ bySession: pair.a.sentRoutes.length, byBridge: pair.b.sentRoutes.length }).toEqual(sent);
-    await session.close();
-    await server.close();
+    await close();
+  });
+
+  it("hands the Session its handshake, a cancellation and an answer to the server's request as values: nothing on the channel", async () => {
+    const { pair, modern, exchange, close } = await handedAsValues();
+    const signal = new ClientGiveUp();
+    const hung = modern.handle({ ...exchange(2, 'tools/call', { name: 'hang', arguments: {} }), signal });
+    // The call must have reached the server before it is cancelled: ask it something after.
+    await modern.handle(exchange(5, 'tools/call', { name: 'echo', arguments: { text: 'hi' } }));
+    const cancelledBefore = cancelled.length;
+    signal.giveUp();
+    expect(await hung).toBeUndefined();
+    await vi.waitFor(() => expect(cancelled).toHaveLength(cancelledBefore + 1));
+
+    const round = await answerOf(modern.handle(exchange(3, 'tools/call', { name: 'ask', arguments: {} })));
+    const { inputRequests, requestState } = round.result as {
+      inputRequests: Record<string, unknown>;
+      requestState: string;
+    };
+    const [key] = Object.keys(inputRequests);
+    const inputResponses = { [key!]: { action: 'accept', content: { name: 'Ada' } } };
+    const retry = { name: 'ask', arguments: {}, requestState, inputResponses };
+    const done = await answerOf(modern.handle(exchange(4, 'tools/call', retry)));
+    expect(done.result).toMatchObject({ content: [{ type: 'text', text: '{"name":"Ada"}' }] });
+    expect(pair.b.sentRoutes).toEqual([]);
+    await close();
+  });
+
+  it("hands a call's answer to the front's sink within the Session's hand-back: no promise between them", async () => {
+    const { session, modern, exchange, close } = await handedAsValues();
+    const take = session.take.bind(session);
+    let handingBack = false;
+    session.take = (request, context) =>
+      take(request, {
+        caller: context.caller,
+        answer: (response, raw) => {
+          handingBack = true;
+          try {
+            context.answer(response, raw);
+          } finally {
+            handingBack = false;
+          }
+        },
+      });
+    const inHandBack: boolean[] = [];
+    const answer = new Promise<ModernAnswer>((resolve, reject) =>
+      modern.serveTo(exchange(2, 'tools/call', { name: 'echo', arguments: { text: 'hi' } }), {
+        answer: (given) => {
+          inHandBack.push(handingBack);
+          resolve(given);
+        },
+        failed: reject,
+      }),
+    );
+    expect(await answerOf(answer)).toMatchObject({ id: 2, result: { resultType: 'complete' } });
+    expect(inHandBack).toEqual([true]);
+    await close();
   });
 });

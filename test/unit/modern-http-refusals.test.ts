@@ -67,7 +67,7 @@ describe('the HTTP front refuses what a 2026-07-28 request must not be, with the
       {
         openSession: () => Promise.reject(new Error('no 2025 session here')),
         notReady: async () => undefined,
-        modern: (exchange) => bridge.handle(exchange),
+        modern: (exchange, sink) => bridge.serveTo(exchange, sink),
       },
       pino({ level: 'silent' }),
     );

@@ -59,7 +59,7 @@ describe('a plain call answered from the upstream bytes, against the parsed answ
       {
         openSession: () => Promise.reject(new Error('no 2025 session here')),
         notReady: async () => undefined,
-        modern: (exchange) => bridge.handle(exchange),
+        modern: (exchange, sink) => bridge.serveTo(exchange, sink),
       },
       pino({ level: 'silent' }),
     );

@@ -81,3 +81,20 @@ export class ClientGiveUp implements GiveUpSignal {
  * same message, made only when read.
  */
 export type ModernAnswer = { response: object; refused?: boolean; body?: Buffer } | undefined;
+
+/**
+ * Where the answer to one exchange goes, once, handed down with it: the front writes it where it is called,
+ * with no promise per layer between the bridge and the socket (bench/PROFILING.md).
+ */
+export interface AnswerSink {
+  answer(answer: ModernAnswer): void;
+  /** Serving it failed in a way no answer says (a bug, a store that threw): the front's to report. */
+  failed(error: unknown): void;
+}
+
+/** How a front hands an exchange on: its answer goes to the sink. */
+export type ModernServe = (exchange: ModernExchange, sink: AnswerSink) => void;
+
+/** The answer of `serve` as a promise, for a caller that awaits it (tests, a relayed retry). */
+export const answerOf = (serve: ModernServe, exchange: ModernExchange): Promise<ModernAnswer> =>
+  new Promise((answer, failed) => serve(exchange, { answer, failed }));
