@@ -269,17 +269,23 @@ export class Inbound<Origin> {
     this.byId.set(idKey(id), { id, origin });
   }
 
-  /** The origin answered: the request is over. Who had it. */
-  answered(id: RequestId): Origin | undefined {
+  /**
+   * `origin` answered: the request is over if it was the one asked. False when it was not (another
+   * origin's, or none): that answer is not the peer's to have, and whoever was asked still has it.
+   */
+  answered(id: RequestId, origin: Origin): boolean {
     const key = idKey(id);
-    const held = this.byId.get(key);
+    if (this.byId.get(key)?.origin !== origin) return false;
     this.byId.delete(key);
-    return held?.origin;
+    return true;
   }
 
   /** The peer cancelled its request: the origin that has it, to be told. */
   cancelled(id: RequestId): Origin | undefined {
-    return this.answered(id);
+    const key = idKey(id);
+    const held = this.byId.get(key);
+    this.byId.delete(key);
+    return held?.origin;
   }
 
   /** The origin went: the ids of the peer's requests it will never answer (each owed `goneError`). */

@@ -316,7 +316,7 @@ describe('the correlation engine (issue 28)', () => {
     ) as Notification;
     expect(inbound.cancelled(cancel.params!.requestId as RequestId)).toBe('bob');
     expect(inbound.cancelled('srv-1')).toBeUndefined();
-    expect(inbound.answered('srv-1')).toBeUndefined();
+    expect(inbound.answered('srv-1', 'bob')).toBe(false);
   });
 
   it('withdraws what a gone origin had, both ways, and settles all a gone peer owed with its error', () => {
