@@ -11,7 +11,8 @@
  * bridge's own requests own-requests.ts, and the tasks extension extension-tasks.ts.
  */
 import type { Logger } from 'pino';
-import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { goneError } from '../protocol/correlation.js';
+import type { JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { readHanded } from '../protocol/read-message.js';
 import {
@@ -508,9 +509,7 @@ export class ModernBridge {
   private cancelUpstream(call: Call, reason: string): void {
     const open = this.calls.has(call.legacyId);
     for (const asked of call.inputs.values()) {
-      this.answerServer(
-        errorResponse(asked.serverRequestId, { code: ErrorCode.ClientUnavailable, message: reason }),
-      );
+      this.answerServer(errorResponse(asked.serverRequestId, goneError('client', reason)));
     }
     this.forget(call);
     if (!open || call.outcome !== undefined) return;
@@ -574,10 +573,7 @@ export class ModernBridge {
   }
 
   private unavailable(): JsonRpcErrorObject {
-    return {
-      code: ErrorCode.UpstreamUnavailable,
-      message: `Upstream server unavailable: ${this.closedReason ?? 'it is not connected'}`,
-    };
+    return goneError('upstream', this.closedReason ?? 'it is not connected');
   }
 
   /** An error the upstream side caused (it is away, or refused initialize). */
