@@ -34,7 +34,7 @@ import { toolResultBytes } from '../protocol/modern/result-bytes.js';
 import { toModernError, toModernResult } from '../protocol/modern/results.js';
 import type { Arrival, Channel } from '../transport/channel.js';
 import {
-  answerOf,
+  answerPromise,
   type AnswerSink,
   type ModernAnswer,
   type ModernExchange,
@@ -179,7 +179,7 @@ export class ModernBridge {
 
   /** Serves one modern request; resolves with its answer, or undefined once the client gave it up. */
   handle(exchange: ModernExchange): Promise<ModernAnswer> {
-    return answerOf(this.serveTo, exchange);
+    return answerPromise(this.serveTo, exchange);
   }
 
   /**

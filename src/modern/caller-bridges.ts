@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/errors.js';
 import { errorResponse } from '../protocol/messages.js';
 import {
-  answerOf,
+  answerPromise,
   type AnswerSink,
   type ModernAnswer,
   type ModernExchange,
@@ -51,9 +51,9 @@ export class CallerBridges {
     this.sweeper = setInterval(() => this.retireIdle(), Math.max(1_000, limits.idleMs / 4)).unref();
   }
 
-  /** The answer as a promise (answerOf): for a caller that awaits it. */
+  /** The answer as a promise (answerPromise): for a caller that awaits it. */
   handle(exchange: ModernExchange): Promise<ModernAnswer> {
-    return answerOf(this.serveTo, exchange);
+    return answerPromise(this.serveTo, exchange);
   }
 
   /** Serves the exchange on its caller's bridge, into `sink`, counted in flight until it is answered. */
