@@ -12,7 +12,7 @@
  * input-rounds.ts, the bridge's own requests own-requests.ts, and the tasks extension extension-tasks.ts.
  */
 import type { Logger } from 'pino';
-import { goneError } from '../protocol/correlation.js';
+import { cancellation, goneError } from '../protocol/correlation.js';
 import type { JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { readHanded } from '../protocol/read-message.js';
@@ -514,11 +514,7 @@ export class ModernBridge {
     }
     this.forget(call);
     if (!open || call.outcome !== undefined) return;
-    this.toSession({
-      jsonrpc: '2.0',
-      method: 'notifications/cancelled',
-      params: { requestId: call.legacyId, reason },
-    });
+    this.toSession(cancellation(call.legacyId, reason));
   }
 
   private forget(call: Call): void {

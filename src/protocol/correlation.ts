@@ -243,9 +243,18 @@ export function cancellation(requestId: RequestId, reason: string, meta?: JsonOb
   return { jsonrpc: '2.0', method: 'notifications/cancelled', params };
 }
 
-/** An origin's notifications/cancelled, carried to the peer: the same, naming the request by its wire id. */
-export function carriedCancellation(notification: Notification, wireId: RequestId): Notification {
-  return { ...notification, params: { ...notification.params, requestId: wireId } };
+/**
+ * An origin's notifications/cancelled, carried to the peer: the same, naming the request by its wire id
+ * (and with the peer's `_meta`, for one that wants its own on every message).
+ */
+export function carriedCancellation(
+  notification: Notification,
+  wireId: RequestId,
+  meta?: JsonObject,
+): Notification {
+  const params: JsonObject = { ...notification.params, requestId: wireId };
+  if (meta !== undefined) params._meta = meta;
+  return { ...notification, params };
 }
 
 /** Who went away: the upstream server, or the client a request was put to. */

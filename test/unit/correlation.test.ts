@@ -303,6 +303,14 @@ describe('the correlation engine (issue 28)', () => {
     expect(JSON.stringify(carriedCancellation(cancel, withdrawn![0]))).toBe(
       '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user"}}',
     );
+    // A 2026-07-28 peer gets its own _meta on every message, in place of any the origin sent.
+    expect(
+      JSON.stringify(
+        carriedCancellation({ ...cancel, params: { ...cancel.params, _meta: {} } }, 1, { v: 1 }),
+      ),
+    ).toBe(
+      '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user","_meta":{"v":1}}}',
+    );
     expect(table.take(readResponse('{"jsonrpc":"2.0","id":1,"result":{}}').id!)).toBeUndefined();
     expect(table.withdraw('call-9', 'alice')).toBeUndefined();
   });
