@@ -1,17 +1,19 @@
 /**
- * 2026-07-28 clients in front of a 2025 upstream. The bridge is a 2025 client of a Session: it initializes
- * once over a memory channel pair, then hands it each modern request as a legacy one, a value with its
- * caller (Session.take), and takes the answer back as a value, so augment, unwrap, policy, limits and
- * supervision apply to modern traffic exactly as to a 2025 client's. What only the
- * modern era has is done here: per-request `_meta` checked, `server/discover` answered, results given
- * `resultType` and the server's identity, and a server-to-client request turned into an MRTR
- * `input_required` answer whose retry carries the client's answer back to the waiting server. This module
- * carries the calls and routes what comes back; the checks of a request are request-checks.ts and
- * tool-headers.ts, the initialize and discover bridge-handshake.ts, the MRTR rounds input-rounds.ts, the
- * bridge's own requests own-requests.ts, and the tasks extension extension-tasks.ts.
+ * 2026-07-28 clients in front of a 2025 upstream. The bridge is a 2025 client of a Session: it hands it
+ * initialize and each modern request as a legacy one, a value with its caller (Session.take), its
+ * `initialized`, cancellations and answers to the server's requests as values too (Session.takeMessage),
+ * and takes each answer back as a value; the Session's own requests and notifications to the bridge still
+ * come on a memory channel. So augment, unwrap, policy, limits and supervision apply to modern traffic
+ * exactly as to a 2025 client's. What only the modern era has is done here: per-request `_meta` checked,
+ * `server/discover` answered, results given `resultType` and the server's identity, and a server-to-client
+ * request turned into an MRTR `input_required` answer whose retry carries the client's answer back to the
+ * waiting server. This module carries the calls and routes what comes back; the checks of a request are
+ * request-checks.ts and tool-headers.ts, the initialize and discover bridge-handshake.ts, the MRTR rounds
+ * input-rounds.ts, the bridge's own requests own-requests.ts, and the tasks extension extension-tasks.ts.
  */
 import type { Logger } from 'pino';
-import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { cancellation, goneError } from '../protocol/correlation.js';
+import type { JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { readHanded } from '../protocol/read-message.js';
 import {
@@ -32,7 +34,7 @@ import { toolResultBytes } from '../protocol/modern/result-bytes.js';
 import { toModernError, toModernResult } from '../protocol/modern/results.js';
 import type { Arrival, Channel } from '../transport/channel.js';
 import {
-  answerOf,
+  answerPromise,
   type AnswerSink,
   type ModernAnswer,
   type ModernExchange,
@@ -177,7 +179,7 @@ export class ModernBridge {
 
   /** Serves one modern request; resolves with its answer, or undefined once the client gave it up. */
   handle(exchange: ModernExchange): Promise<ModernAnswer> {
-    return answerOf(this.serveTo, exchange);
+    return answerPromise(this.serveTo, exchange);
   }
 
   /**
@@ -508,17 +510,11 @@ export class ModernBridge {
   private cancelUpstream(call: Call, reason: string): void {
     const open = this.calls.has(call.legacyId);
     for (const asked of call.inputs.values()) {
-      this.answerServer(
-        errorResponse(asked.serverRequestId, { code: ErrorCode.ClientUnavailable, message: reason }),
-      );
+      this.answerServer(errorResponse(asked.serverRequestId, goneError('client', reason)));
     }
     this.forget(call);
     if (!open || call.outcome !== undefined) return;
-    this.toSession({
-      jsonrpc: '2.0',
-      method: 'notifications/cancelled',
-      params: { requestId: call.legacyId, reason },
-    });
+    this.toSession(cancellation(call.legacyId, reason));
   }
 
   private forget(call: Call): void {
@@ -574,10 +570,7 @@ export class ModernBridge {
   }
 
   private unavailable(): JsonRpcErrorObject {
-    return {
-      code: ErrorCode.UpstreamUnavailable,
-      message: `Upstream server unavailable: ${this.closedReason ?? 'it is not connected'}`,
-    };
+    return goneError('upstream', this.closedReason ?? 'it is not connected');
   }
 
   /** An error the upstream side caused (it is away, or refused initialize). */

@@ -12,12 +12,7 @@
 import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/errors.js';
 import { errorResponse } from '../protocol/messages.js';
-import {
-  answerOf,
-  type AnswerSink,
-  type ModernAnswer,
-  type ModernExchange,
-} from '../protocol/modern/exchange.js';
+import { type AnswerSink, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
 import { toModernError } from '../protocol/modern/results.js';
 import type { Valve } from '../transport/valve.js';
 import { SharedModernBridge, type OpenedBridge } from './shared-bridge.js';
@@ -49,11 +44,6 @@ export class CallerBridges {
     private readonly logger: Logger,
   ) {
     this.sweeper = setInterval(() => this.retireIdle(), Math.max(1_000, limits.idleMs / 4)).unref();
-  }
-
-  /** The answer as a promise (answerOf): for a caller that awaits it. */
-  handle(exchange: ModernExchange): Promise<ModernAnswer> {
-    return answerOf(this.serveTo, exchange);
   }
 
   /** Serves the exchange on its caller's bridge, into `sink`, counted in flight until it is answered. */

@@ -3,9 +3,10 @@
  * for header parameters, the subscriptions' (un)subscribes. Each is made for a caller (the creator of the
  * task it is about), counted against no quota, and answered with the reason once the Session is gone.
  */
+import { cancellation } from '../protocol/correlation.js';
 import type { JsonRpcErrorObject } from '../protocol/errors.js';
 import { NO_CALLER, type RequestCaller } from '../protocol/caller.js';
-import type { JsonObject, Request } from '../protocol/messages.js';
+import type { JsonObject, Notification, Request } from '../protocol/messages.js';
 import type { TaskOutcome as Outcome } from '../tasks/state.js';
 
 /** What the bridge lends: its ids (one sequence with its calls'), its sending, and whether the Session is gone. */
@@ -14,7 +15,7 @@ export interface OwnRequestsHost {
   /** Hands a request to the Session, made for `caller`. */
   take(request: Request, caller: RequestCaller): void;
   /** Sends the Session a notification (a cancellation). */
-  toSession(message: JsonObject): void;
+  toSession(message: Notification): void;
   /** The error a request gets once the Session is gone; undefined while it is not. */
   gone(): JsonRpcErrorObject | undefined;
 }
@@ -49,11 +50,7 @@ export class OwnRequests {
   /** Gives up one of the bridge's own requests. */
   drop(id: number, reason: string): void {
     if (!this.pending.delete(id) || this.host.gone() !== undefined) return;
-    this.host.toSession({
-      jsonrpc: '2.0',
-      method: 'notifications/cancelled',
-      params: { requestId: id, reason },
-    });
+    this.host.toSession(cancellation(id, reason));
   }
 
   /** The Session answered: says whether it was one of these (then it is settled). */

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ErrorCode } from '../protocol/errors.js';
+import { goneError } from '../protocol/correlation.js';
 import { errorResponse } from '../protocol/messages.js';
 import type { AnswerSink, ModernExchange } from '../protocol/modern/exchange.js';
 import { toModernError } from '../protocol/modern/results.js';
@@ -142,13 +142,7 @@ export class SharedModernBridge {
         const { request } = exchange;
         const reason = error instanceof Error ? error.message : 'it could not be started';
         sink.answer({
-          response: errorResponse(
-            request.id,
-            toModernError(request.method, {
-              code: ErrorCode.UpstreamUnavailable,
-              message: `Upstream server unavailable: ${reason}`,
-            }),
-          ),
+          response: errorResponse(request.id, toModernError(request.method, goneError('upstream', reason))),
         });
       },
     );

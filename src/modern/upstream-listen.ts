@@ -6,6 +6,7 @@
  * new listen and cancels the old one; one the server ends is opened again after a pause.
  */
 import type { Logger } from 'pino';
+import { cancellation } from '../protocol/correlation.js';
 import { isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
 
 export interface UpstreamListenHost {
@@ -106,14 +107,6 @@ export class UpstreamListen {
   }
 
   private cancel(id: string): void {
-    this.host.send({
-      jsonrpc: '2.0',
-      method: 'notifications/cancelled',
-      params: {
-        requestId: id,
-        reason: 'taskgate follows another set of notifications now',
-        _meta: this.host.meta(),
-      },
-    });
+    this.host.send(cancellation(id, 'taskgate follows another set of notifications now', this.host.meta()));
   }
 }

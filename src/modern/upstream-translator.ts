@@ -8,7 +8,7 @@
  * An upstream that serves the tasks extension is shown as a 2025 server with tasks (upstream-v2-tasks.ts).
  */
 import type { Logger } from 'pino';
-import { Correlation, cancellation, goneError } from '../protocol/correlation.js';
+import { Correlation, cancellation, carriedCancellation, goneError } from '../protocol/correlation.js';
 import { ErrorCode } from '../protocol/errors.js';
 import { serialize } from '../protocol/exact-ids.js';
 import { readHanded } from '../protocol/read-message.js';
@@ -158,11 +158,7 @@ export class ModernUpstreamTranslator implements Channel {
       const requestId = params?.requestId;
       const withdrawn = isId(requestId) ? this.inFlight.withdraw(requestId) : undefined;
       if (withdrawn === undefined) return;
-      this.inner.send({
-        jsonrpc: '2.0',
-        method,
-        params: { ...params, requestId: withdrawn[0], _meta: this.meta(undefined) },
-      });
+      this.inner.send(carriedCancellation(message.msg, withdrawn[0], this.meta(undefined)));
     }
     // notifications/initialized and roots/list_changed have no 2026-07-28 counterpart to send.
   }

@@ -9,7 +9,7 @@
  *   either direction; 1 and "1" are two ids, and an id beyond 2^53 (an alias inside: exact-ids.ts) is
  *   kept as it is.
  * - **Origins.** A forwarded request remembers who sent it and the id it had there, so that the origin's
- *   cancellation finds it (`withdraw`) and an origin that goes hands back everything it had (`takeOrigin`).
+ *   cancellation finds it (`withdraw`) and an origin that goes finds everything it had (`wireIdsOf`).
  * - **Deadlines.** An entry not answered in time is taken out and handed to `expired`: the one place where a
  *   request stops waiting for a peer that does not answer.
  * - **Cancellation both ways.** `cancellation` is the notifications/cancelled a peer is sent; `Inbound`
@@ -154,13 +154,6 @@ export class Correlation<Entry, Origin = never> {
     return slot.entry;
   }
 
-  /** Who sent the request that went as `wireId`, and the id it had there, while it is in flight. */
-  originOf(wireId: RequestId): { origin: Origin | undefined; id: RequestId } | undefined {
-    const slot = this.byWireId.get(idKey(wireId));
-    if (slot?.origin === undefined || slot.originKey === undefined) return undefined;
-    return { origin: slot.origin === SOLE ? undefined : slot.origin, id: this.originIdOf(slot) };
-  }
-
   /** The wire id of the request `origin` sent as `id`, while it is in flight. */
   wireIdOf(id: RequestId, origin?: Origin): RequestId | undefined {
     const key = this.wireKeyOf(id, origin);
@@ -211,23 +204,11 @@ export class Correlation<Entry, Origin = never> {
     return [slot.id, slot.entry];
   }
 
-  /** The origin went: everything it had in flight, taken out, with the wire ids to cancel. */
-  takeOrigin(origin: Origin): [RequestId, Entry][] {
-    if (!this.byOrigin.has(origin)) return [];
-    return this.takeWhere((_entry, from) => from === origin);
-  }
-
-  /** The wire id of the first entry that matches (a linear scan). */
-  findId(matches: (entry: Entry) => boolean): RequestId | undefined {
-    for (const slot of this.byWireId.values()) if (matches(slot.entry)) return slot.id;
-    return undefined;
-  }
-
   /** Removes the entries that match and returns them with their wire ids. */
-  takeWhere(matches: (entry: Entry, origin: Origin | undefined) => boolean): [RequestId, Entry][] {
+  takeWhere(matches: (entry: Entry) => boolean): [RequestId, Entry][] {
     const taken: [RequestId, Entry][] = [];
     for (const [key, slot] of this.byWireId) {
-      if (!matches(slot.entry, slot.origin === SOLE ? undefined : slot.origin)) continue;
+      if (!matches(slot.entry)) continue;
       this.forget(key, slot);
       taken.push([slot.id, slot.entry]);
     }
@@ -253,11 +234,6 @@ export class Correlation<Entry, Origin = never> {
     for (const ids of this.byOrigin.values()) count += ids.size;
     return count;
   }
-
-  private originIdOf(slot: Slot<Entry, Origin>): RequestId {
-    const key = slot.originKey!;
-    return typeof key === 'number' ? key : key.slice(2);
-  }
 }
 
 /** The notifications/cancelled that tells a peer its request `requestId` is no longer awaited. */
@@ -267,9 +243,18 @@ export function cancellation(requestId: RequestId, reason: string, meta?: JsonOb
   return { jsonrpc: '2.0', method: 'notifications/cancelled', params };
 }
 
-/** An origin's notifications/cancelled, carried to the peer: the same, naming the request by its wire id. */
-export function carriedCancellation(notification: Notification, wireId: RequestId): Notification {
-  return { ...notification, params: { ...notification.params, requestId: wireId } };
+/**
+ * An origin's notifications/cancelled, carried to the peer: the same, naming the request by its wire id
+ * (and with the peer's `_meta`, for one that wants its own on every message).
+ */
+export function carriedCancellation(
+  notification: Notification,
+  wireId: RequestId,
+  meta?: JsonObject,
+): Notification {
+  const params: JsonObject = { ...notification.params, requestId: wireId };
+  if (meta !== undefined) params._meta = meta;
+  return { ...notification, params };
 }
 
 /** Who went away: the upstream server, or the client a request was put to. */
@@ -293,17 +278,23 @@ export class Inbound<Origin> {
     this.byId.set(idKey(id), { id, origin });
   }
 
-  /** The origin answered: the request is over. Who had it. */
-  answered(id: RequestId): Origin | undefined {
+  /**
+   * `origin` answered: the request is over if it was the one asked. False when it was not (another
+   * origin's, or none): that answer is not the peer's to have, and whoever was asked still has it.
+   */
+  answered(id: RequestId, origin: Origin): boolean {
     const key = idKey(id);
-    const held = this.byId.get(key);
+    if (this.byId.get(key)?.origin !== origin) return false;
     this.byId.delete(key);
-    return held?.origin;
+    return true;
   }
 
   /** The peer cancelled its request: the origin that has it, to be told. */
   cancelled(id: RequestId): Origin | undefined {
-    return this.answered(id);
+    const key = idKey(id);
+    const held = this.byId.get(key);
+    this.byId.delete(key);
+    return held?.origin;
   }
 
   /** The origin went: the ids of the peer's requests it will never answer (each owed `goneError`). */

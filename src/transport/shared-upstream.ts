@@ -178,7 +178,7 @@ export class SharedUpstream implements PortHost {
       case 'notification':
         return this.portNotification(port, message.msg, raw, route);
       case 'response':
-        return this.portResponse(message.msg, raw, route);
+        return this.portResponse(port, message.msg, raw, route);
     }
   }
 
@@ -276,9 +276,23 @@ export class SharedUpstream implements PortHost {
     this.passOn(notification, raw, route);
   }
 
-  /** A port's answer to one of the server's requests: upstream as it is. */
-  private portResponse(response: Response, raw: Buffer | string | undefined, route: Route | undefined): void {
-    if (response.id !== null) this.serverRequests.answered(response.id);
+  /**
+   * A port's answer to one of the server's requests: upstream as it is, if the server asked that port.
+   * Server ids are small integers another session can guess; one session must not settle another's.
+   */
+  private portResponse(
+    port: Port,
+    response: Response,
+    raw: Buffer | string | undefined,
+    route: Route | undefined,
+  ): void {
+    if (response.id !== null && !this.serverRequests.answered(response.id, port)) {
+      this.logger.debug(
+        { id: response.id },
+        'dropped an answer to a server request this session was not asked',
+      );
+      return;
+    }
     this.passOn(response, raw, route);
   }
 

@@ -126,18 +126,6 @@ describe('Correlation', () => {
     expect(pending.size).toBe(1);
   });
 
-  it('findId returns the wire id of the first match, with its type', () => {
-    const pending = new Correlation<Entry>();
-    pending.forward(5, entry('five'));
-    pending.forward('5', entry('string five'));
-    const taken = pending.forward(5, entry('again'));
-    expect(pending.findId((e) => e.name === 'five')).toBe(5);
-    expect(pending.findId((e) => e.name === 'string five')).toBe('5');
-    expect(pending.findId((e) => e.name === 'again')).toBe(taken);
-    expect(pending.findId((e) => e.name.startsWith('string') || e.name === 'five')).toBe(5);
-    expect(pending.findId(() => false)).toBeUndefined();
-  });
-
   it('withdraw takes the request an origin sent under its id, the first of two sent with one id first', () => {
     const pending = new Correlation<Entry>();
     pending.forward(5, entry('first'));
@@ -266,7 +254,6 @@ describe('the correlation engine (issue 28)', () => {
     expect([aliceWire, bobWire]).toEqual([1, 2]);
     // The peer answers Bob's first.
     const answer = readResponse(`{"jsonrpc":"2.0","id":${bobWire},"result":{"content":[]}}`);
-    expect(table.originOf(answer.id!)).toEqual({ origin: 'bob', id: 7 });
     expect(table.take(answer.id!)).toEqual({ method: 'tools/call' });
     expect(table.wireIdOf(7, 'alice')).toBe(aliceWire);
     expect(table.wireIdOf(7, 'bob')).toBeUndefined();
@@ -276,7 +263,7 @@ describe('the correlation engine (issue 28)', () => {
     const table = new Correlation<Sent>();
     const request = readRequest('{"jsonrpc":"2.0","id":"req-1","method":"ping"}');
     expect(table.forward(request.id, { method: request.method })).toBe('req-1');
-    expect(table.originOf('req-1')).toEqual({ origin: undefined, id: 'req-1' });
+    expect(table.wireIdOf('req-1')).toBe('req-1');
   });
 
   it('maps progress tokens of two origins apart on the wire, and back to each one’s own token', () => {
@@ -316,6 +303,14 @@ describe('the correlation engine (issue 28)', () => {
     expect(JSON.stringify(carriedCancellation(cancel, withdrawn![0]))).toBe(
       '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user"}}',
     );
+    // A 2026-07-28 peer gets its own _meta on every message, in place of any the origin sent.
+    expect(
+      JSON.stringify(
+        carriedCancellation({ ...cancel, params: { ...cancel.params, _meta: {} } }, 1, { v: 1 }),
+      ),
+    ).toBe(
+      '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user","_meta":{"v":1}}}',
+    );
     expect(table.take(readResponse('{"jsonrpc":"2.0","id":1,"result":{}}').id!)).toBeUndefined();
     expect(table.withdraw('call-9', 'alice')).toBeUndefined();
   });
@@ -329,7 +324,7 @@ describe('the correlation engine (issue 28)', () => {
     ) as Notification;
     expect(inbound.cancelled(cancel.params!.requestId as RequestId)).toBe('bob');
     expect(inbound.cancelled('srv-1')).toBeUndefined();
-    expect(inbound.answered('srv-1')).toBeUndefined();
+    expect(inbound.answered('srv-1', 'bob')).toBe(false);
   });
 
   it('withdraws what a gone origin had, both ways, and settles all a gone peer owed with its error', () => {
@@ -340,7 +335,7 @@ describe('the correlation engine (issue 28)', () => {
     table.forward(2, { method: 'prompts/get' }, 'alice');
     inbound.held(40, 'alice');
     inbound.held(41, 'bob');
-    expect(table.takeOrigin('alice')).toEqual([
+    expect(leave(table, 'alice')).toEqual([
       [1, { method: 'tools/call' }],
       [3, { method: 'prompts/get' }],
     ]);
@@ -366,9 +361,17 @@ describe('the correlation engine (issue 28)', () => {
     table.letGo(1);
     expect(table.wireIdsOf('alice')).toEqual([2]);
     expect(table.withdraw(3, 'alice')).toBeUndefined();
-    expect(table.takeOrigin('alice')).toEqual([[2, { method: 'tools/call' }]]);
-    expect(table.originOf(1)).toBeUndefined();
+    expect(leave(table, 'alice')).toEqual([[2, { method: 'tools/call' }]]);
     expect(table.take(1)).toEqual({ method: 'resources/subscribe' });
+    expect([table.size, table.indexed]).toEqual([0, 0]);
+  });
+
+  it('finds what a gone origin had when all that is left is a request sent again with an id in flight', () => {
+    const table = new Correlation<Sent, string>({ renumber: true, mint: (n) => n + 1 });
+    table.forward(5, { method: 'tools/call' }, 'alice');
+    table.forward(5, { method: 'prompts/get' }, 'alice');
+    expect(table.take(1)).toEqual({ method: 'tools/call' });
+    expect(leave(table, 'alice')).toEqual([[2, { method: 'prompts/get' }]]);
     expect([table.size, table.indexed]).toEqual([0, 0]);
   });
 
@@ -406,7 +409,7 @@ describe('the correlation engine (issue 28)', () => {
       progress.open(`t-${String(wireId)}`, origin);
       if (i % 3 === 0) table.take(wireId);
       else if (i % 3 === 1) table.withdraw(i % 100, origin);
-      else table.takeOrigin(origin);
+      else leave(table, origin);
       progress.end(`t-${String(wireId)}`);
     }
     expect([table.size, table.indexed, progress.size]).toEqual([0, 0, 0]);
@@ -415,6 +418,11 @@ describe('the correlation engine (issue 28)', () => {
     expect(endedCount(progress)).toBe(ENDED_TOKENS_KEPT);
   });
 });
+
+/** An origin goes: what it had in flight, taken out as the shared upstream does (wireIdsOf, then take). */
+function leave<Origin>(table: Correlation<Sent, Origin>, origin: Origin): [RequestId, Sent][] {
+  return table.wireIdsOf(origin).map((wireId) => [wireId, table.take(wireId)!]);
+}
 
 /** How many ended tokens are remembered, counted from outside. */
 function endedCount(progress: ProgressTokens<number>): number {

@@ -12,7 +12,7 @@ import { Policy } from '../../src/config/policy.js';
 import { CallerBridges } from '../../src/modern/caller-bridges.js';
 import { openModernSession } from '../../src/modern/shared-bridge.js';
 import type { JsonObject } from '../../src/protocol/messages.js';
-import { ClientGiveUp } from '../../src/protocol/modern/exchange.js';
+import { ClientGiveUp, answerPromise } from '../../src/protocol/modern/exchange.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
 import { ChannelTransport } from '../helpers/channel-transport.js';
@@ -92,7 +92,7 @@ async function call(
   params: JsonObject,
   signal = new ClientGiveUp(),
 ): Promise<Answer> {
-  const answer = await gate.handle({
+  const answer = await answerPromise(gate.serveTo, {
     request: { jsonrpc: '2.0', id: nextId++, method, params },
     notify: () => undefined,
     signal,

@@ -545,6 +545,26 @@ describe('SharedUpstream', () => {
     );
   });
 
+  it("drops a session's answer to a server request put to another session: only the one asked settles it", async () => {
+    const { server, a, b } = await twoSessions();
+    a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: {} } });
+    const call = await server.next((f) => f.method === 'tools/call', 'the task call');
+    server.send({ id: call.id, result: { task: { taskId: 't-a', status: 'working' } } });
+    await a.answerTo(1);
+    server.send({
+      id: 1,
+      method: 'elicitation/create',
+      params: { message: '?', _meta: { 'io.modelcontextprotocol/related-task': { taskId: 't-a' } } },
+    });
+    await a.next((f) => f.id === 1 && f.method === 'elicitation/create', "the elicitation of a's task");
+    // b guesses the server's small id and answers first; then a answers what it was asked.
+    b.send({ id: 1, result: { action: 'accept', content: { from: 'b' } } });
+    a.send({ id: 1, result: { action: 'decline' } });
+    expect((await server.answerTo(1)).result).toEqual({ action: 'decline' });
+    await fence(server, a, b);
+    expect(server.items.filter((f) => f.id === 1 && !('method' in f))).toHaveLength(1);
+  });
+
   it("sends a server serving one session alone that session's untagged requests, as a server of its own would", async () => {
     const { server, a, b } = await twoSessions();
     server.send({ id: 'srv-both', method: 'roots/list' });

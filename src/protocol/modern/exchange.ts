@@ -96,5 +96,5 @@ export interface AnswerSink {
 export type ModernServe = (exchange: ModernExchange, sink: AnswerSink) => void;
 
 /** The answer of `serve` as a promise, for a caller that awaits it (tests, a relayed retry). */
-export const answerOf = (serve: ModernServe, exchange: ModernExchange): Promise<ModernAnswer> =>
+export const answerPromise = (serve: ModernServe, exchange: ModernExchange): Promise<ModernAnswer> =>
   new Promise((answer, failed) => serve(exchange, { answer, failed }));
