@@ -81,7 +81,9 @@ async function graceAndWindowSeen(
     'notifications/tools/list_changed',
     15_000,
   );
-  expect(Date.now() - crashedAt).toBeGreaterThanOrEqual(1_500);
+  // Less 50 ms: taskgate's timer counts from its event loop's cached time, which a busy loop took a few ms
+  // before it handled the crash (CI saw 1 497 ms); a window not waited out is over at once.
+  expect(Date.now() - crashedAt).toBeGreaterThanOrEqual(1_450);
 }
 
 const adminUrl = (stderr: () => string): Promise<URL> =>
