@@ -10,12 +10,10 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/config/load.js';
-import { startHttpGateway, type RunningGateway } from '../../src/http-proxy.js';
-import { PrometheusMetrics } from '../../src/observability/metrics.js';
-import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
+import type { RunningGateway } from '../../src/http-proxy.js';
+import { memoryGateway } from '../helpers/memory-gateway.js';
 import { textOf } from '../helpers/tool-results.js';
 
 /** What the server does with a server/discover: answer it, answer 503, or hold it unanswered. */
@@ -132,17 +130,7 @@ async function gatewayInFrontOf(url: string, requestTimeout?: number): Promise<R
     http: { listen: '127.0.0.1:0' },
     upstream: { url, ...(requestTimeout === undefined ? {} : { requestTimeout }) },
   });
-  const logger = pino({ level: 'silent' });
-  const store = new MemoryTaskStore({
-    maxTasks: config.tasks.maxTasks,
-    maxResultBytes: config.tasks.maxResultBytes,
-  });
-  const gateway = await startHttpGateway(
-    config,
-    logger,
-    store,
-    new PrometheusMetrics({ defaultMetrics: false }),
-  );
+  const gateway = await memoryGateway(config);
   closing.push(() => gateway.close());
   return gateway;
 }

@@ -8,13 +8,10 @@ import { once } from 'node:events';
 import { connect as tcpConnect, createServer, type Socket } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/config/load.js';
-import { startHttpGateway } from '../../src/http-proxy.js';
-import { PrometheusMetrics } from '../../src/observability/metrics.js';
-import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { createLegacyServer } from '../fixtures/legacy-fixture.js';
+import { memoryGateway } from '../helpers/memory-gateway.js';
 import { serveInProcess } from '../helpers/in-process-http.js';
 import { textOf } from '../helpers/tool-results.js';
 
@@ -102,16 +99,7 @@ describe('the HTTP gateway in front of an HTTP upstream', () => {
       http: { listen: '127.0.0.1:0' },
       upstream: { url: relay.url, era: 'legacy' },
     });
-    const store = new MemoryTaskStore({
-      maxTasks: config.tasks.maxTasks,
-      maxResultBytes: config.tasks.maxResultBytes,
-    });
-    const gateway = await startHttpGateway(
-      config,
-      pino({ level: 'silent' }),
-      store,
-      new PrometheusMetrics({ defaultMetrics: false }),
-    );
+    const gateway = await memoryGateway(config);
     closing.push(() => gateway.close());
     await session(gateway.url);
     // The first upstream session has ended (its standalone stream's connection closed with it) before the

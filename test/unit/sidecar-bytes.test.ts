@@ -9,14 +9,11 @@
 import { once } from 'node:events';
 import { createServer, request as httpRequest } from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { resolveConfig } from '../../src/config/load.js';
-import { startHttpGateway } from '../../src/http-proxy.js';
-import { PrometheusMetrics } from '../../src/observability/metrics.js';
-import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { FixtureEventStore, serveHttp } from '../fixtures/http-serve.js';
+import { memoryGateway } from '../helpers/memory-gateway.js';
 import { listen, runCleanups, type Cleanups } from '../helpers/upstream-harness.js';
 import { inSession, openSession, post } from '../helpers/raw-http.js';
 
@@ -100,16 +97,7 @@ async function sidecarInFrontOf(url: string): Promise<URL> {
     http: { listen: '127.0.0.1:0' },
     upstream: { url, era: 'legacy' },
   });
-  const store = new MemoryTaskStore({
-    maxTasks: config.tasks.maxTasks,
-    maxResultBytes: config.tasks.maxResultBytes,
-  });
-  const gateway = await startHttpGateway(
-    config,
-    pino({ level: 'silent' }),
-    store,
-    new PrometheusMetrics({ defaultMetrics: false }),
-  );
+  const gateway = await memoryGateway(config);
   cleanups.push(() => gateway.close());
   return gateway.url;
 }

@@ -10,13 +10,11 @@
  */
 import { EventEmitter, once } from 'node:events';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/config/load.js';
-import { startHttpGateway } from '../../src/http-proxy.js';
 import { PrometheusMetrics } from '../../src/observability/metrics.js';
-import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { FixtureEventStore, serveHttp } from '../fixtures/http-serve.js';
+import { memoryGateway } from '../helpers/memory-gateway.js';
 import { ACCEPT_BOTH, inSession, openSession, post } from '../helpers/raw-http.js';
 
 /** The reconnection delay the upstream asks for: short, so that taskgate, which honours it, resumes soon. */
@@ -95,16 +93,7 @@ async function gatewayInFrontOf(url: string, eventLogSize?: number, sharing?: 's
     http: { listen: '127.0.0.1:0', ...(eventLogSize === undefined ? {} : { eventLogSize }) },
     upstream: { url, era: 'legacy', ...(sharing === undefined ? {} : { sharing }) },
   });
-  const store = new MemoryTaskStore({
-    maxTasks: config.tasks.maxTasks,
-    maxResultBytes: config.tasks.maxResultBytes,
-  });
-  const gateway = await startHttpGateway(
-    config,
-    pino({ level: 'silent' }),
-    store,
-    new Watched({ defaultMetrics: false }),
-  );
+  const gateway = await memoryGateway(config, new Watched({ defaultMetrics: false }));
   closing.push(() => gateway.close());
   return { url: gateway.url, answers };
 }
