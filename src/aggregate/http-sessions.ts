@@ -182,9 +182,15 @@ export function aggregatedSessions(
 }
 
 /** The caller a 2026-07-28 request names, as the front's authentication gave it; none without one. */
-function modernCaller({ principal, subject, access }: ModernExchange): Caller | undefined {
+function modernCaller(first: ModernExchange): Caller | undefined {
+  const { principal, subject, access, upstreamAuthorization } = first;
   if (principal === undefined) return undefined;
-  return { identity: principal, subject: subject ?? principal, ...(access === undefined ? {} : { access }) };
+  return {
+    identity: principal,
+    subject: subject ?? principal,
+    ...(access === undefined ? {} : { access }),
+    ...(upstreamAuthorization === undefined ? {} : { upstreamAuthorization }),
+  };
 }
 
 /**

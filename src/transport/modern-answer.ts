@@ -119,6 +119,8 @@ function exchangeOf(
     exchange.principal = caller.identity;
     exchange.subject = caller.subject;
     if (caller.access !== undefined) exchange.access = caller.access;
+    if (caller.upstreamAuthorization !== undefined)
+      exchange.upstreamAuthorization = caller.upstreamAuthorization;
   }
   if (request.method === 'tools/call') exchange.paramHeaders = paramHeadersOf(req.headers);
   return exchange;
