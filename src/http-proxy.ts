@@ -103,11 +103,12 @@ export async function startHttpGateway(
   // 2026-07-28 requests go through a bridge session of their caller's, on an upstream as a 2025 session's
   // would be: its own server, or a port of the shared one or of the pool (several servers: an aggregator).
   const modern = new CallerBridges(
-    (caller, first) =>
+    (_caller, first) =>
       aggregated?.openModern(first) ??
       openModernSession({
         logger: logger.child({ session: 'modern' }),
-        openChannel: (sessionLogger) => upstreams.open(sessionLogger, credentials.forCaller(caller)),
+        openChannel: (sessionLogger) =>
+          upstreams.open(sessionLogger, credentials.forCaller(first.principal, first.upstreamAuthorization)),
         sessionOptions: (id, sessionLogger) => core.sessionOptions(id, sessionLogger),
       }),
     { maxCallers: config.http.maxSessions, idleMs: config.http.sessionIdleTimeout },

@@ -14,7 +14,6 @@ import {
   errorResponse,
   idKey,
   isObject,
-  metaOf,
   successResponse,
   type JsonObject,
   type Notification,
@@ -22,9 +21,8 @@ import {
   type RequestId,
   type Response,
 } from '../protocol/messages.js';
-import { PROTOCOL_VERSION_META, isModernRequest } from '../protocol/modern/meta.js';
+import { isModernRequest } from '../protocol/modern/meta.js';
 import { readHanded } from '../protocol/read-message.js';
-import { LEGACY_VERSIONS } from '../protocol/versions.js';
 import { telemetry } from '../telemetry/telemetry.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
@@ -35,6 +33,7 @@ import { mergedInitialize, mergedNames, type Listed } from './merge.js';
 import { Member, type MemberSpec, type Outcome } from './member.js';
 import { NameCollisionError, type Names } from './names.js';
 import type { ServersReadiness } from './readiness.js';
+import { invalid, modernRefused, wireError } from './refusals.js';
 import { withOuterUpdatedUri, withOuterUris } from './resource-uris.js';
 import { ResourceRoutes } from './resources.js';
 import type { RoutedAbout, SessionServerTasks, TaskHolder } from './replica-tasks.js';
@@ -592,21 +591,3 @@ const NO_TOOL: ToolFacts = {
   upstream: { listedAsTask: false, mayRunAsTask: false, requiresTask: false },
   policy: { taskSupport: 'forbidden', unwrap: false, promoteAfter: 0 },
 };
-
-function modernRefused(params: JsonObject | undefined): JsonRpcErrorObject {
-  return {
-    code: ErrorCode.UnsupportedProtocolVersion,
-    message: 'this connection opened with initialize: it speaks 2025-11-25',
-    data: { supported: [...LEGACY_VERSIONS], requested: metaOf(params)?.[PROTOCOL_VERSION_META] },
-  };
-}
-
-function invalid(message: string): JsonRpcErrorObject {
-  return { code: ErrorCode.InvalidRequest, message };
-}
-
-function wireError(error: unknown): JsonRpcErrorObject {
-  if (error instanceof ProtocolError) return error.toJson();
-  if (error instanceof NameCollisionError) return { code: ErrorCode.InternalError, message: error.message };
-  return { code: ErrorCode.InternalError, message: 'Internal error' };
-}

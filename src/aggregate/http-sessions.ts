@@ -73,13 +73,9 @@ export function aggregatedSessions(
     client: Channel,
     ended: () => void,
   ): Promise<Aggregator> => {
-    const serverTasks = replicaTasks?.session({
-      ...(caller === undefined ? {} : { identity: caller.identity, subject: caller.subject }),
-      ...(caller?.access === undefined ? {} : { access: caller.access }),
-    });
-    const own = servers.map((name) => `${id}/${name}`);
-    ids.set(id, own);
-    for (const memberId of own) running.follow(memberId);
+    // Whom each server's Session is bound to, as its replicas' tasks are.
+    const bound = caller === undefined ? {} : boundTo(caller);
+    const serverTasks = replicaTasks?.session(bound);
     const members = await openMembers(
       config,
       sessionLogger,
@@ -105,8 +101,7 @@ export function aggregatedSessions(
               sightings.upstreamTaskForgotten(taskId);
             },
           },
-          ...(caller === undefined ? {} : { identity: caller.identity, subject: caller.subject }),
-          ...(caller?.access === undefined ? {} : { access: caller.access }),
+          ...bound,
         };
       },
       upstreamHooks,
@@ -114,6 +109,10 @@ export function aggregatedSessions(
       undefined,
       (name) => pools.get(name)?.port(),
     );
+    // Followed once opened: a session whose servers could not be opened leaves nothing behind.
+    const own = servers.map((name) => `${id}/${name}`);
+    ids.set(id, own);
+    for (const memberId of own) running.follow(memberId);
     opened.add(members);
     const aggregator = new Aggregator(client, members.specs, {
       names,
@@ -181,10 +180,19 @@ export function aggregatedSessions(
   };
 }
 
+const boundTo = ({ identity, subject, access }: Caller) =>
+  access === undefined ? { identity, subject } : { identity, subject, access };
+
 /** The caller a 2026-07-28 request names, as the front's authentication gave it; none without one. */
-function modernCaller({ principal, subject, access }: ModernExchange): Caller | undefined {
+function modernCaller(first: ModernExchange): Caller | undefined {
+  const { principal, subject, access, upstreamAuthorization } = first;
   if (principal === undefined) return undefined;
-  return { identity: principal, subject: subject ?? principal, ...(access === undefined ? {} : { access }) };
+  return {
+    identity: principal,
+    subject: subject ?? principal,
+    ...(access === undefined ? {} : { access }),
+    ...(upstreamAuthorization === undefined ? {} : { upstreamAuthorization }),
+  };
 }
 
 /**

@@ -73,6 +73,11 @@ export class ReplicaTasks {
     await this.board.post(taskId, { principal: identity, inputRequests: {} }, ttlMs);
   }
 
+  /** Its server forgot the task: it is no longer served from here. */
+  unhold(taskId: string, identity: string): void {
+    if (this.held.get(taskId)?.identity === identity) this.held.delete(taskId);
+  }
+
   /** The session closed: its tasks are no longer served from here. */
   forget(holder: TaskHolder): void {
     for (const [taskId, held] of this.held) if (held.holder === holder) this.held.delete(taskId);
@@ -219,6 +224,7 @@ export class SessionServerTasks {
 
   forgotten(taskId: string): void {
     this.own.delete(taskId);
+    if (this.caller.identity !== undefined) this.replicas.unhold(taskId, this.caller.identity);
   }
 
   /**

@@ -63,8 +63,8 @@ export async function startAggregatedStdio(config: Config): Promise<number> {
   const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
   return new Promise<number>((resolve) => {
     // The aggregator starts at once, to watch the servers; its client is known from the first message.
-    const toClient = new DeferredChannel();
-    const aggregator = new Aggregator(toClient, members.specs, {
+    const clientSide = new DeferredChannel();
+    const aggregator = new Aggregator(clientSide, members.specs, {
       names: new Names(separator),
       logger,
       version,
@@ -82,14 +82,14 @@ export async function startAggregatedStdio(config: Config): Promise<number> {
     });
     aggregator.start();
     void awaitFirstMessage(client).then(({ first, channel }) => {
-      if (first === undefined || !opensModernConnection(first)) return toClient.connect(channel);
+      if (first === undefined || !opensModernConnection(first)) return clientSide.connect(channel);
       // A 2026-07-28 client: the bridge is the aggregator's 2025 client.
       const { bridge, aggregatorSide } = aggregatorBridge(
         (name) => aggregator.toolFacts(name),
         logger,
         core.sessionOptions(id, logger),
       );
-      toClient.connect(aggregatorSide);
+      clientSide.connect(aggregatorSide);
       new ModernChannelFront(channel, bridge, logger, () => aggregator.close()).start();
     });
     states = () => aggregator.servers();

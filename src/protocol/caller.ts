@@ -24,6 +24,12 @@ export interface CallerAccess {
   readonly taskList: boolean;
   readonly metrics: boolean;
   readonly dashboard: boolean;
+  /**
+   * Which rules grant it, as a key: two callers with the same key have the same rights. A 2026-07-28
+   * caller's bridge is chosen by it as well as by identity, since servers behind an aggregator are bound
+   * to the rights of the request that opened them.
+   */
+  readonly grantKey?: string;
 }
 
 /** A request no caller made (a bridge's own bookkeeping without a task behind it): no identity, no quota. */

@@ -43,6 +43,7 @@ export function accessRules(
   }));
   return (principal) => {
     const matching = rules.filter((rule) => matches(rule, principal));
+    const grantKey = rules.flatMap((rule, index) => (matching.includes(rule) ? [index] : [])).join(',');
     const some = (key: 'taskList' | 'metrics' | 'dashboard') =>
       matching.some(({ rule }) => rule[key] === true);
     const admin = admins.has(principal.subject);
@@ -64,6 +65,7 @@ export function accessRules(
       taskList: some('taskList'),
       metrics: admin || some('metrics'),
       dashboard: admin || some('dashboard'),
+      grantKey: admin ? `${grantKey};admin` : grantKey,
     };
   };
 }

@@ -12,7 +12,7 @@ import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { digitsOf } from '../protocol/exact-ids.js';
 import { idOfOversized } from '../protocol/frames.js';
-import { modernCaller, postModern, settledWithin } from './modern-answer.js';
+import { callerKeyOf, postModern, settledWithin } from './modern-answer.js';
 import { telemetry } from '../telemetry/telemetry.js';
 import { isObject, isResponseShaped, salvageId, type Message, type RequestId } from '../protocol/messages.js';
 import { readMessage } from '../protocol/read-message.js';
@@ -447,7 +447,7 @@ export class HttpFront {
     const header = req.headers['mcp-session-id'];
     const version = req.headers['mcp-protocol-version'];
     if (header === undefined && typeof version === 'string' && MODERN_VERSIONS.includes(version)) {
-      const intake = this.hooks.modernIntake?.(modernCaller(req, caller));
+      const intake = this.hooks.modernIntake?.(callerKeyOf(req, caller));
       return intake === undefined ? undefined : untilOpen([intake]);
     }
     const session = typeof header === 'string' ? this.sessions.get(header) : undefined;

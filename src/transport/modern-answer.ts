@@ -24,9 +24,16 @@ import { MODERN_UPSTREAM_UNAUTHORIZED, refusalIn } from './upstream-refusal.js';
 
 type Caller = Extract<Authentication, { identity: string }>;
 
-/** Who a 2026-07-28 request is from, as its bridge is chosen (caller-bridges.ts): identity, else address. */
-export const modernCaller = (req: IncomingMessage, caller: Caller | undefined): string =>
-  caller?.identity ?? `address:${req.socket.remoteAddress ?? 'unknown'}`;
+/**
+ * Who a 2026-07-28 request is from, as its bridge is chosen (caller-bridges.ts): identity and the rules
+ * that grant its rights (a later token of the identity with fewer rights is not served by servers bound
+ * to the first one's), else address.
+ */
+export function callerKeyOf(req: IncomingMessage, caller: Caller | undefined): string {
+  if (caller === undefined) return `address:${req.socket.remoteAddress ?? 'unknown'}`;
+  const granted = caller.access?.grantKey;
+  return granted === undefined ? caller.identity : `${caller.identity} rules:${granted}`;
+}
 
 /**
  * A 2026-07-28 message: no session; the routing headers are checked against the body, the answer is
@@ -104,7 +111,7 @@ function exchangeOf(
   // Made as one object: the spreads of optional members were a share of every call's garbage.
   const exchange: { -readonly [K in keyof ModernExchange]: ModernExchange[K] } = {
     request,
-    caller: modernCaller(req, caller),
+    caller: callerKeyOf(req, caller),
     signal: cancelled,
     notify,
   };
@@ -112,6 +119,8 @@ function exchangeOf(
     exchange.principal = caller.identity;
     exchange.subject = caller.subject;
     if (caller.access !== undefined) exchange.access = caller.access;
+    if (caller.upstreamAuthorization !== undefined)
+      exchange.upstreamAuthorization = caller.upstreamAuthorization;
   }
   if (request.method === 'tools/call') exchange.paramHeaders = paramHeadersOf(req.headers);
   return exchange;

@@ -23,6 +23,8 @@ import {
   OPERATOR_CLIENT,
   STAFF_CLIENT,
 } from '../helpers/oauth-server.js';
+import { MODERN_VERSION } from '../helpers/modern-client.js';
+import { modernRequest } from '../helpers/modern-raw.js';
 import { freePort } from '../helpers/ports.js';
 import { connect, FIXTURES, Gateway } from '../helpers/taskgate.js';
 import { thrownBy } from '../helpers/thrown.js';
@@ -63,6 +65,13 @@ const configFile = (config: object): string => {
   const file = join(mkdtempSync(join(tmpdir(), 'taskgate-agg-auth-')), 'config.json');
   writeFileSync(file, JSON.stringify(config));
   return file;
+};
+
+/** A 2026-07-28 request's `_meta` without the tasks extension: a call is answered with its result. */
+const PLAIN_META = {
+  'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 'agg-passthrough-test', version: '1' },
 };
 
 const echo = async (client: Client, name: string, text: string) =>
@@ -228,6 +237,40 @@ describe("the callers' own tokens passed through to the servers of upstreams (is
       expect(await echo(olga, 'y__echo', 'olga to y')).toBe('olga to y');
       await y!.logged(`token accepted sub=olga aud=${resource}`);
       for (const server of [x!, y!]) expect(server.stderr()).not.toContain('token refused');
+    },
+  );
+  it.each([
+    [
+      'behind an aggregator',
+      (x: HttpFixture, y: HttpFixture) => ({ upstreams: { x: { url: x.url }, y: { url: y.url } } }),
+      'x__echo',
+    ],
+    ['in front of one server', (x: HttpFixture) => ({ upstream: { url: x.url } }), 'echo'],
+  ])(
+    "auth.bearerPassthrough: a 2026-07-28 caller's token reaches the server its call goes to, %s",
+    async (_where, upstreams, tool) => {
+      const as = await authorizationServer();
+      const port = await freePort();
+      const resource = `http://127.0.0.1:${port}/mcp`;
+      const [x, y] = await twoServers(as, resource);
+      const config = configFile({
+        ...upstreams(x!, y!),
+        auth: { bearerPassthrough: { secret: 'a-secret-of-at-least-16' } },
+      });
+      const gateway = await Gateway.start([], ['--config', config, '--listen', `127.0.0.1:${port}`]);
+      cleanups.push(() => gateway.stop());
+      const token = await as.token(resource, 'mcp:tools', STAFF_CLIENT);
+      const answer = await modernRequest(
+        gateway.url,
+        'tools/call',
+        { name: tool, arguments: { text: 'modern' } },
+        PLAIN_META,
+        { authorization: `Bearer ${token}` },
+      );
+      expect(answer.error).toBeUndefined();
+      expect(answer.result).toMatchObject({ content: [{ text: 'modern' }] });
+      await x!.logged(`token accepted sub=alice aud=${resource}`);
+      expect(x!.stderr()).not.toContain('token refused');
     },
   );
 });

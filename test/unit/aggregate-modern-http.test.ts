@@ -10,6 +10,7 @@ import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/config/load.js';
+import type { ConfigInput } from '../../src/config/schema.js';
 import { startHttpGateway } from '../../src/http-proxy.js';
 import { PrometheusMetrics } from '../../src/observability/metrics.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
@@ -17,6 +18,8 @@ import { fakeServer, textResult, type FakeTool } from '../helpers/in-process.js'
 import { serveInProcess } from '../helpers/in-process-http.js';
 import { connectModern, type ModernConnection } from '../helpers/modern-client.js';
 import { EXTENSION_META, modernRequest, type ModernAnswer } from '../helpers/modern-raw.js';
+import { AuthorizationServer } from '../helpers/oauth-server.js';
+import { freePort } from '../helpers/ports.js';
 import { textOf } from '../helpers/tool-results.js';
 
 const closing: (() => Promise<unknown>)[] = [];
@@ -63,10 +66,10 @@ const BOB = { token: 'bob-token-0123456789ab', subject: 'bob' };
 const as = (caller: { token: string }) => ({ authorization: `Bearer ${caller.token}` });
 
 /**
- * The gateway in front of `plain` (no tasks) and `native` (v1 tasks of its own), each over HTTP; `callers`:
- * the static tokens it knows callers by (none: callers are not identified).
+ * The gateway in front of `plain` (no tasks) and `native` (v1 tasks of its own), each over HTTP, on
+ * `listen`; `auth`: how it knows callers (none: callers are not identified).
  */
-async function gateway(callers: { token: string; subject: string }[] = []): Promise<URL> {
+async function gateway(auth: ConfigInput['auth'] = {}, listen = '127.0.0.1:0'): Promise<URL> {
   const servers: Record<string, FakeTool[]> = {
     plain: [echoOf('plain'), asking, waitOf('plain')],
     native: [
@@ -80,7 +83,7 @@ async function gateway(callers: { token: string; subject: string }[] = []): Prom
     closing.push(() => http.close());
     upstreams[name] = { url: http.url, era: 'legacy' };
   }
-  const config = resolveConfig({ http: { listen: '127.0.0.1:0' }, upstreams, auth: { tokens: callers } });
+  const config = resolveConfig({ http: { listen }, upstreams, auth });
   const store = new MemoryTaskStore({ maxTasks: 100, maxResultBytes: 1_000_000 });
   const running = await startHttpGateway(
     config,
@@ -179,7 +182,7 @@ describe('2026-07-28 clients through the HTTP front in front of several servers 
   });
 
   it('binds each caller’s servers to that caller: another caller’s task is not found, on either server', async () => {
-    const url = await gateway([ALICE, BOB]);
+    const url = await gateway({ tokens: [ALICE, BOB] });
     const call = (caller: typeof ALICE, method: string, params: Record<string, unknown>) =>
       modernRequest(url, method, params, EXTENSION_META, as(caller));
     for (const server of ['plain', 'native']) {
@@ -190,5 +193,37 @@ describe('2026-07-28 clients through the HTTP front in front of several servers 
       expect(refused.error?.code, server).toBe(-32602);
       resultOf(await call(ALICE, 'tasks/cancel', { taskId }));
     }
+  });
+
+  it('serves a later token of a caller with fewer rights by its own rights, not by the first token’s', async () => {
+    const as = await AuthorizationServer.start(['mcp:tools', 'mcp:admin']);
+    closing.push(() => as.close());
+    const port = await freePort();
+    const resource = `http://127.0.0.1:${port}/mcp`;
+    const url = await gateway(
+      {
+        oauth: { issuer: as.issuer, resource, scopes: ['mcp:tools'] },
+        rules: [
+          { scopes: ['mcp:tools'], tools: { allow: ['*'], deny: ['echo'] } },
+          { scopes: ['mcp:admin'], tools: { allow: ['*'] } },
+        ],
+      },
+      `127.0.0.1:${port}`,
+    );
+    // One client, so one subject: its tokens differ by their scopes only.
+    const wide = { authorization: `Bearer ${await as.token(resource, 'mcp:tools mcp:admin')}` };
+    const narrow = { authorization: `Bearer ${await as.token(resource, 'mcp:tools')}` };
+    const echo = (headers: Record<string, string>) =>
+      modernRequest(
+        url,
+        'tools/call',
+        { name: 'plain__echo', arguments: { text: 'a' } },
+        EXTENSION_META,
+        headers,
+      );
+    expect(resultOf(await echo(wide)).resultType).toBe('task');
+    const refused = await echo(narrow);
+    expect(refused.error?.code).toBe(-32602);
+    expect(resultOf(await echo(wide)).resultType).toBe('task');
   });
 });

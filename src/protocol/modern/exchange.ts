@@ -13,6 +13,8 @@ export interface ModernExchange {
   readonly subject?: string;
   /** What the principal may do (auth.rules); none: everything. */
   readonly access?: CallerAccess;
+  /** The caller's own Authorization, as auth.bearerPassthrough passes it on to the upstream of its bridge. */
+  readonly upstreamAuthorization?: string;
   /** Whom per-caller limits count the request against (the identity, else the client's address); none: the front's one client. */
   readonly caller?: string;
   /** Its `Mcp-Param-*` headers by lower-case name (Streamable HTTP); none over stdio, where none are checked. */
