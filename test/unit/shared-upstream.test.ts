@@ -109,6 +109,15 @@ async function twoSessions(
   return { server, a, b, shared, tasks, port };
 }
 
+/** a's task call (its id 1) answered by the server with task t-a: what ties the server's later requests to a. */
+async function aHoldsTask(server: Peer, a: Peer): Promise<Frame> {
+  a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: {} } });
+  const call = await server.next((f) => f.method === 'tools/call', "a's task call");
+  server.send({ id: call.id, result: { task: { taskId: 't-a', status: 'working' } } });
+  await a.answerTo(1);
+  return call;
+}
+
 /** Something every port hears: once a port has it, whatever the server sent before has reached it. */
 async function fence(server: Peer, ...peers: Peer[]): Promise<void> {
   server.send({ method: 'notifications/tools/list_changed', params: { fence: peers.length } });
@@ -427,10 +436,7 @@ describe('SharedUpstream', () => {
 
   it("sends a log message on a session's request stream, or about its task, to that session only, at its level", async () => {
     const { server, a, b } = await twoSessions();
-    a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: {} } });
-    const taskCall = await server.next((f) => f.method === 'tools/call', "a's task call");
-    server.send({ id: taskCall.id, result: { task: { taskId: 't-a', status: 'working' } } });
-    await a.answerTo(1);
+    await aHoldsTask(server, a);
     a.send({ id: 2, method: 'tools/call', params: { name: 'y' } });
     b.send({ id: 2, method: 'tools/call', params: { name: 'y' } });
     const calls = (): Frame[] => server.items.filter((f) => f.method === 'tools/call');
@@ -482,10 +488,7 @@ describe('SharedUpstream', () => {
 
   it("answers another session's native task exactly as an id never seen, and sends neither upstream", async () => {
     const { server, a, b } = await twoSessions();
-    a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: {} } });
-    const call = await server.next((f) => f.method === 'tools/call', "a's task call");
-    server.send({ id: call.id, result: { task: { taskId: 't-a', status: 'working' } } });
-    await a.answerTo(1);
+    await aHoldsTask(server, a);
     for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel']) {
       b.send({ id: `${method} of a's`, method, params: { taskId: 't-a' } });
       b.send({ id: `${method} unknown`, method, params: { taskId: 't-never' } });
@@ -503,10 +506,7 @@ describe('SharedUpstream', () => {
 
   it("routes the server's requests by related task only, refuses one without evidence even with one port in flight, answers an untied ping", async () => {
     const { server, a, b } = await twoSessions();
-    a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: {} } });
-    const call = await server.next((f) => f.method === 'tools/call', 'the task call');
-    server.send({ id: call.id, result: { task: { taskId: 't-a', status: 'working' } } });
-    await a.answerTo(1);
+    const call = await aHoldsTask(server, a);
     server.send({
       id: 'srv-1',
       method: 'elicitation/create',
@@ -547,10 +547,7 @@ describe('SharedUpstream', () => {
 
   it("drops a session's answer to a server request put to another session: only the one asked settles it", async () => {
     const { server, a, b } = await twoSessions();
-    a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: {} } });
-    const call = await server.next((f) => f.method === 'tools/call', 'the task call');
-    server.send({ id: call.id, result: { task: { taskId: 't-a', status: 'working' } } });
-    await a.answerTo(1);
+    await aHoldsTask(server, a);
     server.send({
       id: 1,
       method: 'elicitation/create',
@@ -579,10 +576,7 @@ describe('SharedUpstream', () => {
 
   it("sends a URL elicitation's completion to the session asked, and one it cannot place to none", async () => {
     const { server, a, b } = await twoSessions();
-    a.send({ id: 1, method: 'tools/call', params: { name: 'x', task: {} } });
-    const call = await server.next((f) => f.method === 'tools/call', "a's task call");
-    server.send({ id: call.id, result: { task: { taskId: 't-a', status: 'working' } } });
-    await a.answerTo(1);
+    await aHoldsTask(server, a);
     server.send({
       id: 'srv-url',
       method: 'elicitation/create',
