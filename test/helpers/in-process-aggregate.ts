@@ -27,6 +27,7 @@ import type { AuditLog } from '../../src/tasks/audit-log.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import type { Channel } from '../../src/transport/channel.js';
 import { memoryChannelPair, type MemoryChannel } from '../../src/transport/memory-channel.js';
+import { createV2TaskServer } from '../fixtures/v2-task-server.js';
 import { ChannelTransport } from './channel-transport.js';
 import { CheckedTransport } from './checked-transport.js';
 import { fakeServer, type FakeTool } from './in-process.js';
@@ -57,6 +58,17 @@ export interface ServerBehind {
 export interface ModernPeer {
   close(): Promise<void>;
 }
+
+/** The v2 tasks extension fixture on the channel, one JSON-RPC message each way per channel message. */
+export const v2TasksPeer = (serverSide: MemoryChannel): ModernPeer => {
+  const receive = createV2TaskServer((message: unknown) => serverSide.send(message as object));
+  serverSide.start({
+    message: (raw) => receive(JSON.parse(raw.toString())),
+    malformed: () => undefined,
+    closed: () => undefined,
+  });
+  return { close: () => serverSide.close() };
+};
 
 export interface AggregateGateway {
   client: Client;

@@ -20,7 +20,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ClientGiveUp } from '../../src/protocol/modern/exchange.js';
 import type { MemoryChannel } from '../../src/transport/memory-channel.js';
 import { makeServer } from '../fixtures/modern-server.js';
-import { createV2TaskServer } from '../fixtures/v2-task-server.js';
 import { ChannelTransport } from '../helpers/channel-transport.js';
 import { textResult, type FakeTool } from '../helpers/in-process.js';
 import {
@@ -28,6 +27,7 @@ import {
   type ModernAggregateGateway,
   type ModernPeer,
   type ServerBehind,
+  v2TasksPeer,
 } from '../helpers/in-process-aggregate.js';
 import { MODERN_META } from '../helpers/in-process-bridge.js';
 import { Inbox } from '../helpers/inbox.js';
@@ -68,21 +68,11 @@ const asking: FakeTool = {
 const sdkV2 = (serverSide: MemoryChannel): ModernPeer =>
   serveStdio(makeServer, { transport: new ChannelTransport(serverSide) });
 
-const v2Tasks = (serverSide: MemoryChannel): ModernPeer => {
-  const receive = createV2TaskServer((message: unknown) => serverSide.send(message as object));
-  serverSide.start({
-    message: (raw) => receive(JSON.parse(raw.toString())),
-    malformed: () => undefined,
-    closed: () => undefined,
-  });
-  return { close: () => serverSide.close() };
-};
-
 const FOUR: ServerBehind[] = [
   { name: 'plain', tools: [echoOf('plain'), asking] },
   { name: 'v1tasks', tools: [{ ...echoOf('v1tasks'), taskSupport: 'optional' }] },
   { name: 'sdk2', modern: sdkV2 },
-  { name: 'v2tasks', modern: v2Tasks },
+  { name: 'v2tasks', modern: v2TasksPeer },
 ];
 
 const VERSION = '2026-07-28';

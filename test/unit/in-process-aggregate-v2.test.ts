@@ -12,7 +12,6 @@ import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextproto
 import { afterEach, describe, expect, it } from 'vitest';
 import type { MemoryChannel } from '../../src/transport/memory-channel.js';
 import { makeServer } from '../fixtures/modern-server.js';
-import { createV2TaskServer } from '../fixtures/v2-task-server.js';
 import { ChannelTransport } from '../helpers/channel-transport.js';
 import { textResult, type FakeTool } from '../helpers/in-process.js';
 import {
@@ -20,6 +19,7 @@ import {
   type AggregateGateway,
   type ModernPeer,
   type ServerBehind,
+  v2TasksPeer,
 } from '../helpers/in-process-aggregate.js';
 
 let gate: AggregateGateway | undefined;
@@ -47,17 +47,6 @@ const sdkV2 = (serverSide: MemoryChannel): ModernPeer => {
   return serveStdio(makeServer, { transport: new ChannelTransport(serverSide) });
 };
 
-/** The v2 tasks extension fixture, one JSON-RPC message each way per channel message. */
-const v2Tasks = (serverSide: MemoryChannel): ModernPeer => {
-  const receive = createV2TaskServer((message: unknown) => serverSide.send(message as object));
-  serverSide.start({
-    message: (raw) => receive(JSON.parse(raw.toString())),
-    malformed: () => undefined,
-    closed: () => undefined,
-  });
-  return { close: () => serverSide.close() };
-};
-
 const echoOf = (server: string): FakeTool => ({
   name: 'echo',
   run: (args) => textResult(`${server}: ${String(args.text)}`),
@@ -67,7 +56,7 @@ const FOUR: ServerBehind[] = [
   { name: 'plain', tools: [echoOf('plain')] },
   { name: 'v1tasks', tools: [{ ...echoOf('v1tasks'), taskSupport: 'optional' }] },
   { name: 'sdk2', modern: sdkV2 },
-  { name: 'v2tasks', modern: v2Tasks },
+  { name: 'v2tasks', modern: v2TasksPeer },
 ];
 
 const text = (result: unknown): string =>
