@@ -9,6 +9,7 @@
  */
 import type { Logger } from 'pino';
 import type { ToolFacts } from '../modern/bridge-call.js';
+import { carriedCancellation, Correlation } from '../protocol/correlation.js';
 import { ErrorCode, type JsonRpcErrorObject, ProtocolError } from '../protocol/errors.js';
 import {
   errorResponse,
@@ -80,7 +81,8 @@ export class Aggregator implements TaskHolder {
   private readonly client: Channel;
   private readonly members: Member[];
   private readonly byName = new Map<string, Member>();
-  private readonly routed = new Map<string | number, Routed>();
+  /** The client's requests in flight with a server, by the id the server got (the client's own while free). */
+  private readonly routed = new Correlation<Routed>();
   private readonly serverRequests: ServerRequests;
   private readonly taskLists: TaskLists;
   private readonly names: Names;
@@ -475,14 +477,10 @@ export class Aggregator implements TaskHolder {
   ): void {
     const unavailable = member.unavailable();
     if (unavailable !== undefined) return this.refuse(request.id, unavailable);
-    this.routed.set(idKey(request.id), {
-      id: request.id,
-      member,
-      rewrite,
-      ...(about === undefined ? {} : { about }),
-    });
+    const routed = { id: request.id, member, rewrite, ...(about === undefined ? {} : { about }) };
+    const wireId = this.routed.forward(request.id, routed);
     telemetry().routed(member.name);
-    member.send(request);
+    member.send(wireId === request.id ? request : { ...request, id: wireId });
   }
 
   private notification(raw: Buffer, notification: Notification, parsed: object | undefined): void {
@@ -490,12 +488,14 @@ export class Aggregator implements TaskHolder {
       const requestId = notification.params?.requestId;
       const key =
         typeof requestId === 'string' || typeof requestId === 'number' ? idKey(requestId) : undefined;
-      const routed = key === undefined ? undefined : this.routed.get(key);
-      if (key !== undefined) this.options.serverTasks?.cancelled(key);
-      if (routed === undefined) return;
+      if (key === undefined) return;
+      this.options.serverTasks?.cancelled(key);
       // Its answer, if the server still sends one, is not the client's to get.
-      this.routed.delete(idKey(requestId as RequestId));
-      routed.member.sendRaw(raw, undefined, parsed);
+      const withdrawn = this.routed.withdraw(requestId as RequestId);
+      if (withdrawn === undefined) return;
+      const [wireId, { member }] = withdrawn;
+      if (wireId === requestId) member.sendRaw(raw, undefined, parsed);
+      else member.send(carriedCancellation(notification, wireId));
       return;
     }
     if (notification.method === 'notifications/initialized') this.clientInitialized = true;
@@ -544,21 +544,21 @@ export class Aggregator implements TaskHolder {
   private routeOf(member: Member, arrival: Arrival | undefined): Route | undefined {
     const about = arrival?.onStreamOf;
     if (about === undefined) return undefined;
-    return this.routed.get(idKey(about))?.member === member ? { relatedTo: about } : undefined;
+    const routed = this.routed.get(about);
+    return routed?.member === member ? { relatedTo: routed.id } : undefined;
   }
 
   private memberAnswered(member: Member, raw: Buffer, response: Response, parsed: object | undefined): void {
     if (member.takeAnswer(response)) return;
     if (response.id === null) return;
-    const key = idKey(response.id);
-    const routed = this.routed.get(key);
-    if (routed?.member !== member) return;
-    this.routed.delete(key);
+    if (this.routed.get(response.id)?.member !== member) return;
+    const routed = this.routed.take(response.id)!;
     const rewritten = 'result' in response ? routed.rewrite(response.result) : undefined;
     const route = { responseTo: routed.id };
     const deliver = (): void => {
-      if (rewritten === undefined) this.client.sendRaw(raw, route, parsed);
-      else this.client.send(successResponse(routed.id, rewritten), route);
+      if (rewritten !== undefined) this.client.send(successResponse(routed.id, rewritten), route);
+      else if (response.id === routed.id) this.client.sendRaw(raw, route, parsed);
+      else this.client.send({ ...response, id: routed.id }, route);
     };
     const { serverTasks } = this.options;
     if (serverTasks === undefined || routed.about === undefined) return deliver();
@@ -576,9 +576,7 @@ export class Aggregator implements TaskHolder {
       `the server "${member.name}" is gone (${reason}): its calls fail, the other servers keep serving`,
     );
     const error = member.unavailable()!;
-    for (const [key, routed] of this.routed) {
-      if (routed.member !== member) continue;
-      this.routed.delete(key);
+    for (const [, routed] of this.routed.takeWhere((routed) => routed.member === member)) {
       this.refuse(routed.id, error);
     }
     this.serverRequests.memberGone(member);

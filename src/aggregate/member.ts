@@ -4,6 +4,7 @@
  * which no client can send: they carry a random token), and whether it is still there.
  */
 import { randomBytes } from 'node:crypto';
+import { Correlation } from '../protocol/correlation.js';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import type { JsonObject, Response } from '../protocol/messages.js';
 import type { ToolFacts } from '../modern/bridge-call.js';
@@ -44,8 +45,10 @@ export class Member {
   readonly toolFacts: ((name: string) => ToolFacts) | undefined;
   private readonly channel: Channel;
   private readonly end: () => Promise<void>;
-  private readonly asked = new Map<string, (outcome: Outcome) => void>();
-  private next = 0;
+  /** The aggregator's own requests to it, each with what settles it. */
+  private readonly asked = new Correlation<(outcome: Outcome) => void>({
+    mint: (counter) => `taskgate-aggregate-${TOKEN}-${counter + 1}`,
+  });
   /** Why it is no longer there; undefined while it is. */
   goneReason: string | undefined;
   /** Its answer to the client's initialize was an error: it serves nothing. */
@@ -116,19 +119,17 @@ export class Member {
   ask(method: string, params: JsonObject | undefined): Promise<Outcome> {
     const gone = this.goneReason === undefined ? undefined : this.unavailable();
     if (gone !== undefined) return Promise.resolve({ ok: false, error: gone });
-    const id = `taskgate-aggregate-${TOKEN}-${++this.next}`;
     return new Promise((resolve) => {
-      this.asked.set(id, resolve);
+      const id = this.asked.own(resolve);
       this.channel.send({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
     });
   }
 
   /** Takes the answer to one of the aggregator's own requests; false for any other response. */
   takeAnswer(response: Response): boolean {
-    if (typeof response.id !== 'string') return false;
-    const resolve = this.asked.get(response.id);
+    if (response.id === null) return false;
+    const resolve = this.asked.take(response.id);
     if (resolve === undefined) return false;
-    this.asked.delete(response.id);
     resolve(
       'result' in response ? { ok: true, result: response.result } : { ok: false, error: response.error },
     );
@@ -139,9 +140,7 @@ export class Member {
   gone(reason: string): void {
     this.goneReason ??= reason;
     const error = this.unavailable()!;
-    const asked = [...this.asked.values()];
-    this.asked.clear();
-    for (const resolve of asked) resolve({ ok: false, error });
+    for (const resolve of this.asked.drain()) resolve({ ok: false, error });
   }
 
   close(): Promise<void> {

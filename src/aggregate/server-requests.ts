@@ -4,8 +4,8 @@
  * two servers number theirs alike, and its answer goes back to the server that asked, under its own id.
  */
 import { randomBytes } from 'node:crypto';
-import type { Request, RequestId, Response } from '../protocol/messages.js';
-import { idKey, type Notification } from '../protocol/messages.js';
+import { cancellation, carriedCancellation, Correlation } from '../protocol/correlation.js';
+import type { Notification, Request, RequestId, Response } from '../protocol/messages.js';
 import type { Channel, Route } from '../transport/channel.js';
 import type { Member } from './member.js';
 import type { Names } from './names.js';
@@ -19,19 +19,16 @@ interface Asked {
 const TOKEN = randomBytes(6).toString('hex');
 
 export class ServerRequests {
-  private readonly asked = new Map<string, Asked>();
-  /** The aggregator's id of each open request, by server and the server's own id. */
-  private readonly ours = new Map<Member, Map<string | number, string>>();
-  private next = 0;
+  /** Each open request by the aggregator's id, with its server (the origin) and the server's own id. */
+  private readonly asked = new Correlation<Asked, Member>({
+    renumber: true,
+    mint: (counter) => `taskgate-server-${TOKEN}-${counter + 1}`,
+  });
 
   constructor(private readonly client: Channel) {}
 
   ask(member: Member, request: Request, names: Names, route: Route | undefined): void {
-    const id = `taskgate-server-${TOKEN}-${++this.next}`;
-    this.asked.set(id, { member, id: request.id });
-    let own = this.ours.get(member);
-    if (own === undefined) this.ours.set(member, (own = new Map()));
-    own.set(idKey(request.id), id);
+    const id = this.asked.forward(request.id, { member, id: request.id }, member);
     // The ids in a server's tasks/* are the client's own tasks'; in any other, the server's task's.
     const params =
       request.params === undefined || request.method.startsWith('tasks/')
@@ -42,10 +39,9 @@ export class ServerRequests {
 
   /** The client's answer to one of them, taken back to its server. */
   answered(response: Response): void {
-    if (typeof response.id !== 'string') return;
-    const asked = this.asked.get(response.id);
+    if (response.id === null) return;
+    const asked = this.asked.take(response.id);
     if (asked === undefined) return;
-    this.forget(response.id, asked);
     asked.member.send({ ...response, id: asked.id }, { responseTo: asked.id });
   }
 
@@ -53,27 +49,14 @@ export class ServerRequests {
   cancelled(member: Member, notification: Notification, route: Route | undefined): void {
     const requestId = notification.params?.requestId;
     if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
-    const id = this.ours.get(member)?.get(idKey(requestId));
-    if (id === undefined) return;
-    this.forget(id, this.asked.get(id)!);
-    this.client.send({ ...notification, params: { ...notification.params, requestId: id } }, route);
+    const withdrawn = this.asked.withdraw(requestId, member);
+    if (withdrawn !== undefined) this.client.send(carriedCancellation(notification, withdrawn[0]), route);
   }
 
   /** What a server that is gone asked is withdrawn from the client. */
   memberGone(member: Member): void {
-    for (const id of this.ours.get(member)?.values() ?? []) {
-      this.asked.delete(id);
-      this.client.send({
-        jsonrpc: '2.0',
-        method: 'notifications/cancelled',
-        params: { requestId: id, reason: `the server "${member.name}" is gone` },
-      });
+    for (const [id] of this.asked.takeWhere((asked) => asked.member === member)) {
+      this.client.send(cancellation(id, `the server "${member.name}" is gone`));
     }
-    this.ours.delete(member);
-  }
-
-  private forget(id: string, asked: Asked): void {
-    this.asked.delete(id);
-    this.ours.get(asked.member)?.delete(idKey(asked.id));
   }
 }

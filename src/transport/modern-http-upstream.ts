@@ -63,7 +63,10 @@ export interface ModernHttpUpstreamOptions {
 export class ModernHttpUpstream implements Channel {
   private handlers: ChannelHandlers | undefined;
   private readonly origin: HttpOrigin;
-  /** Each request's POST, while it is open, by id. */
+  /**
+   * Each request's POST, to abort, while it is open. No correlation table: its ids are the translator's wire
+   * ids, which the translator's engine minted and correlates.
+   */
   private readonly open = new Map<string | number, AbortController>();
   /** tools/list requests in flight: their answers teach each tool's header parameters. */
   private readonly listing = new Set<string | number>();
