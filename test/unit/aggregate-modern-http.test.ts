@@ -7,15 +7,10 @@
  * tasks/cancel under its prefixed id.
  */
 import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { resolveConfig } from '../../src/config/load.js';
 import type { ConfigInput } from '../../src/config/schema.js';
-import { startHttpGateway } from '../../src/http-proxy.js';
-import { PrometheusMetrics } from '../../src/observability/metrics.js';
-import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { fakeServer, textResult, type FakeTool } from '../helpers/in-process.js';
-import { serveInProcess } from '../helpers/in-process-http.js';
+import { aggregateHttpGateway } from '../helpers/aggregate-http.js';
 import { connectModern, type ModernConnection } from '../helpers/modern-client.js';
 import { EXTENSION_META, modernRequest, type ModernAnswer } from '../helpers/modern-raw.js';
 import { AuthorizationServer } from '../helpers/oauth-server.js';
@@ -69,33 +64,16 @@ const as = (caller: { token: string }) => ({ authorization: `Bearer ${caller.tok
  * The gateway in front of `plain` (no tasks) and `native` (v1 tasks of its own), each over HTTP, on
  * `listen`; `auth`: how it knows callers (none: callers are not identified).
  */
-async function gateway(auth: ConfigInput['auth'] = {}, listen = '127.0.0.1:0'): Promise<URL> {
-  const servers: Record<string, FakeTool[]> = {
-    plain: [echoOf('plain'), asking, waitOf('plain')],
-    native: [
-      { ...echoOf('native'), taskSupport: 'optional' },
-      { ...waitOf('native'), taskSupport: 'optional' },
-    ],
+function gateway(auth: ConfigInput['auth'] = {}, listen = '127.0.0.1:0'): Promise<URL> {
+  const servers = {
+    plain: () => fakeServer([echoOf('plain'), asking, waitOf('plain')]).server,
+    native: () =>
+      fakeServer([
+        { ...echoOf('native'), taskSupport: 'optional' },
+        { ...waitOf('native'), taskSupport: 'optional' },
+      ]).server,
   };
-  const upstreams: Record<string, { url: string; era: 'legacy' }> = {};
-  for (const [name, tools] of Object.entries(servers)) {
-    const http = await serveInProcess(() => fakeServer(tools).server, name);
-    closing.push(() => http.close());
-    upstreams[name] = { url: http.url, era: 'legacy' };
-  }
-  const config = resolveConfig({ http: { listen }, upstreams, auth });
-  const store = new MemoryTaskStore({ maxTasks: 100, maxResultBytes: 1_000_000 });
-  const running = await startHttpGateway(
-    config,
-    pino({ level: 'silent' }),
-    store,
-    new PrometheusMetrics({ defaultMetrics: false, servers: true }),
-  );
-  closing.push(async () => {
-    await running.close();
-    await store.close();
-  });
-  return running.url;
+  return aggregateHttpGateway(closing, servers, auth, listen);
 }
 
 async function connected(url: URL, asked: string[] = []): Promise<ModernConnection> {
