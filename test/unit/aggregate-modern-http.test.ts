@@ -182,7 +182,7 @@ describe('2026-07-28 clients through the HTTP front in front of several servers 
       {
         oauth: { issuer: as.issuer, resource, scopes: ['mcp:tools'] },
         rules: [
-          { scopes: ['mcp:tools'], tools: { allow: ['*'], deny: ['echo'] } },
+          { scopes: ['mcp:tools'], tools: { allow: ['*'], deny: ['plain__echo'] } },
           { scopes: ['mcp:admin'], tools: { allow: ['*'] } },
         ],
       },
