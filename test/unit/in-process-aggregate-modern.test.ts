@@ -15,13 +15,19 @@ import {
   type TaskEnabledSession,
   type TaskOutcome,
 } from '@modelcontextprotocol/ext-tasks/client';
-import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  ElicitResultSchema,
+  ListResourcesRequestSchema,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ClientGiveUp } from '../../src/protocol/modern/exchange.js';
 import type { MemoryChannel } from '../../src/transport/memory-channel.js';
 import { makeServer } from '../fixtures/modern-server.js';
 import { ChannelTransport } from '../helpers/channel-transport.js';
-import { textResult, type FakeTool } from '../helpers/in-process.js';
+import { fakeServer, textResult, type FakeTool } from '../helpers/in-process.js';
 import {
   inProcessModernAggregate,
   type ModernAggregateGateway,
@@ -76,6 +82,24 @@ const FOUR: ServerBehind[] = [
 ];
 
 const VERSION = '2026-07-28';
+
+/** A server with one resource, `mem://doc`, that tells `asked` of each subscribe and unsubscribe it gets. */
+function subscribable(name: string, asked: Inbox<string>): Server {
+  const { server } = fakeServer([echoOf(name)]);
+  server.registerCapabilities({ resources: { subscribe: true, listChanged: true } });
+  server.setRequestHandler(ListResourcesRequestSchema, () => ({
+    resources: [{ uri: 'mem://doc', name: 'doc' }],
+  }));
+  server.setRequestHandler(SubscribeRequestSchema, (request) => {
+    asked.push(`${name} subscribe ${request.params.uri}`);
+    return {};
+  });
+  server.setRequestHandler(UnsubscribeRequestSchema, (request) => {
+    asked.push(`${name} unsubscribe ${request.params.uri}`);
+    return {};
+  });
+  return server;
+}
 
 /** The ext-tasks requester on the gateway's client, its requests handed to the bridge as exchanges. */
 function tasksRequester(g: ModernAggregateGateway, inputs: ApplicationInputRequest[]): TaskEnabledSession {
@@ -245,6 +269,74 @@ describe('2026-07-28 clients in front of several servers (issue 32)', () => {
       await execution.cancel();
       const { outcome } = await execution.settle({ signal: AbortSignal.timeout(10_000) });
       expect(outcome.status, tool).toBe('cancelled');
+    }
+  });
+
+  it('carries a subscriptions/listen stream through two servers: each subscribed by its own URI, their resources/updated and list changes on the stream under the client’s', async () => {
+    const asked = new Inbox<string>();
+    const servers = { a: subscribable('a', asked), b: subscribable('b', asked) };
+    const g = (gate = await inProcessModernAggregate(
+      Object.entries(servers).map(([name, server]) => ({ name, server })),
+    ));
+    const heard = new Inbox<{ method: string; params?: Record<string, unknown> }>();
+    const stream = new ClientGiveUp();
+    const uris = ['taskgate:a/mem://doc', 'taskgate:b/mem://doc'];
+    const listening = g.handle({
+      request: {
+        jsonrpc: '2.0',
+        id: 'listen-2',
+        method: 'subscriptions/listen',
+        params: {
+          notifications: { resourceSubscriptions: uris, toolsListChanged: true, resourcesListChanged: true },
+          _meta: MODERN_META,
+        },
+      },
+      notify: (message) => heard.push(message as never),
+      signal: stream,
+    });
+    const acknowledged = await heard.waitFor(
+      (message) => message.method === 'notifications/subscriptions/acknowledged',
+      'the acknowledgment',
+    );
+    expect(acknowledged.params?.notifications).toEqual({
+      toolsListChanged: true,
+      resourcesListChanged: true,
+      resourceSubscriptions: uris,
+    });
+    for (const name of ['a', 'b']) {
+      await asked.waitFor((seen) => seen === `${name} subscribe mem://doc`, `${name}'s subscribe`);
+    }
+    const subscriptionOf = (message: { params?: Record<string, unknown> }) =>
+      (message.params?._meta as Record<string, unknown>)['io.modelcontextprotocol/subscriptionId'];
+
+    await servers.b.sendResourceUpdated({ uri: 'mem://doc' });
+    const fromB = await heard.waitFor(
+      (message) => message.method === 'notifications/resources/updated',
+      "b's resources/updated",
+    );
+    expect(fromB.params?.uri).toBe('taskgate:b/mem://doc');
+    expect(subscriptionOf(fromB)).toBe('listen-2');
+    await servers.a.sendResourceUpdated({ uri: 'mem://doc' });
+    await heard.waitFor(
+      (message) =>
+        message.method === 'notifications/resources/updated' &&
+        message.params?.uri === 'taskgate:a/mem://doc',
+      "a's resources/updated",
+    );
+    await servers.a.sendToolListChanged();
+    await servers.b.sendResourceListChanged();
+    for (const kind of ['tools', 'resources']) {
+      const changed = await heard.waitFor(
+        (message) => message.method === `notifications/${kind}/list_changed`,
+        `${kind}/list_changed`,
+      );
+      expect(subscriptionOf(changed)).toBe('listen-2');
+    }
+
+    stream.giveUp();
+    expect(await listening).toBeUndefined();
+    for (const name of ['a', 'b']) {
+      await asked.waitFor((seen) => seen === `${name} unsubscribe mem://doc`, `${name}'s unsubscribe`);
     }
   });
 
