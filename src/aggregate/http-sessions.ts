@@ -142,7 +142,7 @@ export function aggregatedSessions(
       const id = `modern-${randomUUID()}`;
       const sessionLogger = logger.child({ session: 'modern' });
       const { bridge, aggregatorSide } = aggregatorBridge(
-        (name) => aggregator.toolFacts(name),
+        () => aggregator,
         sessionLogger,
         core.sessionOptions(id, sessionLogger),
       );

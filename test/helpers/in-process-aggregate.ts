@@ -260,7 +260,7 @@ export async function inProcessModernAggregate(
 ): Promise<ModernAggregateGateway> {
   const opened = await openBehind(behind, options);
   const { config, store, logger, audit } = opened;
-  const { bridge, aggregatorSide } = aggregatorBridge((name) => aggregator.toolFacts(name), logger, {
+  const { bridge, aggregatorSide } = aggregatorBridge(() => aggregator, logger, {
     id: 'in-process-modern-aggregate',
     store,
     config,

@@ -83,6 +83,12 @@ const FOUR: ServerBehind[] = [
 
 const VERSION = '2026-07-28';
 
+/** The request `_meta` of a 2026-07-28 client that declares the tasks extension. */
+const WITH_TASKS = {
+  ...MODERN_META,
+  'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+};
+
 /** A server with one resource, `mem://doc`, that tells `asked` of each subscribe and unsubscribe it gets. */
 function subscribable(name: string, asked: Inbox<string>): Server {
   const { server } = fakeServer([echoOf(name)]);
@@ -240,6 +246,43 @@ describe('2026-07-28 clients in front of several servers (issue 32)', () => {
     // The v2 server was asked with the extension declared, and made the task itself.
     const seen = await g.client.callTool({ name: 'v2tasks__calls-seen', arguments: {} });
     expect(JSON.parse(textOf(seen))).toContainEqual({ tool: 'slow', extension: true, task: false });
+  });
+
+  it('decides a first call to a server mounted without prefix as a task by that server, before any tools/list', async () => {
+    const g = (gate = await inProcessModernAggregate([
+      { name: 'plain', tools: [echoOf('plain')], prefix: false },
+      {
+        name: 'v1tasks',
+        tools: [{ name: 'report', taskSupport: 'required', run: () => textResult('reported') }],
+        prefix: false,
+      },
+    ]));
+    let nextId = 1;
+    const ask = async (method: string, params: Record<string, unknown>) => {
+      const answer = await g.handle({
+        request: { jsonrpc: '2.0', id: nextId++, method, params: { ...params, _meta: WITH_TASKS } },
+        notify: () => undefined,
+        signal: new ClientGiveUp(),
+      });
+      const response = answer?.response as { result?: Record<string, unknown>; error?: unknown };
+      if (response?.result === undefined) throw new Error(`${method}: ${JSON.stringify(response)}`);
+      return response.result;
+    };
+    // taskgate's task on the server without tasks; the server's own where its tool must be one.
+    for (const [tool, text] of [
+      ['echo', 'plain: first'],
+      ['report', 'reported'],
+    ] as const) {
+      const created = await ask('tools/call', { name: tool, arguments: { text: 'first' } });
+      expect(created, tool).toMatchObject({ resultType: 'task' });
+      const deadline = Date.now() + 10_000;
+      let task = created;
+      while (task.status === 'working' && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, Number(task.pollIntervalMs ?? 50)));
+        task = await ask('tasks/get', { taskId: created.taskId });
+      }
+      expect(task, tool).toMatchObject({ status: 'completed', result: { content: [{ text }] } });
+    }
   });
 
   it('takes a task’s input request from its server to the requester and its answer back (tasks/get, tasks/update)', async () => {
