@@ -15,19 +15,13 @@ import {
   type TaskEnabledSession,
   type TaskOutcome,
 } from '@modelcontextprotocol/ext-tasks/client';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  ElicitResultSchema,
-  ListResourcesRequestSchema,
-  SubscribeRequestSchema,
-  UnsubscribeRequestSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ClientGiveUp } from '../../src/protocol/modern/exchange.js';
 import type { MemoryChannel } from '../../src/transport/memory-channel.js';
 import { makeServer } from '../fixtures/modern-server.js';
 import { ChannelTransport } from '../helpers/channel-transport.js';
-import { fakeServer, textResult, type FakeTool } from '../helpers/in-process.js';
+import { subscribableServer, textResult, type FakeTool } from '../helpers/in-process.js';
 import {
   inProcessModernAggregate,
   type ModernAggregateGateway,
@@ -88,24 +82,6 @@ const WITH_TASKS = {
   ...MODERN_META,
   'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
 };
-
-/** A server with one resource, `mem://doc`, that tells `asked` of each subscribe and unsubscribe it gets. */
-function subscribable(name: string, asked: Inbox<string>): Server {
-  const { server } = fakeServer([echoOf(name)]);
-  server.registerCapabilities({ resources: { subscribe: true, listChanged: true } });
-  server.setRequestHandler(ListResourcesRequestSchema, () => ({
-    resources: [{ uri: 'mem://doc', name: 'doc' }],
-  }));
-  server.setRequestHandler(SubscribeRequestSchema, (request) => {
-    asked.push(`${name} subscribe ${request.params.uri}`);
-    return {};
-  });
-  server.setRequestHandler(UnsubscribeRequestSchema, (request) => {
-    asked.push(`${name} unsubscribe ${request.params.uri}`);
-    return {};
-  });
-  return server;
-}
 
 /** The ext-tasks requester on the gateway's client, its requests handed to the bridge as exchanges. */
 function tasksRequester(g: ModernAggregateGateway, inputs: ApplicationInputRequest[]): TaskEnabledSession {
@@ -317,7 +293,7 @@ describe('2026-07-28 clients in front of several servers (issue 32)', () => {
 
   it('carries a subscriptions/listen stream through two servers: each subscribed by its own URI, their resources/updated and list changes on the stream under the client’s', async () => {
     const asked = new Inbox<string>();
-    const servers = { a: subscribable('a', asked), b: subscribable('b', asked) };
+    const servers = { a: subscribableServer('a', asked), b: subscribableServer('b', asked) };
     const g = (gate = await inProcessModernAggregate(
       Object.entries(servers).map(([name, server]) => ({ name, server })),
     ));
