@@ -4,7 +4,7 @@
  * to as a 2025 server, and one MemoryTaskStore.
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { resolveConfig } from '../../src/config/load.js';
 import type { ConfigInput } from '../../src/config/schema.js';
 import { startHttpGateway } from '../../src/http-proxy.js';
@@ -12,15 +12,23 @@ import { PrometheusMetrics } from '../../src/observability/metrics.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { serveInProcess } from './in-process-http.js';
 
+export interface AggregateHttpOptions {
+  /** How it knows callers (none: callers are not identified). */
+  auth?: ConfigInput['auth'];
+  /** Where it listens; a free port of 127.0.0.1 unless set. */
+  listen?: string;
+  /** What it logs (the audit lines among them); nothing unless set. */
+  logger?: Logger;
+}
+
 /**
- * The gateway in front of `servers` (name → a new SDK server for each session), on `listen`; `auth`: how
- * it knows callers (none: callers are not identified). What is opened is closed by `closing` (pushed on).
+ * The gateway in front of `servers` (name → a new SDK server for each session). What is opened is closed by
+ * `closing` (pushed on).
  */
 export async function aggregateHttpGateway(
   closing: (() => Promise<unknown>)[],
   servers: Record<string, () => Server>,
-  auth: ConfigInput['auth'] = {},
-  listen = '127.0.0.1:0',
+  { auth = {}, listen = '127.0.0.1:0', logger = pino({ level: 'silent' }) }: AggregateHttpOptions = {},
 ): Promise<URL> {
   const upstreams: Record<string, { url: string; era: 'legacy' }> = {};
   for (const [name, makeServer] of Object.entries(servers)) {
@@ -32,7 +40,7 @@ export async function aggregateHttpGateway(
   const store = new MemoryTaskStore({ maxTasks: 100, maxResultBytes: 1_000_000 });
   const running = await startHttpGateway(
     config,
-    pino({ level: 'silent' }),
+    logger,
     store,
     new PrometheusMetrics({ defaultMetrics: false, servers: true }),
   );

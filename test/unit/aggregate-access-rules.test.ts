@@ -6,9 +6,11 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { aggregateHttpGateway } from '../helpers/aggregate-http.js';
 import { httpTransport } from '../helpers/http-client.js';
+import { Inbox } from '../helpers/inbox.js';
 import { fakeServer, textResult, type FakeTool } from '../helpers/in-process.js';
 import { EXTENSION_META, modernRequest } from '../helpers/modern-raw.js';
 import {
@@ -37,32 +39,42 @@ const RULES = [
   { groups: ['operators'], tools: { allow: ['b__*'] } },
 ];
 
+/** The audit's line for the refused call, naming the tool as the client did. */
+const DENIED = '"event":"access.denied","right":"tool","tool":"b__echo","subject":"alice"';
+
 interface Gated {
   url: URL;
   /** The headers of a request with an access token of `client`. */
   as(client: OAuthClient): Promise<Record<string, string>>;
+  /** taskgate's log lines, the audit's among them. */
+  logged: Inbox<string>;
 }
 
 async function gated(): Promise<Gated> {
   const as = await AuthorizationServer.start(['mcp:tools']);
   closing.push(() => as.close());
+  const logged = new Inbox<string>();
   const port = await freePort();
   const resource = `http://127.0.0.1:${port}/mcp`;
   const url = await aggregateHttpGateway(
     closing,
     { a: () => fakeServer([echoOf('a')]).server, b: () => fakeServer([echoOf('b')]).server },
-    { oauth: { issuer: as.issuer, resource, scopes: ['mcp:tools'] }, rules: RULES },
-    `127.0.0.1:${port}`,
+    {
+      auth: { oauth: { issuer: as.issuer, resource, scopes: ['mcp:tools'] }, rules: RULES },
+      listen: `127.0.0.1:${port}`,
+      logger: pino({ level: 'info' }, { write: (line: string) => logged.push(line) }),
+    },
   );
   return {
     url,
     as: async (client) => ({ authorization: `Bearer ${await as.token(resource, 'mcp:tools', client)}` }),
+    logged,
   };
 }
 
 describe('auth.rules tool globs with several servers: written against the prefixed names (issue 32)', () => {
   it('a 2025 client: lists and calls only the tools its rules allow by their prefixed names', async () => {
-    const { url, as } = await gated();
+    const { url, as, logged } = await gated();
     const connect = async (client: OAuthClient): Promise<Client> => {
       const connected = new Client({ name: 'aggregate-rules-test', version: '1' });
       await connected.connect(httpTransport(url, { requestInit: { headers: await as(client) } }));
@@ -76,6 +88,7 @@ describe('auth.rules tool globs with several servers: written against the prefix
     expect(refused).toBeInstanceOf(McpError);
     expect((refused as McpError).code).toBe(-32602);
     expect((refused as McpError).message).toBe('MCP error -32602: Unknown tool: b__echo');
+    await logged.waitFor((line) => line.includes(DENIED), 'the access.denied line');
 
     const operator = await connect(OPERATOR_CLIENT);
     expect((await operator.listTools()).tools.map((tool) => tool.name).sort()).toEqual([
@@ -86,7 +99,7 @@ describe('auth.rules tool globs with several servers: written against the prefix
   });
 
   it('a 2026-07-28 client: the same, through the bridge before the aggregator', async () => {
-    const { url, as } = await gated();
+    const { url, as, logged } = await gated();
     const staff = await as(STAFF_CLIENT);
     const request = (method: string, params: Record<string, unknown>, headers = staff) =>
       modernRequest(url, method, params, EXTENSION_META, headers);
@@ -96,6 +109,7 @@ describe('auth.rules tool globs with several servers: written against the prefix
     expect(allowed.result).toMatchObject({ resultType: 'task' });
     const refused = await request('tools/call', { name: 'b__echo', arguments: { text: 'x' } });
     expect(refused.error).toMatchObject({ code: -32602, message: 'Unknown tool: b__echo' });
+    await logged.waitFor((line) => line.includes(DENIED), 'the access.denied line');
 
     const operator = await as(OPERATOR_CLIENT);
     const both = await request('tools/list', {}, operator);

@@ -75,7 +75,7 @@ function gateway(auth: ConfigInput['auth'] = {}, listen = '127.0.0.1:0'): Promis
         { ...waitOf('native'), taskSupport: 'optional' },
       ]).server,
   };
-  return aggregateHttpGateway(closing, servers, auth, listen);
+  return aggregateHttpGateway(closing, servers, { auth, listen });
 }
 
 async function connected(url: URL, asked: string[] = []): Promise<ModernConnection> {
