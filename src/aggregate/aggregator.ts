@@ -332,6 +332,12 @@ export class Aggregator implements TaskHolder {
     return found?.member.toolFacts?.(found.name) ?? NO_TOOL;
   }
 
+  /** What toolFacts waits for: the whole lists, with a server without prefix (a collision, logged, ends it too). */
+  toolsKnown(): Promise<unknown> | undefined {
+    if (this.routes.tool !== undefined || this.members.every((member) => member.prefixed)) return undefined;
+    return this.wholeNames('tool').catch(() => undefined);
+  }
+
   /** The server and own name of a tool or prompt the client named; undefined when no server has it. */
   private async named(
     kind: 'tool' | 'prompt',

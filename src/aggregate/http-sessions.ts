@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import type { Core } from '../composition.js';
 import type { OpenedBridge } from '../modern/shared-bridge.js';
 import type { ModernExchange } from '../protocol/modern/exchange.js';
-import { AGGREGATE_DEFAULTS, DEFAULT_SEPARATOR, type Config } from '../config/schema.js';
+import { AGGREGATE_DEFAULTS, type Config } from '../config/schema.js';
 import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import type { Channel } from '../transport/channel.js';
 import type { Caller } from '../transport/http-front.js';
@@ -26,7 +26,7 @@ import { openUpstream, type UpstreamOptions } from '../upstream.js';
 import { Aggregator } from './aggregator.js';
 import { memberConfig, openMembers, type OpenedMembers } from './members.js';
 import { aggregatorBridge } from './modern.js';
-import { Names } from './names.js';
+import { namesOf } from './names.js';
 import { readinessOf, type Readiness } from './readiness.js';
 import { ReplicaTasks } from './replica-tasks.js';
 
@@ -55,7 +55,7 @@ export function aggregatedSessions(
 ): AggregatedSessions {
   const { forget, credentialFor, ...upstreamHooks } = hooks;
   const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
-  const names = new Names(config.namespacing?.separator ?? DEFAULT_SEPARATOR);
+  const names = namesOf(config);
   const { slowServerGrace, listChangedWindow } = config.aggregate ?? AGGREGATE_DEFAULTS;
   const servers = Object.keys(config.upstreams ?? {});
   const pools = sharedServers(config, logger, upstreamHooks, (name) => credentialFor(undefined, name));
@@ -142,7 +142,7 @@ export function aggregatedSessions(
       const id = `modern-${randomUUID()}`;
       const sessionLogger = logger.child({ session: 'modern' });
       const { bridge, aggregatorSide } = aggregatorBridge(
-        (name) => aggregator.toolFacts(name),
+        () => aggregator,
         sessionLogger,
         core.sessionOptions(id, sessionLogger),
       );

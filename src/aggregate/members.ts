@@ -14,7 +14,7 @@ import type { PoolUpstream } from '../transport/upstream-pool.js';
 import type { Flow } from '../transport/valve.js';
 import { openUpstream, type UpstreamOptions } from '../upstream.js';
 import type { MemberSpec } from './member.js';
-import { ToolFilter } from './names.js';
+import { namesOf, ToolFilter } from './names.js';
 
 /** How long a server's Session that lost its server for good goes on answering what was asked. */
 const GONE_GRACE_MS = 2_000;
@@ -55,18 +55,23 @@ function serverTaskOwner(identity: string, server: string): string {
 
 /**
  * What one server's Session is given: what every Session is (`given`), made that server's: its config,
- * its identity's tasks listed apart, its tasks (taskgate's and its own) named after it, and its own
+ * its identity's tasks listed apart, its tasks (taskgate's and its own) named after it, its caller's rights
+ * applied to its tools by the names the client sees (`outer`: a tool's, from the server's own), and its own
  * `limits` (ownLimits), if it has them, counted apart.
  */
 export function memberSessionOptions(
   given: SessionOptions,
   name: string,
+  outer: (tool: string) => string,
   own: Config,
   limits?: Config['limits'],
 ): SessionOptions {
-  const { sightings } = given;
+  const { sightings, access } = given;
   return {
     ...given,
+    ...(access === undefined
+      ? {}
+      : { access: { ...access, mayCall: (tool) => access.mayCall(outer(tool)), shownName: outer } }),
     ...(limits === undefined || given.limits === undefined
       ? {}
       : { limits: given.limits.apart(limits, `upstreams.${name}.limits`, name) }),
@@ -95,6 +100,7 @@ export async function openMembers(
   portOf: (name: string) => Promise<PoolUpstream> | undefined = () => undefined,
 ): Promise<OpenedMembers> {
   const closers: (() => Promise<void>)[] = [];
+  const names = namesOf(config);
   const specs = await Promise.all(
     Object.entries(config.upstreams ?? {}).map(async ([name, member]): Promise<MemberSpec> => {
       const own = memberConfig(config, member);
@@ -127,7 +133,13 @@ export async function openMembers(
       const description = upstream.description ?? name;
       const pair = memoryChannelPair();
       const options = {
-        ...memberSessionOptions(sessionOptions(name), name, own, ownLimits(config, member.limits)),
+        ...memberSessionOptions(
+          sessionOptions(name),
+          name,
+          (tool) => names.outer(name, member.prefix, tool),
+          own,
+          ownLimits(config, member.limits),
+        ),
         logger: memberLogger,
       };
       let closing = false;

@@ -13,7 +13,6 @@ import { serialize } from '../protocol/exact-ids.js';
 import { ALL_VERSIONS } from '../protocol/versions.js';
 import type { Logger } from 'pino';
 import { ModernBridge } from '../modern/bridge.js';
-import type { ToolFacts } from '../modern/bridge-call.js';
 import {
   MODERN_INPUT_WAIT_MS,
   MODERN_LISTEN_SHARES,
@@ -24,6 +23,7 @@ import {
 import type { SessionOptions } from '../session/session.js';
 import type { Channel } from '../transport/channel.js';
 import { memoryChannelPair } from '../transport/memory-channel.js';
+import type { Aggregator } from './aggregator.js';
 
 export interface AggregatorBridge {
   bridge: ModernBridge;
@@ -32,12 +32,12 @@ export interface AggregatorBridge {
 }
 
 /**
- * A started bridge, the client of an aggregator yet to be put on `aggregatorSide`, whose toolFacts are
- * `facts`. `given`: what a Session of this front is given (its id, the task store, the audit log), for the
- * bridge's own share of it.
+ * A started bridge, the client of the aggregator yet to be put on `aggregatorSide` (`aggregator`, once
+ * made), whose tool calls that aggregator decides (toolFacts, toolsKnown). `given`: what a Session of this
+ * front is given (its id, the task store, the audit log), for the bridge's own share of it.
  */
 export function aggregatorBridge(
-  facts: (name: string) => ToolFacts,
+  aggregator: () => Pick<Aggregator, 'toolFacts' | 'toolsKnown'>,
   logger: Logger,
   given: Pick<SessionOptions, 'id' | 'store' | 'config' | 'audit'>,
 ): AggregatorBridge {
@@ -56,7 +56,8 @@ export function aggregatorBridge(
     parkedShares: MODERN_PARKED_SHARES,
     listenShares: MODERN_LISTEN_SHARES,
     clientInfo: TASKGATE_INFO,
-    toolFacts: facts,
+    toolFacts: (name) => aggregator().toolFacts(name),
+    toolsKnown: () => aggregator().toolsKnown(),
     taskShares: modernTaskShares(given.config.tasks.maxTasks),
     ...(given.store.inputs === undefined ? {} : { taskInputs: given.store.inputs }),
     // Limits are each server's Session's to count (upstreams.<name>.limits), as for a 2025 client.

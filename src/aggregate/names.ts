@@ -4,6 +4,7 @@
  * `{server}{separator}{id}`, so that `tasks/*` find the server (or taskgate's own store behind it) again.
  */
 import { globToRegExp } from '../config/policy.js';
+import { DEFAULT_SEPARATOR, type Config } from '../config/schema.js';
 
 export interface MountedName {
   server: string;
@@ -39,6 +40,10 @@ export class Names {
     return this.inner(id, servers);
   }
 }
+
+/** The names of the config's servers, by its separator. */
+export const namesOf = (config: Config): Names =>
+  new Names(config.namespacing?.separator ?? DEFAULT_SEPARATOR);
 
 /** Which of a server's tools are exposed: those `include` matches (all without it) less those `exclude` matches. */
 export class ToolFilter {

@@ -85,7 +85,7 @@ export async function startAggregatedStdio(config: Config): Promise<number> {
       if (first === undefined || !opensModernConnection(first)) return clientSide.connect(channel);
       // A 2026-07-28 client: the bridge is the aggregator's 2025 client.
       const { bridge, aggregatorSide } = aggregatorBridge(
-        (name) => aggregator.toolFacts(name),
+        () => aggregator,
         logger,
         core.sessionOptions(id, logger),
       );

@@ -85,6 +85,8 @@ export interface ModernBridgeOptions {
   clientInfo: Implementation;
   /** What the upstream does with the tool and the operator's rule for it (the Session knows): decide.ts's facts. */
   toolFacts(name: string): ToolFacts;
+  /** Settles once toolFacts knows every tool's server (an aggregator's servers without prefix); undefined: now. */
+  toolsKnown?(): Promise<unknown> | undefined;
   /** Tasks the bridge remembers (creator, pending input, outcome) at most, and per caller. */
   taskShares: ShareLimits;
   /** The input board of a task store shared by replicas, so that any of them serves these tasks' input. */
@@ -275,7 +277,13 @@ export class ModernBridge {
     if (params?.requestState !== undefined || params?.inputResponses !== undefined) {
       return this.rounds.resume(exchange, meta, sink);
     }
-    return this.forward(exchange, meta, sink);
+    const known = exchange.request.method === 'tools/call' ? this.options.toolsKnown?.() : undefined;
+    if (known === undefined) return this.forward(exchange, meta, sink);
+    return known.then(() =>
+      this.closedReason === undefined
+        ? this.forward(exchange, meta, sink)
+        : this.fail(exchange.request, this.unavailable()),
+    );
   }
 
   close(): Promise<void> {

@@ -19,6 +19,11 @@ export interface RequestCaller {
 export interface CallerAccess {
   /** It may call the tool, and sees it in tools/list. */
   mayCall(tool: string): boolean;
+  /**
+   * The name the caller knows a tool by, where a Session names it otherwise (a server's Session behind an
+   * aggregator, its own name: the caller's is prefixed); a refusal names that one.
+   */
+  shownName?(tool: string): string;
   /** It may read and cancel any caller's task, not only its own. */
   readonly allTasks: boolean;
   readonly taskList: boolean;

@@ -10,6 +10,7 @@ import type { AccessRule, Config } from '../config/schema.js';
 import type { CallerAccess } from '../protocol/caller.js';
 import { invalidParams, methodNotFound, type ProtocolError } from '../protocol/errors.js';
 import { isObject, type JsonObject } from '../protocol/messages.js';
+import type { AccessRefusal } from '../tasks/audit-log.js';
 import type { Grant } from './oauth-tokens.js';
 
 /** Who the rules are matched against: the subject, and what its token grants (OAuth only). */
@@ -91,10 +92,19 @@ export function callableTools(result: JsonObject, access: CallerAccess | undefin
 }
 
 /**
- * A tool the caller may not call is answered as one that does not exist (MCP's -32602 for an unknown
- * tool, in the words of the spec's example): the answer names no rule, and tells nothing of who else may call it.
+ * A call to a tool the caller may not call, as the audit and the caller are told of it (naming the tool as
+ * the caller knows it); undefined when it may. It is answered as a tool that does not exist (MCP's -32602
+ * for an unknown tool, in the words of the spec's example): the answer names no rule, and tells nothing of
+ * who else may call it.
  */
-export const toolRefused = (name: string): ProtocolError => invalidParams(`Unknown tool: ${name}`);
+export function toolRefusal(
+  access: CallerAccess | undefined,
+  tool: string | undefined,
+): { refused: AccessRefusal; error: ProtocolError } | undefined {
+  if (tool === undefined || access?.mayCall(tool) !== false) return undefined;
+  const shown = access.shownName?.(tool) ?? tool;
+  return { refused: { right: 'tool', tool: shown }, error: invalidParams(`Unknown tool: ${shown}`) };
+}
 
 /** tasks/list refused to a caller no rule grants it, as it is where tasks/list is not served. */
 export const taskListRefused = (): ProtocolError =>

@@ -13,7 +13,7 @@ import type { RequestCaller } from '../protocol/caller.js';
 import { carriedCancellation } from '../protocol/correlation.js';
 import type { ProtocolError } from '../protocol/errors.js';
 import { methodNotFound } from '../protocol/errors.js';
-import { callableTools, taskListRefused, toolRefused } from '../security/access.js';
+import { callableTools, taskListRefused, toolRefusal } from '../security/access.js';
 import type { AccessRefusal } from '../tasks/audit-log.js';
 import {
   errorResponse,
@@ -403,9 +403,8 @@ export class Session {
   private toolCall(request: Request, raw: Buffer | undefined, listed = false): void {
     const params = request.params;
     const name = typeof params?.name === 'string' ? params.name : undefined;
-    if (name !== undefined && this.contexts.callerOf(request.id).access?.mayCall(name) === false) {
-      return this.refuseByRule(request, { right: 'tool', tool: name }, toolRefused(name));
-    }
+    const refusal = toolRefusal(this.contexts.callerOf(request.id).access, name);
+    if (refusal !== undefined) return this.refuseByRule(request, refusal.refused, refusal.error);
     if (!listed && this.profile.needsListing(name, params?.task !== undefined, this.clientHasTasks)) {
       void this.profile
         .learn((method, p) => this.upstreamPeer.call(method, p))

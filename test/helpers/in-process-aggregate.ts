@@ -15,7 +15,7 @@ import { aggregatorBridge } from '../../src/aggregate/modern.js';
 import { ModernChannelFront } from '../../src/modern/channel-front.js';
 import type { ModernAnswer, ModernExchange } from '../../src/protocol/modern/exchange.js';
 import { memberSessionOptions, ownLimits } from '../../src/aggregate/members.js';
-import { Names, ToolFilter } from '../../src/aggregate/names.js';
+import { Names, namesOf, ToolFilter } from '../../src/aggregate/names.js';
 import type { MemberSpec } from '../../src/aggregate/member.js';
 import { resolveConfig } from '../../src/config/load.js';
 import { Policy } from '../../src/config/policy.js';
@@ -150,6 +150,7 @@ async function openBehind(behind: ServerBehind[], options: BehindOptions): Promi
         ...(audit === undefined ? {} : { audit }),
       },
       entry.name,
+      (tool) => namesOf(config).outer(entry.name, entry.prefix ?? true, tool),
       config,
       ownLimits(config, entry.limits),
     );
@@ -259,7 +260,7 @@ export async function inProcessModernAggregate(
 ): Promise<ModernAggregateGateway> {
   const opened = await openBehind(behind, options);
   const { config, store, logger, audit } = opened;
-  const { bridge, aggregatorSide } = aggregatorBridge((name) => aggregator.toolFacts(name), logger, {
+  const { bridge, aggregatorSide } = aggregatorBridge(() => aggregator, logger, {
     id: 'in-process-modern-aggregate',
     store,
     config,

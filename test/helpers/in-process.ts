@@ -16,8 +16,11 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import {
   CallToolRequestSchema,
   ErrorCode,
+  ListResourcesRequestSchema,
   ListToolsRequestSchema,
   McpError,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
   type CallToolResult,
   type ClientCapabilities,
   type ServerNotification,
@@ -34,6 +37,7 @@ import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
 import { ChannelTransport } from './channel-transport.js';
 import { CheckedTransport } from './checked-transport.js';
+import type { Inbox } from './inbox.js';
 
 export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -221,6 +225,33 @@ export function fakeServer(
     return { task: created };
   });
   return { server, serverTasks };
+}
+
+/**
+ * A fake server (an `echo` answering `{name}: {text}`) with one resource, `mem://doc`, which it lets a
+ * client subscribe to and tells `asked` of each subscribe and unsubscribe (`a subscribe mem://doc`); it
+ * declares resource and tool list changes, for the test to send.
+ */
+export function subscribableServer(name: string, asked: Inbox<string>): Server {
+  const { server } = fakeServer([
+    { name: 'echo', run: (args) => textResult(`${name}: ${String(args.text)}`) },
+  ]);
+  server.registerCapabilities({
+    tools: { listChanged: true },
+    resources: { subscribe: true, listChanged: true },
+  });
+  server.setRequestHandler(ListResourcesRequestSchema, () => ({
+    resources: [{ uri: 'mem://doc', name: 'doc' }],
+  }));
+  server.setRequestHandler(SubscribeRequestSchema, (request) => {
+    asked.push(`${name} subscribe ${request.params.uri}`);
+    return {};
+  });
+  server.setRequestHandler(UnsubscribeRequestSchema, (request) => {
+    asked.push(`${name} unsubscribe ${request.params.uri}`);
+    return {};
+  });
+  return server;
 }
 
 /** A task-aware SDK Client connected straight to `server` over a memory channel pair: the reference. */

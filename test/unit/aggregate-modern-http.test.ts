@@ -4,20 +4,17 @@
  * one without tasks (taskgate augments it) and one with v1 tasks of its own. In front, a pinned SDK v2
  * client (discover, the merged lists, calls, an elicitation as MRTR) and 2026-07-28 requests by hand with
  * the tasks extension declared (modern-raw.ts): a task on each server, read and cancelled by tasks/get and
- * tasks/cancel under its prefixed id.
+ * tasks/cancel under its prefixed id; a subscriptions/listen stream fed by two servers.
  */
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { resolveConfig } from '../../src/config/load.js';
 import type { ConfigInput } from '../../src/config/schema.js';
-import { startHttpGateway } from '../../src/http-proxy.js';
-import { PrometheusMetrics } from '../../src/observability/metrics.js';
-import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
-import { fakeServer, textResult, type FakeTool } from '../helpers/in-process.js';
-import { serveInProcess } from '../helpers/in-process-http.js';
+import { fakeServer, subscribableServer, textResult, type FakeTool } from '../helpers/in-process.js';
+import { Inbox } from '../helpers/inbox.js';
+import { aggregateHttpGateway } from '../helpers/aggregate-http.js';
 import { connectModern, type ModernConnection } from '../helpers/modern-client.js';
-import { EXTENSION_META, modernRequest, type ModernAnswer } from '../helpers/modern-raw.js';
+import { EXTENSION_META, listen, modernRequest, type ModernAnswer } from '../helpers/modern-raw.js';
 import { AuthorizationServer } from '../helpers/oauth-server.js';
 import { freePort } from '../helpers/ports.js';
 import { textOf } from '../helpers/tool-results.js';
@@ -69,33 +66,16 @@ const as = (caller: { token: string }) => ({ authorization: `Bearer ${caller.tok
  * The gateway in front of `plain` (no tasks) and `native` (v1 tasks of its own), each over HTTP, on
  * `listen`; `auth`: how it knows callers (none: callers are not identified).
  */
-async function gateway(auth: ConfigInput['auth'] = {}, listen = '127.0.0.1:0'): Promise<URL> {
-  const servers: Record<string, FakeTool[]> = {
-    plain: [echoOf('plain'), asking, waitOf('plain')],
-    native: [
-      { ...echoOf('native'), taskSupport: 'optional' },
-      { ...waitOf('native'), taskSupport: 'optional' },
-    ],
+function gateway(auth: ConfigInput['auth'] = {}, listen = '127.0.0.1:0'): Promise<URL> {
+  const servers = {
+    plain: () => fakeServer([echoOf('plain'), asking, waitOf('plain')]).server,
+    native: () =>
+      fakeServer([
+        { ...echoOf('native'), taskSupport: 'optional' },
+        { ...waitOf('native'), taskSupport: 'optional' },
+      ]).server,
   };
-  const upstreams: Record<string, { url: string; era: 'legacy' }> = {};
-  for (const [name, tools] of Object.entries(servers)) {
-    const http = await serveInProcess(() => fakeServer(tools).server, name);
-    closing.push(() => http.close());
-    upstreams[name] = { url: http.url, era: 'legacy' };
-  }
-  const config = resolveConfig({ http: { listen }, upstreams, auth });
-  const store = new MemoryTaskStore({ maxTasks: 100, maxResultBytes: 1_000_000 });
-  const running = await startHttpGateway(
-    config,
-    pino({ level: 'silent' }),
-    store,
-    new PrometheusMetrics({ defaultMetrics: false, servers: true }),
-  );
-  closing.push(async () => {
-    await running.close();
-    await store.close();
-  });
-  return running.url;
+  return aggregateHttpGateway(closing, servers, { auth, listen });
 }
 
 async function connected(url: URL, asked: string[] = []): Promise<ModernConnection> {
@@ -181,6 +161,52 @@ describe('2026-07-28 clients through the HTTP front in front of several servers 
     }
   });
 
+  it('carries a subscriptions/listen stream through two servers: each one’s resources/updated and list changes on it, each subscribed by its own URI while the stream is open', async () => {
+    const asked = new Inbox<string>();
+    const made: Record<string, Server[]> = { a: [], b: [] };
+    const serverOf = (name: string) => () => {
+      const server = subscribableServer(name, asked);
+      made[name]!.push(server);
+      return server;
+    };
+    const url = await aggregateHttpGateway(closing, { a: serverOf('a'), b: serverOf('b') });
+    const uris = ['taskgate:a/mem://doc', 'taskgate:b/mem://doc'];
+    const stream = await listen(url, {
+      resourceSubscriptions: uris,
+      toolsListChanged: true,
+      resourcesListChanged: true,
+    });
+    closing.push(async () => stream.close());
+    const acknowledged = await stream.until(
+      (message) => message.method === 'notifications/subscriptions/acknowledged',
+    );
+    expect(acknowledged.params?.notifications).toEqual({
+      toolsListChanged: true,
+      resourcesListChanged: true,
+      resourceSubscriptions: uris,
+    });
+    for (const name of ['a', 'b']) {
+      await asked.waitFor((seen) => seen === `${name} subscribe mem://doc`, `${name}'s subscribe`);
+      // This caller's own server (one per server of upstreams for it).
+      expect(made[name]).toHaveLength(1);
+      await made[name]![0]!.sendResourceUpdated({ uri: 'mem://doc' });
+      await stream.until(
+        (message) =>
+          message.method === 'notifications/resources/updated' &&
+          message.params?.uri === `taskgate:${name}/mem://doc`,
+      );
+    }
+    await made.a![0]!.sendToolListChanged();
+    await made.b![0]!.sendResourceListChanged();
+    await stream.until((message) => message.method === 'notifications/tools/list_changed');
+    await stream.until((message) => message.method === 'notifications/resources/list_changed');
+
+    stream.close();
+    for (const name of ['a', 'b']) {
+      await asked.waitFor((seen) => seen === `${name} unsubscribe mem://doc`, `${name}'s unsubscribe`);
+    }
+  });
+
   it('binds each caller’s servers to that caller: another caller’s task is not found, on either server', async () => {
     const url = await gateway({ tokens: [ALICE, BOB] });
     const call = (caller: typeof ALICE, method: string, params: Record<string, unknown>) =>
@@ -204,7 +230,7 @@ describe('2026-07-28 clients through the HTTP front in front of several servers 
       {
         oauth: { issuer: as.issuer, resource, scopes: ['mcp:tools'] },
         rules: [
-          { scopes: ['mcp:tools'], tools: { allow: ['*'], deny: ['echo'] } },
+          { scopes: ['mcp:tools'], tools: { allow: ['*'], deny: ['plain__echo'] } },
           { scopes: ['mcp:admin'], tools: { allow: ['*'] } },
         ],
       },

@@ -21,7 +21,7 @@ import { ClientGiveUp } from '../../src/protocol/modern/exchange.js';
 import type { MemoryChannel } from '../../src/transport/memory-channel.js';
 import { makeServer } from '../fixtures/modern-server.js';
 import { ChannelTransport } from '../helpers/channel-transport.js';
-import { textResult, type FakeTool } from '../helpers/in-process.js';
+import { subscribableServer, textResult, type FakeTool } from '../helpers/in-process.js';
 import {
   inProcessModernAggregate,
   type ModernAggregateGateway,
@@ -76,6 +76,12 @@ const FOUR: ServerBehind[] = [
 ];
 
 const VERSION = '2026-07-28';
+
+/** The request `_meta` of a 2026-07-28 client that declares the tasks extension. */
+const WITH_TASKS = {
+  ...MODERN_META,
+  'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+};
 
 /** The ext-tasks requester on the gateway's client, its requests handed to the bridge as exchanges. */
 function tasksRequester(g: ModernAggregateGateway, inputs: ApplicationInputRequest[]): TaskEnabledSession {
@@ -218,6 +224,43 @@ describe('2026-07-28 clients in front of several servers (issue 32)', () => {
     expect(JSON.parse(textOf(seen))).toContainEqual({ tool: 'slow', extension: true, task: false });
   });
 
+  it('decides a first call to a server mounted without prefix as a task by that server, before any tools/list', async () => {
+    const g = (gate = await inProcessModernAggregate([
+      { name: 'plain', tools: [echoOf('plain')], prefix: false },
+      {
+        name: 'v1tasks',
+        tools: [{ name: 'report', taskSupport: 'required', run: () => textResult('reported') }],
+        prefix: false,
+      },
+    ]));
+    let nextId = 1;
+    const ask = async (method: string, params: Record<string, unknown>) => {
+      const answer = await g.handle({
+        request: { jsonrpc: '2.0', id: nextId++, method, params: { ...params, _meta: WITH_TASKS } },
+        notify: () => undefined,
+        signal: new ClientGiveUp(),
+      });
+      const response = answer?.response as { result?: Record<string, unknown>; error?: unknown };
+      if (response?.result === undefined) throw new Error(`${method}: ${JSON.stringify(response)}`);
+      return response.result;
+    };
+    // taskgate's task on the server without tasks; the server's own where its tool must be one.
+    for (const [tool, text] of [
+      ['echo', 'plain: first'],
+      ['report', 'reported'],
+    ] as const) {
+      const created = await ask('tools/call', { name: tool, arguments: { text: 'first' } });
+      expect(created, tool).toMatchObject({ resultType: 'task' });
+      const deadline = Date.now() + 10_000;
+      let task = created;
+      while (task.status === 'working' && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, Number(task.pollIntervalMs ?? 50)));
+        task = await ask('tasks/get', { taskId: created.taskId });
+      }
+      expect(task, tool).toMatchObject({ status: 'completed', result: { content: [{ text }] } });
+    }
+  });
+
   it('takes a task’s input request from its server to the requester and its answer back (tasks/get, tasks/update)', async () => {
     const g = (gate = await inProcessModernAggregate(FOUR));
     const inputs: ApplicationInputRequest[] = [];
@@ -245,6 +288,74 @@ describe('2026-07-28 clients in front of several servers (issue 32)', () => {
       await execution.cancel();
       const { outcome } = await execution.settle({ signal: AbortSignal.timeout(10_000) });
       expect(outcome.status, tool).toBe('cancelled');
+    }
+  });
+
+  it('carries a subscriptions/listen stream through two servers: each subscribed by its own URI, their resources/updated and list changes on the stream under the client’s', async () => {
+    const asked = new Inbox<string>();
+    const servers = { a: subscribableServer('a', asked), b: subscribableServer('b', asked) };
+    const g = (gate = await inProcessModernAggregate(
+      Object.entries(servers).map(([name, server]) => ({ name, server })),
+    ));
+    const heard = new Inbox<{ method: string; params?: Record<string, unknown> }>();
+    const stream = new ClientGiveUp();
+    const uris = ['taskgate:a/mem://doc', 'taskgate:b/mem://doc'];
+    const listening = g.handle({
+      request: {
+        jsonrpc: '2.0',
+        id: 'listen-2',
+        method: 'subscriptions/listen',
+        params: {
+          notifications: { resourceSubscriptions: uris, toolsListChanged: true, resourcesListChanged: true },
+          _meta: MODERN_META,
+        },
+      },
+      notify: (message) => heard.push(message as never),
+      signal: stream,
+    });
+    const acknowledged = await heard.waitFor(
+      (message) => message.method === 'notifications/subscriptions/acknowledged',
+      'the acknowledgment',
+    );
+    expect(acknowledged.params?.notifications).toEqual({
+      toolsListChanged: true,
+      resourcesListChanged: true,
+      resourceSubscriptions: uris,
+    });
+    for (const name of ['a', 'b']) {
+      await asked.waitFor((seen) => seen === `${name} subscribe mem://doc`, `${name}'s subscribe`);
+    }
+    const subscriptionOf = (message: { params?: Record<string, unknown> }) =>
+      (message.params?._meta as Record<string, unknown>)['io.modelcontextprotocol/subscriptionId'];
+
+    await servers.b.sendResourceUpdated({ uri: 'mem://doc' });
+    const fromB = await heard.waitFor(
+      (message) => message.method === 'notifications/resources/updated',
+      "b's resources/updated",
+    );
+    expect(fromB.params?.uri).toBe('taskgate:b/mem://doc');
+    expect(subscriptionOf(fromB)).toBe('listen-2');
+    await servers.a.sendResourceUpdated({ uri: 'mem://doc' });
+    await heard.waitFor(
+      (message) =>
+        message.method === 'notifications/resources/updated' &&
+        message.params?.uri === 'taskgate:a/mem://doc',
+      "a's resources/updated",
+    );
+    await servers.a.sendToolListChanged();
+    await servers.b.sendResourceListChanged();
+    for (const kind of ['tools', 'resources']) {
+      const changed = await heard.waitFor(
+        (message) => message.method === `notifications/${kind}/list_changed`,
+        `${kind}/list_changed`,
+      );
+      expect(subscriptionOf(changed)).toBe('listen-2');
+    }
+
+    stream.giveUp();
+    expect(await listening).toBeUndefined();
+    for (const name of ['a', 'b']) {
+      await asked.waitFor((seen) => seen === `${name} unsubscribe mem://doc`, `${name}'s unsubscribe`);
     }
   });
 

@@ -205,6 +205,21 @@ describe('several servers behind one endpoint (issue 32)', () => {
     await started.cancelled;
   });
 
+  it('runs a task on servers mounted without prefix when it is the first thing asked, before any tools/list', async () => {
+    const g = await open([
+      { name: 'legacy', tools: [echoOf('legacy')], prefix: false },
+      { name: 'native', tools: [{ ...nativeEcho, name: 'report', taskSupport: 'required' }], prefix: false },
+    ]);
+    const tasks = g.client.experimental.tasks;
+    for (const [tool, expected] of [
+      ['echo', 'legacy: first'],
+      ['report', 'native: first'],
+    ] as const) {
+      const { task } = await createTask(g, tool, { text: 'first' });
+      expect(text(await tasks.getTaskResult(task.taskId, CallToolResultSchema)), tool).toBe(expected);
+    }
+  });
+
   it('refuses a tool name two servers mounted without prefix both list, naming both', async () => {
     const g = await open([
       { name: 'first', tools: [echoOf('first')], prefix: false },
