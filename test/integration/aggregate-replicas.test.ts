@@ -196,7 +196,7 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
       { method: 'tools/call', params: { name: 'a__echo', arguments: { text: 'told first' }, task: {} } },
       CreateTaskResultSchema,
     );
-    // The answer waited for the post (else this test proves nothing).
+    // The answer waited out the pause: its post was held, not done before it (else nothing is tested here).
     expect(performance.now() - paused).toBeGreaterThanOrEqual(PAUSE_MS - 100);
     const isStatus = (message: JSONRPCMessage): boolean =>
       'method' in message &&
