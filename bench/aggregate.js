@@ -5,7 +5,8 @@
  * entry of `upstreams`, and as the first of ten. The three stay up; each round runs a block of calls on
  * each, the order rotated round by round, so that drift on a shared machine hits all three alike. Per
  * call: the client's wall time and taskgate's own CPU (utime + stime of its process, from /proc; Linux
- * only); the ratios are taken round by round, and their medians reported.
+ * only); the ratios are taken round by round, and their medians reported. Then what a caller's own set
+ * of servers costs over the HTTP front (bench/aggregate-callers.js).
  *
  *   npm run bench                               with everything (BENCH_ONLY=aggregate: this alone)
  *   npm run build && node bench/aggregate.js    alone; writes bench/results/<UTC date>T<hhmm>-aggregate.json
@@ -17,6 +18,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { CALLER_SETTINGS, callers, callersLines } from './aggregate-callers.js';
 import { commit } from './lib/commit.js';
 import { runFacts } from './lib/machine.js';
 import { median, ratio, round } from './lib/stats.js';
@@ -28,8 +30,8 @@ const CLI = fromRoot('dist/cli.js');
 const TICKS = 100;
 
 export const AGGREGATE_SETTINGS = {
-  quick: { calls: 200, rounds: 2, warmup: 50 },
-  full: { calls: 1000, rounds: 6, warmup: 200 },
+  quick: { calls: 200, rounds: 2, warmup: 50, callers: CALLER_SETTINGS.quick },
+  full: { calls: 1000, rounds: 6, warmup: 200, callers: CALLER_SETTINGS.full },
 };
 
 /** @param {number} pid */
@@ -60,10 +62,20 @@ const SETUPS = (configs) => {
 };
 
 /**
- * @param {{ calls: number, rounds: number, warmup: number }} s
+ * @param {typeof AGGREGATE_SETTINGS.full} s
  * @param {(line: string) => void} [log]
  */
 export async function aggregate(s, log = () => undefined) {
+  const routing = await routed(s, log);
+  const perCaller = await callers(s.callers, log).catch((error) => ({ error: String(error) }));
+  return { ...routing, callers: perCaller };
+}
+
+/**
+ * @param {{ calls: number, rounds: number, warmup: number }} s
+ * @param {(line: string) => void} log
+ */
+async function routed(s, log) {
   /** @type {string[]} */
   const configs = [];
   const setups = Object.entries(SETUPS(configs));
@@ -156,6 +168,7 @@ export function aggregateLines(x, level = 2) {
     `Ten servers against one (\`upstreams\`): ×${x.tenAgainstOne.wall} wall, ×${x.tenAgainstOne.cpu} CPU. The aggregator's hop (\`upstreams\` of 1 against one upstream): ×${x.oneAgainstNone.wall} wall, ×${x.oneAgainstNone.cpu} CPU.`,
     '',
   );
+  if (x.callers) lines.push(...callersLines(x.callers, level + 1));
   return lines;
 }
 

@@ -7,7 +7,7 @@
  * 2026-07-28 workloads (bench/modern.js): the modern path against the 2025 one through taskgate, and the
  * SDK v2 client through taskgate against it direct (bench/sdk-v2.js). Then the shared upstreams
  * (bench/sharing.js): many sessions on one server, or on a pool, against peers. Last, routing among several
- * servers (bench/aggregate.js): ten behind one endpoint against one.
+ * servers (bench/aggregate.js): ten behind one endpoint against one, and what a caller's own servers cost.
  *
  *   npm run bench                 everything; writes bench/results/<date>T<hhmm>.json and .md (UTC)
  *   BENCH_QUICK=1 npm run bench   a short run to check the harness; writes nothing

@@ -306,7 +306,7 @@ const peaksMiB = (p = { root: NaN, children: NaN, sum: NaN, processes: NaN, samp
 });
 
 /** Reads taskgate's /metrics: the figures named, as numbers. @param {number} port */
-async function metrics(port) {
+export async function metrics(port) {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   /** @type {Record<string, number>} */
   const values = {};
@@ -325,7 +325,7 @@ async function metrics(port) {
  * GCs from outside (HeapProfiler.collectGarbage): /metrics alone reads a heap full of young garbage.
  * @param {number} port
  */
-async function inspector(port) {
+export async function inspector(port) {
   const targets = /** @type {{ webSocketDebuggerUrl: string }[]} */ (
     await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()
   );

@@ -103,8 +103,9 @@ function resultOf(answer, method) {
 export class ModernHttpClient extends HttpBase {
   /**
    * @param {string} url
-   * @param {{ connections?: number, tasks?: boolean, elicitation?: boolean }} [options] what the client
-   *   declares in every request: the tasks extension, and form elicitation
+   * @param {{ connections?: number, pool?: Pool, tasks?: boolean, elicitation?: boolean }} [options] a
+   *   `pool` as HttpBase takes it; what the client declares in every request: the tasks extension, and
+   *   form elicitation
    */
   constructor(url, options = {}) {
     super(url, options);

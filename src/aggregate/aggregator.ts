@@ -28,6 +28,7 @@ import { telemetry } from '../telemetry/telemetry.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { gathered } from './fan-out.js';
+import { InOrder } from './in-order.js';
 import { ListChanges, type ListKind } from './list-changes.js';
 import { ListReader, type ServerList } from './lists.js';
 import { mergedInitialize, mergedNames, type Listed } from './merge.js';
@@ -94,6 +95,7 @@ export class Aggregator implements TaskHolder {
   private readonly resources: ResourceRoutes;
   private readonly lists: ListReader;
   private readonly listChanges: ListChanges;
+  private readonly inOrder: InOrder;
   private closing: Promise<void> | undefined;
   /** The client has sent notifications/initialized (a server that joins late is sent it then). */
   private clientInitialized = false;
@@ -113,6 +115,7 @@ export class Aggregator implements TaskHolder {
     this.lists = new ListReader(options.logger, options.graceMs);
     this.resources = new ResourceRoutes(options.logger, this.lists);
     this.listChanges = new ListChanges((kind) => this.notifyListChanged(kind), options.listChangedWindowMs);
+    this.inOrder = new InOrder(options.logger);
   }
 
   start(): void {
@@ -520,10 +523,13 @@ export class Aggregator implements TaskHolder {
     const { message } = read;
     if (message.kind === 'response') return this.memberAnswered(member, raw, message.msg, parsed);
     const route = this.routeOf(member, arrival);
-    if (message.kind === 'request') return this.serverRequests.ask(member, message.msg, this.names, route);
-    const { method, params } = message.msg;
-    if (method === 'notifications/cancelled')
-      return this.serverRequests.cancelled(member, message.msg, route);
+    this.inOrder.send(member.name, raw.length, () => this.toClient(member, raw, message.msg, route, parsed));
+  }
+
+  private toClient(member: Member, raw: Buffer, msg: Request | Notification, route?: Route, parsed?: object) {
+    if ('id' in msg) return this.serverRequests.ask(member, msg, this.names, route);
+    const { method, params } = msg;
+    if (method === 'notifications/cancelled') return this.serverRequests.cancelled(member, msg, route);
     const listChanged = LIST_CHANGED.exec(method)?.[1] as ListKind | undefined;
     if (listChanged !== undefined) return this.serverListChanged(listChanged);
     const rename = method.startsWith('notifications/tasks/') ? withOuterTaskIds : withOuterRelatedTaskId;
@@ -531,7 +537,7 @@ export class Aggregator implements TaskHolder {
     if (method === 'notifications/resources/updated' && member.prefixed && params !== undefined) {
       renamed = withOuterUpdatedUri(renamed ?? params, member.name);
     }
-    if (renamed !== undefined) this.client.send({ ...message.msg, params: renamed }, route);
+    if (renamed !== undefined) this.client.send({ ...msg, params: renamed }, route);
     else this.client.sendRaw(raw, route, parsed);
   }
 
@@ -561,12 +567,12 @@ export class Aggregator implements TaskHolder {
     const routed = this.routed.take(response.id)!;
     const rewritten = 'result' in response ? routed.rewrite(response.result) : undefined;
     const route = { responseTo: routed.id };
-    const deliver = (): void => {
+    const { serverTasks } = this.options;
+    const deliver = this.inOrder.answer(member.name, raw.length, serverTasks && routed.about, () => {
       if (rewritten !== undefined) this.client.send(successResponse(routed.id, rewritten), route);
       else if (response.id === routed.id) this.client.sendRaw(raw, route, parsed);
       else this.client.send({ ...response, id: routed.id }, route);
-    };
-    const { serverTasks } = this.options;
+    });
     if (serverTasks === undefined || routed.about === undefined) return deliver();
     serverTasks.answered(this, routed.about, response, rewritten?.task, deliver, (answer) =>
       this.client.send(answer, route),

@@ -3,18 +3,25 @@
  * runs for server "b" through replica 1 is fetched, awaited and listed through replica 2 by the same
  * identity, under the same prefixed id, once; a task server "a" runs itself (each replica has its own "a")
  * is fetched, awaited, cancelled and listed through replica 2 too, and another identity gets there what
- * it gets for an id nobody gave out.
+ * it gets for an id nobody gave out; and the client hears of such a task before that server's status
+ * notifications of it, however long Redis takes to post it.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import {
+  CallToolResultSchema,
+  CreateTaskResultSchema,
+  type JSONRPCMessage,
+  type Task,
+} from '@modelcontextprotocol/sdk/types.js';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { CheckedTransport } from '../helpers/checked-transport.js';
 import { httpTransport } from '../helpers/http-client.js';
 import { mcpErrorOf } from '../helpers/thrown.js';
-import { freshPrefix, redisForTests } from '../helpers/redis.js';
+import { freshPrefix, privateRedisServer, redisForTests } from '../helpers/redis.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 
 const redis = await redisForTests();
@@ -47,14 +54,14 @@ afterEach(async () => {
   [gateways, clients] = [[], []];
 });
 
-async function replica(prefix: string): Promise<Gateway> {
+async function replica(prefix: string, url = redis!.url): Promise<Gateway> {
   const gateway = await Gateway.start(
     [],
     [
       '--config',
       CONFIG,
       '--store',
-      redis!.url,
+      url,
       '--store-key-prefix',
       prefix,
       '--auth-token',
@@ -69,13 +76,17 @@ async function replica(prefix: string): Promise<Gateway> {
 }
 
 async function alice(gateway: Gateway, token = ALICE): Promise<Client> {
+  return (await connected(gateway, token)).client;
+}
+
+async function connected(gateway: Gateway, token = ALICE): Promise<(typeof clients)[number]> {
   const transport = new CheckedTransport(
     httpTransport(gateway.url, { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
   );
   const client = new Client({ name: 'taskgate-test', version: '1.0.0' }, { capabilities: TASK_AWARE });
   await client.connect(transport);
   clients.push({ client, transport });
-  return client;
+  return { client, transport };
 }
 
 describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue 32)', () => {
@@ -168,5 +179,35 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
       );
     expect(await answers(task.taskId)).toEqual(await answers(unknown));
     expect(await there.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'working' });
+  });
+
+  it("gives the client a task server a runs itself before that server's status notification of it, while Redis is slow to post it", async (context) => {
+    // Paused: a private server, even when REDIS_URL names a shared one.
+    const own = await privateRedisServer(context);
+    onTestFinished(() => own.stop());
+    const { client, transport } = await connected(await replica(freshPrefix(), own.url));
+    const pauser = new Redis(own.url);
+    onTestFinished(async () => void (await pauser.quit()));
+    // Writes wait (the post of the task among them), reads go on; the task's work ends at once.
+    const PAUSE_MS = 1_500;
+    await pauser.call('CLIENT', 'PAUSE', String(PAUSE_MS), 'WRITE');
+    const paused = performance.now();
+    const { task } = await client.request(
+      { method: 'tools/call', params: { name: 'a__echo', arguments: { text: 'told first' }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    // The answer waited out the pause: its post was held, not done before it (else nothing is tested here).
+    expect(performance.now() - paused).toBeGreaterThanOrEqual(PAUSE_MS - 100);
+    const isStatus = (message: JSONRPCMessage): boolean =>
+      'method' in message &&
+      message.method === 'notifications/tasks/status' &&
+      message.params?.taskId === task.taskId;
+    await transport.received.waitFor(isStatus, `a status notification of ${task.taskId}`);
+    const received = transport.received.items;
+    const answer = received.findIndex(
+      (message) => 'result' in message && (message.result.task as Task | undefined)?.taskId === task.taskId,
+    );
+    expect(answer).toBeGreaterThanOrEqual(0);
+    expect(received.findIndex(isStatus)).toBeGreaterThan(answer);
   });
 });
