@@ -8,6 +8,7 @@
  */
 import { once } from 'node:events';
 import { createServer, request as httpRequest } from 'node:http';
+import { fileURLToPath } from 'node:url';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
@@ -103,6 +104,8 @@ async function sidecarInFrontOf(url: string): Promise<URL> {
 }
 
 const LENGTH = 1_000_000;
+/** taskgate's own code, as its frames appear in a stack. */
+const SOURCE = fileURLToPath(new URL('../../src/', import.meta.url));
 
 describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () => {
   const layouts = [
@@ -115,7 +118,7 @@ describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () =
   ] as const;
   for (const [layout, pythonLayout] of layouts) {
     for (const [body, jsonBody] of bodies) {
-      it(`reaches the client as the server's bytes, never JSON.parsed: ${body}, ${layout}`, async () => {
+      it(`reaches the client as the server's bytes, never JSON.parsed nor joined: ${body}, ${layout}`, async () => {
         if (jsonBody) {
           // The SDK's enableJsonResponse, read by http-serve.js as each upstream session starts.
           process.env['FIXTURE_JSON_RESPONSE'] = '1';
@@ -125,6 +128,14 @@ describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () =
         const url = await sidecarInFrontOf(upstream.url);
         const sessionId = await openSession(url);
         const parse = vi.spyOn(JSON, 'parse');
+        // Joins of the answer by taskgate: whether it was handed on as the pieces it was read in.
+        const joins: number[] = [];
+        const concat = Buffer.concat;
+        const join = vi.spyOn(Buffer, 'concat').mockImplementation((list, total) => {
+          const joined = concat(list, total);
+          if (joined.length > LENGTH && new Error().stack?.includes(SOURCE)) joins.push(joined.length);
+          return joined;
+        });
         let answer: string;
         try {
           const call = {
@@ -138,8 +149,10 @@ describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () =
           answer = await response.text();
           const big = parse.mock.calls.filter(([text]) => typeof text === 'string' && text.length > LENGTH);
           expect(big).toHaveLength(0);
+          expect(joins).toEqual([]);
         } finally {
           parse.mockRestore();
+          join.mockRestore();
         }
         expect(upstream.lastBody()).toBe(jsonBody ? 'json' : 'sse');
         expect(answer).toBe(upstream.lastSent());
