@@ -13,6 +13,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { resolveConfig } from '../../src/config/load.js';
+import { JsonScanner } from '../../src/protocol/scan.js';
 import { FixtureEventStore, serveHttp } from '../fixtures/http-serve.js';
 import { memoryGateway } from '../helpers/memory-gateway.js';
 import { listen, runCleanups, type Cleanups } from '../helpers/upstream-harness.js';
@@ -118,7 +119,7 @@ describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () =
   ] as const;
   for (const [layout, pythonLayout] of layouts) {
     for (const [body, jsonBody] of bodies) {
-      it(`reaches the client as the server's bytes, never JSON.parsed nor joined: ${body}, ${layout}`, async () => {
+      it(`reaches the client as the server's bytes, scanned once, never JSON.parsed nor joined: ${body}, ${layout}`, async () => {
         if (jsonBody) {
           // The SDK's enableJsonResponse, read by http-serve.js as each upstream session starts.
           process.env['FIXTURE_JSON_RESPONSE'] = '1';
@@ -136,6 +137,16 @@ describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () =
           if (joined.length > LENGTH && new Error().stack?.includes(SOURCE)) joins.push(joined.length);
           return joined;
         });
+        // Bytes taskgate scans: the answer once, its scan going with it from the transport to the session.
+        let scannedBytes = 0;
+        const push = JsonScanner.prototype.push;
+        const scan = vi.spyOn(JsonScanner.prototype, 'push').mockImplementation(function (
+          this: JsonScanner,
+          piece,
+        ) {
+          scannedBytes += piece.length;
+          push.call(this, piece);
+        });
         let answer: string;
         try {
           const call = {
@@ -150,9 +161,12 @@ describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () =
           const big = parse.mock.calls.filter(([text]) => typeof text === 'string' && text.length > LENGTH);
           expect(big).toHaveLength(0);
           expect(joins).toEqual([]);
+          expect(scannedBytes).toBeGreaterThan(LENGTH);
+          expect(scannedBytes).toBeLessThan(2 * LENGTH);
         } finally {
           parse.mockRestore();
           join.mockRestore();
+          scan.mockRestore();
         }
         expect(upstream.lastBody()).toBe(jsonBody ? 'json' : 'sse');
         expect(answer).toBe(upstream.lastSent());
