@@ -164,7 +164,9 @@ export async function readScanned(
       for (const part of chunks) scanner.push(part);
     }
   }
-  if (scanner === undefined) return { raw: Buffer.concat(chunks, total), scanned: undefined };
+  if (scanner === undefined) {
+    return { raw: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total), scanned: undefined };
+  }
   return { raw: new Pieces(chunks, total), scanned: scanner.end() };
 }
 
