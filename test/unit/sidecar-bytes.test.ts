@@ -177,4 +177,58 @@ describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () =
       });
     }
   }
+
+  /**
+   * A hand-written server whose answer to every tools/call is `answer(id)`, in one SSE event or as one JSON
+   * body; initialize answered as any server would.
+   */
+  async function answering(answer: (id: number) => string, sse: boolean): Promise<string> {
+    const server = createServer((req, res) => {
+      if (req.method === 'DELETE') return void res.writeHead(200).end();
+      if (req.method !== 'POST') return void res.writeHead(405).end();
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const message = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: number; method: string };
+        if (message.id === undefined) return void res.writeHead(202).end();
+        const body =
+          message.method === 'initialize'
+            ? JSON.stringify({
+                jsonrpc: '2.0',
+                id: message.id,
+                result: {
+                  protocolVersion: '2025-11-25',
+                  capabilities: { tools: {} },
+                  serverInfo: { name: 'x', version: '1' },
+                },
+              })
+            : answer(message.id);
+        if (!sse) return void res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        // In two writes, as a big event comes in several reads.
+        res.write(`event: message\ndata: ${body.slice(0, 1500)}`);
+        setImmediate(() => res.end(`${body.slice(1500)}\n\n`));
+      });
+    });
+    return listen(cleanups, server);
+  }
+
+  for (const [body, sse] of [
+    ['on an SSE stream', true],
+    ['as one JSON body', false],
+  ] as const) {
+    it(`fails a call at once whose big answer is not JSON, naming it: ${body}`, async () => {
+      // A trailing comma: JSON.parse refuses it, and so must the scan.
+      const broken = (id: number) => `{"jsonrpc":"2.0","id":${id},"result":{"text":"${'x'.repeat(4000)}",}}`;
+      const url = await sidecarInFrontOf(await answering(broken, sse));
+      const sessionId = await openSession(url);
+      const call = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'text', arguments: {} } };
+      const response = await post(url, call, inSession(sessionId));
+      expect(await response.json()).toMatchObject({
+        jsonrpc: '2.0',
+        id: 7,
+        error: { message: 'The upstream server answered with a line that is not valid JSON' },
+      });
+    });
+  }
 });
