@@ -66,7 +66,8 @@ export interface ChannelHandlers {
   message(raw: Buffer, arrival?: Arrival, parsed?: object): void;
   /**
    * One message that arrived in several reads, as those reads (issue 33), with its scan: valid JSON within
-   * MAX_NESTING, spans in offsets of the whole. The bytes are the receiver's to give away (they may be
+   * MAX_NESTING, spans in offsets of the whole. A large message read in one piece (an HTTP body) may come
+   * this way too, for its scan to go with it. The bytes are the receiver's to give away (they may be
    * written over). A receiver without it gets `message` with them joined (`deliverPieces`). A wrapper
    * whose own receiver may or may not take pieces gives it as a getter, so that the channel reading them
    * scans in pieces only while someone takes them.

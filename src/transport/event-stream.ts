@@ -4,6 +4,10 @@
  * in the session's event log for resumption) as soon as anything else must go first.
  */
 import type { ServerResponse } from 'node:http';
+import { Pieces, type Bytes } from '../protocol/pieces.js';
+
+/** A message for a client: a string, one Buffer, or the pieces it was read in (issue 33). */
+export type Outbound = Bytes | string;
 
 /** The bookkeeping of a message kept for a client: for replay after a dropped connection, or until a stream opens. */
 export interface Kept {
@@ -49,7 +53,7 @@ export class KeptBytes {
 }
 
 /** Messages kept by one session, oldest first, bounded by count and by bytes (and by the shared total). */
-export class KeptMessages<T extends { data: Buffer | string }> {
+export class KeptMessages<T extends { data: Outbound }> {
   private readonly items: { value: T; kept: Kept }[] = [];
   private bytes = 0;
 
@@ -100,18 +104,18 @@ export class KeptMessages<T extends { data: Buffer | string }> {
 
 /** Events of one session, for replay after a dropped connection (Last-Event-ID). */
 export class EventLog {
-  private readonly events: KeptMessages<{ streamId: string; seq: number; data: Buffer | string }>;
+  private readonly events: KeptMessages<{ streamId: string; seq: number; data: Outbound }>;
 
   constructor(maxCount: number, maxBytes: number, shared: KeptBytes) {
     this.events = new KeptMessages(maxCount, maxBytes, shared);
   }
 
-  append(streamId: string, seq: number, data: Buffer | string): void {
+  append(streamId: string, seq: number, data: Outbound): void {
     this.events.push({ streamId, seq, data });
   }
 
   /** The events of a stream after the given sequence number, in order. */
-  after(streamId: string, seq: number): { seq: number; data: Buffer | string }[] {
+  after(streamId: string, seq: number): { seq: number; data: Outbound }[] {
     return this.events.all.filter((event) => event.streamId === streamId && event.seq > seq);
   }
 
@@ -171,7 +175,7 @@ export class ResponseStream {
   }
 
   /** A message before the final one: switches to SSE if it was not yet. */
-  event(data: Buffer | string): void {
+  event(data: Outbound): void {
     if (this.mode === 'done') return;
     this.begin();
     this.seq++;
@@ -183,9 +187,20 @@ export class ResponseStream {
    * The last message: as JSON if nothing was sent before it (with this HTTP status), else as the last
    * event.
    */
-  finish(data: Buffer | string, status = 200, headers: Record<string, string> = {}): void {
+  finish(data: Outbound, status = 200, headers: Record<string, string> = {}): void {
     if (this.mode === 'done') return;
-    if (this.mode === 'undecided' && this.sink) {
+    if (this.mode === 'undecided' && this.sink && data instanceof Pieces) {
+      // Its length is known: no chunked encoding for a body written in pieces.
+      const length = String(data.length);
+      this.sink.writeHead(status, {
+        ...headers,
+        'content-type': 'application/json',
+        'content-length': length,
+      });
+      this.sink.cork();
+      for (const part of data.parts) this.sink.write(part);
+      this.sink.end();
+    } else if (this.mode === 'undecided' && this.sink) {
       this.sink.writeHead(status, { ...headers, 'content-type': 'application/json' });
       this.sink.end(data);
     } else {
@@ -275,14 +290,15 @@ const SSE_HEADERS = {
 const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
 
 /** One SSE event; a JSON-RPC message has no raw newline, so it is one data line, written as it is. */
-function writeEvent(sink: ServerResponse, id: string, data: Buffer | string): void {
+function writeEvent(sink: ServerResponse, id: string, data: Outbound): void {
   if (sink.writableLength > MAX_UNREAD_BYTES) {
     sink.destroy();
     return;
   }
   sink.cork();
   sink.write(`id: ${id}\ndata: `);
-  sink.write(data);
+  if (data instanceof Pieces) for (const part of data.parts) sink.write(part);
+  else sink.write(data);
   sink.write('\n\n');
   sink.uncork();
 }

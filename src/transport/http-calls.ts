@@ -11,6 +11,8 @@ import { Correlation } from '../protocol/correlation.js';
 import { ErrorCode, ProtocolError } from '../protocol/errors.js';
 import { idOfOversized } from '../protocol/frames.js';
 import { errorResponse, idKey, type RequestId } from '../protocol/messages.js';
+import type { Bytes } from '../protocol/pieces.js';
+import { SCAN_FROM_BYTES, scanJson, type ScanFailure, type Scanned } from '../protocol/scan.js';
 import { backoffDelay } from './backoff.js';
 import {
   answerOf,
@@ -30,12 +32,13 @@ import {
   pause,
   pump,
   readLimited,
+  readScanned,
   statusLine,
   type Headers,
   type Reply,
   type ReplyBody,
 } from './http-wire.js';
-import { SseParser, type SseEvent } from './sse.js';
+import { SseParser, type ScannedEvent, type SseEvent } from './sse.js';
 import { upstreamUnauthorized } from './upstream-refusal.js';
 import type { Valve } from './valve.js';
 
@@ -58,16 +61,19 @@ export interface CallsHost {
   closed(): boolean;
   /** The initialize that opens a session was taken, with this session id (or none). */
   opened(sessionId: string | undefined): void;
-  /** A call was answered (by the server, or with the JSON-RPC error of its HTTP error); it is finished. */
-  answered(call: Call, raw: Buffer): void;
+  /**
+   * A call was answered (by the server, or with the JSON-RPC error of its HTTP error); it is finished.
+   * `scanned`: the scan of a large answer, made as it was read (issue 33).
+   */
+  answered(call: Call, raw: Bytes, scanned?: Scanned | ScanFailure): void;
   /** A call ends with an error made here (code UpstreamUnavailable); it is finished. */
   failed(call: Call, message: string): void;
   /** The server answered 404 to the session id; `resend` is a notification it refused unread. */
   sessionGone(generation: number, resend?: Outgoing): void;
   /** The server took notifications/initialized, sent in session `generation`. */
   initializedTaken(generation: number): void;
-  /** A message the server sent on a request's stream that is not its answer. */
-  deliver(raw: Buffer, onStreamOf: RequestId): void;
+  /** A message the server sent on a request's stream that is not its answer (with its scan, if made). */
+  deliver(raw: Bytes, onStreamOf: RequestId, scanned?: Scanned | ScanFailure): void;
   /**
    * The server closed a request's stream before its answer, to be polled (it is resumed here): settles
    * when the client whose request it is resumed its own stream, if it was closed alike (else undefined).
@@ -287,9 +293,9 @@ export class HttpCalls {
   // ── answers ──────────────────────────────────────────────────────────────────────────────────────
 
   private async readJson(call: Call, body: ReplyBody): Promise<void> {
-    let raw: Buffer | undefined;
+    let read: Awaited<ReturnType<typeof readScanned>>;
     try {
-      raw = await readLimited(body, this.host.maxMessageBytes);
+      read = await readScanned(body, this.host.maxMessageBytes);
     } catch (error) {
       return this.fail(
         call,
@@ -297,8 +303,8 @@ export class HttpCalls {
       );
     }
     if (call.done) return;
-    if (raw === undefined) return this.tooLarge(call, `more than ${this.host.maxMessageBytes}`, call.out.id);
-    this.fromStream(call, raw);
+    if (read === undefined) return this.tooLarge(call, `more than ${this.host.maxMessageBytes}`, call.out.id);
+    this.fromStream(call, read.raw, read.scanned);
     if (!call.done)
       this.fail(
         call,
@@ -309,9 +315,8 @@ export class HttpCalls {
   private async readStream(call: Call, body: ReplyBody): Promise<void> {
     const { controller } = call;
     const parser = new SseParser(this.host.maxMessageBytes, {
-      event: (event) => {
-        if (this.callEvent(call, event)) setTimeout(() => body.destroy(), ANSWERED_STREAM_GRACE_MS).unref();
-      },
+      event: (event) => this.streamEvent(call, body, event),
+      scanned: (event) => this.streamEvent(call, body, event),
       retry: (ms) => (call.retryMs = ms),
       oversized: (bytes, head, tail) => this.tooLarge(call, String(bytes), idOfOversized(head, tail)),
     });
@@ -330,8 +335,13 @@ export class HttpCalls {
     await this.resume(call, why, clientResumed);
   }
 
+  /** One event on a request's stream: once it was the answer, the stream is let go soon. */
+  private streamEvent(call: Call, body: ReplyBody, event: SseEvent | ScannedEvent): void {
+    if (this.callEvent(call, event)) setTimeout(() => body.destroy(), ANSWERED_STREAM_GRACE_MS).unref();
+  }
+
   /** One event on a request's stream; says whether it was the answer. */
-  private callEvent(call: Call, event: SseEvent): boolean {
+  private callEvent(call: Call, event: SseEvent | ScannedEvent): boolean {
     if (event.id !== undefined) {
       if (event.id !== '' && call.seen.has(event.id)) return false; // replayed: delivered already
       if (event.id !== '') call.seen.add(event.id);
@@ -340,15 +350,19 @@ export class HttpCalls {
     call.resumes = 0;
     if (event.data.length === 0 || (event.type !== '' && event.type !== 'message')) return false;
     clearTimeout(call.resumeTimer);
-    return this.fromStream(call, event.data);
+    return this.fromStream(call, event.data, 'scanned' in event ? event.scanned : undefined);
   }
 
-  /** A message that came back for a request: its answer, or something the server sends on the way. */
-  private fromStream(call: Call, raw: Buffer): boolean {
-    const answer = answerOf(raw);
+  /**
+   * A message that came back for a request: its answer, or something the server sends on the way. A large
+   * one is scanned (if it was not as it came) and read from its scan, which goes on with it.
+   */
+  private fromStream(call: Call, raw: Bytes, known?: Scanned | ScanFailure): boolean {
+    const scanned = known ?? (raw.length >= SCAN_FROM_BYTES ? scanJson(raw) : undefined);
+    const answer = answerOf(raw, scanned);
     const { id } = call.out;
     if (answer === undefined || (answer.id !== null && idKey(answer.id) !== idKey(id))) {
-      if (!call.own) this.host.deliver(raw, id);
+      if (!call.own) this.host.deliver(raw, id, scanned);
       return false;
     }
     if (call.done) {
@@ -356,14 +370,14 @@ export class HttpCalls {
       return false;
     }
     // An error the server could not tie to the request (id null) is still the answer to it.
-    const fixed = answer.id === null ? encode(errorResponse(id, answer.error ?? unknownError())) : raw;
-    this.answer(call, fixed);
+    if (answer.id === null) this.answer(call, encode(errorResponse(id, answer.error ?? unknownError())));
+    else this.answer(call, raw, scanned);
     return true;
   }
 
-  private answer(call: Call, raw: Buffer): void {
+  private answer(call: Call, raw: Bytes, scanned?: Scanned | ScanFailure): void {
     this.finish(call);
-    this.host.answered(call, raw);
+    this.host.answered(call, raw, scanned);
   }
 
   /** Ends a request with an error made here (code UpstreamUnavailable). */

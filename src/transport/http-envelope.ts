@@ -8,7 +8,8 @@ import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { envelopeOf as envelopeOfBytes } from '../protocol/envelope.js';
 import { idOfResultFrame, parseFrame } from '../protocol/frames.js';
 import { isId, isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
-import { SCAN_FROM_BYTES, scanJson, valueOf } from '../protocol/scan.js';
+import { Pieces, type Bytes } from '../protocol/pieces.js';
+import { valueOf, type ScanFailure, type Scanned } from '../protocol/scan.js';
 
 /** A message to send, with the little of its envelope the transport needs. */
 export interface Outgoing {
@@ -51,15 +52,19 @@ export function safeParse(body: Buffer | string): unknown {
 
 /**
  * Whether a message from the server is a response, and to which id; undefined for a request or a
- * notification. A large success response laid out as the TypeScript SDK writes them is recognised from
- * its edges; any other large message is read with one scan (the Python SDK writes the id first): a parse
- * of megabytes to learn an id costs several times the scan (bench/PROFILING.md).
+ * notification. A large message comes with its scan (`scanned`, made as it was read), and is read from it:
+ * a parse of megabytes to learn an id costs several times the scan (bench/PROFILING.md). A small success
+ * response laid out as the TypeScript SDK writes them is recognised from its edges; anything else is parsed.
  */
-export function answerOf(raw: Buffer): { id: RequestId | null; error?: JsonRpcErrorObject } | undefined {
-  const id = idOfResultFrame(raw);
-  if (id !== null) return { id };
-  const scanned = raw.length >= SCAN_FROM_BYTES ? scanJson(raw) : undefined;
-  const envelope = scanned === undefined ? undefined : envelopeOfBytes(raw, scanned);
+export function answerOf(
+  raw: Bytes,
+  scanned?: Scanned | ScanFailure,
+): { id: RequestId | null; error?: JsonRpcErrorObject } | undefined {
+  if (scanned === undefined && !(raw instanceof Pieces)) {
+    const id = idOfResultFrame(raw);
+    if (id !== null) return { id };
+  }
+  const envelope = typeof scanned === 'object' ? envelopeOfBytes(raw, scanned) : undefined;
   if (envelope !== undefined && typeof scanned === 'object') {
     if (envelope.kind === 'request' || envelope.kind === 'notification') return undefined;
     if (envelope.id !== null && envelope.id !== undefined) return { id: envelope.id };
@@ -67,7 +72,7 @@ export function answerOf(raw: Buffer): { id: RequestId | null; error?: JsonRpcEr
     return { id: null, ...(isErrorObject(error) ? { error } : {}) };
   }
   // Not a message the scan can vouch for (not JSON, too deep, an odd envelope): read as it always was.
-  const value = safeParse(raw);
+  const value = safeParse(raw instanceof Pieces ? raw.join() : raw);
   if (!isObject(value) || 'method' in value || !('result' in value || 'error' in value)) return undefined;
   // An id that is no id at all (a fraction, say) answers nothing here: the session judges the message.
   if (value.id !== undefined && value.id !== null && !isId(value.id)) return undefined;

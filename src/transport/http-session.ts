@@ -17,10 +17,18 @@ import {
   type RequestId,
   type Response,
 } from '../protocol/messages.js';
+import { Pieces } from '../protocol/pieces.js';
 import type { Channel, ChannelHandlers, Route } from './channel.js';
 import type { UpstreamChallenge } from './http-refusals.js';
 import { upstreamRefusalOf } from './upstream-refusal.js';
-import { EventLog, type KeptBytes, KeptMessages, ResponseStream, parseEventId } from './event-stream.js';
+import {
+  EventLog,
+  type KeptBytes,
+  KeptMessages,
+  type Outbound,
+  ResponseStream,
+  parseEventId,
+} from './event-stream.js';
 import type { Valve } from './valve.js';
 
 const MAX_QUEUED = 1_000;
@@ -51,7 +59,7 @@ export class HttpSession implements Channel {
   /** Request streams whose client can resume them, so that they may be closed for it to poll. */
   private readonly pollable = new WeakSet<ResponseStream>();
   private standalone: ResponseStream | undefined;
-  private readonly queued: KeptMessages<{ data: Buffer | string }>;
+  private readonly queued: KeptMessages<{ data: Outbound }>;
   private readonly log: EventLog;
   private nextStream = 0;
   private closed = false;
@@ -175,6 +183,15 @@ export class HttpSession implements Channel {
   }
 
   sendRaw(raw: Buffer | string, route?: Route): void {
+    this.deliver(raw, route);
+  }
+
+  /** A message in the pieces it was read in: written as them, never joined (issue 33). */
+  sendPieces(line: Pieces, route?: Route): void {
+    this.deliver(line, route);
+  }
+
+  private deliver(raw: Outbound, route: Route | undefined): void {
     if (this.closed) return;
     if (route && 'responseTo' in route) return this.answer(idKey(route.responseTo), raw);
     const related = route && this.byRequest.get(idKey(route.relatedTo));
@@ -219,7 +236,7 @@ export class HttpSession implements Channel {
   }
 
   /** The final message for a request: a failed initialize ends the session, its id never given out. */
-  private answer(key: string | number, raw: Buffer | string, status?: number): void {
+  private answer(key: string | number, raw: Outbound, status?: number): void {
     const stream = this.byRequest.get(key);
     // An upstream's 401 to the caller's credential is a 401 here, unless its stream has begun (then only the error).
     const refusal = this.upstreamChallenge && upstreamRefusalOf(raw);
@@ -268,9 +285,10 @@ export class HttpSession implements Channel {
 }
 
 /** Whether a response is an error (only the session's initialize is looked at this way: it is small). */
-function isError(raw: Buffer | string): boolean {
+function isError(raw: Outbound): boolean {
   try {
-    const value: unknown = JSON.parse(typeof raw === 'string' ? raw : raw.toString('utf8'));
+    const text = typeof raw === 'string' ? raw : (raw instanceof Pieces ? raw.join() : raw).toString('utf8');
+    const value: unknown = JSON.parse(text);
     return typeof value === 'object' && value !== null && 'error' in value;
   } catch {
     return true;

@@ -29,9 +29,11 @@ import type { Logger } from 'pino';
 import { ErrorCode, ProtocolError } from '../protocol/errors.js';
 import { idOfOversized } from '../protocol/frames.js';
 import { errorResponse, type RequestId } from '../protocol/messages.js';
+import { Pieces, type Bytes } from '../protocol/pieces.js';
+import type { ScanFailure, Scanned } from '../protocol/scan.js';
 import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import { backoffDelay } from './backoff.js';
-import type { Channel, ChannelHandlers, Route } from './channel.js';
+import { deliverPieces, type Arrival, type Channel, type ChannelHandlers, type Route } from './channel.js';
 import { promiseOf } from './handshake-promise.js';
 import { HttpCalls, type Call } from './http-calls.js';
 import {
@@ -176,13 +178,13 @@ export class HttpUpstream implements Channel {
       generation: () => this.generation,
       closed: () => this.phase === 'closed',
       opened: (sessionId) => (this.upstreamSessionId = sessionId),
-      answered: (call, raw) => this.answered(call, raw),
+      answered: (call, raw, scanned) => this.answered(call, raw, scanned),
       failed: (call, message) => this.failed(call, message),
       sessionGone: (generation, resend) => this.sessionGone(generation, resend),
       initializedTaken: (generation) => {
         if (generation === this.generation) this.openStandalone();
       },
-      deliver: (raw, onStreamOf) => this.handlers?.message(raw, { onStreamOf }),
+      deliver: (raw, onStreamOf, scanned) => this.toSession(raw, { onStreamOf }, scanned),
       polled: (onStreamOf, retryMs) => this.handlers?.streamPaused?.(onStreamOf, retryMs),
       malformed: (error, id) => this.handlers?.malformed(error, id),
       background: (work) => this.background(work),
@@ -349,18 +351,29 @@ export class HttpUpstream implements Channel {
   // ── answers ──────────────────────────────────────────────────────────────────────────────────────
 
   /** A call's answer: the session's, or (own) that of taskgate's initialize of a new session. */
-  private answered(call: Call, raw: Buffer): void {
+  private answered(call: Call, raw: Bytes, scanned: Scanned | ScanFailure | undefined): void {
     const { id, opens } = call.out;
     if (!call.own) this.setbacks = 0;
-    const result = opens ? initializeResultOf(raw) : undefined;
+    const result = opens ? initializeResultOf(joined(raw)) : undefined;
     if (opens) this.protocolVersion = result?.protocolVersion as string | undefined;
-    if (call.own) return call.own.resolve(raw);
+    if (call.own) return call.own.resolve(joined(raw));
     if (opens) {
       if (result !== undefined) this.promised = promiseOf(result);
       this.phase = result === undefined ? 'new' : 'ready';
       this.flush();
     }
-    this.handlers?.message(raw, { onStreamOf: id });
+    this.toSession(raw, { onStreamOf: id }, scanned);
+  }
+
+  /**
+   * A message for the session: a large one the scan took goes with its scan, as the pieces it was read in
+   * (issue 33), so that the session neither joins nor reads it again; anything else as one Buffer.
+   */
+  private toSession(raw: Bytes, arrival: Arrival, scanned: Scanned | ScanFailure | undefined): void {
+    const handlers = this.handlers;
+    if (handlers === undefined) return;
+    if (typeof scanned !== 'object') return handlers.message(joined(raw), arrival);
+    deliverPieces(handlers, raw instanceof Pieces ? raw : new Pieces([raw], raw.length), scanned, arrival);
   }
 
   /** A call failed here: the session gets an error answer (code UpstreamUnavailable). */
@@ -544,6 +557,8 @@ export class HttpUpstream implements Channel {
     if (!this.closedByOwner) handlers?.closed({ reason });
   }
 }
+
+const joined = (raw: Bytes): Buffer => (raw instanceof Pieces ? raw.join() : raw);
 
 function byteLength(body: Buffer | string): number {
   return typeof body === 'string' ? Buffer.byteLength(body) : body.length;

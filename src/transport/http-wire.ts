@@ -4,6 +4,8 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
+import { Pieces, type Bytes } from '../protocol/pieces.js';
+import { JsonScanner, SCAN_FROM_BYTES, type ScanFailure, type Scanned } from '../protocol/scan.js';
 import { UpstreamCredentialError, type UpstreamCredential } from '../security/upstream-credentials.js';
 import type { SseParser } from './sse.js';
 import { untilOpen, type Valve } from './valve.js';
@@ -135,6 +137,37 @@ export async function readLimited(body: ReplyBody, limit: number): Promise<Buffe
     chunks.push(chunk);
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+}
+
+/**
+ * The whole body as the chunks it came in, never joined, scanned as they come once it is SCAN_FROM_BYTES
+ * or more (issue 33); undefined when it is larger than `limit` bytes (then it is not read further).
+ */
+export async function readScanned(
+  body: ReplyBody,
+  limit: number,
+): Promise<{ raw: Bytes; scanned: Scanned | ScanFailure | undefined } | undefined> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  let scanner: JsonScanner | undefined;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    total += chunk.length;
+    if (total > limit) {
+      body.destroy();
+      return undefined;
+    }
+    chunks.push(chunk);
+    if (scanner !== undefined) {
+      scanner.push(chunk);
+    } else if (total >= SCAN_FROM_BYTES) {
+      scanner = new JsonScanner();
+      for (const part of chunks) scanner.push(part);
+    }
+  }
+  if (scanner === undefined) {
+    return { raw: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total), scanned: undefined };
+  }
+  return { raw: new Pieces(chunks, total), scanned: scanner.end() };
 }
 
 /**

@@ -6,8 +6,11 @@
  * chunk, and it does not decode or parse the data: an event's data comes out as the bytes that were sent.
  * The data lines of one event are joined with a space rather than a line feed: for JSON that is the same
  * whitespace (a raw line break can only stand between tokens), and it keeps every message on one line for
- * a stdio peer downstream.
+ * a stdio peer downstream. For a sink that takes them scanned (issue 33), a big event's data is scanned as
+ * its chunks come and handed on as those chunks, never joined.
  */
+import { Pieces } from '../protocol/pieces.js';
+import { JsonScanner, SCAN_FROM_BYTES, type ScanFailure, type Scanned } from '../protocol/scan.js';
 import { lastBytes } from './framing.js';
 
 const LF = 0x0a;
@@ -30,9 +33,23 @@ export interface SseEvent {
   id: string | undefined;
 }
 
+/** An event handed to `SseSink.scanned`: its data as the pieces it came in, and their scan. */
+export interface ScannedEvent {
+  data: Pieces;
+  /** Made as the pieces came: JSON.parse's verdict on the data, and where its envelope stands. */
+  scanned: Scanned | ScanFailure;
+  type: string;
+  id: string | undefined;
+}
+
 export interface SseSink {
   /** An event with data, an id, or both; events with neither are not dispatched. */
   event(event: SseEvent): void;
+  /**
+   * Where an event with SCAN_FROM_BYTES of data or more goes instead of `event`, when the sink has it: its
+   * data unjoined, scanned as it came. Asked as each chunk comes.
+   */
+  readonly scanned?: ((event: ScannedEvent) => void) | undefined;
   /** The server asked, with a `retry:` field, for this reconnection delay. */
   retry(ms: number): void;
   /** An event whose data went over the limit: dropped, with enough of its edges to find a request id. */
@@ -49,8 +66,14 @@ export class SseParser {
   /** A chunk ended with CR: a LF at the start of the next one belongs to the same line end. */
   private afterCr = false;
 
+  /** The event's data so far: its data lines' values with the spaces that join them. */
   private data: Buffer[] = [];
   private dataBytes = 0;
+  private hasData = false;
+  /** The line being read is a data line whose value goes to `data` as it comes (`lineGoesOn`). */
+  private streaming = false;
+  /** The scan of `data`, once it is big enough and the sink takes it scanned. */
+  private scanner: JsonScanner | undefined;
   private dataHead: Buffer | undefined;
   private dataTail: Buffer = Buffer.alloc(0);
   private type = '';
@@ -82,7 +105,10 @@ export class SseParser {
       if (lf !== -1 && lf < start) lf = chunk.indexOf(LF, start);
       if (cr !== -1 && cr < start) cr = chunk.indexOf(CR, start);
     }
-    if (start < chunk.length) this.append(chunk.subarray(start));
+    if (start < chunk.length) {
+      this.append(chunk.subarray(start));
+      this.lineGoesOn();
+    }
   }
 
   /** The stream ended: an event without its blank line is incomplete, and is discarded (as the standard says). */
@@ -90,11 +116,34 @@ export class SseParser {
     this.line = [];
     this.lineBytes = 0;
     this.lineHead = undefined;
+    this.streaming = false;
     this.resetEvent();
+  }
+
+  /**
+   * The line goes on in the next chunk: when it is a big data line and the sink takes events scanned, its
+   * value so far goes to the event's data now, and the rest as it comes, for the scan to keep up with it.
+   */
+  private lineGoesOn(): void {
+    if (this.streaming || this.lineHead !== undefined || this.lineBytes < SCAN_FROM_BYTES) return;
+    if (this.sink.scanned === undefined) return;
+    const field = Buffer.concat(this.line, DATA_FIELD.length + 1);
+    if (!field.subarray(0, DATA_FIELD.length).equals(DATA_FIELD)) return;
+    let skip = field[DATA_FIELD.length] === SPACE ? DATA_FIELD.length + 1 : DATA_FIELD.length;
+    const parts = this.line;
+    this.line = [];
+    this.lineBytes = 0;
+    this.streaming = true;
+    this.dataLineStarts();
+    for (const part of parts) {
+      if (skip < part.length) this.moreData(skip === 0 ? part : part.subarray(skip));
+      skip = Math.max(0, skip - part.length);
+    }
   }
 
   private append(piece: Buffer): void {
     if (piece.length === 0) return;
+    if (this.streaming) return this.moreData(piece);
     this.lineBytes += piece.length;
     if (this.lineHead !== undefined) {
       this.lineTail = lastBytes([this.lineTail, piece], KEEP_OF_OVERSIZED);
@@ -109,6 +158,10 @@ export class SseParser {
   }
 
   private endLine(): void {
+    if (this.streaming) {
+      this.streaming = false;
+      return;
+    }
     if (this.lineHead !== undefined) {
       // Only a data line can be worth anything at this size.
       const head = this.lineHead;
@@ -148,20 +201,34 @@ export class SseParser {
   }
 
   private addData(value: Buffer): void {
-    const separator = this.dataBytes > 0 || this.data.length > 0 ? 1 : 0;
+    this.dataLineStarts();
+    this.moreData(value);
+  }
+
+  /** A data line's value begins: after the space that joins it to the line before, if any. */
+  private dataLineStarts(): void {
+    if (this.hasData) this.moreData(SEPARATOR);
+    this.hasData = true;
+  }
+
+  private moreData(piece: Buffer): void {
+    this.dataBytes += piece.length;
     if (this.dataHead !== undefined) {
-      this.dataBytes += separator + value.length;
-      this.dataTail = lastBytes([this.dataTail, SEPARATOR, value], KEEP_OF_OVERSIZED);
+      this.dataTail = lastBytes([this.dataTail, piece], KEEP_OF_OVERSIZED);
       return;
     }
-    this.data.push(value);
-    this.dataBytes += separator + value.length;
+    if (piece.length > 0) this.data.push(piece);
     if (this.dataBytes > this.maxEventBytes) {
       // Over the limit: keep copies of the edges, and let go of the rest.
-      const joined = joinData(this.data, this.dataBytes);
-      this.dataHead = Buffer.from(joined.subarray(0, KEEP_OF_OVERSIZED));
-      this.dataTail = Buffer.from(joined.subarray(Math.max(0, joined.length - KEEP_OF_OVERSIZED)));
+      this.dataHead = Buffer.concat(this.data, Math.min(this.dataBytes, KEEP_OF_OVERSIZED));
+      this.dataTail = lastBytes(this.data, KEEP_OF_OVERSIZED);
       this.data = [];
+      this.scanner = undefined;
+    } else if (this.scanner !== undefined) {
+      this.scanner.push(piece);
+    } else if (this.dataBytes >= SCAN_FROM_BYTES && this.sink.scanned !== undefined) {
+      this.scanner = new JsonScanner();
+      for (const part of this.data) this.scanner.push(part);
     }
   }
 
@@ -173,11 +240,13 @@ export class SseParser {
       head = head.subarray(1);
       valueBytes--;
     }
-    const hasData = this.dataBytes > 0 || this.data.length > 0;
+    const hasData = this.hasData;
+    this.hasData = true;
     if (this.dataHead === undefined) {
-      const before = hasData ? [joinData(this.data, this.dataBytes), SEPARATOR] : [];
+      const before = hasData ? [...this.data, SEPARATOR] : [];
       this.dataHead = Buffer.concat([...before, head]).subarray(0, KEEP_OF_OVERSIZED);
       this.data = [];
+      this.scanner = undefined;
     }
     this.dataBytes += (hasData ? 1 : 0) + valueBytes;
     this.dataTail = lineTail;
@@ -190,8 +259,14 @@ export class SseParser {
       if (id !== undefined) this.sink.event({ data: EMPTY, type: this.type, id });
       this.sink.oversized(this.dataBytes, this.dataHead.toString('utf8'), this.dataTail.toString('utf8'));
     } else if (this.dataBytes > 0 || id !== undefined) {
-      const data = this.dataBytes > 0 ? joinData(this.data, this.dataBytes) : EMPTY;
-      this.sink.event({ data, type: this.type, id });
+      const scanned = this.scanner === undefined ? undefined : this.sink.scanned;
+      if (scanned !== undefined) {
+        const data = new Pieces(this.data, this.dataBytes);
+        scanned({ data, scanned: this.scanner!.end(), type: this.type, id });
+      } else {
+        const data = this.data.length === 1 ? this.data[0]! : Buffer.concat(this.data, this.dataBytes);
+        this.sink.event({ data, type: this.type, id });
+      }
     }
     this.resetEvent();
   }
@@ -199,6 +274,8 @@ export class SseParser {
   private resetEvent(): void {
     this.data = [];
     this.dataBytes = 0;
+    this.hasData = false;
+    this.scanner = undefined;
     this.dataHead = undefined;
     this.dataTail = EMPTY;
     this.type = '';
@@ -208,13 +285,4 @@ export class SseParser {
 
 const EMPTY = Buffer.alloc(0);
 const SEPARATOR = Buffer.from(' ');
-
-function joinData(pieces: Buffer[], total: number): Buffer {
-  if (pieces.length === 1) return pieces[0]!;
-  const parts: Buffer[] = [];
-  pieces.forEach((piece, i) => {
-    if (i > 0) parts.push(SEPARATOR);
-    parts.push(piece);
-  });
-  return Buffer.concat(parts, total);
-}
+const DATA_FIELD = Buffer.from('data:');

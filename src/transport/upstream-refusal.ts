@@ -6,6 +6,7 @@
  */
 import { ErrorCode } from '../protocol/errors.js';
 import { errorResponse, type RequestId } from '../protocol/messages.js';
+import { Pieces, type Bytes } from '../protocol/pieces.js';
 import { encode } from './http-envelope.js';
 
 /** The answer to request `id` that says so; `wwwAuthenticate` is the upstream's challenge. */
@@ -31,9 +32,10 @@ const MAX_REFUSAL_BYTES = 8 * 1024;
  * Whether a response for the client is such a refusal, and the upstream's challenge if it gave one. Only a
  * small answer holding the code is parsed: the other answers pass as they are.
  */
-export function upstreamRefusalOf(raw: Buffer | string): { wwwAuthenticate?: string } | undefined {
-  if (raw.length > MAX_REFUSAL_BYTES || !raw.includes(String(ErrorCode.UpstreamUnauthorized)))
-    return undefined;
+export function upstreamRefusalOf(bytes: Bytes | string): { wwwAuthenticate?: string } | undefined {
+  if (bytes.length > MAX_REFUSAL_BYTES) return undefined;
+  const raw = bytes instanceof Pieces ? bytes.join() : bytes;
+  if (!raw.includes(String(ErrorCode.UpstreamUnauthorized))) return undefined;
   let value: unknown;
   try {
     value = JSON.parse(typeof raw === 'string' ? raw : raw.toString('utf8'));

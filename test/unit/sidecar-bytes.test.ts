@@ -8,10 +8,12 @@
  */
 import { once } from 'node:events';
 import { createServer, request as httpRequest } from 'node:http';
+import { fileURLToPath } from 'node:url';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { resolveConfig } from '../../src/config/load.js';
+import { JsonScanner } from '../../src/protocol/scan.js';
 import { FixtureEventStore, serveHttp } from '../fixtures/http-serve.js';
 import { memoryGateway } from '../helpers/memory-gateway.js';
 import { listen, runCleanups, type Cleanups } from '../helpers/upstream-harness.js';
@@ -103,6 +105,8 @@ async function sidecarInFrontOf(url: string): Promise<URL> {
 }
 
 const LENGTH = 1_000_000;
+/** taskgate's own code, as its frames appear in a stack. */
+const SOURCE = fileURLToPath(new URL('../../src/', import.meta.url));
 
 describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () => {
   const layouts = [
@@ -115,7 +119,7 @@ describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () =
   ] as const;
   for (const [layout, pythonLayout] of layouts) {
     for (const [body, jsonBody] of bodies) {
-      it(`reaches the client as the server's bytes, never JSON.parsed: ${body}, ${layout}`, async () => {
+      it(`reaches the client as the server's bytes, scanned once, never JSON.parsed nor joined: ${body}, ${layout}`, async () => {
         if (jsonBody) {
           // The SDK's enableJsonResponse, read by http-serve.js as each upstream session starts.
           process.env['FIXTURE_JSON_RESPONSE'] = '1';
@@ -125,6 +129,24 @@ describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () =
         const url = await sidecarInFrontOf(upstream.url);
         const sessionId = await openSession(url);
         const parse = vi.spyOn(JSON, 'parse');
+        // Joins of the answer by taskgate: whether it was handed on as the pieces it was read in.
+        const joins: number[] = [];
+        const concat = Buffer.concat;
+        const join = vi.spyOn(Buffer, 'concat').mockImplementation((list, total) => {
+          const joined = concat(list, total);
+          if (joined.length > LENGTH && new Error().stack?.includes(SOURCE)) joins.push(joined.length);
+          return joined;
+        });
+        // Bytes taskgate scans: the answer once, its scan going with it from the transport to the session.
+        let scannedBytes = 0;
+        const push = JsonScanner.prototype.push;
+        const scan = vi.spyOn(JsonScanner.prototype, 'push').mockImplementation(function (
+          this: JsonScanner,
+          piece,
+        ) {
+          scannedBytes += piece.length;
+          push.call(this, piece);
+        });
         let answer: string;
         try {
           const call = {
@@ -138,8 +160,13 @@ describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () =
           answer = await response.text();
           const big = parse.mock.calls.filter(([text]) => typeof text === 'string' && text.length > LENGTH);
           expect(big).toHaveLength(0);
+          expect(joins).toEqual([]);
+          expect(scannedBytes).toBeGreaterThan(LENGTH);
+          expect(scannedBytes).toBeLessThan(2 * LENGTH);
         } finally {
           parse.mockRestore();
+          join.mockRestore();
+          scan.mockRestore();
         }
         expect(upstream.lastBody()).toBe(jsonBody ? 'json' : 'sse');
         expect(answer).toBe(upstream.lastSent());
@@ -149,5 +176,59 @@ describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () =
         expect(text).toHaveLength(LENGTH);
       });
     }
+  }
+
+  /**
+   * A hand-written server whose answer to every tools/call is `answer(id)`, in one SSE event or as one JSON
+   * body; initialize answered as any server would.
+   */
+  async function answering(answer: (id: number) => string, sse: boolean): Promise<string> {
+    const server = createServer((req, res) => {
+      if (req.method === 'DELETE') return void res.writeHead(200).end();
+      if (req.method !== 'POST') return void res.writeHead(405).end();
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const message = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: number; method: string };
+        if (message.id === undefined) return void res.writeHead(202).end();
+        const body =
+          message.method === 'initialize'
+            ? JSON.stringify({
+                jsonrpc: '2.0',
+                id: message.id,
+                result: {
+                  protocolVersion: '2025-11-25',
+                  capabilities: { tools: {} },
+                  serverInfo: { name: 'x', version: '1' },
+                },
+              })
+            : answer(message.id);
+        if (!sse) return void res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        // In two writes, as a big event comes in several reads.
+        res.write(`event: message\ndata: ${body.slice(0, 1500)}`);
+        setImmediate(() => res.end(`${body.slice(1500)}\n\n`));
+      });
+    });
+    return listen(cleanups, server);
+  }
+
+  for (const [body, sse] of [
+    ['on an SSE stream', true],
+    ['as one JSON body', false],
+  ] as const) {
+    it(`fails a call at once whose big answer is not JSON, naming it: ${body}`, async () => {
+      // A trailing comma: JSON.parse refuses it, and so must the scan.
+      const broken = (id: number) => `{"jsonrpc":"2.0","id":${id},"result":{"text":"${'x'.repeat(4000)}",}}`;
+      const url = await sidecarInFrontOf(await answering(broken, sse));
+      const sessionId = await openSession(url);
+      const call = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'text', arguments: {} } };
+      const response = await post(url, call, inSession(sessionId));
+      expect(await response.json()).toMatchObject({
+        jsonrpc: '2.0',
+        id: 7,
+        error: { message: 'The upstream server answered with a line that is not valid JSON' },
+      });
+    });
   }
 });

@@ -1,6 +1,9 @@
 /** The event-stream parser, against the WHATWG "event stream interpretation" rules MCP's SSE relies on. */
-import { describe, expect, it } from 'vitest';
-import { SseParser } from '../../src/transport/sse.js';
+import fc from 'fast-check';
+import { describe, expect, it, vi } from 'vitest';
+import { idOfOversized } from '../../src/protocol/frames.js';
+import { JsonScanner, SCAN_FROM_BYTES, scanJson } from '../../src/protocol/scan.js';
+import { SseParser, type ScannedEvent } from '../../src/transport/sse.js';
 
 interface Seen {
   events: { data: string; type: string; id: string | undefined }[];
@@ -8,16 +11,29 @@ interface Seen {
   oversized: { bytes: number; head: string; tail: string }[];
 }
 
-function parse(chunks: (string | Buffer)[], maxEventBytes = 1024): Seen {
+/** What a sink saw; `scanned` gets the events handed to it scanned, when given (their data is in `events` too). */
+function parse(chunks: (string | Buffer)[], maxEventBytes = 1024, scanned?: ScannedEvent[]): Seen {
   const seen: Seen = { events: [], retries: [], oversized: [] };
   const parser = new SseParser(maxEventBytes, {
     event: ({ data, type, id }) => seen.events.push({ data: data.toString('utf8'), type, id }),
+    ...(scanned && {
+      scanned: (event: ScannedEvent) => {
+        scanned.push(event);
+        seen.events.push({ data: event.data.join().toString('utf8'), type: event.type, id: event.id });
+      },
+    }),
     retry: (ms) => seen.retries.push(ms),
     oversized: (bytes, head, tail) => seen.oversized.push({ bytes, head, tail }),
   });
   for (const chunk of chunks) parser.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
   parser.end();
   return seen;
+}
+
+/** `text` cut at the given offsets (taken modulo its length, sorted). */
+function cut(text: Buffer, at: number[]): Buffer[] {
+  const offsets = [...new Set(at.map((offset) => offset % (text.length + 1)))].sort((a, b) => a - b);
+  return [...offsets, text.length].map((end, i) => text.subarray(i === 0 ? 0 : offsets[i - 1], end));
 }
 
 describe('SseParser', () => {
@@ -88,5 +104,83 @@ describe('SseParser', () => {
     expect(seen.events).toEqual([]);
     expect(seen.oversized).toHaveLength(1);
     expect(seen.oversized[0]!.bytes).toBe(1201);
+  });
+
+  it("hands a big event's data on as the chunks it came in, scanned as they came: never joined", () => {
+    const message = JSON.stringify({ jsonrpc: '2.0', id: 3, result: { text: 'é"x\n'.repeat(50_000) } });
+    const stream = Buffer.from(`event: message\nid: 3\ndata: ${message}\n\n`);
+    const chunks = cut(stream, [20_000, 65_536, 131_072, 196_608, stream.length - 1]);
+    const scanned: ScannedEvent[] = [];
+    const parser = new SseParser(1 << 20, {
+      event: () => expect.unreachable('a big event goes to `scanned`'),
+      scanned: (event) => scanned.push(event),
+      retry: () => undefined,
+      oversized: () => expect.unreachable(),
+    });
+    const push = vi.spyOn(JsonScanner.prototype, 'push');
+    try {
+      for (const chunk of chunks.slice(0, -1)) parser.push(chunk);
+      // Scanned as it came: every chunk but the last (the event's blank line) is scanned already.
+      expect(push).toHaveBeenCalledTimes(chunks.length - 1);
+      parser.push(chunks.at(-1)!);
+    } finally {
+      push.mockRestore();
+    }
+    expect(scanned).toHaveLength(1);
+    const [event] = scanned;
+    expect(event!.type).toBe('message');
+    expect(event!.id).toBe('3');
+    expect(event!.data.join().toString('utf8')).toBe(message);
+    expect(event!.data.parts).toHaveLength(chunks.length - 1);
+    event!.data.parts.forEach((part, i) => expect(part.buffer).toBe(chunks[i]!.buffer));
+    expect(event!.scanned).toEqual(scanJson(Buffer.from(message)));
+  });
+
+  it('gives a sink that takes big events scanned what a plain sink gets, wherever the stream is cut', () => {
+    const json = fc.oneof(
+      fc.jsonValue().map((value) => JSON.stringify(value)),
+      fc
+        .nat(3_000)
+        .map((n) => JSON.stringify({ jsonrpc: '2.0', id: n, result: { text: 'a\\"é'.repeat(n) } })),
+      fc.string({ maxLength: 2_000 }),
+    );
+    const event = fc.record({
+      type: fc.option(fc.constantFrom('message', 'other'), { nil: undefined }),
+      id: fc.option(fc.nat().map(String), { nil: undefined }),
+      // A message cut into data lines where it may be (between any two characters: the parser joins them).
+      data: fc.tuple(json, fc.array(fc.nat(), { maxLength: 2 })),
+      end: fc.constantFrom('\n', '\r\n', '\r'),
+    });
+    const stream = fc.array(event, { minLength: 1, maxLength: 4 }).map((events) =>
+      events
+        .map(({ type, id, data: [text, cuts], end }) => {
+          const lines = cut(Buffer.from(text), cuts).map((line) => `data: ${line.toString('utf8')}`);
+          const fields = [type && `event: ${type}`, id && `id: ${id}`, ...lines].filter(Boolean);
+          return fields.map((field) => field + end).join('') + end;
+        })
+        .join(''),
+    );
+    fc.assert(
+      fc.property(
+        stream,
+        fc.array(fc.nat(), { maxLength: 8 }),
+        fc.integer({ min: 512, max: 12_000 }),
+        (text, cuts, max) => {
+          const chunks = cut(Buffer.from(text), cuts);
+          const scanned: ScannedEvent[] = [];
+          // An event over the limit is dropped either way; its edges serve to find its id.
+          const seen = ({ oversized, ...rest }: Seen) => ({
+            ...rest,
+            oversized: oversized.map(({ bytes, head, tail }) => ({ bytes, id: idOfOversized(head, tail) })),
+          });
+          expect(seen(parse(chunks, max, scanned))).toEqual(seen(parse(chunks, max)));
+          for (const event of scanned) {
+            expect(event.data.length).toBeGreaterThanOrEqual(SCAN_FROM_BYTES);
+            expect(event.scanned).toEqual(scanJson(event.data.join()));
+          }
+        },
+      ),
+      { numRuns: 400 },
+    );
   });
 });
