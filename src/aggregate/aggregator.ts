@@ -195,10 +195,10 @@ export class Aggregator implements TaskHolder {
         case 'tasks/list':
           return this.answer(
             id,
-            await this.taskLists.list(this.serving(), params, () =>
+            await this.taskLists.list(this.serving(), params, (from) =>
               this.options.serverTasks === undefined
-                ? Promise.resolve([])
-                : this.options.serverTasks.listedElsewhere(this),
+                ? Promise.resolve({ tasks: [] })
+                : this.options.serverTasks.listedElsewhere(this, from),
             ),
           );
         default:

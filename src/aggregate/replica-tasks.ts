@@ -10,7 +10,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { RequestCaller } from '../protocol/caller.js';
-import { ErrorCode } from '../protocol/errors.js';
+import { ErrorCode, ProtocolError } from '../protocol/errors.js';
 import {
   errorResponse,
   idKey,
@@ -20,7 +20,13 @@ import {
   type Request,
   type Response,
 } from '../protocol/messages.js';
-import type { RelayedAnswer, RelayedRequest, TaskInputBoard } from '../tasks/store.js';
+import type {
+  IndexedPage,
+  IndexPlace,
+  RelayedAnswer,
+  RelayedRequest,
+  TaskInputBoard,
+} from '../tasks/store.js';
 import type { Outcome } from './member.js';
 
 /** What a request the aggregator routed to one server was about (aggregator.ts `Routed`). */
@@ -38,8 +44,8 @@ const RELAY_WITHIN_MS = 5_000;
 const UNLIMITED_TTL_MS = 24 * 60 * 60 * 1_000;
 /** Held tasks past which the expired ones are dropped before one more is held. */
 const PRUNE_PAST = 10_000;
-/** Tasks of other sessions a tasks/list names at most. */
-const LISTED_AT_MOST = 100;
+/** Tasks of other sessions a page of tasks/list names at most. */
+const LISTED_PER_PAGE = 100;
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
 interface Held {
@@ -136,24 +142,38 @@ export class ReplicaTasks {
   }
 
   /**
-   * The caller's tasks that servers run themselves for its sessions other than `self`'s (on this replica
-   * or another), as tasks/get gives them; none for a caller without identity (its tasks are its session's).
+   * A page of the caller's tasks that servers run themselves for its sessions other than `self`'s (on this
+   * replica or another), as tasks/get gives them, from `cursor` (a page's `next`); none for a caller without
+   * identity (its tasks are its session's).
    */
-  async listedElsewhere(caller: RequestCaller, self: TaskHolder): Promise<JsonObject[]> {
+  async listedElsewhere(
+    caller: RequestCaller,
+    self: TaskHolder,
+    cursor: string | undefined,
+  ): Promise<{ tasks: JsonObject[]; next?: string }> {
     const principal = caller.identity;
-    if (principal === undefined) return [];
-    const ids = await this.board.indexed(principal, LISTED_AT_MOST).catch(() => []);
-    const tasks = await Promise.all(
-      ids
-        .filter((taskId) => this.held.get(taskId)?.holder !== self)
-        .map(async (taskId) => {
-          const posted = await this.board.read(taskId).catch(() => undefined);
-          if (posted?.runner === undefined || posted.principal !== principal) return undefined;
-          const got = await this.ask(posted.runner, 'tasks/get', taskId, caller);
-          return got?.ok === true ? got.result : undefined;
-        }),
-    );
-    return tasks.filter((task) => task !== undefined);
+    if (principal === undefined) return { tasks: [] };
+    let from = cursor === undefined ? undefined : placeOf(cursor);
+    // A page naming none while more follow would end the client's listing: the next one is read instead.
+    for (;;) {
+      const page = await this.board
+        .indexed(principal, LISTED_PER_PAGE, from)
+        .catch((): IndexedPage => ({ taskIds: [] }));
+      const tasks = await Promise.all(
+        page.taskIds
+          .filter((taskId) => this.held.get(taskId)?.holder !== self)
+          .map(async (taskId) => {
+            const posted = await this.board.read(taskId).catch(() => undefined);
+            if (posted?.runner === undefined || posted.principal !== principal) return undefined;
+            const got = await this.ask(posted.runner, 'tasks/get', taskId, caller);
+            return got?.ok === true ? got.result : undefined;
+          }),
+      );
+      const listed = tasks.filter((task) => task !== undefined);
+      if (page.next === undefined) return { tasks: listed };
+      if (listed.length > 0) return { tasks: listed, next: `${page.next.until}.${page.next.skip}` };
+      from = page.next;
+    }
   }
 
   close(): void {
@@ -265,8 +285,11 @@ export class SessionServerTasks {
     this.asking.get(key)?.abort();
   }
 
-  listedElsewhere(self: TaskHolder): Promise<JsonObject[]> {
-    return this.replicas.listedElsewhere(this.caller, self);
+  listedElsewhere(
+    self: TaskHolder,
+    cursor: string | undefined,
+  ): Promise<{ tasks: JsonObject[]; next?: string }> {
+    return this.replicas.listedElsewhere(this.caller, self, cursor);
   }
 
   close(holder: TaskHolder): void {
@@ -292,6 +315,13 @@ export class SessionServerTasks {
     if (got === undefined) deliver();
     else answer(got);
   }
+}
+
+/** The place in the index a cursor's `next` names; a ProtocolError (-32602) for one taskgate did not give. */
+function placeOf(cursor: string): IndexPlace {
+  const place = /^(\d+)\.(\d+)$/.exec(cursor);
+  if (place === null) throw new ProtocolError(ErrorCode.InvalidParams, 'Invalid cursor');
+  return { until: Number(place[1]), skip: Number(place[2]) };
 }
 
 /** The outcome a relayed response carries; undefined when it is no response. */

@@ -83,8 +83,22 @@ export interface TaskInputBoard {
   onRelayed(handler: RelayHandler): () => void;
   /** Lists a posted task under `principal`, for `ttlMs` (a server's own task, for tasks/list elsewhere). */
   index(principal: string, taskId: string, ttlMs: number): Promise<void>;
-  /** The tasks indexed under `principal` and not expired, the soonest to expire first, at most `limit`. */
-  indexed(principal: string, limit: number): Promise<string[]>;
+  /**
+   * The tasks indexed under `principal` and not expired, the soonest to expire first: at most `limit` of
+   * them from `from` (a page's `next`; the first without), and where the next page starts if there is one.
+   */
+  indexed(principal: string, limit: number, from?: IndexPlace): Promise<IndexedPage>;
+}
+
+/** Where a page of indexed tasks starts: at those expiring at `until`, past the first `skip` of them. */
+export interface IndexPlace {
+  until: number;
+  skip: number;
+}
+
+export interface IndexedPage {
+  taskIds: string[];
+  next?: IndexPlace;
 }
 
 /** The statusMessage of a task whose executor (the taskgate process running its call) stopped. */

@@ -145,6 +145,38 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
     expect((await bobs.experimental.tasks.listTasks()).tasks).toEqual([]);
   });
 
+  it('lists through replica 2, page after page behind its cursor, more than a page of tasks server a runs itself, made through replica 1, each once', async () => {
+    const prefix = freshPrefix();
+    const [first, second] = [await replica(prefix), await replica(prefix)];
+    const there = await alice(first);
+    const here = await alice(second);
+    const made: string[] = [];
+    // More than the 100 a page names of them; ten calls at a time.
+    for (let batch = 0; batch < 11; batch++) {
+      const tasks = await Promise.all(
+        Array.from({ length: 10 }, (_, at) =>
+          there.request(
+            {
+              method: 'tools/call',
+              params: { name: 'a__echo', arguments: { text: `${batch}.${at}` }, task: {} },
+            },
+            CreateTaskResultSchema,
+          ),
+        ),
+      );
+      made.push(...tasks.map(({ task }) => task.taskId));
+    }
+    const listed: string[] = [];
+    let pages = 0;
+    for (let cursor: string | undefined; pages === 0 || cursor !== undefined; pages++) {
+      const page = await here.experimental.tasks.listTasks(cursor);
+      listed.push(...page.tasks.map(({ taskId }) => taskId));
+      cursor = page.nextCursor;
+    }
+    expect(pages).toBeGreaterThan(1);
+    expect(listed.toSorted()).toEqual(made.toSorted());
+  });
+
   it('answers another identity on replica 2 as for an id nobody gave out, for a task server a runs itself', async () => {
     const prefix = freshPrefix();
     const [first, second] = [await replica(prefix), await replica(prefix)];
