@@ -38,7 +38,7 @@ import { withOuterUpdatedUri, withOuterUris } from './resource-uris.js';
 import { ResourceRoutes } from './resources.js';
 import type { RoutedAbout, SessionServerTasks, TaskHolder } from './replica-tasks.js';
 import { ServerRequests } from './server-requests.js';
-import { withOuterRelatedTaskId, withOuterTaskIds } from './task-ids.js';
+import { withOuterRelatedTaskId, withOuterTaskIds, type TaskIdNames } from './task-ids.js';
 import { TaskLists } from './task-lists.js';
 
 export interface AggregatorOptions {
@@ -84,6 +84,7 @@ export class Aggregator implements TaskHolder {
   private readonly serverRequests: ServerRequests;
   private readonly taskLists: TaskLists;
   private readonly names: Names;
+  private readonly taskIds: TaskIdNames;
   /** Where each listed name goes, from the latest merged list (needed for servers without prefix). */
   private readonly routes: Record<'tool' | 'prompt', Map<string, Listed> | undefined> = {
     tool: undefined,
@@ -104,10 +105,11 @@ export class Aggregator implements TaskHolder {
   ) {
     this.client = new ExactIdChannel(client, false);
     this.names = options.names;
+    this.taskIds = options.serverTasks?.taskIds ?? options.names;
     this.members = members.map((spec) => new Member(spec));
     for (const member of this.members) this.byName.set(member.name, member);
     this.serverRequests = new ServerRequests(this.client);
-    this.taskLists = new TaskLists(this.names);
+    this.taskLists = new TaskLists(this.taskIds);
     this.lists = new ListReader(options.logger, options.graceMs);
     this.resources = new ResourceRoutes(options.logger, this.lists);
     this.listChanges = new ListChanges((kind) => this.notifyListChanged(kind), options.listChangedWindowMs);
@@ -373,7 +375,7 @@ export class Aggregator implements TaskHolder {
   /** A server's result as the client gets it: its task ids and, for a prefixed server, its URIs renamed. */
   private outerResult(member: Member): Routed['rewrite'] {
     return (result) => {
-      const renamed = withOuterTaskIds(result, member.name, this.names);
+      const renamed = withOuterTaskIds(result, member.name, this.taskIds);
       return member.prefixed ? (withOuterUris(renamed ?? result, member.name) ?? renamed) : renamed;
     };
   }
@@ -413,7 +415,7 @@ export class Aggregator implements TaskHolder {
     const taskId = request.params?.taskId;
     const found =
       typeof taskId === 'string'
-        ? this.names.innerTaskId(
+        ? this.taskIds.innerTaskId(
             taskId,
             this.members.map((m) => m.name),
           )
@@ -432,7 +434,7 @@ export class Aggregator implements TaskHolder {
 
   /** Asks a task's server what another session or replica asked of it (TaskHolder). */
   async askTask(method: string, taskId: string): Promise<Outcome> {
-    const found = this.names.innerTaskId(
+    const found = this.taskIds.innerTaskId(
       taskId,
       this.members.map((m) => m.name),
     );
@@ -514,14 +516,14 @@ export class Aggregator implements TaskHolder {
     const { message } = read;
     if (message.kind === 'response') return this.memberAnswered(member, raw, message.msg, parsed);
     const route = this.routeOf(member, arrival);
-    if (message.kind === 'request') return this.serverRequests.ask(member, message.msg, this.names, route);
+    if (message.kind === 'request') return this.serverRequests.ask(member, message.msg, this.taskIds, route);
     const { method, params } = message.msg;
     if (method === 'notifications/cancelled')
       return this.serverRequests.cancelled(member, message.msg, route);
     const listChanged = LIST_CHANGED.exec(method)?.[1] as ListKind | undefined;
     if (listChanged !== undefined) return this.serverListChanged(listChanged);
     const rename = method.startsWith('notifications/tasks/') ? withOuterTaskIds : withOuterRelatedTaskId;
-    let renamed = params === undefined ? undefined : rename(params, member.name, this.names);
+    let renamed = params === undefined ? undefined : rename(params, member.name, this.taskIds);
     if (method === 'notifications/resources/updated' && member.prefixed && params !== undefined) {
       renamed = withOuterUpdatedUri(renamed ?? params, member.name);
     }

@@ -7,6 +7,7 @@
  * make it is served from here alike. Another identity is given the answer for an unknown id; the tasks of a
  * caller without identity are not posted, they stay its session's as taskgate's own do.
  */
+import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { RequestCaller } from '../protocol/caller.js';
@@ -28,6 +29,8 @@ import type {
   TaskInputBoard,
 } from '../tasks/store.js';
 import type { Outcome } from './member.js';
+import type { Names } from './names.js';
+import type { TaskIdNames } from './task-ids.js';
 
 /** What a request the aggregator routed to one server was about (aggregator.ts `Routed`). */
 export type RoutedAbout = { method: 'tools/call' } | { method: string; taskId: string; request: Request };
@@ -67,8 +70,8 @@ export class ReplicaTasks {
   }
 
   /** What one session (its aggregator and its servers' Sessions, for `caller`) does with these tasks. */
-  session(caller: RequestCaller): SessionServerTasks {
-    return new SessionServerTasks(this, caller);
+  session(caller: RequestCaller, names: Names): SessionServerTasks {
+    return new SessionServerTasks(this, caller, names);
   }
 
   async post(taskId: string, ttl: unknown, holder: TaskHolder, identity: string): Promise<void> {
@@ -228,23 +231,46 @@ export class ReplicaTasks {
  * them), posted when created, and the requests its servers could not serve, asked where the task is held.
  */
 export class SessionServerTasks {
+  /** Its servers' own tasks, by the id the client sees. */
   private readonly own = new Set<string>();
   /** tasks/* requests asked where their task is held, by the client's request id (idKey). */
   private readonly asking = new Map<string | number, AbortController>();
+  /**
+   * Put before the id of each of its servers' own tasks: another process of the same server (on another
+   * replica, or for another session) may mint the same ids, which are then told apart on the board.
+   */
+  private readonly mark = `${randomBytes(6).toString('hex')}.`;
+  /** Its servers' task ids as the client sees them, its servers' own tasks' marked, and back. */
+  readonly taskIds: TaskIdNames;
 
   constructor(
     private readonly replicas: ReplicaTasks,
     private readonly caller: RequestCaller,
-  ) {}
-
-  /** A server's Session saw one of its server's own tasks (`taskId` as the client sees it). */
-  sighted(taskId: string): void {
-    this.own.add(taskId);
+    private readonly names: Names,
+  ) {
+    this.taskIds = {
+      taskId: (server, id) => {
+        const marked = names.taskId(server, this.mark + id);
+        return this.own.has(marked) ? marked : names.taskId(server, id);
+      },
+      // Another session's mark stays: its server does not know that id, and the task is asked where it is held.
+      innerTaskId: (id, servers) => {
+        const found = names.innerTaskId(id, servers);
+        if (!found?.name.startsWith(this.mark)) return found;
+        return { server: found.server, name: found.name.slice(this.mark.length) };
+      },
+    };
   }
 
-  forgotten(taskId: string): void {
-    this.own.delete(taskId);
-    if (this.caller.identity !== undefined) this.replicas.unhold(taskId, this.caller.identity);
+  /** A server's Session saw one of its server's own tasks (`taskId` as the server gave it). */
+  sighted(server: string, taskId: string): void {
+    this.own.add(this.names.taskId(server, this.mark + taskId));
+  }
+
+  forgotten(server: string, taskId: string): void {
+    const outer = this.names.taskId(server, this.mark + taskId);
+    this.own.delete(outer);
+    if (this.caller.identity !== undefined) this.replicas.unhold(outer, this.caller.identity);
   }
 
   /**

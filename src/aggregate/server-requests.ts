@@ -8,8 +8,7 @@ import type { Request, RequestId, Response } from '../protocol/messages.js';
 import { idKey, type Notification } from '../protocol/messages.js';
 import type { Channel, Route } from '../transport/channel.js';
 import type { Member } from './member.js';
-import type { Names } from './names.js';
-import { withOuterRelatedTaskId } from './task-ids.js';
+import { withOuterRelatedTaskId, type TaskIdNames } from './task-ids.js';
 
 interface Asked {
   member: Member;
@@ -26,7 +25,7 @@ export class ServerRequests {
 
   constructor(private readonly client: Channel) {}
 
-  ask(member: Member, request: Request, names: Names, route: Route | undefined): void {
+  ask(member: Member, request: Request, names: TaskIdNames, route: Route | undefined): void {
     const id = `taskgate-server-${TOKEN}-${++this.next}`;
     this.asked.set(id, { member, id: request.id });
     let own = this.ours.get(member);

@@ -7,8 +7,7 @@ import { ProtocolError } from '../protocol/errors.js';
 import type { JsonObject } from '../protocol/messages.js';
 import { decodeCursor, encodeCursor, type Position } from './cursor.js';
 import type { Member } from './member.js';
-import type { Names } from './names.js';
-import { withOuterTaskIds } from './task-ids.js';
+import { withOuterTaskIds, type TaskIdNames } from './task-ids.js';
 
 /** One page of the tasks listed elsewhere, from where `from` (a page's `next`) says; the first without. */
 export type ListedElsewhere = (from: string | undefined) => Promise<{ tasks: JsonObject[]; next?: string }>;
@@ -17,7 +16,7 @@ export type ListedElsewhere = (from: string | undefined) => Promise<{ tasks: Jso
 const ELSEWHERE = '*';
 
 export class TaskLists {
-  constructor(private readonly names: Names) {}
+  constructor(private readonly names: TaskIdNames) {}
 
   async list(
     members: Member[],

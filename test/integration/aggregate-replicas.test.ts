@@ -37,6 +37,16 @@ writeFileSync(
     },
   }),
 );
+/** Server "a" minting task ids "1", "2", …: each of its processes the same ones. */
+const SEQUENTIAL = join(dir, 'sequential.json');
+writeFileSync(
+  SEQUENTIAL,
+  JSON.stringify({
+    upstreams: {
+      a: { command: process.execPath, args: [FIXTURES.native], env: { FIXTURE_TASK_IDS: 'sequential' } },
+    },
+  }),
+);
 
 let gateways: Gateway[] = [];
 let clients: { client: Client; transport: CheckedTransport }[] = [];
@@ -47,12 +57,12 @@ afterEach(async () => {
   [gateways, clients] = [[], []];
 });
 
-async function replica(prefix: string): Promise<Gateway> {
+async function replica(prefix: string, config = CONFIG): Promise<Gateway> {
   const gateway = await Gateway.start(
     [],
     [
       '--config',
-      CONFIG,
+      config,
       '--store',
       redis!.url,
       '--store-key-prefix',
@@ -175,6 +185,48 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
     }
     expect(pages).toBeGreaterThan(1);
     expect(listed.toSorted()).toEqual(made.toSorted());
+  });
+
+  it('tells apart the tasks two processes of server a both numbered 1, one per replica, and serves each where it runs', async () => {
+    const prefix = freshPrefix();
+    const [first, second] = [await replica(prefix, SEQUENTIAL), await replica(prefix, SEQUENTIAL)];
+    const there = await alice(first);
+    const here = await alice(second);
+    const call = async (
+      client: Client,
+      args: Record<string, unknown>,
+      tool = 'a__sleep',
+    ): Promise<string> => {
+      const { task } = await client.request(
+        { method: 'tools/call', params: { name: tool, arguments: args, task: {} } },
+        CreateTaskResultSchema,
+      );
+      return task.taskId;
+    };
+    const long = await call(there, { ms: 60_000, label: 'cancelled through replica 2' });
+    const short = await call(here, { text: 'made through replica 2' }, 'a__echo');
+    expect(long).not.toBe(short);
+    // A session of replica 2 of its own, whose server knows neither task.
+    const third = (await alice(second)).experimental.tasks;
+    expect(await third.getTask(long)).toMatchObject({ taskId: long, status: 'working' });
+    const result = await third.getTaskResult(short, CallToolResultSchema);
+    expect(result.content).toEqual([{ type: 'text', text: 'made through replica 2' }]);
+    const listed = (await third.listTasks()).tasks.map(({ taskId }) => taskId);
+    expect(listed.toSorted()).toEqual([long, short].toSorted());
+    // Asked and cancelled through the replica whose own server has a task 1 too: the one on replica 1.
+    expect(await here.experimental.tasks.getTask(long)).toMatchObject({ taskId: long, status: 'working' });
+    expect(await here.experimental.tasks.cancelTask(long)).toMatchObject({
+      taskId: long,
+      status: 'cancelled',
+    });
+    expect(await here.experimental.tasks.getTask(short)).toMatchObject({
+      taskId: short,
+      status: 'completed',
+    });
+    const cancelled = await there.callTool({ name: 'a__cancelled-calls', arguments: {} });
+    expect(cancelled.content).toEqual([
+      { type: 'text', text: JSON.stringify(['cancelled through replica 2']) },
+    ]);
   });
 
   it('answers another identity on replica 2 as for an id nobody gave out, for a task server a runs itself', async () => {
