@@ -413,13 +413,8 @@ export class Aggregator implements TaskHolder {
 
   private toTask(request: Request): void {
     const taskId = request.params?.taskId;
-    const found =
-      typeof taskId === 'string'
-        ? this.taskIds.innerTaskId(
-            taskId,
-            this.members.map((m) => m.name),
-          )
-        : undefined;
+    const servers = this.members.map((m) => m.name);
+    const found = typeof taskId === 'string' ? this.taskIds.innerTaskId(taskId, servers) : undefined;
     if (found === undefined) {
       throw new ProtocolError(ErrorCode.InvalidParams, `Task not found or expired: ${String(taskId)}`);
     }
@@ -434,10 +429,7 @@ export class Aggregator implements TaskHolder {
 
   /** Asks a task's server what another session or replica asked of it (TaskHolder). */
   async askTask(method: string, taskId: string): Promise<Outcome> {
-    const found = this.taskIds.innerTaskId(
-      taskId,
-      this.members.map((m) => m.name),
-    );
+    const found = this.taskIds.innerTaskId(taskId, [...this.byName.keys()]);
     const member = found === undefined ? undefined : this.byName.get(found.server);
     if (found === undefined || member === undefined) {
       return { ok: false, error: { code: ErrorCode.InvalidParams, message: `Task not found: ${taskId}` } };
@@ -445,6 +437,11 @@ export class Aggregator implements TaskHolder {
     const outcome = await member.ask(method, { taskId: found.name });
     if (!outcome.ok) return outcome;
     return { ok: true, result: this.outerResult(member)(outcome.result) ?? outcome.result };
+  }
+
+  /** Asks the client a server's request carried from another session holding its task (TaskHolder). */
+  askClient(request: Request, about: RequestId): Promise<Response> {
+    return this.serverRequests.askCarried(request, { relatedTo: about });
   }
 
   /** A method the aggregator does not route: the one server's, with one server; unknown with several. */
@@ -516,7 +513,12 @@ export class Aggregator implements TaskHolder {
     const { message } = read;
     if (message.kind === 'response') return this.memberAnswered(member, raw, message.msg, parsed);
     const route = this.routeOf(member, arrival);
-    if (message.kind === 'request') return this.serverRequests.ask(member, message.msg, this.taskIds, route);
+    if (message.kind === 'request') {
+      const request = message.msg;
+      const reply = (answer: Response): void => member.send(answer, { responseTo: request.id });
+      if (this.options.serverTasks?.carried(member.name, request, reply) === true) return;
+      return this.serverRequests.ask(member, request, this.taskIds, route);
+    }
     const { method, params } = message.msg;
     if (method === 'notifications/cancelled')
       return this.serverRequests.cancelled(member, message.msg, route);

@@ -19,6 +19,8 @@ const TOKEN = randomBytes(6).toString('hex');
 
 export class ServerRequests {
   private readonly asked = new Map<string, Asked>();
+  /** Those carried from a server's process elsewhere (replica-tasks.ts): who waits for each answer. */
+  private readonly carried = new Map<string, (response: Response) => void>();
   /** The aggregator's id of each open request, by server and the server's own id. */
   private readonly ours = new Map<Member, Map<string | number, string>>();
   private next = 0;
@@ -39,9 +41,23 @@ export class ServerRequests {
     this.client.send({ ...request, id, ...(params === undefined ? {} : { params }) }, route);
   }
 
+  /** A server's request carried from where its task is held, asked of the client: its answer. */
+  askCarried(request: Request, route: Route): Promise<Response> {
+    const id = `taskgate-server-${TOKEN}-${++this.next}`;
+    return new Promise((resolve) => {
+      this.carried.set(id, resolve);
+      this.client.send({ ...request, id }, route);
+    });
+  }
+
   /** The client's answer to one of them, taken back to its server. */
   answered(response: Response): void {
     if (typeof response.id !== 'string') return;
+    const carried = this.carried.get(response.id);
+    if (carried !== undefined) {
+      this.carried.delete(response.id);
+      return carried(response);
+    }
     const asked = this.asked.get(response.id);
     if (asked === undefined) return;
     this.forget(response.id, asked);

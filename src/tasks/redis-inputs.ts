@@ -89,7 +89,7 @@ export class RedisInputBoard implements TaskInputBoard {
       const timer = setTimeout(() => this.settle(id, undefined), Math.min(this.takenWithinMs, timeoutMs));
       this.relays.set(id, { resolve, timer, timeoutMs });
     });
-    const message = JSON.stringify({ kind: 'request', id, from: this.self, ...relayed });
+    const message = JSON.stringify({ ...relayed, kind: 'request', id, from: this.self });
     try {
       await this.link.redis(() => this.link.cmd.publish(relayChannelOf(this.prefix, runner), message));
     } catch (error) {
@@ -163,6 +163,9 @@ export class RedisInputBoard implements TaskInputBoard {
       ...(typeof got.subject === 'string' ? { subject: got.subject } : {}),
       ...(typeof got.caller === 'string' ? { caller: got.caller } : {}),
       ...(got.allTasks === true ? { allTasks: true as const } : {}),
+      from: got.from,
+      ...(typeof got.inputTo === 'string' ? { inputTo: got.inputTo } : {}),
+      ...(typeof got.inputFor === 'string' ? { inputFor: got.inputFor } : {}),
     };
     void this.serve(relayed)
       .then((answer) => {

@@ -48,6 +48,15 @@ export interface RelayedRequest {
   caller?: string;
   /** The principal may read and cancel any caller's task (auth.rules `tasks: all`), as judged where it arrived. */
   allTasks?: true;
+  /** The replica that relayed it (its `self`), as the board that carried it says. */
+  from?: string;
+  /**
+   * A tasks/result whose server may ask for input on it: the requests it sends there are relayed back to
+   * `from`, each with this as its `inputFor`.
+   */
+  inputTo?: string;
+  /** A server's request for input, relayed back to the replica that relayed the tasks/result it came on. */
+  inputFor?: string;
 }
 
 /** The answer to a relayed request: its JSON-RPC response, and whether the replica serving it refused it. */

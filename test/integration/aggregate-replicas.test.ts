@@ -9,7 +9,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema,
+  CreateTaskResultSchema,
+  ElicitRequestSchema,
+  RELATED_TASK_META_KEY,
+  type ElicitRequest,
+} from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { CheckedTransport } from '../helpers/checked-transport.js';
 import { httpTransport } from '../helpers/http-client.js';
@@ -137,6 +143,42 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
       { type: 'text', text: JSON.stringify(['cancelled through replica 2']) },
     ]);
   });
+
+  it.each(['replica 2', 'another session of replica 1'])(
+    'carries to a client of %s the input a task server a runs itself asks for on replica 1, and its answer back',
+    async (where) => {
+      const prefix = freshPrefix();
+      const [first, second] = [await replica(prefix), await replica(prefix)];
+      const there = await alice(first);
+      const here = await alice(where === 'replica 2' ? second : first);
+      const askedThere: unknown[] = [];
+      there.setRequestHandler(ElicitRequestSchema, (request) => {
+        askedThere.push(request.params);
+        return { action: 'decline' };
+      });
+      const askedHere: ElicitRequest['params'][] = [];
+      here.setRequestHandler(ElicitRequestSchema, (request) => {
+        askedHere.push(request.params);
+        return { action: 'accept', content: { answer: 'answered through replica 2' } };
+      });
+      const { task } = await there.request(
+        { method: 'tools/call', params: { name: 'a__elicit', arguments: { message: 'who?' }, task: {} } },
+        CreateTaskResultSchema,
+      );
+      const result = await here.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+      expect(result.content).toEqual([
+        {
+          type: 'text',
+          text: JSON.stringify({ action: 'accept', content: { answer: 'answered through replica 2' } }),
+        },
+      ]);
+      expect(askedHere).toMatchObject([
+        { message: 'who?', _meta: { [RELATED_TASK_META_KEY]: { taskId: task.taskId } } },
+      ]);
+      expect(askedThere).toEqual([]);
+      expect(await there.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'completed' });
+    },
+  );
 
   it('lists through replica 2 a task server a runs itself, made through replica 1, once', async () => {
     const prefix = freshPrefix();
