@@ -448,10 +448,25 @@ export class SessionServerTasks {
     const key = idKey(request.id);
     const asking = new AbortController();
     this.asking.set(key, asking);
+    // What the server asks on the way is asked of the client until it is no longer waiting.
+    const input = (asked: Request): Promise<Response> =>
+      new Promise((resolve) => {
+        const gone = (): void =>
+          resolve(
+            errorResponse(asked.id, {
+              code: ErrorCode.ClientUnavailable,
+              message: "The client that asked for the task's result is no longer waiting",
+            }),
+          );
+        if (asking.signal.aborted) return gone();
+        asking.signal.addEventListener('abort', gone, { once: true });
+        void holder
+          .askClient(asked, request.id)
+          .then(resolve)
+          .finally(() => asking.signal.removeEventListener('abort', gone));
+      });
     const got = await this.replicas
-      .elsewhere(request, taskId, this.caller, holder, asking.signal, (asked) =>
-        holder.askClient(asked, request.id),
-      )
+      .elsewhere(request, taskId, this.caller, holder, asking.signal, input)
       .catch(() => undefined);
     this.asking.delete(key);
     if (asking.signal.aborted) return;

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   CallToolResultSchema,
   CreateTaskResultSchema,
@@ -16,7 +17,7 @@ import {
   RELATED_TASK_META_KEY,
   type ElicitRequest,
 } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { CheckedTransport } from '../helpers/checked-transport.js';
 import { httpTransport } from '../helpers/http-client.js';
 import { mcpErrorOf } from '../helpers/thrown.js';
@@ -179,6 +180,35 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
       expect(await there.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'completed' });
     },
   );
+
+  it('tells the server on replica 1 at once that the session of replica 2 it asked for input ended', async () => {
+    const prefix = freshPrefix();
+    const [first, second] = [await replica(prefix), await replica(prefix)];
+    const there = await alice(first);
+    const here = await alice(second);
+    let asked!: () => void;
+    const askedHere = new Promise<void>((resolve) => (asked = resolve));
+    // Asked, it never answers: its session is ended instead.
+    here.setRequestHandler(ElicitRequestSchema, () => {
+      asked();
+      return new Promise<never>(() => undefined);
+    });
+    const { task } = await there.request(
+      { method: 'tools/call', params: { name: 'a__elicit', arguments: { message: 'who?' }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    const waiting = mcpErrorOf(here.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema));
+    await askedHere;
+    const { transport } = clients.find(({ client }) => client === here)!;
+    await (transport.inner as StreamableHTTPClientTransport).terminateSession();
+    await here.close();
+    await waiting;
+    await vi.waitFor(
+      async () =>
+        expect(await there.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'failed' }),
+      { timeout: 10_000, interval: 100 },
+    );
+  });
 
   it('lists through replica 2 a task server a runs itself, made through replica 1, once', async () => {
     const prefix = freshPrefix();
