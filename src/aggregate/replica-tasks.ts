@@ -161,19 +161,24 @@ export class ReplicaTasks {
       if (status === 'input_required') withInput ??= this.resultWithInput(runner, taskId, caller, input);
       const every = typeof got.result.pollInterval === 'number' ? got.result.pollInterval : 500;
       const pause = new AbortController();
-      const waited = await Promise.race([
-        delay(Math.min(Math.max(every, 50), 2_000), undefined, {
-          signal: AbortSignal.any([signal, pause.signal]),
-        }).then(
-          () => undefined,
-          () => (signal.aborted ? 'aborted' : undefined),
-        ),
-        ...(withInput === undefined ? [] : [withInput.then((outcome) => outcome ?? 'lost')]),
+      const slept = delay(Math.min(Math.max(every, 50), 2_000), undefined, {
+        signal: AbortSignal.any([signal, pause.signal]),
+      }).then(
+        () => undefined,
+        () => (signal.aborted ? ('aborted' as const) : undefined),
+      );
+      let waited = await Promise.race([
+        slept,
+        ...(withInput === undefined ? [] : [withInput.then((outcome) => outcome ?? ('lost' as const))]),
       ]);
+      // A relayed tasks/result that got no answer is asked again after the pause, not at once.
+      if (waited === 'lost') {
+        withInput = undefined;
+        waited = await slept;
+      }
       pause.abort();
       if (waited === 'aborted') return undefined;
-      if (waited === 'lost') withInput = undefined;
-      else if (waited !== undefined) return answer(waited);
+      if (waited !== undefined) return answer(waited);
     }
   }
 
