@@ -40,7 +40,7 @@ import { withOuterUpdatedUri, withOuterUris } from './resource-uris.js';
 import { ResourceRoutes } from './resources.js';
 import type { RoutedAbout, SessionServerTasks, TaskHolder } from './replica-tasks.js';
 import { ServerRequests } from './server-requests.js';
-import { withOuterRelatedTaskId, withOuterTaskIds } from './task-ids.js';
+import { withOuterRelatedTaskId, withOuterTaskIds, type TaskIdNames } from './task-ids.js';
 import { TaskLists } from './task-lists.js';
 
 export interface AggregatorOptions {
@@ -87,6 +87,7 @@ export class Aggregator implements TaskHolder {
   private readonly serverRequests: ServerRequests;
   private readonly taskLists: TaskLists;
   private readonly names: Names;
+  private readonly taskIds: TaskIdNames;
   /** Where each listed name goes, from the latest merged list (needed for servers without prefix). */
   private readonly routes: Record<'tool' | 'prompt', Map<string, Listed> | undefined> = {
     tool: undefined,
@@ -108,10 +109,11 @@ export class Aggregator implements TaskHolder {
   ) {
     this.client = new ExactIdChannel(client, false);
     this.names = options.names;
+    this.taskIds = options.serverTasks?.taskIds ?? options.names;
     this.members = members.map((spec) => new Member(spec));
     for (const member of this.members) this.byName.set(member.name, member);
     this.serverRequests = new ServerRequests(this.client);
-    this.taskLists = new TaskLists(this.names);
+    this.taskLists = new TaskLists(this.taskIds);
     this.lists = new ListReader(options.logger, options.graceMs);
     this.resources = new ResourceRoutes(options.logger, this.lists);
     this.listChanges = new ListChanges((kind) => this.notifyListChanged(kind), options.listChangedWindowMs);
@@ -200,10 +202,10 @@ export class Aggregator implements TaskHolder {
         case 'tasks/list':
           return this.answer(
             id,
-            await this.taskLists.list(this.serving(), params, () =>
+            await this.taskLists.list(this.serving(), params, (from) =>
               this.options.serverTasks === undefined
-                ? Promise.resolve([])
-                : this.options.serverTasks.listedElsewhere(this),
+                ? Promise.resolve({ tasks: [] })
+                : this.options.serverTasks.listedElsewhere(this, from),
             ),
           );
         default:
@@ -384,7 +386,7 @@ export class Aggregator implements TaskHolder {
   /** A server's result as the client gets it: its task ids and, for a prefixed server, its URIs renamed. */
   private outerResult(member: Member): Routed['rewrite'] {
     return (result) => {
-      const renamed = withOuterTaskIds(result, member.name, this.names);
+      const renamed = withOuterTaskIds(result, member.name, this.taskIds);
       return member.prefixed ? (withOuterUris(renamed ?? result, member.name) ?? renamed) : renamed;
     };
   }
@@ -422,13 +424,8 @@ export class Aggregator implements TaskHolder {
 
   private toTask(request: Request): void {
     const taskId = request.params?.taskId;
-    const found =
-      typeof taskId === 'string'
-        ? this.names.innerTaskId(
-            taskId,
-            this.members.map((m) => m.name),
-          )
-        : undefined;
+    const servers = this.members.map((m) => m.name);
+    const found = typeof taskId === 'string' ? this.taskIds.innerTaskId(taskId, servers) : undefined;
     if (found === undefined) {
       throw new ProtocolError(ErrorCode.InvalidParams, `Task not found or expired: ${String(taskId)}`);
     }
@@ -443,10 +440,7 @@ export class Aggregator implements TaskHolder {
 
   /** Asks a task's server what another session or replica asked of it (TaskHolder). */
   async askTask(method: string, taskId: string): Promise<Outcome> {
-    const found = this.names.innerTaskId(
-      taskId,
-      this.members.map((m) => m.name),
-    );
+    const found = this.taskIds.innerTaskId(taskId, [...this.byName.keys()]);
     const member = found === undefined ? undefined : this.byName.get(found.server);
     if (found === undefined || member === undefined) {
       return { ok: false, error: { code: ErrorCode.InvalidParams, message: `Task not found: ${taskId}` } };
@@ -454,6 +448,11 @@ export class Aggregator implements TaskHolder {
     const outcome = await member.ask(method, { taskId: found.name });
     if (!outcome.ok) return outcome;
     return { ok: true, result: this.outerResult(member)(outcome.result) ?? outcome.result };
+  }
+
+  /** Asks the client a server's request carried from another session holding its task (TaskHolder). */
+  askClient(request: Request, about: RequestId): Promise<Response> {
+    return this.serverRequests.askCarried(request, { relatedTo: about });
   }
 
   /** A method the aggregator does not route: the one server's, with one server; unknown with several. */
@@ -527,13 +526,17 @@ export class Aggregator implements TaskHolder {
   }
 
   private toClient(member: Member, raw: Buffer, msg: Request | Notification, route?: Route, parsed?: object) {
-    if ('id' in msg) return this.serverRequests.ask(member, msg, this.names, route);
+    if ('id' in msg) {
+      const reply = (answer: Response): void => member.send(answer, { responseTo: msg.id });
+      if (this.options.serverTasks?.carried(member.name, msg, reply) === true) return;
+      return this.serverRequests.ask(member, msg, this.taskIds, route);
+    }
     const { method, params } = msg;
     if (method === 'notifications/cancelled') return this.serverRequests.cancelled(member, msg, route);
     const listChanged = LIST_CHANGED.exec(method)?.[1] as ListKind | undefined;
     if (listChanged !== undefined) return this.serverListChanged(listChanged);
     const rename = method.startsWith('notifications/tasks/') ? withOuterTaskIds : withOuterRelatedTaskId;
-    let renamed = params === undefined ? undefined : rename(params, member.name, this.names);
+    let renamed = params === undefined ? undefined : rename(params, member.name, this.taskIds);
     if (method === 'notifications/resources/updated' && member.prefixed && params !== undefined) {
       renamed = withOuterUpdatedUri(renamed ?? params, member.name);
     }

@@ -75,7 +75,7 @@ export function aggregatedSessions(
   ): Promise<Aggregator> => {
     // Whom each server's Session is bound to, as its replicas' tasks are.
     const bound = caller === undefined ? {} : boundTo(caller);
-    const serverTasks = replicaTasks?.session(bound);
+    const serverTasks = replicaTasks?.session(bound, names);
     const members = await openMembers(
       config,
       sessionLogger,
@@ -91,13 +91,13 @@ export function aggregatedSessions(
             upstreamTask: (task, tool, server) => {
               running.seen(memberId, task);
               if (isObject(task) && typeof task.taskId === 'string') {
-                serverTasks?.sighted(names.taskId(name, task.taskId));
+                serverTasks?.sighted(name, task.taskId);
               }
               sightings.upstreamTask(task, tool, server);
             },
             upstreamTaskForgotten: (taskId) => {
               running.forgot(memberId, taskId);
-              serverTasks?.forgotten(names.taskId(name, taskId));
+              serverTasks?.forgotten(name, taskId);
               sightings.upstreamTaskForgotten(taskId);
             },
           },

@@ -5,23 +5,37 @@
  * tasks/get, tasks/result or tasks/cancel another replica's server cannot serve is carried to it
  * (`TaskInputBoard.relay`) and asked of the session that made it. A session of this replica that did not
  * make it is served from here alike. Another identity is given the answer for an unknown id; the tasks of a
- * caller without identity are not posted, they stay its session's as taskgate's own do.
+ * caller without identity are not posted, they stay its session's as taskgate's own do. A tasks/result
+ * relayed while the task waits for input carries the requests its server sends on it back to the session
+ * that asked, and their answers to the server. Each session marks its servers' own task ids, since two
+ * processes of one server may mint the same ones (`SessionServerTasks.taskIds`).
  */
+import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { RequestCaller } from '../protocol/caller.js';
-import { ErrorCode } from '../protocol/errors.js';
+import { ErrorCode, ProtocolError } from '../protocol/errors.js';
 import {
   errorResponse,
   idKey,
   isObject,
+  RELATED_TASK_META,
   successResponse,
   type JsonObject,
   type Request,
+  type RequestId,
   type Response,
 } from '../protocol/messages.js';
-import type { RelayedAnswer, RelayedRequest, TaskInputBoard } from '../tasks/store.js';
+import type {
+  IndexedPage,
+  IndexPlace,
+  RelayedAnswer,
+  RelayedRequest,
+  TaskInputBoard,
+} from '../tasks/store.js';
 import type { Outcome } from './member.js';
+import type { Names } from './names.js';
+import { withOuterRelatedTaskId, type TaskIdNames } from './task-ids.js';
 
 /** What a request the aggregator routed to one server was about (aggregator.ts `Routed`). */
 export type RoutedAbout = { method: 'tools/call' } | { method: string; taskId: string; request: Request };
@@ -30,16 +44,26 @@ export type RoutedAbout = { method: 'tools/call' } | { method: string; taskId: s
 export interface TaskHolder {
   /** `method` (tasks/get, tasks/result, tasks/cancel) of the task `taskId` names, both as the client sees them. */
   askTask(method: string, taskId: string): Promise<Outcome>;
+  /** A server's `request` carried from where its task is held, asked of the client with its request `about`. */
+  askClient(request: Request, about: RequestId): Promise<Response>;
 }
+
+/** How a session asks its client a server's request carried to it: the client's answer. */
+type InputAsker = (request: Request) => Promise<Response>;
 
 /** How long a replica waits for the one holding a task to serve one request relayed to it. */
 const RELAY_WITHIN_MS = 5_000;
+/**
+ * How long a tasks/result that may ask for input, and each request for input, are waited for when relayed:
+ * a person may be asked. A replica that goes away meanwhile is noticed by the polls beside it.
+ */
+const INPUT_WITHIN_MS = 60 * 60 * 1_000;
 /** How long a server's own task without a ttl stays reachable from other replicas. */
 const UNLIMITED_TTL_MS = 24 * 60 * 60 * 1_000;
 /** Held tasks past which the expired ones are dropped before one more is held. */
 const PRUNE_PAST = 10_000;
-/** Tasks of other sessions a tasks/list names at most. */
-const LISTED_AT_MOST = 100;
+/** Tasks of other sessions a page of tasks/list names at most. */
+const LISTED_PER_PAGE = 100;
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
 interface Held {
@@ -51,6 +75,10 @@ interface Held {
 /** One per process: the server's own tasks its sessions hold, and the requests other replicas relay here. */
 export class ReplicaTasks {
   private readonly held = new Map<string, Held>();
+  /** Where the requests a server sends on a tasks/result relayed here go, by its task (as the client sees it). */
+  private readonly inputTo = new Map<string, { replica: string; asker: string; principal?: string }>();
+  /** The sessions here whose relayed tasks/result may bring requests for input, by the token it carried. */
+  private readonly askers = new Map<string, InputAsker>();
   private readonly stopServing: () => void;
 
   constructor(
@@ -61,8 +89,8 @@ export class ReplicaTasks {
   }
 
   /** What one session (its aggregator and its servers' Sessions, for `caller`) does with these tasks. */
-  session(caller: RequestCaller): SessionServerTasks {
-    return new SessionServerTasks(this, caller);
+  session(caller: RequestCaller, names: Names): SessionServerTasks {
+    return new SessionServerTasks(this, caller, names);
   }
 
   async post(taskId: string, ttl: unknown, holder: TaskHolder, identity: string): Promise<void> {
@@ -93,6 +121,7 @@ export class ReplicaTasks {
     caller: RequestCaller,
     self: TaskHolder,
     signal: AbortSignal,
+    input: InputAsker,
   ): Promise<Response | undefined> {
     const posted = await this.board.read(taskId).catch(() => undefined);
     const runner = posted?.runner;
@@ -120,40 +149,116 @@ export class ReplicaTasks {
       return outcome === undefined ? undefined : answer(outcome);
     }
     // The result waits for the task's end: polled (each poll bounded), so a replica that went away is
-    // noticed within seconds instead of holding the request for the task's whole life.
+    // noticed within seconds instead of holding the request for the task's whole life. A server asks for
+    // input on a tasks/result: one is relayed then, and the polls go on beside it until it is answered.
+    let withInput: Promise<Outcome | undefined> | undefined;
     for (let first = true; ; first = false) {
       const got = await relayed('tasks/get');
       if (got === undefined && first) return undefined;
       if (got === undefined || !got.ok) return answer(got);
-      if (TERMINAL.has(String(got.result.status))) return answer(await relayed('tasks/result'));
+      const status = String(got.result.status);
+      if (TERMINAL.has(status)) return answer(await relayed('tasks/result'));
+      if (status === 'input_required') withInput ??= this.resultWithInput(runner, taskId, caller, input);
       const every = typeof got.result.pollInterval === 'number' ? got.result.pollInterval : 500;
-      try {
-        await delay(Math.min(Math.max(every, 50), 2_000), undefined, { signal });
-      } catch {
-        return undefined;
+      const pause = new AbortController();
+      const slept = delay(Math.min(Math.max(every, 50), 2_000), undefined, {
+        signal: AbortSignal.any([signal, pause.signal]),
+      }).then(
+        () => undefined,
+        () => (signal.aborted ? ('aborted' as const) : undefined),
+      );
+      let waited = await Promise.race([
+        slept,
+        ...(withInput === undefined ? [] : [withInput.then((outcome) => outcome ?? ('lost' as const))]),
+      ]);
+      // A relayed tasks/result that got no answer is asked again after the pause, not at once.
+      if (waited === 'lost') {
+        withInput = undefined;
+        waited = await slept;
       }
+      pause.abort();
+      if (waited === 'aborted') return undefined;
+      if (waited !== undefined) return answer(waited);
+    }
+  }
+
+  /** The task's tasks/result relayed to its runner, the requests its server sends on it asked by `input`. */
+  private async resultWithInput(
+    runner: string,
+    taskId: string,
+    caller: RequestCaller,
+    input: InputAsker,
+  ): Promise<Outcome | undefined> {
+    const asker = randomUUID();
+    this.askers.set(asker, input);
+    try {
+      return await this.ask(runner, 'tasks/result', taskId, caller, { inputTo: asker });
+    } finally {
+      this.askers.delete(asker);
     }
   }
 
   /**
-   * The caller's tasks that servers run themselves for its sessions other than `self`'s (on this replica
-   * or another), as tasks/get gives them; none for a caller without identity (its tasks are its session's).
+   * A request a server sent for its task `taskId` (as the client sees it) on a tasks/result relayed here:
+   * relayed back to the session that asked, and its answer given to `reply`. False for any other request.
    */
-  async listedElsewhere(caller: RequestCaller, self: TaskHolder): Promise<JsonObject[]> {
+  carryInput(taskId: string, request: Request, reply: (response: Response) => void): boolean {
+    const to = this.inputTo.get(taskId);
+    if (to === undefined) return false;
+    const carried: RelayedRequest = {
+      request: request as RelayedRequest['request'],
+      inputFor: to.asker,
+      ...(to.principal === undefined ? {} : { principal: to.principal }),
+    };
+    void this.relayTo(to.replica, carried, INPUT_WITHIN_MS).then((answer) => {
+      const outcome = outcomeOf(answer?.response);
+      reply(
+        outcome === undefined
+          ? errorResponse(request.id, {
+              code: ErrorCode.UpstreamUnavailable,
+              message: 'The client asking for the task through another taskgate session did not answer',
+            })
+          : outcome.ok
+            ? successResponse(request.id, outcome.result)
+            : errorResponse(request.id, outcome.error),
+      );
+    });
+    return true;
+  }
+
+  /**
+   * A page of the caller's tasks that servers run themselves for its sessions other than `self`'s (on this
+   * replica or another), as tasks/get gives them, from `cursor` (a page's `next`); none for a caller without
+   * identity (its tasks are its session's).
+   */
+  async listedElsewhere(
+    caller: RequestCaller,
+    self: TaskHolder,
+    cursor: string | undefined,
+  ): Promise<{ tasks: JsonObject[]; next?: string }> {
     const principal = caller.identity;
-    if (principal === undefined) return [];
-    const ids = await this.board.indexed(principal, LISTED_AT_MOST).catch(() => []);
-    const tasks = await Promise.all(
-      ids
-        .filter((taskId) => this.held.get(taskId)?.holder !== self)
-        .map(async (taskId) => {
-          const posted = await this.board.read(taskId).catch(() => undefined);
-          if (posted?.runner === undefined || posted.principal !== principal) return undefined;
-          const got = await this.ask(posted.runner, 'tasks/get', taskId, caller);
-          return got?.ok === true ? got.result : undefined;
-        }),
-    );
-    return tasks.filter((task) => task !== undefined);
+    if (principal === undefined) return { tasks: [] };
+    let from = cursor === undefined ? undefined : placeOf(cursor);
+    // A page naming none while more follow would end the client's listing: the next one is read instead.
+    for (;;) {
+      const page = await this.board
+        .indexed(principal, LISTED_PER_PAGE, from)
+        .catch((): IndexedPage => ({ taskIds: [] }));
+      const tasks = await Promise.all(
+        page.taskIds
+          .filter((taskId) => this.held.get(taskId)?.holder !== self)
+          .map(async (taskId) => {
+            const posted = await this.board.read(taskId).catch(() => undefined);
+            if (posted?.runner === undefined || posted.principal !== principal) return undefined;
+            const got = await this.ask(posted.runner, 'tasks/get', taskId, caller);
+            return got?.ok === true ? got.result : undefined;
+          }),
+      );
+      const listed = tasks.filter((task) => task !== undefined);
+      if (page.next === undefined) return { tasks: listed };
+      if (listed.length > 0) return { tasks: listed, next: `${page.next.until}.${page.next.skip}` };
+      from = page.next;
+    }
   }
 
   close(): void {
@@ -167,34 +272,59 @@ export class ReplicaTasks {
     method: string,
     taskId: string,
     caller: RequestCaller,
+    input?: { inputTo: string },
   ): Promise<Outcome | undefined> {
     const asked: RelayedRequest = {
       request: { jsonrpc: '2.0', id: 0, method, params: { taskId } },
       ...(caller.identity === undefined ? {} : { principal: caller.identity }),
       ...(caller.subject === undefined ? {} : { subject: caller.subject }),
       ...(caller.access?.allTasks === true ? { allTasks: true as const } : {}),
+      ...input,
     };
-    const answer =
-      runner === this.board.self
-        ? await this.serve(asked)
-        : await this.board.relay(runner, asked, RELAY_WITHIN_MS).catch(() => undefined);
+    const answer = await this.relayTo(runner, asked, input === undefined ? RELAY_WITHIN_MS : INPUT_WITHIN_MS);
     return outcomeOf(answer?.response);
   }
 
-  /** A request another replica relayed (or a session here asked): served by the session holding its task. */
+  private async relayTo(
+    replica: string,
+    relayed: RelayedRequest,
+    withinMs: number,
+  ): Promise<RelayedAnswer | undefined> {
+    if (replica === this.board.self) return this.serve({ ...relayed, from: replica });
+    return this.board.relay(replica, relayed, withinMs).catch(() => undefined);
+  }
+
+  /**
+   * A request another replica relayed (or a session here asked): served by the session holding its task;
+   * or a server's request for input carried back from there, asked of the session here that relayed.
+   */
   private async serve(relayed: RelayedRequest): Promise<RelayedAnswer | undefined> {
     const { request } = relayed;
+    if (relayed.inputFor !== undefined) {
+      const asker = this.askers.get(relayed.inputFor);
+      return asker === undefined ? undefined : { response: await asker(request as Request) };
+    }
     const taskId = request.params?.taskId;
     const held = typeof taskId === 'string' ? this.held.get(taskId) : undefined;
     if (held === undefined || (held.identity !== relayed.principal && relayed.allTasks !== true))
       return undefined;
-    const outcome = await held.holder.askTask(request.method, taskId as string);
-    this.logger.debug({ taskId, method: request.method }, 'served a server-run task for another session');
-    return {
-      response: outcome.ok
-        ? successResponse(request.id, outcome.result)
-        : errorResponse(request.id, outcome.error),
-    };
+    const input =
+      request.method === 'tasks/result' && relayed.inputTo !== undefined && relayed.from !== undefined
+        ? { replica: relayed.from, asker: relayed.inputTo, principal: held.identity }
+        : undefined;
+    if (input !== undefined) this.inputTo.set(taskId as string, input);
+    try {
+      const outcome = await held.holder.askTask(request.method, taskId as string);
+      this.logger.debug({ taskId, method: request.method }, 'served a server-run task for another session');
+      return {
+        response: outcome.ok
+          ? successResponse(request.id, outcome.result)
+          : errorResponse(request.id, outcome.error),
+      };
+    } finally {
+      if (input !== undefined && this.inputTo.get(taskId as string) === input)
+        this.inputTo.delete(taskId as string);
+    }
   }
 
   private prune(): void {
@@ -208,23 +338,46 @@ export class ReplicaTasks {
  * them), posted when created, and the requests its servers could not serve, asked where the task is held.
  */
 export class SessionServerTasks {
+  /** Its servers' own tasks, by the id the client sees. */
   private readonly own = new Set<string>();
   /** tasks/* requests asked where their task is held, by the client's request id (idKey). */
   private readonly asking = new Map<string | number, AbortController>();
+  /**
+   * Put before the id of each of its servers' own tasks: another process of the same server (on another
+   * replica, or for another session) may mint the same ids, which are then told apart on the board.
+   */
+  private readonly mark = `${randomBytes(6).toString('hex')}.`;
+  /** Its servers' task ids as the client sees them, its servers' own tasks' marked, and back. */
+  readonly taskIds: TaskIdNames;
 
   constructor(
     private readonly replicas: ReplicaTasks,
     private readonly caller: RequestCaller,
-  ) {}
-
-  /** A server's Session saw one of its server's own tasks (`taskId` as the client sees it). */
-  sighted(taskId: string): void {
-    this.own.add(taskId);
+    private readonly names: Names,
+  ) {
+    this.taskIds = {
+      taskId: (server, id) => {
+        const marked = names.taskId(server, this.mark + id);
+        return this.own.has(marked) ? marked : names.taskId(server, id);
+      },
+      // Another session's mark stays: its server does not know that id, and the task is asked where it is held.
+      innerTaskId: (id, servers) => {
+        const found = names.innerTaskId(id, servers);
+        if (!found?.name.startsWith(this.mark)) return found;
+        return { server: found.server, name: found.name.slice(this.mark.length) };
+      },
+    };
   }
 
-  forgotten(taskId: string): void {
-    this.own.delete(taskId);
-    if (this.caller.identity !== undefined) this.replicas.unhold(taskId, this.caller.identity);
+  /** A server's Session saw one of its server's own tasks (`taskId` as the server gave it). */
+  sighted(server: string, taskId: string): void {
+    this.own.add(this.names.taskId(server, this.mark + taskId));
+  }
+
+  forgotten(server: string, taskId: string): void {
+    const outer = this.names.taskId(server, this.mark + taskId);
+    this.own.delete(outer);
+    if (this.caller.identity !== undefined) this.replicas.unhold(outer, this.caller.identity);
   }
 
   /**
@@ -260,13 +413,29 @@ export class SessionServerTasks {
       .finally(deliver);
   }
 
+  /**
+   * A request of `server`'s for one of its own tasks whose tasks/result another session asked (on this
+   * replica or another): carried there, its answer given to `reply`. False for any other request.
+   */
+  carried(server: string, request: Request, reply: (response: Response) => void): boolean {
+    const meta = request.params?._meta;
+    const related = isObject(meta) ? meta[RELATED_TASK_META] : undefined;
+    if (!isObject(related) || typeof related.taskId !== 'string') return false;
+    const params = withOuterRelatedTaskId(request.params!, server, this.taskIds);
+    const taskId = this.taskIds.taskId(server, related.taskId);
+    return this.replicas.carryInput(taskId, { ...request, ...(params && { params }) }, reply);
+  }
+
   /** The client cancelled its request `key` (idKey): it is no longer asked elsewhere. */
   cancelled(key: string | number): void {
     this.asking.get(key)?.abort();
   }
 
-  listedElsewhere(self: TaskHolder): Promise<JsonObject[]> {
-    return this.replicas.listedElsewhere(this.caller, self);
+  listedElsewhere(
+    self: TaskHolder,
+    cursor: string | undefined,
+  ): Promise<{ tasks: JsonObject[]; next?: string }> {
+    return this.replicas.listedElsewhere(this.caller, self, cursor);
   }
 
   close(holder: TaskHolder): void {
@@ -284,14 +453,38 @@ export class SessionServerTasks {
     const key = idKey(request.id);
     const asking = new AbortController();
     this.asking.set(key, asking);
+    // What the server asks on the way is asked of the client until it is no longer waiting.
+    const input = (asked: Request): Promise<Response> =>
+      new Promise((resolve) => {
+        const gone = (): void =>
+          resolve(
+            errorResponse(asked.id, {
+              code: ErrorCode.ClientUnavailable,
+              message: "The client that asked for the task's result is no longer waiting",
+            }),
+          );
+        if (asking.signal.aborted) return gone();
+        asking.signal.addEventListener('abort', gone, { once: true });
+        void holder
+          .askClient(asked, request.id)
+          .then(resolve)
+          .finally(() => asking.signal.removeEventListener('abort', gone));
+      });
     const got = await this.replicas
-      .elsewhere(request, taskId, this.caller, holder, asking.signal)
+      .elsewhere(request, taskId, this.caller, holder, asking.signal, input)
       .catch(() => undefined);
     this.asking.delete(key);
     if (asking.signal.aborted) return;
     if (got === undefined) deliver();
     else answer(got);
   }
+}
+
+/** The place in the index a cursor's `next` names; a ProtocolError (-32602) for one taskgate did not give. */
+function placeOf(cursor: string): IndexPlace {
+  const place = /^(\d+)\.(\d+)$/.exec(cursor);
+  if (place === null) throw new ProtocolError(ErrorCode.InvalidParams, 'Invalid cursor');
+  return { until: Number(place[1]), skip: Number(place[2]) };
 }
 
 /** The outcome a relayed response carries; undefined when it is no response. */

@@ -8,13 +8,10 @@ import { cancellation, carriedCancellation, Correlation } from '../protocol/corr
 import type { Notification, Request, RequestId, Response } from '../protocol/messages.js';
 import type { Channel, Route } from '../transport/channel.js';
 import type { Member } from './member.js';
-import type { Names } from './names.js';
-import { withOuterRelatedTaskId } from './task-ids.js';
+import { withOuterRelatedTaskId, type TaskIdNames } from './task-ids.js';
 
-interface Asked {
-  member: Member;
-  id: RequestId;
-}
+/** A server's request: its server and its own id; or one carried from where its task is held: who waits. */
+type Asked = { member: Member; id: RequestId } | { reply: (response: Response) => void };
 
 const TOKEN = randomBytes(6).toString('hex');
 
@@ -27,7 +24,7 @@ export class ServerRequests {
 
   constructor(private readonly client: Channel) {}
 
-  ask(member: Member, request: Request, names: Names, route: Route | undefined): void {
+  ask(member: Member, request: Request, names: TaskIdNames, route: Route | undefined): void {
     const id = this.asked.forward(request.id, { member, id: request.id }, member);
     // The ids in a server's tasks/* are the client's own tasks'; in any other, the server's task's.
     const params =
@@ -37,11 +34,20 @@ export class ServerRequests {
     this.client.send({ ...request, id, ...(params === undefined ? {} : { params }) }, route);
   }
 
+  /** A server's request carried from where its task is held (replica-tasks.ts), asked of the client: its answer. */
+  askCarried(request: Request, route: Route): Promise<Response> {
+    return new Promise((reply) => {
+      const id = this.asked.own({ reply });
+      this.client.send({ ...request, id }, route);
+    });
+  }
+
   /** The client's answer to one of them, taken back to its server. */
   answered(response: Response): void {
     if (response.id === null) return;
     const asked = this.asked.take(response.id);
     if (asked === undefined) return;
+    if ('reply' in asked) return asked.reply(response);
     asked.member.send({ ...response, id: asked.id }, { responseTo: asked.id });
   }
 
@@ -55,7 +61,7 @@ export class ServerRequests {
 
   /** What a server that is gone asked is withdrawn from the client. */
   memberGone(member: Member): void {
-    for (const [id] of this.asked.takeWhere((asked) => asked.member === member)) {
+    for (const [id] of this.asked.takeWhere((asked) => 'member' in asked && asked.member === member)) {
       this.client.send(cancellation(id, `the server "${member.name}" is gone`));
     }
   }

@@ -7,10 +7,20 @@ import { RELATED_TASK_META, isObject, type JsonObject } from '../protocol/messag
 import type { Names } from './names.js';
 
 /**
+ * How a session names its servers' task ids to the client and back: as `Names` does, or with its
+ * server-run tasks told apart from other sessions' (replica-tasks.ts `SessionServerTasks.taskIds`).
+ */
+export type TaskIdNames = Pick<Names, 'taskId' | 'innerTaskId'>;
+
+/**
  * `value` (a result, or a message's params) with the task ids it names given `server`'s prefix, or
  * undefined when it names none (then the bytes it came as can go on as they are).
  */
-export function withOuterTaskIds(value: JsonObject, server: string, names: Names): JsonObject | undefined {
+export function withOuterTaskIds(
+  value: JsonObject,
+  server: string,
+  names: TaskIdNames,
+): JsonObject | undefined {
   const outer = (id: string): string => names.taskId(server, id);
   let changed = withOuterRelatedTask(value, outer);
   if (typeof value.taskId === 'string') changed = { ...value, taskId: outer(value.taskId) };
@@ -35,7 +45,7 @@ export function withOuterTaskIds(value: JsonObject, server: string, names: Names
 export function withOuterRelatedTaskId(
   value: JsonObject,
   server: string,
-  names: Names,
+  names: TaskIdNames,
 ): JsonObject | undefined {
   return withOuterRelatedTask(value, (id) => names.taskId(server, id));
 }

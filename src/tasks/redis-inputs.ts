@@ -8,7 +8,15 @@
  */
 import { isObject } from '../protocol/messages.js';
 import { relayChannelOf, type RedisLink } from './redis-link.js';
-import type { PostedTask, RelayedAnswer, RelayedRequest, RelayHandler, TaskInputBoard } from './store.js';
+import type {
+  IndexedPage,
+  IndexPlace,
+  PostedTask,
+  RelayedAnswer,
+  RelayedRequest,
+  RelayHandler,
+  TaskInputBoard,
+} from './store.js';
 
 type AnswerListener = (taskId: string, inputResponses: Record<string, unknown>) => void;
 
@@ -81,7 +89,7 @@ export class RedisInputBoard implements TaskInputBoard {
       const timer = setTimeout(() => this.settle(id, undefined), Math.min(this.takenWithinMs, timeoutMs));
       this.relays.set(id, { resolve, timer, timeoutMs });
     });
-    const message = JSON.stringify({ kind: 'request', id, from: this.self, ...relayed });
+    const message = JSON.stringify({ ...relayed, kind: 'request', id, from: this.self });
     try {
       await this.link.redis(() => this.link.cmd.publish(relayChannelOf(this.prefix, runner), message));
     } catch (error) {
@@ -113,11 +121,24 @@ export class RedisInputBoard implements TaskInputBoard {
     await this.link.redis(() => this.link.cmd.pexpireat(key, Math.max(until, longest || until)));
   }
 
-  async indexed(principal: string, limit: number): Promise<string[]> {
+  async indexed(principal: string, limit: number, from?: IndexPlace): Promise<IndexedPage> {
     const key = this.indexKey(principal);
-    return this.link.redis(() =>
-      this.link.cmd.zrangebyscore(key, String(Date.now()), '+inf', 'LIMIT', 0, limit),
+    // The place kept by expiry and a count, not an offset: tasks expiring before it do not shift it.
+    const now = Date.now();
+    const { until, skip } = from !== undefined && from.until >= now ? from : { until: now, skip: 0 };
+    const got = await this.link.redis(() =>
+      this.link.cmd.zrangebyscore(key, String(until), '+inf', 'WITHSCORES', 'LIMIT', skip, limit + 1),
     );
+    const taskIds: string[] = [];
+    const scores: number[] = [];
+    for (let at = 0; at + 1 < got.length && taskIds.length < limit; at += 2) {
+      taskIds.push(got[at]!);
+      scores.push(Number(got[at + 1]));
+    }
+    if (got.length <= 2 * limit) return { taskIds };
+    const last = scores.at(-1)!;
+    const atLast = scores.filter((score) => score === last).length + (last === until ? skip : 0);
+    return { taskIds, next: { until: last, skip: atLast } };
   }
 
   /** A message on this replica's own channel: a request relayed to it, or the answer to one it relayed. */
@@ -142,6 +163,9 @@ export class RedisInputBoard implements TaskInputBoard {
       ...(typeof got.subject === 'string' ? { subject: got.subject } : {}),
       ...(typeof got.caller === 'string' ? { caller: got.caller } : {}),
       ...(got.allTasks === true ? { allTasks: true as const } : {}),
+      from: got.from,
+      ...(typeof got.inputTo === 'string' ? { inputTo: got.inputTo } : {}),
+      ...(typeof got.inputFor === 'string' ? { inputFor: got.inputFor } : {}),
     };
     void this.serve(relayed)
       .then((answer) => {

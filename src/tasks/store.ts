@@ -48,6 +48,15 @@ export interface RelayedRequest {
   caller?: string;
   /** The principal may read and cancel any caller's task (auth.rules `tasks: all`), as judged where it arrived. */
   allTasks?: true;
+  /** The replica that relayed it (its `self`), as the board that carried it says. */
+  from?: string;
+  /**
+   * A tasks/result whose server may ask for input on it: the requests it sends there are relayed back to
+   * `from`, each with this as its `inputFor`.
+   */
+  inputTo?: string;
+  /** A server's request for input, relayed back to the replica that relayed the tasks/result it came on. */
+  inputFor?: string;
 }
 
 /** The answer to a relayed request: its JSON-RPC response, and whether the replica serving it refused it. */
@@ -83,8 +92,22 @@ export interface TaskInputBoard {
   onRelayed(handler: RelayHandler): () => void;
   /** Lists a posted task under `principal`, for `ttlMs` (a server's own task, for tasks/list elsewhere). */
   index(principal: string, taskId: string, ttlMs: number): Promise<void>;
-  /** The tasks indexed under `principal` and not expired, the soonest to expire first, at most `limit`. */
-  indexed(principal: string, limit: number): Promise<string[]>;
+  /**
+   * The tasks indexed under `principal` and not expired, the soonest to expire first: at most `limit` of
+   * them from `from` (a page's `next`; the first without), and where the next page starts if there is one.
+   */
+  indexed(principal: string, limit: number, from?: IndexPlace): Promise<IndexedPage>;
+}
+
+/** Where a page of indexed tasks starts: at those expiring at `until`, past the first `skip` of them. */
+export interface IndexPlace {
+  until: number;
+  skip: number;
+}
+
+export interface IndexedPage {
+  taskIds: string[];
+  next?: IndexPlace;
 }
 
 /** The statusMessage of a task whose executor (the taskgate process running its call) stopped. */

@@ -10,14 +10,18 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   CallToolResultSchema,
   CreateTaskResultSchema,
+  ElicitRequestSchema,
+  RELATED_TASK_META_KEY,
+  type ElicitRequest,
   type JSONRPCMessage,
   type Task,
 } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it, onTestFinished } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { CheckedTransport } from '../helpers/checked-transport.js';
 import { httpTransport } from '../helpers/http-client.js';
 import { mcpErrorOf } from '../helpers/thrown.js';
@@ -44,6 +48,16 @@ writeFileSync(
     },
   }),
 );
+/** Server "a" minting task ids "1", "2", …: each of its processes the same ones. */
+const SEQUENTIAL = join(dir, 'sequential.json');
+writeFileSync(
+  SEQUENTIAL,
+  JSON.stringify({
+    upstreams: {
+      a: { command: process.execPath, args: [FIXTURES.native], env: { FIXTURE_TASK_IDS: 'sequential' } },
+    },
+  }),
+);
 
 let gateways: Gateway[] = [];
 let clients: { client: Client; transport: CheckedTransport }[] = [];
@@ -54,12 +68,12 @@ afterEach(async () => {
   [gateways, clients] = [[], []];
 });
 
-async function replica(prefix: string, url = redis!.url): Promise<Gateway> {
+async function replica(prefix: string, { config = CONFIG, url = redis!.url } = {}): Promise<Gateway> {
   const gateway = await Gateway.start(
     [],
     [
       '--config',
-      CONFIG,
+      config,
       '--store',
       url,
       '--store-key-prefix',
@@ -139,6 +153,71 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
     ]);
   });
 
+  it.each(['replica 2', 'another session of replica 1'])(
+    'carries to a client of %s the input a task server a runs itself asks for on replica 1, and its answer back',
+    async (where) => {
+      const prefix = freshPrefix();
+      const [first, second] = [await replica(prefix), await replica(prefix)];
+      const there = await alice(first);
+      const here = await alice(where === 'replica 2' ? second : first);
+      const askedThere: unknown[] = [];
+      there.setRequestHandler(ElicitRequestSchema, (request) => {
+        askedThere.push(request.params);
+        return { action: 'decline' };
+      });
+      const askedHere: ElicitRequest['params'][] = [];
+      here.setRequestHandler(ElicitRequestSchema, (request) => {
+        askedHere.push(request.params);
+        return { action: 'accept', content: { answer: 'answered through replica 2' } };
+      });
+      const { task } = await there.request(
+        { method: 'tools/call', params: { name: 'a__elicit', arguments: { message: 'who?' }, task: {} } },
+        CreateTaskResultSchema,
+      );
+      const result = await here.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+      expect(result.content).toEqual([
+        {
+          type: 'text',
+          text: JSON.stringify({ action: 'accept', content: { answer: 'answered through replica 2' } }),
+        },
+      ]);
+      expect(askedHere).toMatchObject([
+        { message: 'who?', _meta: { [RELATED_TASK_META_KEY]: { taskId: task.taskId } } },
+      ]);
+      expect(askedThere).toEqual([]);
+      expect(await there.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'completed' });
+    },
+  );
+
+  it('tells the server on replica 1 at once that the session of replica 2 it asked for input ended', async () => {
+    const prefix = freshPrefix();
+    const [first, second] = [await replica(prefix), await replica(prefix)];
+    const there = await alice(first);
+    const here = await alice(second);
+    let asked!: () => void;
+    const askedHere = new Promise<void>((resolve) => (asked = resolve));
+    // Asked, it never answers: its session is ended instead.
+    here.setRequestHandler(ElicitRequestSchema, () => {
+      asked();
+      return new Promise<never>(() => undefined);
+    });
+    const { task } = await there.request(
+      { method: 'tools/call', params: { name: 'a__elicit', arguments: { message: 'who?' }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    const waiting = mcpErrorOf(here.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema));
+    await askedHere;
+    const { transport } = clients.find(({ client }) => client === here)!;
+    await (transport.inner as StreamableHTTPClientTransport).terminateSession();
+    await here.close();
+    await waiting;
+    await vi.waitFor(
+      async () =>
+        expect(await there.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'failed' }),
+      { timeout: 10_000, interval: 100 },
+    );
+  });
+
   it('lists through replica 2 a task server a runs itself, made through replica 1, once', async () => {
     const prefix = freshPrefix();
     const [first, second] = [await replica(prefix), await replica(prefix)];
@@ -154,6 +233,83 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
     }
     const bobs = await alice(second, BOB);
     expect((await bobs.experimental.tasks.listTasks()).tasks).toEqual([]);
+  });
+
+  it('lists through replica 2, page after page behind its cursor, more than a page of tasks server a runs itself, made through replica 1, each once', async () => {
+    const prefix = freshPrefix();
+    const [first, second] = [await replica(prefix), await replica(prefix)];
+    const there = await alice(first);
+    const here = await alice(second);
+    const made: string[] = [];
+    // More than the 100 a page names of them; ten calls at a time.
+    for (let batch = 0; batch < 11; batch++) {
+      const tasks = await Promise.all(
+        Array.from({ length: 10 }, (_, at) =>
+          there.request(
+            {
+              method: 'tools/call',
+              params: { name: 'a__echo', arguments: { text: `${batch}.${at}` }, task: {} },
+            },
+            CreateTaskResultSchema,
+          ),
+        ),
+      );
+      made.push(...tasks.map(({ task }) => task.taskId));
+    }
+    const listed: string[] = [];
+    let pages = 0;
+    for (let cursor: string | undefined; pages === 0 || cursor !== undefined; pages++) {
+      const page = await here.experimental.tasks.listTasks(cursor);
+      listed.push(...page.tasks.map(({ taskId }) => taskId));
+      cursor = page.nextCursor;
+    }
+    expect(pages).toBeGreaterThan(1);
+    expect(listed.toSorted()).toEqual(made.toSorted());
+  });
+
+  it('tells apart the tasks two processes of server a both numbered 1, one per replica, and serves each where it runs', async () => {
+    const prefix = freshPrefix();
+    const [first, second] = [
+      await replica(prefix, { config: SEQUENTIAL }),
+      await replica(prefix, { config: SEQUENTIAL }),
+    ];
+    const there = await alice(first);
+    const here = await alice(second);
+    const call = async (
+      client: Client,
+      args: Record<string, unknown>,
+      tool = 'a__sleep',
+    ): Promise<string> => {
+      const { task } = await client.request(
+        { method: 'tools/call', params: { name: tool, arguments: args, task: {} } },
+        CreateTaskResultSchema,
+      );
+      return task.taskId;
+    };
+    const long = await call(there, { ms: 60_000, label: 'cancelled through replica 2' });
+    const short = await call(here, { text: 'made through replica 2' }, 'a__echo');
+    expect(long).not.toBe(short);
+    // A session of replica 2 of its own, whose server knows neither task.
+    const third = (await alice(second)).experimental.tasks;
+    expect(await third.getTask(long)).toMatchObject({ taskId: long, status: 'working' });
+    const result = await third.getTaskResult(short, CallToolResultSchema);
+    expect(result.content).toEqual([{ type: 'text', text: 'made through replica 2' }]);
+    const listed = (await third.listTasks()).tasks.map(({ taskId }) => taskId);
+    expect(listed.toSorted()).toEqual([long, short].toSorted());
+    // Asked and cancelled through the replica whose own server has a task 1 too: the one on replica 1.
+    expect(await here.experimental.tasks.getTask(long)).toMatchObject({ taskId: long, status: 'working' });
+    expect(await here.experimental.tasks.cancelTask(long)).toMatchObject({
+      taskId: long,
+      status: 'cancelled',
+    });
+    expect(await here.experimental.tasks.getTask(short)).toMatchObject({
+      taskId: short,
+      status: 'completed',
+    });
+    const cancelled = await there.callTool({ name: 'a__cancelled-calls', arguments: {} });
+    expect(cancelled.content).toEqual([
+      { type: 'text', text: JSON.stringify(['cancelled through replica 2']) },
+    ]);
   });
 
   it('answers another identity on replica 2 as for an id nobody gave out, for a task server a runs itself', async () => {
@@ -185,7 +341,7 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
     // Paused: a private server, even when REDIS_URL names a shared one.
     const own = await privateRedisServer(context);
     onTestFinished(() => own.stop());
-    const { client, transport } = await connected(await replica(freshPrefix(), own.url));
+    const { client, transport } = await connected(await replica(freshPrefix(), { url: own.url }));
     const pauser = new Redis(own.url);
     onTestFinished(async () => void (await pauser.quit()));
     // Writes wait (the post of the task among them), reads go on; the task's work ends at once.

@@ -451,11 +451,11 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
     await a.inputs.index('alice', 'a__short', 300);
     await b.inputs.index('alice', 'b__middle', 30_000);
     await a.inputs.index('bob', 'a__bobs', 60_000);
-    expect(await b.inputs.indexed('alice', 10)).toEqual(['a__short', 'b__middle', 'a__long']);
-    expect(await a.inputs.indexed('alice', 2)).toEqual(['a__short', 'b__middle']);
-    expect(await a.inputs.indexed('carol', 10)).toEqual([]);
+    expect(await b.inputs.indexed('alice', 10)).toEqual({ taskIds: ['a__short', 'b__middle', 'a__long'] });
+    expect((await a.inputs.indexed('alice', 2)).taskIds).toEqual(['a__short', 'b__middle']);
+    expect(await a.inputs.indexed('carol', 10)).toEqual({ taskIds: [] });
     await vi.waitFor(
-      async () => expect(await b.inputs.indexed('alice', 10)).toEqual(['b__middle', 'a__long']),
+      async () => expect((await b.inputs.indexed('alice', 10)).taskIds).toEqual(['b__middle', 'a__long']),
       {
         timeout: WITHIN_MS,
       },
@@ -467,6 +467,31 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
       expect(ttl).toBeLessThanOrEqual(60_000);
     } finally {
       await raw.quit();
+    }
+  });
+
+  it('issue 32: pages what is indexed under a principal, each task once, tasks expiring alike included, none skipped as earlier ones expire', async () => {
+    const [a, b] = await replicas();
+    const start = Date.now();
+    // The clock held still while indexing, so that five tasks expire in the very same millisecond.
+    vi.useFakeTimers({ toFake: ['Date'], now: start });
+    try {
+      await a.inputs.index('alice', 'late', 90_000);
+      for (const taskId of ['t3', 't1', 't5', 't2', 't4']) await a.inputs.index('alice', taskId, 60_000);
+      await a.inputs.index('alice', 'early', 30_000);
+      const first = await b.inputs.indexed('alice', 2);
+      expect(first.taskIds).toEqual(['early', 't1']);
+      // 'early' expires: the next page goes on after 't1' all the same.
+      vi.setSystemTime(start + 30_001);
+      const pages = [first.taskIds];
+      for (let from = first.next; from !== undefined && pages.length < 10;) {
+        const page = await b.inputs.indexed('alice', 2, from);
+        pages.push(page.taskIds);
+        from = page.next;
+      }
+      expect(pages).toEqual([['early', 't1'], ['t2', 't3'], ['t4', 't5'], ['late']]);
+    } finally {
+      vi.useRealTimers();
     }
   });
 
