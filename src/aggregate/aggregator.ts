@@ -31,7 +31,7 @@ import { gathered } from './fan-out.js';
 import { InOrder } from './in-order.js';
 import { ListChanges, type ListKind } from './list-changes.js';
 import { ListReader, type ServerList } from './lists.js';
-import { mergedInitialize, mergedNames, type Listed } from './merge.js';
+import { mergedInitialize, mergedNames, type Listed, type MergedList } from './merge.js';
 import { Member, type MemberSpec, type Outcome } from './member.js';
 import { NameCollisionError, type Names } from './names.js';
 import type { ServersReadiness } from './readiness.js';
@@ -89,10 +89,7 @@ export class Aggregator implements TaskHolder {
   private readonly names: Names;
   private readonly taskIds: TaskIdNames;
   /** Where each listed name goes, from the latest merged list (needed for servers without prefix). */
-  private readonly routes: Record<'tool' | 'prompt', Map<string, Listed> | undefined> = {
-    tool: undefined,
-    prompt: undefined,
-  };
+  private readonly routes: { [kind in 'tool' | 'prompt']?: Map<string, Listed> | undefined } = {};
   private readonly resources: ResourceRoutes;
   private readonly lists: ListReader;
   private readonly listChanges: ListChanges;
@@ -295,9 +292,7 @@ export class Aggregator implements TaskHolder {
     // A name of a server without prefix may be any other's: the whole lists are checked (and routed) first.
     if (cursor === undefined && this.members.some((member) => !member.prefixed)) await this.wholeNames(kind);
     const page = await this.lists.page(this.serving(), method, key, cursor);
-    const merged = this.collisionsLogged(() =>
-      mergedNames(kind, this.mergeable(kind, page.lists), this.names),
-    );
+    const merged = this.merged(kind, page.lists);
     return { [key]: merged.items, ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) };
   }
 
@@ -305,23 +300,21 @@ export class Aggregator implements TaskHolder {
   private async wholeNames(kind: 'tool' | 'prompt'): Promise<Map<string, Listed>> {
     const method = kind === 'tool' ? 'tools/list' : 'prompts/list';
     const lists = await this.lists.whole(this.serving(), method, LISTS[method].key);
-    const merged = this.collisionsLogged(() => mergedNames(kind, this.mergeable(kind, lists), this.names));
+    const merged = this.merged(kind, lists);
     this.routes[kind] = merged.routes;
     return merged.routes;
   }
 
-  private mergeable(kind: 'tool' | 'prompt', lists: ServerList[]): Parameters<typeof mergedNames>[1] {
-    return lists.map(({ member, items }) => ({
+  /** The servers' tools or prompts in one list (mergedNames): a collision is logged, and thrown. */
+  private merged(kind: 'tool' | 'prompt', lists: ServerList[]): MergedList {
+    const named = lists.map(({ member, items }) => ({
       server: member.name,
       prefixed: member.prefixed,
       items,
       exposes: (name: string) => kind !== 'tool' || member.filter.exposes(name),
     }));
-  }
-
-  private collisionsLogged<T>(merge: () => T): T {
     try {
-      return merge();
+      return mergedNames(kind, named, this.names);
     } catch (error) {
       if (error instanceof NameCollisionError) this.options.logger.error(error.message);
       throw error;
