@@ -7,7 +7,7 @@
 import { aliasOf } from './exact-ids.js';
 import { checkRequestMeta, isId, type RequestId } from './messages.js';
 import { Pieces, bytesIn, type Bytes } from './pieces.js';
-import { scanJson, valueOf, type Scanned, type ScanFailure, type ValueSpan } from './scan.js';
+import { scanJson, valueOf, type Members, type Scanned, type ScanFailure, type ValueSpan } from './scan.js';
 
 export type EnvelopeKind = 'request' | 'notification' | 'response' | 'error';
 
@@ -138,4 +138,28 @@ export function piecesWithIdAt(raw: Pieces, span: ValueSpan, id: Buffer): Pieces
     [...parts.slice(0, first), replaced, ...parts.slice(last + 1)],
     raw.length - touched.length + replaced.length,
   );
+}
+
+/**
+ * The scan of the text `withIdAt` or `piecesWithIdAt` makes of a scanned one, without scanning it again:
+ * `span` is the scan's `top.id`, and every span after it moves by what the longer id adds (a shorter one
+ * is padded, which moves nothing). The id is a top-level member, so no other span holds it.
+ */
+export function scanWithIdAt(scanned: Scanned, span: ValueSpan, id: Buffer): Scanned {
+  const shift = Math.max(0, id.length - (span.end - span.start));
+  const moved = <K extends string>(members: Members<K>): Members<K> => {
+    if (shift === 0) return members;
+    const out: Members<K> = {};
+    for (const [key, at] of Object.entries(members) as [K, ValueSpan][]) {
+      out[key] = at.start < span.end ? at : { first: at.first, start: at.start + shift, end: at.end + shift };
+    }
+    return out;
+  };
+  return {
+    ...scanned,
+    top: { ...moved(scanned.top), id: { first: id[0]!, start: span.start, end: span.start + id.length } },
+    params: moved(scanned.params),
+    result: moved(scanned.result),
+    error: moved(scanned.error),
+  };
 }

@@ -369,7 +369,11 @@ export class HttpUpstream implements Channel {
    * A message for the session: a large one the scan took goes with its scan, as the pieces it was read in
    * (issue 33), so that the session neither joins nor reads it again; anything else as one Buffer.
    */
-  private toSession(raw: Bytes, arrival: Arrival, scanned: Scanned | ScanFailure | undefined): void {
+  private toSession(
+    raw: Bytes,
+    arrival: Arrival | undefined,
+    scanned: Scanned | ScanFailure | undefined,
+  ): void {
     const handlers = this.handlers;
     if (handlers === undefined) return;
     if (typeof scanned !== 'object') return handlers.message(joined(raw), arrival);
@@ -505,7 +509,8 @@ export class HttpUpstream implements Channel {
       reconnectDelayMs: this.reconnectDelayMs,
       reconnectMaxDelayMs: this.reconnectMaxDelayMs,
       paused: this.paused,
-      deliver: (raw) => this.handlers?.message(raw),
+      deliver: (raw, scanned) => this.toSession(raw, undefined, scanned),
+      takesPieces: () => this.handlers?.pieces !== undefined,
       oversized: (bytes, head, tail) =>
         this.handlers?.malformed(
           new ProtocolError(

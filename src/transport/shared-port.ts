@@ -15,7 +15,16 @@ import {
   type RequestId,
   type Response,
 } from '../protocol/messages.js';
-import type { Arrival, Channel, ChannelHandlers, CloseInfo, Route } from './channel.js';
+import type { Pieces } from '../protocol/pieces.js';
+import type { Scanned } from '../protocol/scan.js';
+import {
+  deliverPieces,
+  type Arrival,
+  type Channel,
+  type ChannelHandlers,
+  type CloseInfo,
+  type Route,
+} from './channel.js';
 
 /** What a port asks of the multiplexer it belongs to. */
 export interface PortHost {
@@ -89,6 +98,11 @@ export class Port implements Channel {
    */
   receive(raw: Buffer, arrival?: Arrival, parsed?: object): void {
     this.handlers?.message(raw, arrival, parsed);
+  }
+
+  /** @internal An answer in the pieces it came in, with its scan (ChannelHandlers.pieces). */
+  receivePieces(line: Pieces, scanned: Scanned): void {
+    if (this.handlers !== undefined) deliverPieces(this.handlers, line, scanned);
   }
 
   /** @internal */

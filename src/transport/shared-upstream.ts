@@ -27,8 +27,11 @@ import {
 } from '../protocol/correlation.js';
 import { ErrorCode, type ProtocolError } from '../protocol/errors.js';
 import { CALLER_CAPABILITIES_META } from '../protocol/modern/meta.js';
-import { handed, withExactRequestId } from '../protocol/exact-ids.js';
+import { envelopeOf, piecesWithIdAt, scanWithIdAt, type Envelope } from '../protocol/envelope.js';
+import { digitsOf, handed, withExactRequestId } from '../protocol/exact-ids.js';
+import type { Pieces } from '../protocol/pieces.js';
 import { readHanded } from '../protocol/read-message.js';
+import type { Scanned } from '../protocol/scan.js';
 import {
   RELATED_TASK_META,
   errorResponse,
@@ -70,6 +73,17 @@ type Handshake =
   | { phase: 'none' }
   | { phase: 'asked'; waiting: { port: Port; id: RequestId }[] }
   | { phase: 'done'; result: JsonObject };
+
+/**
+ * Requests whose answers the multiplexer or its rules read (the handshake, subscriptions, log levels; and
+ * every tasks/ method, with any answer that creates a task): each is parsed, the rest may go as bytes.
+ */
+const ANSWER_READ = new Set([
+  'initialize',
+  'resources/subscribe',
+  'resources/unsubscribe',
+  'logging/setLevel',
+]);
 
 /** URL-mode elicitations remembered for their completion notification, across all sessions. */
 const MAX_ELICITATIONS = 1_024;
@@ -125,6 +139,7 @@ export class SharedUpstream implements PortHost {
       this.started = true;
       this.upstream.start({
         message: (raw, arrival, parsed) => this.fromUpstream(raw, arrival, parsed),
+        pieces: (line, scanned, arrival) => this.fromUpstreamPieces(line, scanned, arrival),
         malformed: (error, id) => this.malformed(error, id),
         closed: (info) => this.upstreamClosed(info),
         reopened: () => this.upstreamReopened(),
@@ -338,6 +353,33 @@ export class SharedUpstream implements PortHost {
   }
 
   // ── from the upstream ───────────────────────────────────────────────────────────────────────────
+
+  /**
+   * A message that came in pieces, scanned as it came (issue 33): an answer nothing here reads goes to its
+   * port as those pieces, the port's id written over the wire id; anything else is joined and read.
+   */
+  private fromUpstreamPieces(line: Pieces, scanned: Scanned, arrival: Arrival | undefined): void {
+    const envelope = envelopeOf(line, scanned);
+    if (envelope?.kind === 'response' && this.answeredAsBytes(envelope, line, scanned)) return;
+    this.fromUpstream(line.join(), arrival, undefined);
+  }
+
+  /** What upstreamResponse does for an answer no rule reads, short of parsing it. False: nothing done. */
+  private answeredAsBytes(envelope: Envelope, line: Pieces, scanned: Scanned): boolean {
+    // Writing over one id of several would leave the others for a reader that takes the first.
+    if (envelope.idRepeated || envelope.task !== undefined) return false;
+    const wireId = envelope.id as RequestId;
+    const entry = this.inFlight.get(wireId);
+    if (entry?.port === undefined || ANSWER_READ.has(entry.method) || entry.method.startsWith('tasks/')) {
+      return false;
+    }
+    this.settle(wireId);
+    if (entry.progress !== undefined) this.progress.end(entry.progress);
+    const span = envelope.idSpan!;
+    const id = Buffer.from(digitsOf(entry.id) ?? JSON.stringify(entry.id));
+    entry.port.receivePieces(piecesWithIdAt(line, span, id), scanWithIdAt(scanned, span, id));
+    return true;
+  }
 
   private fromUpstream(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined): void {
     const read = readHanded(raw, parsed, 'the upstream server');

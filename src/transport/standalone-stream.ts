@@ -7,7 +7,9 @@
 import type { Logger } from 'pino';
 import { backoffDelay } from './backoff.js';
 import { type Headers, type HttpOrigin, discard, mediaType, pause, pump, statusLine } from './http-wire.js';
-import { SseParser } from './sse.js';
+import type { Bytes } from '../protocol/pieces.js';
+import type { ScanFailure, Scanned } from '../protocol/scan.js';
+import { SseParser, type ScannedEvent, type SseEvent } from './sse.js';
 import type { Valve } from './valve.js';
 
 export interface StandaloneHost {
@@ -20,7 +22,10 @@ export interface StandaloneHost {
   reconnectMaxDelayMs: number;
   /** While one of these is shut, the stream is not read (valve.ts). */
   paused?: readonly Valve[] | undefined;
-  deliver(raw: Buffer): void;
+  /** A message; a big one in the pieces it was read in, with their scan, when `takesPieces` said so. */
+  deliver(raw: Bytes, scanned?: Scanned | ScanFailure): void;
+  /** Whether a big message may go to `deliver` unjoined, scanned as it came (issue 33): asked as it comes. */
+  takesPieces(): boolean;
   oversized(byteLength: number, head: string, tail: string): void;
   /** The server answered 404: it no longer knows the session. */
   sessionGone(): void;
@@ -122,10 +127,18 @@ export class StandaloneStream {
   }
 
   private parser(): SseParser {
+    const host = this.host;
+    const event = (event: SseEvent | ScannedEvent): void => {
+      const { data, type, id } = event;
+      if (id !== undefined) this.lastEventId = id === '' ? undefined : id;
+      if (data.length > 0 && (type === '' || type === 'message')) {
+        host.deliver(data, 'scanned' in event ? event.scanned : undefined);
+      }
+    };
     return new SseParser(this.host.maxMessageBytes, {
-      event: ({ data, type, id }) => {
-        if (id !== undefined) this.lastEventId = id === '' ? undefined : id;
-        if (data.length > 0 && (type === '' || type === 'message')) this.host.deliver(data);
+      event,
+      get scanned() {
+        return host.takesPieces() ? event : undefined;
       },
       retry: (ms) => (this.retryMs = ms),
       oversized: (bytes, head, tail) => this.host.oversized(bytes, head, tail),

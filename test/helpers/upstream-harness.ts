@@ -7,6 +7,8 @@ import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { pino } from 'pino';
 import type { RequestId } from '../../src/protocol/messages.js';
+import type { Pieces } from '../../src/protocol/pieces.js';
+import type { Scanned } from '../../src/protocol/scan.js';
 import { HttpUpstream, type HttpUpstreamOptions } from '../../src/transport/http-upstream.js';
 import { Inbox } from './inbox.js';
 
@@ -26,12 +28,22 @@ export interface Received {
   message: Json;
   raw: Buffer;
   onStreamOf: RequestId | undefined;
+  /** Handed in pieces, with their scan (ChannelHandlers.pieces), to a harness opened `takingPieces`. */
+  pieces?: { line: Pieces; scanned: Scanned };
 }
 
 export const answerText = (received: Received): string => received.message.result.content[0].text;
 
-/** An HttpUpstream on `url`, started, with what it delivers collected; closed by `cleanups`. */
-export function openUpstream(cleanups: Cleanups, url: string, options: Partial<HttpUpstreamOptions> = {}) {
+/**
+ * An HttpUpstream on `url`, started, with what it delivers collected; closed by `cleanups`. `takingPieces`:
+ * its receiver takes messages in pieces, as a Session does.
+ */
+export function openUpstream(
+  cleanups: Cleanups,
+  url: string,
+  options: Partial<HttpUpstreamOptions> = {},
+  takingPieces = false,
+) {
   const upstream = new HttpUpstream(
     { url, maxMessageBytes: 4 * 1024 * 1024, reconnectDelayMs: 50, ...options },
     logger,
@@ -45,6 +57,13 @@ export function openUpstream(cleanups: Cleanups, url: string, options: Partial<H
   upstream.start({
     message: (raw, arrival) =>
       inbox.push({ raw, message: JSON.parse(raw.toString('utf8')), onStreamOf: arrival?.onStreamOf }),
+    ...(takingPieces && {
+      pieces: (line: Pieces, scanned: Scanned, arrival?: { onStreamOf?: RequestId }) => {
+        const raw = line.join();
+        const message: unknown = JSON.parse(raw.toString('utf8'));
+        inbox.push({ raw, message, onStreamOf: arrival?.onStreamOf, pieces: { line, scanned } });
+      },
+    }),
     malformed: (error, id) => malformed.push({ message: error.message, id }),
     closed: ({ reason, reopening }) => (reopening ? lost.push(reason) : closed.push(reason)),
     reopened: () => reopened.push(reopened.items.length + 1),

@@ -1,6 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { envelopeOf, piecesWithIdAt, withIdAt, type Envelope } from '../../src/protocol/envelope.js';
+import {
+  envelopeOf,
+  piecesWithIdAt,
+  scanWithIdAt,
+  withIdAt,
+  type Envelope,
+} from '../../src/protocol/envelope.js';
 import { MAX_NESTING } from '../../src/protocol/frames.js';
 import { Pieces } from '../../src/protocol/pieces.js';
 import { readMessage } from '../../src/protocol/read-message.js';
@@ -408,6 +414,24 @@ describe('issue 33: an id written over in pieces', () => {
           const written = piecesWithIdAt(cut(Buffer.from(raw), at), envelope.idSpan, Buffer.from(id));
           expect(written.join()).toEqual(expected);
           expect(written.length).toBe(expected.length);
+        },
+      ),
+      RUNS,
+    );
+  });
+
+  it('gives the scan of the new text without a second scan: spans after a longer id moved, none after a shorter', () => {
+    fc.assert(
+      fc.property(
+        likelyMessage,
+        points,
+        fc.constantFrom('7', '"abc"', '12345678901234567890123', '"taskgate-\u00e9"'),
+        (raw, at, id) => {
+          const scanned = scanJson(raw);
+          if (typeof scanned === 'string' || scanned.top.id === undefined) return;
+          const bytes = Buffer.from(id);
+          const written = piecesWithIdAt(cut(Buffer.from(raw), at), scanned.top.id, bytes);
+          expect(scanWithIdAt(scanned, scanned.top.id, bytes)).toEqual(scanJson(written));
         },
       ),
       RUNS,

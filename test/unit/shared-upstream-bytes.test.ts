@@ -1,0 +1,106 @@
+/**
+ * Issue 33: with `upstream.sharing: shared`, a big answer reaches each session's client as the pieces the
+ * server's answer was read in, its wire id written over with the session's (a longer one too), never
+ * joined nor JSON.parsed, and scanned once. In the test's own process: startHttpGateway in front of a real
+ * SDK server on real sockets, two sessions by hand at the front.
+ */
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { resolveConfig } from '../../src/config/load.js';
+import { JsonScanner } from '../../src/protocol/scan.js';
+import { serveHttp } from '../fixtures/http-serve.js';
+import { memoryGateway } from '../helpers/memory-gateway.js';
+import { runCleanups, type Cleanups } from '../helpers/upstream-harness.js';
+import { inSession, openSession, post } from '../helpers/raw-http.js';
+
+const cleanups: Cleanups = [];
+afterEach(() => runCleanups(cleanups));
+
+const LENGTH = 1_000_000;
+/** taskgate's own code, as its frames appear in a stack. */
+const SOURCE = fileURLToPath(new URL('../../src/', import.meta.url));
+
+/** A real SDK server whose `text` tool returns `length` characters, quotes and escapes among them. */
+async function sdkServer(): Promise<string> {
+  const makeServer = () => {
+    const server = new McpServer({ name: 'big', version: '1' });
+    server.registerTool('text', { inputSchema: { length: z.number() } }, ({ length }) => ({
+      content: [{ type: 'text', text: 'a "b" \\ c\n'.repeat(length / 10) }],
+    }));
+    return server.server;
+  };
+  const http = serveHttp(makeServer, 0, 'big');
+  if (!http.listening) await once(http, 'listening');
+  cleanups.push(async () => {
+    http.closeAllConnections();
+    http.close();
+    await once(http, 'close');
+  });
+  const { port } = http.address() as { port: number };
+  return `http://127.0.0.1:${port}/mcp`;
+}
+
+describe('issue 33: a big answer through a shared upstream', () => {
+  it("reaches each session's client as the server's pieces under its own id, never joined nor JSON.parsed", async () => {
+    const config = resolveConfig({
+      http: { listen: '127.0.0.1:0' },
+      upstream: { url: await sdkServer(), era: 'legacy', sharing: 'shared' },
+    });
+    const gateway = await memoryGateway(config);
+    cleanups.push(() => gateway.close());
+    const url = gateway.url;
+    const sessions = [await openSession(url), await openSession(url)];
+    // The wire ids are small numbers: one id as short, one far longer, which moves what follows it.
+    const ids = [7, 'a request id much longer than any the shared connection gives'];
+    const parse = vi.spyOn(JSON, 'parse');
+    const joins: number[] = [];
+    const concat = Buffer.concat;
+    const join = vi.spyOn(Buffer, 'concat').mockImplementation((list, total) => {
+      const joined = concat(list, total);
+      if (joined.length > LENGTH && new Error().stack?.includes(SOURCE)) joins.push(joined.length);
+      return joined;
+    });
+    let scannedBytes = 0;
+    const push = JsonScanner.prototype.push;
+    const scan = vi.spyOn(JsonScanner.prototype, 'push').mockImplementation(function (
+      this: JsonScanner,
+      piece,
+    ) {
+      scannedBytes += piece.length;
+      push.call(this, piece);
+    });
+    let answers: string[];
+    try {
+      answers = await Promise.all(
+        sessions.map(async (sessionId, k) => {
+          const call = {
+            jsonrpc: '2.0',
+            id: ids[k],
+            method: 'tools/call',
+            params: { name: 'text', arguments: { length: LENGTH } },
+          };
+          const response = await post(url, call, inSession(sessionId));
+          expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+          return response.text();
+        }),
+      );
+      const big = parse.mock.calls.filter(([text]) => typeof text === 'string' && text.length > LENGTH);
+      expect(big).toHaveLength(0);
+      expect(joins).toEqual([]);
+      expect(scannedBytes).toBeGreaterThan(2 * LENGTH);
+      expect(scannedBytes).toBeLessThan(3 * LENGTH);
+    } finally {
+      parse.mockRestore();
+      join.mockRestore();
+      scan.mockRestore();
+    }
+    for (const [k, answer] of answers.entries()) {
+      const message = JSON.parse(answer) as { id: unknown; result: { content: { text: string }[] } };
+      expect(message.id).toBe(ids[k]);
+      expect(message.result.content[0]!.text).toBe('a "b" \\ c\n'.repeat(LENGTH / 10));
+    }
+  });
+});
