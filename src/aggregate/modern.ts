@@ -6,10 +6,12 @@
  * server's Session knows of it (Aggregator.toolFacts), and the bridge's tasks extension and MRTR rounds
  * work on the ids and requests the aggregator gives it, whichever server they come from. What the bridge
  * hands its Session (requests, its handshake's end, cancellations, answers) reaches the aggregator as
- * messages on the channel between them: the Sessions behind it serve one caller each (the stdio client,
- * or the one HTTP caller whose bridge this is), who stands for them all.
+ * messages on the channel between them, and what the aggregator sends comes back on it, read into the
+ * values the bridge takes: the Sessions behind it serve one caller each (the stdio client, or the one HTTP
+ * caller whose bridge this is), who stands for them all.
  */
 import { serialize } from '../protocol/exact-ids.js';
+import { readHanded } from '../protocol/read-message.js';
 import { ALL_VERSIONS } from '../protocol/versions.js';
 import type { Logger } from 'pino';
 import { ModernBridge } from '../modern/bridge.js';
@@ -43,11 +45,18 @@ export function aggregatorBridge(
 ): AggregatorBridge {
   const pair = memoryChannelPair();
   const bridge = new ModernBridge({
-    legacyClient: pair.b,
     // Its answer comes back on the channel, where the bridge takes it as any answer of its Session's.
     session: {
       take: (request) => pair.b.sendRaw(serialize(request)),
       takeMessage: (message) => pair.b.sendRaw(serialize(message)),
+      listen: (receiver) =>
+        pair.b.start({
+          message: (raw, arrival, parsed) =>
+            receiver.message(readHanded(raw, parsed, 'the aggregator'), arrival, raw.byteLength),
+          malformed: () => undefined,
+          closed: ({ reason }) => receiver.closed(reason),
+        }),
+      end: () => pair.b.close(),
     },
     logger,
     supportedVersions: ALL_VERSIONS,

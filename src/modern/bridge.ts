@@ -2,8 +2,8 @@
  * 2026-07-28 clients in front of a 2025 upstream. The bridge is a 2025 client of a Session: it hands it
  * initialize and each modern request as a legacy one, a value with its caller (Session.take), its
  * `initialized`, cancellations and answers to the server's requests as values too (Session.takeMessage),
- * and takes each answer back as a value; the Session's own requests and notifications to the bridge still
- * come on a memory channel. So augment, unwrap, policy, limits and supervision apply to modern traffic
+ * and takes each answer back as a value; the Session's own requests and notifications come to it as
+ * values too (session/value-client.ts), with the request each belongs with. So augment, unwrap, policy, limits and supervision apply to modern traffic
  * exactly as to a 2025 client's. What only the modern era has is done here: per-request `_meta` checked,
  * `server/discover` answered, results given `resultType` and the server's identity, and a server-to-client
  * request turned into an MRTR `input_required` answer whose retry carries the client's answer back to the
@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import { cancellation, goneError } from '../protocol/correlation.js';
 import type { JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
-import { readHanded } from '../protocol/read-message.js';
+import type { ReadMessage } from '../protocol/read-message.js';
 import {
   errorResponse,
   isObject,
@@ -32,7 +32,7 @@ import { checkParamHeaders, type HeaderParam } from '../protocol/modern/headers.
 import type { Implementation, ModernRequestMeta } from '../protocol/modern/meta.js';
 import { toolResultBytes } from '../protocol/modern/result-bytes.js';
 import { toModernError, toModernResult } from '../protocol/modern/results.js';
-import type { Arrival, Channel } from '../transport/channel.js';
+import type { Arrival } from '../transport/channel.js';
 import {
   answerPromise,
   type AnswerSink,
@@ -41,6 +41,7 @@ import {
 } from '../protocol/modern/exchange.js';
 import { NO_CALLER, type RequestCaller } from '../protocol/caller.js';
 import type { RequestContext } from '../session/request-contexts.js';
+import type { ValueEnd } from '../session/value-client.js';
 import type { AuditLog } from '../tasks/audit-log.js';
 import type { TaskInputBoard } from '../tasks/store.js';
 import type { Limits } from '../security/limits.js';
@@ -59,15 +60,11 @@ import type { TaskV1 } from '@modelcontextprotocol/ext-tasks/core/v1';
 
 export interface ModernBridgeOptions {
   /**
-   * The client end of a channel whose other end a Session serves: the Session's requests and notifications
-   * come on it (all the bridge sends goes to the Session as values).
+   * The Session the bridge is the client of, which takes the bridge's requests as values, each with its
+   * caller, and answers them so, and its cancellations and answers to the server's requests as values too;
+   * its own requests and notifications reach the bridge as values (`listen`), and `end` is the bridge gone.
    */
-  legacyClient: Channel;
-  /**
-   * That Session, which takes the bridge's requests as values, each with its caller, and answers them so,
-   * and its cancellations and answers to the server's requests as values too.
-   */
-  session: {
+  session: ValueEnd & {
     take(request: Request, context: RequestContext): void;
     takeMessage(message: Notification | Response): void;
   };
@@ -168,10 +165,9 @@ export class ModernBridge {
 
   /** Starts the 2025 session the modern requests are carried on. */
   start(): void {
-    this.options.legacyClient.start({
-      message: (raw, arrival, parsed) => this.fromSession(raw, arrival, parsed),
-      malformed: () => undefined,
-      closed: ({ reason }) => this.sessionClosed(reason),
+    this.options.session.listen({
+      message: (read, arrival, bytes) => this.fromSession(read, arrival, bytes),
+      closed: (reason) => this.sessionClosed(reason),
     });
     // Made for no caller: the bridge's own, counted for none.
     this.take(initializeRequest(this.options.clientInfo), NO_CALLER);
@@ -280,7 +276,7 @@ export class ModernBridge {
 
   close(): Promise<void> {
     this.sessionClosed('taskgate closed the bridge');
-    return this.options.legacyClient.close();
+    return this.options.session.end();
   }
 
   private forward(
@@ -345,8 +341,8 @@ export class ModernBridge {
     if (call.unsent) this.rounds.askForInput(call);
   }
 
-  private fromSession(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined): void {
-    const read = readHanded(raw, parsed, 'the session');
+  /** `bytes`: the size it came as, when it came as bytes (a server request's counts against its caller's share). */
+  private fromSession(read: ReadMessage, arrival: Arrival | undefined, bytes: number | undefined): void {
     if (!read.ok) {
       this.options.logger.warn({ err: read.error }, 'modern bridge: unreadable message from the session');
       return;
@@ -356,7 +352,11 @@ export class ModernBridge {
       case 'response':
         return this.answered(message.msg);
       case 'request':
-        return this.rounds.serverRequest(message.msg, arrival, raw.byteLength);
+        return this.rounds.serverRequest(
+          message.msg,
+          arrival,
+          bytes ?? Buffer.byteLength(JSON.stringify(message.msg)),
+        );
       case 'notification':
         return this.serverNotification(message.msg.method, message.msg.params, arrival);
     }

@@ -24,6 +24,7 @@ import type { Request } from '../../src/protocol/messages.js';
 import type { RequestContext } from '../../src/session/request-contexts.js';
 import { ALL_VERSIONS } from '../../src/protocol/versions.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
+import { ValueClient, type ValueReceiver } from '../../src/session/value-client.js';
 import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
 import { fakeServer, textResult, type FakeTool } from '../helpers/in-process.js';
 
@@ -244,24 +245,19 @@ describe('the modern bridge, in-process', () => {
   });
 });
 
-describe('the modern bridge and the Session, a parsed value beside the bytes (channel.ts)', () => {
+describe('the modern bridge and the Session, values both ways (request-contexts.ts, value-client.ts)', () => {
   /** A bridge whose Session end is the test's, with what arrives there. */
   function bridgeOnPair() {
-    const { a, b } = memoryChannelPair();
-    const heard: object[] = [];
-    a.start({
-      message: (_raw, _arrival, parsed) => heard.push(parsed ?? {}),
-      malformed: () => undefined,
-      closed: () => undefined,
-    });
     const taken: { request: Request; context: RequestContext }[] = [];
     const takenMessages: object[] = [];
+    const client = new ValueClient();
     const modern = new ModernBridge({
-      legacyClient: b,
       // Only the handshake is looked at here: what the bridge hands the Session is recorded.
       session: {
         take: (request, context) => taken.push({ request, context }),
         takeMessage: (message) => takenMessages.push(message),
+        listen: (receiver) => client.listen(receiver),
+        end: () => client.end(),
       },
       logger: pino({ level: 'silent' }),
       supportedVersions: ALL_VERSIONS,
@@ -278,11 +274,11 @@ describe('the modern bridge and the Session, a parsed value beside the bytes (ch
       defaultCaller: 'test',
     });
     modern.start();
-    return { modern, heard, taken, takenMessages };
+    return { modern, taken, takenMessages };
   }
 
   it('hands its handshake to the Session as values, and reads the answer it is handed rather than its bytes', async () => {
-    const { modern, heard, taken, takenMessages } = bridgeOnPair();
+    const { modern, taken, takenMessages } = bridgeOnPair();
     await vi.waitFor(() => expect(taken).toHaveLength(1));
     const initialize = taken[0]!;
     expect(initialize.request).toMatchObject({ id: 0, method: 'initialize' });
@@ -305,13 +301,42 @@ describe('the modern bridge and the Session, a parsed value beside the bytes (ch
     });
     await vi.waitFor(() => expect(takenMessages).toHaveLength(1));
     expect(takenMessages[0]).toEqual({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    expect(heard).toEqual([]);
     await modern.close();
   });
 });
 
 describe('the modern bridge and the Session, a request handed as a value (request-contexts.ts)', () => {
-  /** A Session on a recording memory pair, its bridge, and the echo server behind; the handshake done. */
+  /**
+   * A ValueClient that records what its Session hands it besides answers (as the value, or the bytes when it
+   * came as bytes) and what of it reaches the bridge, with the request each belongs with.
+   */
+  function recordingClient() {
+    const client = new ValueClient();
+    const handed: unknown[] = [];
+    const send = client.send.bind(client);
+    const sendRaw = client.sendRaw.bind(client);
+    client.send = (message, route) => {
+      handed.push(message);
+      send(message, route);
+    };
+    client.sendRaw = (raw, route, parsed) => {
+      handed.push(parsed ?? raw);
+      sendRaw(raw, route, parsed);
+    };
+    const received: { message: object; onStreamOf: unknown }[] = [];
+    const listen = client.listen.bind(client);
+    client.listen = (receiver: ValueReceiver) =>
+      listen({
+        message: (read, arrival, bytes) => {
+          if (read.ok) received.push({ message: read.message.msg, onStreamOf: arrival?.onStreamOf });
+          receiver.message(read, arrival, bytes);
+        },
+        closed: (reason) => receiver.closed(reason),
+      });
+    return { client, handed, received };
+  }
+
+  /** A Session on a recording ValueClient, its bridge, and the echo server behind; the handshake done. */
   async function handedAsValues() {
     const config = resolveConfig({});
     const toServer = memoryChannelPair();
@@ -324,13 +349,13 @@ describe('the modern bridge and the Session, a request handed as a value (reques
       store: new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1_000_000 }),
       logger: pino({ level: 'silent' }),
     };
-    const pair = memoryChannelPair();
-    const session = new Session(pair.a.recordRoutes(), toServer.a, options, {
+    const recorded = recordingClient();
+    const session = new Session(recorded.client, toServer.a, options, {
       upstreamGone: () => undefined,
       closed: () => undefined,
     });
     session.start();
-    const modern = startBridge(pair.b.recordRoutes(), session, options, toServer.a);
+    const modern = startBridge(recorded.client, session, options, toServer.a);
     const exchange = (id: number, method: string, params: Record<string, unknown>) => ({
       request: { jsonrpc: '2.0' as const, id, method, params: { ...params, _meta: MODERN_META } },
       notify: () => undefined,
@@ -341,12 +366,12 @@ describe('the modern bridge and the Session, a request handed as a value (reques
       await session.close();
       await server.close();
     };
-    return { pair, session, modern, exchange, close };
+    return { recorded, session, modern, exchange, close };
   }
 
-  it('carries a call to the Session and its answer back with no message on the channel between them', async () => {
-    const { pair, modern, exchange, close } = await handedAsValues();
-    const sent = { bySession: pair.a.sentRoutes.length, byBridge: pair.b.sentRoutes.length };
+  it('carries a call to the Session and its answer back as values: nothing else passes between them', async () => {
+    const { recorded, modern, exchange, close } = await handedAsValues();
+    const handedBefore = recorded.handed.length;
 
     const called = await answerOf(
       modern.handle(exchange(2, 'tools/call', { name: 'echo', arguments: { text: 'hi' } })),
@@ -355,12 +380,12 @@ describe('the modern bridge and the Session, a request handed as a value (reques
       id: 2,
       result: { content: [{ type: 'text', text: 'hi' }], resultType: 'complete' },
     });
-    expect({ bySession: pair.a.sentRoutes.length, byBridge: pair.b.sentRoutes.length }).toEqual(sent);
+    expect(recorded.handed).toHaveLength(handedBefore);
     await close();
   });
 
-  it("hands the Session its handshake, a cancellation and an answer to the server's request as values: nothing on the channel", async () => {
-    const { pair, modern, exchange, close } = await handedAsValues();
+  it("hands the Session a cancellation and an answer to the server's request, and the bridge the server's request, as values", async () => {
+    const { recorded, modern, exchange, close } = await handedAsValues();
     const signal = new ClientGiveUp();
     const hung = modern.handle({ ...exchange(2, 'tools/call', { name: 'hang', arguments: {} }), signal });
     // The call must have reached the server before it is cancelled: ask it something after.
@@ -380,7 +405,13 @@ describe('the modern bridge and the Session, a request handed as a value (reques
     const retry = { name: 'ask', arguments: {}, requestState, inputResponses };
     const done = await answerOf(modern.handle(exchange(4, 'tools/call', retry)));
     expect(done.result).toMatchObject({ content: [{ type: 'text', text: '{"name":"Ada"}' }] });
-    expect(pair.b.sentRoutes).toEqual([]);
+    // The server's question reached the bridge as the very value the Session handed its client end (never
+    // serialized and read again).
+    const asked = recorded.received.find(
+      ({ message }) => 'method' in message && message.method === 'elicitation/create',
+    );
+    expect(asked).toBeDefined();
+    expect(recorded.handed).toContain(asked!.message);
     await close();
   });
 
