@@ -10,6 +10,7 @@ import { inputCapabilitiesOf, TASKS_EXTENSION } from '../protocol/modern/capabil
 import type { AnswerSink, ModernExchange } from '../protocol/modern/exchange.js';
 import type { ClientCapabilities, LogLevel, ModernRequestMeta } from '../protocol/modern/meta.js';
 import { decideToolCall, type ToolCallFacts } from '../session/decide.js';
+import type { RequestContext } from '../session/request-contexts.js';
 import { progressTokenOf } from './legacy-form.js';
 
 /** What serving a request gives when its answer goes to the exchange's sink once the call ends. */
@@ -31,14 +32,17 @@ export interface Waiter {
   stopListening(): void;
 }
 
-/** One modern request carried as a 2025 request, across as many MRTR rounds as its server needs. */
-export interface Call {
+/**
+ * One modern request carried as a 2025 request, across as many MRTR rounds as its server needs; handed to
+ * the Session as its request's context (who made it, where its answer goes), so no other object is made.
+ */
+export interface Call extends RequestContext {
   legacyId: number;
   method: string;
   /** The digest its requestState is sealed with, once it asked for input (not the params: they may be large). */
   digest: string | undefined;
   /** Who made it: the task it may become is theirs, its requestState is bound to them, limits count it. */
-  caller: RequestCaller;
+  readonly caller: RequestCaller;
   /** What the current attempt declared that the server may ask for (inputCapabilitiesOf), and its log level. */
   declared: ClientCapabilities;
   logLevel: LogLevel | undefined;
@@ -58,14 +62,19 @@ export interface Call {
   asTask: { promoteAfterMs: number | undefined } | undefined;
 }
 
-/** The call a modern request becomes, sent to the Session as `legacyId`, counted against `quota`. */
+/**
+ * The call a modern request becomes, sent to the Session as `legacyId`, counted against `quota`, its
+ * answer handed to `answer` (the bridge's).
+ */
 export const newCall = (
   legacyId: number,
   exchange: ModernExchange,
   meta: ModernRequestMeta,
   quota: string,
   asTask: Call['asTask'],
+  answer: RequestContext['answer'],
 ): Call => ({
+  answer,
   legacyId,
   method: exchange.request.method,
   digest: undefined,

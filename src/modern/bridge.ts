@@ -39,7 +39,7 @@ import {
   type ModernAnswer,
   type ModernExchange,
 } from '../protocol/modern/exchange.js';
-import { NO_CALLER, type RequestCaller } from '../protocol/caller.js';
+import { NO_CALLER } from '../protocol/caller.js';
 import type { RequestContext } from '../session/request-contexts.js';
 import type { ValueEnd } from '../session/value-client.js';
 import type { AuditLog } from '../tasks/audit-log.js';
@@ -100,7 +100,7 @@ export class ModernBridge {
   private readonly calls = new Map<number, Call>();
   private readonly own = new OwnRequests({
     nextId: () => this.nextId++,
-    take: (request, caller) => this.take(request, caller),
+    take: (request, caller) => this.take(request, { caller, answer: this.answered }),
     toSession: (message) => this.toSession(message),
     gone: () => (this.closedReason === undefined ? undefined : this.unavailable()),
   });
@@ -170,7 +170,7 @@ export class ModernBridge {
       closed: (reason) => this.sessionClosed(reason),
     });
     // Made for no caller: the bridge's own, counted for none.
-    this.take(initializeRequest(this.options.clientInfo), NO_CALLER);
+    this.take(initializeRequest(this.options.clientInfo), { caller: NO_CALLER, answer: this.answered });
   }
 
   /** Serves one modern request; resolves with its answer, or undefined once the client gave it up. */
@@ -296,7 +296,7 @@ export class ModernBridge {
     }
     const asTask = plan;
     const legacyId = this.nextId++;
-    const call = newCall(legacyId, exchange, meta, this.quotaOf(exchange), asTask);
+    const call = newCall(legacyId, exchange, meta, this.quotaOf(exchange), asTask, this.answered);
     this.calls.set(legacyId, call);
     this.wait(call, exchange, sink);
     const params = legacyParams(
@@ -305,7 +305,8 @@ export class ModernBridge {
       asTask !== undefined,
       this.options.upstreamTakesCallerCapabilities?.() === true ? meta.clientCapabilities : undefined,
     );
-    this.take({ jsonrpc: '2.0', id: legacyId, method: request.method, params }, call.caller);
+    // The call is the request's context: who made it, and where its answer goes.
+    this.take({ jsonrpc: '2.0', id: legacyId, method: request.method, params }, call);
     return LATER;
   }
 
@@ -529,10 +530,9 @@ export class ModernBridge {
    * Handed on a microtask, as the channel delivers, so that it keeps its place after what the bridge sent
    * there before it (its answer to the server's question goes before the tasks/get that reads the task).
    */
-  private take(request: Request, caller: RequestCaller): void {
+  private take(request: Request, context: RequestContext): void {
     queueMicrotask(() => {
-      if (this.closedReason === undefined)
-        this.options.session.take(request, { caller, answer: this.answered });
+      if (this.closedReason === undefined) this.options.session.take(request, context);
     });
   }
 
