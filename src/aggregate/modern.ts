@@ -11,6 +11,10 @@
  * caller whose bridge this is), who stands for them all.
  */
 import { serialize } from '../protocol/exact-ids.js';
+import { errorResponse, type Request } from '../protocol/messages.js';
+import { decideToolCall, refusalOf, taskOf } from '../session/decide.js';
+import type { RequestContext } from '../session/request-contexts.js';
+import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { readHanded } from '../protocol/read-message.js';
 import { ALL_VERSIONS } from '../protocol/versions.js';
 import type { Logger } from 'pino';
@@ -47,7 +51,10 @@ export function aggregatorBridge(
   const bridge = new ModernBridge({
     // Its answer comes back on the channel, where the bridge takes it as any answer of its Session's.
     session: {
-      take: (request) => pair.b.sendRaw(serialize(request)),
+      take: (request, context) => {
+        const decided = decidedHere(request, context, facts);
+        if (decided !== undefined) pair.b.sendRaw(serialize(decided));
+      },
       takeMessage: (message) => pair.b.sendRaw(serialize(message)),
       listen: (receiver) =>
         pair.b.start({
@@ -65,7 +72,6 @@ export function aggregatorBridge(
     parkedShares: MODERN_PARKED_SHARES,
     listenShares: MODERN_LISTEN_SHARES,
     clientInfo: TASKGATE_INFO,
-    toolFacts: facts,
     taskShares: modernTaskShares(given.config.tasks.maxTasks),
     ...(given.store.inputs === undefined ? {} : { taskInputs: given.store.inputs }),
     // Limits are each server's Session's to count (upstreams.<name>.limits), as for a 2025 client.
@@ -74,4 +80,34 @@ export function aggregatorBridge(
   });
   bridge.start();
   return { bridge, aggregatorSide: pair.a };
+}
+
+/**
+ * A 2026-07-28 tools/call, decided here (decide.ts, the server deciding) by what the tool's own server's
+ * Session knows of it, since the aggregator reads the bridge's requests as a 2025 client's: it goes on with
+ * `task` where it is one, the call told the plan; a refusal is answered here (undefined: nothing goes on).
+ * A tool the caller may not call goes on as it is, for the aggregator to refuse as unknown.
+ */
+function decidedHere(
+  request: Request,
+  context: RequestContext,
+  facts: (name: string) => ToolFacts,
+): Request | undefined {
+  const name = request.params?.name;
+  if (request.method !== 'tools/call' || context.canTakeTask === undefined || typeof name !== 'string') {
+    return request;
+  }
+  if (context.caller.access?.mayCall(name) === false) return request;
+  const plan = decideToolCall({
+    taskDecidedBy: 'server',
+    canTakeTask: context.canTakeTask,
+    asksTask: false,
+    ...facts(name),
+  });
+  context.decided?.(plan);
+  if (plan.kind === 'refuse-plain' || plan.kind === 'refuse-task') {
+    context.answer(errorResponse(request.id, toJsonRpcError(refusalOf(plan, name))));
+    return undefined;
+  }
+  return taskOf(plan) === undefined ? request : { ...request, params: { ...request.params, task: {} } };
 }

@@ -1,15 +1,15 @@
 /**
  * One modern request the bridge (bridge.ts) carries as a 2025 request to its Session: what is kept of it
  * across its MRTR rounds (input-rounds.ts), made from the request's first attempt, and whether a
- * tools/call goes as a task (decide.ts).
+ * tools/call went on as a task (decided once, by the Session: decide.ts).
  */
 import type { JsonRpcErrorObject } from '../protocol/errors.js';
 import type { RequestCaller } from '../protocol/caller.js';
-import { isObject, type JsonObject, type Request, type RequestId } from '../protocol/messages.js';
+import { isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
 import { inputCapabilitiesOf, TASKS_EXTENSION } from '../protocol/modern/capabilities.js';
 import type { AnswerSink, ModernExchange } from '../protocol/modern/exchange.js';
 import type { ClientCapabilities, LogLevel, ModernRequestMeta } from '../protocol/modern/meta.js';
-import { decideToolCall, type ToolCallFacts } from '../session/decide.js';
+import { taskOf, type ToolCallFacts, type ToolCallPlan } from '../session/decide.js';
 import type { RequestContext } from '../session/request-contexts.js';
 import { progressTokenOf } from './legacy-form.js';
 
@@ -58,8 +58,13 @@ export interface Call extends RequestContext {
   outcome: { result: JsonObject } | { error: JsonRpcErrorObject } | undefined;
   /** The key its requestState names, while parked. */
   parkedAs: string | undefined;
-  /** Sent as a task (the client has the tasks extension): answered at once, or promoted after this long. */
+  /**
+   * Whether it went on as a task, as the Session decided (`decided`: the server decides, for a caller that
+   * declared the tasks extension or not): answered at once, or promoted after this long.
+   */
   asTask: { promoteAfterMs: number | undefined } | undefined;
+  readonly canTakeTask: boolean;
+  decided(plan: ToolCallPlan): void;
 }
 
 /**
@@ -71,10 +76,11 @@ export const newCall = (
   exchange: ModernExchange,
   meta: ModernRequestMeta,
   quota: string,
-  asTask: Call['asTask'],
   answer: RequestContext['answer'],
 ): Call => ({
   answer,
+  canTakeTask: declaresTasks(meta),
+  decided: planMade,
   legacyId,
   method: exchange.request.method,
   digest: undefined,
@@ -87,8 +93,14 @@ export const newCall = (
   unsent: false,
   outcome: undefined,
   parkedAs: undefined,
-  asTask,
+  asTask: undefined,
 });
+
+/** The request declared the tasks extension: the server may answer it with a task. */
+function declaresTasks(meta: ModernRequestMeta): boolean {
+  const extensions = meta.clientCapabilities.extensions;
+  return isObject(extensions) && isObject(extensions[TASKS_EXTENSION]);
+}
 
 /** callerOfExchange with its quota, made as one object: its spreads were a share of every call's garbage. */
 function callerOfCall({ principal, subject, access }: ModernExchange, quota: string): RequestCaller {
@@ -102,36 +114,7 @@ function callerOfCall({ principal, subject, access }: ModernExchange, quota: str
 /** What decide.ts needs to know of a tool besides the request: what the upstream does with it, the operator's rule. */
 export type ToolFacts = Pick<ToolCallFacts, 'upstream' | 'policy'>;
 
-/**
- * Whether a tools/call goes to the Session as a task, and when it is promoted (decide.ts, the server
- * deciding): a plain call is carried as one, and the Session decides it again as a 2025 client's without
- * tasks (unwrap, or forward).
- */
-export function taskPlanOf(
-  request: Request,
-  meta: ModernRequestMeta,
-  toolFacts: (name: string) => ToolFacts,
-): Call['asTask'] | 'refuse' {
-  const name = request.params?.name;
-  if (request.method !== 'tools/call' || typeof name !== 'string') return undefined;
-  const extensions = meta.clientCapabilities.extensions;
-  const { upstream, policy } = toolFacts(name);
-  const plan = decideToolCall({
-    taskDecidedBy: 'server',
-    canTakeTask: isObject(extensions) && isObject(extensions[TASKS_EXTENSION]),
-    asksTask: false,
-    upstream,
-    policy,
-  });
-  switch (plan.kind) {
-    case 'refuse-plain':
-      return 'refuse';
-    case 'forward':
-    case 'augment':
-      return plan.task;
-    case 'unwrap':
-    case 'refuse-task':
-      // The Session's to do (unwrap), and never so where the server decides (refuse-task).
-      return undefined;
-  }
+/** The plan the Session made for a call (decide.ts, the server deciding): it goes on as a task, or not. */
+function planMade(this: Call, plan: ToolCallPlan): void {
+  this.asTask = taskOf(plan);
 }

@@ -25,8 +25,6 @@ import {
   type Request,
   type Response,
 } from '../protocol/messages.js';
-import { TASKS_EXTENSION } from '../protocol/modern/capabilities.js';
-import { MissingCapabilityError } from '../protocol/modern/errors.js';
 import type { LegacyInitializeResult } from '../protocol/modern/discover.js';
 import { checkParamHeaders, type HeaderParam } from '../protocol/modern/headers.js';
 import type { Implementation, ModernRequestMeta } from '../protocol/modern/meta.js';
@@ -49,7 +47,7 @@ import type { Outcome } from './extension-task-record.js';
 import { ExtensionTasks } from './extension-tasks.js';
 import type { ShareLimits } from './caller-shares.js';
 import { InputRounds } from './input-rounds.js';
-import { LATER, newCall, taskPlanOf, type Call, type ToolFacts } from './bridge-call.js';
+import { LATER, newCall, type Call } from './bridge-call.js';
 import { atLeast, legacyIdOfToken, legacyParams } from './legacy-form.js';
 import { OwnRequests } from './own-requests.js';
 import { ToolHeaders } from './tool-headers.js';
@@ -80,8 +78,6 @@ export interface ModernBridgeOptions {
   /** Open subscriptions/listen streams (and their filters' bytes) at most, and per caller. */
   listenShares: ShareLimits;
   clientInfo: Implementation;
-  /** What the upstream does with the tool and the operator's rule for it (the Session knows): decide.ts's facts. */
-  toolFacts(name: string): ToolFacts;
   /** Tasks the bridge remembers (creator, pending input, outcome) at most, and per caller. */
   taskShares: ShareLimits;
   /** The input board of a task store shared by replicas, so that any of them serves these tasks' input. */
@@ -285,28 +281,19 @@ export class ModernBridge {
     sink: AnswerSink,
   ): ModernAnswer | typeof LATER {
     const { request } = exchange;
-    // A tool the caller may not call is the Session's to refuse, as one that does not exist.
-    const hidden =
-      request.method === 'tools/call' && exchange.access?.mayCall(String(request.params?.name)) === false;
-    const plan = hidden ? undefined : taskPlanOf(request, meta, this.options.toolFacts);
-    if (plan === 'refuse') {
-      const missing = toJsonRpcError(new MissingCapabilityError({ extensions: { [TASKS_EXTENSION]: {} } }));
-      const message = `Tool "${String(request.params?.name)}" runs only as a task: ${missing.message}`;
-      return this.refuse(request, { ...missing, message });
-    }
-    const asTask = plan;
     const legacyId = this.nextId++;
-    const call = newCall(legacyId, exchange, meta, this.quotaOf(exchange), asTask, this.answered);
+    // Whether a tools/call is a task, the Session decides (the server deciding), and tells the call.
+    const call = newCall(legacyId, exchange, meta, this.quotaOf(exchange), this.answered);
     this.calls.set(legacyId, call);
-    this.wait(call, exchange, sink);
     const params = legacyParams(
       request.params,
       legacyId,
-      asTask !== undefined,
       this.options.upstreamTakesCallerCapabilities?.() === true ? meta.clientCapabilities : undefined,
     );
-    // The call is the request's context: who made it, and where its answer goes.
+    // The call is the request's context: who made it, and where its answer goes. Taken before the wait, so
+    // that a client gone already is heard after the Session decided whether the call is a task.
     this.take({ jsonrpc: '2.0', id: legacyId, method: request.method, params }, call);
+    this.wait(call, exchange, sink);
     return LATER;
   }
 
@@ -492,9 +479,13 @@ export class ModernBridge {
     const waiter = call.waiter;
     if (waiter === undefined) return;
     waiter.stopListening();
-    if (call.asTask !== undefined) this.cancelTaskOnceCreated(call);
-    else this.cancelUpstream(call, 'the 2026-07-28 client cancelled the request');
+    call.waiter = undefined;
     waiter.sink.answer(undefined);
+    // Whether the call is a task the Session decides as it takes it, handed on a microtask before this one.
+    queueMicrotask(() => {
+      if (call.asTask !== undefined) this.cancelTaskOnceCreated(call);
+      else this.cancelUpstream(call, 'the 2026-07-28 client cancelled the request');
+    });
   }
 
   /** A call sent as a task, given up before its CreateTaskResult came: the task nobody will see is cancelled. */

@@ -76,14 +76,13 @@ export function progressTokenOf(params: JsonObject | undefined): string | number
 
 /**
  * The 2025 params of a modern request: its per-request `_meta` and MRTR fields taken out (the Session's
- * initialize stands for them), a 2025 `task` only where taskgate decided on one (a modern client's own
- * `task` is ignored: tasks.md), and the caller's capabilities kept for a translator that declares them
+ * initialize stands for them), no `task` (a modern client's own is ignored, tasks.md: the Session decides,
+ * and puts one in where it does), and the caller's capabilities kept for a translator that declares them
  * upstream. One copy of the params, and of the `_meta` only when something of it goes on.
  */
 export function legacyParams(
   params: JsonObject | undefined,
   legacyId: number,
-  asTask: boolean,
   callerCapabilities: JsonObject | undefined,
 ): JsonObject {
   const legacy: JsonObject = {};
@@ -92,7 +91,6 @@ export function legacyParams(
     if (key === '_meta') meta = legacyMeta(params._meta, legacyId, callerCapabilities);
     else if (!NOT_LEGACY_PARAMS.has(key)) legacy[key] = params[key];
   }
-  if (asTask) legacy.task = {};
   meta ??= callerCapabilities === undefined ? undefined : legacyMeta(undefined, legacyId, callerCapabilities);
   if (meta !== undefined) legacy._meta = meta;
   return legacy;

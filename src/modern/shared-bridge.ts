@@ -55,7 +55,6 @@ export function startBridge(
     parkedShares: MODERN_PARKED_SHARES,
     listenShares: MODERN_LISTEN_SHARES,
     clientInfo: TASKGATE_INFO,
-    toolFacts: (name) => ({ upstream: session.upstreamTool(name), policy: options.policy.forTool(name) }),
     taskShares: modernTaskShares(options.config.tasks.maxTasks),
     ...(options.store.inputs === undefined ? {} : { taskInputs: options.store.inputs }),
     ...(options.limits === undefined ? {} : { limits: options.limits }),

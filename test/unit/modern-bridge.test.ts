@@ -266,10 +266,6 @@ describe('the modern bridge and the Session, values both ways (request-contexts.
       parkedShares: MODERN_PARKED_SHARES,
       listenShares: MODERN_LISTEN_SHARES,
       clientInfo: { name: 'taskgate', version: '0' },
-      toolFacts: () => ({
-        upstream: { listedAsTask: false, mayRunAsTask: false, requiresTask: false },
-        policy: { taskSupport: 'forbidden', unwrap: false, promoteAfter: 0 },
-      }),
       taskShares: modernTaskShares(10),
       defaultCaller: 'test',
     });

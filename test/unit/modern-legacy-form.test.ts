@@ -18,7 +18,7 @@ describe('legacyParams', () => {
       _meta: { ...MODERN_META, 'example.com/trace': 'x', progressToken: 'client-token' },
     };
     const before = structuredClone(modern);
-    const legacy = legacyParams(modern, 42, false, undefined);
+    const legacy = legacyParams(modern, 42, undefined);
     expect(legacy).toEqual({
       name: 'echo',
       arguments: { text: 'hi' },
@@ -28,20 +28,19 @@ describe('legacyParams', () => {
     expect(modern).toEqual(before);
   });
 
-  it('puts in the task taskgate decided on and the caller capabilities for a translator; no _meta left empty', () => {
+  it('puts in the caller capabilities for a translator; no task (the Session decides), no _meta left empty', () => {
     const modern = { name: 'echo', arguments: {}, _meta: MODERN_META };
-    expect(legacyParams(modern, 1, false, undefined)).toEqual({ name: 'echo', arguments: {} });
+    expect(legacyParams(modern, 1, undefined)).toEqual({ name: 'echo', arguments: {} });
     const capabilities = { elicitation: {} };
-    const legacy = legacyParams(modern, 1, true, capabilities);
+    const legacy = legacyParams(modern, 1, capabilities);
     expect(legacy).toEqual({
       name: 'echo',
       arguments: {},
-      task: {},
       _meta: { [CALLER_CAPABILITIES_META]: capabilities },
     });
-    expect(legacyParams(undefined, 1, false, capabilities)).toEqual({
+    expect(legacyParams(undefined, 1, capabilities)).toEqual({
       _meta: { [CALLER_CAPABILITIES_META]: capabilities },
     });
-    expect(legacyParams(undefined, 1, false, undefined)).toEqual({});
+    expect(legacyParams(undefined, 1, undefined)).toEqual({});
   });
 });
