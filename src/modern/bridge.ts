@@ -3,11 +3,11 @@
  * initialize and each modern request as a legacy one, a value with its caller (Session.take), its
  * `initialized`, cancellations and answers to the server's requests as values too (Session.takeMessage),
  * and takes each answer back as a value; the Session's own requests and notifications come to it as
- * values too (session/value-client.ts), with the request each belongs with. So augment, unwrap, policy, limits and supervision apply to modern traffic
- * exactly as to a 2025 client's. What only the modern era has is done here: per-request `_meta` checked,
- * `server/discover` answered, results given `resultType` and the server's identity, and a server-to-client
- * request turned into an MRTR `input_required` answer whose retry carries the client's answer back to the
- * waiting server. This module carries the calls and routes what comes back; the checks of a request are
+ * values too (session/value-client.ts), with the request each belongs with. So augment, unwrap, policy,
+ * limits and supervision apply to modern traffic exactly as to a 2025 client's. What only the modern era
+ * has is done here: per-request `_meta` checked, `server/discover` answered, results given `resultType` and
+ * the server's identity, and a server-to-client request turned into an MRTR `input_required` answer whose
+ * retry carries the client's answer back to the waiting server. This module carries the calls and routes what comes back; the checks of a request are
  * request-checks.ts and tool-headers.ts, the initialize and discover bridge-handshake.ts, the MRTR rounds
  * input-rounds.ts, the bridge's own requests own-requests.ts, and the tasks extension extension-tasks.ts.
  */
