@@ -12,6 +12,7 @@ import { resolveConfig } from '../../src/config/load.js';
 import { Policy } from '../../src/config/policy.js';
 import { Session } from '../../src/session/session.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
+import { Limits } from '../../src/security/limits.js';
 import { ChannelTransport } from '../helpers/channel-transport.js';
 import {
   MODERN_INPUT_WAIT_MS,
@@ -440,5 +441,54 @@ describe('the modern bridge and the Session, a request handed as a value (reques
     expect(await answerOf(answer)).toMatchObject({ id: 2, result: { resultType: 'complete' } });
     expect(inHandBack).toEqual([true]);
     await close();
+  });
+});
+
+describe('the modern bridge and the Session: a call the Session decides is a task counts as one', () => {
+  it("counts a 2026-07-28 call the Session makes a task against its caller's task creation rate; a plain one not", async () => {
+    const config = resolveConfig({ limits: { taskCreationRate: 1, taskCreationBurst: 1 } });
+    const toServer = memoryChannelPair();
+    const { server } = fakeServer([echo]);
+    await server.connect(new ChannelTransport(toServer.b));
+    const options = {
+      id: 'decided-tasks-counted',
+      config,
+      policy: new Policy(config),
+      store: new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1_000_000 }),
+      logger: pino({ level: 'silent' }),
+      limits: new Limits(config.limits),
+    };
+    const client = new ValueClient();
+    const session = new Session(client, toServer.a, options, {
+      upstreamGone: () => undefined,
+      closed: () => undefined,
+    });
+    session.start();
+    const modern = startBridge(client, session, options, toServer.a);
+    const withTasks = {
+      ...MODERN_META,
+      'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+    };
+    let id = 1;
+    const call = (meta: object) =>
+      answerOf(
+        modern.handle({
+          request: {
+            jsonrpc: '2.0',
+            id: id++,
+            method: 'tools/call',
+            params: { name: 'echo', arguments: { text: 'hi' }, _meta: meta },
+          },
+          notify: () => undefined,
+          signal: new ClientGiveUp(),
+          caller: 'alice',
+        }),
+      );
+    expect((await call(withTasks)).result).toMatchObject({ resultType: 'task' });
+    const second = await call(withTasks);
+    expect(second.error?.message).toMatch(/taskCreationRate/);
+    expect((await call(MODERN_META)).result).toMatchObject({ resultType: 'complete' });
+    await session.close();
+    await server.close();
   });
 });
