@@ -26,8 +26,14 @@
  *                profile's start, for `node bench/profile.js FILE --from A --to B --per COUNT`
  * --prof-interval US  the profile's sampling interval (default 100 µs; node's own 1 000 µs gives a few
  *                hundred samples in a window, too few to tell a 2 µs step from noise)
+ * --callgrind DIR  (interleaved) taskgate under valgrind's callgrind, its counts in DIR: each block's
+ *                instructions on the main thread, counted only in the blocks (the warm-up runs uninstrumented),
+ *                so the ratio does not depend on the machine's load:
+ *
+ *   node bench/modern-cost.js interleaved 2000 --block 500 --callgrind /tmp/cg [--in-flight 64] [--before DIR]
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { LegacyHttpClient, ModernHttpClient } from './lib/http-client.js';
@@ -45,6 +51,7 @@ const { values, positionals } = parseArgs({
     block: { type: 'string', default: '250' },
     before: { type: 'string' },
     strace: { type: 'boolean', default: false },
+    callgrind: { type: 'string' },
   },
 });
 const [kindsArg, countArg] = positionals;
@@ -83,15 +90,35 @@ async function startGate(cli) {
   const port = await freePort();
   const startedAt = performance.now(); // about when taskgate starts, and its profile with it
   const straceOut = `/tmp/taskgate-bench-strace-${process.pid}.txt`;
+  const callgrind = values.callgrind === undefined ? undefined : resolve(values.callgrind);
+  let config = fromRoot('bench/taskgate.yaml');
+  if (callgrind !== undefined) {
+    mkdirSync(callgrind, { recursive: true });
+    // A block of the other era takes minutes under callgrind: the idle 2025 session must outlive it.
+    config = `${callgrind}/taskgate.yaml`;
+    writeFileSync(
+      config,
+      `${readFileSync(fromRoot('bench/taskgate.yaml'), 'utf8')}http:\n  abandonedSessionTimeout: 3600000\n`,
+    );
+  }
   const gate = new Proc('taskgate', [
     ...(values.strace ? ['strace', '-c', '-f', '-e', 'trace=read,write,writev', '-o', straceOut] : []),
+    ...(callgrind === undefined
+      ? []
+      : [
+          'valgrind',
+          '--tool=callgrind',
+          '--instr-atstart=no',
+          '--separate-threads=yes',
+          `--callgrind-out-file=${callgrind}/callgrind.%p`,
+        ]),
     NODE,
     ...(values.prof
       ? ['--cpu-prof', `--cpu-prof-dir=${values.prof}`, `--cpu-prof-interval=${values['prof-interval']}`]
       : []),
     cli,
     '--config',
-    fromRoot('bench/taskgate.yaml'),
+    config,
     '--log-level',
     'warn',
     '--listen',
@@ -100,7 +127,7 @@ async function startGate(cli) {
     NODE,
     BENCH_FIXTURE,
   ]);
-  await waitForPort(port, 30_000, () => gate.exited);
+  await waitForPort(port, callgrind === undefined ? 30_000 : 300_000, () => gate.exited);
   // Under strace the process started is strace: taskgate is its first child.
   const pid = values.strace
     ? Number(readFileSync(`/proc/${gate.pid}/task/${gate.pid}/children`, 'utf8').trim().split(' ')[0])
@@ -111,7 +138,31 @@ async function startGate(cli) {
     await gate.stop();
     if (values.strace) process.stdout.write(readFileSync(straceOut, 'utf8'));
   };
-  return { url: `http://127.0.0.1:${port}/mcp`, pid, startedAt, stop };
+  return { url: `http://127.0.0.1:${port}/mcp`, pid, startedAt, stop, callgrind };
+}
+
+/**
+ * Under callgrind: `dump` writes the counts since the last one (and zeros them); the main thread's
+ * instructions of that dump are read back. @param {number} pid @param {string} dir
+ */
+function instructions(pid, dir) {
+  let dumps = 0;
+  const control = (/** @type {string[]} */ ...args) =>
+    execFileSync('callgrind_control', [...args, String(pid)], { stdio: 'ignore' });
+  return {
+    start() {
+      control('-i', 'on');
+      control('-z');
+    },
+    /** The main thread's instructions since the last call. */
+    dump() {
+      control('-d');
+      dumps++;
+      const totals = readFileSync(`${dir}/callgrind.${pid}.${dumps}-01`, 'utf8').match(/^totals: (\d+)/m);
+      if (totals === null) throw new Error(`no totals in dump ${dumps} of ${pid}`);
+      return Number(totals[1]);
+    },
+  };
 }
 
 const ECHO = { name: 'echo', arguments: { text: 'ping' } };
@@ -123,7 +174,8 @@ const ECHO = { name: 'echo', arguments: { text: 'ping' } };
  * @param {string} cli @param {number} block
  */
 async function interleaved(cli, block) {
-  const { url, pid, stop } = await startGate(cli);
+  const { url, pid, stop, callgrind } = await startGate(cli);
+  const counted = callgrind === undefined ? undefined : instructions(pid, callgrind);
   const modern = new ModernHttpClient(url, { tasks: false });
   const legacy = new LegacyHttpClient(url);
   try {
@@ -134,7 +186,9 @@ async function interleaved(cli, block) {
     await calls(legacy, 1000);
     await sleep(500);
     const cpu = { modern: 0, legacy: 0 };
+    const ir = { modern: 0, legacy: 0 };
     const ratios = /** @type {number[]} */ ([]);
+    counted?.start();
     for (let done = 0, pair = 0; done < count; done += block, pair++) {
       const order =
         pair % 2 === 0
@@ -146,6 +200,7 @@ async function interleaved(cli, block) {
         await calls(kind === 'modern' ? modern : legacy, block);
         spent[kind] = threads(pid).main - before;
         cpu[kind] += spent[kind];
+        if (counted !== undefined) ir[kind] += counted.dump();
       }
       if (spent.legacy > 0) ratios.push(spent.modern / spent.legacy);
     }
@@ -163,6 +218,15 @@ async function interleaved(cli, block) {
         total: Number((cpu.modern / cpu.legacy).toFixed(3)),
         medianOfBlocks: Number(median(ratios).toFixed(3)),
       },
+      ...(counted === undefined
+        ? {}
+        : {
+            instructionsPerOp: {
+              modern: Math.round(ir.modern / calledEach),
+              legacy: Math.round(ir.legacy / calledEach),
+            },
+            instructionsModernOverLegacy: Number((ir.modern / ir.legacy).toFixed(3)),
+          }),
     };
   } finally {
     await Promise.all([modern.close(), legacy.close()]);
@@ -249,7 +313,11 @@ for (let round = 0; round < rounds; round++) {
       const figures =
         kind === 'interleaved' ? await interleaved(cli, Number(values.block)) : await measure(kind, cli);
       const us =
-        'modernOverLegacy' in figures ? figures.modernOverLegacy.total : figures.cpuUsPerOp.mainThread;
+        'instructionsModernOverLegacy' in figures
+          ? figures.instructionsModernOverLegacy
+          : 'modernOverLegacy' in figures
+            ? figures.modernOverLegacy.total
+            : figures.cpuUsPerOp.mainThread;
       mainThread.set(key, [...(mainThread.get(key) ?? []), us]);
       const label = builds.length > 1 ? { build } : {};
       process.stdout.write(JSON.stringify({ ...label, round: round + 1, ...figures }) + '\n');

@@ -8,7 +8,7 @@ import { ModernChannelFront } from './modern/channel-front.js';
 import { opensModernConnection } from './modern/era.js';
 import { startBridge } from './modern/shared-bridge.js';
 import { DeferredChannel } from './transport/deferred-channel.js';
-import { memoryChannelPair } from './transport/memory-channel.js';
+import { ValueClient } from './session/value-client.js';
 import { awaitFirstMessage } from './transport/held-channel.js';
 import { openStdioCore } from './stdio-core.js';
 import { LineChannel } from './transport/line-channel.js';
@@ -70,9 +70,9 @@ export async function startStdioProxy(config: Config): Promise<number> {
     void awaitFirstMessage(client).then(({ first, channel }) => {
       if (first === undefined || !opensModernConnection(first)) return toClient.connect(channel);
       // A 2026-07-28 client: the bridge is the 2025 client of this connection's session.
-      const pair = memoryChannelPair();
-      toClient.connect(pair.a);
-      const bridge = startBridge(pair.b, session, options, upstream.channel, true);
+      const valueClient = new ValueClient();
+      toClient.connect(valueClient);
+      const bridge = startBridge(valueClient, session, options, upstream.channel, true);
       const front = new ModernChannelFront(channel, bridge, logger, () => void session.close());
       stopFront = () => void front.close();
       front.start();

@@ -6,13 +6,20 @@
  * server's Session knows of it (Aggregator.toolFacts), and the bridge's tasks extension and MRTR rounds
  * work on the ids and requests the aggregator gives it, whichever server they come from. What the bridge
  * hands its Session (requests, its handshake's end, cancellations, answers) reaches the aggregator as
- * messages on the channel between them: the Sessions behind it serve one caller each (the stdio client,
- * or the one HTTP caller whose bridge this is), who stands for them all.
+ * messages on the channel between them, and what the aggregator sends comes back on it, read into the
+ * values the bridge takes: the Sessions behind it serve one caller each (the stdio client, or the one HTTP
+ * caller whose bridge this is), who stands for them all.
  */
 import { serialize } from '../protocol/exact-ids.js';
+import { errorResponse, type Request } from '../protocol/messages.js';
+import { decideToolCall, refusalOf, taskOf } from '../session/decide.js';
+import type { RequestContext } from '../session/request-contexts.js';
+import { toJsonRpcError } from '../tasks/wire-errors.js';
+import { readHanded } from '../protocol/read-message.js';
 import { ALL_VERSIONS } from '../protocol/versions.js';
 import type { Logger } from 'pino';
 import { ModernBridge } from '../modern/bridge.js';
+import type { ToolFacts } from '../modern/bridge-call.js';
 import {
   MODERN_INPUT_WAIT_MS,
   MODERN_LISTEN_SHARES,
@@ -43,11 +50,21 @@ export function aggregatorBridge(
 ): AggregatorBridge {
   const pair = memoryChannelPair();
   const bridge = new ModernBridge({
-    legacyClient: pair.b,
     // Its answer comes back on the channel, where the bridge takes it as any answer of its Session's.
     session: {
-      take: (request) => pair.b.sendRaw(serialize(request)),
+      take: (request, context) => {
+        const decided = decidedHere(request, context, (name) => aggregator().toolFacts(name));
+        if (decided !== undefined) pair.b.sendRaw(serialize(decided));
+      },
       takeMessage: (message) => pair.b.sendRaw(serialize(message)),
+      listen: (receiver) =>
+        pair.b.start({
+          message: (raw, arrival, parsed) =>
+            receiver.message(readHanded(raw, parsed, 'the aggregator'), arrival, raw.byteLength),
+          malformed: () => undefined,
+          closed: ({ reason }) => receiver.closed(reason),
+        }),
+      end: () => pair.b.close(),
     },
     logger,
     supportedVersions: ALL_VERSIONS,
@@ -56,7 +73,6 @@ export function aggregatorBridge(
     parkedShares: MODERN_PARKED_SHARES,
     listenShares: MODERN_LISTEN_SHARES,
     clientInfo: TASKGATE_INFO,
-    toolFacts: (name) => aggregator().toolFacts(name),
     toolsKnown: () => aggregator().toolsKnown(),
     taskShares: modernTaskShares(given.config.tasks.maxTasks),
     ...(given.store.inputs === undefined ? {} : { taskInputs: given.store.inputs }),
@@ -66,4 +82,34 @@ export function aggregatorBridge(
   });
   bridge.start();
   return { bridge, aggregatorSide: pair.a };
+}
+
+/**
+ * A 2026-07-28 tools/call, decided here (decide.ts, the server deciding) by what the tool's own server's
+ * Session knows of it, since the aggregator reads the bridge's requests as a 2025 client's: it goes on with
+ * `task` where it is one, the call told the plan; a refusal is answered here (undefined: nothing goes on).
+ * A tool the caller may not call goes on as it is, for the aggregator to refuse as unknown.
+ */
+function decidedHere(
+  request: Request,
+  context: RequestContext,
+  facts: (name: string) => ToolFacts,
+): Request | undefined {
+  const name = request.params?.name;
+  if (request.method !== 'tools/call' || context.canTakeTask === undefined || typeof name !== 'string') {
+    return request;
+  }
+  if (context.caller.access?.mayCall(name) === false) return request;
+  const plan = decideToolCall({
+    taskDecidedBy: 'server',
+    canTakeTask: context.canTakeTask,
+    asksTask: false,
+    ...facts(name),
+  });
+  context.decided?.(plan);
+  if (plan.kind === 'refuse-plain' || plan.kind === 'refuse-task') {
+    context.answer(errorResponse(request.id, toJsonRpcError(refusalOf(plan, name))));
+    return undefined;
+  }
+  return taskOf(plan) === undefined ? request : { ...request, params: { ...request.params, task: {} } };
 }

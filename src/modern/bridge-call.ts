@@ -1,15 +1,16 @@
 /**
  * One modern request the bridge (bridge.ts) carries as a 2025 request to its Session: what is kept of it
  * across its MRTR rounds (input-rounds.ts), made from the request's first attempt, and whether a
- * tools/call goes as a task (decide.ts).
+ * tools/call went on as a task (decided once, by the Session: decide.ts).
  */
 import type { JsonRpcErrorObject } from '../protocol/errors.js';
 import type { RequestCaller } from '../protocol/caller.js';
-import { isObject, type JsonObject, type Request, type RequestId } from '../protocol/messages.js';
+import { isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
 import { inputCapabilitiesOf, TASKS_EXTENSION } from '../protocol/modern/capabilities.js';
 import type { AnswerSink, ModernExchange } from '../protocol/modern/exchange.js';
 import type { ClientCapabilities, LogLevel, ModernRequestMeta } from '../protocol/modern/meta.js';
-import { decideToolCall, type ToolCallFacts } from '../session/decide.js';
+import { taskOf, type ToolCallFacts, type ToolCallPlan } from '../session/decide.js';
+import type { RequestContext } from '../session/request-contexts.js';
 import { progressTokenOf } from './legacy-form.js';
 
 /** What serving a request gives when its answer goes to the exchange's sink once the call ends. */
@@ -31,14 +32,17 @@ export interface Waiter {
   stopListening(): void;
 }
 
-/** One modern request carried as a 2025 request, across as many MRTR rounds as its server needs. */
-export interface Call {
+/**
+ * One modern request carried as a 2025 request, across as many MRTR rounds as its server needs; handed to
+ * the Session as its request's context (who made it, where its answer goes), so no other object is made.
+ */
+export interface Call extends RequestContext {
   legacyId: number;
   method: string;
   /** The digest its requestState is sealed with, once it asked for input (not the params: they may be large). */
   digest: string | undefined;
   /** Who made it: the task it may become is theirs, its requestState is bound to them, limits count it. */
-  caller: RequestCaller;
+  readonly caller: RequestCaller;
   /** What the current attempt declared that the server may ask for (inputCapabilitiesOf), and its log level. */
   declared: ClientCapabilities;
   logLevel: LogLevel | undefined;
@@ -54,18 +58,29 @@ export interface Call {
   outcome: { result: JsonObject } | { error: JsonRpcErrorObject } | undefined;
   /** The key its requestState names, while parked. */
   parkedAs: string | undefined;
-  /** Sent as a task (the client has the tasks extension): answered at once, or promoted after this long. */
+  /**
+   * Whether it went on as a task, as the Session decided (`decided`: the server decides, for a caller that
+   * declared the tasks extension or not): answered at once, or promoted after this long.
+   */
   asTask: { promoteAfterMs: number | undefined } | undefined;
+  readonly canTakeTask: boolean;
+  decided(plan: ToolCallPlan): void;
 }
 
-/** The call a modern request becomes, sent to the Session as `legacyId`, counted against `quota`. */
+/**
+ * The call a modern request becomes, sent to the Session as `legacyId`, counted against `quota`, its
+ * answer handed to `answer` (the bridge's).
+ */
 export const newCall = (
   legacyId: number,
   exchange: ModernExchange,
   meta: ModernRequestMeta,
   quota: string,
-  asTask: Call['asTask'],
+  answer: RequestContext['answer'],
 ): Call => ({
+  answer,
+  canTakeTask: declaresTasks(meta),
+  decided: planMade,
   legacyId,
   method: exchange.request.method,
   digest: undefined,
@@ -78,8 +93,14 @@ export const newCall = (
   unsent: false,
   outcome: undefined,
   parkedAs: undefined,
-  asTask,
+  asTask: undefined,
 });
+
+/** The request declared the tasks extension: the server may answer it with a task. */
+function declaresTasks(meta: ModernRequestMeta): boolean {
+  const extensions = meta.clientCapabilities.extensions;
+  return isObject(extensions) && isObject(extensions[TASKS_EXTENSION]);
+}
 
 /** callerOfExchange with its quota, made as one object: its spreads were a share of every call's garbage. */
 function callerOfCall({ principal, subject, access }: ModernExchange, quota: string): RequestCaller {
@@ -93,36 +114,7 @@ function callerOfCall({ principal, subject, access }: ModernExchange, quota: str
 /** What decide.ts needs to know of a tool besides the request: what the upstream does with it, the operator's rule. */
 export type ToolFacts = Pick<ToolCallFacts, 'upstream' | 'policy'>;
 
-/**
- * Whether a tools/call goes to the Session as a task, and when it is promoted (decide.ts, the server
- * deciding): a plain call is carried as one, and the Session decides it again as a 2025 client's without
- * tasks (unwrap, or forward).
- */
-export function taskPlanOf(
-  request: Request,
-  meta: ModernRequestMeta,
-  toolFacts: (name: string) => ToolFacts,
-): Call['asTask'] | 'refuse' {
-  const name = request.params?.name;
-  if (request.method !== 'tools/call' || typeof name !== 'string') return undefined;
-  const extensions = meta.clientCapabilities.extensions;
-  const { upstream, policy } = toolFacts(name);
-  const plan = decideToolCall({
-    taskDecidedBy: 'server',
-    canTakeTask: isObject(extensions) && isObject(extensions[TASKS_EXTENSION]),
-    asksTask: false,
-    upstream,
-    policy,
-  });
-  switch (plan.kind) {
-    case 'refuse-plain':
-      return 'refuse';
-    case 'forward':
-    case 'augment':
-      return plan.task;
-    case 'unwrap':
-    case 'refuse-task':
-      // The Session's to do (unwrap), and never so where the server decides (refuse-task).
-      return undefined;
-  }
+/** The plan the Session made for a call (decide.ts, the server deciding): it goes on as a task, or not. */
+function planMade(this: Call, plan: ToolCallPlan): void {
+  this.asTask = taskOf(plan);
 }

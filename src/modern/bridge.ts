@@ -2,12 +2,12 @@
  * 2026-07-28 clients in front of a 2025 upstream. The bridge is a 2025 client of a Session: it hands it
  * initialize and each modern request as a legacy one, a value with its caller (Session.take), its
  * `initialized`, cancellations and answers to the server's requests as values too (Session.takeMessage),
- * and takes each answer back as a value; the Session's own requests and notifications to the bridge still
- * come on a memory channel. So augment, unwrap, policy, limits and supervision apply to modern traffic
- * exactly as to a 2025 client's. What only the modern era has is done here: per-request `_meta` checked,
- * `server/discover` answered, results given `resultType` and the server's identity, and a server-to-client
- * request turned into an MRTR `input_required` answer whose retry carries the client's answer back to the
- * waiting server. This module carries the calls and routes what comes back; the checks of a request are
+ * and takes each answer back as a value; the Session's own requests and notifications come to it as
+ * values too (session/value-client.ts), with the request each belongs with. So augment, unwrap, policy,
+ * limits and supervision apply to modern traffic exactly as to a 2025 client's. What only the modern era
+ * has is done here: per-request `_meta` checked, `server/discover` answered, results given `resultType` and
+ * the server's identity, and a server-to-client request turned into an MRTR `input_required` answer whose
+ * retry carries the client's answer back to the waiting server. This module carries the calls and routes what comes back; the checks of a request are
  * request-checks.ts and tool-headers.ts, the initialize and discover bridge-handshake.ts, the MRTR rounds
  * input-rounds.ts, the bridge's own requests own-requests.ts, and the tasks extension extension-tasks.ts.
  */
@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import { cancellation, goneError } from '../protocol/correlation.js';
 import type { JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
-import { readHanded } from '../protocol/read-message.js';
+import type { ReadMessage } from '../protocol/read-message.js';
 import {
   errorResponse,
   isObject,
@@ -25,22 +25,21 @@ import {
   type Request,
   type Response,
 } from '../protocol/messages.js';
-import { TASKS_EXTENSION } from '../protocol/modern/capabilities.js';
-import { MissingCapabilityError } from '../protocol/modern/errors.js';
 import type { LegacyInitializeResult } from '../protocol/modern/discover.js';
 import { checkParamHeaders, type HeaderParam } from '../protocol/modern/headers.js';
 import type { Implementation, ModernRequestMeta } from '../protocol/modern/meta.js';
 import { toolResultBytes } from '../protocol/modern/result-bytes.js';
 import { toModernError, toModernResult } from '../protocol/modern/results.js';
-import type { Arrival, Channel } from '../transport/channel.js';
+import type { Arrival } from '../transport/channel.js';
 import {
   answerPromise,
   type AnswerSink,
   type ModernAnswer,
   type ModernExchange,
 } from '../protocol/modern/exchange.js';
-import { NO_CALLER, type RequestCaller } from '../protocol/caller.js';
+import { NO_CALLER } from '../protocol/caller.js';
 import type { RequestContext } from '../session/request-contexts.js';
+import type { ValueEnd } from '../session/value-client.js';
 import type { AuditLog } from '../tasks/audit-log.js';
 import type { TaskInputBoard } from '../tasks/store.js';
 import type { Limits } from '../security/limits.js';
@@ -48,7 +47,7 @@ import type { Outcome } from './extension-task-record.js';
 import { ExtensionTasks } from './extension-tasks.js';
 import type { ShareLimits } from './caller-shares.js';
 import { InputRounds } from './input-rounds.js';
-import { LATER, newCall, taskPlanOf, type Call, type ToolFacts } from './bridge-call.js';
+import { LATER, newCall, type Call } from './bridge-call.js';
 import { atLeast, legacyIdOfToken, legacyParams } from './legacy-form.js';
 import { OwnRequests } from './own-requests.js';
 import { ToolHeaders } from './tool-headers.js';
@@ -59,15 +58,11 @@ import type { TaskV1 } from '@modelcontextprotocol/ext-tasks/core/v1';
 
 export interface ModernBridgeOptions {
   /**
-   * The client end of a channel whose other end a Session serves: the Session's requests and notifications
-   * come on it (all the bridge sends goes to the Session as values).
+   * The Session the bridge is the client of, which takes the bridge's requests as values, each with its
+   * caller, and answers them so, and its cancellations and answers to the server's requests as values too;
+   * its own requests and notifications reach the bridge as values (`listen`), and `end` is the bridge gone.
    */
-  legacyClient: Channel;
-  /**
-   * That Session, which takes the bridge's requests as values, each with its caller, and answers them so,
-   * and its cancellations and answers to the server's requests as values too.
-   */
-  session: {
+  session: ValueEnd & {
     take(request: Request, context: RequestContext): void;
     takeMessage(message: Notification | Response): void;
   };
@@ -83,9 +78,7 @@ export interface ModernBridgeOptions {
   /** Open subscriptions/listen streams (and their filters' bytes) at most, and per caller. */
   listenShares: ShareLimits;
   clientInfo: Implementation;
-  /** What the upstream does with the tool and the operator's rule for it (the Session knows): decide.ts's facts. */
-  toolFacts(name: string): ToolFacts;
-  /** Settles once toolFacts knows every tool's server (an aggregator's servers without prefix); undefined: now. */
+  /** Settles once every tool's server is known (an aggregator's servers without prefix); undefined: now. */
   toolsKnown?(): Promise<unknown> | undefined;
   /** Tasks the bridge remembers (creator, pending input, outcome) at most, and per caller. */
   taskShares: ShareLimits;
@@ -105,7 +98,7 @@ export class ModernBridge {
   private readonly calls = new Map<number, Call>();
   private readonly own = new OwnRequests({
     nextId: () => this.nextId++,
-    take: (request, caller) => this.take(request, caller),
+    take: (request, caller) => this.take(request, { caller, answer: this.answered }),
     toSession: (message) => this.toSession(message),
     gone: () => (this.closedReason === undefined ? undefined : this.unavailable()),
   });
@@ -170,13 +163,12 @@ export class ModernBridge {
 
   /** Starts the 2025 session the modern requests are carried on. */
   start(): void {
-    this.options.legacyClient.start({
-      message: (raw, arrival, parsed) => this.fromSession(raw, arrival, parsed),
-      malformed: () => undefined,
-      closed: ({ reason }) => this.sessionClosed(reason),
+    this.options.session.listen({
+      message: (read, arrival, bytes) => this.fromSession(read, arrival, bytes),
+      closed: (reason) => this.sessionClosed(reason),
     });
     // Made for no caller: the bridge's own, counted for none.
-    this.take(initializeRequest(this.options.clientInfo), NO_CALLER);
+    this.take(initializeRequest(this.options.clientInfo), { caller: NO_CALLER, answer: this.answered });
   }
 
   /** Serves one modern request; resolves with its answer, or undefined once the client gave it up. */
@@ -288,7 +280,7 @@ export class ModernBridge {
 
   close(): Promise<void> {
     this.sessionClosed('taskgate closed the bridge');
-    return this.options.legacyClient.close();
+    return this.options.session.end();
   }
 
   private forward(
@@ -297,27 +289,19 @@ export class ModernBridge {
     sink: AnswerSink,
   ): ModernAnswer | typeof LATER {
     const { request } = exchange;
-    // A tool the caller may not call is the Session's to refuse, as one that does not exist.
-    const hidden =
-      request.method === 'tools/call' && exchange.access?.mayCall(String(request.params?.name)) === false;
-    const plan = hidden ? undefined : taskPlanOf(request, meta, this.options.toolFacts);
-    if (plan === 'refuse') {
-      const missing = toJsonRpcError(new MissingCapabilityError({ extensions: { [TASKS_EXTENSION]: {} } }));
-      const message = `Tool "${String(request.params?.name)}" runs only as a task: ${missing.message}`;
-      return this.refuse(request, { ...missing, message });
-    }
-    const asTask = plan;
     const legacyId = this.nextId++;
-    const call = newCall(legacyId, exchange, meta, this.quotaOf(exchange), asTask);
+    // Whether a tools/call is a task, the Session decides (the server deciding), and tells the call.
+    const call = newCall(legacyId, exchange, meta, this.quotaOf(exchange), this.answered);
     this.calls.set(legacyId, call);
-    this.wait(call, exchange, sink);
     const params = legacyParams(
       request.params,
       legacyId,
-      asTask !== undefined,
       this.options.upstreamTakesCallerCapabilities?.() === true ? meta.clientCapabilities : undefined,
     );
-    this.take({ jsonrpc: '2.0', id: legacyId, method: request.method, params }, call.caller);
+    // The call is the request's context: who made it, and where its answer goes. Taken before the wait, so
+    // that a client gone already is heard after the Session decided whether the call is a task.
+    this.take({ jsonrpc: '2.0', id: legacyId, method: request.method, params }, call);
+    this.wait(call, exchange, sink);
     return LATER;
   }
 
@@ -353,8 +337,8 @@ export class ModernBridge {
     if (call.unsent) this.rounds.askForInput(call);
   }
 
-  private fromSession(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined): void {
-    const read = readHanded(raw, parsed, 'the session');
+  /** `bytes`: the size it came as, when it came as bytes (a server request's counts against its caller's share). */
+  private fromSession(read: ReadMessage, arrival: Arrival | undefined, bytes: number | undefined): void {
     if (!read.ok) {
       this.options.logger.warn({ err: read.error }, 'modern bridge: unreadable message from the session');
       return;
@@ -364,7 +348,11 @@ export class ModernBridge {
       case 'response':
         return this.answered(message.msg);
       case 'request':
-        return this.rounds.serverRequest(message.msg, arrival, raw.byteLength);
+        return this.rounds.serverRequest(
+          message.msg,
+          arrival,
+          bytes ?? Buffer.byteLength(JSON.stringify(message.msg)),
+        );
       case 'notification':
         return this.serverNotification(message.msg.method, message.msg.params, arrival);
     }
@@ -499,9 +487,13 @@ export class ModernBridge {
     const waiter = call.waiter;
     if (waiter === undefined) return;
     waiter.stopListening();
-    if (call.asTask !== undefined) this.cancelTaskOnceCreated(call);
-    else this.cancelUpstream(call, 'the 2026-07-28 client cancelled the request');
+    call.waiter = undefined;
     waiter.sink.answer(undefined);
+    // Whether the call is a task the Session decides as it takes it, handed on a microtask before this one.
+    queueMicrotask(() => {
+      if (call.asTask !== undefined) this.cancelTaskOnceCreated(call);
+      else this.cancelUpstream(call, 'the 2026-07-28 client cancelled the request');
+    });
   }
 
   /** A call sent as a task, given up before its CreateTaskResult came: the task nobody will see is cancelled. */
@@ -537,10 +529,9 @@ export class ModernBridge {
    * Handed on a microtask, as the channel delivers, so that it keeps its place after what the bridge sent
    * there before it (its answer to the server's question goes before the tasks/get that reads the task).
    */
-  private take(request: Request, caller: RequestCaller): void {
+  private take(request: Request, context: RequestContext): void {
     queueMicrotask(() => {
-      if (this.closedReason === undefined)
-        this.options.session.take(request, { caller, answer: this.answered });
+      if (this.closedReason === undefined) this.options.session.take(request, context);
     });
   }
 

@@ -76,35 +76,56 @@ export function progressTokenOf(params: JsonObject | undefined): string | number
 
 /**
  * The 2025 params of a modern request: its per-request `_meta` and MRTR fields taken out (the Session's
- * initialize stands for them), a 2025 `task` only where taskgate decided on one (a modern client's own
- * `task` is ignored: tasks.md), and the caller's capabilities kept for a translator that declares them
- * upstream.
+ * initialize stands for them), no `task` (a modern client's own is ignored, tasks.md: the Session decides,
+ * and puts one in where it does), and the caller's capabilities kept for a translator that declares them
+ * upstream. One copy of the params, and of the `_meta` only when something of it goes on.
  */
 export function legacyParams(
   params: JsonObject | undefined,
   legacyId: number,
-  asTask: boolean,
   callerCapabilities: JsonObject | undefined,
 ): JsonObject {
-  const {
-    _meta,
-    task: _task,
-    inputResponses: _inputResponses,
-    requestState: _requestState,
-    ...rest
-  } = params ?? {};
-  const {
-    [PROTOCOL_VERSION_META]: _version,
-    [CLIENT_CAPABILITIES_META]: _capabilities,
-    [CLIENT_INFO_META]: _info,
-    [LOG_LEVEL_META]: _level,
-    progressToken: clientToken,
-    ...meta
-  } = isObject(_meta) ? _meta : {};
-  if (clientToken !== undefined) meta.progressToken = bridgeToken(legacyId);
-  if (callerCapabilities !== undefined) meta[CALLER_CAPABILITIES_META] = callerCapabilities;
-  const legacy = asTask ? { ...rest, task: {} } : rest;
-  return Object.keys(meta).length === 0 ? legacy : { ...legacy, _meta: meta };
+  const legacy: JsonObject = {};
+  let meta: JsonObject | undefined;
+  for (const key in params) {
+    if (key === '_meta') meta = legacyMeta(params._meta, legacyId, callerCapabilities);
+    else if (!NOT_LEGACY_PARAMS.has(key)) legacy[key] = params[key];
+  }
+  meta ??= callerCapabilities === undefined ? undefined : legacyMeta(undefined, legacyId, callerCapabilities);
+  if (meta !== undefined) legacy._meta = meta;
+  return legacy;
+}
+
+/** Params a modern request has that its 2025 form does not (`_meta` is made again: legacyMeta). */
+const NOT_LEGACY_PARAMS: ReadonlySet<string> = new Set(['task', 'inputResponses', 'requestState']);
+
+/** The per-request `_meta` keys of 2026-07-28, which the bridge's initialize stands for. */
+const MODERN_META_KEYS: ReadonlySet<string> = new Set([
+  PROTOCOL_VERSION_META,
+  CLIENT_CAPABILITIES_META,
+  CLIENT_INFO_META,
+  LOG_LEVEL_META,
+]);
+
+/** The 2025 `_meta` of a call: what is left of the modern one, the bridge's progress token; undefined if empty. */
+function legacyMeta(
+  modern: unknown,
+  legacyId: number,
+  callerCapabilities: JsonObject | undefined,
+): JsonObject | undefined {
+  let meta: JsonObject | undefined;
+  if (isObject(modern)) {
+    for (const key in modern) {
+      if (MODERN_META_KEYS.has(key) || key === 'progressToken') continue;
+      meta ??= {};
+      meta[key] = modern[key];
+    }
+    if (modern.progressToken !== undefined) (meta ??= {}).progressToken = bridgeToken(legacyId);
+  }
+  if (callerCapabilities === undefined) return meta;
+  meta ??= {};
+  meta[CALLER_CAPABILITIES_META] = callerCapabilities;
+  return meta;
 }
 
 export function atLeast(level: unknown, wanted: LogLevel): boolean {

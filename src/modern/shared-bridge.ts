@@ -1,5 +1,5 @@
 /**
- * How a bridge is put together (a Session over a memory pair, the bridge as its 2025 client), and a
+ * How a bridge is put together (a Session whose client end takes values, the bridge as its 2025 client), and a
  * caller's bridge on the HTTP front (caller-bridges.ts): opened on its first request, opened again when
  * its upstream is gone for good.
  */
@@ -12,7 +12,7 @@ import { toModernError } from '../protocol/modern/results.js';
 import { ALL_VERSIONS } from '../protocol/versions.js';
 import { Session, type SessionEvents, type SessionOptions } from '../session/session.js';
 import type { Channel } from '../transport/channel.js';
-import { memoryChannelPair } from '../transport/memory-channel.js';
+import { ValueClient } from '../session/value-client.js';
 import type { Valve } from '../transport/valve.js';
 import { ModernBridge } from './bridge.js';
 import {
@@ -30,19 +30,23 @@ export interface BridgedSession {
 }
 
 /**
- * A started bridge on `legacyClient`, the client end of a channel `session` serves in front of `upstream`;
- * `oneCaller` when every request it carries comes from one client connection (stdio).
+ * A started bridge on `client`, the client end `session` serves in front of `upstream`; `oneCaller` when
+ * every request it carries comes from one client connection (stdio).
  */
 export function startBridge(
-  legacyClient: Channel,
+  client: ValueClient,
   session: Session,
   options: SessionOptions,
   upstream: Channel,
   oneCaller = false,
 ): ModernBridge {
   const bridge = new ModernBridge({
-    legacyClient,
-    session,
+    session: {
+      take: (request, context) => session.take(request, context),
+      takeMessage: (message) => session.takeMessage(message),
+      listen: (receiver) => client.listen(receiver),
+      end: () => client.end(),
+    },
     logger: options.logger,
     supportedVersions: ALL_VERSIONS,
     // Replicas sharing a store know each other by its executor ids: a retry can be carried to its call.
@@ -51,7 +55,6 @@ export function startBridge(
     parkedShares: MODERN_PARKED_SHARES,
     listenShares: MODERN_LISTEN_SHARES,
     clientInfo: TASKGATE_INFO,
-    toolFacts: (name) => ({ upstream: session.upstreamTool(name), policy: options.policy.forTool(name) }),
     taskShares: modernTaskShares(options.config.tasks.maxTasks),
     ...(options.store.inputs === undefined ? {} : { taskInputs: options.store.inputs }),
     ...(options.limits === undefined ? {} : { limits: options.limits }),
@@ -70,10 +73,10 @@ export function bridgeSession(
   options: SessionOptions,
   events: SessionEvents,
 ): BridgedSession {
-  const pair = memoryChannelPair();
-  const session = new Session(pair.a, upstream, options, events);
+  const client = new ValueClient();
+  const session = new Session(client, upstream, options, events);
   session.start();
-  return { bridge: startBridge(pair.b, session, options, upstream), session };
+  return { bridge: startBridge(client, session, options, upstream), session };
 }
 
 export interface OpenedBridge {

@@ -1,10 +1,15 @@
 /**
- * What taskgate does with a tools/call of any era: the table of docs/design.md as one pure function, used
- * by the Session (a 2025 client's call, and what a bridge carries) and by the 2026-07-28 bridge. Everything
- * it needs is an input, so that every combination can be tested in-process; what differs between the eras
- * is one fact, who decides whether a call becomes a task.
+ * What taskgate does with a tools/call of any era: the table of docs/design.md as one pure function, decided
+ * once per call where the facts are known: by the Session (a 2025 client's call, and a 2026-07-28 call the
+ * bridge hands it, whose context says the server decides: TaskChoice), or, in front of several servers, at
+ * the aggregator's end of the bridge (aggregate/modern.ts). Everything it needs is an input, so that every
+ * combination can be tested in-process; what differs between the eras is one fact, who decides whether a
+ * call becomes a task.
  */
 import type { ToolPolicy } from '../config/policy.js';
+import { methodNotFound } from '../protocol/errors.js';
+import { TASKS_EXTENSION } from '../protocol/modern/capabilities.js';
+import { MissingCapabilityError } from '../protocol/modern/errors.js';
 
 /** What the upstream is known to do with one tool (from its initialize and tools/list answers). */
 export interface UpstreamTool {
@@ -84,4 +89,40 @@ function mayBeTask({ upstream, policy }: ToolCallFacts): boolean {
 function promoteAfter({ upstream, policy }: ToolCallFacts): number | undefined {
   const required = upstream.mayRunAsTask ? upstream.requiresTask : policy.taskSupport === 'required';
   return required || policy.promoteAfter === 0 ? undefined : policy.promoteAfter;
+}
+
+/**
+ * Where the server decides (a 2026-07-28 request's context, request-contexts.ts): whether its caller can
+ * take a task (it declared the tasks extension), and the plan made for the call, told once to whoever
+ * carries the answer (the bridge: a task's CreateTaskResult is answered as the extension's task).
+ */
+export interface TaskChoice {
+  readonly canTakeTask: boolean;
+  decided(plan: ToolCallPlan): void;
+}
+
+/** A tools/call plan's task, where it has one: the call goes on as a task (forward or augment). */
+export function taskOf(plan: ToolCallPlan): TaskAnswer | undefined {
+  return plan.kind === 'forward' || plan.kind === 'augment' ? plan.task : undefined;
+}
+
+/** Why a call of the tool `name` is refused by its plan, in the words of the era that decided. */
+export function refusalOf(
+  plan: Extract<ToolCallPlan, { kind: 'refuse-task' | 'refuse-plain' }>,
+  name: string | undefined,
+): Error {
+  if (plan.kind === 'refuse-task') {
+    const why = plan.taskSupport === 'forbidden' ? 'forbidden' : 'left to the server, which has no tasks';
+    return methodNotFound(
+      `Tool "${name}" cannot be called as a task (its taskSupport is "${why}"); call it without "task"`,
+    );
+  }
+  if (plan.missing === 'task') {
+    return methodNotFound(
+      `Tool "${name}" must be called as a task (its taskSupport is "required"): add a "task" field to the tools/call params`,
+    );
+  }
+  const missing = new MissingCapabilityError({ extensions: { [TASKS_EXTENSION]: {} } });
+  missing.message = `Tool "${name}" runs only as a task: ${missing.message}`;
+  return missing;
 }

@@ -11,10 +11,14 @@ import { readMessage } from '../protocol/read-message.js';
 import type { RequestId, Response } from '../protocol/messages.js';
 import type { Pieces } from '../protocol/pieces.js';
 import { sendPieces, type Channel, type ChannelHandlers, type Route } from '../transport/channel.js';
+import type { TaskChoice } from './decide.js';
 import type { SessionOptions } from './session-options.js';
 
-/** What travels with a request handed as a value: who made it, and where its answer goes. */
-export interface RequestContext {
+/**
+ * What travels with a request handed as a value: who made it, where its answer goes, and, for a
+ * 2026-07-28 request (`canTakeTask` set), that the server decides whether a tools/call is a task (decide.ts).
+ */
+export interface RequestContext extends Partial<TaskChoice> {
   readonly caller: RequestCaller;
   /** `raw`: the bytes the response was read from (the upstream's, or taskgate's own), when there are some. */
   answer(response: Response, raw?: Buffer): void;
@@ -44,6 +48,12 @@ export class RequestContexts implements Channel {
 
   callerOf(id: RequestId): RequestCaller {
     return this.contexts.get(id)?.caller ?? this.bytesCaller;
+  }
+
+  /** Where the server decides whether the request is a task: the context that says so, if any. */
+  taskChoiceOf(id: RequestId): TaskChoice | undefined {
+    const context = this.contexts.get(id);
+    return context?.canTakeTask === undefined ? undefined : (context as TaskChoice);
   }
 
   /** The request is over without an answer (cancelled): nothing more goes to its context. */

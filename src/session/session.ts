@@ -12,7 +12,6 @@ import { DEFAULT_REQUEST_TIMEOUT_MS } from '../config/schema.js';
 import type { RequestCaller } from '../protocol/caller.js';
 import { carriedCancellation } from '../protocol/correlation.js';
 import type { ProtocolError } from '../protocol/errors.js';
-import { methodNotFound } from '../protocol/errors.js';
 import { callableTools, taskListRefused, toolRefusal } from '../security/access.js';
 import type { AccessRefusal } from '../tasks/audit-log.js';
 import {
@@ -35,7 +34,7 @@ import { clientFrameRefusal, unreadClientFrameRefusal, type Refusal } from './ba
 import { ClientPeer } from './client-peer.js';
 import { EarlyMessages } from './early-messages.js';
 import { Correlator } from './correlator.js';
-import { decideToolCall, type UpstreamTool } from './decide.js';
+import { decideToolCall, refusalOf, taskOf, type UpstreamTool } from './decide.js';
 import { OpenRequests } from './open-requests.js';
 import { ServedRequests, type Outcome } from './served-requests.js';
 import type { SessionEvents, SessionOptions } from './session-options.js';
@@ -325,19 +324,8 @@ export class Session {
   private clientRequest(request: Request, raw?: Buffer): void {
     this.requests.opened(request.id);
     const params = request.params;
-    const limits = this.options.limits;
-    const caller = limits && this.contexts.callerOf(request.id).quota;
-    if (
-      caller !== undefined &&
-      (request.method.startsWith('tasks/') || (request.method === 'tools/call' && params?.task !== undefined))
-    ) {
-      try {
-        if (request.method === 'tools/call') limits!.admitTask(caller);
-        else limits!.admitTaskRequest(caller);
-      } catch (error) {
-        return this.servedForClient.refuse(request.id, error);
-      }
-    }
+    const asksTask = request.method === 'tools/call' && params?.task !== undefined;
+    if ((asksTask || request.method.startsWith('tasks/')) && !this.admitted(request)) return;
     this.correlator.requestOpened(request.id, params);
     switch (request.method) {
       case 'initialize':
@@ -379,6 +367,21 @@ export class Session {
     }
   }
 
+  /** A task call or tasks/* request within its caller's limits; else refused, and false. */
+  private admitted(request: Request): boolean {
+    const limits = this.options.limits;
+    const caller = limits && this.contexts.callerOf(request.id).quota;
+    try {
+      if (caller === undefined) return true;
+      if (request.method === 'tools/call') limits!.admitTask(caller);
+      else limits!.admitTaskRequest(caller);
+      return true;
+    } catch (error) {
+      this.servedForClient.refuse(request.id, error);
+      return false;
+    }
+  }
+
   /**
    * Notes what the client can do and, unless told not to, declares client-side tasks to the upstream on
    * behalf of a client that lacks them.
@@ -405,7 +408,10 @@ export class Session {
     const name = typeof params?.name === 'string' ? params.name : undefined;
     const refusal = toolRefusal(this.contexts.callerOf(request.id).access, name);
     if (refusal !== undefined) return this.refuseByRule(request, refusal.refused, refusal.error);
-    if (!listed && this.profile.needsListing(name, params?.task !== undefined, this.clientHasTasks)) {
+    // Decided once: as the client asks (2025), or by the server for a caller that can take a task or not.
+    const choice = this.contexts.taskChoiceOf(request.id);
+    const canTake = choice?.canTakeTask ?? this.clientHasTasks;
+    if (!listed && this.profile.needsListing(name, params?.task !== undefined, canTake)) {
       void this.profile
         .learn((method, p) => this.upstreamPeer.call(method, p))
         .then(() => {
@@ -415,42 +421,37 @@ export class Session {
     }
     const policy = name === undefined ? undefined : this.options.policy.forTool(name);
     const plan = decideToolCall({
-      taskDecidedBy: 'client',
-      canTakeTask: this.clientHasTasks,
-      asksTask: params?.task !== undefined,
+      taskDecidedBy: choice === undefined ? 'client' : 'server',
+      canTakeTask: canTake,
+      asksTask: choice === undefined && params?.task !== undefined,
       upstream: this.profile.tool(name),
       policy: policy ?? { taskSupport: 'optional', unwrap: false, promoteAfter: 0 },
     });
+    if (choice !== undefined && taskOf(plan) !== undefined) {
+      // A task counts against its caller, as a 2025 client's asking for one does (clientRequest).
+      if (!this.admitted(request)) return;
+      request = { ...request, params: { ...params, task: {} } };
+      raw = undefined;
+    }
+    choice?.decided(plan);
     switch (plan.kind) {
       case 'unwrap':
         return this.unwrapper.start(request, this.options.policy.ttlFor(policy!, undefined));
       case 'forward':
         return this.forwardRequest(request, raw);
-      case 'refuse-task': {
-        const why = plan.taskSupport === 'forbidden' ? 'forbidden' : 'left to the server, which has no tasks';
-        return this.servedForClient.refuse(
-          request.id,
-          methodNotFound(
-            `Tool "${name}" cannot be called as a task (its taskSupport is "${why}"); call it without "task"`,
-          ),
-        );
-      }
+      case 'refuse-task':
       case 'refuse-plain':
-        return this.servedForClient.refuse(
-          request.id,
-          methodNotFound(
-            `Tool "${name}" must be called as a task (its taskSupport is "required"): add a "task" field to the tools/call params`,
-          ),
-        );
+        return this.servedForClient.refuse(request.id, refusalOf(plan, name));
       case 'augment': {
         if (this.upstreamPeer.refuses) return this.refuseUpstreamGone(request);
         const limits = this.options.limits;
         const caller = this.contexts.callerOf(request.id);
         const quota = caller.quota;
+        const asked = request.params;
         return this.servedForClient.answer(request.id, () =>
           limits && quota !== undefined
-            ? limits.withinLiveTasks(quota, (limit) => this.augmenter.createTask(params, limit, caller))
-            : this.augmenter.createTask(params, undefined, caller),
+            ? limits.withinLiveTasks(quota, (limit) => this.augmenter.createTask(asked, limit, caller))
+            : this.augmenter.createTask(asked, undefined, caller),
         );
       }
     }
@@ -575,8 +576,6 @@ export class Session {
     if (entry.upstreamId === response.id) this.upstream.sendRaw(raw, undefined, handed(response));
     else this.upstream.send({ ...response, id: entry.upstreamId });
   }
-
-  // ── rewrites ─────────────────────────────────────────────────────────────────────────────────────
 
   private rewriteInitialize(result: JsonObject, id: RequestId): JsonObject {
     this.upstreamPeer.state.initialized = true;

@@ -42,6 +42,7 @@ export class DeferredChannel implements Channel {
   }
 
   send(message: object, route?: Route): void {
+    if (this.inner !== undefined) return this.inner.send(message, route);
     this.sendRaw(JSON.stringify(message), route);
   }
 

@@ -12,6 +12,7 @@ import { resolveConfig } from '../../src/config/load.js';
 import { Policy } from '../../src/config/policy.js';
 import { Session } from '../../src/session/session.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
+import { Limits } from '../../src/security/limits.js';
 import { ChannelTransport } from '../helpers/channel-transport.js';
 import {
   MODERN_INPUT_WAIT_MS,
@@ -24,6 +25,7 @@ import type { Request } from '../../src/protocol/messages.js';
 import type { RequestContext } from '../../src/session/request-contexts.js';
 import { ALL_VERSIONS } from '../../src/protocol/versions.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
+import { ValueClient, type ValueReceiver } from '../../src/session/value-client.js';
 import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
 import { fakeServer, textResult, type FakeTool } from '../helpers/in-process.js';
 
@@ -244,24 +246,19 @@ describe('the modern bridge, in-process', () => {
   });
 });
 
-describe('the modern bridge and the Session, a parsed value beside the bytes (channel.ts)', () => {
+describe('the modern bridge and the Session, values both ways (request-contexts.ts, value-client.ts)', () => {
   /** A bridge whose Session end is the test's, with what arrives there. */
   function bridgeOnPair() {
-    const { a, b } = memoryChannelPair();
-    const heard: object[] = [];
-    a.start({
-      message: (_raw, _arrival, parsed) => heard.push(parsed ?? {}),
-      malformed: () => undefined,
-      closed: () => undefined,
-    });
     const taken: { request: Request; context: RequestContext }[] = [];
     const takenMessages: object[] = [];
+    const client = new ValueClient();
     const modern = new ModernBridge({
-      legacyClient: b,
       // Only the handshake is looked at here: what the bridge hands the Session is recorded.
       session: {
         take: (request, context) => taken.push({ request, context }),
         takeMessage: (message) => takenMessages.push(message),
+        listen: (receiver) => client.listen(receiver),
+        end: () => client.end(),
       },
       logger: pino({ level: 'silent' }),
       supportedVersions: ALL_VERSIONS,
@@ -270,19 +267,15 @@ describe('the modern bridge and the Session, a parsed value beside the bytes (ch
       parkedShares: MODERN_PARKED_SHARES,
       listenShares: MODERN_LISTEN_SHARES,
       clientInfo: { name: 'taskgate', version: '0' },
-      toolFacts: () => ({
-        upstream: { listedAsTask: false, mayRunAsTask: false, requiresTask: false },
-        policy: { taskSupport: 'forbidden', unwrap: false, promoteAfter: 0 },
-      }),
       taskShares: modernTaskShares(10),
       defaultCaller: 'test',
     });
     modern.start();
-    return { modern, heard, taken, takenMessages };
+    return { modern, taken, takenMessages };
   }
 
   it('hands its handshake to the Session as values, and reads the answer it is handed rather than its bytes', async () => {
-    const { modern, heard, taken, takenMessages } = bridgeOnPair();
+    const { modern, taken, takenMessages } = bridgeOnPair();
     await vi.waitFor(() => expect(taken).toHaveLength(1));
     const initialize = taken[0]!;
     expect(initialize.request).toMatchObject({ id: 0, method: 'initialize' });
@@ -305,13 +298,42 @@ describe('the modern bridge and the Session, a parsed value beside the bytes (ch
     });
     await vi.waitFor(() => expect(takenMessages).toHaveLength(1));
     expect(takenMessages[0]).toEqual({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    expect(heard).toEqual([]);
     await modern.close();
   });
 });
 
 describe('the modern bridge and the Session, a request handed as a value (request-contexts.ts)', () => {
-  /** A Session on a recording memory pair, its bridge, and the echo server behind; the handshake done. */
+  /**
+   * A ValueClient that records what its Session hands it besides answers (as the value, or the bytes when it
+   * came as bytes) and what of it reaches the bridge, with the request each belongs with.
+   */
+  function recordingClient() {
+    const client = new ValueClient();
+    const handed: unknown[] = [];
+    const send = client.send.bind(client);
+    const sendRaw = client.sendRaw.bind(client);
+    client.send = (message, route) => {
+      handed.push(message);
+      send(message, route);
+    };
+    client.sendRaw = (raw, route, parsed) => {
+      handed.push(parsed ?? raw);
+      sendRaw(raw, route, parsed);
+    };
+    const received: { message: object; onStreamOf: unknown }[] = [];
+    const listen = client.listen.bind(client);
+    client.listen = (receiver: ValueReceiver) =>
+      listen({
+        message: (read, arrival, bytes) => {
+          if (read.ok) received.push({ message: read.message.msg, onStreamOf: arrival?.onStreamOf });
+          receiver.message(read, arrival, bytes);
+        },
+        closed: (reason) => receiver.closed(reason),
+      });
+    return { client, handed, received };
+  }
+
+  /** A Session on a recording ValueClient, its bridge, and the echo server behind; the handshake done. */
   async function handedAsValues() {
     const config = resolveConfig({});
     const toServer = memoryChannelPair();
@@ -324,13 +346,13 @@ describe('the modern bridge and the Session, a request handed as a value (reques
       store: new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1_000_000 }),
       logger: pino({ level: 'silent' }),
     };
-    const pair = memoryChannelPair();
-    const session = new Session(pair.a.recordRoutes(), toServer.a, options, {
+    const recorded = recordingClient();
+    const session = new Session(recorded.client, toServer.a, options, {
       upstreamGone: () => undefined,
       closed: () => undefined,
     });
     session.start();
-    const modern = startBridge(pair.b.recordRoutes(), session, options, toServer.a);
+    const modern = startBridge(recorded.client, session, options, toServer.a);
     const exchange = (id: number, method: string, params: Record<string, unknown>) => ({
       request: { jsonrpc: '2.0' as const, id, method, params: { ...params, _meta: MODERN_META } },
       notify: () => undefined,
@@ -341,12 +363,12 @@ describe('the modern bridge and the Session, a request handed as a value (reques
       await session.close();
       await server.close();
     };
-    return { pair, session, modern, exchange, close };
+    return { recorded, session, modern, exchange, close };
   }
 
-  it('carries a call to the Session and its answer back with no message on the channel between them', async () => {
-    const { pair, modern, exchange, close } = await handedAsValues();
-    const sent = { bySession: pair.a.sentRoutes.length, byBridge: pair.b.sentRoutes.length };
+  it('carries a call to the Session and its answer back as values: nothing else passes between them', async () => {
+    const { recorded, modern, exchange, close } = await handedAsValues();
+    const handedBefore = recorded.handed.length;
 
     const called = await answerOf(
       modern.handle(exchange(2, 'tools/call', { name: 'echo', arguments: { text: 'hi' } })),
@@ -355,12 +377,12 @@ describe('the modern bridge and the Session, a request handed as a value (reques
       id: 2,
       result: { content: [{ type: 'text', text: 'hi' }], resultType: 'complete' },
     });
-    expect({ bySession: pair.a.sentRoutes.length, byBridge: pair.b.sentRoutes.length }).toEqual(sent);
+    expect(recorded.handed).toHaveLength(handedBefore);
     await close();
   });
 
-  it("hands the Session its handshake, a cancellation and an answer to the server's request as values: nothing on the channel", async () => {
-    const { pair, modern, exchange, close } = await handedAsValues();
+  it("hands the Session a cancellation and an answer to the server's request, and the bridge the server's request, as values", async () => {
+    const { recorded, modern, exchange, close } = await handedAsValues();
     const signal = new ClientGiveUp();
     const hung = modern.handle({ ...exchange(2, 'tools/call', { name: 'hang', arguments: {} }), signal });
     // The call must have reached the server before it is cancelled: ask it something after.
@@ -380,7 +402,13 @@ describe('the modern bridge and the Session, a request handed as a value (reques
     const retry = { name: 'ask', arguments: {}, requestState, inputResponses };
     const done = await answerOf(modern.handle(exchange(4, 'tools/call', retry)));
     expect(done.result).toMatchObject({ content: [{ type: 'text', text: '{"name":"Ada"}' }] });
-    expect(pair.b.sentRoutes).toEqual([]);
+    // The server's question reached the bridge as the very value the Session handed its client end (never
+    // serialized and read again).
+    const asked = recorded.received.find(
+      ({ message }) => 'method' in message && message.method === 'elicitation/create',
+    );
+    expect(asked).toBeDefined();
+    expect(recorded.handed).toContain(asked!.message);
     await close();
   });
 
@@ -413,5 +441,54 @@ describe('the modern bridge and the Session, a request handed as a value (reques
     expect(await answerOf(answer)).toMatchObject({ id: 2, result: { resultType: 'complete' } });
     expect(inHandBack).toEqual([true]);
     await close();
+  });
+});
+
+describe('the modern bridge and the Session: a call the Session decides is a task counts as one', () => {
+  it("counts a 2026-07-28 call the Session makes a task against its caller's task creation rate; a plain one not", async () => {
+    const config = resolveConfig({ limits: { taskCreationRate: 1, taskCreationBurst: 1 } });
+    const toServer = memoryChannelPair();
+    const { server } = fakeServer([echo]);
+    await server.connect(new ChannelTransport(toServer.b));
+    const options = {
+      id: 'decided-tasks-counted',
+      config,
+      policy: new Policy(config),
+      store: new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1_000_000 }),
+      logger: pino({ level: 'silent' }),
+      limits: new Limits(config.limits),
+    };
+    const client = new ValueClient();
+    const session = new Session(client, toServer.a, options, {
+      upstreamGone: () => undefined,
+      closed: () => undefined,
+    });
+    session.start();
+    const modern = startBridge(client, session, options, toServer.a);
+    const withTasks = {
+      ...MODERN_META,
+      'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+    };
+    let id = 1;
+    const call = (meta: object) =>
+      answerOf(
+        modern.handle({
+          request: {
+            jsonrpc: '2.0',
+            id: id++,
+            method: 'tools/call',
+            params: { name: 'echo', arguments: { text: 'hi' }, _meta: meta },
+          },
+          notify: () => undefined,
+          signal: new ClientGiveUp(),
+          caller: 'alice',
+        }),
+      );
+    expect((await call(withTasks)).result).toMatchObject({ resultType: 'task' });
+    const second = await call(withTasks);
+    expect(second.error?.message).toMatch(/taskCreationRate/);
+    expect((await call(MODERN_META)).result).toMatchObject({ resultType: 'complete' });
+    await session.close();
+    await server.close();
   });
 });
