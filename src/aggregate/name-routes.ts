@@ -1,8 +1,10 @@
 /**
  * Which server a tool or prompt the client named is, and under which name of its own: a prefixed server's
  * by its prefix, one of a server mounted without prefix by the servers' merged lists (the whole lists,
- * read before the first page and after any change). The merged tools/list and prompts/list pages are made
- * here too, since a collision between servers is found in those lists.
+ * read before the first page and after any change, with what the caller's auth.rules hide: such a name goes
+ * to its server's Session, which refuses it and audits the refusal as for a prefixed server). The merged
+ * tools/list and prompts/list pages are made here too, since a collision between servers is found in those
+ * lists.
  */
 import type { Logger } from 'pino';
 import type { ToolFacts } from '../modern/bridge-call.js';
@@ -96,6 +98,7 @@ export class NameRoutes {
       prefixed: member.prefixed,
       items,
       exposes: (name: string) => kind !== 'tool' || member.filter.exposes(name),
+      shows: (name: string) => kind !== 'tool' || member.shows(name),
     }));
     try {
       return mergedNames(kind, named, this.options.names);
