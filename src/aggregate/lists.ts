@@ -1,9 +1,9 @@
 /**
  * The lists asked of every server (tools, prompts, resources, resource templates): for the client, a page
  * of each server behind one opaque cursor (src/aggregate/cursor.ts), each server paging as it does; for the
- * aggregator's own routing, every page of each, unnarrowed by the caller's auth.rules (Member.askUnnarrowed),
- * so that a name they hide reaches its server to be refused there. A server still silent `graceMs` after the first answer is
- * left out of either (logged), as is one that fails.
+ * aggregator's own routing, every page of each, unnarrowed by the caller's auth.rules
+ * (Member.askUnnarrowed), so that a name they hide reaches its server to be refused there. A server still
+ * silent `graceMs` after the first answer is left out of either (logged), as is one that fails.
  */
 import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/errors.js';

@@ -6,8 +6,8 @@
 import type { Logger } from 'pino';
 import { Policy } from '../config/policy.js';
 import { withBuckets, type Config, type Member as MemberConfig } from '../config/schema.js';
-import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import { NO_CALLER } from '../protocol/caller.js';
+import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import { Session, type SessionOptions } from '../session/session.js';
 import { tasksOfServer } from '../tasks/server-store.js';
 import { memoryChannelPair } from '../transport/memory-channel.js';
