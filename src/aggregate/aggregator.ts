@@ -30,10 +30,11 @@ import { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { gathered } from './fan-out.js';
 import { InOrder } from './in-order.js';
 import { ListChanges, type ListKind } from './list-changes.js';
-import { ListReader, type ServerList } from './lists.js';
-import { mergedInitialize, mergedNames, type Listed, type MergedList } from './merge.js';
+import { ListReader } from './lists.js';
+import { mergedInitialize } from './merge.js';
 import { Member, type MemberSpec, type Outcome } from './member.js';
-import { NameCollisionError, type Names } from './names.js';
+import { NameRoutes } from './name-routes.js';
+import type { Names } from './names.js';
 import type { ServersReadiness } from './readiness.js';
 import { invalid, modernRefused, wireError } from './refusals.js';
 import { withOuterUpdatedUri, withOuterUris } from './resource-uris.js';
@@ -73,11 +74,6 @@ interface Routed {
 
 const LIST_CHANGED = /^notifications\/(tools|prompts|resources)\/list_changed$/;
 
-const LISTS = {
-  'tools/list': { key: 'tools', kind: 'tool' },
-  'prompts/list': { key: 'prompts', kind: 'prompt' },
-} as const;
-
 export class Aggregator implements TaskHolder {
   private readonly client: Channel;
   private readonly members: Member[];
@@ -88,8 +84,7 @@ export class Aggregator implements TaskHolder {
   private readonly taskLists: TaskLists;
   private readonly names: Names;
   private readonly taskIds: TaskIdNames;
-  /** Where each listed name goes, from the latest merged list (needed for servers without prefix). */
-  private readonly routes: { [kind in 'tool' | 'prompt']?: Map<string, Listed> | undefined } = {};
+  private readonly nameRoutes: NameRoutes;
   private readonly resources: ResourceRoutes;
   private readonly lists: ListReader;
   private readonly listChanges: ListChanges;
@@ -113,6 +108,12 @@ export class Aggregator implements TaskHolder {
     this.taskLists = new TaskLists(this.taskIds);
     this.lists = new ListReader(options.logger, options.graceMs);
     this.resources = new ResourceRoutes(options.logger, this.lists);
+    this.nameRoutes = new NameRoutes(this.members, {
+      names: this.names,
+      logger: options.logger,
+      lists: this.lists,
+      serving: () => this.serving(),
+    });
     this.listChanges = new ListChanges((kind) => this.notifyListChanged(kind), options.listChangedWindowMs);
     this.inOrder = new InOrder(options.logger);
   }
@@ -177,7 +178,7 @@ export class Aggregator implements TaskHolder {
           return this.answer(id, {});
         case 'tools/list':
         case 'prompts/list':
-          return this.answer(id, await this.namesPage(method, params?.cursor));
+          return this.answer(id, await this.nameRoutes.page(method, params?.cursor));
         case 'tools/call':
         case 'prompts/get':
           return await this.toNamed(request, method === 'tools/call' ? 'tool' : 'prompt');
@@ -274,8 +275,7 @@ export class Aggregator implements TaskHolder {
 
   /** A server came or went: the merged lists are not what the client was given. */
   private listsChanged(): void {
-    this.routes.tool = undefined;
-    this.routes.prompt = undefined;
+    this.nameRoutes.changed();
     this.resources.clear();
     for (const kind of ['tools', 'prompts', 'resources'] as const) this.listChanges.changed(kind);
   }
@@ -286,87 +286,19 @@ export class Aggregator implements TaskHolder {
     this.client.send({ jsonrpc: '2.0', method: `notifications/${kind}/list_changed` });
   }
 
-  /** The page of the merged tools or prompts `cursor` points at: each server's next page, renamed. */
-  private async namesPage(method: keyof typeof LISTS, cursor: unknown): Promise<JsonObject> {
-    const { key, kind } = LISTS[method];
-    // A name of a server without prefix may be any other's: the whole lists are checked (and routed) first.
-    if (cursor === undefined && this.members.some((member) => !member.prefixed)) await this.wholeNames(kind);
-    const page = await this.lists.page(this.serving(), method, key, cursor);
-    const merged = this.merged(kind, page.lists);
-    return { [key]: merged.items, ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) };
-  }
-
-  /** Every server's whole list of tools or prompts merged, for routing: a collision is refused here. */
-  private async wholeNames(kind: 'tool' | 'prompt'): Promise<Map<string, Listed>> {
-    const method = kind === 'tool' ? 'tools/list' : 'prompts/list';
-    const lists = await this.lists.whole(this.serving(), method, LISTS[method].key);
-    const merged = this.merged(kind, lists);
-    this.routes[kind] = merged.routes;
-    return merged.routes;
-  }
-
-  /** The servers' tools or prompts in one list (mergedNames): a collision is logged, and thrown. */
-  private merged(kind: 'tool' | 'prompt', lists: ServerList[]): MergedList {
-    const named = lists.map(({ member, items }) => ({
-      server: member.name,
-      prefixed: member.prefixed,
-      items,
-      exposes: (name: string) => kind !== 'tool' || member.filter.exposes(name),
-    }));
-    try {
-      return mergedNames(kind, named, this.names);
-    } catch (error) {
-      if (error instanceof NameCollisionError) this.options.logger.error(error.message);
-      throw error;
-    }
-  }
-
-  /**
-   * What the server of a tool the client named does with it (its Session knows), for the 2026-07-28 bridge's
-   * decision (src/aggregate/modern.ts): a name of a server without prefix is known once a list gave it out.
-   */
+  /** What the server of a tool the client named does with it (NameRoutes.toolFacts), for the 2026-07-28 bridge. */
   toolFacts(name: string): ToolFacts {
-    const found = this.routedName('tool', name, this.routes.tool);
-    return found?.member.toolFacts?.(found.name) ?? NO_TOOL;
+    return this.nameRoutes.toolFacts(name);
   }
 
-  /** What toolFacts waits for: the whole lists, with a server without prefix (a collision, logged, ends it too). */
+  /** What toolFacts waits for (NameRoutes.toolsKnown). */
   toolsKnown(): Promise<unknown> | undefined {
-    if (this.routes.tool !== undefined || this.members.every((member) => member.prefixed)) return undefined;
-    return this.wholeNames('tool').catch(() => undefined);
-  }
-
-  /** The server and own name of a tool or prompt the client named; undefined when no server has it. */
-  private async named(
-    kind: 'tool' | 'prompt',
-    name: string,
-  ): Promise<{ member: Member; name: string } | undefined> {
-    const unprefixed = this.members.some((member) => !member.prefixed);
-    return this.routedName(
-      kind,
-      name,
-      unprefixed ? (this.routes[kind] ?? (await this.wholeNames(kind))) : undefined,
-    );
-  }
-
-  private routedName(
-    kind: 'tool' | 'prompt',
-    name: string,
-    routes: Map<string, Listed> | undefined,
-  ): { member: Member; name: string } | undefined {
-    // What the merged list gave out comes first: a server without prefix may list a name that looks prefixed.
-    const listed = routes?.get(name);
-    if (listed !== undefined) return { member: this.byName.get(listed.server)!, name: listed.name };
-    const prefixed = this.members.filter((member) => member.prefixed).map((member) => member.name);
-    const found = this.names.inner(name, prefixed);
-    if (found === undefined) return undefined;
-    const member = this.byName.get(found.server)!;
-    return kind === 'tool' && !member.filter.exposes(found.name) ? undefined : { member, name: found.name };
+    return this.nameRoutes.toolsKnown();
   }
 
   private async toNamed(request: Request, kind: 'tool' | 'prompt'): Promise<void> {
     const name = request.params?.name;
-    const found = typeof name === 'string' ? await this.named(kind, name) : undefined;
+    const found = typeof name === 'string' ? await this.nameRoutes.named(kind, name) : undefined;
     if (found === undefined) {
       const what = kind === 'tool' ? 'Tool' : 'Prompt';
       throw new ProtocolError(ErrorCode.InvalidParams, `${what} ${JSON.stringify(name)} not found`);
@@ -387,7 +319,7 @@ export class Aggregator implements TaskHolder {
   private async complete(request: Request): Promise<void> {
     const ref = request.params?.ref;
     if (isObject(ref) && ref.type === 'ref/prompt' && typeof ref.name === 'string') {
-      const found = await this.named('prompt', ref.name);
+      const found = await this.nameRoutes.named('prompt', ref.name);
       if (found === undefined)
         throw new ProtocolError(ErrorCode.InvalidParams, `Prompt ${JSON.stringify(ref.name)} not found`);
       const params = { ...request.params, ref: { ...ref, name: found.name } };
@@ -539,8 +471,8 @@ export class Aggregator implements TaskHolder {
 
   /** One server's list changed: the merged one has, and the client is told with the others' (ListChanges). */
   private serverListChanged(kind: ListKind): void {
-    if (kind === 'tools') this.routes.tool = undefined;
-    if (kind === 'prompts') this.routes.prompt = undefined;
+    if (kind === 'tools') this.nameRoutes.changed('tool');
+    if (kind === 'prompts') this.nameRoutes.changed('prompt');
     if (kind === 'resources') this.resources.clear();
     this.listChanges.changed(kind);
   }
@@ -591,9 +523,3 @@ export class Aggregator implements TaskHolder {
     this.listsChanged();
   }
 }
-
-/** A tool no server is known to have: a plain call, which the aggregator then refuses (not found). */
-const NO_TOOL: ToolFacts = {
-  upstream: { listedAsTask: false, mayRunAsTask: false, requiresTask: false },
-  policy: { taskSupport: 'forbidden', unwrap: false, promoteAfter: 0 },
-};

@@ -1,8 +1,9 @@
 /**
  * The lists asked of every server (tools, prompts, resources, resource templates): for the client, a page
  * of each server behind one opaque cursor (src/aggregate/cursor.ts), each server paging as it does; for the
- * aggregator's own routing, every page of each. A server still silent `graceMs` after the first answer is
- * left out of either (logged), as is one that fails.
+ * aggregator's own routing, every page of each, unnarrowed by the caller's auth.rules
+ * (Member.askUnnarrowed), so that a name they hide reaches its server to be refused there. A server still
+ * silent `graceMs` after the first answer is left out of either (logged), as is one that fails.
  */
 import type { Logger } from 'pino';
 import { ErrorCode } from '../protocol/errors.js';
@@ -57,7 +58,7 @@ export class ListReader {
     return { lists, ...(next.length === 0 ? {} : { nextCursor: encodeCursor(method, next) }) };
   }
 
-  /** Every page of each server's list. */
+  /** Every page of each server's list, whatever the caller's rules hide: for routing only. */
   async whole(serving: readonly Member[], method: string, key: string): Promise<ServerList[]> {
     const answers = await this.gather(serving, method, (member) => wholeList(member, method, key));
     return answers
@@ -100,7 +101,7 @@ async function wholeList(member: Member, method: string, key: string): Promise<O
   const items: unknown[] = [];
   let cursor: unknown;
   for (let page = 0; page < MAX_PAGES; page++) {
-    const outcome = await member.ask(method, cursor === undefined ? undefined : { cursor });
+    const outcome = await member.askUnnarrowed(method, cursor === undefined ? undefined : { cursor });
     if (!outcome.ok) return outcome;
     items.push(...itemsOf(outcome.result[key]));
     cursor = outcome.result.nextCursor;

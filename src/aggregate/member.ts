@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { Correlation } from '../protocol/correlation.js';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
-import type { JsonObject, Response } from '../protocol/messages.js';
+import type { JsonObject, Request, Response } from '../protocol/messages.js';
 import type { ToolFacts } from '../modern/bridge-call.js';
 import type { Channel, Route } from '../transport/channel.js';
 import type { ToolFilter } from './names.js';
@@ -33,6 +33,13 @@ export interface MemberSpec {
    * the 2026-07-28 bridge decides a call by (bridge-call.ts). Absent for a server that could not be started.
    */
   toolFacts?(name: string): ToolFacts;
+  /**
+   * Hands its Session a request of the aggregator's own as no caller's, its answer to `answer`: the caller's
+   * auth.rules do not narrow it. Absent for a server that could not be started.
+   */
+  handUnnarrowed?(request: Request, answer: (response: Response) => void): void;
+  /** The caller's auth.rules let it see the tool of this name of the server's own (all, without rules). */
+  shows?(tool: string): boolean;
 }
 
 const TOKEN = randomBytes(6).toString('hex');
@@ -43,7 +50,9 @@ export class Member {
   readonly filter: ToolFilter;
   readonly description: string;
   readonly toolFacts: ((name: string) => ToolFacts) | undefined;
+  readonly shows: (tool: string) => boolean;
   private readonly channel: Channel;
+  private readonly handUnnarrowed: MemberSpec['handUnnarrowed'];
   private readonly end: () => Promise<void>;
   /** The aggregator's own requests to it, each with what settles it. */
   private readonly asked = new Correlation<(outcome: Outcome) => void>({
@@ -63,6 +72,8 @@ export class Member {
     this.description = spec.description;
     this.channel = spec.channel;
     this.toolFacts = spec.toolFacts;
+    this.shows = spec.shows ?? (() => true);
+    this.handUnnarrowed = spec.handUnnarrowed;
     this.end = spec.close;
     this.goneReason = spec.failed === undefined ? undefined : `it could not be started: ${spec.failed}`;
   }
@@ -117,11 +128,30 @@ export class Member {
 
   /** A request of the aggregator's own (a part of one the client sent to every server). */
   ask(method: string, params: JsonObject | undefined): Promise<Outcome> {
+    return this.asking(method, params, (request) => this.channel.send(request));
+  }
+
+  /**
+   * A request of the aggregator's own that the caller's auth.rules do not narrow (the whole lists it routes
+   * by, which the client never sees as they are): a name they hide still reaches its server's Session,
+   * which refuses it as it refuses a prefixed one.
+   */
+  askUnnarrowed(method: string, params: JsonObject | undefined): Promise<Outcome> {
+    const hand = this.handUnnarrowed;
+    if (hand === undefined) return this.ask(method, params);
+    return this.asking(method, params, (request) => hand(request, (response) => this.takeAnswer(response)));
+  }
+
+  private asking(
+    method: string,
+    params: JsonObject | undefined,
+    send: (request: Request) => void,
+  ): Promise<Outcome> {
     const gone = this.goneReason === undefined ? undefined : this.unavailable();
     if (gone !== undefined) return Promise.resolve({ ok: false, error: gone });
     return new Promise((resolve) => {
       const id = this.asked.own(resolve);
-      this.channel.send({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
+      send({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
     });
   }
 

@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import { Policy } from '../config/policy.js';
 import { withBuckets, type Config, type Member as MemberConfig } from '../config/schema.js';
+import { NO_CALLER } from '../protocol/caller.js';
 import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import { Session, type SessionOptions } from '../session/session.js';
 import { tasksOfServer } from '../tasks/server-store.js';
@@ -165,6 +166,8 @@ export async function openMembers(
         description,
         close,
         toolFacts: (tool) => ({ upstream: session.upstreamTool(tool), policy: options.policy.forTool(tool) }),
+        handUnnarrowed: (request, answer) => session.take(request, { caller: NO_CALLER, answer }),
+        shows: (tool) => options.access?.mayCall(tool) !== false,
       };
     }),
   );

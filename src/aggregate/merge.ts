@@ -65,22 +65,29 @@ export interface MergedList {
   routes: Map<string, Listed>;
 }
 
+/** One server's tools or prompts, and which of them its filter exposes and the caller's rules show. */
+export interface NamedList {
+  server: string;
+  prefixed: boolean;
+  items: unknown[];
+  exposes(name: string): boolean;
+  shows(name: string): boolean;
+}
+
 /**
  * Tools or prompts of every server in one list: each renamed by `names`, those a server's filter hides
- * left out; a name two servers would both give is a NameCollisionError.
+ * left out; a name two servers would both give is a NameCollisionError, unless the caller's rules hide it
+ * (they judge the name both give alike): the first server's is kept, and nothing tells this caller of it.
  */
-export function mergedNames(
-  kind: 'tool' | 'prompt',
-  lists: { server: string; prefixed: boolean; items: unknown[]; exposes(name: string): boolean }[],
-  names: Names,
-): MergedList {
+export function mergedNames(kind: 'tool' | 'prompt', lists: NamedList[], names: Names): MergedList {
   const items: JsonObject[] = [];
   const routes = new Map<string, Listed>();
-  for (const { server, prefixed, items: own, exposes } of lists) {
+  for (const { server, prefixed, items: own, exposes, shows } of lists) {
     for (const item of own) {
       if (!isObject(item) || typeof item.name !== 'string' || !exposes(item.name)) continue;
       const outer = names.outer(server, prefixed, item.name);
       const earlier = routes.get(outer);
+      if (earlier !== undefined && !shows(item.name)) continue;
       if (earlier !== undefined) throw new NameCollisionError(kind, outer, earlier.server, server);
       routes.set(outer, { server, name: item.name });
       items.push(outer === item.name ? item : { ...item, name: outer });

@@ -19,6 +19,8 @@ export interface AggregateHttpOptions {
   listen?: string;
   /** What it logs (the audit lines among them); nothing unless set. */
   logger?: Logger;
+  /** The servers mounted without prefix (`prefix: false`); every one has its prefix unless named here. */
+  withoutPrefix?: string[];
 }
 
 /**
@@ -28,13 +30,18 @@ export interface AggregateHttpOptions {
 export async function aggregateHttpGateway(
   closing: (() => Promise<unknown>)[],
   servers: Record<string, () => Server>,
-  { auth = {}, listen = '127.0.0.1:0', logger = pino({ level: 'silent' }) }: AggregateHttpOptions = {},
+  {
+    auth = {},
+    listen = '127.0.0.1:0',
+    logger = pino({ level: 'silent' }),
+    withoutPrefix = [],
+  }: AggregateHttpOptions = {},
 ): Promise<URL> {
-  const upstreams: Record<string, { url: string; era: 'legacy' }> = {};
+  const upstreams: Record<string, { url: string; era: 'legacy'; prefix: boolean }> = {};
   for (const [name, makeServer] of Object.entries(servers)) {
     const http = await serveInProcess(makeServer, name);
     closing.push(() => http.close());
-    upstreams[name] = { url: http.url, era: 'legacy' };
+    upstreams[name] = { url: http.url, era: 'legacy', prefix: !withoutPrefix.includes(name) };
   }
   const config = resolveConfig({ http: { listen }, upstreams, auth });
   const store = new MemoryTaskStore({ maxTasks: 100, maxResultBytes: 1_000_000 });

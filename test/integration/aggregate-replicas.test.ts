@@ -2,7 +2,8 @@
  * Several servers behind each of two taskgate replicas sharing one Redis (issue 32): a task that taskgate
  * runs for server "b" through replica 1 is fetched, awaited and listed through replica 2 by the same
  * identity, under the same prefixed id, once; a task server "a" runs itself (each replica has its own "a")
- * is fetched, awaited, cancelled and listed through replica 2 too, and another identity gets there what
+ * is fetched, awaited, cancelled and listed through replica 2 too (its input asked of a 2025 client there,
+ * or shown to a 2026-07-28 client there and answered by it), and another identity gets there what
  * it gets for an id nobody gave out; and the client hears of such a task before that server's status
  * notifications of it, however long Redis takes to post it.
  */
@@ -24,6 +25,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { CheckedTransport } from '../helpers/checked-transport.js';
 import { httpTransport } from '../helpers/http-client.js';
+import { EXTENSION_META, modernRequest } from '../helpers/modern-raw.js';
 import { mcpErrorOf } from '../helpers/thrown.js';
 import { freshPrefix, privateRedisServer, redisForTests } from '../helpers/redis.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
@@ -188,6 +190,53 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
       expect(await there.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'completed' });
     },
   );
+
+  it('carries to a 2026-07-28 client on replica 2 the input a task server a runs itself asks for on replica 1, and its answer back', async () => {
+    const prefix = freshPrefix();
+    const [first, second] = [await replica(prefix), await replica(prefix)];
+    const request = (gateway: Gateway, method: string, params: Record<string, unknown>) =>
+      modernRequest(gateway.url, method, params, EXTENSION_META, { authorization: `Bearer ${ALICE}` });
+    const made = await request(first, 'tools/call', { name: 'a__elicit', arguments: { message: 'who?' } });
+    expect(made.result).toMatchObject({ resultType: 'task' });
+    const taskId = String(made.result!.taskId);
+    /** tasks/get through replica 2 until `done` holds of the task, a bounded number of times. */
+    const getUntil = async (done: (task: Record<string, unknown>) => boolean) => {
+      let last: unknown;
+      for (let attempt = 0; attempt < 200; attempt++) {
+        const got = await request(second, 'tasks/get', { taskId });
+        expect(got.error).toBeUndefined();
+        if (done(got.result!)) return got.result!;
+        last = got.result;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      throw new Error(`task ${taskId} never got there; last: ${JSON.stringify(last)}`);
+    };
+    const waiting = await getUntil((task) => Object.keys((task.inputRequests as object) ?? {}).length > 0);
+    expect(waiting.status).toBe('input_required');
+    const posted = Object.entries(waiting.inputRequests as Record<string, unknown>);
+    expect(posted).toMatchObject([
+      [expect.any(String), { method: 'elicitation/create', params: { message: 'who?' } }],
+    ]);
+    const update = await request(second, 'tasks/update', {
+      taskId,
+      inputResponses: {
+        [posted[0]![0]]: { action: 'accept', content: { answer: 'answered through replica 2' } },
+      },
+    });
+    expect(update.result).toMatchObject({ resultType: 'complete' });
+    const done = await getUntil((task) => task.status !== 'input_required' && task.status !== 'working');
+    expect(done).toMatchObject({
+      status: 'completed',
+      result: {
+        content: [
+          {
+            type: 'text',
+            text: JSON.stringify({ action: 'accept', content: { answer: 'answered through replica 2' } }),
+          },
+        ],
+      },
+    });
+  });
 
   it('tells the server on replica 1 at once that the session of replica 2 it asked for input ended', async () => {
     const prefix = freshPrefix();

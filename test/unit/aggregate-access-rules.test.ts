@@ -50,7 +50,11 @@ interface Gated {
   logged: Inbox<string>;
 }
 
-async function gated(): Promise<Gated> {
+async function gated(
+  rules: typeof RULES = RULES,
+  servers: Record<string, FakeTool[]> = { a: [echoOf('a')], b: [echoOf('b')] },
+  withoutPrefix: string[] = [],
+): Promise<Gated> {
   const as = await AuthorizationServer.start(['mcp:tools']);
   closing.push(() => as.close());
   const logged = new Inbox<string>();
@@ -58,11 +62,14 @@ async function gated(): Promise<Gated> {
   const resource = `http://127.0.0.1:${port}/mcp`;
   const url = await aggregateHttpGateway(
     closing,
-    { a: () => fakeServer([echoOf('a')]).server, b: () => fakeServer([echoOf('b')]).server },
+    Object.fromEntries(
+      Object.entries(servers).map(([name, tools]) => [name, () => fakeServer(tools).server]),
+    ),
     {
-      auth: { oauth: { issuer: as.issuer, resource, scopes: ['mcp:tools'] }, rules: RULES },
+      auth: { oauth: { issuer: as.issuer, resource, scopes: ['mcp:tools'] }, rules },
       listen: `127.0.0.1:${port}`,
       logger: pino({ level: 'info' }, { write: (line: string) => logged.push(line) }),
+      withoutPrefix,
     },
   );
   return {
@@ -119,5 +126,45 @@ describe('auth.rules tool globs with several servers: written against the prefix
     ]);
     const called = await request('tools/call', { name: 'b__echo', arguments: { text: 'y' } }, operator);
     expect(called.result).toMatchObject({ resultType: 'task' });
+  });
+
+  it('a server mounted without prefix: its tool the rules do not grant is hidden, and refused as unknown and audited, in both eras', async () => {
+    // b and c are mounted without prefix; staff may call a's tools only. c's `secret` collides with b's,
+    // which staff never sees: its listing goes on, naming neither.
+    const secretOf = (server: string): FakeTool => ({ name: 'secret', run: () => textResult(server) });
+    const { url, as, logged } = await gated(
+      [
+        { groups: ['staff'], tools: { allow: ['a__*'] } },
+        { groups: ['operators'], tools: { allow: ['*'] } },
+      ],
+      { a: [echoOf('a')], b: [{ ...echoOf('b'), name: 'shout' }, secretOf('b')], c: [secretOf('c')] },
+      ['b', 'c'],
+    );
+    const deniedLine = '"event":"access.denied","right":"tool","tool":"shout","subject":"alice"';
+    const staffHeaders = await as(STAFF_CLIENT);
+    const staff = new Client({ name: 'aggregate-rules-test', version: '1' });
+    await staff.connect(httpTransport(url, { requestInit: { headers: staffHeaders } }));
+    closing.push(() => staff.close());
+    expect((await staff.listTools()).tools.map((tool) => tool.name)).toEqual(['a__echo']);
+    const refused = await thrownBy(staff.callTool({ name: 'shout', arguments: { text: 'x' } }));
+    expect((refused as McpError).code).toBe(-32602);
+    expect((refused as McpError).message).toBe('MCP error -32602: Unknown tool: shout');
+    await logged.waitFor((line) => line.includes(deniedLine), 'the access.denied line');
+
+    const request = (method: string, params: Record<string, unknown>) =>
+      modernRequest(url, method, params, EXTENSION_META, staffHeaders);
+    const listed = await request('tools/list', {});
+    expect((listed.result?.tools as { name: string }[]).map((tool) => tool.name)).toEqual(['a__echo']);
+    const denials = () => logged.items.filter((line) => line.includes(deniedLine)).length;
+    const before = denials();
+    const modern = await request('tools/call', { name: 'shout', arguments: { text: 'x' } });
+    expect(modern.error).toMatchObject({ code: -32602, message: 'Unknown tool: shout' });
+    await logged.waitFor(() => denials() > before, 'a second access.denied line');
+
+    const operator = new Client({ name: 'aggregate-rules-test', version: '1' });
+    await operator.connect(httpTransport(url, { requestInit: { headers: await as(OPERATOR_CLIENT) } }));
+    closing.push(() => operator.close());
+    const collision = await thrownBy(operator.listTools());
+    expect((collision as McpError).message).toMatch(/"secret" is listed by server "b" and by server "c"/);
   });
 });
