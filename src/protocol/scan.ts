@@ -8,6 +8,7 @@
  * never swallows an ASCII byte, so invalid UTF-8 inside a string is valid JSON to JSON.parse, and any byte
  * of 0x80 or more outside a string is invalid either way (no JSON token has one).
  */
+import { endianness } from 'node:os';
 import { MAX_NESTING } from './frames.js';
 import { Pieces, bytesIn, type Bytes } from './pieces.js';
 
@@ -76,64 +77,60 @@ const HEX = new Uint8Array(256);
 for (const char of '0123456789abcdefABCDEF') HEX[char.charCodeAt(0)] = 1;
 const WHITESPACE = new Uint8Array(256);
 for (const byte of [0x20, 0x0a, 0x0d, 0x09]) WHITESPACE[byte] = 1;
-const LITERALS: Record<number, Buffer> = {
-  0x74: Buffer.from('true'),
-  0x66: Buffer.from('false'),
-  0x6e: Buffer.from('null'),
-};
+const TRUE = Buffer.from('true');
+const FALSE = Buffer.from('false');
+const NULL = Buffer.from('null');
+const literalOf = (byte: number): Buffer | undefined =>
+  byte === 0x74 ? TRUE : byte === 0x66 ? FALSE : byte === 0x6e ? NULL : undefined;
 
 /** A key longer than this, escapes and all, cannot be one of the keys above (at most 7 characters × 6 bytes). */
 const LONGEST_KEY_BYTES = 64;
 
-/**
+/*
  * Where the scan stands between two bytes; a piece may end in any of them. The number states past its
- * first byte are named by what may come next.
+ * first byte are named by what may come next. Plain constants, not a `const enum`: the build (`tsc
+ * --noCheck`) cannot inline an enum's members, and the scan's every test of its state read them off an object.
  */
-const enum At {
-  /** Before a value: whitespace, then its first byte. */
-  Value,
-  /** After `{`: whitespace, then `}` or a key. */
-  ObjectOpen,
-  /** After `[`: whitespace, then `]` or a value. */
-  ArrayOpen,
-  /** After a `,` in an object: whitespace, then a key. */
-  Key,
-  /** After a key: whitespace, then `:`. */
-  Colon,
-  /** After a value: whitespace, then `,` or the container's close (at depth 0: only whitespace). */
-  AfterValue,
-  String,
-  /** After a backslash in a string. */
-  Escape,
-  /** In the hex digits of a `\u` escape (`pending` to come). */
-  Unicode,
-  /** In `true`, `false` or `null` (`pending`: the index of the byte to come). */
-  Literal,
-  /** After a leading `-`: a digit. */
-  Minus,
-  /** After a leading `0` (the number may end here). */
-  Zero,
-  Integer,
-  /** After `.`: a digit. */
-  Dot,
-  Fraction,
-  /** After `e`: a sign or a digit. */
-  Exponent,
-  /** After the exponent's sign: a digit. */
-  ExponentSign,
-  ExponentDigits,
-  Failed,
-}
+/** Before a value: whitespace, then its first byte. */
+const AT_VALUE = 0;
+/** After `{`: whitespace, then `}` or a key. */
+const AT_OBJECT_OPEN = 1;
+/** After `[`: whitespace, then `]` or a value. */
+const AT_ARRAY_OPEN = 2;
+/** After a `,` in an object: whitespace, then a key. */
+const AT_KEY = 3;
+/** After a key: whitespace, then `:`. */
+const AT_COLON = 4;
+/** After a value: whitespace, then `,` or the container's close (at depth 0: only whitespace). */
+const AT_AFTER_VALUE = 5;
+const AT_STRING = 6;
+/** After a backslash in a string. */
+const AT_ESCAPE = 7;
+/** In the hex digits of a `\u` escape (`pending` to come). */
+const AT_UNICODE = 8;
+/** In `true`, `false` or `null` (`pending`: the index of the byte to come). */
+const AT_LITERAL = 9;
+/** After a leading `-`: a digit. */
+const AT_MINUS = 10;
+/** After a leading `0` (the number may end here). */
+const AT_ZERO = 11;
+const AT_INTEGER = 12;
+/** After `.`: a digit. */
+const AT_DOT = 13;
+const AT_FRACTION = 14;
+/** After `e`: a sign or a digit. */
+const AT_EXPONENT = 15;
+/** After the exponent's sign: a digit. */
+const AT_EXPONENT_SIGN = 16;
+const AT_EXPONENT_DIGITS = 17;
+const AT_FAILED = 18;
 
 /**
- * The text as words of 4 bytes, for the string loop: one test per word finds whether any of its bytes
- * is a quote, a backslash or a control character (the classic "has zero byte" / "has byte less than").
- * Set for the piece being scanned, for the length of one `push`.
+ * The string loop reads the text as words of 4 bytes where it can (`stringStop`); it finds the first
+ * special byte of a word from the word's flags, which holds on a little-endian machine only.
  */
 const NO_WORDS = new Int32Array(0);
-let words: Int32Array<ArrayBufferLike> = NO_WORDS;
-/** Byte index of words[0] in the piece being scanned. */
-let wordsAt = 0;
+const BY_WORDS = endianness() === 'LE';
 
 /**
  * One validating pass over a JSON text handed in pieces, as they arrive: `push` each piece in order, then
@@ -142,16 +139,16 @@ let wordsAt = 0;
  * the spans do not depend on where the text was cut (test/unit/scan.test.ts).
  */
 export class JsonScanner {
-  private at = At.Value;
+  private at = AT_VALUE;
   /** Offset in the text of the piece being scanned. */
   private offset = 0;
   private failure: ScanFailure | undefined;
   private depth = 0;
   /** The open containers' first bytes, by depth; grown as deep as the text goes. */
   private containers = new Uint8Array(16);
-  /** For `Unicode` and `Literal` (see there). */
+  /** For `AT_UNICODE` and `AT_LITERAL` (see there). */
   private pending = 0;
-  private literal: Buffer = LITERALS[0x74]!;
+  private literal: Buffer = TRUE;
   /** The string being read is a key (not a value). */
   private inKey = false;
   /** Where the key being read starts (its quote), and its bytes from earlier pieces (up to LONGEST_KEY_BYTES + 1). */
@@ -178,20 +175,14 @@ export class JsonScanner {
 
   /** Scans the next piece of the text. */
   push(piece: Buffer): void {
-    if (this.at === At.Failed) return;
+    if (this.at === AT_FAILED) return;
     const aligned = (4 - (piece.byteOffset & 3)) & 3;
-    wordsAt = aligned;
-    words =
-      piece.length - aligned >= 4
+    const words =
+      BY_WORDS && piece.length - aligned >= 4
         ? new Int32Array(piece.buffer, piece.byteOffset + aligned, (piece.length - aligned) >> 2)
         : NO_WORDS;
-    try {
-      this.scan(piece);
-    } finally {
-      // Not to hold the piece's memory past the scan.
-      words = NO_WORDS;
-    }
-    if (this.inKey && this.failure === undefined && this.keepsKeys()) this.carryKey(piece);
+    this.scan(piece, words, aligned);
+    if (this.inKey && this.at !== AT_FAILED && this.keepsKeys(this.depth)) this.carryKey(piece);
     this.offset += piece.length;
   }
 
@@ -199,242 +190,269 @@ export class JsonScanner {
   end(): Scanned | ScanFailure {
     const at = this.at;
     // A number may end with the text.
-    if (at === At.Zero || at === At.Integer || at === At.Fraction || at === At.ExponentDigits) {
-      this.valueEnded(this.offset);
+    if (at === AT_ZERO || at === AT_INTEGER || at === AT_FRACTION || at === AT_EXPONENT_DIGITS) {
+      this.at = AT_AFTER_VALUE;
+      if (this.depth <= 2) this.valueEnded(this.offset, this.depth);
     }
-    if (this.at === At.Failed) return this.failure!;
-    return this.at === At.AfterValue && this.depth === 0 ? this.found : 'invalid';
+    if (this.at === AT_FAILED) return this.failure!;
+    return this.at === AT_AFTER_VALUE && this.depth === 0 ? this.found : 'invalid';
   }
 
-  private fail(failure: ScanFailure): void {
-    this.at = At.Failed;
+  /** The state to go on with after a failure. */
+  private fail(failure: ScanFailure): number {
     this.failure = failure;
-  }
-
-  private scan(piece: Buffer): void {
-    const n = piece.length;
-    let i = 0;
-    while (i < n) {
-      switch (this.at) {
-        case At.Value: {
-          while (i < n && WHITESPACE[piece[i]!] === 1) i++;
-          if (i === n) return;
-          i = this.valueStarts(piece, i);
-          break;
-        }
-        case At.ObjectOpen:
-        case At.Key: {
-          while (i < n && WHITESPACE[piece[i]!] === 1) i++;
-          if (i === n) return;
-          const byte = piece[i]!;
-          if (byte === QUOTE) {
-            this.inKey = true;
-            this.keyStart = this.offset + i;
-            this.keyCarried = undefined;
-            this.at = At.String;
-            i++;
-          } else if (byte === CLOSE_BRACE && this.at === At.ObjectOpen) {
-            this.depth--;
-            i++;
-            this.valueEnded(this.offset + i);
-          } else {
-            return this.fail('invalid');
-          }
-          break;
-        }
-        case At.ArrayOpen: {
-          while (i < n && WHITESPACE[piece[i]!] === 1) i++;
-          if (i === n) return;
-          if (piece[i] === CLOSE_BRACKET) {
-            this.depth--;
-            i++;
-            this.valueEnded(this.offset + i);
-          } else {
-            this.at = At.Value;
-          }
-          break;
-        }
-        case At.Colon: {
-          while (i < n && WHITESPACE[piece[i]!] === 1) i++;
-          if (i === n) return;
-          if (piece[i] !== COLON) return this.fail('invalid');
-          this.at = At.Value;
-          i++;
-          break;
-        }
-        case At.AfterValue: {
-          while (i < n && WHITESPACE[piece[i]!] === 1) i++;
-          if (i === n) return;
-          const container = this.containers[this.depth];
-          const byte = piece[i]!;
-          if (this.depth === 0) return this.fail('invalid');
-          if (byte === COMMA) {
-            this.at = container === OPEN_BRACE ? At.Key : At.Value;
-            i++;
-          } else if (byte === (container === OPEN_BRACE ? CLOSE_BRACE : CLOSE_BRACKET)) {
-            this.depth--;
-            i++;
-            this.valueEnded(this.offset + i);
-          } else {
-            return this.fail('invalid');
-          }
-          break;
-        }
-        case At.String: {
-          i = this.string(piece, i);
-          break;
-        }
-        case At.Escape: {
-          const byte = piece[i++]!;
-          if (SIMPLE_ESCAPE[byte] === 1) {
-            this.at = At.String;
-          } else if (byte === LOWER_U) {
-            this.at = At.Unicode;
-            this.pending = 4;
-          } else {
-            return this.fail('invalid');
-          }
-          break;
-        }
-        case At.Unicode: {
-          if (HEX[piece[i++]!] !== 1) return this.fail('invalid');
-          if (--this.pending === 0) this.at = At.String;
-          break;
-        }
-        case At.Literal: {
-          const literal = this.literal;
-          while (i < n && this.pending < literal.length) {
-            if (piece[i++] !== literal[this.pending++]) return this.fail('invalid');
-          }
-          if (this.pending === literal.length) this.valueEnded(this.offset + i);
-          break;
-        }
-        case At.Minus: {
-          const byte = piece[i]!;
-          if (byte === ZERO) this.at = At.Zero;
-          else if (isDigit(byte)) this.at = At.Integer;
-          else return this.fail('invalid');
-          i++;
-          break;
-        }
-        case At.Zero:
-        case At.Integer:
-        case At.Fraction: {
-          if (this.at !== At.Zero) while (i < n && isDigit(piece[i]!)) i++;
-          if (i === n) return;
-          const byte = piece[i]!;
-          if (byte === DOT && this.at !== At.Fraction) {
-            this.at = At.Dot;
-            i++;
-          } else if (byte === LOWER_E || byte === UPPER_E) {
-            this.at = At.Exponent;
-            i++;
-          } else {
-            this.valueEnded(this.offset + i);
-          }
-          break;
-        }
-        case At.Dot:
-        case At.ExponentSign: {
-          if (!isDigit(piece[i++]!)) return this.fail('invalid');
-          this.at = this.at === At.Dot ? At.Fraction : At.ExponentDigits;
-          break;
-        }
-        case At.Exponent: {
-          const byte = piece[i++]!;
-          if (byte === PLUS || byte === MINUS) this.at = At.ExponentSign;
-          else if (isDigit(byte)) this.at = At.ExponentDigits;
-          else return this.fail('invalid');
-          break;
-        }
-        case At.ExponentDigits: {
-          while (i < n && isDigit(piece[i]!)) i++;
-          if (i === n) return;
-          this.valueEnded(this.offset + i);
-          break;
-        }
-        case At.Failed:
-          return;
-      }
-    }
+    return AT_FAILED;
   }
 
   /**
-   * Inside a string from i: the index after what was taken of it, up to its closing quote or the end of
-   * the piece. An escape the piece cuts is left to `Escape`.
+   * The grammar over one piece (`words`: its whole aligned words, the first at byte `wordsAt`). The state
+   * the loop tests at every token is in locals, written back when the piece ends; the bookkeeping of the
+   * kept members is called only at depth 2 or less.
    */
-  private string(piece: Buffer, from: number): number {
+  private scan(piece: Buffer, words: Int32Array<ArrayBufferLike>, wordsAt: number): void {
     const n = piece.length;
-    const i = stringStop(piece, from);
-    if (i === n) return n;
-    if (piece[i] === QUOTE) {
-      if (this.inKey) this.keyEnded(piece, i + 1);
-      else this.valueEnded(this.offset + i + 1);
-      return i + 1;
+    const offset = this.offset;
+    let at = this.at;
+    let depth = this.depth;
+    let containers = this.containers;
+    let i = 0;
+    scan: while (i < n) {
+      // The commonest states first: the switch tests its cases in turn.
+      switch (at) {
+        case AT_STRING: {
+          i = stringStop(piece, i, words, wordsAt);
+          if (i === n) break scan;
+          const byte = piece[i]!;
+          if (byte === QUOTE) {
+            i++;
+            if (this.inKey) {
+              this.inKey = false;
+              at = AT_COLON;
+              if (this.keepsKeys(depth)) this.keyEnded(piece, i, depth);
+            } else {
+              at = AT_AFTER_VALUE;
+              if (depth <= 2) this.valueEnded(offset + i, depth);
+            }
+          } else if (byte === BACKSLASH && i + 5 >= n) {
+            at = AT_ESCAPE;
+            i++;
+          } else {
+            at = this.fail('invalid'); // a control character or a bad escape
+            break scan;
+          }
+          break;
+        }
+        case AT_AFTER_VALUE: {
+          while (i < n && WHITESPACE[piece[i]!] === 1) i++;
+          if (i === n) break scan;
+          const byte = piece[i]!;
+          const container = containers[depth];
+          if (depth !== 0 && byte === COMMA) {
+            at = container === OPEN_BRACE ? AT_KEY : AT_VALUE;
+            i++;
+          } else if (depth !== 0 && byte === (container === OPEN_BRACE ? CLOSE_BRACE : CLOSE_BRACKET)) {
+            depth--;
+            i++;
+            if (depth <= 2) this.valueEnded(offset + i, depth);
+          } else {
+            at = this.fail('invalid');
+            break scan;
+          }
+          break;
+        }
+        case AT_COLON:
+        case AT_VALUE: {
+          while (i < n && WHITESPACE[piece[i]!] === 1) i++;
+          if (i === n) break scan;
+          if (at === AT_COLON) {
+            if (piece[i] !== COLON) {
+              at = this.fail('invalid');
+              break scan;
+            }
+            at = AT_VALUE;
+            i++;
+            break;
+          }
+          const byte = piece[i]!;
+          if (depth <= 2) this.valueStarts(byte, offset + i, depth);
+          i++;
+          if (byte === QUOTE) {
+            this.inKey = false;
+            at = AT_STRING;
+          } else if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
+            if (depth === MAX_NESTING) {
+              at = this.fail('too-deep');
+              break scan;
+            }
+            if (++depth === containers.length) containers = this.deepen();
+            containers[depth] = byte;
+            at = byte === OPEN_BRACE ? AT_OBJECT_OPEN : AT_ARRAY_OPEN;
+          } else if (isDigit(byte)) {
+            at = byte === ZERO ? AT_ZERO : AT_INTEGER;
+          } else if (byte === MINUS) {
+            at = AT_MINUS;
+          } else {
+            const literal = literalOf(byte);
+            if (literal === undefined) {
+              at = this.fail('invalid');
+              break scan;
+            }
+            this.literal = literal;
+            this.pending = 1;
+            at = AT_LITERAL;
+          }
+          break;
+        }
+        case AT_OBJECT_OPEN:
+        case AT_KEY: {
+          while (i < n && WHITESPACE[piece[i]!] === 1) i++;
+          if (i === n) break scan;
+          const byte = piece[i]!;
+          if (byte === QUOTE) {
+            this.inKey = true;
+            this.keyStart = offset + i;
+            this.keyCarried = undefined;
+            at = AT_STRING;
+            i++;
+          } else if (byte === CLOSE_BRACE && at === AT_OBJECT_OPEN) {
+            depth--;
+            i++;
+            at = AT_AFTER_VALUE;
+            if (depth <= 2) this.valueEnded(offset + i, depth);
+          } else {
+            at = this.fail('invalid');
+            break scan;
+          }
+          break;
+        }
+        case AT_ZERO:
+        case AT_INTEGER:
+        case AT_FRACTION:
+        case AT_EXPONENT_DIGITS: {
+          if (at !== AT_ZERO) while (i < n && isDigit(piece[i]!)) i++;
+          if (i === n) break scan;
+          const byte = piece[i]!;
+          if (byte === DOT && (at === AT_ZERO || at === AT_INTEGER)) {
+            at = AT_DOT;
+            i++;
+          } else if ((byte === LOWER_E || byte === UPPER_E) && at !== AT_EXPONENT_DIGITS) {
+            at = AT_EXPONENT;
+            i++;
+          } else {
+            at = AT_AFTER_VALUE;
+            if (depth <= 2) this.valueEnded(offset + i, depth);
+          }
+          break;
+        }
+        case AT_LITERAL: {
+          const literal = this.literal;
+          let pending = this.pending;
+          while (i < n && pending < literal.length) {
+            if (piece[i++] !== literal[pending++]) {
+              at = this.fail('invalid');
+              break scan;
+            }
+          }
+          this.pending = pending;
+          if (pending === literal.length) {
+            at = AT_AFTER_VALUE;
+            if (depth <= 2) this.valueEnded(offset + i, depth);
+          }
+          break;
+        }
+        case AT_ARRAY_OPEN: {
+          while (i < n && WHITESPACE[piece[i]!] === 1) i++;
+          if (i === n) break scan;
+          if (piece[i] === CLOSE_BRACKET) {
+            depth--;
+            i++;
+            at = AT_AFTER_VALUE;
+            if (depth <= 2) this.valueEnded(offset + i, depth);
+          } else {
+            at = AT_VALUE;
+          }
+          break;
+        }
+        case AT_MINUS: {
+          const byte = piece[i++]!;
+          if (!isDigit(byte)) {
+            at = this.fail('invalid');
+            break scan;
+          }
+          at = byte === ZERO ? AT_ZERO : AT_INTEGER;
+          break;
+        }
+        case AT_DOT:
+        case AT_EXPONENT_SIGN: {
+          if (!isDigit(piece[i++]!)) {
+            at = this.fail('invalid');
+            break scan;
+          }
+          at = at === AT_DOT ? AT_FRACTION : AT_EXPONENT_DIGITS;
+          break;
+        }
+        case AT_EXPONENT: {
+          const byte = piece[i++]!;
+          if (byte === PLUS || byte === MINUS) at = AT_EXPONENT_SIGN;
+          else if (isDigit(byte)) at = AT_EXPONENT_DIGITS;
+          else {
+            at = this.fail('invalid');
+            break scan;
+          }
+          break;
+        }
+        case AT_ESCAPE: {
+          const byte = piece[i++]!;
+          if (SIMPLE_ESCAPE[byte] === 1) {
+            at = AT_STRING;
+          } else if (byte === LOWER_U) {
+            at = AT_UNICODE;
+            this.pending = 4;
+          } else {
+            at = this.fail('invalid');
+            break scan;
+          }
+          break;
+        }
+        case AT_UNICODE: {
+          if (HEX[piece[i++]!] !== 1) {
+            at = this.fail('invalid');
+            break scan;
+          }
+          if (--this.pending === 0) at = AT_STRING;
+          break;
+        }
+      }
     }
-    if (piece[i] === BACKSLASH && i + 5 >= n) {
-      this.at = At.Escape;
-      return i + 1;
-    }
-    this.fail('invalid'); // a control character or a bad escape
-    return n;
+    this.at = at;
+    this.depth = depth;
   }
 
-  /** A value starts at i (not whitespace); the index after what was taken of it. */
-  private valueStarts(piece: Buffer, i: number): number {
-    const byte = piece[i]!;
-    const depth = this.depth;
+  /** A value starts at `start` (an offset in the text) with `byte`, in the container at `depth` (2 or less). */
+  private valueStarts(byte: number, start: number, depth: number): void {
     if (depth === 0) {
       this.found.first = byte;
     } else if (depth === 1) {
-      this.topStart = this.offset + i;
+      this.topStart = start;
       this.topFirst = byte;
-    } else if (depth === 2) {
-      this.innerStart = this.offset + i;
+      const key = this.topKey;
+      this.inner =
+        byte === OPEN_BRACE && (key === 'params' || key === 'result' || key === 'error') ? key : undefined;
+    } else {
+      this.innerStart = start;
       this.innerFirst = byte;
     }
-    if (byte === QUOTE) {
-      this.inKey = false;
-      this.at = At.String;
-    } else if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
-      if (depth === MAX_NESTING) {
-        this.fail('too-deep');
-        return piece.length;
-      }
-      if (depth === 1) {
-        const key = this.topKey;
-        this.inner =
-          byte === OPEN_BRACE && (key === 'params' || key === 'result' || key === 'error') ? key : undefined;
-      }
-      if (++this.depth === this.containers.length) this.deepen();
-      this.containers[this.depth] = byte;
-      this.at = byte === OPEN_BRACE ? At.ObjectOpen : At.ArrayOpen;
-    } else if (LITERALS[byte] !== undefined) {
-      this.literal = LITERALS[byte]!;
-      this.pending = 1;
-      this.at = At.Literal;
-    } else if (byte === MINUS) {
-      this.at = At.Minus;
-    } else if (byte === ZERO) {
-      this.at = At.Zero;
-    } else if (isDigit(byte)) {
-      this.at = At.Integer;
-    } else {
-      this.fail('invalid');
-      return piece.length;
-    }
-    return i + 1;
   }
 
-  private deepen(): void {
+  /** The open containers, made room for one more. */
+  private deepen(): Uint8Array<ArrayBuffer> {
     const deeper = new Uint8Array(Math.min(this.containers.length * 2, MAX_NESTING + 1));
     deeper.set(this.containers);
-    this.containers = deeper;
+    return (this.containers = deeper);
   }
 
-  /** A value ended at `end` (an offset in the text), in the container at `depth`. */
-  private valueEnded(end: number): void {
-    const depth = this.depth;
+  /** A value ended at `end` (an offset in the text), in the container at `depth` (2 or less). */
+  private valueEnded(end: number, depth: number): void {
     if (depth === 1 && this.topKey !== undefined) {
       this.found.top[this.topKey] = { first: this.topFirst, start: this.topStart, end };
     } else if (depth === 2 && this.inner !== undefined && this.innerKey !== undefined) {
@@ -444,20 +462,15 @@ export class JsonScanner {
         end,
       };
     }
-    this.at = At.AfterValue;
   }
 
-  /** The keys of the object being read are ones kept: the top level's, and those of `params`, `result`, `error`. */
-  private keepsKeys(): boolean {
-    return this.depth === 1 || (this.depth === 2 && this.inner !== undefined);
+  /** The keys of the object at `depth` are ones kept: the top level's, and those of `params`, `result`, `error`. */
+  private keepsKeys(depth: number): boolean {
+    return depth === 1 || (depth === 2 && this.inner !== undefined);
   }
 
-  /** The key that ends at i (after its closing quote) in this piece, in the object at `depth`. */
-  private keyEnded(piece: Buffer, i: number): void {
-    this.inKey = false;
-    this.at = At.Colon;
-    if (!this.keepsKeys()) return;
-    const depth = this.depth;
+  /** The key that ends at i (after its closing quote) in this piece, in the object at `depth`, one kept. */
+  private keyEnded(piece: Buffer, i: number, depth: number): void {
     const key =
       this.keyCarried === undefined
         ? piece.subarray(this.keyStart - this.offset, i)
@@ -496,60 +509,74 @@ export function scanJson(raw: Bytes): Scanned | ScanFailure {
 /**
  * From `from` inside a string, past every escape whole in the piece: the index of its closing quote, of a
  * control character, of a bad escape or one the piece cuts (a backslash), or the piece's length.
+ *
+ * Within `words` (the piece's whole aligned words, the first at byte `wordsAt`) it goes a word at a time:
+ * the next byte to look at is the word's first flagged one from where the scan stands, an escape passed
+ * in the same word. A flag above a special byte may be false (the subtraction's borrow runs on), so the
+ * byte is read to tell. The few bytes outside the words are looked at one by one.
  */
-function stringStop(piece: Buffer, from: number): number {
+function stringStop(
+  piece: Buffer,
+  from: number,
+  words: Int32Array<ArrayBufferLike>,
+  wordsAt: number,
+): number {
   const n = piece.length;
+  const last = words.length;
   let i = from;
   for (;;) {
-    i = skipPlain(piece, i);
-    if (i === n || piece[i] !== BACKSLASH || i + 5 >= n) return i;
-    const escaped = piece[i + 1]!;
-    if (SIMPLE_ESCAPE[escaped] === 1) {
-      i += 2;
-    } else if (
-      escaped === LOWER_U &&
-      HEX[piece[i + 2]!] === 1 &&
-      HEX[piece[i + 3]!] === 1 &&
-      HEX[piece[i + 4]!] === 1 &&
-      HEX[piece[i + 5]!] === 1
-    ) {
-      // Lone surrogates included: JSON.parse takes them.
-      i += 6;
-    } else {
+    let w = (i - wordsAt) >> 2;
+    if (i >= wordsAt && w < last) {
+      let flags = flagsOf(words[w]!) & (0x80808080 << (((i - wordsAt) & 3) << 3));
+      while (flags === 0 && ++w < last) flags = flagsOf(words[w]!);
+      i = wordsAt + (flags === 0 ? last << 2 : (w << 2) + firstFlagged(flags));
+    }
+    if (i >= n) return n;
+    const byte = piece[i]!;
+    if (byte === BACKSLASH) {
+      if (i + 5 >= n) return i;
+      const escaped = piece[i + 1]!;
+      if (SIMPLE_ESCAPE[escaped] === 1) {
+        i += 2;
+      } else if (
+        escaped === LOWER_U &&
+        HEX[piece[i + 2]!] === 1 &&
+        HEX[piece[i + 3]!] === 1 &&
+        HEX[piece[i + 4]!] === 1 &&
+        HEX[piece[i + 5]!] === 1
+      ) {
+        // Lone surrogates included: JSON.parse takes them.
+        i += 6;
+      } else {
+        return i;
+      }
+    } else if (byte === QUOTE || byte < 0x20) {
       return i;
+    } else {
+      i++; // a false flag, or a byte outside the words
     }
   }
 }
 
-/** The first index from `at` whose byte is a quote, a backslash or below 0x20 (or the length). */
-function skipPlain(raw: Buffer, at: number): number {
-  const n = raw.length;
-  let i = at;
-  while (i < n && (i < wordsAt || ((i - wordsAt) & 3) !== 0)) {
-    const byte = raw[i]!;
-    if (byte === QUOTE || byte === BACKSLASH || byte < 0x20) return i;
-    i++;
-  }
-  const last = words.length;
-  let w = (i - wordsAt) >> 2;
-  while (w < last) {
-    const word = words[w]!;
-    const quote = word ^ 0x22222222;
-    const backslash = word ^ 0x5c5c5c5c;
-    const special =
-      (((word - 0x20202020) | 0) & ~word) |
+/**
+ * 0x80 in each byte of `word` (four bytes of the text) that is a quote, a backslash or below 0x20, and
+ * maybe in bytes above one that is (the classic "has zero byte" / "has byte less than" tests).
+ */
+function flagsOf(word: number): number {
+  const quote = word ^ 0x22222222;
+  const backslash = word ^ 0x5c5c5c5c;
+  return (
+    ((((word - 0x20202020) | 0) & ~word) |
       (((quote - 0x01010101) | 0) & ~quote) |
-      (((backslash - 0x01010101) | 0) & ~backslash);
-    if ((special & 0x80808080) !== 0) break;
-    w++;
-  }
-  i = Math.max(i, wordsAt + w * 4);
-  while (i < n) {
-    const byte = raw[i]!;
-    if (byte === QUOTE || byte === BACKSLASH || byte < 0x20) return i;
-    i++;
-  }
-  return n;
+      (((backslash - 0x01010101) | 0) & ~backslash)) &
+    0x80808080
+  );
+}
+
+/** The index in its word (little-endian) of the lowest byte `flags` marks. */
+function firstFlagged(flags: number): number {
+  const low = flags >>> 7;
+  return (31 - Math.clz32(low & -low)) >> 3;
 }
 
 const isDigit = (byte: number): boolean => byte >= ZERO && byte <= NINE;

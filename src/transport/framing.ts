@@ -15,6 +15,8 @@ const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
 const WHITESPACE = new Set([0x20, 0x09, 0x0d]);
 const KEEP_OF_OVERSIZED = 4096;
+/** For every reset: `Buffer.alloc(0)` made a new ArrayBuffer for each line. */
+const EMPTY = Buffer.alloc(0);
 
 export interface FrameSink {
   /** One line's bytes, without its newline (and without a trailing CR). */
@@ -32,7 +34,7 @@ export class LineFramer {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
   private oversizedHead: Buffer | undefined;
-  private oversizedTail: Buffer = Buffer.alloc(0);
+  private oversizedTail: Buffer = EMPTY;
   /** The scan of the pending line, once it is in pieces and big enough; how many of them it has had. */
   private scanner: JsonScanner | undefined;
   private scannedParts = 0;
@@ -120,7 +122,7 @@ export class LineFramer {
     this.pending = [];
     this.pendingBytes = 0;
     this.oversizedHead = undefined;
-    this.oversizedTail = Buffer.alloc(0);
+    this.oversizedTail = EMPTY;
     this.scanner = undefined;
     this.scannedParts = 0;
   }

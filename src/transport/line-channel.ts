@@ -9,6 +9,9 @@ import { idOfOversized } from '../protocol/frames.js';
 import { LineFramer, OversizedFrameError, looksLikeResponse } from './framing.js';
 import { PausableInput, type Flow } from './valve.js';
 
+/** Written after every message: one Buffer for all, where the string '\n' was encoded into a new one each time. */
+const NEWLINE = Buffer.from('\n');
+
 export class LineChannel implements Channel {
   private handlers: ChannelHandlers | undefined;
   private closed = false;
@@ -65,7 +68,7 @@ export class LineChannel implements Channel {
       this.output.write(raw + '\n');
     } else {
       this.output.write(raw);
-      this.output.write('\n');
+      this.output.write(NEWLINE);
     }
     this.flow.writes?.wrote(this.output);
   }
@@ -75,7 +78,7 @@ export class LineChannel implements Channel {
     if (this.closed) return;
     this.corkForTick();
     for (const part of line.parts) this.output.write(part);
-    this.output.write('\n');
+    this.output.write(NEWLINE);
     this.flow.writes?.wrote(this.output);
   }
 
