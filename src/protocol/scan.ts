@@ -28,7 +28,8 @@ export interface ValueSpan {
 export const TOP_KEYS = ['jsonrpc', 'id', 'method', 'params', 'result', 'error'] as const;
 export const INNER_KEYS = {
   params: ['_meta'],
-  result: ['_meta', 'task', 'isError'],
+  // resultType: a 2026-07-28 answer's, which the translator takes out of the bytes (legacy-bytes.ts).
+  result: ['_meta', 'task', 'isError', 'resultType'],
   error: ['code', 'message'],
 } as const;
 
@@ -45,7 +46,7 @@ export interface Scanned {
   /** More than one top-level `id` (JSON.parse takes the last; `top.id` is that one). */
   idRepeated: boolean;
   params: Members<'_meta'>;
-  result: Members<'_meta' | 'task' | 'isError'>;
+  result: Members<'_meta' | 'task' | 'isError' | 'resultType'>;
   error: Members<'code' | 'message'>;
 }
 
