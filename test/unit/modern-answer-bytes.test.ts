@@ -6,12 +6,16 @@
  * JSON, not a response, too deep) is read the usual way. The Session between LineChannels over in-memory
  * pipes, a ModernUpstreamTranslator in front of a server the test writes lines for.
  */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { PassThrough } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ModernUpstreamTranslator } from '../../src/modern/upstream-translator.js';
 import { MAX_NESTING } from '../../src/protocol/frames.js';
 import { MODERN_VERSIONS } from '../../src/protocol/modern/meta.js';
+import type { Channel } from '../../src/transport/channel.js';
+import { ModernHttpUpstream } from '../../src/transport/modern-http-upstream.js';
 import { byteLines } from '../helpers/byte-lines.js';
 import { Inbox } from '../helpers/inbox.js';
 import { pipedSession } from '../helpers/piped-session.js';
@@ -36,13 +40,14 @@ function writeLine(stream: PassThrough, line: string, inOne = false): void {
   for (let at = 0; at < whole.length; at += chunk) stream.write(whole.subarray(at, at + chunk));
 }
 
-async function gateway() {
+/** `http`: the server is over HTTP instead (the lines written to `fromServer` then go nowhere). */
+async function gateway(http?: Channel) {
   const { fromClient, toClient, fromServer, toServer, close } = pipedSession({
     limit: LIMIT,
     maxResultBytes: 1024,
     upstream: (server) =>
       new ModernUpstreamTranslator(
-        server,
+        http ?? server,
         { capabilities: { tools: {} }, _meta: {} },
         MODERN_VERSIONS[0]!,
         pino({ level: 'silent' }),
@@ -66,13 +71,16 @@ async function gateway() {
   await client.waitFor((line) => line.includes('"protocolVersion"'), 'the initialize answer');
   clientSends({ jsonrpc: '2.0', method: 'notifications/initialized' });
   /** The client calls; the call as it reached the server. */
-  const call = async (id: number): Promise<Json> => {
+  const clientCalls = (id: number): void =>
     clientSends({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'big', arguments: {} } });
+  const call = async (id: number): Promise<Json> => {
+    clientCalls(id);
     return server.waitFor((m) => m.method === 'tools/call' && m.id !== undefined, 'the call upstream');
   };
   return {
     client,
     call,
+    clientCalls,
     serverWrites: (line: string, inOne?: boolean) => writeLine(fromServer, line, inOne),
   };
 }
@@ -217,5 +225,63 @@ describe('issue 33: a 2026-07-28 server big answer, to a 2025 client as its byte
         expect(got.toString()).toBe(rebuilt(10, good));
       });
     }
+  }
+});
+
+/** A 2026-07-28 server over HTTP: tools/list answered small, a tools/call with `answer` as JSON or on an event stream. */
+async function httpServer(asEvents: boolean, answer: (id: unknown) => string): Promise<string> {
+  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const message = JSON.parse(Buffer.concat(chunks).toString()) as Json;
+      const line =
+        message.method === 'tools/call'
+          ? answer(message.id)
+          : JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { tools: [], resultType: 'complete' } });
+      response.writeHead(200, { 'content-type': asEvents ? 'text/event-stream' : 'application/json' });
+      const body = Buffer.from(asEvents ? `event: message\ndata: ${line}\n\n` : line);
+      for (let at = 0; at < body.length; at += PIPE_CHUNK) response.write(body.subarray(at, at + PIPE_CHUNK));
+      response.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(() => new Promise((resolve) => server.close(() => resolve())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+}
+
+describe('issue 33: a 2026-07-28 server big answer over HTTP, to a 2025 client as its bytes', () => {
+  const upstreamAt = (url: string): Channel =>
+    new ModernHttpUpstream({ url, maxMessageBytes: LIMIT }, pino({ level: 'silent' }));
+  for (const asEvents of [false, true]) {
+    const body = asEvents ? 'on an event stream' : 'as a JSON body';
+    it(`${body}: what the rebuild gave, byte for byte, never parsed nor joined`, async () => {
+      const result = { content: [{ type: 'text', text: text(BIG) }], resultType: 'complete' };
+      const url = await httpServer(asEvents, (id) => JSON.stringify({ jsonrpc: '2.0', id, result }));
+      const gate = await gateway(upstreamAt(url));
+      const {
+        value: got,
+        parsed,
+        joined,
+      } = await watched(async () => {
+        gate.clientCalls(7);
+        return gate.client.waitFor((line) => line.length > BIG, 'the answer');
+      });
+      expect(got.toString()).toBe(rebuilt(7, result));
+      expect(parsed).toBe(0);
+      expect(joined).toBe(0);
+    });
+
+    it(`${body}: an answer that is not JSON fails the call, naming the upstream`, async () => {
+      const url = await httpServer(
+        asEvents,
+        (id) => `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"t":"${text(BIG)}",}}`,
+      );
+      const gate = await gateway(upstreamAt(url));
+      gate.clientCalls(10);
+      const got = await gate.client.waitFor((l) => l.includes('"id":10'), 'the answer');
+      expect(got.length).toBeLessThan(1000);
+      expect(JSON.parse(got.toString())).toMatchObject({ id: 10, error: { code: -32000 } });
+    });
   }
 });
