@@ -167,6 +167,16 @@ describe('issue 33: a 2026-07-28 server big answer, to a 2025 client as its byte
     expect(JSON.parse(got.toString())).toEqual(JSON.parse(rebuilt(8, value.result)));
   });
 
+  it('resultType twice: what the rebuild gave (the parse takes the last), no other resultType left', async () => {
+    const gate = await gateway();
+    const asked = await gate.call(11);
+    const line = `{"jsonrpc":"2.0","id":${JSON.stringify(asked.id)},"result":{"content":[{"type":"text","text":"${text(BIG)}"}],"resultType":"input_required","resultType":"complete"}}`;
+    gate.serverWrites(line);
+    const got = await gate.client.waitFor((l) => l.length > BIG, 'the answer');
+    expect(got.toString()).toBe(rebuilt(11, (JSON.parse(line) as { result: Json }).result));
+    expect(got.includes('resultType')).toBe(false);
+  });
+
   it('input_required keeps the object path: the client is asked', async () => {
     const gate = await gateway();
     const asked = await gate.call(9);

@@ -41,7 +41,8 @@ export function legacyAnswerBytes(
   const edits: Edit[] = [{ start: idSpan.start, end: idSpan.end, insert: id }];
   const resultType = scanned.result.resultType;
   if (resultType !== undefined) {
-    if (!isComplete(raw, resultType)) return undefined;
+    // Taking out the last of two would leave the other for a reader.
+    if (scanned.innerRepeated || !isComplete(raw, resultType)) return undefined;
     const cut = memberCut(raw, resultType, scanned.top.result!);
     if (cut === undefined) return undefined;
     edits.push(cut);
