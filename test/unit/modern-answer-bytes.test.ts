@@ -4,13 +4,15 @@
  * pieces it was read in and hands them on with their scan, never parsing nor joining them. What it gets
  * is what the translator's parse-and-rebuild gave. What it must change (input_required) or refuse (not
  * JSON, not a response, too deep) is read the usual way. The Session between LineChannels over in-memory
- * pipes, a ModernUpstreamTranslator in front of a server the test writes lines for.
+ * pipes, a ModernUpstreamTranslator (behind the era probe, as upstream.ts has it for stdio) in front of a
+ * server the test writes lines for, or of a server over HTTP.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { PassThrough } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ProbingUpstream } from '../../src/modern/probing-upstream.js';
 import { ModernUpstreamTranslator } from '../../src/modern/upstream-translator.js';
 import { MAX_NESTING } from '../../src/protocol/frames.js';
 import { MODERN_VERSIONS } from '../../src/protocol/modern/meta.js';
@@ -40,18 +42,21 @@ function writeLine(stream: PassThrough, line: string, inOne = false): void {
   for (let at = 0; at < whole.length; at += chunk) stream.write(whole.subarray(at, at + chunk));
 }
 
-/** `http`: the server is over HTTP instead (the lines written to `fromServer` then go nowhere). */
+const DISCOVERED = { supportedVersions: MODERN_VERSIONS, capabilities: { tools: {} }, _meta: {} };
+
+/**
+ * Over stdio as upstream.ts puts it: the era probed (ProbingUpstream), then the translator. `http`: the
+ * server over HTTP instead, under the translator (the lines written to `fromServer` then go nowhere).
+ */
 async function gateway(http?: Channel) {
+  const logger = pino({ level: 'silent' });
   const { fromClient, toClient, fromServer, toServer, close } = pipedSession({
     limit: LIMIT,
     maxResultBytes: 1024,
     upstream: (server) =>
-      new ModernUpstreamTranslator(
-        http ?? server,
-        { capabilities: { tools: {} }, _meta: {} },
-        MODERN_VERSIONS[0]!,
-        pino({ level: 'silent' }),
-      ),
+      http === undefined
+        ? new ProbingUpstream(server, 'modern', 5_000, logger)
+        : new ModernUpstreamTranslator(http, DISCOVERED, MODERN_VERSIONS[0]!, logger),
   });
   cleanups.push(close);
   const client = new Inbox<Buffer>();
@@ -59,7 +64,9 @@ async function gateway(http?: Channel) {
   const server = new Inbox<Json>();
   byteLines(toServer, (line) => {
     const message = JSON.parse(line.toString()) as Json;
-    if (message.method === 'tools/list') {
+    if (message.method === 'server/discover') {
+      writeLine(fromServer, JSON.stringify({ jsonrpc: '2.0', id: message.id, result: DISCOVERED }));
+    } else if (message.method === 'tools/list') {
       const tools = [{ name: 'big', inputSchema: { type: 'object' } }];
       writeLine(fromServer, JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { tools } }));
     } else {
