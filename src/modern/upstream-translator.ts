@@ -67,6 +67,8 @@ interface InFlight {
   asTask?: boolean;
   /** Takes the final answer (after any input rounds) instead of the Session. */
   settle?: (answer: TaskOutcome) => void;
+  /** `settle` gives a complete result to the Session as it is: only an error is its own. */
+  settlesErrors?: boolean;
 }
 
 interface InputRound {
@@ -242,6 +244,7 @@ export class ModernUpstreamTranslator implements Channel {
           ? this.replySession(call, answer)
           : tasks.created(request.id, request.params, answer);
     } else if (request.method === 'tools/call') {
+      call.settlesErrors = true;
       call.settle = (answer) => {
         if (!('error' in answer) || !needsTasks(answer.error)) return this.replySession(call, answer);
         this.sendUpstream(
@@ -401,7 +404,8 @@ export class ModernUpstreamTranslator implements Channel {
     if (envelope?.kind !== 'response' || envelope.idRepeated) return false;
     const wireId = envelope.id as RequestId;
     const entry = this.inFlight.get(wireId);
-    if (entry === undefined || !('call' in entry) || entry.call.settle !== undefined) return false;
+    if (entry === undefined || !('call' in entry)) return false;
+    if (entry.call.settle !== undefined && entry.call.settlesErrors !== true) return false;
     const { sessionId } = entry.call;
     const legacy = legacyAnswerBytes(
       line,

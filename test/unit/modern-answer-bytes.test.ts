@@ -48,7 +48,7 @@ const DISCOVERED = { supportedVersions: MODERN_VERSIONS, capabilities: { tools: 
  * Over stdio as upstream.ts puts it: the era probed (ProbingUpstream), then the translator. `http`: the
  * server over HTTP instead, under the translator (the lines written to `fromServer` then go nowhere).
  */
-async function gateway(http?: Channel) {
+async function gateway(http?: Channel, discovered: Json = DISCOVERED) {
   const logger = pino({ level: 'silent' });
   const { fromClient, toClient, fromServer, toServer, close } = pipedSession({
     limit: LIMIT,
@@ -56,7 +56,7 @@ async function gateway(http?: Channel) {
     upstream: (server) =>
       http === undefined
         ? new ProbingUpstream(server, 'modern', 5_000, logger)
-        : new ModernUpstreamTranslator(http, DISCOVERED, MODERN_VERSIONS[0]!, logger),
+        : new ModernUpstreamTranslator(http, discovered, MODERN_VERSIONS[0]!, logger),
   });
   cleanups.push(close);
   const client = new Inbox<Buffer>();
@@ -65,7 +65,7 @@ async function gateway(http?: Channel) {
   byteLines(toServer, (line) => {
     const message = JSON.parse(line.toString()) as Json;
     if (message.method === 'server/discover') {
-      writeLine(fromServer, JSON.stringify({ jsonrpc: '2.0', id: message.id, result: DISCOVERED }));
+      writeLine(fromServer, JSON.stringify({ jsonrpc: '2.0', id: message.id, result: discovered }));
     } else if (message.method === 'tools/list') {
       const tools = [{ name: 'big', inputSchema: { type: 'object' } }];
       writeLine(fromServer, JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { tools } }));
@@ -172,6 +172,24 @@ describe('issue 33: a 2026-07-28 server big answer, to a 2025 client as its byte
     expect(got.toString()).toBe(expected);
     const value = JSON.parse(line) as { result: Json };
     expect(JSON.parse(got.toString())).toEqual(JSON.parse(rebuilt(8, value.result)));
+  });
+
+  it('from a server with the tasks extension, a plain call: what the rebuild gave, never parsed nor joined', async () => {
+    const tasks = { 'io.modelcontextprotocol/tasks': {} };
+    const gate = await gateway(undefined, { ...DISCOVERED, capabilities: { tools: {}, extensions: tasks } });
+    const asked = await gate.call(12);
+    const result = { content: [{ type: 'text', text: text(BIG) }], resultType: 'complete' };
+    const {
+      value: got,
+      parsed,
+      joined,
+    } = await watched(async () => {
+      gate.serverWrites(JSON.stringify({ jsonrpc: '2.0', id: asked.id, result }));
+      return gate.client.waitFor((line) => line.length > BIG, 'the answer');
+    });
+    expect(got.toString()).toBe(rebuilt(12, result));
+    expect(parsed).toBe(0);
+    expect(joined).toBe(0);
   });
 
   it('resultType twice: what the rebuild gave (the parse takes the last), no other resultType left', async () => {
