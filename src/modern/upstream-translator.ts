@@ -10,7 +10,8 @@
 import type { Logger } from 'pino';
 import { Correlation, cancellation, carriedCancellation, goneError } from '../protocol/correlation.js';
 import { ErrorCode } from '../protocol/errors.js';
-import { serialize } from '../protocol/exact-ids.js';
+import { envelopeOf } from '../protocol/envelope.js';
+import { digitsOf, serialize } from '../protocol/exact-ids.js';
 import { readHanded } from '../protocol/read-message.js';
 import {
   errorResponse,
@@ -30,10 +31,19 @@ import {
   PROTOCOL_VERSION_META,
   SERVER_INFO_META,
 } from '../protocol/modern/meta.js';
+import { legacyAnswerBytes } from '../protocol/modern/legacy-bytes.js';
 import { toLegacyResult } from '../protocol/modern/results.js';
+import { Pieces } from '../protocol/pieces.js';
+import { SCAN_FROM_BYTES, scanJson, type Scanned } from '../protocol/scan.js';
 import { LEGACY_VERSIONS } from '../protocol/versions.js';
 import type { TaskOutcome } from '../tasks/state.js';
-import type { Arrival, Channel, ChannelHandlers, Route } from '../transport/channel.js';
+import {
+  deliverPieces,
+  type Arrival,
+  type Channel,
+  type ChannelHandlers,
+  type Route,
+} from '../transport/channel.js';
 import { UpstreamListen } from './upstream-listen.js';
 import { TASKS_EXTENSION, V2UpstreamTasks } from './upstream-v2-tasks.js';
 
@@ -57,6 +67,8 @@ interface InFlight {
   asTask?: boolean;
   /** Takes the final answer (after any input rounds) instead of the Session. */
   settle?: (answer: TaskOutcome) => void;
+  /** `settle` gives a complete result to the Session as it is: only an error is its own. */
+  settlesErrors?: boolean;
 }
 
 interface InputRound {
@@ -128,8 +140,15 @@ export class ModernUpstreamTranslator implements Channel {
 
   start(handlers: ChannelHandlers): void {
     this.handlers = handlers;
+    const pieces = (line: Pieces, scanned: Scanned): void => {
+      if (!this.forwardedAsBytes(line, scanned)) this.fromUpstream(line.join(), undefined);
+    };
     this.inner.start({
       message: (raw, _arrival, parsed) => this.fromUpstream(raw, parsed),
+      // Only while the Session takes pieces (it may be a getter): a joined answer is parsed anyway.
+      get pieces() {
+        return handlers.pieces === undefined ? undefined : pieces;
+      },
       malformed: (error, id) => handlers.malformed(error, id),
       closed: (info) => {
         this.forgetAll(info.reason);
@@ -225,6 +244,7 @@ export class ModernUpstreamTranslator implements Channel {
           ? this.replySession(call, answer)
           : tasks.created(request.id, request.params, answer);
     } else if (request.method === 'tools/call') {
+      call.settlesErrors = true;
       call.settle = (answer) => {
         if (!('error' in answer) || !needsTasks(answer.error)) return this.replySession(call, answer);
         this.sendUpstream(
@@ -332,6 +352,11 @@ export class ModernUpstreamTranslator implements Channel {
   }
 
   private fromUpstream(raw: Buffer, parsed: object | undefined): void {
+    if (parsed === undefined && raw.length >= SCAN_FROM_BYTES && this.handlers?.pieces !== undefined) {
+      const scanned = scanJson(raw);
+      if (typeof scanned !== 'string' && this.forwardedAsBytes(new Pieces([raw], raw.length), scanned))
+        return;
+    }
     const read = readHanded(raw, parsed, 'the upstream server');
     if (!read.ok) {
       this.logger.warn({ err: read.error }, 'modern upstream: unreadable message');
@@ -367,6 +392,30 @@ export class ModernUpstreamTranslator implements Channel {
     const { result } = response;
     if (result.resultType === 'input_required') return this.askClient(call, result);
     this.answerSession(call, { result });
+  }
+
+  /**
+   * A big complete answer to a plain request of the Session, handed on as the bytes it came in (issue 33):
+   * the Session's id and no `resultType` are all replySession would change in it. False (nothing done)
+   * for anything else: errors, input_required, tasks, and requests taskgate handles itself.
+   */
+  private forwardedAsBytes(line: Pieces, scanned: Scanned): boolean {
+    const envelope = envelopeOf(line, scanned);
+    if (envelope?.kind !== 'response' || envelope.idRepeated) return false;
+    const wireId = envelope.id as RequestId;
+    const entry = this.inFlight.get(wireId);
+    if (entry === undefined || !('call' in entry)) return false;
+    if (entry.call.settle !== undefined && entry.call.settlesErrors !== true) return false;
+    const { sessionId } = entry.call;
+    const legacy = legacyAnswerBytes(
+      line,
+      scanned,
+      Buffer.from(digitsOf(sessionId) ?? JSON.stringify(sessionId)),
+    );
+    if (legacy === undefined) return false;
+    this.inFlight.take(wireId);
+    deliverPieces(this.handlers!, legacy.line, legacy.scanned);
+    return true;
   }
 
   /** The final answer to a request of the Session: its own handling, or the Session as it is. */

@@ -29,7 +29,8 @@ export interface ValueSpan {
 export const TOP_KEYS = ['jsonrpc', 'id', 'method', 'params', 'result', 'error'] as const;
 export const INNER_KEYS = {
   params: ['_meta'],
-  result: ['_meta', 'task', 'isError'],
+  // resultType: a 2026-07-28 answer's, which the translator takes out of the bytes (legacy-bytes.ts).
+  result: ['_meta', 'task', 'isError', 'resultType'],
   error: ['code', 'message'],
 } as const;
 
@@ -45,8 +46,10 @@ export interface Scanned {
   otherMember: boolean;
   /** More than one top-level `id` (JSON.parse takes the last; `top.id` is that one). */
   idRepeated: boolean;
+  /** A member kept of `params`, `result` or `error` stands more than once in it (the spans are the last's). */
+  innerRepeated: boolean;
   params: Members<'_meta'>;
-  result: Members<'_meta' | 'task' | 'isError'>;
+  result: Members<'_meta' | 'task' | 'isError' | 'resultType'>;
   error: Members<'code' | 'message'>;
 }
 
@@ -168,6 +171,7 @@ export class JsonScanner {
     top: {},
     otherMember: false,
     idRepeated: false,
+    innerRepeated: false,
     params: {},
     result: {},
     error: {},
@@ -484,7 +488,11 @@ export class JsonScanner {
       // A later duplicate replaces the earlier one whole, its members too.
       if (top === 'params' || top === 'result' || top === 'error') found[top] = {};
     } else {
-      this.innerKey = keyOf(key, INNER_KEYS[this.inner!]);
+      const inner = keyOf(key, INNER_KEYS[this.inner!]);
+      if (inner !== undefined && (this.found[this.inner!] as Members<string>)[inner] !== undefined) {
+        this.found.innerRepeated = true;
+      }
+      this.innerKey = inner;
     }
   }
 

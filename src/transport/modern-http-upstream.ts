@@ -32,7 +32,10 @@ import {
   type HeaderParam,
 } from '../protocol/modern/headers.js';
 import { MODERN_VERSIONS, PROTOCOL_VERSION_META } from '../protocol/modern/meta.js';
-import type { Channel, ChannelHandlers, Route } from './channel.js';
+import { envelopeOf } from '../protocol/envelope.js';
+import { Pieces, type Bytes } from '../protocol/pieces.js';
+import type { ScanFailure, Scanned } from '../protocol/scan.js';
+import { deliverPieces, type Channel, type ChannelHandlers, type Route } from './channel.js';
 import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import {
   discard,
@@ -41,12 +44,12 @@ import {
   mediaType,
   networkReason,
   pump,
-  readLimited,
+  readScanned,
   statusLine,
   type OriginConnections,
   type Reply,
 } from './http-wire.js';
-import { SseParser } from './sse.js';
+import { SseParser, type ScannedEvent } from './sse.js';
 import { upstreamUnauthorized } from './upstream-refusal.js';
 
 export interface ModernHttpUpstreamOptions {
@@ -184,22 +187,33 @@ export class ModernHttpUpstream implements Channel {
       discard(reply.body);
       return this.fail(id, `Upstream server unavailable: ${statusLine(reply.statusCode)}`);
     }
-    const raw = await readLimited(reply.body, this.options.maxMessageBytes);
-    if (raw === undefined) {
+    const read = await readScanned(reply.body, this.options.maxMessageBytes);
+    if (read === undefined) {
       return this.fail(
         id,
         `The upstream's answer is larger than maxMessageBytes (${this.options.maxMessageBytes})`,
       );
     }
     // A refusal comes with a JSON-RPC error for the request (400 -32020, 404 -32601): that is its answer.
-    if (!this.deliver(id, raw)) this.fail(id, `Upstream server unavailable: ${statusLine(reply.statusCode)}`);
+    const { raw, scanned } = read;
+    const taken = this.deliverScanned(id, raw, scanned) ?? this.deliver(id, joined(raw));
+    if (!taken) this.fail(id, `Upstream server unavailable: ${statusLine(reply.statusCode)}`);
   }
 
   private async readStream(id: RequestId, reply: Reply): Promise<void> {
     let answered = false;
+    const scanned = (event: ScannedEvent): void => {
+      if (this.deliverScanned(id, event.data, event.scanned) ?? this.deliver(id, event.data.join())) {
+        answered = true;
+      }
+    };
+    const takesPieces = (): boolean => this.handlers?.pieces !== undefined;
     const parser = new SseParser(this.options.maxMessageBytes, {
       event: (event) => {
         if (event.data.length > 0 && this.deliver(id, event.data)) answered = true;
+      },
+      get scanned() {
+        return takesPieces() ? scanned : undefined;
       },
       retry: () => undefined,
       oversized: (bytes, head, tail) => {
@@ -212,6 +226,28 @@ export class ModernHttpUpstream implements Channel {
     if (answered || this.closed) return;
     const why = error === undefined ? 'it ended the stream' : networkReason(error);
     this.fail(id, `Upstream server unavailable: ${why} before answering`);
+  }
+
+  /**
+   * A big answer, scanned as it was read, to a translator that takes pieces (issue 33): handed on unparsed,
+   * as those pieces with their scan; true. Undefined for what is read the usual way: what the scan refuses
+   * (the parse says why), anything but the request's answer, the answer to a tools/list (which teaches).
+   */
+  private deliverScanned(
+    id: RequestId,
+    raw: Bytes,
+    scanned: Scanned | ScanFailure | undefined,
+  ): true | undefined {
+    const handlers = this.handlers;
+    if (typeof scanned !== 'object' || handlers?.pieces === undefined || this.listing.has(idKey(id))) {
+      return undefined;
+    }
+    const envelope = envelopeOf(raw, scanned);
+    if (envelope?.id !== id || (envelope.kind !== 'response' && envelope.kind !== 'error')) return undefined;
+    deliverPieces(handlers, raw instanceof Pieces ? raw : new Pieces([raw], raw.length), scanned, {
+      onStreamOf: id,
+    });
+    return true;
   }
 
   /** Hands one message of a request's reply on; says whether it was the request's answer. */
@@ -275,3 +311,5 @@ function parsedJson(raw: Buffer): unknown {
     return undefined;
   }
 }
+
+const joined = (raw: Bytes): Buffer => (raw instanceof Pieces ? raw.join() : raw);

@@ -10,9 +10,15 @@ import { LineChannel } from '../../src/transport/line-channel.js';
 /**
  * taskgate's Session on its defaults, its server a LineChannel over in-memory pipes (the test writes the
  * server's lines to `fromServer` and reads what taskgate sent it from `toServer`); its client likewise over
- * `fromClient`/`toClient`, unless `client` is given.
+ * `fromClient`/`toClient`, unless `client` is given; `upstream` puts something between the Session and
+ * the server's LineChannel (a translator).
  */
-export function pipedSession(options: { limit: number; maxResultBytes: number; client?: Channel }) {
+export function pipedSession(options: {
+  limit: number;
+  maxResultBytes: number;
+  client?: Channel;
+  upstream?: (server: Channel) => Channel;
+}) {
   const config = resolveConfig({});
   const [fromClient, toClient, fromServer, toServer] = [0, 1, 2, 3].map(() => new PassThrough()) as [
     PassThrough,
@@ -23,7 +29,9 @@ export function pipedSession(options: { limit: number; maxResultBytes: number; c
   const store = new MemoryTaskStore({ maxTasks: 10, maxResultBytes: options.maxResultBytes });
   const session = new Session(
     options.client ?? new LineChannel(fromClient, toClient, options.limit, 'the client'),
-    new LineChannel(fromServer, toServer, options.limit, 'the upstream server'),
+    (options.upstream ?? ((server: Channel) => server))(
+      new LineChannel(fromServer, toServer, options.limit, 'the upstream server'),
+    ),
     { id: 'bytes', config, policy: new Policy(config), store, logger: pino({ level: 'silent' }) },
     { upstreamGone: () => undefined, closed: () => undefined },
   );
