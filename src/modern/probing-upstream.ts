@@ -16,7 +16,7 @@ import type { Logger } from 'pino';
 import { withExactId } from '../protocol/exact-ids.js';
 import { parseFrame } from '../protocol/frames.js';
 import type { Pieces } from '../protocol/pieces.js';
-import type { Scanned } from '../protocol/scan.js';
+import type { Scanned } from '../protocol/scanned.js';
 import { isObject, type JsonObject } from '../protocol/messages.js';
 import {
   CLIENT_CAPABILITIES_META,

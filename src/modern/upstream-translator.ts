@@ -34,7 +34,8 @@ import {
 import { legacyAnswerBytes } from '../protocol/modern/legacy-bytes.js';
 import { toLegacyResult } from '../protocol/modern/results.js';
 import { Pieces } from '../protocol/pieces.js';
-import { SCAN_FROM_BYTES, scanJson, type Scanned } from '../protocol/scan.js';
+import { SCAN_FROM_BYTES, scanJson } from '../protocol/scan.js';
+import type { Scanned } from '../protocol/scanned.js';
 import { LEGACY_VERSIONS } from '../protocol/versions.js';
 import type { TaskOutcome } from '../tasks/state.js';
 import {

@@ -7,7 +7,8 @@
 import { aliasOf } from './exact-ids.js';
 import { checkRequestMeta, isId, type RequestId } from './messages.js';
 import { Pieces, bytesIn, type Bytes } from './pieces.js';
-import { scanJson, valueOf, type Members, type Scanned, type ScanFailure, type ValueSpan } from './scan.js';
+import { scanJson, valueOf } from './scan.js';
+import type { Members, Scanned, ScanFailure, ValueSpan } from './scanned.js';
 
 export type EnvelopeKind = 'request' | 'notification' | 'response' | 'error';
 

@@ -11,50 +11,22 @@
 import { endianness } from 'node:os';
 import { MAX_NESTING } from './frames.js';
 import { Pieces, bytesIn, type Bytes } from './pieces.js';
+import {
+  INNER_KEYS,
+  TOP_KEYS,
+  type Inner,
+  type Members,
+  type ScanFailure,
+  type Scanned,
+  type TopKey,
+  type ValueSpan,
+} from './scanned.js';
 
 /**
  * From this size on, a message is scanned before it is parsed, so that one taskgate passes on unchanged
  * goes as its bytes, never decoded: below it, JSON.parse costs no more than the scan (bench/scan.js).
  */
 export const SCAN_FROM_BYTES = 1024;
-
-/** Where one member's value stands: `first` is its first byte (`"`, `{`, `[`, `t`, `f`, `n` or a number's). */
-export interface ValueSpan {
-  first: number;
-  start: number;
-  end: number;
-}
-
-/** The members of a message the routing code reads; a duplicate key is as JSON.parse takes it: the last. */
-export const TOP_KEYS = ['jsonrpc', 'id', 'method', 'params', 'result', 'error'] as const;
-export const INNER_KEYS = {
-  params: ['_meta'],
-  // resultType: a 2026-07-28 answer's, which the translator takes out of the bytes (legacy-bytes.ts).
-  result: ['_meta', 'task', 'isError', 'resultType'],
-  error: ['code', 'message'],
-} as const;
-
-type TopKey = (typeof TOP_KEYS)[number];
-type Inner = keyof typeof INNER_KEYS;
-export type Members<K extends string> = Partial<Record<K, ValueSpan>>;
-
-export interface Scanned {
-  /** The first byte of the text's value (`{` for anything that can be a message). */
-  first: number;
-  top: Members<TopKey>;
-  /** A top-level key other than jsonrpc, id, method and params (one a request must not have). */
-  otherMember: boolean;
-  /** More than one top-level `id` (JSON.parse takes the last; `top.id` is that one). */
-  idRepeated: boolean;
-  /** A member kept of `params`, `result` or `error` stands more than once in it (the spans are the last's). */
-  innerRepeated: boolean;
-  params: Members<'_meta'>;
-  result: Members<'_meta' | 'task' | 'isError' | 'resultType'>;
-  error: Members<'code' | 'message'>;
-}
-
-/** `invalid`: JSON.parse would throw. `too-deep`: valid up to where it nests deeper than MAX_NESTING. */
-export type ScanFailure = 'invalid' | 'too-deep';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;

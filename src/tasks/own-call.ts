@@ -4,7 +4,7 @@
  * (src/session/own-calls.ts) and hands back its wire id and its answer.
  */
 import type { RequestId, Response } from '../protocol/messages.js';
-import type { Scanned } from '../protocol/scan.js';
+import type { Scanned } from '../protocol/scanned.js';
 
 export interface Answer {
   response: Response;

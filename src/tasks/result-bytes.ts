@@ -7,7 +7,8 @@
  */
 import type { JsonRpcErrorObject } from '../protocol/errors.js';
 import { RELATED_TASK_META, type JsonObject } from '../protocol/messages.js';
-import { scanJson, type Scanned, type ScanFailure } from '../protocol/scan.js';
+import { scanJson } from '../protocol/scan.js';
+import type { Scanned, ScanFailure } from '../protocol/scanned.js';
 
 /** What tasks/result answers: the result, or its bytes with the related-task tag written in, or the error. */
 export type ResultAnswer =

@@ -1,7 +1,7 @@
 import type { ProtocolError } from '../protocol/errors.js';
 import type { RequestId } from '../protocol/messages.js';
 import type { Pieces } from '../protocol/pieces.js';
-import type { Scanned } from '../protocol/scan.js';
+import type { Scanned } from '../protocol/scanned.js';
 
 export interface CloseInfo {
   /** For people: why the other side went away ("exited with code 3", "stdin closed"). */

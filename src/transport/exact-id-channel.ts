@@ -8,7 +8,7 @@ import { piecesWithIdAt, withIdAt } from '../protocol/envelope.js';
 import { digitsOf, hasAlias, serialize } from '../protocol/exact-ids.js';
 import type { RequestId } from '../protocol/messages.js';
 import { Pieces, type Bytes } from '../protocol/pieces.js';
-import type { ValueSpan } from '../protocol/scan.js';
+import type { ValueSpan } from '../protocol/scanned.js';
 import { sendPieces, type Channel, type ChannelHandlers, type Route } from './channel.js';
 
 export class ExactIdChannel implements Channel {

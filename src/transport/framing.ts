@@ -9,7 +9,8 @@
  */
 import { ErrorCode, ProtocolError } from '../protocol/errors.js';
 import { Pieces } from '../protocol/pieces.js';
-import { JsonScanner, SCAN_FROM_BYTES, type Scanned } from '../protocol/scan.js';
+import { JsonScanner, SCAN_FROM_BYTES } from '../protocol/scan.js';
+import type { Scanned } from '../protocol/scanned.js';
 
 const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;

@@ -12,7 +12,8 @@ import { ErrorCode, ProtocolError } from '../protocol/errors.js';
 import { idOfOversized } from '../protocol/frames.js';
 import { errorResponse, idKey, type RequestId } from '../protocol/messages.js';
 import type { Bytes } from '../protocol/pieces.js';
-import { SCAN_FROM_BYTES, scanJson, type ScanFailure, type Scanned } from '../protocol/scan.js';
+import { SCAN_FROM_BYTES, scanJson } from '../protocol/scan.js';
+import type { ScanFailure, Scanned } from '../protocol/scanned.js';
 import { backoffDelay } from './backoff.js';
 import {
   answerOf,

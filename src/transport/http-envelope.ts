@@ -9,7 +9,8 @@ import { envelopeOf as envelopeOfBytes } from '../protocol/envelope.js';
 import { idOfResultFrame, parseFrame } from '../protocol/frames.js';
 import { isId, isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
 import { Pieces, type Bytes } from '../protocol/pieces.js';
-import { valueOf, type ScanFailure, type Scanned } from '../protocol/scan.js';
+import { valueOf } from '../protocol/scan.js';
+import type { ScanFailure, Scanned } from '../protocol/scanned.js';
 
 /** A message to send, with the little of its envelope the transport needs. */
 export interface Outgoing {

@@ -30,7 +30,7 @@ import { ErrorCode, ProtocolError } from '../protocol/errors.js';
 import { idOfOversized } from '../protocol/frames.js';
 import { errorResponse, type RequestId } from '../protocol/messages.js';
 import { Pieces, type Bytes } from '../protocol/pieces.js';
-import type { ScanFailure, Scanned } from '../protocol/scan.js';
+import type { ScanFailure, Scanned } from '../protocol/scanned.js';
 import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import { backoffDelay } from './backoff.js';
 import { deliverPieces, type Arrival, type Channel, type ChannelHandlers, type Route } from './channel.js';

@@ -5,7 +5,8 @@
 import { STATUS_CODES } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import { Pieces, type Bytes } from '../protocol/pieces.js';
-import { JsonScanner, SCAN_FROM_BYTES, type ScanFailure, type Scanned } from '../protocol/scan.js';
+import { JsonScanner, SCAN_FROM_BYTES } from '../protocol/scan.js';
+import type { ScanFailure, Scanned } from '../protocol/scanned.js';
 import { UpstreamCredentialError, type UpstreamCredential } from '../security/upstream-credentials.js';
 import type { SseParser } from './sse.js';
 import { untilOpen, type Valve } from './valve.js';

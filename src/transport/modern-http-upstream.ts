@@ -34,7 +34,7 @@ import {
 import { MODERN_VERSIONS, PROTOCOL_VERSION_META } from '../protocol/modern/meta.js';
 import { envelopeOf } from '../protocol/envelope.js';
 import { Pieces, type Bytes } from '../protocol/pieces.js';
-import type { ScanFailure, Scanned } from '../protocol/scan.js';
+import type { ScanFailure, Scanned } from '../protocol/scanned.js';
 import { deliverPieces, type Channel, type ChannelHandlers, type Route } from './channel.js';
 import type { UpstreamCredential } from '../security/upstream-credentials.js';
 import {

@@ -16,7 +16,7 @@ import {
   type Response,
 } from '../protocol/messages.js';
 import type { Pieces } from '../protocol/pieces.js';
-import type { Scanned } from '../protocol/scan.js';
+import type { Scanned } from '../protocol/scanned.js';
 import {
   deliverPieces,
   type Arrival,

@@ -31,7 +31,7 @@ import { envelopeOf, piecesWithIdAt, scanWithIdAt, type Envelope } from '../prot
 import { digitsOf, handed, withExactRequestId } from '../protocol/exact-ids.js';
 import type { Pieces } from '../protocol/pieces.js';
 import { readHanded } from '../protocol/read-message.js';
-import type { Scanned } from '../protocol/scan.js';
+import type { Scanned } from '../protocol/scanned.js';
 import {
   RELATED_TASK_META,
   errorResponse,

@@ -10,7 +10,8 @@
  * its chunks come and handed on as those chunks, never joined.
  */
 import { Pieces } from '../protocol/pieces.js';
-import { JsonScanner, SCAN_FROM_BYTES, type ScanFailure, type Scanned } from '../protocol/scan.js';
+import { JsonScanner, SCAN_FROM_BYTES } from '../protocol/scan.js';
+import type { ScanFailure, Scanned } from '../protocol/scanned.js';
 import { lastBytes } from './framing.js';
 
 const LF = 0x0a;

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { backoffDelay } from './backoff.js';
 import { type Headers, type HttpOrigin, discard, mediaType, pause, pump, statusLine } from './http-wire.js';
 import type { Bytes } from '../protocol/pieces.js';
-import type { ScanFailure, Scanned } from '../protocol/scan.js';
+import type { ScanFailure, Scanned } from '../protocol/scanned.js';
 import { SseParser, type ScannedEvent, type SseEvent } from './sse.js';
 import type { Valve } from './valve.js';
 

@@ -19,7 +19,7 @@ import { ErrorCode } from '../protocol/errors.js';
 import { parseFrame } from '../protocol/frames.js';
 import { backoffDelay } from './backoff.js';
 import type { Pieces } from '../protocol/pieces.js';
-import type { Scanned } from '../protocol/scan.js';
+import type { Scanned } from '../protocol/scanned.js';
 import { deliverPieces, type Arrival, type Channel, type ChannelHandlers } from './channel.js';
 import { promiseOf } from './handshake-promise.js';
 import { spawnStdioUpstream, type StdioUpstream, type UpstreamCommand } from './stdio-upstream.js';

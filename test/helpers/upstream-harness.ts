@@ -8,7 +8,7 @@ import type { Socket } from 'node:net';
 import { pino } from 'pino';
 import type { RequestId } from '../../src/protocol/messages.js';
 import type { Pieces } from '../../src/protocol/pieces.js';
-import type { Scanned } from '../../src/protocol/scan.js';
+import type { Scanned } from '../../src/protocol/scanned.js';
 import { HttpUpstream, type HttpUpstreamOptions } from '../../src/transport/http-upstream.js';
 import { Inbox } from './inbox.js';
 

@@ -2,7 +2,8 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { idOfOversized } from '../../src/protocol/frames.js';
-import { scanJson, type Scanned } from '../../src/protocol/scan.js';
+import { scanJson } from '../../src/protocol/scan.js';
+import type { Scanned } from '../../src/protocol/scanned.js';
 import { LineFramer, looksLikeResponse } from '../../src/transport/framing.js';
 
 const MiB = 1024 * 1024;

@@ -10,7 +10,8 @@ import {
 import { MAX_NESTING } from '../../src/protocol/frames.js';
 import { Pieces } from '../../src/protocol/pieces.js';
 import { readMessage } from '../../src/protocol/read-message.js';
-import { scanJson, valueOf, type ValueSpan } from '../../src/protocol/scan.js';
+import { scanJson, valueOf } from '../../src/protocol/scan.js';
+import type { ValueSpan } from '../../src/protocol/scanned.js';
 import type { JsonObject } from '../../src/protocol/messages.js';
 
 const RUNS = { numRuns: 2000 };

@@ -5,7 +5,8 @@
  * match, so that the answer goes on as the pieces it was read in with a scan that fits them.
  */
 import { Pieces, bytesIn } from '../pieces.js';
-import { valueOf, type Members, type Scanned, type ValueSpan } from '../scan.js';
+import { valueOf } from '../scan.js';
+import type { Members, Scanned, ValueSpan } from '../scanned.js';
 
 const QUOTE = 0x22;
 const COMMA = 0x2c;
