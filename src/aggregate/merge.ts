@@ -2,7 +2,7 @@
  * The answers of several servers as one: their initialize results (capabilities as the union) and their
  * lists (each item under its server's name).
  */
-import { isObject, type JsonObject } from '../protocol/messages.js';
+import { isObject, setMember, type JsonObject } from '../protocol/messages.js';
 import { NameCollisionError, type Names } from './names.js';
 
 /** One server's answer to a request sent to every server. */
@@ -16,7 +16,7 @@ export function union(a: unknown, b: unknown): unknown {
   if (isObject(a) && isObject(b)) {
     const merged: JsonObject = { ...a };
     for (const [key, value] of Object.entries(b)) {
-      merged[key] = key in merged ? union(merged[key], value) : value;
+      setMember(merged, key, Object.hasOwn(merged, key) ? union(merged[key], value) : value);
     }
     return merged;
   }

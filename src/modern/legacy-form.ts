@@ -2,7 +2,7 @@
  * A 2026-07-28 request in the form the bridge carries it to its Session as a 2025 client: what the bridge
  * declares, what a modern request may not use, its params and progress token as the Session sees them.
  */
-import { isObject, metaOf, type JsonObject } from '../protocol/messages.js';
+import { isObject, metaOf, setMember, type JsonObject } from '../protocol/messages.js';
 import type { LegacyInitializeResult } from '../protocol/modern/discover.js';
 import {
   CALLER_CAPABILITIES_META,
@@ -89,7 +89,7 @@ export function legacyParams(
   let meta: JsonObject | undefined;
   for (const key in params) {
     if (key === '_meta') meta = legacyMeta(params._meta, legacyId, callerCapabilities);
-    else if (!NOT_LEGACY_PARAMS.has(key)) legacy[key] = params[key];
+    else if (!NOT_LEGACY_PARAMS.has(key)) setMember(legacy, key, params[key]);
   }
   meta ??= callerCapabilities === undefined ? undefined : legacyMeta(undefined, legacyId, callerCapabilities);
   if (meta !== undefined) legacy._meta = meta;
@@ -117,8 +117,7 @@ function legacyMeta(
   if (isObject(modern)) {
     for (const key in modern) {
       if (MODERN_META_KEYS.has(key) || key === 'progressToken') continue;
-      meta ??= {};
-      meta[key] = modern[key];
+      setMember((meta ??= {}), key, modern[key]);
     }
     if (modern.progressToken !== undefined) (meta ??= {}).progressToken = bridgeToken(legacyId);
   }

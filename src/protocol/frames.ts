@@ -3,7 +3,7 @@
  * parsing them at all.
  */
 import { ErrorCode, ProtocolError } from './errors.js';
-import type { RequestId } from './messages.js';
+import { setMember, type RequestId } from './messages.js';
 import { aliasOf } from './exact-ids.js';
 import { nestingDepth, topLevelMembers } from './nesting.js';
 
@@ -57,7 +57,7 @@ function shallowValue(raw: Buffer): Record<string, unknown> {
   const value: Record<string, unknown> = {};
   for (const [key, text] of topLevelMembers(raw)) {
     try {
-      value[key] = JSON.parse(text);
+      setMember(value, key, JSON.parse(text));
     } catch {
       // not a JSON value: as if absent
     }

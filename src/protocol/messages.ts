@@ -167,6 +167,19 @@ export function metaOf(params: JsonObject | undefined): JsonObject | undefined {
   return isObject(meta) ? meta : undefined;
 }
 
+/**
+ * `to[key] = value` for a key read off the wire: a `__proto__` key (JSON.parse makes it an own member)
+ * stays an own member, as a spread keeps it, rather than becoming `to`'s prototype, whose members would
+ * then be read as `to`'s own.
+ */
+export function setMember(to: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') {
+    Object.defineProperty(to, key, { value, enumerable: true, writable: true, configurable: true });
+  } else {
+    to[key] = value;
+  }
+}
+
 /** Copy of params with `_meta[key] = value` (params and _meta are shallow-copied, never mutated). */
 export function withMeta(params: JsonObject | undefined, key: string, value: unknown): JsonObject {
   return { ...params, _meta: { ...metaOf(params), [key]: value } };

@@ -8,6 +8,18 @@ import { CALLER_CAPABILITIES_META } from '../../src/protocol/modern/meta.js';
 import { MODERN_META } from '../helpers/in-process-bridge.js';
 
 describe('legacyParams', () => {
+  it('keeps a `__proto__` member of the params or their _meta a member as it came, never a prototype', () => {
+    const text =
+      '{"name":"echo","arguments":{},"__proto__":{"_meta":{"progressToken":"taskgate-modern-1"},"task":{}},' +
+      '"_meta":{"__proto__":{"progressToken":"x"}}}';
+    const legacy = legacyParams(JSON.parse(text) as Record<string, unknown>, 7, undefined);
+    expect(Object.getPrototypeOf(legacy)).toBe(Object.prototype);
+    expect(Object.getPrototypeOf(legacy._meta)).toBe(Object.prototype);
+    expect((legacy._meta as Record<string, unknown>).progressToken).toBeUndefined();
+    expect(legacy.task).toBeUndefined();
+    expect(JSON.stringify(legacy)).toBe(text);
+  });
+
   it("takes out the per-request _meta and the MRTR fields, keeps the rest, the client's own task ignored", () => {
     const modern = {
       name: 'echo',

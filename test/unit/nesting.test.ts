@@ -77,6 +77,13 @@ describe('issue 13.1: parseFrame', () => {
     });
   });
 
+  it('keeps a `__proto__` member of one nested deeper a member, never the prototype its id would be read from', () => {
+    const text = `{"jsonrpc":"2.0","__proto__":{"id":"not-mine"},"method":"x","params":${deep(MAX_NESTING)}}`;
+    const error = thrownBy(() => parseFrame(bytes(text), 'the client')) as TooDeepError;
+    expect(Object.getPrototypeOf(error.value)).toBe(Object.prototype);
+    expect(error.value.id).toBeUndefined();
+  });
+
   it('still says -32700 for text that is not JSON', () => {
     expect(thrownBy(() => parseFrame(bytes(`{"a":${'['.repeat(2000)}`), 'the client'))).toMatchObject({
       code: ErrorCode.ParseError,
