@@ -24,6 +24,7 @@ import {
 } from '../protocol/messages.js';
 import { isModernRequest } from '../protocol/modern/meta.js';
 import { readHanded } from '../protocol/read-message.js';
+import { unknownTool } from '../security/access.js';
 import { telemetry } from '../telemetry/telemetry.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
@@ -300,8 +301,9 @@ export class Aggregator implements TaskHolder {
     const name = request.params?.name;
     const found = typeof name === 'string' ? await this.nameRoutes.named(kind, name) : undefined;
     if (found === undefined) {
-      const what = kind === 'tool' ? 'Tool' : 'Prompt';
-      throw new ProtocolError(ErrorCode.InvalidParams, `${what} ${JSON.stringify(name)} not found`);
+      // A tool the caller's rules hide is refused by its server's Session as unknown: no server's is said alike.
+      if (kind === 'tool') throw unknownTool(String(name));
+      throw new ProtocolError(ErrorCode.InvalidParams, `Prompt ${JSON.stringify(name)} not found`);
     }
     const params = { ...request.params, name: found.name };
     const about = kind === 'tool' ? { method: 'tools/call' as const } : undefined;
