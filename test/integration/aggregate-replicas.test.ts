@@ -5,7 +5,8 @@
  * is fetched, awaited, cancelled and listed through replica 2 too (its input asked of a 2025 client there,
  * or shown to a 2026-07-28 client there and answered by it), and another identity gets there what
  * it gets for an id nobody gave out; and the client hears of such a task before that server's status
- * notifications of it, however long Redis takes to post it.
+ * notifications of it, however long Redis takes to post it; and a listing past the tasks of a replica that
+ * died goes a page at a time.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -314,6 +315,35 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
     }
     expect(pages).toBeGreaterThan(1);
     expect(listed.toSorted()).toEqual(made.toSorted());
+  });
+
+  it('lists through replica 2, a page at a time, more than a page of tasks of a replica that died: each page waits out one page of relays, not the whole index', async () => {
+    const prefix = freshPrefix();
+    const [first, second] = [await replica(prefix), await replica(prefix)];
+    const there = await alice(first);
+    const here = await alice(second);
+    for (let batch = 0; batch < 11; batch++) {
+      await Promise.all(
+        Array.from({ length: 10 }, (_, at) =>
+          there.request(
+            {
+              method: 'tools/call',
+              params: { name: 'a__echo', arguments: { text: `${batch}.${at}` }, task: {} },
+            },
+            CreateTaskResultSchema,
+          ),
+        ),
+      );
+    }
+    first.child.kill('SIGKILL');
+    await first.exited;
+    // Every relay to replica 1 now waits its whole time: the first page, naming none, says where to go on.
+    const page = await here.experimental.tasks.listTasks();
+    expect(page.tasks).toEqual([]);
+    expect(page.nextCursor).toBeDefined();
+    const last = await here.experimental.tasks.listTasks(page.nextCursor);
+    expect(last).toMatchObject({ tasks: [] });
+    expect(last.nextCursor).toBeUndefined();
   });
 
   it('tells apart the tasks two processes of server a both numbered 1, one per replica, and serves each where it runs', async () => {
