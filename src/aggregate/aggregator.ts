@@ -378,8 +378,8 @@ export class Aggregator implements TaskHolder {
   }
 
   /** Asks the client a server's request carried from another session holding its task (TaskHolder). */
-  askClient(request: Request, about: RequestId): Promise<Response> {
-    return this.serverRequests.askCarried(request, { relatedTo: about });
+  askClient(request: Request, about: RequestId, signal: AbortSignal): Promise<Response | undefined> {
+    return this.serverRequests.askCarried(request, { relatedTo: about }, signal);
   }
 
   /** A method the aggregator does not route: the one server's, with one server; unknown with several. */

@@ -44,8 +44,11 @@ export type RoutedAbout = { method: 'tools/call' } | { method: string; taskId: s
 export interface TaskHolder {
   /** `method` (tasks/get, tasks/result, tasks/cancel) of the task `taskId` names, both as the client sees them. */
   askTask(method: string, taskId: string): Promise<Outcome>;
-  /** A server's `request` carried from where its task is held, asked of the client with its request `about`. */
-  askClient(request: Request, about: RequestId): Promise<Response>;
+  /**
+   * A server's `request` carried from where its task is held, asked of the client with its request `about`;
+   * withdrawn from the client once `signal` aborts (undefined then).
+   */
+  askClient(request: Request, about: RequestId, signal: AbortSignal): Promise<Response | undefined>;
 }
 
 /** How a session asks its client a server's request carried to it: the client's answer. */
@@ -459,21 +462,11 @@ export class SessionServerTasks {
     const asking = new AbortController();
     this.asking.set(key, asking);
     // What the server asks on the way is asked of the client until it is no longer waiting.
-    const input = (asked: Request): Promise<Response> =>
-      new Promise((resolve) => {
-        const gone = (): void =>
-          resolve(
-            errorResponse(asked.id, {
-              code: ErrorCode.ClientUnavailable,
-              message: "The client that asked for the task's result is no longer waiting",
-            }),
-          );
-        if (asking.signal.aborted) return gone();
-        asking.signal.addEventListener('abort', gone, { once: true });
-        void holder
-          .askClient(asked, request.id)
-          .then(resolve)
-          .finally(() => asking.signal.removeEventListener('abort', gone));
+    const input = async (asked: Request): Promise<Response> =>
+      (asking.signal.aborted ? undefined : await holder.askClient(asked, request.id, asking.signal)) ??
+      errorResponse(asked.id, {
+        code: ErrorCode.ClientUnavailable,
+        message: "The client that asked for the task's result is no longer waiting",
       });
     const got = await this.replicas
       .elsewhere(request, taskId, this.caller, holder, asking.signal, input)

@@ -3,10 +3,10 @@
  * runs for server "b" through replica 1 is fetched, awaited and listed through replica 2 by the same
  * identity, under the same prefixed id, once; a task server "a" runs itself (each replica has its own "a")
  * is fetched, awaited, cancelled and listed through replica 2 too (its input asked of a 2025 client there,
- * or shown to a 2026-07-28 client there and answered by it), and another identity gets there what
- * it gets for an id nobody gave out; and the client hears of such a task before that server's status
- * notifications of it, however long Redis takes to post it; and a listing past the tasks of a replica that
- * died goes a page at a time.
+ * or shown to a 2026-07-28 client there and answered by it, and withdrawn from a client that stops
+ * waiting), and another identity gets there what it gets for an id nobody gave out; and the client hears of
+ * such a task before that server's status notifications of it, however long Redis takes to post it; and a
+ * listing past the tasks of a replica that died goes a page at a time.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,7 +27,7 @@ import { afterAll, afterEach, describe, expect, it, onTestFinished, vi } from 'v
 import { CheckedTransport } from '../helpers/checked-transport.js';
 import { httpTransport } from '../helpers/http-client.js';
 import { EXTENSION_META, modernRequest } from '../helpers/modern-raw.js';
-import { mcpErrorOf } from '../helpers/thrown.js';
+import { mcpErrorOf, thrownBy } from '../helpers/thrown.js';
 import { freshPrefix, privateRedisServer, redisForTests } from '../helpers/redis.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 
@@ -266,6 +266,36 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
         expect(await there.experimental.tasks.getTask(task.taskId)).toMatchObject({ status: 'failed' }),
       { timeout: 10_000, interval: 100 },
     );
+  });
+
+  it('withdraws from the client on replica 2 the input carried to it once it stops waiting for the result', async () => {
+    const prefix = freshPrefix();
+    const [first, second] = [await replica(prefix), await replica(prefix)];
+    const there = await alice(first);
+    const here = await alice(second);
+    let asked!: (signal: AbortSignal) => void;
+    const askedHere = new Promise<AbortSignal>((resolve) => (asked = resolve));
+    // Asked, it never answers: it stops waiting for the result instead.
+    here.setRequestHandler(ElicitRequestSchema, (_request, extra) => {
+      asked(extra.signal);
+      return new Promise<never>(() => undefined);
+    });
+    const { task } = await there.request(
+      { method: 'tools/call', params: { name: 'a__elicit', arguments: { message: 'who?' }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    const stop = new AbortController();
+    const waiting = thrownBy(
+      here.request({ method: 'tasks/result', params: { taskId: task.taskId } }, CallToolResultSchema, {
+        signal: stop.signal,
+      }),
+    );
+    const elicitation = await askedHere;
+    expect(elicitation.aborted).toBe(false);
+    stop.abort('no longer waiting');
+    await waiting;
+    // The SDK aborts a request's handler when notifications/cancelled names it.
+    await vi.waitFor(() => expect(elicitation.aborted).toBe(true), { timeout: 10_000, interval: 50 });
   });
 
   it('lists through replica 2 a task server a runs itself, made through replica 1, once', async () => {
