@@ -498,7 +498,9 @@ export class Aggregator implements TaskHolder {
     const rewritten = 'result' in response ? routed.rewrite(response.result) : undefined;
     const route = { responseTo: routed.id };
     const { serverTasks } = this.options;
-    const deliver = this.inOrder.answer(member.name, raw.length, serverTasks && routed.about, () => {
+    const createsTask =
+      serverTasks !== undefined && routed.about?.method === 'tools/call' && isObject(rewritten?.task);
+    const deliver = this.inOrder.answer(member.name, raw.length, createsTask, () => {
       if (rewritten !== undefined) this.client.send(successResponse(routed.id, rewritten), route);
       else if (response.id === routed.id) this.client.sendRaw(raw, route, parsed);
       else this.client.send({ ...response, id: routed.id }, route);

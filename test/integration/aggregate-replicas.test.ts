@@ -24,6 +24,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
+import { HELD_AT_MOST } from '../../src/aggregate/in-order.js';
 import { CheckedTransport } from '../helpers/checked-transport.js';
 import { httpTransport } from '../helpers/http-client.js';
 import { EXTENSION_META, modernRequest } from '../helpers/modern-raw.js';
@@ -374,6 +375,18 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
     const last = await here.experimental.tasks.listTasks(page.nextCursor);
     expect(last).toMatchObject({ tasks: [] });
     expect(last.nextCursor).toBeUndefined();
+  });
+
+  it('sends a plain result bigger than what may wait behind a held answer without warning that an answer went before its task was posted', async () => {
+    const first = await replica(freshPrefix());
+    const there = await alice(first);
+    const bytes = HELD_AT_MOST.bytes + 1024;
+    const big = await there.callTool({ name: 'a__large', arguments: { bytes } });
+    expect(big.content).toEqual([{ type: 'text', text: 'x'.repeat(bytes) }]);
+    // A line logged after the answer went: the warning, had there been one, was logged before it.
+    await thrownBy(there.callTool({ name: 'a__crash', arguments: {} }));
+    await first.logged('upstream server exited with code 3');
+    expect(first.stderr).not.toContain('goes before its task is posted');
   });
 
   it('tells apart the tasks two processes of server a both numbered 1, one per replica, and serves each where it runs', async () => {
