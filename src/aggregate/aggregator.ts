@@ -24,6 +24,7 @@ import {
 } from '../protocol/messages.js';
 import { isModernRequest } from '../protocol/modern/meta.js';
 import { readHanded } from '../protocol/read-message.js';
+import { unknownTool } from '../security/access.js';
 import { telemetry } from '../telemetry/telemetry.js';
 import type { Arrival, Channel, Route } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
@@ -300,8 +301,9 @@ export class Aggregator implements TaskHolder {
     const name = request.params?.name;
     const found = typeof name === 'string' ? await this.nameRoutes.named(kind, name) : undefined;
     if (found === undefined) {
-      const what = kind === 'tool' ? 'Tool' : 'Prompt';
-      throw new ProtocolError(ErrorCode.InvalidParams, `${what} ${JSON.stringify(name)} not found`);
+      // A tool the caller's rules hide is refused by its server's Session as unknown: no server's is said alike.
+      if (kind === 'tool') throw unknownTool(String(name));
+      throw new ProtocolError(ErrorCode.InvalidParams, `Prompt ${JSON.stringify(name)} not found`);
     }
     const params = { ...request.params, name: found.name };
     const about = kind === 'tool' ? { method: 'tools/call' as const } : undefined;
@@ -376,8 +378,8 @@ export class Aggregator implements TaskHolder {
   }
 
   /** Asks the client a server's request carried from another session holding its task (TaskHolder). */
-  askClient(request: Request, about: RequestId): Promise<Response> {
-    return this.serverRequests.askCarried(request, { relatedTo: about });
+  askClient(request: Request, about: RequestId, signal: AbortSignal): Promise<Response | undefined> {
+    return this.serverRequests.askCarried(request, { relatedTo: about }, signal);
   }
 
   /** A method the aggregator does not route: the one server's, with one server; unknown with several. */
@@ -496,7 +498,9 @@ export class Aggregator implements TaskHolder {
     const rewritten = 'result' in response ? routed.rewrite(response.result) : undefined;
     const route = { responseTo: routed.id };
     const { serverTasks } = this.options;
-    const deliver = this.inOrder.answer(member.name, raw.length, serverTasks && routed.about, () => {
+    const createsTask =
+      serverTasks !== undefined && routed.about?.method === 'tools/call' && isObject(rewritten?.task);
+    const deliver = this.inOrder.answer(member.name, raw.length, createsTask, () => {
       if (rewritten !== undefined) this.client.send(successResponse(routed.id, rewritten), route);
       else if (response.id === routed.id) this.client.sendRaw(raw, route, parsed);
       else this.client.send({ ...response, id: routed.id }, route);

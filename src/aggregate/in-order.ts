@@ -12,7 +12,6 @@
  * one that lands does (logged by replica-tasks.ts): the task is then reached from its own session only.
  */
 import type { Logger } from 'pino';
-import type { RoutedAbout } from './replica-tasks.js';
 
 /** Messages, and bytes of them, one server's queue keeps behind its held answers at most. */
 export const HELD_AT_MOST = { messages: 1_000, bytes: 4 * 1024 * 1024 };
@@ -43,11 +42,11 @@ export class InOrder {
   }
 
   /**
-   * How `server`'s answer to a request about `about` (none without a shared store) is sent: a tools/call's
-   * is held (hold), since its task may be the server's own, told of once posted; any other goes in order.
+   * How `server`'s answer is sent: one that creates a task, with a shared store, is held (hold), since its
+   * task may be the server's own, told of once posted; any other (a plain result, however big) goes in order.
    */
-  answer(server: string, bytes: number, about: RoutedAbout | undefined, send: () => void): () => void {
-    if (about?.method === 'tools/call') return this.hold(server, bytes, send);
+  answer(server: string, bytes: number, createsTask: boolean, send: () => void): () => void {
+    if (createsTask) return this.hold(server, bytes, send);
     return () => this.send(server, bytes, send);
   }
 

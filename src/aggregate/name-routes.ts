@@ -33,6 +33,11 @@ export class NameRoutes {
   private readonly byName: Map<string, Member>;
   /** Where each listed name goes, from the latest merged list (needed for servers without prefix). */
   private readonly routes: { [kind in NamedKind]?: Map<string, Listed> | undefined } = {};
+  /**
+   * The latest listing of the whole lists, shared by the calls that wait for it, and kept until the lists
+   * change: a collision stands until then, without every call listing every server again.
+   */
+  private readonly listing: { [kind in NamedKind]?: Promise<Map<string, Listed>> | undefined } = {};
 
   constructor(
     private readonly members: readonly Member[],
@@ -43,15 +48,16 @@ export class NameRoutes {
 
   /** The lists of `kind` (of both, without one) are not what they were: routed again from the next. */
   changed(kind?: NamedKind): void {
-    if (kind !== 'prompt') this.routes.tool = undefined;
-    if (kind !== 'tool') this.routes.prompt = undefined;
+    if (kind !== 'prompt') [this.routes.tool, this.listing.tool] = [undefined, undefined];
+    if (kind !== 'tool') [this.routes.prompt, this.listing.prompt] = [undefined, undefined];
   }
 
   /** The page of the merged tools or prompts `cursor` points at: each server's next page, renamed. */
   async page(method: keyof typeof LISTS, cursor: unknown): Promise<JsonObject> {
     const { key, kind } = LISTS[method];
     // A name of a server without prefix may be any other's: the whole lists are checked (and routed) first.
-    if (cursor === undefined && this.members.some((member) => !member.prefixed)) await this.wholeNames(kind);
+    if (cursor === undefined && this.members.some((member) => !member.prefixed))
+      await this.wholeNames(kind, true);
     const page = await this.options.lists.page(this.options.serving(), method, key, cursor);
     const merged = this.merged(kind, page.lists);
     return { [key]: merged.items, ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }) };
@@ -75,20 +81,33 @@ export class NameRoutes {
   /** The server and own name of a tool or prompt the client named; undefined when no server has it. */
   async named(kind: NamedKind, name: string): Promise<{ member: Member; name: string } | undefined> {
     const unprefixed = this.members.some((member) => !member.prefixed);
-    return this.routedName(
-      kind,
-      name,
-      unprefixed ? (this.routes[kind] ?? (await this.wholeNames(kind))) : undefined,
-    );
+    return this.routedName(kind, name, unprefixed ? await this.wholeNames(kind) : undefined);
   }
 
-  /** Every server's whole list of tools or prompts merged, for routing: a collision is refused here. */
-  private async wholeNames(kind: NamedKind): Promise<Map<string, Listed>> {
+  /**
+   * Every server's whole list of tools or prompts merged, for routing: a collision is refused here. The
+   * latest listing unless `fresh` (a client's first page: read again, so that what it shows and what is
+   * routed agree).
+   */
+  private wholeNames(kind: NamedKind, fresh = false): Promise<Map<string, Listed>> {
+    const kept = this.listing[kind];
+    if (kept !== undefined && !fresh) return kept;
+    const listing = this.listedNames(kind);
+    this.listing[kind] = listing;
+    // Handled here: a collision kept for the next calls is no unhandled rejection meanwhile.
+    listing.then(
+      (routes) => {
+        if (this.listing[kind] === listing) this.routes[kind] = routes;
+      },
+      () => undefined,
+    );
+    return listing;
+  }
+
+  private async listedNames(kind: NamedKind): Promise<Map<string, Listed>> {
     const method = kind === 'tool' ? 'tools/list' : 'prompts/list';
     const lists = await this.options.lists.whole(this.options.serving(), method, LISTS[method].key);
-    const merged = this.merged(kind, lists);
-    this.routes[kind] = merged.routes;
-    return merged.routes;
+    return this.merged(kind, lists).routes;
   }
 
   /** The servers' tools or prompts in one list (mergedNames): a collision is logged, and thrown. */

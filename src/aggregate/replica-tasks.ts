@@ -44,8 +44,11 @@ export type RoutedAbout = { method: 'tools/call' } | { method: string; taskId: s
 export interface TaskHolder {
   /** `method` (tasks/get, tasks/result, tasks/cancel) of the task `taskId` names, both as the client sees them. */
   askTask(method: string, taskId: string): Promise<Outcome>;
-  /** A server's `request` carried from where its task is held, asked of the client with its request `about`. */
-  askClient(request: Request, about: RequestId): Promise<Response>;
+  /**
+   * A server's `request` carried from where its task is held, asked of the client with its request `about`;
+   * withdrawn from the client once `signal` aborts (undefined then).
+   */
+  askClient(request: Request, about: RequestId, signal: AbortSignal): Promise<Response | undefined>;
 }
 
 /** How a session asks its client a server's request carried to it: the client's answer. */
@@ -64,6 +67,8 @@ const UNLIMITED_TTL_MS = 24 * 60 * 60 * 1_000;
 const PRUNE_PAST = 10_000;
 /** Tasks of other sessions a page of tasks/list names at most. */
 const LISTED_PER_PAGE = 100;
+/** How long tasks/list reads on past pages of the index that name none of the caller's live tasks. */
+const READ_PAST_WITHIN_MS = 1_000;
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
 interface Held {
@@ -239,7 +244,7 @@ export class ReplicaTasks {
     const principal = caller.identity;
     if (principal === undefined) return { tasks: [] };
     let from = cursor === undefined ? undefined : placeOf(cursor);
-    // A page naming none while more follow would end the client's listing: the next one is read instead.
+    const until = Date.now() + READ_PAST_WITHIN_MS;
     for (;;) {
       const page = await this.board
         .indexed(principal, LISTED_PER_PAGE, from)
@@ -256,7 +261,10 @@ export class ReplicaTasks {
       );
       const listed = tasks.filter((task) => task !== undefined);
       if (page.next === undefined) return { tasks: listed };
-      if (listed.length > 0) return { tasks: listed, next: `${page.next.until}.${page.next.skip}` };
+      // A page naming none while more follow is read past (a client may take it for the end), but not for
+      // long: each task of a replica gone away waits out its relay, and thousands of them would take minutes.
+      if (listed.length > 0 || Date.now() >= until)
+        return { tasks: listed, next: `${page.next.until}.${page.next.skip}` };
       from = page.next;
     }
   }
@@ -454,21 +462,11 @@ export class SessionServerTasks {
     const asking = new AbortController();
     this.asking.set(key, asking);
     // What the server asks on the way is asked of the client until it is no longer waiting.
-    const input = (asked: Request): Promise<Response> =>
-      new Promise((resolve) => {
-        const gone = (): void =>
-          resolve(
-            errorResponse(asked.id, {
-              code: ErrorCode.ClientUnavailable,
-              message: "The client that asked for the task's result is no longer waiting",
-            }),
-          );
-        if (asking.signal.aborted) return gone();
-        asking.signal.addEventListener('abort', gone, { once: true });
-        void holder
-          .askClient(asked, request.id)
-          .then(resolve)
-          .finally(() => asking.signal.removeEventListener('abort', gone));
+    const input = async (asked: Request): Promise<Response> =>
+      (asking.signal.aborted ? undefined : await holder.askClient(asked, request.id, asking.signal)) ??
+      errorResponse(asked.id, {
+        code: ErrorCode.ClientUnavailable,
+        message: "The client that asked for the task's result is no longer waiting",
       });
     const got = await this.replicas
       .elsewhere(request, taskId, this.caller, holder, asking.signal, input)

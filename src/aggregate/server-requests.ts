@@ -34,10 +34,24 @@ export class ServerRequests {
     this.client.send({ ...request, id, ...(params === undefined ? {} : { params }) }, route);
   }
 
-  /** A server's request carried from where its task is held (replica-tasks.ts), asked of the client: its answer. */
-  askCarried(request: Request, route: Route): Promise<Response> {
-    return new Promise((reply) => {
+  /**
+   * A server's request carried from where its task is held (replica-tasks.ts), asked of the client: its
+   * answer; undefined once `signal` says no one waits for it any more, when it is withdrawn from the client.
+   */
+  askCarried(request: Request, route: Route, signal: AbortSignal): Promise<Response | undefined> {
+    return new Promise((resolve) => {
+      const withdraw = (): void => {
+        if (this.asked.take(id) === undefined) return;
+        // Not on the route of the request it was about: that one is over.
+        this.client.send(cancellation(id, 'the request it was asked for is no longer waiting'));
+        resolve(undefined);
+      };
+      const reply = (response: Response): void => {
+        signal.removeEventListener('abort', withdraw);
+        resolve(response);
+      };
       const id = this.asked.own({ reply });
+      signal.addEventListener('abort', withdraw, { once: true });
       this.client.send({ ...request, id }, route);
     });
   }

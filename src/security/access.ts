@@ -103,8 +103,14 @@ export function toolRefusal(
 ): { refused: AccessRefusal; error: ProtocolError } | undefined {
   if (tool === undefined || access?.mayCall(tool) !== false) return undefined;
   const shown = access.shownName?.(tool) ?? tool;
-  return { refused: { right: 'tool', tool: shown }, error: invalidParams(`Unknown tool: ${shown}`) };
+  return { refused: { right: 'tool', tool: shown }, error: unknownTool(shown) };
 }
+
+/**
+ * The answer to a call naming a tool that does not exist, and so to one the rules hide: with several servers
+ * the aggregator answers a name no server has with it too, so that the two cannot be told apart.
+ */
+export const unknownTool = (name: string): ProtocolError => invalidParams(`Unknown tool: ${name}`);
 
 /** tasks/list refused to a caller no rule grants it, as it is where tasks/list is not served. */
 export const taskListRefused = (): ProtocolError =>

@@ -3,9 +3,10 @@
  * runs for server "b" through replica 1 is fetched, awaited and listed through replica 2 by the same
  * identity, under the same prefixed id, once; a task server "a" runs itself (each replica has its own "a")
  * is fetched, awaited, cancelled and listed through replica 2 too (its input asked of a 2025 client there,
- * or shown to a 2026-07-28 client there and answered by it), and another identity gets there what
- * it gets for an id nobody gave out; and the client hears of such a task before that server's status
- * notifications of it, however long Redis takes to post it.
+ * or shown to a 2026-07-28 client there and answered by it, and withdrawn from a client that stops
+ * waiting), and another identity gets there what it gets for an id nobody gave out; and the client hears of
+ * such a task before that server's status notifications of it, however long Redis takes to post it; and a
+ * listing past the tasks of a replica that died goes a page at a time.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,10 +24,11 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
+import { HELD_AT_MOST } from '../../src/aggregate/in-order.js';
 import { CheckedTransport } from '../helpers/checked-transport.js';
 import { httpTransport } from '../helpers/http-client.js';
 import { EXTENSION_META, modernRequest } from '../helpers/modern-raw.js';
-import { mcpErrorOf } from '../helpers/thrown.js';
+import { mcpErrorOf, thrownBy } from '../helpers/thrown.js';
 import { freshPrefix, privateRedisServer, redisForTests } from '../helpers/redis.js';
 import { FIXTURES, Gateway, TASK_AWARE } from '../helpers/taskgate.js';
 
@@ -267,6 +269,36 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
     );
   });
 
+  it('withdraws from the client on replica 2 the input carried to it once it stops waiting for the result', async () => {
+    const prefix = freshPrefix();
+    const [first, second] = [await replica(prefix), await replica(prefix)];
+    const there = await alice(first);
+    const here = await alice(second);
+    let asked!: (signal: AbortSignal) => void;
+    const askedHere = new Promise<AbortSignal>((resolve) => (asked = resolve));
+    // Asked, it never answers: it stops waiting for the result instead.
+    here.setRequestHandler(ElicitRequestSchema, (_request, extra) => {
+      asked(extra.signal);
+      return new Promise<never>(() => undefined);
+    });
+    const { task } = await there.request(
+      { method: 'tools/call', params: { name: 'a__elicit', arguments: { message: 'who?' }, task: {} } },
+      CreateTaskResultSchema,
+    );
+    const stop = new AbortController();
+    const waiting = thrownBy(
+      here.request({ method: 'tasks/result', params: { taskId: task.taskId } }, CallToolResultSchema, {
+        signal: stop.signal,
+      }),
+    );
+    const elicitation = await askedHere;
+    expect(elicitation.aborted).toBe(false);
+    stop.abort('no longer waiting');
+    await waiting;
+    // The SDK aborts a request's handler when notifications/cancelled names it.
+    await vi.waitFor(() => expect(elicitation.aborted).toBe(true), { timeout: 10_000, interval: 50 });
+  });
+
   it('lists through replica 2 a task server a runs itself, made through replica 1, once', async () => {
     const prefix = freshPrefix();
     const [first, second] = [await replica(prefix), await replica(prefix)];
@@ -314,6 +346,47 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
     }
     expect(pages).toBeGreaterThan(1);
     expect(listed.toSorted()).toEqual(made.toSorted());
+  });
+
+  it('lists through replica 2, a page at a time, more than a page of tasks of a replica that died: each page waits out one page of relays, not the whole index', async () => {
+    const prefix = freshPrefix();
+    const [first, second] = [await replica(prefix), await replica(prefix)];
+    const there = await alice(first);
+    const here = await alice(second);
+    for (let batch = 0; batch < 11; batch++) {
+      await Promise.all(
+        Array.from({ length: 10 }, (_, at) =>
+          there.request(
+            {
+              method: 'tools/call',
+              params: { name: 'a__echo', arguments: { text: `${batch}.${at}` }, task: {} },
+            },
+            CreateTaskResultSchema,
+          ),
+        ),
+      );
+    }
+    first.child.kill('SIGKILL');
+    await first.exited;
+    // Every relay to replica 1 now waits its whole time: the first page, naming none, says where to go on.
+    const page = await here.experimental.tasks.listTasks();
+    expect(page.tasks).toEqual([]);
+    expect(page.nextCursor).toBeDefined();
+    const last = await here.experimental.tasks.listTasks(page.nextCursor);
+    expect(last).toMatchObject({ tasks: [] });
+    expect(last.nextCursor).toBeUndefined();
+  });
+
+  it('sends a plain result bigger than what may wait behind a held answer without warning that an answer went before its task was posted', async () => {
+    const first = await replica(freshPrefix());
+    const there = await alice(first);
+    const bytes = HELD_AT_MOST.bytes + 1024;
+    const big = await there.callTool({ name: 'a__large', arguments: { bytes } });
+    expect(big.content).toEqual([{ type: 'text', text: 'x'.repeat(bytes) }]);
+    // A line logged after the answer went: the warning, had there been one, was logged before it.
+    await thrownBy(there.callTool({ name: 'a__crash', arguments: {} }));
+    await first.logged('upstream server exited with code 3');
+    expect(first.stderr).not.toContain('goes before its task is posted');
   });
 
   it('tells apart the tasks two processes of server a both numbered 1, one per replica, and serves each where it runs', async () => {

@@ -128,7 +128,7 @@ describe('auth.rules tool globs with several servers: written against the prefix
     expect(called.result).toMatchObject({ resultType: 'task' });
   });
 
-  it('a server mounted without prefix: its tool the rules do not grant is hidden, and refused as unknown and audited, in both eras', async () => {
+  it('a server mounted without prefix: its tool the rules do not grant is hidden, and refused as a name no server has is, and audited, in both eras', async () => {
     // b and c are mounted without prefix; staff may call a's tools only. c's `secret` collides with b's,
     // which staff never sees: its listing goes on, naming neither.
     const secretOf = (server: string): FakeTool => ({ name: 'secret', run: () => textResult(server) });
@@ -150,6 +150,13 @@ describe('auth.rules tool globs with several servers: written against the prefix
     expect((refused as McpError).code).toBe(-32602);
     expect((refused as McpError).message).toBe('MCP error -32602: Unknown tool: shout');
     await logged.waitFor((line) => line.includes(deniedLine), 'the access.denied line');
+    // A name no server has is answered alike: the answers tell nothing of which hidden tools exist.
+    const missing = await thrownBy(staff.callTool({ name: 'nosuch', arguments: { text: 'x' } }));
+    const answer = (error: unknown, name: string) => {
+      const { code, message, data } = error as McpError;
+      return { code, message: message.replace(name, '<name>'), data };
+    };
+    expect(answer(missing, 'nosuch')).toEqual(answer(refused, 'shout'));
 
     const request = (method: string, params: Record<string, unknown>) =>
       modernRequest(url, method, params, EXTENSION_META, staffHeaders);
@@ -160,6 +167,8 @@ describe('auth.rules tool globs with several servers: written against the prefix
     const modern = await request('tools/call', { name: 'shout', arguments: { text: 'x' } });
     expect(modern.error).toMatchObject({ code: -32602, message: 'Unknown tool: shout' });
     await logged.waitFor(() => denials() > before, 'a second access.denied line');
+    const modernMissing = await request('tools/call', { name: 'nosuch', arguments: { text: 'x' } });
+    expect(modernMissing.error).toEqual({ ...modern.error, message: 'Unknown tool: nosuch' });
 
     const operator = new Client({ name: 'aggregate-rules-test', version: '1' });
     await operator.connect(httpTransport(url, { requestInit: { headers: await as(OPERATOR_CLIENT) } }));

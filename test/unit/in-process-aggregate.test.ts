@@ -96,6 +96,18 @@ const pagedServer = (tools: string[], resources: string[] = []): Server => {
   return server;
 };
 
+/** A server whose tools/list answers are counted. */
+const countedServer = (tools: string[]): { server: Server; listed: () => number } => {
+  let listed = 0;
+  const server = new Server({ name: 'counted', version: '1.0.0' }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, () => {
+    listed++;
+    return { tools: tools.map((name) => ({ name, inputSchema: { type: 'object' as const } })) };
+  });
+  server.setRequestHandler(CallToolRequestSchema, (request) => textResult(`counted: ${request.params.name}`));
+  return { server, listed: () => listed };
+};
+
 /** Every page of a list, by its cursors, each page's names. */
 const allPages = async (
   list: (cursor: string | undefined) => Promise<{ names: string[]; nextCursor?: string | undefined }>,
@@ -308,6 +320,32 @@ describe('several servers behind one endpoint (issue 32)', () => {
     // Called before any tools/list: the aggregator lists first to find the server.
     expect(text(await g.client.callTool({ name: 'ping-tool', arguments: {} }))).toBe('pong');
     expect((await g.client.listTools()).tools.map((tool) => tool.name)).toEqual(['ping-tool', 'other__echo']);
+  });
+
+  it('lists every server once for concurrent first calls to servers without prefix, and once for all the calls after a collision', async () => {
+    const [first, second] = [countedServer(['t1', 'shared']), countedServer(['t2'])];
+    let g = await open([
+      { name: 'first', server: first.server, prefix: false },
+      { name: 'second', server: second.server, prefix: false },
+    ]);
+    const called = await Promise.all(
+      ['t1', 't2', 't1', 't2', 't1'].map((name) => g.client.callTool({ name, arguments: {} })),
+    );
+    expect(called.map(text)).toEqual(['t1', 't2', 't1', 't2', 't1'].map((name) => `counted: ${name}`));
+    expect([first.listed(), second.listed()]).toEqual([1, 1]);
+    await g.close();
+
+    const [colliding, other] = [countedServer(['shared']), countedServer(['shared', 't3'])];
+    g = await open([
+      { name: 'colliding', server: colliding.server, prefix: false },
+      { name: 'other', server: other.server, prefix: false },
+    ]);
+    const refused = await Promise.all(
+      [1, 2, 3].map(() => rpcError(g.client.callTool({ name: 't3', arguments: {} }))),
+    );
+    refused.push(await rpcError(g.client.callTool({ name: 't3', arguments: {} })));
+    for (const error of refused) expect(error.message).toMatch(/"shared" is listed by server "colliding"/);
+    expect([colliding.listed(), other.listed()]).toEqual([1, 1]);
   });
 
   it('calls the tool the merged list named, also where a server without prefix lists a name that looks prefixed', async () => {
