@@ -127,17 +127,9 @@ export function discard(body: ReplyBody): void {
 
 /** The whole body, or undefined when it is larger than `limit` bytes (then it is not read further). */
 export async function readLimited(body: ReplyBody, limit: number): Promise<Buffer | undefined> {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    total += chunk.length;
-    if (total > limit) {
-      body.destroy();
-      return undefined;
-    }
-    chunks.push(chunk);
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+  const read = await readChunks(body, limit);
+  if (read === undefined) return undefined;
+  return read.chunks.length === 1 ? read.chunks[0]! : Buffer.concat(read.chunks, read.total);
 }
 
 /**
@@ -148,9 +140,31 @@ export async function readScanned(
   body: ReplyBody,
   limit: number,
 ): Promise<{ raw: Bytes; scanned: Scanned | ScanFailure | undefined } | undefined> {
+  let scanner: JsonScanner | undefined;
+  const read = await readChunks(body, limit, (chunks, total) => {
+    if (scanner !== undefined) {
+      scanner.push(chunks.at(-1)!);
+    } else if (total >= SCAN_FROM_BYTES) {
+      scanner = new JsonScanner();
+      for (const part of chunks) scanner.push(part);
+    }
+  });
+  if (read === undefined) return undefined;
+  const { chunks, total } = read;
+  if (scanner === undefined) {
+    return { raw: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total), scanned: undefined };
+  }
+  return { raw: new Pieces(chunks, total), scanned: scanner.end() };
+}
+
+/** The body's chunks, each told to `read` as it comes; undefined past `limit` bytes (the body let go). */
+async function readChunks(
+  body: ReplyBody,
+  limit: number,
+  read?: (chunks: readonly Buffer[], total: number) => void,
+): Promise<{ chunks: Buffer[]; total: number } | undefined> {
   const chunks: Buffer[] = [];
   let total = 0;
-  let scanner: JsonScanner | undefined;
   for await (const chunk of body as AsyncIterable<Buffer>) {
     total += chunk.length;
     if (total > limit) {
@@ -158,17 +172,9 @@ export async function readScanned(
       return undefined;
     }
     chunks.push(chunk);
-    if (scanner !== undefined) {
-      scanner.push(chunk);
-    } else if (total >= SCAN_FROM_BYTES) {
-      scanner = new JsonScanner();
-      for (const part of chunks) scanner.push(part);
-    }
+    read?.(chunks, total);
   }
-  if (scanner === undefined) {
-    return { raw: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total), scanned: undefined };
-  }
-  return { raw: new Pieces(chunks, total), scanned: scanner.end() };
+  return { chunks, total };
 }
 
 /**

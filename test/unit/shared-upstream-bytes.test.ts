@@ -4,13 +4,12 @@
  * joined nor JSON.parsed, and scanned once. In the test's own process: startHttpGateway in front of a real
  * SDK server on real sockets, two sessions by hand at the front.
  */
+import { watchBytes } from '../helpers/byte-watch.js';
 import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { resolveConfig } from '../../src/config/load.js';
-import { JsonScanner } from '../../src/protocol/scan.js';
 import { serveHttp } from '../fixtures/http-serve.js';
 import { memoryGateway } from '../helpers/memory-gateway.js';
 import { runCleanups, type Cleanups } from '../helpers/upstream-harness.js';
@@ -21,7 +20,6 @@ afterEach(() => runCleanups(cleanups));
 
 const LENGTH = 1_000_000;
 /** taskgate's own code, as its frames appear in a stack. */
-const SOURCE = fileURLToPath(new URL('../../src/', import.meta.url));
 
 /** A real SDK server whose `text` tool returns `length` characters, quotes and escapes among them. */
 async function sdkServer(): Promise<string> {
@@ -55,26 +53,8 @@ describe('issue 33: a big answer through a shared upstream', () => {
     const sessions = [await openSession(url), await openSession(url)];
     // The wire ids are small numbers: one id as short, one far longer, which moves what follows it.
     const ids = [7, 'a request id much longer than any the shared connection gives'];
-    const parse = vi.spyOn(JSON, 'parse');
-    const joins: number[] = [];
-    const concat = Buffer.concat;
-    const join = vi.spyOn(Buffer, 'concat').mockImplementation((list, total) => {
-      const joined = concat(list, total);
-      if (joined.length > LENGTH && new Error().stack?.includes(SOURCE)) joins.push(joined.length);
-      return joined;
-    });
-    let scannedBytes = 0;
-    const push = JsonScanner.prototype.push;
-    const scan = vi.spyOn(JsonScanner.prototype, 'push').mockImplementation(function (
-      this: JsonScanner,
-      piece,
-    ) {
-      scannedBytes += piece.length;
-      push.call(this, piece);
-    });
-    let answers: string[];
-    try {
-      answers = await Promise.all(
+    const { value: answers, ...watch } = await watchBytes(LENGTH, () =>
+      Promise.all(
         sessions.map(async (sessionId, k) => {
           const call = {
             jsonrpc: '2.0',
@@ -86,17 +66,12 @@ describe('issue 33: a big answer through a shared upstream', () => {
           expect(response.headers.get('content-type')).toMatch(/^application\/json/);
           return response.text();
         }),
-      );
-      const big = parse.mock.calls.filter(([text]) => typeof text === 'string' && text.length > LENGTH);
-      expect(big).toHaveLength(0);
-      expect(joins).toEqual([]);
-      expect(scannedBytes).toBeGreaterThan(2 * LENGTH);
-      expect(scannedBytes).toBeLessThan(3 * LENGTH);
-    } finally {
-      parse.mockRestore();
-      join.mockRestore();
-      scan.mockRestore();
-    }
+      ),
+    );
+    expect(watch.parsedAnywhere).toBe(0);
+    expect(watch.joins).toEqual([]);
+    expect(watch.scannedBytes).toBeGreaterThan(2 * LENGTH);
+    expect(watch.scannedBytes).toBeLessThan(3 * LENGTH);
     for (const [k, answer] of answers.entries()) {
       const message = JSON.parse(answer) as { id: unknown; result: { content: { text: string }[] } };
       expect(message.id).toBe(ids[k]);

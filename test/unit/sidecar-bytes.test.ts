@@ -6,14 +6,13 @@
  * server on real sockets, through a proxy that relays its answers unchanged or laid out as Python writes
  * them (by moving bytes, not by parsing), and Streamable HTTP by hand at the front.
  */
+import { watchBytes } from '../helpers/byte-watch.js';
 import { once } from 'node:events';
 import { createServer, request as httpRequest } from 'node:http';
-import { fileURLToPath } from 'node:url';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { resolveConfig } from '../../src/config/load.js';
-import { JsonScanner } from '../../src/protocol/scan.js';
 import { FixtureEventStore, serveHttp } from '../fixtures/http-serve.js';
 import { memoryGateway } from '../helpers/memory-gateway.js';
 import { listen, runCleanups, type Cleanups } from '../helpers/upstream-harness.js';
@@ -106,7 +105,6 @@ async function sidecarInFrontOf(url: string): Promise<URL> {
 
 const LENGTH = 1_000_000;
 /** taskgate's own code, as its frames appear in a stack. */
-const SOURCE = fileURLToPath(new URL('../../src/', import.meta.url));
 
 describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () => {
   const layouts = [
@@ -128,27 +126,9 @@ describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () =
         const upstream = await relay(await sdkServer(), pythonLayout);
         const url = await sidecarInFrontOf(upstream.url);
         const sessionId = await openSession(url);
-        const parse = vi.spyOn(JSON, 'parse');
-        // Joins of the answer by taskgate: whether it was handed on as the pieces it was read in.
-        const joins: number[] = [];
-        const concat = Buffer.concat;
-        const join = vi.spyOn(Buffer, 'concat').mockImplementation((list, total) => {
-          const joined = concat(list, total);
-          if (joined.length > LENGTH && new Error().stack?.includes(SOURCE)) joins.push(joined.length);
-          return joined;
-        });
-        // Bytes taskgate scans: the answer once, its scan going with it from the transport to the session.
-        let scannedBytes = 0;
-        const push = JsonScanner.prototype.push;
-        const scan = vi.spyOn(JsonScanner.prototype, 'push').mockImplementation(function (
-          this: JsonScanner,
-          piece,
-        ) {
-          scannedBytes += piece.length;
-          push.call(this, piece);
-        });
-        let answer: string;
-        try {
+        // Joins of the answer by taskgate: whether it was handed on as the pieces it was read in; bytes
+        // taskgate scans: the answer once, its scan going with it from the transport to the session.
+        const { value: answer, ...watch } = await watchBytes(LENGTH, async () => {
           const call = {
             jsonrpc: '2.0',
             id: 7,
@@ -157,17 +137,12 @@ describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () =
           };
           const response = await post(url, call, inSession(sessionId));
           expect(response.headers.get('content-type')).toMatch(/^application\/json/);
-          answer = await response.text();
-          const big = parse.mock.calls.filter(([text]) => typeof text === 'string' && text.length > LENGTH);
-          expect(big).toHaveLength(0);
-          expect(joins).toEqual([]);
-          expect(scannedBytes).toBeGreaterThan(LENGTH);
-          expect(scannedBytes).toBeLessThan(2 * LENGTH);
-        } finally {
-          parse.mockRestore();
-          join.mockRestore();
-          scan.mockRestore();
-        }
+          return response.text();
+        });
+        expect(watch.parsedAnywhere).toBe(0);
+        expect(watch.joins).toEqual([]);
+        expect(watch.scannedBytes).toBeGreaterThan(LENGTH);
+        expect(watch.scannedBytes).toBeLessThan(2 * LENGTH);
         expect(upstream.lastBody()).toBe(jsonBody ? 'json' : 'sse');
         expect(answer).toBe(upstream.lastSent());
         expect(answer.startsWith(pythonLayout ? '{"jsonrpc":"2.0","id":' : '{"result":')).toBe(true);

@@ -4,8 +4,9 @@
  * takes pieces: for any other, nothing is scanned. HttpUpstream against the legacy fixture's SDK server,
  * served from this process on real sockets.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { JsonScanner, scanJson } from '../../src/protocol/scan.js';
+import { watchBytes } from '../helpers/byte-watch.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { scanJson } from '../../src/protocol/scan.js';
 import { createLegacyServer } from '../fixtures/legacy-fixture.js';
 import { serveInProcess } from '../helpers/in-process-http.js';
 import { answerText, openUpstream, runCleanups, type Cleanups } from '../helpers/upstream-harness.js';
@@ -40,21 +41,8 @@ describe('issue 33: a big message on the standalone stream', () => {
   });
 
   it('goes to any other receiver joined, and unscanned', async () => {
-    let scannedBytes = 0;
-    const push = JsonScanner.prototype.push;
-    const scan = vi.spyOn(JsonScanner.prototype, 'push').mockImplementation(function (
-      this: JsonScanner,
-      piece,
-    ) {
-      scannedBytes += piece.length;
-      push.call(this, piece);
-    });
-    try {
-      const log = await announced(false);
-      expect(log.pieces).toBeUndefined();
-      expect(scannedBytes).toBe(0);
-    } finally {
-      scan.mockRestore();
-    }
+    const { value: log, scannedBytes } = await watchBytes(0, () => announced(false));
+    expect(log.pieces).toBeUndefined();
+    expect(scannedBytes).toBe(0);
   });
 });
