@@ -12,6 +12,8 @@ export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 
 const TASKS_REQUIRED: ClientCapabilities = { extensions: { [TASKS_EXTENSION]: {} } };
 const TASK_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
+/** What most requests need: nothing, as one object, so that checking it can be skipped. */
+export const NOTHING_REQUIRED: ClientCapabilities = Object.freeze({});
 
 /**
  * What a client request needs declared before it can be served at all: the tasks extension for tasks/* and
@@ -24,7 +26,7 @@ export function requiredForRequest(method: string, params: JsonObject | undefine
     const notifications = params?.notifications;
     if (isObject(notifications) && notifications.taskIds !== undefined) return TASKS_REQUIRED;
   }
-  return {};
+  return NOTHING_REQUIRED;
 }
 
 /**
