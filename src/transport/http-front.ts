@@ -250,7 +250,9 @@ export class HttpFront {
         message: 'Unsupported Media Type: send application/json',
       });
     }
-    await this.intakeShut(req, caller);
+    // Awaited only when shut: an await of nothing is a turn of the microtasks on every POST.
+    const shut = this.intakeShut(req, caller);
+    if (shut !== undefined) await shut;
     const body = await readBody(req, this.options.maxMessageBytes);
     if (!Buffer.isBuffer(body)) return this.tooLarge(req, res, body, caller);
     const read = readMessage(body, 'the client');
@@ -448,10 +450,10 @@ export class HttpFront {
     const version = req.headers['mcp-protocol-version'];
     if (header === undefined && typeof version === 'string' && MODERN_VERSIONS.includes(version)) {
       const intake = this.hooks.modernIntake?.(callerKeyOf(req, caller));
-      return intake === undefined ? undefined : untilOpen([intake]);
+      return intake?.shut === true ? untilOpen([intake]) : undefined;
     }
     const session = typeof header === 'string' ? this.sessions.get(header) : undefined;
-    if (session?.intake === undefined || session.identity !== caller?.identity) return undefined;
+    if (session?.intake?.shut !== true || session.identity !== caller?.identity) return undefined;
     return untilOpen([session.intake]);
   }
 
