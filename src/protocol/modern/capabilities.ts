@@ -88,11 +88,11 @@ function missingPart(required: JsonObject, declared: JsonObject): JsonObject | u
 }
 
 /** The features of each capability an input request can need (requiredForInputRequest above). */
-const INPUT_FEATURES: Readonly<Record<string, readonly string[]>> = {
-  elicitation: ['form', 'url'],
-  sampling: ['tools', 'context'],
-  roots: [],
-};
+const INPUT_FEATURES: readonly (readonly [string, readonly string[]])[] = [
+  ['elicitation', ['form', 'url']],
+  ['sampling', ['tools', 'context']],
+  ['roots', []],
+];
 
 /**
  * What a request declared that an input request can need, and nothing else: what a call waiting for input
@@ -102,7 +102,7 @@ const INPUT_FEATURES: Readonly<Record<string, readonly string[]>> = {
 export function inputCapabilitiesOf(declared: ClientCapabilities): ClientCapabilities {
   const withForm = withImplicitForm(declared);
   const kept: ClientCapabilities = {};
-  for (const [capability, features] of Object.entries(INPUT_FEATURES)) {
+  for (const [capability, features] of INPUT_FEATURES) {
     const have = withForm[capability];
     if (!isObject(have)) continue;
     const present: JsonObject = {};
