@@ -130,12 +130,7 @@ export class HttpFront {
       // close; headers must still arrive promptly.
       { headersTimeout: 35_000, requestTimeout: 60_000, keepAliveTimeout: 30_000 },
       (req, res) => {
-        this.handle(req, res).catch((error: unknown) => {
-          logger.error({ err: error }, 'HTTP request failed');
-          if (!res.headersSent)
-            reply(res, 500, null, { code: ErrorCode.InternalError, message: 'Internal error in taskgate' });
-          else res.end();
-        });
+        this.handle(req, res).catch((error: unknown) => this.failed(res, error));
       },
     );
     this.kept = new KeptBytes(options.eventLogTotalBytes);
@@ -157,6 +152,14 @@ export class HttpFront {
     this.server.on('error', (error) => this.logger.error({ err: error }, 'HTTP front: listener error'));
     const { port } = this.server.address() as AddressInfo;
     return new URL(`http://${this.options.host}:${port}${this.options.path}`);
+  }
+
+  /** Handling a request threw: logged, and the client told so if it can still be. */
+  private failed(res: ServerResponse, error: unknown): void {
+    this.logger.error({ err: error }, 'HTTP request failed');
+    if (!res.headersSent)
+      reply(res, 500, null, { code: ErrorCode.InternalError, message: 'Internal error in taskgate' });
+    else res.end();
   }
 
   /** The session is over (the session says so once its upstream is closed). */
@@ -264,11 +267,17 @@ export class HttpFront {
     if (sessionId === undefined && this.hooks.modern !== undefined && isModernTraffic(message, version)) {
       const answering = postModern(req, res, message, caller, this.hooks.modern, this.hooks);
       if (answering === undefined) return;
-      // Awaited elsewhere, so that a long stream (subscriptions/listen) holds its response, not its request.
-      const done = () => void this.modernAnswers.delete(answering);
+      // Not returned: a long stream (subscriptions/listen) holds its response, not its request, and each
+      // async function that returned it took more turns of the microtasks to settle with it.
       this.modernAnswers.add(answering);
-      answering.then(done, done);
-      return answering;
+      answering.then(
+        () => void this.modernAnswers.delete(answering),
+        (error: unknown) => {
+          this.modernAnswers.delete(answering);
+          this.failed(res, error);
+        },
+      );
+      return;
     }
     if (typeof version === 'string' && !LEGACY_VERSIONS.includes(version)) {
       return reply(res, 400, message.kind === 'request' ? message.msg.id : null, unsupportedVersion(version));
