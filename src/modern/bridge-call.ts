@@ -5,10 +5,23 @@
  */
 import type { JsonRpcErrorObject } from '../protocol/errors.js';
 import type { RequestCaller } from '../protocol/caller.js';
-import { isObject, type JsonObject, type RequestId } from '../protocol/messages.js';
+import {
+  errorResponse,
+  isObject,
+  successResponse,
+  type JsonObject,
+  type Request,
+  type RequestId,
+} from '../protocol/messages.js';
 import { inputCapabilitiesOf, TASKS_EXTENSION } from '../protocol/modern/capabilities.js';
 import type { AnswerSink, ModernExchange } from '../protocol/modern/exchange.js';
-import type { ClientCapabilities, LogLevel, ModernRequestMeta } from '../protocol/modern/meta.js';
+import type {
+  ClientCapabilities,
+  Implementation,
+  LogLevel,
+  ModernRequestMeta,
+} from '../protocol/modern/meta.js';
+import { toModernError, toModernResult } from '../protocol/modern/results.js';
 import { taskOf, type ToolCallFacts, type ToolCallPlan } from '../session/decide.js';
 import type { RequestContext } from '../session/request-contexts.js';
 import { progressTokenOf } from './legacy-form.js';
@@ -30,6 +43,19 @@ export interface Waiter {
   /** Where the answer goes: the front's own (no promise between the call and the socket). */
   sink: AnswerSink;
   stopListening(): void;
+}
+
+/** A call's waiter, listening for its exchange's give-up (`given`) until stopListening. */
+export class CallWaiter implements Waiter {
+  constructor(
+    readonly exchange: ModernExchange,
+    readonly sink: AnswerSink,
+    private readonly given: () => void,
+  ) {}
+
+  stopListening(): void {
+    this.exchange.signal.removeEventListener('abort', this.given);
+  }
 }
 
 /**
@@ -117,4 +143,35 @@ export type ToolFacts = Pick<ToolCallFacts, 'upstream' | 'policy'>;
 /** The plan the Session made for a call (decide.ts, the server deciding): it goes on as a task, or not. */
 function planMade(this: Call, plan: ToolCallPlan): void {
   this.asTask = taskOf(plan);
+}
+
+type Outcome = { result: JsonObject } | { error: JsonRpcErrorObject };
+
+/** The Session's outcome for a modern request, as a 2026-07-28 client gets it. */
+export function modernResponse(
+  request: Request,
+  outcome: Outcome,
+  resultOptions: { serverInfo?: Implementation },
+): object {
+  return 'error' in outcome
+    ? errorResponse(request.id, toModernError(request.method, outcome.error))
+    : successResponse(request.id, toModernResult(request.method, outcome.result, resultOptions));
+}
+
+/**
+ * A plain tools/call's answer as the bytes made from the upstream's (result-bytes.ts); the response, made
+ * only if someone reads it (the stdio front does). A class: an object literal with a getter, made per
+ * call, was a runtime call each time.
+ */
+export class BytesAnswer {
+  constructor(
+    readonly body: Buffer,
+    private readonly request: Request,
+    private readonly outcome: Outcome,
+    private readonly resultOptions: { serverInfo?: Implementation },
+  ) {}
+
+  get response(): object {
+    return modernResponse(this.request, this.outcome, this.resultOptions);
+  }
 }

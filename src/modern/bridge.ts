@@ -19,7 +19,6 @@ import type { ReadMessage } from '../protocol/read-message.js';
 import {
   errorResponse,
   isObject,
-  successResponse,
   type JsonObject,
   type Notification,
   type Request,
@@ -29,7 +28,7 @@ import type { LegacyInitializeResult } from '../protocol/modern/discover.js';
 import { checkParamHeaders, type HeaderParam } from '../protocol/modern/headers.js';
 import type { Implementation, ModernRequestMeta } from '../protocol/modern/meta.js';
 import { toolResultBytes } from '../protocol/modern/result-bytes.js';
-import { toModernError, toModernResult } from '../protocol/modern/results.js';
+import { toModernError } from '../protocol/modern/results.js';
 import type { Arrival } from '../transport/channel.js';
 import {
   answerPromise,
@@ -47,7 +46,7 @@ import type { Outcome } from './extension-task-record.js';
 import { ExtensionTasks } from './extension-tasks.js';
 import type { ShareLimits } from './caller-shares.js';
 import { InputRounds } from './input-rounds.js';
-import { LATER, newCall, type Call } from './bridge-call.js';
+import { BytesAnswer, CallWaiter, LATER, modernResponse, newCall, type Call } from './bridge-call.js';
 import { atLeast, legacyIdOfToken, legacyParams } from './legacy-form.js';
 import { OwnRequests } from './own-requests.js';
 import { ToolHeaders } from './tool-headers.js';
@@ -129,7 +128,9 @@ export class ModernBridge {
         ask: (method, params, caller) => this.own.ask(method, params, caller),
         drop: (id, reason) => this.own.drop(id, reason),
         answerServer: (response) => this.answerServer(response),
-        respond: (request, outcome) => ({ response: this.responseTo(request, outcome) }),
+        respond: (request, outcome) => ({
+          response: modernResponse(request, outcome, this.handshake.resultOptions),
+        }),
         refuse: (request, error) => this.refuse(request, error),
         logger: options.logger,
       },
@@ -326,12 +327,8 @@ export class ModernBridge {
   /** The exchange becomes the one the call answers; its outcome or next input request goes to its sink. */
   private wait(call: Call, exchange: ModernExchange, sink: AnswerSink): void {
     const given = () => this.clientGaveUp(call);
-    exchange.signal.addEventListener('abort', given, { once: true });
-    call.waiter = {
-      exchange,
-      sink,
-      stopListening: () => exchange.signal.removeEventListener('abort', given),
-    };
+    exchange.signal.addEventListener('abort', given, ONCE);
+    call.waiter = new CallWaiter(exchange, sink, given);
     if (exchange.signal.aborted) return given();
     if (call.outcome !== undefined) return this.finish(call, call.outcome);
     if (call.unsent) this.rounds.askForInput(call);
@@ -457,29 +454,12 @@ export class ModernBridge {
    * someone reads it, goes beside them.
    */
   private answerTo(request: Request, outcome: Outcome, raw: Buffer | undefined): ModernAnswer {
+    const { resultOptions } = this.handshake;
     if (raw !== undefined && 'result' in outcome && request.method === 'tools/call') {
       const body = toolResultBytes(raw, request.id, outcome.result, this.handshake.resultMembers);
-      if (body !== undefined) {
-        const respond = () => this.responseTo(request, outcome);
-        return {
-          body,
-          get response() {
-            return respond();
-          },
-        };
-      }
+      if (body !== undefined) return new BytesAnswer(body, request, outcome, resultOptions);
     }
-    return { response: this.responseTo(request, outcome) };
-  }
-
-  /** The Session's outcome for a modern request, as a 2026-07-28 client gets it. */
-  private responseTo(request: Request, outcome: Outcome): object {
-    return 'error' in outcome
-      ? errorResponse(request.id, toModernError(request.method, outcome.error))
-      : successResponse(
-          request.id,
-          toModernResult(request.method, outcome.result, this.handshake.resultOptions),
-        );
+    return { response: modernResponse(request, outcome, resultOptions) };
   }
 
   /** The client gave the request up: the upstream is told, and nothing more is sent for it. */
@@ -586,5 +566,6 @@ export class ModernBridge {
 /** What serving a request gives: its answer now or later, or LATER when the call's end answers its sink. */
 type Served = ModernAnswer | Promise<ModernAnswer | typeof LATER> | typeof LATER;
 
+const ONCE = { once: true };
 /** The extension's tasks/* requests: within the caller's limits.taskRequestRate, as 2025 ones are. */
 const TASK_REQUESTS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);

@@ -34,6 +34,8 @@ const THE_CLIENT = '';
 export class CallerBridges {
   /** By caller, least recently used first. */
   private readonly byCaller = new Map<string, CallerBridge>();
+  /** The entry last in byCaller: one caller's requests in a row do not move it (a delete and a set each). */
+  private mostRecent: CallerBridge | undefined;
   private readonly retiring = new Set<Promise<void>>();
   private readonly sweeper: NodeJS.Timeout;
 
@@ -52,8 +54,11 @@ export class CallerBridges {
     const entry = this.byCaller.get(key) ?? this.opened(key, exchange.caller);
     if (entry === undefined) return sink.answer(this.refuse(exchange));
     // Most recently used last.
-    this.byCaller.delete(key);
-    this.byCaller.set(key, entry);
+    if (entry !== this.mostRecent) {
+      this.byCaller.delete(key);
+      this.byCaller.set(key, entry);
+      this.mostRecent = entry;
+    }
     entry.inFlight++;
     entry.bridge.serveTo(exchange, new CountedSink(entry, sink));
   };

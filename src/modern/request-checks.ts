@@ -5,7 +5,7 @@
  */
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import type { Request } from '../protocol/messages.js';
-import { checkCapabilities, requiredForRequest } from '../protocol/modern/capabilities.js';
+import { NOTHING_REQUIRED, checkCapabilities, requiredForRequest } from '../protocol/modern/capabilities.js';
 import { readRequestMeta, type ModernRequestMeta } from '../protocol/modern/meta.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { NOT_MODERN } from './legacy-form.js';
@@ -18,11 +18,11 @@ export function checkRequest(
   const read = readRequestMeta(request.params, supportedVersions);
   if (!read.ok) return { ok: false, error: toJsonRpcError(read.error) };
   const meta = read.value;
-  const needed = checkCapabilities(
-    requiredForRequest(request.method, request.params),
-    meta.clientCapabilities,
-  );
-  if (!needed.ok) return { ok: false, error: toJsonRpcError(needed.error) };
+  const required = requiredForRequest(request.method, request.params);
+  if (required !== NOTHING_REQUIRED) {
+    const needed = checkCapabilities(required, meta.clientCapabilities);
+    if (!needed.ok) return { ok: false, error: toJsonRpcError(needed.error) };
+  }
   const removed = NOT_MODERN[request.method];
   if (removed !== undefined)
     return { ok: false, error: { code: ErrorCode.MethodNotFound, message: removed } };

@@ -130,12 +130,7 @@ export class HttpFront {
       // close; headers must still arrive promptly.
       { headersTimeout: 35_000, requestTimeout: 60_000, keepAliveTimeout: 30_000 },
       (req, res) => {
-        this.handle(req, res).catch((error: unknown) => {
-          logger.error({ err: error }, 'HTTP request failed');
-          if (!res.headersSent)
-            reply(res, 500, null, { code: ErrorCode.InternalError, message: 'Internal error in taskgate' });
-          else res.end();
-        });
+        this.handle(req, res).catch((error: unknown) => this.failed(res, error));
       },
     );
     this.kept = new KeptBytes(options.eventLogTotalBytes);
@@ -157,6 +152,14 @@ export class HttpFront {
     this.server.on('error', (error) => this.logger.error({ err: error }, 'HTTP front: listener error'));
     const { port } = this.server.address() as AddressInfo;
     return new URL(`http://${this.options.host}:${port}${this.options.path}`);
+  }
+
+  /** Handling a request threw: logged, and the client told so if it can still be. */
+  private failed(res: ServerResponse, error: unknown): void {
+    this.logger.error({ err: error }, 'HTTP request failed');
+    if (!res.headersSent)
+      reply(res, 500, null, { code: ErrorCode.InternalError, message: 'Internal error in taskgate' });
+    else res.end();
   }
 
   /** The session is over (the session says so once its upstream is closed). */
@@ -250,7 +253,9 @@ export class HttpFront {
         message: 'Unsupported Media Type: send application/json',
       });
     }
-    await this.intakeShut(req, caller);
+    // Awaited only when shut: an await of nothing is a turn of the microtasks on every POST.
+    const shut = this.intakeShut(req, caller);
+    if (shut !== undefined) await shut;
     const body = await readBody(req, this.options.maxMessageBytes);
     if (!Buffer.isBuffer(body)) return this.tooLarge(req, res, body, caller);
     const read = readMessage(body, 'the client');
@@ -262,11 +267,17 @@ export class HttpFront {
     if (sessionId === undefined && this.hooks.modern !== undefined && isModernTraffic(message, version)) {
       const answering = postModern(req, res, message, caller, this.hooks.modern, this.hooks);
       if (answering === undefined) return;
-      // Awaited elsewhere, so that a long stream (subscriptions/listen) holds its response, not its request.
-      const done = () => void this.modernAnswers.delete(answering);
+      // Not returned: a long stream (subscriptions/listen) holds its response, not its request, and each
+      // async function that returned it took more turns of the microtasks to settle with it.
       this.modernAnswers.add(answering);
-      answering.then(done, done);
-      return answering;
+      answering.then(
+        () => void this.modernAnswers.delete(answering),
+        (error: unknown) => {
+          this.modernAnswers.delete(answering);
+          this.failed(res, error);
+        },
+      );
+      return;
     }
     if (typeof version === 'string' && !LEGACY_VERSIONS.includes(version)) {
       return reply(res, 400, message.kind === 'request' ? message.msg.id : null, unsupportedVersion(version));
@@ -448,10 +459,10 @@ export class HttpFront {
     const version = req.headers['mcp-protocol-version'];
     if (header === undefined && typeof version === 'string' && MODERN_VERSIONS.includes(version)) {
       const intake = this.hooks.modernIntake?.(callerKeyOf(req, caller));
-      return intake === undefined ? undefined : untilOpen([intake]);
+      return intake?.shut === true ? untilOpen([intake]) : undefined;
     }
     const session = typeof header === 'string' ? this.sessions.get(header) : undefined;
-    if (session?.intake === undefined || session.identity !== caller?.identity) return undefined;
+    if (session?.intake?.shut !== true || session.identity !== caller?.identity) return undefined;
     return untilOpen([session.intake]);
   }
 

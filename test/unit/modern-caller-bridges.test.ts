@@ -166,4 +166,19 @@ describe('2026-07-28 callers on bridges of their own', () => {
     expect((await bob).result).toMatchObject({ content: [{ text: 'bob done' }] });
     expect(gate.size).toBe(1);
   });
+
+  it('retires the caller used least recently, not the one opened first', async () => {
+    const gate = open(2);
+    const before = upstreams.items.length;
+    const list = async (caller: string) =>
+      expect((await call(gate, caller, 'tools/list', { _meta: MODERN_META })).result).toBeDefined();
+    await list('alice');
+    await list('bob');
+    await list('alice');
+    await list('alice');
+    await list('carol');
+    await list('alice');
+    expect(upstreams.items.slice(before)).toEqual(['alice', 'bob', 'carol']);
+    expect(gate.size).toBe(2);
+  });
 });

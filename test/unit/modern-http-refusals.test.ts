@@ -219,3 +219,32 @@ describe('the HTTP front refuses what a 2026-07-28 request must not be, with the
     };
   }
 });
+
+describe('a 2026-07-28 request whose serving fails', () => {
+  it('is answered 500 and logged, as any request whose handling throws', async () => {
+    const logged: string[] = [];
+    const logger = pino({ level: 'error' }, { write: (line: string) => void logged.push(line) });
+    const front = new HttpFront(
+      frontOptions(),
+      {
+        openSession: () => Promise.reject(new Error('no session here')),
+        notReady: async () => undefined,
+        modern: (_exchange, sink) => sink.failed(new Error('the store threw')),
+      },
+      logger,
+    );
+    const at = await front.listen();
+    try {
+      const response = await post(
+        at,
+        { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: META } },
+        routing('tools/list'),
+      );
+      expect(response.status).toBe(500);
+      expect(await response.json()).toMatchObject({ error: { message: 'Internal error in taskgate' } });
+      expect(logged.join('')).toContain('the store threw');
+    } finally {
+      await front.close();
+    }
+  });
+});

@@ -12,6 +12,8 @@ export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 
 const TASKS_REQUIRED: ClientCapabilities = { extensions: { [TASKS_EXTENSION]: {} } };
 const TASK_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
+/** What most requests need: nothing, as one object, so that checking it can be skipped. */
+export const NOTHING_REQUIRED: ClientCapabilities = Object.freeze({});
 
 /**
  * What a client request needs declared before it can be served at all: the tasks extension for tasks/* and
@@ -24,7 +26,7 @@ export function requiredForRequest(method: string, params: JsonObject | undefine
     const notifications = params?.notifications;
     if (isObject(notifications) && notifications.taskIds !== undefined) return TASKS_REQUIRED;
   }
-  return {};
+  return NOTHING_REQUIRED;
 }
 
 /**
@@ -86,11 +88,11 @@ function missingPart(required: JsonObject, declared: JsonObject): JsonObject | u
 }
 
 /** The features of each capability an input request can need (requiredForInputRequest above). */
-const INPUT_FEATURES: Readonly<Record<string, readonly string[]>> = {
-  elicitation: ['form', 'url'],
-  sampling: ['tools', 'context'],
-  roots: [],
-};
+const INPUT_FEATURES: readonly (readonly [string, readonly string[]])[] = [
+  ['elicitation', ['form', 'url']],
+  ['sampling', ['tools', 'context']],
+  ['roots', []],
+];
 
 /**
  * What a request declared that an input request can need, and nothing else: what a call waiting for input
@@ -100,7 +102,7 @@ const INPUT_FEATURES: Readonly<Record<string, readonly string[]>> = {
 export function inputCapabilitiesOf(declared: ClientCapabilities): ClientCapabilities {
   const withForm = withImplicitForm(declared);
   const kept: ClientCapabilities = {};
-  for (const [capability, features] of Object.entries(INPUT_FEATURES)) {
+  for (const [capability, features] of INPUT_FEATURES) {
     const have = withForm[capability];
     if (!isObject(have)) continue;
     const present: JsonObject = {};
