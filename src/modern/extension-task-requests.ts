@@ -11,11 +11,11 @@ import type { RequestCaller } from '../protocol/caller.js';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { isObject, type JsonObject, type Request } from '../protocol/messages.js';
 import { callerOfExchange, type ModernAnswer, type ModernExchange } from '../protocol/modern/exchange.js';
-import type { PostedTask, RelayedRequest, TaskInputBoard } from '../tasks/store.js';
+import type { PostedTask, RelayedAnswer, RelayedRequest, TaskInputBoard } from '../tasks/store.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import type { ExtensionTask, Outcome } from './extension-task-record.js';
 import { TASK_NOT_FOUND } from './extension-task-wire.js';
-import { exchangeOf, relayedOf } from './relayed.js';
+import { exchangeOf, relayedAnswer, relayedOf } from './relayed.js';
 
 /** What the bridge lends the tasks extension: requests of its own to the Session, and answers to the server. */
 export interface SessionAccess {
@@ -175,7 +175,7 @@ export class TaskRequests {
   }
 
   /** A request another replica relayed here, if it is about a task held here. */
-  async serveRelayed(relayed: RelayedRequest): Promise<ModernAnswer> {
+  async serveRelayed(relayed: RelayedRequest): Promise<RelayedAnswer | undefined> {
     const taskId = relayed.request.params?.taskId;
     if (typeof taskId !== 'string' || this.options.host.held(taskId) === undefined) return undefined;
     const exchange: ModernExchange = exchangeOf(relayed, RELAY_WITHIN_MS);
@@ -186,6 +186,6 @@ export class TaskRequests {
         : method === 'tasks/cancel'
           ? await this.cancel(exchange)
           : undefined;
-    return answer;
+    return relayedAnswer(answer);
   }
 }

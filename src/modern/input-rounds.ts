@@ -29,7 +29,7 @@ import {
   requestDigest,
   type RequestStateSealer,
 } from '../protocol/modern/request-state.js';
-import type { RelayedRequest, TaskInputBoard } from '../tasks/store.js';
+import type { RelayedAnswer, RelayedRequest, TaskInputBoard } from '../tasks/store.js';
 import type { Arrival } from '../transport/channel.js';
 import { AS_THE_CLIENT_REFUSES, attribute, type Evidence } from '../protocol/attribution.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
@@ -39,7 +39,7 @@ import { LATER, type Call } from './bridge-call.js';
 import type { ShareLimits } from './caller-shares.js';
 import { ParkedCalls } from './parked-calls.js';
 import { MAY_ASK_FOR_INPUT, progressTokenOf } from './legacy-form.js';
-import { exchangeOf, relayedOf } from './relayed.js';
+import { exchangeOf, relayedAnswer, relayedOf } from './relayed.js';
 
 /** Whose a server request is: a call (asked as MRTR input) or a task (held as its input). */
 type InputOwner = { call: Call; task?: undefined } | { task: ExtensionTask; call?: undefined };
@@ -319,10 +319,10 @@ export class InputRounds {
   }
 
   /** A retry another replica carried here because its call waits here. */
-  private async serveRelayedRetry(relayed: RelayedRequest): Promise<ModernAnswer> {
+  private async serveRelayedRetry(relayed: RelayedRequest): Promise<RelayedAnswer | undefined> {
     const state = relayed.request.params?.requestState;
     if (typeof state !== 'string' || replicaNamedBy(state) !== this.options.replica) return undefined;
-    return this.options.host.handle(exchangeOf(relayed, RELAYED_RETRY_WITHIN_MS));
+    return relayedAnswer(await this.options.host.handle(exchangeOf(relayed, RELAYED_RETRY_WITHIN_MS)));
   }
 
   /** A parked call nobody came back for. */

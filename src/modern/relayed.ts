@@ -5,8 +5,8 @@
  */
 import type { CallerAccess } from '../protocol/caller.js';
 import type { Request } from '../protocol/messages.js';
-import type { ModernExchange } from '../protocol/modern/exchange.js';
-import type { RelayedRequest } from '../tasks/store.js';
+import type { ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
+import type { RelayedAnswer, RelayedRequest } from '../tasks/store.js';
 
 export function relayedOf(exchange: ModernExchange): RelayedRequest {
   const { principal, subject, caller, access } = exchange;
@@ -31,6 +31,15 @@ export function exchangeOf(relayed: RelayedRequest, withinMs: number): ModernExc
     signal: AbortSignal.timeout(withinMs),
     notify: () => undefined,
   };
+}
+
+/**
+ * What goes back to the replica that relayed a request: the response and whether it was refused, read
+ * off the answer here (a bytes answer makes its response only when read, which JSON would not do).
+ */
+export function relayedAnswer(answer: ModernAnswer): RelayedAnswer | undefined {
+  if (answer === undefined) return undefined;
+  return { response: answer.response, ...(answer.refused === true ? { refused: true } : {}) };
 }
 
 /**
