@@ -13,6 +13,7 @@ import { ErrorCode } from '../protocol/errors.js';
 import { envelopeOf } from '../protocol/envelope.js';
 import { digitsOf, serialize } from '../protocol/exact-ids.js';
 import { readHanded } from '../protocol/read-message.js';
+import { upstreamFrameRefusal } from '../session/bad-frames.js';
 import {
   errorResponse,
   isId,
@@ -361,7 +362,12 @@ export class ModernUpstreamTranslator implements Channel {
     const read = readHanded(raw, parsed, 'the upstream server');
     if (!read.ok) {
       this.logger.warn({ err: read.error }, 'modern upstream: unreadable message');
-      return;
+      // An answer it names fails now, as a 2025 server's does, rather than at the call's timeout.
+      const { fails } = upstreamFrameRefusal(read.error, read.value, raw);
+      const entry = fails === undefined ? undefined : this.inFlight.take(fails.id);
+      if (entry === undefined) return;
+      if ('settle' in entry) return entry.settle({ error: fails!.error });
+      return this.answerSession(entry.call, { error: fails!.error });
     }
     const message = read.message;
     if (message.kind === 'request') {
