@@ -32,3 +32,16 @@ export async function openSession(url: URL): Promise<string> {
   expect(accepted.status).toBe(202);
   return sessionId;
 }
+
+/** A `text` tool's call of `length` characters in the session, answered as one JSON body: that body. */
+export async function postTextCall(
+  url: URL,
+  sessionId: string,
+  id: string | number,
+  length: number,
+): Promise<string> {
+  const call = { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'text', arguments: { length } } };
+  const response = await post(url, call, inSession(sessionId));
+  expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+  return response.text();
+}

@@ -4,7 +4,6 @@
  * joined nor JSON.parsed, and scanned once. In the test's own process: startHttpGateway in front of a real
  * SDK server on real sockets, two sessions by hand at the front.
  */
-import { watchBytes } from '../helpers/byte-watch.js';
 import { once } from 'node:events';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -13,7 +12,8 @@ import { resolveConfig } from '../../src/config/load.js';
 import { serveHttp } from '../fixtures/http-serve.js';
 import { memoryGateway } from '../helpers/memory-gateway.js';
 import { runCleanups, type Cleanups } from '../helpers/upstream-harness.js';
-import { inSession, openSession, post } from '../helpers/raw-http.js';
+import { watchBytes } from '../helpers/byte-watch.js';
+import { openSession, postTextCall } from '../helpers/raw-http.js';
 
 const cleanups: Cleanups = [];
 afterEach(() => runCleanups(cleanups));
@@ -56,15 +56,7 @@ describe('issue 33: a big answer through a shared upstream', () => {
     const { value: answers, ...watch } = await watchBytes(LENGTH, () =>
       Promise.all(
         sessions.map(async (sessionId, k) => {
-          const call = {
-            jsonrpc: '2.0',
-            id: ids[k],
-            method: 'tools/call',
-            params: { name: 'text', arguments: { length: LENGTH } },
-          };
-          const response = await post(url, call, inSession(sessionId));
-          expect(response.headers.get('content-type')).toMatch(/^application\/json/);
-          return response.text();
+          return postTextCall(url, sessionId, ids[k]!, LENGTH);
         }),
       ),
     );

@@ -6,7 +6,6 @@
  * server on real sockets, through a proxy that relays its answers unchanged or laid out as Python writes
  * them (by moving bytes, not by parsing), and Streamable HTTP by hand at the front.
  */
-import { watchBytes } from '../helpers/byte-watch.js';
 import { once } from 'node:events';
 import { createServer, request as httpRequest } from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -16,7 +15,8 @@ import { resolveConfig } from '../../src/config/load.js';
 import { FixtureEventStore, serveHttp } from '../fixtures/http-serve.js';
 import { memoryGateway } from '../helpers/memory-gateway.js';
 import { listen, runCleanups, type Cleanups } from '../helpers/upstream-harness.js';
-import { inSession, openSession, post } from '../helpers/raw-http.js';
+import { watchBytes } from '../helpers/byte-watch.js';
+import { inSession, openSession, post, postTextCall } from '../helpers/raw-http.js';
 
 const cleanups: Cleanups = [];
 afterEach(() => runCleanups(cleanups));
@@ -129,15 +129,7 @@ describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () =
         // Joins of the answer by taskgate: whether it was handed on as the pieces it was read in; bytes
         // taskgate scans: the answer once, its scan going with it from the transport to the session.
         const { value: answer, ...watch } = await watchBytes(LENGTH, async () => {
-          const call = {
-            jsonrpc: '2.0',
-            id: 7,
-            method: 'tools/call',
-            params: { name: 'text', arguments: { length: LENGTH } },
-          };
-          const response = await post(url, call, inSession(sessionId));
-          expect(response.headers.get('content-type')).toMatch(/^application\/json/);
-          return response.text();
+          return postTextCall(url, sessionId, 7, LENGTH);
         });
         expect(watch.parsedAnywhere).toBe(0);
         expect(watch.joins).toEqual([]);
