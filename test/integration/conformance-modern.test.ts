@@ -76,17 +76,11 @@ describeTarget('the SDK v2 fixture directly', () => fixtureTarget('conformanceMo
  * Its 2025-11-25 run is a 2025 client of a 2026-07-28 server, through the translator (the server's
  * input_required rounds become 2025 requests to the client; ping and logging/setLevel are answered by
  * taskgate; resources/subscribe is followed by the subscriptions/listen taskgate holds upstream): the same
- * table as in front of conformance-server.js. One fixture serves both runs' sessions (`--upstream-sharing
- * shared`: a 2026-07-28 server keeps nothing per session); a fixture started for each scenario's session was
- * most of this file's CPU.
+ * table as in front of conformance-server.js.
  */
 describeTarget(
   "taskgate's modern front in front of the SDK v2 fixture",
-  () =>
-    gatewayTarget(
-      [process.execPath, FIXTURES.conformanceModern],
-      [...GATEWAY_FLAGS, '--upstream-sharing', 'shared'],
-    ),
+  () => gatewayTarget([process.execPath, FIXTURES.conformanceModern], GATEWAY_FLAGS),
   [run2026(THROUGH_TASKGATE_MODERN_2026), run2025(THROUGH_TASKGATE_2025_REQUIREMENTS)],
 );
 describeTarget(
