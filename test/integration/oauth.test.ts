@@ -19,7 +19,7 @@ import {
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { decodeProtectedHeader } from 'jose';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { httpTransport } from '../helpers/http-client.js';
 import { MODERN_VERSION } from '../helpers/modern-client.js';
 import { modernRequest } from '../helpers/modern-raw.js';
@@ -55,8 +55,13 @@ interface Setup {
   metadata: string;
 }
 
-async function start(options: { scopes?: string[]; extra?: string } = {}): Promise<Setup> {
-  as = await AuthorizationServer.start();
+interface Options {
+  scopes?: string[];
+  extra?: string;
+}
+
+async function open(options: Options): Promise<Setup> {
+  const as = await AuthorizationServer.start();
   const port = await freePort();
   const resource = `http://127.0.0.1:${port}/mcp`;
   const dir = mkdtempSync(join(tmpdir(), 'taskgate-oauth-'));
@@ -72,16 +77,58 @@ async function start(options: { scopes?: string[]; extra?: string } = {}): Promi
       options.extra ?? '',
     ].join('\n'),
   );
-  gateway = await Gateway.start(
-    [process.execPath, FIXTURES.legacy],
-    ['--config', config, '--listen', `127.0.0.1:${port}`, '--log-level', 'info'],
-  );
-  return {
-    as,
-    gateway,
-    resource,
-    metadata: `http://127.0.0.1:${port}/.well-known/oauth-protected-resource/mcp`,
-  };
+  try {
+    const gateway = await Gateway.start(
+      [process.execPath, FIXTURES.legacy],
+      ['--config', config, '--listen', `127.0.0.1:${port}`, '--log-level', 'info'],
+    );
+    return {
+      as,
+      gateway,
+      resource,
+      metadata: `http://127.0.0.1:${port}/.well-known/oauth-protected-resource/mcp`,
+    };
+  } catch (error) {
+    await as.close();
+    throw error;
+  }
+}
+
+/** A set-up of this test's own, for a test that changes the authorization server (keys, down). */
+async function start(options: Options = {}): Promise<Setup> {
+  const setup = await open(options);
+  ({ as, gateway } = setup);
+  return setup;
+}
+
+/**
+ * A set-up shared by the tests of the same options that leave the authorization server as it is: starting
+ * taskgate and the server is most of such a test's cost. Their clients still close after each test.
+ */
+const sharedSetups = new Map<string, Promise<Setup>>();
+const shared = (options: Options = {}): Promise<Setup> => {
+  const key = JSON.stringify({ scopes: ['mcp:tools'], ...options });
+  let setup = sharedSetups.get(key);
+  if (setup === undefined) sharedSetups.set(key, (setup = open(options)));
+  return setup;
+};
+afterAll(async () => {
+  const setups = await Promise.allSettled(sharedSetups.values());
+  sharedSetups.clear();
+  for (const setup of setups) {
+    if (setup.status !== 'fulfilled') continue;
+    await setup.value.gateway.stop();
+    await setup.value.as.close();
+  }
+});
+
+/**
+ * Resolves once `gateway` has logged `text` once more than when this was called: a shared gateway's log
+ * holds the earlier tests' lines too.
+ */
+function loggedFromNow(gateway: Gateway): (text: string) => Promise<void> {
+  const before = gateway.stderr;
+  return (text) => gateway.logged(text, undefined, before.split(text).length);
 }
 
 const post = (url: URL | string, headers: Record<string, string> = {}, body: unknown = INITIALIZE) =>
@@ -120,7 +167,7 @@ async function clientWithToken(url: URL, token: { current: string }): Promise<Cl
 
 describe('Protected Resource Metadata and challenges', () => {
   it('serves the metadata at the path-suffixed and the root well-known URI, naming the issuer', async () => {
-    const { as, gateway, resource, metadata } = await start({ scopes: ['mcp:tools', 'mcp:admin'] });
+    const { as, gateway, resource, metadata } = await shared({ scopes: ['mcp:tools', 'mcp:admin'] });
     for (const url of [metadata, new URL('/.well-known/oauth-protected-resource', gateway.url).href]) {
       const response = await fetch(url);
       expect(response.status).toBe(200);
@@ -135,7 +182,7 @@ describe('Protected Resource Metadata and challenges', () => {
   });
 
   it('answers a request without a token 401 with resource_metadata and scope, as the spec example', async () => {
-    const { gateway, metadata } = await start();
+    const { gateway, metadata } = await shared();
     const response = await post(gateway.url);
     expect(response.status).toBe(401);
     expect(response.headers.get('www-authenticate')).toBe(
@@ -147,7 +194,7 @@ describe('Protected Resource Metadata and challenges', () => {
   });
 
   it('answers a token for another resource, an expired one and one not valid yet 401 invalid_token', async () => {
-    const { as, gateway, resource, metadata } = await start();
+    const { as, gateway, resource, metadata } = await shared();
     const cases = [
       [await as.token('http://127.0.0.1:1/other-server'), 'the token was not issued for this resource'],
       [await as.sign({ aud: resource }, { expiresIn: -120 }), 'the token has expired'],
@@ -167,7 +214,7 @@ describe('Protected Resource Metadata and challenges', () => {
   });
 
   it('answers a 2026-07-28 request as a 2025 one: 401 without a token or with a foreign one', async () => {
-    const { as, gateway, resource, metadata } = await start();
+    const { as, gateway, resource, metadata } = await shared();
     const discover = {
       jsonrpc: '2.0',
       id: 1,
@@ -202,7 +249,7 @@ describe('Protected Resource Metadata and challenges', () => {
   });
 
   it('answers a malformed authorization request 400 invalid_request: a bad Bearer header, a token in the URI', async () => {
-    const { as, gateway, resource, metadata } = await start();
+    const { as, gateway, resource, metadata } = await shared();
     const token = await as.token(resource);
     const twoTokens = await post(gateway.url, { authorization: `Bearer ${token} ${token}` });
     expect(twoTokens.status).toBe(400);
@@ -221,7 +268,7 @@ describe('Protected Resource Metadata and challenges', () => {
   });
 
   it('answers a token without the scope required 403 insufficient_scope, naming the scope', async () => {
-    const { as, gateway, resource, metadata } = await start({ scopes: ['mcp:tools', 'mcp:admin'] });
+    const { as, gateway, resource, metadata } = await shared({ scopes: ['mcp:tools', 'mcp:admin'] });
     const response = await post(gateway.url, {
       authorization: `Bearer ${await as.token(resource, 'mcp:tools')}`,
     });
@@ -234,7 +281,7 @@ describe('Protected Resource Metadata and challenges', () => {
 
 describe('the SDK client with tokens of the authorization server', () => {
   it("finds the authorization server from taskgate's 401 and gets a token for taskgate by itself", async () => {
-    const { as, gateway } = await start();
+    const { as, gateway } = await shared();
     const client = new Client({ name: 'oauth-test', version: '1' });
     await client.connect(
       httpTransport(gateway.url, {
@@ -253,7 +300,7 @@ describe('the SDK client with tokens of the authorization server', () => {
   });
 
   it('keeps the session and its tasks across a token refresh: the caller is the issuer and subject', async () => {
-    const { as, gateway, resource } = await start();
+    const { as, gateway, resource } = await shared();
     const token = { current: await as.token(resource) };
     const client = await clientWithToken(gateway.url, token);
     const sessionId = (client.transport as StreamableHTTPClientTransport).sessionId;
@@ -273,7 +320,7 @@ describe('the SDK client with tokens of the authorization server', () => {
   });
 
   it('refuses a token for another resource before any MCP processing, in an open session too', async () => {
-    const { as, gateway, resource } = await start();
+    const { as, gateway, resource } = await shared();
     const token = { current: await as.token(resource) };
     const client = await clientWithToken(gateway.url, token);
     token.current = await as.token('http://127.0.0.1:1/other-server');
@@ -381,7 +428,8 @@ describe('authorization rules (auth.rules) with the groups and scopes of real to
     setup.as.token(setup.resource, scope, client);
 
   it('hides and refuses a tool to a caller without the right, lets an operator call it, and audits the refusal', async () => {
-    const setup = await start({ extra: RULES });
+    const setup = await shared({ extra: RULES });
+    const logged = loggedFromNow(setup.gateway);
     const alice = await clientWithToken(setup.gateway.url, { current: await tokenOf(setup, STAFF_CLIENT) });
     const olga = await clientWithToken(setup.gateway.url, { current: await tokenOf(setup, OPERATOR_CLIENT) });
     const listed = async (client: Client) => (await client.listTools()).tools.map((tool) => tool.name);
@@ -396,7 +444,7 @@ describe('authorization rules (auth.rules) with the groups and scopes of real to
     expect((await olga.callTool({ name: 'large', arguments: { bytes: 3 } })).content).toEqual([
       { type: 'text', text: 'xxx' },
     ]);
-    await setup.gateway.logged('"event":"access.denied","right":"tool","tool":"large","subject":"alice"');
+    await logged('"event":"access.denied","right":"tool","tool":"large","subject":"alice"');
 
     // A 2026-07-28 client, stateless POSTs with the same tokens: the same outcomes.
     const bearer = async (client: OAuthClient) => ({
@@ -434,7 +482,8 @@ describe('authorization rules (auth.rules) with the groups and scopes of real to
   });
 
   it("hides and refuses it to a 2026-07-28 SDK v2 client too, whose own OAuth client finds the server from taskgate's 401", async () => {
-    const setup = await start({ extra: RULES });
+    const setup = await shared({ extra: RULES });
+    const logged = loggedFromNow(setup.gateway);
     const modernClientOf = async (client: OAuthClient) => {
       const modern = new ModernClient(
         { name: 'oauth-v2', version: '1' },
@@ -465,11 +514,12 @@ describe('authorization rules (auth.rules) with the groups and scopes of real to
     expect((await olga.callTool({ name: 'large', arguments: { bytes: 3 } })).content).toEqual([
       { type: 'text', text: 'xxx' },
     ]);
-    await setup.gateway.logged('"event":"access.denied","right":"tool","tool":"large","subject":"alice"');
+    await logged('"event":"access.denied","right":"tool","tool":"large","subject":"alice"');
   });
 
   it("lets an operator read another caller's task; others get the unknown-task answer, and no tasks/list", async () => {
-    const setup = await start({ extra: RULES });
+    const setup = await shared({ extra: RULES });
+    const logged = loggedFromNow(setup.gateway);
     const alice = await clientWithToken(setup.gateway.url, { current: await tokenOf(setup, STAFF_CLIENT) });
     const { task } = await alice.request(
       { method: 'tools/call', params: { name: 'sleep', arguments: { ms: 200 }, task: {} } },
@@ -488,12 +538,13 @@ describe('authorization rules (auth.rules) with the groups and scopes of real to
     const result = await olga.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
     expect(result.content).toEqual([{ type: 'text', text: 'slept 200 ms' }]);
     expect((await olga.experimental.tasks.listTasks()).tasks).toEqual([]);
-    await setup.gateway.logged('"event":"task.others"');
-    await setup.gateway.logged('"event":"access.denied","right":"tasks/list"');
+    await logged('"event":"task.others"');
+    await logged('"event":"access.denied","right":"tasks/list"');
   });
 
   it('answers /metrics and /dashboard 403 to a caller without the right, each by its own right', async () => {
-    const setup = await start({ extra: RULES, scopes: ['mcp:tools'] });
+    const setup = await shared({ extra: RULES, scopes: ['mcp:tools'] });
+    const logged = loggedFromNow(setup.gateway);
     const page = async (path: string, token: string) =>
       (await fetch(new URL(path, setup.gateway.url), { headers: { authorization: `Bearer ${token}` } }))
         .status;
@@ -503,7 +554,7 @@ describe('authorization rules (auth.rules) with the groups and scopes of real to
     expect([await page('/metrics', staff), await page('/dashboard', staff)]).toEqual([403, 403]);
     expect([await page('/metrics', operator), await page('/dashboard', operator)]).toEqual([200, 200]);
     expect([await page('/metrics', admin), await page('/dashboard', admin)]).toEqual([403, 200]);
-    await setup.gateway.logged('"event":"access.denied","right":"metrics","subject":"alice"');
+    await logged('"event":"access.denied","right":"metrics","subject":"alice"');
   });
 });
 
