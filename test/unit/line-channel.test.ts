@@ -92,4 +92,15 @@ describe('LineChannel', () => {
     await once(output, 'finish');
     expect(output.writes).toEqual(['{"last":true}\n']);
   });
+
+  it('still writes what later reads make after the handling of one threw', () => {
+    const { channel, output } = channelWriting();
+    const { read } = reading((raw) => {
+      channel.sendRaw(raw);
+      if (raw.toString() === '{"id":1}') throw new Error('handler failed');
+    });
+    expect(() => read('{"id":1}\n')).toThrow('handler failed');
+    read('{"id":2}\n');
+    expect(output.writes).toEqual(['{"id":1}\n', '{"id":2}\n']);
+  });
 });
