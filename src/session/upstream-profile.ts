@@ -50,9 +50,11 @@ export class UpstreamProfile {
 
   /** Whether the upstream declared tasks for this request type (`tasks.requests.<a>.<b>` for "a/b"). */
   takesTask(method: string): boolean {
-    const [category, action] = method.split('/');
     const requests = this.ownTasks?.requests;
-    const byCategory = isObject(requests) && category !== undefined ? requests[category] : undefined;
+    // Asked twice for every tools/call: no split (an array and two strings) for a server without tasks.
+    if (!isObject(requests)) return false;
+    const [category, action] = method.split('/');
+    const byCategory = category !== undefined ? requests[category] : undefined;
     return isObject(byCategory) && action !== undefined && isObject(byCategory[action]);
   }
 

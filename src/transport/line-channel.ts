@@ -11,6 +11,29 @@ import { PausableInput, type Flow } from './valve.js';
 
 /** Written after every message: one Buffer for all, where the string '\n' was encoded into a new one each time. */
 const NEWLINE = Buffer.from('\n');
+const NEWLINE_BYTE = 0x0a;
+/** A line of fewer bytes is copied to be written with its newline as one Buffer (see `held`). */
+const HELD_BELOW_BYTES = 4096;
+
+/**
+ * Reads of any LineChannel under way (one inside another when a write is read at once), and the channels
+ * with a line held until the outermost ends: what a read makes is written when its handling is over.
+ */
+let readsUnderWay = 0;
+const holding: LineChannel[] = [];
+
+/** The line and its newline in one Buffer (from the pool: Buffer.concat costs twice this). */
+function withNewline(raw: Buffer): Buffer {
+  const line = Buffer.allocUnsafe(raw.length + 1);
+  line.set(raw);
+  line[raw.length] = NEWLINE_BYTE;
+  return line;
+}
+
+function readEnded(): void {
+  if (--readsUnderWay > 0) return;
+  for (const channel of holding.splice(0)) channel.writeHeld();
+}
 
 export class LineChannel implements Channel {
   private handlers: ChannelHandlers | undefined;
@@ -19,6 +42,12 @@ export class LineChannel implements Channel {
   private closedByOwner = false;
   /** Writes are held until the end of the tick (see sendRaw). */
   private corked = false;
+  /**
+   * The one line sent during a read, newline included, written when the read ends: alone, it is one
+   * write(), with no cork, no tick deferred to uncork and no writev; a second line corks the stream
+   * with this one first (corkForTick), as every line sent outside a read is.
+   */
+  private held: Buffer | string | undefined;
   /** Undoes this channel's input feeding its valves. */
   private unfeed: (() => void)[] = [];
 
@@ -51,7 +80,14 @@ export class LineChannel implements Channel {
         return receiver?.pieces === undefined ? undefined : receiver.pieces.bind(receiver);
       },
     });
-    this.input.on('data', (chunk: Buffer) => framer.push(chunk));
+    this.input.on('data', (chunk: Buffer) => {
+      readsUnderWay++;
+      try {
+        framer.push(chunk);
+      } finally {
+        readEnded();
+      }
+    });
     const input = new PausableInput(this.input);
     this.unfeed = (this.flow.reads ?? []).map((valve) => valve.feed(input));
     if (this.closeOnEnd) this.input.on('end', () => this.inputEnded());
@@ -61,6 +97,10 @@ export class LineChannel implements Channel {
 
   sendRaw(raw: Buffer | string): void {
     if (this.closed) return;
+    if (readsUnderWay > 0 && !this.corked && this.held === undefined) {
+      if (typeof raw === 'string') return this.hold(raw + '\n');
+      if (raw.length < HELD_BELOW_BYTES) return this.hold(withNewline(raw));
+    }
     this.corkForTick();
     // A forwarded message (bytes) is not copied to append its newline; a string one is, cheaply, to be
     // one write, not two, in the stream's queue.
@@ -91,6 +131,24 @@ export class LineChannel implements Channel {
     this.corked = true;
     this.output.cork();
     process.nextTick(this.uncork);
+    const held = this.held;
+    this.held = undefined;
+    if (held !== undefined) this.output.write(held);
+  }
+
+  private hold(line: Buffer | string): void {
+    this.held = line;
+    holding.push(this);
+  }
+
+  /** The read that held a line is over (readEnded), or the channel closes: it is written. */
+  writeHeld(): void {
+    const line = this.held;
+    if (line === undefined) return;
+    this.held = undefined;
+    if (this.closed) return;
+    this.output.write(line);
+    this.flow.writes?.wrote(this.output);
   }
 
   private readonly uncork = (): void => {
@@ -104,6 +162,7 @@ export class LineChannel implements Channel {
 
   /** Ends the output. The input ending after this (the peer following suit) is the close's doing: not reported. */
   async close(): Promise<void> {
+    this.writeHeld();
     this.closed = true;
     this.stopFeeding();
     this.closedByOwner = true;
