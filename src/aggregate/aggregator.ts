@@ -13,7 +13,6 @@ import { carriedCancellation, Correlation } from '../protocol/correlation.js';
 import { ErrorCode, type JsonRpcErrorObject, ProtocolError } from '../protocol/errors.js';
 import {
   errorResponse,
-  idKey,
   isObject,
   successResponse,
   type JsonObject,
@@ -421,12 +420,10 @@ export class Aggregator implements TaskHolder {
   private notification(raw: Buffer, notification: Notification, parsed: object | undefined): void {
     if (notification.method === 'notifications/cancelled') {
       const requestId = notification.params?.requestId;
-      const key =
-        typeof requestId === 'string' || typeof requestId === 'number' ? idKey(requestId) : undefined;
-      if (key === undefined) return;
-      this.options.serverTasks?.cancelled(key);
+      if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
+      this.options.serverTasks?.cancelled(requestId);
       // Its answer, if the server still sends one, is not the client's to get.
-      const withdrawn = this.routed.withdraw(requestId as RequestId);
+      const withdrawn = this.routed.withdraw(requestId);
       if (withdrawn === undefined) return;
       const [wireId, { member }] = withdrawn;
       if (wireId === requestId) member.sendRaw(raw, undefined, parsed);
