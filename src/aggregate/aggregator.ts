@@ -13,7 +13,6 @@ import { carriedCancellation, Correlation } from '../protocol/correlation.js';
 import { ErrorCode, type JsonRpcErrorObject, ProtocolError } from '../protocol/errors.js';
 import {
   errorResponse,
-  idKey,
   isObject,
   successResponse,
   type JsonObject,
@@ -162,8 +161,19 @@ export class Aggregator implements TaskHolder {
     }
     const { message } = read;
     if (message.kind === 'request') return void this.request(message.msg);
-    if (message.kind === 'notification') return this.notification(raw, message.msg, parsed);
+    if (message.kind === 'notification') return this.notification(message.msg, { raw, parsed });
     this.serverRequests.answered(message.msg);
+  }
+
+  /** A request of a client that hands values, not bytes (the 2026-07-28 bridge, modern.ts). */
+  take(request: Request): void {
+    void this.request(request);
+  }
+
+  /** A notification or an answer of a client that hands values (the 2026-07-28 bridge). */
+  takeMessage(message: Notification | Response): void {
+    if ('method' in message) this.notification(message);
+    else this.serverRequests.answered(message);
   }
 
   private async request(request: Request): Promise<void> {
@@ -418,24 +428,28 @@ export class Aggregator implements TaskHolder {
     member.send(wireId === request.id ? request : { ...request, id: wireId });
   }
 
-  private notification(raw: Buffer, notification: Notification, parsed: object | undefined): void {
+  /** `bytes`: what it was read from, relayed as they are; a value handed without them is sent as one. */
+  private notification(
+    notification: Notification,
+    bytes?: { raw: Buffer; parsed: object | undefined },
+  ): void {
+    const relay = (member: Member): void =>
+      bytes === undefined ? member.send(notification) : member.sendRaw(bytes.raw, undefined, bytes.parsed);
     if (notification.method === 'notifications/cancelled') {
       const requestId = notification.params?.requestId;
-      const key =
-        typeof requestId === 'string' || typeof requestId === 'number' ? idKey(requestId) : undefined;
-      if (key === undefined) return;
-      this.options.serverTasks?.cancelled(key);
+      if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
+      this.options.serverTasks?.cancelled(requestId);
       // Its answer, if the server still sends one, is not the client's to get.
-      const withdrawn = this.routed.withdraw(requestId as RequestId);
+      const withdrawn = this.routed.withdraw(requestId);
       if (withdrawn === undefined) return;
       const [wireId, { member }] = withdrawn;
-      if (wireId === requestId) member.sendRaw(raw, undefined, parsed);
+      if (wireId === requestId) relay(member);
       else member.send(carriedCancellation(notification, wireId));
       return;
     }
     if (notification.method === 'notifications/initialized') this.clientInitialized = true;
     // initialized, roots/list_changed and the rest concern every server.
-    for (const member of this.serving()) member.sendRaw(raw, undefined, parsed);
+    for (const member of this.serving()) relay(member);
   }
 
   private fromMember(

@@ -20,6 +20,7 @@ import type { HttpSession } from '../transport/http-session.js';
 import { telemetry } from '../telemetry/telemetry.js';
 import { upstreamProblem } from '../upstream-readiness.js';
 import { sharedSessionRules } from '../session/shared-sessions.js';
+import { ValueClient } from '../session/value-client.js';
 import { UpstreamPool } from '../transport/upstream-pool.js';
 import { isObject } from '../protocol/messages.js';
 import { openUpstream, type UpstreamOptions } from '../upstream.js';
@@ -141,18 +142,16 @@ export function aggregatedSessions(
     openModern: async (first) => {
       const id = `modern-${randomUUID()}`;
       const sessionLogger = logger.child({ session: 'modern' });
-      const { bridge, aggregatorSide } = aggregatorBridge(
-        () => aggregator,
-        sessionLogger,
-        core.sessionOptions(id, sessionLogger),
-      );
       let ended!: () => void;
       const over = new Promise<void>((resolve) => (ended = resolve));
-      const aggregator = await serve(id, sessionLogger, modernCaller(first), aggregatorSide, ended).catch(
-        async (error: unknown) => {
-          await bridge.close();
-          throw error;
-        },
+      // The bridge hands its aggregator values; what the aggregator sends before the bridge listens waits.
+      const values = new ValueClient();
+      const aggregator = await serve(id, sessionLogger, modernCaller(first), values, ended);
+      const bridge = aggregatorBridge(
+        aggregator,
+        values,
+        sessionLogger,
+        core.sessionOptions(id, sessionLogger),
       );
       // Its servers' Sessions linger for their tasks once the aggregator closes them.
       return { bridge, ended: over, retire: () => aggregator.close(), close: () => aggregator.close() };

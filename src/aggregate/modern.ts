@@ -4,18 +4,17 @@
  * aggregator's merged initialize (the servers' capabilities as the union, taskgate's serverInfo, each
  * server's instructions under its name), the lists are the merged ones, a tool is decided by what its own
  * server's Session knows of it (Aggregator.toolFacts), and the bridge's tasks extension and MRTR rounds
- * work on the ids and requests the aggregator gives it, whichever server they come from. What the bridge
- * hands its Session (requests, its handshake's end, cancellations, answers) reaches the aggregator as
- * messages on the channel between them, and what the aggregator sends comes back on it, read into the
- * values the bridge takes: the Sessions behind it serve one caller each (the stdio client, or the one HTTP
- * caller whose bridge this is), who stands for them all.
+ * work on the ids and requests the aggregator gives it, whichever server they come from. Nothing between
+ * them is serialized: what the bridge hands its Session (requests, its handshake's end, cancellations,
+ * answers) the aggregator takes as values (`take`, `takeMessage`), and what the aggregator sends its client
+ * reaches the bridge as the values it made or read (session/value-client.ts), as a Session's does. The
+ * Sessions behind it serve one caller each (the stdio client, or the one HTTP caller whose bridge this is),
+ * who stands for them all.
  */
-import { serialize } from '../protocol/exact-ids.js';
 import { errorResponse, type Request } from '../protocol/messages.js';
 import { decideToolCall, refusalOf, taskOf } from '../session/decide.js';
 import type { RequestContext } from '../session/request-contexts.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
-import { readHanded } from '../protocol/read-message.js';
 import { ALL_VERSIONS } from '../protocol/versions.js';
 import type { Logger } from 'pino';
 import { ModernBridge } from '../modern/bridge.js';
@@ -28,43 +27,30 @@ import {
   modernTaskShares,
 } from '../modern/defaults.js';
 import type { SessionOptions } from '../session/session.js';
-import type { Channel } from '../transport/channel.js';
-import { memoryChannelPair } from '../transport/memory-channel.js';
+import type { ValueClient } from '../session/value-client.js';
 import type { Aggregator } from './aggregator.js';
 
-export interface AggregatorBridge {
-  bridge: ModernBridge;
-  /** The channel the aggregator is to serve: the bridge is its client. */
-  aggregatorSide: Channel;
-}
-
 /**
- * A started bridge, the client of the aggregator yet to be put on `aggregatorSide` (`aggregator`, once
- * made), whose tool calls that aggregator decides (toolFacts, toolsKnown). `given`: what a Session of this
- * front is given (its id, the task store, the audit log), for the bridge's own share of it.
+ * A started bridge, the client of `aggregator`, which serves `client` (the bridge's end of it) and decides
+ * its tool calls (toolFacts, toolsKnown). `given`: what a Session of this front is given (its id, the task
+ * store, the audit log), for the bridge's own share of it.
  */
 export function aggregatorBridge(
-  aggregator: () => Pick<Aggregator, 'toolFacts' | 'toolsKnown'>,
+  aggregator: Pick<Aggregator, 'toolFacts' | 'toolsKnown' | 'take' | 'takeMessage'>,
+  client: ValueClient,
   logger: Logger,
   given: Pick<SessionOptions, 'id' | 'store' | 'config' | 'audit'>,
-): AggregatorBridge {
-  const pair = memoryChannelPair();
+): ModernBridge {
   const bridge = new ModernBridge({
-    // Its answer comes back on the channel, where the bridge takes it as any answer of its Session's.
+    // Its answer comes back through `client`, where the bridge takes it as any answer of its Session's.
     session: {
       take: (request, context) => {
-        const decided = decidedHere(request, context, (name) => aggregator().toolFacts(name));
-        if (decided !== undefined) pair.b.sendRaw(serialize(decided));
+        const decided = decidedHere(request, context, (name) => aggregator.toolFacts(name));
+        if (decided !== undefined) aggregator.take(decided);
       },
-      takeMessage: (message) => pair.b.sendRaw(serialize(message)),
-      listen: (receiver) =>
-        pair.b.start({
-          message: (raw, arrival, parsed) =>
-            receiver.message(readHanded(raw, parsed, 'the aggregator'), arrival, raw.byteLength),
-          malformed: () => undefined,
-          closed: ({ reason }) => receiver.closed(reason),
-        }),
-      end: () => pair.b.close(),
+      takeMessage: (message) => aggregator.takeMessage(message),
+      listen: (receiver) => client.listen(receiver),
+      end: () => client.end(),
     },
     logger,
     supportedVersions: ALL_VERSIONS,
@@ -73,7 +59,7 @@ export function aggregatorBridge(
     parkedShares: MODERN_PARKED_SHARES,
     listenShares: MODERN_LISTEN_SHARES,
     clientInfo: TASKGATE_INFO,
-    toolsKnown: () => aggregator().toolsKnown(),
+    toolsKnown: () => aggregator.toolsKnown(),
     taskShares: modernTaskShares(given.config.tasks.maxTasks),
     ...(given.store.inputs === undefined ? {} : { taskInputs: given.store.inputs }),
     // Limits are each server's Session's to count (upstreams.<name>.limits), as for a 2025 client.
@@ -81,7 +67,7 @@ export function aggregatorBridge(
     ...(given.audit === undefined ? {} : { audit: { log: given.audit, session: given.id } }),
   });
   bridge.start();
-  return { bridge, aggregatorSide: pair.a };
+  return bridge;
 }
 
 /**

@@ -14,10 +14,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { RequestCaller } from '../protocol/caller.js';
+import { Correlation } from '../protocol/correlation.js';
 import { ErrorCode, ProtocolError } from '../protocol/errors.js';
 import {
   errorResponse,
-  idKey,
   isObject,
   RELATED_TASK_META,
   successResponse,
@@ -348,8 +348,11 @@ export class ReplicaTasks {
 export class SessionServerTasks {
   /** Its servers' own tasks, by the id the client sees. */
   private readonly own = new Set<string>();
-  /** tasks/* requests asked where their task is held, by the client's request id (idKey). */
-  private readonly asking = new Map<string | number, AbortController>();
+  /**
+   * tasks/* requests asked where their task is held, by the client's request id: its cancellation withdraws
+   * the one it names (the first of two sent with one id), and one that ends takes out only its own entry.
+   */
+  private readonly asking = new Correlation<AbortController>();
   /**
    * Put before the id of each of its servers' own tasks: another process of the same server (on another
    * replica, or for another session) may mint the same ids, which are then told apart on the board.
@@ -434,9 +437,9 @@ export class SessionServerTasks {
     return this.replicas.carryInput(taskId, { ...request, ...(params && { params }) }, reply);
   }
 
-  /** The client cancelled its request `key` (idKey): it is no longer asked elsewhere. */
-  cancelled(key: string | number): void {
-    this.asking.get(key)?.abort();
+  /** The client cancelled its request `id`: it is no longer asked elsewhere. */
+  cancelled(id: RequestId): void {
+    this.asking.withdraw(id)?.[1].abort();
   }
 
   listedElsewhere(
@@ -447,7 +450,7 @@ export class SessionServerTasks {
   }
 
   close(holder: TaskHolder): void {
-    for (const asking of this.asking.values()) asking.abort();
+    for (const asking of this.asking.drain()) asking.abort();
     this.replicas.forget(holder);
     this.own.clear();
   }
@@ -458,9 +461,8 @@ export class SessionServerTasks {
     deliver: () => void,
     answer: (response: Response) => void,
   ): Promise<void> {
-    const key = idKey(request.id);
     const asking = new AbortController();
-    this.asking.set(key, asking);
+    const key = this.asking.forward(request.id, asking);
     // What the server asks on the way is asked of the client until it is no longer waiting.
     const input = async (asked: Request): Promise<Response> =>
       (asking.signal.aborted ? undefined : await holder.askClient(asked, request.id, asking.signal)) ??
@@ -471,7 +473,8 @@ export class SessionServerTasks {
     const got = await this.replicas
       .elsewhere(request, taskId, this.caller, holder, asking.signal, input)
       .catch(() => undefined);
-    this.asking.delete(key);
+    // Withdrawn by a cancellation, its key may be another request's by now.
+    if (this.asking.get(key) === asking) this.asking.take(key);
     if (asking.signal.aborted) return;
     if (got === undefined) deliver();
     else answer(got);

@@ -11,6 +11,7 @@ import { openStdioCore } from '../stdio-core.js';
 import { LineChannel } from '../transport/line-channel.js';
 import { Valve } from '../transport/valve.js';
 import { ModernChannelFront } from '../modern/channel-front.js';
+import { ValueClient } from '../session/value-client.js';
 import { opensModernConnection } from '../modern/era.js';
 import { DeferredChannel } from '../transport/deferred-channel.js';
 import { awaitFirstMessage } from '../transport/held-channel.js';
@@ -83,13 +84,10 @@ export async function startAggregatedStdio(config: Config): Promise<number> {
     aggregator.start();
     void awaitFirstMessage(client).then(({ first, channel }) => {
       if (first === undefined || !opensModernConnection(first)) return clientSide.connect(channel);
-      // A 2026-07-28 client: the bridge is the aggregator's 2025 client.
-      const { bridge, aggregatorSide } = aggregatorBridge(
-        () => aggregator,
-        logger,
-        core.sessionOptions(id, logger),
-      );
-      clientSide.connect(aggregatorSide);
+      // A 2026-07-28 client: the bridge is the aggregator's 2025 client, handing it values.
+      const values = new ValueClient();
+      clientSide.connect(values);
+      const bridge = aggregatorBridge(aggregator, values, logger, core.sessionOptions(id, logger));
       new ModernChannelFront(channel, bridge, logger, () => aggregator.close()).start();
     });
     states = () => aggregator.servers();

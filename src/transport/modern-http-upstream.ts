@@ -10,13 +10,13 @@
  * error naming why, so that nothing waits for an answer that cannot come.
  */
 import type { Logger } from 'pino';
+import { Correlation } from '../protocol/correlation.js';
 import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { withExactId } from '../protocol/exact-ids.js';
 import { idOfOversized, parseFrame } from '../protocol/frames.js';
 import {
   classify,
   errorResponse,
-  idKey,
   isObject,
   metaOf,
   type JsonObject,
@@ -63,16 +63,24 @@ export interface ModernHttpUpstreamOptions {
   maxMessageBytes: number;
 }
 
+/** One request's POST while it is open: what aborts it, and whether its answer teaches tools' headers. */
+interface Post {
+  id: RequestId;
+  /** Its key in `open`: its id, unless another POST in flight held that when it was made. */
+  key: RequestId;
+  controller: AbortController;
+  listing: boolean;
+}
+
 export class ModernHttpUpstream implements Channel {
   private handlers: ChannelHandlers | undefined;
   private readonly origin: HttpOrigin;
   /**
-   * Each request's POST, to abort, while it is open. No correlation table: its ids are the translator's wire
-   * ids, which the translator's engine minted and correlates.
+   * Each request's POST until its answer, by the translator's id: a cancellation withdraws the POST it
+   * names (the first of two sent with one id); an answer takes out its own POST, never another's, before
+   * it is handed on (the id is free again for whatever the translator sends next).
    */
-  private readonly open = new Map<string | number, AbortController>();
-  /** tools/list requests in flight: their answers teach each tool's header parameters. */
-  private readonly listing = new Set<string | number>();
+  private readonly open = new Correlation<Post>();
   private readonly toolHeaders = new Map<string, HeaderParam[]>();
   private closed = false;
 
@@ -112,7 +120,7 @@ export class ModernHttpUpstream implements Channel {
     if (message.kind === 'notification' && message.msg.method === 'notifications/cancelled') {
       const requestId = message.msg.params?.requestId;
       if (typeof requestId === 'string' || typeof requestId === 'number') {
-        this.open.get(idKey(requestId))?.abort();
+        this.open.withdraw(requestId)?.[1].controller.abort();
       }
       return;
     }
@@ -124,16 +132,15 @@ export class ModernHttpUpstream implements Channel {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const controller of this.open.values()) controller.abort();
-    this.open.clear();
+    for (const { controller } of this.open.drain()) controller.abort();
     await this.origin.close();
   }
 
   private async post(request: Request, body: Buffer): Promise<void> {
-    const key = idKey(request.id);
     const controller = new AbortController();
-    this.open.set(key, controller);
-    if (request.method === 'tools/list') this.listing.add(key);
+    const { id } = request;
+    const post: Post = { id, key: id, controller, listing: request.method === 'tools/list' };
+    post.key = this.open.forward(id, post);
     try {
       let reply = await this.origin.request('POST', this.headersFor(request), controller.signal, body);
       if (reply.statusCode === 401 && this.origin.renewsOwnToken) {
@@ -141,16 +148,20 @@ export class ModernHttpUpstream implements Channel {
         discard(reply.body);
         reply = await this.origin.request('POST', this.headersFor(request), controller.signal, body);
       }
-      await this.answer(request.id, reply);
+      await this.answer(post, reply);
     } catch (error) {
       // Given up (cancelled, or closing): whoever cancelled answers for it.
       if (!controller.signal.aborted) {
-        this.fail(request.id, `Upstream server unavailable: ${networkReason(error)}`);
+        this.fail(post, `Upstream server unavailable: ${networkReason(error)}`);
       }
     } finally {
-      this.open.delete(key);
-      this.listing.delete(key);
+      this.settled(post);
     }
+  }
+
+  /** The POST is answered (or over): out of `open`, unless a cancellation took it (its key may be another's). */
+  private settled(post: Post): void {
+    if (this.open.get(post.key) === post) this.open.take(post.key);
   }
 
   private headersFor(request: Request): Record<string, string> {
@@ -173,44 +184,46 @@ export class ModernHttpUpstream implements Channel {
   }
 
   /** The reply to one POST: its JSON answer, or every message of its event stream. */
-  private async answer(id: RequestId, reply: Reply): Promise<void> {
+  private async answer(post: Post, reply: Reply): Promise<void> {
     if (reply.statusCode === 401 && this.origin.refusalIsCallers) {
       discard(reply.body);
-      const raw = upstreamUnauthorized(id, header(reply, 'www-authenticate'));
-      return void this.handlers?.message(raw, { onStreamOf: id });
+      const raw = upstreamUnauthorized(post.id, header(reply, 'www-authenticate'));
+      this.settled(post);
+      return void this.handlers?.message(raw, { onStreamOf: post.id });
     }
     const type = mediaType(reply);
     if (reply.statusCode >= 200 && reply.statusCode < 300 && type === 'text/event-stream') {
-      return this.readStream(id, reply);
+      return this.readStream(post, reply);
     }
     if (type !== 'application/json') {
       discard(reply.body);
-      return this.fail(id, `Upstream server unavailable: ${statusLine(reply.statusCode)}`);
+      return this.fail(post, `Upstream server unavailable: ${statusLine(reply.statusCode)}`);
     }
     const read = await readScanned(reply.body, this.options.maxMessageBytes);
     if (read === undefined) {
       return this.fail(
-        id,
+        post,
         `The upstream's answer is larger than maxMessageBytes (${this.options.maxMessageBytes})`,
       );
     }
     // A refusal comes with a JSON-RPC error for the request (400 -32020, 404 -32601): that is its answer.
     const { raw, scanned } = read;
-    const taken = this.deliverScanned(id, raw, scanned) ?? this.deliver(id, joined(raw));
-    if (!taken) this.fail(id, `Upstream server unavailable: ${statusLine(reply.statusCode)}`);
+    const taken = this.deliverScanned(post, raw, scanned) ?? this.deliver(post, joined(raw));
+    if (!taken) this.fail(post, `Upstream server unavailable: ${statusLine(reply.statusCode)}`);
   }
 
-  private async readStream(id: RequestId, reply: Reply): Promise<void> {
+  private async readStream(post: Post, reply: Reply): Promise<void> {
+    const { id } = post;
     let answered = false;
     const scanned = (event: ScannedEvent): void => {
-      if (this.deliverScanned(id, event.data, event.scanned) ?? this.deliver(id, event.data.join())) {
+      if (this.deliverScanned(post, event.data, event.scanned) ?? this.deliver(post, event.data.join())) {
         answered = true;
       }
     };
     const takesPieces = (): boolean => this.handlers?.pieces !== undefined;
     const parser = new SseParser(this.options.maxMessageBytes, {
       event: (event) => {
-        if (event.data.length > 0 && this.deliver(id, event.data)) answered = true;
+        if (event.data.length > 0 && this.deliver(post, event.data)) answered = true;
       },
       get scanned() {
         return takesPieces() ? scanned : undefined;
@@ -219,13 +232,13 @@ export class ModernHttpUpstream implements Channel {
       oversized: (bytes, head, tail) => {
         if (idOfOversized(head, tail) !== id) return;
         answered = true;
-        this.fail(id, `The upstream's answer (${bytes} bytes) is larger than maxMessageBytes`);
+        this.fail(post, `The upstream's answer (${bytes} bytes) is larger than maxMessageBytes`);
       },
     });
     const error = await pump(reply.body, parser);
     if (answered || this.closed) return;
     const why = error === undefined ? 'it ended the stream' : networkReason(error);
-    this.fail(id, `Upstream server unavailable: ${why} before answering`);
+    this.fail(post, `Upstream server unavailable: ${why} before answering`);
   }
 
   /**
@@ -234,16 +247,18 @@ export class ModernHttpUpstream implements Channel {
    * (the parse says why), anything but the request's answer, the answer to a tools/list (which teaches).
    */
   private deliverScanned(
-    id: RequestId,
+    post: Post,
     raw: Bytes,
     scanned: Scanned | ScanFailure | undefined,
   ): true | undefined {
+    const { id } = post;
     const handlers = this.handlers;
-    if (typeof scanned !== 'object' || handlers?.pieces === undefined || this.listing.has(idKey(id))) {
+    if (typeof scanned !== 'object' || handlers?.pieces === undefined || post.listing) {
       return undefined;
     }
     const envelope = envelopeOf(raw, scanned);
     if (envelope?.id !== id || (envelope.kind !== 'response' && envelope.kind !== 'error')) return undefined;
+    this.settled(post);
     deliverPieces(handlers, raw instanceof Pieces ? raw : new Pieces([raw], raw.length), scanned, {
       onStreamOf: id,
     });
@@ -251,11 +266,13 @@ export class ModernHttpUpstream implements Channel {
   }
 
   /** Hands one message of a request's reply on; says whether it was the request's answer. */
-  private deliver(id: RequestId, raw: Buffer): boolean {
+  private deliver(post: Post, raw: Buffer): boolean {
+    const { id } = post;
     const value = parsedJson(raw);
     if (value === undefined) return false;
     const isAnswer = isObject(value) && value.id === id && ('result' in value || 'error' in value);
-    if (isAnswer && this.listing.has(idKey(id)) && isObject(value.result)) {
+    if (isAnswer) this.settled(post);
+    if (isAnswer && post.listing && isObject(value.result)) {
       const kept = this.learnTools(value.result);
       if (kept !== undefined) {
         const message = { ...value, result: { ...value.result, tools: kept } };
@@ -297,8 +314,10 @@ export class ModernHttpUpstream implements Channel {
     return kept.length === tools.length ? undefined : kept;
   }
 
-  private fail(id: RequestId, message: string): void {
+  private fail(post: Post, message: string): void {
     const error: JsonRpcErrorObject = { code: ErrorCode.UpstreamUnavailable, message };
+    this.settled(post);
+    const { id } = post;
     this.handlers?.message(Buffer.from(JSON.stringify(errorResponse(id, error))), { onStreamOf: id });
   }
 }

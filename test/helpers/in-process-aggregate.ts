@@ -23,6 +23,7 @@ import { AGGREGATE_DEFAULTS, type ConfigInput, type Member } from '../../src/con
 import { ProbingUpstream } from '../../src/modern/probing-upstream.js';
 import { Limits } from '../../src/security/limits.js';
 import { Session } from '../../src/session/session.js';
+import { ValueClient } from '../../src/session/value-client.js';
 import type { AuditLog } from '../../src/tasks/audit-log.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import type { Channel } from '../../src/transport/channel.js';
@@ -260,13 +261,14 @@ export async function inProcessModernAggregate(
 ): Promise<ModernAggregateGateway> {
   const opened = await openBehind(behind, options);
   const { config, store, logger, audit } = opened;
-  const { bridge, aggregatorSide } = aggregatorBridge(() => aggregator, logger, {
+  const values = new ValueClient();
+  const aggregator = new Aggregator(values, opened.specs, aggregatorOptions(config, logger));
+  aggregator.start();
+  const bridge = aggregatorBridge(aggregator, values, logger, {
     id: 'in-process-modern-aggregate',
     store,
     config,
   });
-  const aggregator = new Aggregator(aggregatorSide, opened.specs, aggregatorOptions(config, logger));
-  aggregator.start();
   const toFront = memoryChannelPair();
   const front = new ModernChannelFront(toFront.b, bridge, logger, () => aggregator.close());
   front.start();

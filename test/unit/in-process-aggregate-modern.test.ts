@@ -16,7 +16,8 @@ import {
   type TaskOutcome,
 } from '@modelcontextprotocol/ext-tasks/client';
 import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Aggregator } from '../../src/aggregate/aggregator.js';
 import { ClientGiveUp } from '../../src/protocol/modern/exchange.js';
 import type { MemoryChannel } from '../../src/transport/memory-channel.js';
 import { makeServer } from '../fixtures/modern-server.js';
@@ -383,5 +384,51 @@ describe('2026-07-28 clients in front of several servers (issue 32)', () => {
     await heard.waitFor((message) => message.method === 'notifications/tools/list_changed', 'list_changed');
     stream.giveUp();
     expect(await listening).toBeUndefined();
+  });
+});
+
+describe('the bridge and the aggregator behind it, handing each other values (issue 28)', () => {
+  afterEach(() => void vi.restoreAllMocks());
+
+  it("hands the aggregator a call and the client's giving up as values: the cancellation reaches the call's server, nothing is read off bytes", async () => {
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    let cancelled!: () => void;
+    const cancelledThere = new Promise<void>((resolve) => (cancelled = resolve));
+    const hang: FakeTool = {
+      name: 'hang',
+      run: (_args, extra) => {
+        extra.signal.addEventListener('abort', () => cancelled());
+        started();
+        return new Promise(() => undefined);
+      },
+    };
+    const readOffBytes = vi.spyOn(Aggregator.prototype as unknown as { fromClient(): void }, 'fromClient');
+    const took = vi.spyOn(Aggregator.prototype, 'take');
+    const tookMessage = vi.spyOn(Aggregator.prototype, 'takeMessage');
+    gate = await inProcessModernAggregate([{ name: 'plain', tools: [echoOf('plain'), hang] }]);
+    const signal = new ClientGiveUp();
+    const call = gate.handle({
+      request: {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'plain__hang', arguments: {}, _meta: MODERN_META },
+      },
+      notify: () => undefined,
+      signal,
+    });
+    await running;
+    signal.giveUp();
+    expect(await call).toBeUndefined();
+    await cancelledThere;
+
+    expect(took.mock.calls.map(([request]) => request.method)).toEqual(
+      expect.arrayContaining(['initialize', 'tools/call']),
+    );
+    expect(tookMessage.mock.calls.map(([message]) => 'method' in message && message.method)).toEqual(
+      expect.arrayContaining(['notifications/initialized', 'notifications/cancelled']),
+    );
+    expect(readOffBytes).not.toHaveBeenCalled();
   });
 });
