@@ -28,6 +28,8 @@ type Json = Record<string, unknown>;
 
 const LENGTH = 1_000_000;
 const PIPE_CHUNK = 64 * 1024;
+/** A notification no rule reads: routed by the stream it came on alone (no log line's fallback to the one call). */
+const CUSTOM = 'notifications/example/data';
 
 const cleanups: Cleanups = [];
 afterEach(() => runCleanups(cleanups));
@@ -118,17 +120,22 @@ describe('issue 33: a big notification the session only routes goes to the clien
   }
 });
 
-/** A real SDK server whose `log` tool writes a log line of `length` characters, then answers. */
+/** A real SDK server whose `log` tool sends a notification `method` with `length` characters of data, then answers. */
 async function loggingServer(): Promise<string> {
   const makeServer = () => {
     const server = new McpServer({ name: 'log', version: '1' }, { capabilities: { logging: {} } });
-    server.registerTool('log', { inputSchema: { length: z.number() } }, async ({ length }, extra) => {
-      await extra.sendNotification({
-        method: 'notifications/message',
-        params: { level: 'info', data: 'a "b" \\ c\n'.repeat(length / 10) },
-      });
-      return { content: [{ type: 'text', text: 'logged' }] };
-    });
+    server.registerTool(
+      'log',
+      { inputSchema: { length: z.number(), method: z.string() } },
+      async (args, extra) => {
+        const { length, method } = args;
+        await extra.sendNotification({
+          method: method as 'notifications/message',
+          params: { level: 'info', data: 'a "b" \\ c\n'.repeat(length / 10) },
+        });
+        return { content: [{ type: 'text', text: 'logged' }] };
+      },
+    );
     return server.server;
   };
   const http = serveHttp(makeServer, 0, 'log');
@@ -142,39 +149,41 @@ async function loggingServer(): Promise<string> {
   return `http://127.0.0.1:${port}/mcp`;
 }
 
-describe('issue 33: a big log line through a shared upstream', () => {
-  it('reaches the session whose call it came during, never JSON.parsed, scanned once', async () => {
-    const config = resolveConfig({
-      http: { listen: '127.0.0.1:0' },
-      upstream: { url: await loggingServer(), era: 'legacy', sharing: 'shared' },
+describe('issue 33: a big log line of an HTTP upstream, on the stream of the call it came during', () => {
+  for (const sharing of ['session', 'shared'] as const) {
+    it(`upstream.sharing ${sharing}: reaches that session, never JSON.parsed, scanned once`, async () => {
+      const config = resolveConfig({
+        http: { listen: '127.0.0.1:0' },
+        upstream: { url: await loggingServer(), era: 'legacy', sharing },
+      });
+      const gateway = await memoryGateway(config);
+      cleanups.push(() => gateway.close());
+      const sessions = [await openSession(gateway.url), await openSession(gateway.url)];
+      const call = {
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'tools/call',
+        params: { name: 'log', arguments: { length: LENGTH, method: CUSTOM } },
+      };
+      const { value: streams, ...watch } = await watchBytes(LENGTH, async () => {
+        const response = await post(gateway.url, call, inSession(sessions[0]!));
+        expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+        return response.text();
+      });
+      expect(watch.parsedAnywhere).toBe(0);
+      expect(watch.scannedBytes).toBeGreaterThan(LENGTH);
+      expect(watch.scannedBytes).toBeLessThan(2 * LENGTH);
+      const events = [...streams.matchAll(/^data: (.*)$/gm)].map((match) => JSON.parse(match[1]!) as Json);
+      expect(events).toHaveLength(2);
+      expect(events[0]).toMatchObject({
+        method: CUSTOM,
+        params: { level: 'info', data: 'a "b" \\ c\n'.repeat(LENGTH / 10) },
+      });
+      expect(events[1]).toMatchObject({ id: 3, result: { content: [{ type: 'text', text: 'logged' }] } });
     });
-    const gateway = await memoryGateway(config);
-    cleanups.push(() => gateway.close());
-    const sessions = [await openSession(gateway.url), await openSession(gateway.url)];
-    const call = {
-      jsonrpc: '2.0',
-      id: 3,
-      method: 'tools/call',
-      params: { name: 'log', arguments: { length: LENGTH } },
-    };
-    const { value: streams, ...watch } = await watchBytes(LENGTH, async () => {
-      const response = await post(gateway.url, call, inSession(sessions[0]!));
-      expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
-      return response.text();
-    });
-    expect(watch.parsedAnywhere).toBe(0);
-    expect(watch.scannedBytes).toBeGreaterThan(LENGTH);
-    expect(watch.scannedBytes).toBeLessThan(2 * LENGTH);
-    const events = [...streams.matchAll(/^data: (.*)$/gm)].map((match) => JSON.parse(match[1]!) as Json);
-    expect(events).toHaveLength(2);
-    expect(events[0]).toMatchObject({
-      method: 'notifications/message',
-      params: { level: 'info', data: 'a "b" \\ c\n'.repeat(LENGTH / 10) },
-    });
-    expect(events[1]).toMatchObject({ id: 3, result: { content: [{ type: 'text', text: 'logged' }] } });
-  });
+  }
 
-  it('is dropped, unparsed, for a session whose log level it is below', async () => {
+  it('upstream.sharing shared: dropped, unparsed, for a session whose log level it is below', async () => {
     const config = resolveConfig({
       http: { listen: '127.0.0.1:0' },
       upstream: { url: await loggingServer(), era: 'legacy', sharing: 'shared' },
@@ -188,7 +197,7 @@ describe('issue 33: a big log line through a shared upstream', () => {
       jsonrpc: '2.0',
       id: 3,
       method: 'tools/call',
-      params: { name: 'log', arguments: { length: LENGTH } },
+      params: { name: 'log', arguments: { length: LENGTH, method: 'notifications/message' } },
     };
     const { value: stream, ...watch } = await watchBytes(LENGTH, async () =>
       (await post(gateway.url, call, inSession(session))).text(),
