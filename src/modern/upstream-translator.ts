@@ -10,7 +10,7 @@
 import type { Logger } from 'pino';
 import { Correlation, cancellation, carriedCancellation, goneError } from '../protocol/correlation.js';
 import { ErrorCode } from '../protocol/errors.js';
-import { envelopeOf } from '../protocol/envelope.js';
+import { envelopeOf, type Envelope } from '../protocol/envelope.js';
 import { digitsOf, serialize } from '../protocol/exact-ids.js';
 import { readHanded } from '../protocol/read-message.js';
 import { upstreamFrameRefusal } from '../session/bad-frames.js';
@@ -143,7 +143,7 @@ export class ModernUpstreamTranslator implements Channel {
   start(handlers: ChannelHandlers): void {
     this.handlers = handlers;
     const pieces = (line: Pieces, scanned: Scanned): void => {
-      if (!this.forwardedAsBytes(line, scanned)) this.fromUpstream(line.join(), undefined);
+      if (!this.handedAsBytes(line, scanned)) this.fromUpstream(line.join(), undefined);
     };
     this.inner.start({
       message: (raw, _arrival, parsed) => this.fromUpstream(raw, parsed),
@@ -356,8 +356,7 @@ export class ModernUpstreamTranslator implements Channel {
   private fromUpstream(raw: Buffer, parsed: object | undefined): void {
     if (parsed === undefined && raw.length >= SCAN_FROM_BYTES && this.handlers?.pieces !== undefined) {
       const scanned = scanJson(raw);
-      if (typeof scanned !== 'string' && this.forwardedAsBytes(new Pieces([raw], raw.length), scanned))
-        return;
+      if (typeof scanned !== 'string' && this.handedAsBytes(new Pieces([raw], raw.length), scanned)) return;
     }
     const read = readHanded(raw, parsed, 'the upstream server');
     if (!read.ok) {
@@ -402,12 +401,28 @@ export class ModernUpstreamTranslator implements Channel {
   }
 
   /**
+   * A big message handed on to the Session as the bytes it came in, with its scan (issue 33): a
+   * notification fromUpstream would hand on unchanged, or a complete answer (forwardedAsBytes). False
+   * (nothing done) for anything else.
+   */
+  private handedAsBytes(line: Pieces, scanned: Scanned): boolean {
+    const envelope = envelopeOf(line, scanned);
+    if (envelope?.kind !== 'notification') return this.forwardedAsBytes(envelope, line, scanned);
+    // What fromUpstream takes for itself: the tasks extension's notifications, the listen's acknowledgement.
+    const method = envelope.method!;
+    if ((method === 'notifications/tasks' && this.tasks !== undefined) || this.listen.consumed({ method })) {
+      return false;
+    }
+    deliverPieces(this.handlers!, line, scanned);
+    return true;
+  }
+
+  /**
    * A big complete answer to a plain request of the Session, handed on as the bytes it came in (issue 33):
    * the Session's id and no `resultType` are all replySession would change in it. False (nothing done)
    * for anything else: errors, input_required, tasks, and requests taskgate handles itself.
    */
-  private forwardedAsBytes(line: Pieces, scanned: Scanned): boolean {
-    const envelope = envelopeOf(line, scanned);
+  private forwardedAsBytes(envelope: Envelope | undefined, line: Pieces, scanned: Scanned): boolean {
     if (envelope?.kind !== 'response' || envelope.idRepeated) return false;
     const wireId = envelope.id as RequestId;
     const entry = this.inFlight.get(wireId);

@@ -13,7 +13,8 @@ export interface ValueSpan {
 /** The members of a message the routing code reads; a duplicate key is as JSON.parse takes it: the last. */
 export const TOP_KEYS = ['jsonrpc', 'id', 'method', 'params', 'result', 'error'] as const;
 export const INNER_KEYS = {
-  params: ['_meta'],
+  // progressToken and level: what a notification is routed on (upstream-side.ts, shared-upstream.ts).
+  params: ['_meta', 'progressToken', 'level'],
   // resultType: a 2026-07-28 answer's, which the translator takes out of the bytes (legacy-bytes.ts).
   result: ['_meta', 'task', 'isError', 'resultType'],
   error: ['code', 'message'],
@@ -33,7 +34,7 @@ export interface Scanned {
   idRepeated: boolean;
   /** A member kept of `params`, `result` or `error` stands more than once in it (the spans are the last's). */
   innerRepeated: boolean;
-  params: Members<'_meta'>;
+  params: Members<'_meta' | 'progressToken' | 'level'>;
   result: Members<'_meta' | 'task' | 'isError' | 'resultType'>;
   error: Members<'code' | 'message'>;
 }

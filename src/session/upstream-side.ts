@@ -28,10 +28,10 @@ import type { ClientTasks } from '../tasks/client-tasks.js';
 import { withoutRelatedTask, type Unwrapper } from '../tasks/unwrap.js';
 import type { TaskSightings } from '../observability/task-board.js';
 import { envelopeOf, type Envelope } from '../protocol/envelope.js';
-import type { Bytes, Pieces } from '../protocol/pieces.js';
+import { Pieces, type Bytes } from '../protocol/pieces.js';
 import { SCAN_FROM_BYTES, scanJson, valueOf } from '../protocol/scan.js';
 import type { Scanned } from '../protocol/scanned.js';
-import type { Arrival, Channel, Route } from '../transport/channel.js';
+import { sendPieces, type Arrival, type Channel, type Route } from '../transport/channel.js';
 import type { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { badUpstreamAnswer, upstreamFrameRefusal } from './bad-frames.js';
 import type { ClientPeer } from './client-peer.js';
@@ -72,6 +72,16 @@ export interface UpstreamSideParts {
   upstreamGone(state: UpstreamState): void;
 }
 
+/**
+ * Notifications whose params the session reads (each small by nature): parsed. Any other it only routes,
+ * by its `_meta` and `progressToken`, and may forward as its bytes.
+ */
+const NOTIFICATION_READ = new Set([
+  'notifications/tasks/status',
+  'notifications/progress',
+  'notifications/cancelled',
+]);
+
 /** An answer the scan passed, read: what the scan passes, the usual read takes (scan.test.ts). */
 function parsedAnswer(raw: Buffer, id: RequestId): Response {
   const read = readMessage(raw, 'the upstream server');
@@ -111,12 +121,14 @@ export class UpstreamSide {
 
   /**
    * One message from the upstream that came in pieces, scanned as they came (ChannelHandlers.pieces): an
-   * answer forwarded as its bytes goes out as those pieces; anything else is joined and read as usual.
+   * answer or a notification forwarded as its bytes goes out as those pieces; anything else is joined and
+   * read as usual.
    */
   fromUpstreamPieces(line: Pieces, scanned: Scanned, arrival: Arrival | undefined): void {
     if (!this.parts.client.handsParsed) {
       const envelope = envelopeOf(line, scanned);
       if (envelope?.kind === 'response' && this.forwardedAsBytes(envelope, line)) return;
+      if (envelope?.kind === 'notification' && this.notifiedAsBytes(envelope, line, scanned, arrival)) return;
     }
     this.fromUpstream(line.join(), arrival, undefined, scanned);
   }
@@ -131,6 +143,13 @@ export class UpstreamSide {
         envelope?.kind === 'response' &&
         typeof scanned !== 'string' &&
         (this.forwardedAsBytes(envelope, raw) || this.settledFromScan(envelope, raw, scanned))
+      ) {
+        return;
+      }
+      if (
+        envelope?.kind === 'notification' &&
+        typeof scanned !== 'string' &&
+        this.notifiedAsBytes(envelope, raw, scanned, arrival)
       ) {
         return;
       }
@@ -150,12 +169,7 @@ export class UpstreamSide {
         );
       case 'notification': {
         const notification = withExactRequestId(message.msg, raw);
-        const route =
-          this.parts.correlator.routeFor(notification.params, arrival) ??
-          (notification.method === 'notifications/message' && this.parts.oneCaller()
-            ? this.parts.correlator.routeForLog()
-            : undefined);
-        return this.upstreamNotification(notification, raw, route);
+        return this.upstreamNotification(notification, raw, this.notificationRoute(notification, arrival));
       }
     }
   }
@@ -351,6 +365,42 @@ export class UpstreamSide {
     this.parts.clientPeer.relay(params === undefined ? request : { ...request, params }, {
       ...(route && { route }),
     });
+  }
+
+  /** Where a notification of the upstream goes: with what it concerns, or a log line with the one call. */
+  private notificationRoute(
+    { method, params }: { method: string; params?: JsonObject | undefined },
+    arrival: Arrival | undefined,
+  ): Route | undefined {
+    return (
+      this.parts.correlator.routeFor(params, arrival) ??
+      (method === 'notifications/message' && this.parts.oneCaller()
+        ? this.parts.correlator.routeForLog()
+        : undefined)
+    );
+  }
+
+  /**
+   * A notification the session only routes, forwarded as its bytes (issue 33): what upstreamNotification
+   * does for it, its route read off the members the scan kept. False (nothing done) for one it reads.
+   */
+  private notifiedAsBytes(
+    envelope: Envelope,
+    raw: Bytes,
+    scanned: Scanned,
+    arrival: Arrival | undefined,
+  ): boolean {
+    const method = envelope.method!;
+    if (NOTIFICATION_READ.has(method)) return false;
+    const params: JsonObject = {};
+    const { _meta: meta, progressToken } = scanned.params;
+    if (meta !== undefined) params._meta = valueOf(raw, meta);
+    if (progressToken !== undefined) params.progressToken = valueOf(raw, progressToken);
+    if (method === 'notifications/tools/list_changed') this.parts.profile.toolsChanged();
+    const route = this.notificationRoute({ method, params }, arrival);
+    if (raw instanceof Pieces) sendPieces(this.parts.client, raw, route);
+    else this.parts.client.sendRaw(raw, route);
+    return true;
   }
 
   private upstreamNotification(notification: Notification, raw: Buffer, route: Route | undefined): void {

@@ -31,6 +31,7 @@ import { envelopeOf, piecesWithIdAt, scanWithIdAt, type Envelope } from '../prot
 import { digitsOf, handed, withExactRequestId } from '../protocol/exact-ids.js';
 import type { Pieces } from '../protocol/pieces.js';
 import { readHanded } from '../protocol/read-message.js';
+import { valueOf } from '../protocol/scan.js';
 import type { Scanned } from '../protocol/scanned.js';
 import {
   RELATED_TASK_META,
@@ -83,6 +84,15 @@ const ANSWER_READ = new Set([
   'resources/subscribe',
   'resources/unsubscribe',
   'logging/setLevel',
+]);
+
+/** Notifications whose params the multiplexer reads beyond their route (each small by nature): parsed. */
+const NOTIFICATION_READ = new Set([
+  'notifications/progress',
+  'notifications/cancelled',
+  'notifications/resources/updated',
+  'notifications/elicitation/complete',
+  'notifications/tasks/status',
 ]);
 
 /** URL-mode elicitations remembered for their completion notification, across all sessions. */
@@ -361,7 +371,20 @@ export class SharedUpstream implements PortHost {
   private fromUpstreamPieces(line: Pieces, scanned: Scanned, arrival: Arrival | undefined): void {
     const envelope = envelopeOf(line, scanned);
     if (envelope?.kind === 'response' && this.answeredAsBytes(envelope, line, scanned)) return;
+    const notified = envelope?.kind === 'notification' ? envelope.method! : undefined;
+    if (notified !== undefined && this.notifiedAsBytes(notified, line, scanned, arrival)) return;
     this.fromUpstream(line.join(), arrival, undefined);
+  }
+
+  /** upstreamNotification's routing by the scan's `_meta` and `level`, as pieces; false for one it reads. */
+  private notifiedAsBytes(method: string, line: Pieces, scanned: Scanned, arrival?: Arrival): boolean {
+    if (NOTIFICATION_READ.has(method)) return false;
+    const { _meta: meta, level } = scanned.params;
+    const params: JsonObject = {};
+    if (meta !== undefined) params._meta = valueOf(line, meta);
+    if (level !== undefined) params.level = valueOf(line, level);
+    this.routed(method, (port) => port.receivePieces(line, scanned), params, arrival);
+    return true;
   }
 
   /** What upstreamResponse does for an answer no rule reads, short of parsing it. False: nothing done. */
@@ -487,14 +510,6 @@ export class SharedUpstream implements PortHost {
           for (const port of this.subscriptions.subscribers(uri)) port.receive(raw);
         return;
       }
-      case 'notifications/message': {
-        const owner = this.belongsTo(params, arrival);
-        if (owner === null) return;
-        for (const port of owner === undefined ? this.ports : [owner]) {
-          if (this.levels.wants(port, params?.level)) port.receive(raw);
-        }
-        return;
-      }
       case 'notifications/elicitation/complete': {
         // Another session's elicitation is not even named to the rest: unknown, it goes nowhere.
         const elicitationId = params?.elicitationId;
@@ -506,14 +521,22 @@ export class SharedUpstream implements PortHost {
       case 'notifications/tasks/status':
         if (params !== undefined) this.tasks.status(params)?.receive(raw, undefined, notification);
         return;
-      default: {
-        // A list changed for every client; anything else goes to its session when it says whose it is.
-        const owner = notification.method.endsWith('/list_changed')
-          ? undefined
-          : this.belongsTo(params, arrival);
-        if (owner === null) return;
-        for (const port of owner === undefined ? this.ports : [owner]) port.receive(raw);
-      }
+      default:
+        return this.routed(notification.method, (port) => port.receive(raw), params, arrival);
+    }
+  }
+
+  /** A list changed, to every port; a log line or other notification, to its session if it says whose. */
+  private routed(
+    method: string,
+    deliver: (port: Port) => void,
+    params?: JsonObject,
+    arrival?: Arrival,
+  ): void {
+    const owner = method.endsWith('/list_changed') ? undefined : this.belongsTo(params, arrival);
+    if (owner === null) return;
+    for (const port of owner === undefined ? this.ports : [owner]) {
+      if (method !== 'notifications/message' || this.levels.wants(port, params?.level)) deliver(port);
     }
   }
 
