@@ -10,6 +10,7 @@
  */
 import { endianness } from 'node:os';
 import { MAX_NESTING } from './frames.js';
+import { SHORT_RUN_WORDS, longRunStop } from './long-run.js';
 import { Pieces, bytesIn, type Bytes } from './pieces.js';
 import {
   INNER_KEYS,
@@ -138,6 +139,8 @@ export class JsonScanner {
   private topFirst = 0;
   private innerStart = 0;
   private innerFirst = 0;
+  /** Where the piece's next quote and backslash stand, once a long string has looked (see `longRunStop`). */
+  private readonly marks = new Int32Array(2);
   private readonly found: Scanned = {
     first: 0,
     top: {},
@@ -152,6 +155,7 @@ export class JsonScanner {
   /** Scans the next piece of the text. */
   push(piece: Buffer): void {
     if (this.at === AT_FAILED) return;
+    this.marks[0] = this.marks[1] = -1;
     const aligned = (4 - (piece.byteOffset & 3)) & 3;
     const words =
       BY_WORDS && piece.length - aligned >= 4
@@ -196,7 +200,7 @@ export class JsonScanner {
       // The commonest states first: the switch tests its cases in turn.
       switch (at) {
         case AT_STRING: {
-          i = stringStop(piece, i, words, wordsAt);
+          i = stringStop(piece, i, words, wordsAt, this.marks);
           if (i === n) break scan;
           const byte = piece[i]!;
           if (byte === QUOTE) {
@@ -493,13 +497,15 @@ export function scanJson(raw: Bytes): Scanned | ScanFailure {
  * Within `words` (the piece's whole aligned words, the first at byte `wordsAt`) it goes a word at a time:
  * the next byte to look at is the word's first flagged one from where the scan stands, an escape passed
  * in the same word. A flag above a special byte may be false (the subtraction's borrow runs on), so the
- * byte is read to tell. The few bytes outside the words are looked at one by one.
+ * byte is read to tell. The few bytes outside the words are looked at one by one. A run longer than
+ * SHORT_RUN_WORDS goes on in `longRunStop`.
  */
 function stringStop(
   piece: Buffer,
   from: number,
   words: Int32Array<ArrayBufferLike>,
   wordsAt: number,
+  marks: Int32Array,
 ): number {
   const n = piece.length;
   const last = words.length;
@@ -508,8 +514,13 @@ function stringStop(
     let w = (i - wordsAt) >> 2;
     if (i >= wordsAt && w < last) {
       let flags = flagsOf(words[w]!) & (0x80808080 << (((i - wordsAt) & 3) << 3));
-      while (flags === 0 && ++w < last) flags = flagsOf(words[w]!);
-      i = wordsAt + (flags === 0 ? last << 2 : (w << 2) + firstFlagged(flags));
+      if (flags === 0) {
+        const short = w + SHORT_RUN_WORDS < last ? w + SHORT_RUN_WORDS : last;
+        while (++w < short) if ((flags = flagsOf(words[w]!)) !== 0) break;
+      }
+      if (flags !== 0) i = wordsAt + (w << 2) + firstFlagged(flags);
+      else if (w < last) i = longRunStop(piece, wordsAt + (w << 2), words, wordsAt, marks);
+      else i = wordsAt + (last << 2);
     }
     if (i >= n) return n;
     const byte = piece[i]!;

@@ -10,6 +10,7 @@ import {
 import { MAX_NESTING } from '../../src/protocol/frames.js';
 import { Pieces } from '../../src/protocol/pieces.js';
 import { readMessage } from '../../src/protocol/read-message.js';
+import { SHORT_RUN_WORDS } from '../../src/protocol/long-run.js';
 import { scanJson, valueOf } from '../../src/protocol/scan.js';
 import type { ValueSpan } from '../../src/protocol/scanned.js';
 import type { JsonObject } from '../../src/protocol/messages.js';
@@ -392,6 +393,36 @@ describe('issue 33: a text scanned in pieces, as it arrives, is judged as it is 
       const raw = Buffer.from(text);
       expectSameInPieces(raw, [...raw.keys()]);
       for (let at = 0; at <= raw.length; at++) expectSameInPieces(raw, [at]);
+    }
+  });
+
+  it('for long strings, a special byte anywhere past the word loop, in one string or the next', () => {
+    // A run longer than SHORT_RUN_WORDS words is searched by long-run.ts, with what it found kept for
+    // the strings and escapes after it in the same piece, and forgotten at the next piece.
+    const run = SHORT_RUN_WORDS * 4;
+    for (const length of [run + 40, 3 * run]) {
+      for (let offset = 0; offset < 4; offset++) {
+        for (let at = run - 8; at < length; at += 13) {
+          for (const special of [0x22, 0x5c, 0x01, 0x1f, 0x09, 0x7f, 0xff]) {
+            const text = Buffer.alloc(offset + 2 * length + 8, 0x61);
+            const raw = text.subarray(offset);
+            raw[0] = 0x5b; // ["…", "…"]: marks kept from the first string may be read in the second
+            raw[1] = 0x22;
+            raw[length - 30] = 0x5c; // an escape (\n) before the special byte
+            raw[length - 29] = 0x6e;
+            raw[length] = 0x22;
+            raw[length + 1] = 0x2c;
+            raw[length + 2] = 0x22;
+            raw[raw.length - 2] = 0x22;
+            raw[raw.length - 1] = 0x5d;
+            raw[at] = special;
+            raw[length + at] = special;
+            expectSameVerdict(raw);
+            expectSameInPieces(raw, [at + 1]);
+            expectSameInPieces(raw, [length + 2, length + at - 3]);
+          }
+        }
+      }
     }
   });
 
