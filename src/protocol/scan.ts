@@ -59,8 +59,9 @@ const NULL = Buffer.from('null');
 const literalOf = (byte: number): Buffer | undefined =>
   byte === 0x74 ? TRUE : byte === 0x66 ? FALSE : byte === 0x6e ? NULL : undefined;
 
-/** A key longer than this, escapes and all, cannot be one of the keys above (at most 7 characters × 6 bytes). */
-const LONGEST_KEY_BYTES = 64;
+/** A key longer than this, escapes and all, cannot be one we keep: the longest, every character `\uXXXX`. */
+const LONGEST_KEY_BYTES =
+  2 + 6 * Math.max(...[...TOP_KEYS, ...Object.values(INNER_KEYS).flat()].map((key) => key.length));
 
 /*
  * Where the scan stands between two bytes; a piece may end in any of them. The number states past its

@@ -12,7 +12,7 @@ import { Pieces } from '../../src/protocol/pieces.js';
 import { readMessage } from '../../src/protocol/read-message.js';
 import { SHORT_RUN_WORDS } from '../../src/protocol/long-run.js';
 import { scanJson, valueOf } from '../../src/protocol/scan.js';
-import type { ValueSpan } from '../../src/protocol/scanned.js';
+import { INNER_KEYS, type ValueSpan } from '../../src/protocol/scanned.js';
 import type { JsonObject } from '../../src/protocol/messages.js';
 
 const RUNS = { numRuns: 2000 };
@@ -393,6 +393,23 @@ describe('issue 33: a text scanned in pieces, as it arrives, is judged as it is 
       const raw = Buffer.from(text);
       expectSameInPieces(raw, [...raw.keys()]);
       for (let at = 0; at <= raw.length; at++) expectSameInPieces(raw, [at]);
+    }
+  });
+
+  it('keeps each kept member whose key is written all in escapes, as JSON.parse reads it', () => {
+    const escaped = (key: string): string =>
+      [...key].map((char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`).join('');
+    for (const [where, keys] of Object.entries(INNER_KEYS)) {
+      for (const key of keys) {
+        const owner = where === 'params' ? '"method":"m","params"' : `"id":1,"${where}"`;
+        const text = `{"jsonrpc":"2.0",${owner}:{"${escaped(key)}":7}}`;
+        expect((JSON.parse(text) as Record<string, Record<string, unknown>>)[where]![key]).toBe(7);
+        const scanned = scanJson(Buffer.from(text));
+        if (typeof scanned === 'string') throw new Error(`${text} refused: ${scanned}`);
+        const members = scanned[where as keyof typeof INNER_KEYS] as Record<string, ValueSpan | undefined>;
+        expect(members[key], text).toBeDefined();
+        expect(text.slice(members[key]!.start, members[key]!.end), text).toBe('7');
+      }
     }
   });
 
