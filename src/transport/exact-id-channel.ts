@@ -42,6 +42,13 @@ export class ExactIdChannel implements Channel {
     this.inner.sendRaw(raw, route, parsed);
   }
 
+  /** A message as the pieces it was read in: joined only where an alias is to be written back. */
+  sendPieces(line: Pieces, route?: Route): void {
+    const to = route !== undefined && 'responseTo' in route ? route.responseTo : undefined;
+    if (!this.answersOnly && digitsOf(to) !== undefined) return this.sendRaw(line.join(), route);
+    sendPieces(this.inner, line, route);
+  }
+
   /**
    * Sends an answer as the very bytes it arrived as (issue 33), in one Buffer or in the pieces it came in:
    * `raw` holds `wireId` at `idSpan`; the peer

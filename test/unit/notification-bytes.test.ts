@@ -114,6 +114,7 @@ describe('issue 33: a big notification the session only routes goes to the clien
         const { value: got, ...watch } = await watchBytes(LENGTH, () => gate.relayed(line));
         expect(Buffer.concat(got).equals(Buffer.concat([line, Buffer.from('\n')]))).toBe(true);
         expect(watch.parsedAnywhere).toBe(0);
+        expect(watch.joins).toEqual([]);
         expect(watch.scannedBytes).toBe(line.length);
       });
     }
