@@ -74,6 +74,8 @@ export interface Call extends RequestContext {
   logLevel: LogLevel | undefined;
   /** The client's progress token of the current attempt; the Session sees the bridge's own. */
   clientProgressToken: string | number | undefined;
+  /** Handed to the Session: whether it is a task is decided, or the Session is deciding it. */
+  handed: boolean;
   /** The modern request now waiting for this call's outcome; none while parked. */
   waiter: Waiter | undefined;
   /** Input the server asked for and the client has not answered yet, by the key the client sees. */
@@ -114,6 +116,7 @@ export const newCall = (
   declared: inputCapabilitiesOf(meta.clientCapabilities),
   logLevel: meta.logLevel,
   clientProgressToken: progressTokenOf(exchange.request.params),
+  handed: false,
   waiter: undefined,
   inputs: new Map(),
   unsent: false,

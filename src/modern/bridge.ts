@@ -299,11 +299,19 @@ export class ModernBridge {
       legacyId,
       this.options.upstreamTakesCallerCapabilities?.() === true ? meta.clientCapabilities : undefined,
     );
-    // The call is the request's context: who made it, and where its answer goes. Taken before the wait, so
-    // that a client gone already is heard after the Session decided whether the call is a task.
-    this.take({ jsonrpc: '2.0', id: legacyId, method: request.method, params }, call);
+    // The call is the request's context: who made it, and where its answer goes.
+    this.takeCall({ jsonrpc: '2.0', id: legacyId, method: request.method, params }, call);
     this.wait(call, exchange, sink);
     return LATER;
+  }
+
+  /** take() for a client's call: one given up before its turn came is never handed to the Session. */
+  private takeCall(request: Request, call: Call): void {
+    queueMicrotask(() => {
+      if (this.closedReason !== undefined || this.calls.get(call.legacyId) !== call) return;
+      call.handed = true;
+      this.options.session.take(request, call);
+    });
   }
 
   /** Whom the request counts against: its caller, else the Session's own. */
@@ -469,11 +477,11 @@ export class ModernBridge {
     waiter.stopListening();
     call.waiter = undefined;
     waiter.sink.answer(undefined);
-    // Whether the call is a task the Session decides as it takes it, handed on a microtask before this one.
-    queueMicrotask(() => {
-      if (call.asTask !== undefined) this.cancelTaskOnceCreated(call);
-      else this.cancelUpstream(call, 'the 2026-07-28 client cancelled the request');
-    });
+    // Chosen in this turn: an answer the Session handed back in it (a CreateTaskResult) is read after, as
+    // the adopted answer of a task to cancel. Not handed over yet, the call is never sent.
+    if (!call.handed) this.forget(call);
+    else if (call.asTask !== undefined) this.cancelTaskOnceCreated(call);
+    else this.cancelUpstream(call, 'the 2026-07-28 client cancelled the request');
   }
 
   /** A call sent as a task, given up before its CreateTaskResult came: the task nobody will see is cancelled. */

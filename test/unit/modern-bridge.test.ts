@@ -211,6 +211,22 @@ describe('the modern bridge, in-process', () => {
     },
   );
 
+  it('a call the client gives up in the turn it sent it never reaches the server', async () => {
+    const noted: unknown[] = [];
+    const gate = (bridge = await inProcessBridge([
+      echo,
+      { name: 'noted', run: (args) => (noted.push(args), textResult('noted')) },
+    ]));
+    await gate.ask('tools/call', call('echo'));
+    const signal = new ClientGiveUp();
+    const pending = gate.ask('tools/call', call('noted'), { signal });
+    signal.giveUp();
+    expect(await pending).toBeUndefined();
+    // Answered after anything sent before it: had the call gone upstream, the server would have run it.
+    await gate.ask('tools/call', call('echo'));
+    expect(noted).toEqual([]);
+  });
+
   it("a call's progress reaches its client under the client's own token", async () => {
     const gate = await open();
     const notified: object[] = [];
@@ -488,6 +504,68 @@ describe('the modern bridge and the Session: a call the Session decides is a tas
     const second = await call(withTasks);
     expect(second.error?.message).toMatch(/taskCreationRate/);
     expect((await call(MODERN_META)).result).toMatchObject({ resultType: 'complete' });
+    await session.close();
+    await server.close();
+  });
+});
+
+describe('the modern bridge: a call given up in the turn its CreateTaskResult is handed back', () => {
+  it('cancels the task the Session made for it: the choice between tasks/cancel and a cancellation is made at once', async () => {
+    const config = resolveConfig({});
+    const toServer = memoryChannelPair();
+    const { server } = fakeServer([hang]);
+    await server.connect(new ChannelTransport(toServer.b));
+    const options = {
+      id: 'given-up-as-created',
+      config,
+      policy: new Policy(config),
+      store: new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1_000_000 }),
+      logger: pino({ level: 'silent' }),
+    };
+    const client = new ValueClient();
+    const session = new Session(client, toServer.a, options, {
+      upstreamGone: () => undefined,
+      closed: () => undefined,
+    });
+    session.start();
+    const modern = startBridge(client, session, options, toServer.a);
+    const signal = new ClientGiveUp();
+    // The client gives the call up in the very turn the Session hands its CreateTaskResult back, before
+    // the bridge has read it.
+    const take = session.take.bind(session);
+    session.take = (request, context) => {
+      if (request.method === 'tools/call') {
+        const answer = context.answer.bind(context);
+        context.answer = (response, raw) => {
+          signal.giveUp();
+          answer(response, raw);
+        };
+      }
+      take(request, context);
+    };
+    const before = cancelled.length;
+    const answer = await modern.handle({
+      request: {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: {
+          name: 'hang',
+          arguments: {},
+          _meta: {
+            ...MODERN_META,
+            'io.modelcontextprotocol/clientCapabilities': {
+              extensions: { 'io.modelcontextprotocol/tasks': {} },
+            },
+          },
+        },
+      },
+      notify: () => undefined,
+      signal,
+    });
+    expect(answer).toBeUndefined();
+    // The task nobody will see is cancelled, and with it the server's call.
+    await vi.waitFor(() => expect(cancelled).toHaveLength(before + 1));
     await session.close();
     await server.close();
   });
