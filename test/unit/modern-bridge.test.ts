@@ -211,17 +211,24 @@ describe('the modern bridge, in-process', () => {
     },
   );
 
-  it('a call the client gives up in the turn it sent it never reaches the server', async () => {
+  it('a call given up while it waits its turn behind what the bridge handed the Session before it never reaches the server', async () => {
     const noted: unknown[] = [];
     const gate = (bridge = await inProcessBridge([
       echo,
+      hang,
       { name: 'noted', run: (args) => (noted.push(args), textResult('noted')) },
     ]));
+    const hangs = new ClientGiveUp();
+    const hung = gate.ask('tools/call', call('hang'), { signal: hangs });
+    // The call must have reached the server before it is cancelled: ask it something after.
     await gate.ask('tools/call', call('echo'));
+    // hang's cancellation is on its way to the Session: the next call waits its turn behind it.
+    hangs.giveUp();
     const signal = new ClientGiveUp();
     const pending = gate.ask('tools/call', call('noted'), { signal });
     signal.giveUp();
     expect(await pending).toBeUndefined();
+    expect(await hung).toBeUndefined();
     // Answered after anything sent before it: had the call gone upstream, the server would have run it.
     await gate.ask('tools/call', call('echo'));
     expect(noted).toEqual([]);
@@ -314,6 +321,34 @@ describe('the modern bridge and the Session, values both ways (request-contexts.
     });
     await vi.waitFor(() => expect(takenMessages).toHaveLength(1));
     expect(takenMessages[0]).toEqual({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    await modern.close();
+  });
+  it('hands a call to the Session in the turn it arrives when nothing handed before it is on its way', async () => {
+    const { modern, taken, takenMessages } = bridgeOnPair();
+    await vi.waitFor(() => expect(taken).toHaveLength(1));
+    taken[0]!.context.answer({
+      jsonrpc: '2.0',
+      id: 0,
+      result: { capabilities: { tools: {} }, serverInfo: { name: 'server', version: '1' } },
+    });
+    await vi.waitFor(() => expect(takenMessages).toHaveLength(1));
+    const answers: ModernAnswer[] = [];
+    modern.serveTo(
+      {
+        request: {
+          jsonrpc: '2.0',
+          id: 7,
+          method: 'tools/call',
+          params: { name: 'echo', arguments: {}, _meta: MODERN_META },
+        },
+        notify: () => undefined,
+        signal: new ClientGiveUp(),
+      },
+      { answer: (answer) => answers.push(answer), failed: (error) => answers.push({ response: { error } }) },
+    );
+    expect(taken.map(({ request }) => request.method)).toEqual(['initialize', 'tools/call']);
+    taken[1]!.context.answer({ jsonrpc: '2.0', id: taken[1]!.request.id, result: { content: [] } });
+    expect(answers).toMatchObject([{ response: { id: 7, result: { resultType: 'complete' } } }]);
     await modern.close();
   });
 });
