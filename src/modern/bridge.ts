@@ -307,17 +307,15 @@ export class ModernBridge implements CallHost {
     return LATER;
   }
 
-  /** take() for a call: now if nothing handed before it is on its way, else in its turn if still wanted. */
+  /** take() for a call: now if nothing handed before it is on its way (no microtask a call), else in its turn. */
   private takeCall(request: Request, call: Call): void {
-    if (this.queued === 0) {
-      call.handed = true;
-      return this.options.session.take(request, call);
-    }
-    this.queue(() => {
-      if (this.calls.get(call.legacyId) !== call) return;
-      call.handed = true;
-      this.options.session.take(request, call);
-    });
+    if (this.queued === 0) return this.hand(request, call);
+    this.queue(() => this.hand(request, call));
+  }
+
+  private hand(request: Request, call: Call): void {
+    call.handed = true;
+    this.options.session.take(request, call);
   }
 
   /** Whom the request counts against: its caller, else the Session's own. */
@@ -490,10 +488,14 @@ export class ModernBridge implements CallHost {
     waiter.stopListening();
     call.waiter = undefined;
     waiter.sink.answer(undefined);
-    // Chosen in this turn: an answer the Session handed back in it (a CreateTaskResult) is read after, as
-    // the adopted answer of a task to cancel. Not handed over yet, the call is never sent.
-    if (!call.handed) this.forget(call);
-    else if (call.asTask !== undefined) this.cancelTaskOnceCreated(call);
+    // Chosen now once the Session took the call (a CreateTaskResult handed back in this turn is read after,
+    // as the adopted answer of a task to cancel); not taken yet, right after the take queued before it.
+    if (call.handed) this.cancelGivenUp(call);
+    else this.queue(() => this.cancelGivenUp(call));
+  }
+
+  private cancelGivenUp(call: Call): void {
+    if (call.asTask !== undefined) this.cancelTaskOnceCreated(call);
     else this.cancelUpstream(call, 'the 2026-07-28 client cancelled the request');
   }
 
