@@ -12,6 +12,7 @@ import {
   type JsonObject,
   type Request,
   type RequestId,
+  type Response,
 } from '../protocol/messages.js';
 import { inputCapabilitiesOf, TASKS_EXTENSION } from '../protocol/modern/capabilities.js';
 import type { AnswerSink, ModernExchange } from '../protocol/modern/exchange.js';
@@ -58,15 +59,20 @@ export class CallWaiter implements Waiter {
   }
 }
 
+/** Where a call's answer goes: the bridge that carries it (bridge.ts). */
+export interface CallHost {
+  callAnswered(call: Call, response: Response, raw: Buffer | undefined): void;
+}
+
 /**
  * One modern request carried as a 2025 request, across as many MRTR rounds as its server needs; handed to
  * the Session as its request's context (who made it, where its answer goes), so no other object is made.
+ * A class, its MRTR state made only once its server asks for input: a plain call is this one object.
  */
-export interface Call extends RequestContext {
-  legacyId: number;
-  method: string;
+export class Call implements RequestContext {
+  readonly method: string;
   /** The digest its requestState is sealed with, once it asked for input (not the params: they may be large). */
-  digest: string | undefined;
+  digest: string | undefined = undefined;
   /** Who made it: the task it may become is theirs, its requestState is bound to them, limits count it. */
   readonly caller: RequestCaller;
   /** What the current attempt declared that the server may ask for (inputCapabilitiesOf), and its log level. */
@@ -74,53 +80,59 @@ export interface Call extends RequestContext {
   logLevel: LogLevel | undefined;
   /** The client's progress token of the current attempt; the Session sees the bridge's own. */
   clientProgressToken: string | number | undefined;
+  /** Handed to the Session: whether it is a task is decided, or the Session is deciding it. */
+  handed = false;
   /** The modern request now waiting for this call's outcome; none while parked. */
-  waiter: Waiter | undefined;
-  /** Input the server asked for and the client has not answered yet, by the key the client sees. */
-  inputs: Map<string, AskedInput>;
+  waiter: Waiter | undefined = undefined;
   /** Input asked since the last answer to the client: sent together, once. */
-  unsent: boolean;
+  unsent = false;
   /** The outcome that came while the call was parked. */
-  outcome: { result: JsonObject } | { error: JsonRpcErrorObject } | undefined;
+  outcome: { result: JsonObject } | { error: JsonRpcErrorObject } | undefined = undefined;
   /** The key its requestState names, while parked. */
-  parkedAs: string | undefined;
+  parkedAs: string | undefined = undefined;
   /**
    * Whether it went on as a task, as the Session decided (`decided`: the server decides, for a caller that
    * declared the tasks extension or not): answered at once, or promoted after this long.
    */
-  asTask: { promoteAfterMs: number | undefined } | undefined;
+  asTask: { promoteAfterMs: number | undefined } | undefined = undefined;
   readonly canTakeTask: boolean;
-  decided(plan: ToolCallPlan): void;
-}
+  private asked: Map<string, AskedInput> | undefined = undefined;
 
-/**
- * The call a modern request becomes, sent to the Session as `legacyId`, counted against `quota`, its
- * answer handed to `answer` (the bridge's).
- */
-export const newCall = (
-  legacyId: number,
-  exchange: ModernExchange,
-  meta: ModernRequestMeta,
-  quota: string,
-  answer: RequestContext['answer'],
-): Call => ({
-  answer,
-  canTakeTask: declaresTasks(meta),
-  decided: planMade,
-  legacyId,
-  method: exchange.request.method,
-  digest: undefined,
-  caller: callerOfCall(exchange, quota),
-  declared: inputCapabilitiesOf(meta.clientCapabilities),
-  logLevel: meta.logLevel,
-  clientProgressToken: progressTokenOf(exchange.request.params),
-  waiter: undefined,
-  inputs: new Map(),
-  unsent: false,
-  outcome: undefined,
-  parkedAs: undefined,
-  asTask: undefined,
-});
+  /** Sent to the Session as `legacyId`, counted against `quota`, its answer handed to `host`. */
+  constructor(
+    readonly legacyId: number,
+    exchange: ModernExchange,
+    meta: ModernRequestMeta,
+    quota: string,
+    private readonly host: CallHost,
+  ) {
+    this.method = exchange.request.method;
+    this.caller = callerOfCall(exchange, quota);
+    this.declared = inputCapabilitiesOf(meta.clientCapabilities);
+    this.logLevel = meta.logLevel;
+    this.clientProgressToken = progressTokenOf(exchange.request.params);
+    this.canTakeTask = declaresTasks(meta);
+  }
+
+  /** Input the server asked for and the client has not answered yet, by the key the client sees. */
+  get inputs(): Map<string, AskedInput> {
+    return (this.asked ??= new Map());
+  }
+
+  /** Whether the server asked for input still unanswered (without making the map). */
+  get asksInput(): boolean {
+    return this.asked !== undefined && this.asked.size > 0;
+  }
+
+  answer(response: Response, raw?: Buffer): void {
+    this.host.callAnswered(this, response, raw);
+  }
+
+  /** The plan the Session made for it (decide.ts, the server deciding): it goes on as a task, or not. */
+  decided(plan: ToolCallPlan): void {
+    this.asTask = taskOf(plan);
+  }
+}
 
 /** The request declared the tasks extension: the server may answer it with a task. */
 function declaresTasks(meta: ModernRequestMeta): boolean {
@@ -139,11 +151,6 @@ function callerOfCall({ principal, subject, access }: ModernExchange, quota: str
 
 /** What decide.ts needs to know of a tool besides the request: what the upstream does with it, the operator's rule. */
 export type ToolFacts = Pick<ToolCallFacts, 'upstream' | 'policy'>;
-
-/** The plan the Session made for a call (decide.ts, the server deciding): it goes on as a task, or not. */
-function planMade(this: Call, plan: ToolCallPlan): void {
-  this.asTask = taskOf(plan);
-}
 
 type Outcome = { result: JsonObject } | { error: JsonRpcErrorObject };
 

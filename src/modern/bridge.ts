@@ -46,7 +46,7 @@ import type { Outcome } from './extension-task-record.js';
 import { ExtensionTasks } from './extension-tasks.js';
 import type { ShareLimits } from './caller-shares.js';
 import { InputRounds } from './input-rounds.js';
-import { BytesAnswer, CallWaiter, LATER, modernResponse, newCall, type Call } from './bridge-call.js';
+import { BytesAnswer, Call, CallWaiter, LATER, modernResponse, type CallHost } from './bridge-call.js';
 import { atLeast, legacyIdOfToken, legacyParams } from './legacy-form.js';
 import { OwnRequests } from './own-requests.js';
 import { ToolHeaders } from './tool-headers.js';
@@ -93,8 +93,10 @@ export interface ModernBridgeOptions {
   audit?: { log: AuditLog; session: string };
 }
 
-export class ModernBridge {
+export class ModernBridge implements CallHost {
   private readonly calls = new Map<number, Call>();
+  /** Messages handed to the Session on a microtask and not there yet: what comes next waits its turn. */
+  private queued = 0;
   private readonly own = new OwnRequests({
     nextId: () => this.nextId++,
     take: (request, caller) => this.take(request, { caller, answer: this.answered }),
@@ -292,18 +294,28 @@ export class ModernBridge {
     const { request } = exchange;
     const legacyId = this.nextId++;
     // Whether a tools/call is a task, the Session decides (the server deciding), and tells the call.
-    const call = newCall(legacyId, exchange, meta, this.quotaOf(exchange), this.answered);
+    const call = new Call(legacyId, exchange, meta, this.quotaOf(exchange), this);
     this.calls.set(legacyId, call);
     const params = legacyParams(
       request.params,
       legacyId,
       this.options.upstreamTakesCallerCapabilities?.() === true ? meta.clientCapabilities : undefined,
     );
-    // The call is the request's context: who made it, and where its answer goes. Taken before the wait, so
-    // that a client gone already is heard after the Session decided whether the call is a task.
-    this.take({ jsonrpc: '2.0', id: legacyId, method: request.method, params }, call);
+    // The call is the request's context: who made it, and where its answer goes.
+    this.takeCall({ jsonrpc: '2.0', id: legacyId, method: request.method, params }, call);
     this.wait(call, exchange, sink);
     return LATER;
+  }
+
+  /** take() for a call: now if nothing handed before it is on its way (no microtask a call), else in its turn. */
+  private takeCall(request: Request, call: Call): void {
+    if (this.queued === 0) return this.hand(request, call);
+    this.queue(() => this.hand(request, call));
+  }
+
+  private hand(request: Request, call: Call): void {
+    call.handed = true;
+    this.options.session.take(request, call);
   }
 
   /** Whom the request counts against: its caller, else the Session's own. */
@@ -359,10 +371,16 @@ export class ModernBridge {
   private readonly answered = (response: Response, raw?: Buffer): void => {
     const outcome = 'error' in response ? { error: response.error } : { result: response.result };
     if (response.id === INITIALIZE_ID) return this.initializeAnswered(outcome);
-    if (typeof response.id === 'number' && this.own.answered(response.id, outcome)) return;
-    const call = typeof response.id === 'number' ? this.calls.get(response.id) : undefined;
+    if (typeof response.id !== 'number' || this.own.answered(response.id, outcome)) return;
+    const call = this.calls.get(response.id);
     if (call !== undefined) this.finish(call, outcome, raw);
   };
+
+  /** The Session's answer to a client's call, handed to the call; one given up and adopted is the bridge's own. */
+  callAnswered(call: Call, response: Response, raw: Buffer | undefined): void {
+    if (this.calls.get(call.legacyId) !== call) return this.answered(response, raw);
+    this.finish(call, 'error' in response ? { error: response.error } : { result: response.result }, raw);
+  }
 
   private initializeAnswered(outcome: { result: JsonObject } | { error: JsonRpcErrorObject }): void {
     this.handshake.answered(outcome);
@@ -403,6 +421,7 @@ export class ModernBridge {
       const requestId = params?.requestId;
       this.tasks.serverCancelled(requestId);
       for (const call of this.calls.values()) {
+        if (!call.asksInput) continue;
         for (const [key, asked] of call.inputs) {
           if (asked.serverRequestId === requestId) call.inputs.delete(key);
         }
@@ -469,11 +488,15 @@ export class ModernBridge {
     waiter.stopListening();
     call.waiter = undefined;
     waiter.sink.answer(undefined);
-    // Whether the call is a task the Session decides as it takes it, handed on a microtask before this one.
-    queueMicrotask(() => {
-      if (call.asTask !== undefined) this.cancelTaskOnceCreated(call);
-      else this.cancelUpstream(call, 'the 2026-07-28 client cancelled the request');
-    });
+    // Chosen now once the Session took the call (a CreateTaskResult handed back in this turn is read after,
+    // as the adopted answer of a task to cancel); not taken yet, right after the take queued before it.
+    if (call.handed) this.cancelGivenUp(call);
+    else this.queue(() => this.cancelGivenUp(call));
+  }
+
+  private cancelGivenUp(call: Call): void {
+    if (call.asTask !== undefined) this.cancelTaskOnceCreated(call);
+    else this.cancelUpstream(call, 'the 2026-07-28 client cancelled the request');
   }
 
   /** A call sent as a task, given up before its CreateTaskResult came: the task nobody will see is cancelled. */
@@ -489,8 +512,10 @@ export class ModernBridge {
 
   private cancelUpstream(call: Call, reason: string): void {
     const open = this.calls.has(call.legacyId);
-    for (const asked of call.inputs.values()) {
-      this.answerServer(errorResponse(asked.serverRequestId, goneError('client', reason)));
+    if (call.asksInput) {
+      for (const asked of call.inputs.values()) {
+        this.answerServer(errorResponse(asked.serverRequestId, goneError('client', reason)));
+      }
     }
     this.forget(call);
     if (!open || call.outcome !== undefined) return;
@@ -498,7 +523,7 @@ export class ModernBridge {
   }
 
   private forget(call: Call): void {
-    call.inputs.clear();
+    if (call.asksInput) call.inputs.clear();
     call.waiter = undefined;
     this.rounds.unpark(call);
     this.calls.delete(call.legacyId);
@@ -510,9 +535,7 @@ export class ModernBridge {
    * there before it (its answer to the server's question goes before the tasks/get that reads the task).
    */
   private take(request: Request, context: RequestContext): void {
-    queueMicrotask(() => {
-      if (this.closedReason === undefined) this.options.session.take(request, context);
-    });
+    this.queue(() => this.options.session.take(request, context));
   }
 
   /**
@@ -520,9 +543,15 @@ export class ModernBridge {
    * as a value on a microtask, as take() hands requests, so that each keeps its place among them.
    */
   private toSession(message: object): void {
+    this.queue(() => this.options.session.takeMessage(message as Notification | Response));
+  }
+
+  /** `hand` on a microtask, in order with what was handed before it, unless the Session is gone by then. */
+  private queue(hand: () => void): void {
+    this.queued++;
     queueMicrotask(() => {
-      if (this.closedReason === undefined)
-        this.options.session.takeMessage(message as Notification | Response);
+      this.queued--;
+      if (this.closedReason === undefined) hand();
     });
   }
 

@@ -300,6 +300,34 @@ describe('the modern bridge and the Session, values both ways (request-contexts.
     expect(takenMessages[0]).toEqual({ jsonrpc: '2.0', method: 'notifications/initialized' });
     await modern.close();
   });
+  it('hands a call to the Session in the turn it arrives when nothing handed before it is on its way', async () => {
+    const { modern, taken, takenMessages } = bridgeOnPair();
+    await vi.waitFor(() => expect(taken).toHaveLength(1));
+    taken[0]!.context.answer({
+      jsonrpc: '2.0',
+      id: 0,
+      result: { capabilities: { tools: {} }, serverInfo: { name: 'server', version: '1' } },
+    });
+    await vi.waitFor(() => expect(takenMessages).toHaveLength(1));
+    const answers: ModernAnswer[] = [];
+    modern.serveTo(
+      {
+        request: {
+          jsonrpc: '2.0',
+          id: 7,
+          method: 'tools/call',
+          params: { name: 'echo', arguments: {}, _meta: MODERN_META },
+        },
+        notify: () => undefined,
+        signal: new ClientGiveUp(),
+      },
+      { answer: (answer) => answers.push(answer), failed: (error) => answers.push({ response: { error } }) },
+    );
+    expect(taken.map(({ request }) => request.method)).toEqual(['initialize', 'tools/call']);
+    taken[1]!.context.answer({ jsonrpc: '2.0', id: taken[1]!.request.id, result: { content: [] } });
+    expect(answers).toMatchObject([{ response: { id: 7, result: { resultType: 'complete' } } }]);
+    await modern.close();
+  });
 });
 
 describe('the modern bridge and the Session, a request handed as a value (request-contexts.ts)', () => {
@@ -488,6 +516,68 @@ describe('the modern bridge and the Session: a call the Session decides is a tas
     const second = await call(withTasks);
     expect(second.error?.message).toMatch(/taskCreationRate/);
     expect((await call(MODERN_META)).result).toMatchObject({ resultType: 'complete' });
+    await session.close();
+    await server.close();
+  });
+});
+
+describe('the modern bridge: a call given up in the turn its CreateTaskResult is handed back', () => {
+  it('cancels the task the Session made for it: the choice between tasks/cancel and a cancellation is made at once', async () => {
+    const config = resolveConfig({});
+    const toServer = memoryChannelPair();
+    const { server } = fakeServer([hang]);
+    await server.connect(new ChannelTransport(toServer.b));
+    const options = {
+      id: 'given-up-as-created',
+      config,
+      policy: new Policy(config),
+      store: new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1_000_000 }),
+      logger: pino({ level: 'silent' }),
+    };
+    const client = new ValueClient();
+    const session = new Session(client, toServer.a, options, {
+      upstreamGone: () => undefined,
+      closed: () => undefined,
+    });
+    session.start();
+    const modern = startBridge(client, session, options, toServer.a);
+    const signal = new ClientGiveUp();
+    // The client gives the call up in the very turn the Session hands its CreateTaskResult back, before
+    // the bridge has read it.
+    const take = session.take.bind(session);
+    session.take = (request, context) => {
+      if (request.method === 'tools/call') {
+        const answer = context.answer.bind(context);
+        context.answer = (response, raw) => {
+          signal.giveUp();
+          answer(response, raw);
+        };
+      }
+      take(request, context);
+    };
+    const before = cancelled.length;
+    const answer = await modern.handle({
+      request: {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: {
+          name: 'hang',
+          arguments: {},
+          _meta: {
+            ...MODERN_META,
+            'io.modelcontextprotocol/clientCapabilities': {
+              extensions: { 'io.modelcontextprotocol/tasks': {} },
+            },
+          },
+        },
+      },
+      notify: () => undefined,
+      signal,
+    });
+    expect(answer).toBeUndefined();
+    // The task nobody will see is cancelled, and with it the server's call.
+    await vi.waitFor(() => expect(cancelled).toHaveLength(before + 1));
     await session.close();
     await server.close();
   });
