@@ -7,6 +7,10 @@
  * waiting), and another identity gets there what it gets for an id nobody gave out; and the client hears of
  * such a task before that server's status notifications of it, however long Redis takes to post it; and a
  * listing past the tasks of a replica that died goes a page at a time.
+ *
+ * Most tests share two replicas (one key prefix), each test apart by identities of its own; a test that
+ * kills a replica, needs server "b" one process per session, another config or a Redis of its own, or reads
+ * a replica's whole log starts its own.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -41,7 +45,6 @@ afterAll(async () => {
 
 const SECRET = 'the cursor secret of both replicas in this test';
 const ALICE = 'alice-token-0123456789abcdef';
-const BOB = 'bob-token-0123456789abcdef00';
 const CONFIG = join(dir, 'two.json');
 writeFileSync(
   CONFIG,
@@ -49,6 +52,20 @@ writeFileSync(
     upstreams: {
       a: { command: process.execPath, args: [FIXTURES.native] },
       b: { command: process.execPath, args: [FIXTURES.legacy] },
+    },
+  }),
+);
+/**
+ * CONFIG with server "b", which the tests sharing two replicas only list, as one process per replica
+ * (`sharing: shared`): each of their sessions starts only its own "a".
+ */
+const SHARED = join(dir, 'shared.json');
+writeFileSync(
+  SHARED,
+  JSON.stringify({
+    upstreams: {
+      a: { command: process.execPath, args: [FIXTURES.native] },
+      b: { command: process.execPath, args: [FIXTURES.legacy], sharing: 'shared' },
     },
   }),
 );
@@ -63,17 +80,68 @@ writeFileSync(
   }),
 );
 
+/**
+ * Tokens of identities every replica accepts beside ALICE's, each given to one test only: the tests
+ * that share two replicas (and so their key prefix) see only their own tasks in a listing.
+ */
+const TOKENS = Array.from({ length: 24 }, (_, n) => `caller-${n}-token-0123456789abcdef`);
+let tokensGiven = 0;
+const freshToken = (): string => {
+  const token = TOKENS[tokensGiven++];
+  if (token === undefined) throw new Error(`more than ${TOKENS.length} identities asked for`);
+  return token;
+};
+
 let gateways: Gateway[] = [];
-let clients: { client: Client; transport: CheckedTransport }[] = [];
+let clients: { client: Client; transport: CheckedTransport; shared: boolean }[] = [];
 afterEach(async () => {
-  for (const { transport } of clients) expect(transport.violations).toEqual([]);
-  await Promise.all(clients.map(({ client }) => client.close()));
-  await Promise.all(gateways.map((gateway) => gateway.stop()));
+  const [stopped, ended] = [gateways, clients];
   [gateways, clients] = [[], []];
+  // The sessions of the shared replicas end with their test, and their servers with them.
+  const terminated = await Promise.allSettled(
+    ended
+      .filter(({ shared }) => shared)
+      .map(({ transport }) => (transport.inner as StreamableHTTPClientTransport).terminateSession()),
+  );
+  await Promise.all(ended.map(({ client }) => client.close()));
+  await Promise.all(stopped.map((gateway) => gateway.stop()));
+  for (const { transport } of ended) expect(transport.violations).toEqual([]);
+  expect(terminated.filter(({ status }) => status === 'rejected')).toEqual([]);
 });
 
-async function replica(prefix: string, { config = CONFIG, url = redis!.url } = {}): Promise<Gateway> {
-  const gateway = await Gateway.start(
+/**
+ * The two replicas (one key prefix) of the tests that need no fresh process, started by the first of them
+ * and stopped when the file ends; each test is given an identity of its own (another one: `freshToken()`).
+ */
+const sharedGateways: Gateway[] = [];
+let sharedStart: Promise<[Gateway, Gateway]> | undefined;
+afterAll(async () => {
+  await Promise.all(sharedGateways.map((gateway) => gateway.stop()));
+});
+async function sharedReplicas(): Promise<{ first: Gateway; second: Gateway; token: string }> {
+  sharedStart ??= (async () => {
+    const prefix = freshPrefix();
+    for (const gateway of sharedGateways.splice(0)) await gateway.stop();
+    for (let started = 0; started < 2; started++)
+      sharedGateways.push(await startReplica(prefix, { config: SHARED }));
+    return [sharedGateways[0]!, sharedGateways[1]!] as [Gateway, Gateway];
+  })();
+  // One that did not start is started afresh by the next test.
+  const [first, second] = await sharedStart.catch((error: unknown) => {
+    sharedStart = undefined;
+    throw error;
+  });
+  return { first, second, token: freshToken() };
+}
+
+async function replica(prefix: string, options: { config?: string; url?: string } = {}): Promise<Gateway> {
+  const gateway = await startReplica(prefix, options);
+  gateways.push(gateway);
+  return gateway;
+}
+
+function startReplica(prefix: string, { config = CONFIG, url = redis!.url } = {}): Promise<Gateway> {
+  return Gateway.start(
     [],
     [
       '--config',
@@ -84,13 +152,10 @@ async function replica(prefix: string, { config = CONFIG, url = redis!.url } = {
       prefix,
       '--auth-token',
       `${ALICE}=alice`,
-      '--auth-token',
-      `${BOB}=bob`,
+      ...TOKENS.flatMap((token, n) => ['--auth-token', `${token}=caller-${n}`]),
     ],
     { TASKGATE_STORE_CURSOR_SECRET: SECRET },
   );
-  gateways.push(gateway);
-  return gateway;
 }
 
 async function alice(gateway: Gateway, token = ALICE): Promise<Client> {
@@ -103,8 +168,9 @@ async function connected(gateway: Gateway, token = ALICE): Promise<(typeof clien
   );
   const client = new Client({ name: 'taskgate-test', version: '1.0.0' }, { capabilities: TASK_AWARE });
   await client.connect(transport);
-  clients.push({ client, transport });
-  return { client, transport };
+  const entry = { client, transport, shared: sharedGateways.includes(gateway) };
+  clients.push(entry);
+  return entry;
 }
 
 describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue 32)', () => {
@@ -129,10 +195,9 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
     expect(listed).toEqual([task.taskId]);
   });
   it('serves through replica 2 a task server a runs itself, made through replica 1: get, result, cancel', async () => {
-    const prefix = freshPrefix();
-    const [first, second] = [await replica(prefix), await replica(prefix)];
-    const there = await alice(first);
-    const here = await alice(second);
+    const { first, second, token } = await sharedReplicas();
+    const there = await alice(first, token);
+    const here = await alice(second, token);
     const made = async (args: Record<string, unknown>): Promise<string> => {
       const { task } = await there.request(
         { method: 'tools/call', params: { name: 'a__sleep', arguments: args, task: {} } },
@@ -160,10 +225,9 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
   it.each(['replica 2', 'another session of replica 1'])(
     'carries to a client of %s the input a task server a runs itself asks for on replica 1, and its answer back',
     async (where) => {
-      const prefix = freshPrefix();
-      const [first, second] = [await replica(prefix), await replica(prefix)];
-      const there = await alice(first);
-      const here = await alice(where === 'replica 2' ? second : first);
+      const { first, second, token } = await sharedReplicas();
+      const there = await alice(first, token);
+      const here = await alice(where === 'replica 2' ? second : first, token);
       const askedThere: unknown[] = [];
       there.setRequestHandler(ElicitRequestSchema, (request) => {
         askedThere.push(request.params);
@@ -194,10 +258,9 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
   );
 
   it('carries to a 2026-07-28 client on replica 2 the input a task server a runs itself asks for on replica 1, and its answer back', async () => {
-    const prefix = freshPrefix();
-    const [first, second] = [await replica(prefix), await replica(prefix)];
+    const { first, second, token } = await sharedReplicas();
     const request = (gateway: Gateway, method: string, params: Record<string, unknown>) =>
-      modernRequest(gateway.url, method, params, EXTENSION_META, { authorization: `Bearer ${ALICE}` });
+      modernRequest(gateway.url, method, params, EXTENSION_META, { authorization: `Bearer ${token}` });
     const made = await request(first, 'tools/call', { name: 'a__elicit', arguments: { message: 'who?' } });
     expect(made.result).toMatchObject({ resultType: 'task' });
     const taskId = String(made.result!.taskId);
@@ -241,10 +304,9 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
   });
 
   it('tells the server on replica 1 at once that the session of replica 2 it asked for input ended', async () => {
-    const prefix = freshPrefix();
-    const [first, second] = [await replica(prefix), await replica(prefix)];
-    const there = await alice(first);
-    const here = await alice(second);
+    const { first, second, token } = await sharedReplicas();
+    const there = await alice(first, token);
+    const here = await alice(second, token);
     let asked!: () => void;
     const askedHere = new Promise<void>((resolve) => (asked = resolve));
     // Asked, it never answers: its session is ended instead.
@@ -270,10 +332,9 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
   });
 
   it('withdraws from the client on replica 2 the input carried to it once it stops waiting for the result', async () => {
-    const prefix = freshPrefix();
-    const [first, second] = [await replica(prefix), await replica(prefix)];
-    const there = await alice(first);
-    const here = await alice(second);
+    const { first, second, token } = await sharedReplicas();
+    const there = await alice(first, token);
+    const here = await alice(second, token);
     let asked!: (signal: AbortSignal) => void;
     const askedHere = new Promise<AbortSignal>((resolve) => (asked = resolve));
     // Asked, it never answers: it stops waiting for the result instead.
@@ -300,10 +361,9 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
   });
 
   it('lists through replica 2 a task server a runs itself, made through replica 1, once', async () => {
-    const prefix = freshPrefix();
-    const [first, second] = [await replica(prefix), await replica(prefix)];
-    const there = await alice(first);
-    const here = await alice(second);
+    const { first, second, token } = await sharedReplicas();
+    const there = await alice(first, token);
+    const here = await alice(second, token);
     const { task } = await there.request(
       { method: 'tools/call', params: { name: 'a__echo', arguments: { text: 'listed' }, task: {} } },
       CreateTaskResultSchema,
@@ -312,15 +372,14 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
       const listed = (await client.experimental.tasks.listTasks()).tasks.map(({ taskId }) => taskId);
       expect(listed).toEqual([task.taskId]);
     }
-    const bobs = await alice(second, BOB);
+    const bobs = await alice(second, freshToken());
     expect((await bobs.experimental.tasks.listTasks()).tasks).toEqual([]);
   });
 
   it('lists through replica 2, page after page behind its cursor, more than a page of tasks server a runs itself, made through replica 1, each once', async () => {
-    const prefix = freshPrefix();
-    const [first, second] = [await replica(prefix), await replica(prefix)];
-    const there = await alice(first);
-    const here = await alice(second);
+    const { first, second, token } = await sharedReplicas();
+    const there = await alice(first, token);
+    const here = await alice(second, token);
     const made: string[] = [];
     // More than the 100 a page names of them; ten calls at a time.
     for (let batch = 0; batch < 11; batch++) {
@@ -435,10 +494,9 @@ describe.skipIf(!redis)('several servers behind two replicas on one Redis (issue
   });
 
   it('answers another identity on replica 2 as for an id nobody gave out, for a task server a runs itself', async () => {
-    const prefix = freshPrefix();
-    const [first, second] = [await replica(prefix), await replica(prefix)];
-    const there = await alice(first);
-    const bob = await alice(second, BOB);
+    const { first, second, token } = await sharedReplicas();
+    const there = await alice(first, token);
+    const bob = await alice(second, freshToken());
     const { task } = await there.request(
       { method: 'tools/call', params: { name: 'a__sleep', arguments: { ms: 60_000 }, task: {} } },
       CreateTaskResultSchema,

@@ -25,7 +25,7 @@ import {
   ListToolsRequestSchema,
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { serveHttp } from '../fixtures/http-serve.js';
 import { httpTransport } from '../helpers/http-client.js';
 import { startHttpFixture } from '../helpers/http-fixture.js';
@@ -47,6 +47,32 @@ async function sharedGateway(
   const gateway = await Gateway.start([process.execPath, server], [...sharing, '--log-level', 'info'], env);
   cleanups.push(() => gateway.stop());
   return gateway;
+}
+
+/**
+ * The shared gateway of the tests that check only their own sessions' answers and that its one server
+ * never restarts: started by the first of them, stopped when the file ends.
+ */
+let common: Promise<Gateway> | undefined;
+const commonStarted: Gateway[] = [];
+afterAll(async () => {
+  await Promise.all(commonStarted.map((gateway) => gateway.stop()));
+});
+function commonGateway(): Promise<Gateway> {
+  common ??= Gateway.start(
+    [process.execPath, FIXTURES.legacy],
+    ['--upstream-sharing', 'shared', '--log-level', 'info'],
+  ).then(
+    (gateway) => {
+      commonStarted.push(gateway);
+      return gateway;
+    },
+    (error: unknown) => {
+      common = undefined;
+      throw error;
+    },
+  );
+  return common;
 }
 
 const pooledGateway = (size: number): Promise<Gateway> =>
@@ -104,7 +130,7 @@ describe('upstream.sharing session (the default) over the HTTP front', () => {
 
 describe('upstream.sharing shared over the HTTP front', () => {
   it('serves several sessions from one server process', async () => {
-    const gateway = await sharedGateway();
+    const gateway = await commonGateway();
     const sessions = await Promise.all(['a', 'b', 'c'].map((name) => session(gateway, name)));
     const answers = await Promise.all(
       sessions.map(({ client }, i) => call(client, 'echo', { text: `s${i}` })),
@@ -114,7 +140,7 @@ describe('upstream.sharing shared over the HTTP front', () => {
   });
 
   it('gives concurrent calls with the same request ids and progress tokens their own answers and progress', async () => {
-    const gateway = await sharedGateway();
+    const gateway = await commonGateway();
     const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
     const progressOf = { a: [] as Progress[], b: [] as Progress[] };
     const [answerA, answerB] = await Promise.all([
@@ -340,7 +366,7 @@ describe('upstream.sharing shared over the HTTP front', () => {
   });
 
   it('serves 2026-07-28 requests from the shared server too', async () => {
-    const gateway = await sharedGateway();
+    const gateway = await commonGateway();
     const a = await session(gateway, 'a');
     expect(await call(a.client, 'echo', { text: '2025' })).toBe('2025');
     expect(await modernEcho(gateway, '2026')).toBe('2026');
@@ -348,7 +374,7 @@ describe('upstream.sharing shared over the HTTP front', () => {
   });
 
   it('cancels upstream the call of a session that closes', async () => {
-    const gateway = await sharedGateway();
+    const gateway = await commonGateway();
     const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
     let started: (() => void) | undefined;
     const running = new Promise<void>((resolve) => (started = resolve));
@@ -530,7 +556,7 @@ describe('upstream.sharing shared in front of a 2026-07-28 stdio server', () => 
 describe('upstream.sharing shared with a server that refuses what it is asked', () => {
   it('tells every session that subscribed together that the server refused the subscription, and asks it again', async () => {
     // Without FIXTURE_WATCH the fixture takes no resources/subscribe: it answers each with an error.
-    const gateway = await sharedGateway();
+    const gateway = await commonGateway();
     const [a, b] = [await session(gateway, 'a'), await session(gateway, 'b')];
     // Both sessions at once, on several URIs: some of b's may come while a's is still with the server
     // and join it. Whether any does is timing (the fixture answers at once, and nothing the server sees
