@@ -81,6 +81,12 @@ export class ModernHttpUpstream implements Channel {
    * it is handed on (the id is free again for whatever the translator sends next).
    */
   private readonly open = new Correlation<Post>();
+  /**
+   * What aborts each POST until its stream ends, answered or not: a server may keep a stream open after
+   * its answer (SHOULD close, not MUST), and over connections shared with other sessions only this abort
+   * lets the connection go when the session closes.
+   */
+  private readonly streams = new Set<AbortController>();
   private readonly toolHeaders = new Map<string, HeaderParam[]>();
   private closed = false;
 
@@ -132,7 +138,7 @@ export class ModernHttpUpstream implements Channel {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const { controller } of this.open.drain()) controller.abort();
+    for (const controller of this.streams) controller.abort();
     await this.origin.close();
   }
 
@@ -141,6 +147,7 @@ export class ModernHttpUpstream implements Channel {
     const { id } = request;
     const post: Post = { id, key: id, controller, listing: request.method === 'tools/list' };
     post.key = this.open.forward(id, post);
+    this.streams.add(controller);
     try {
       let reply = await this.origin.request('POST', this.headersFor(request), controller.signal, body);
       if (reply.statusCode === 401 && this.origin.renewsOwnToken) {
@@ -155,6 +162,7 @@ export class ModernHttpUpstream implements Channel {
         this.fail(post, `Upstream server unavailable: ${networkReason(error)}`);
       }
     } finally {
+      this.streams.delete(controller);
       this.settled(post);
     }
   }

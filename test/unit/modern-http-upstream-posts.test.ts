@@ -2,13 +2,16 @@
  * The POSTs a 2026-07-28 HTTP upstream has open (issue 28: on the correlation engine): a cancellation
  * aborts the POST of the request it names — the first of two sent with one id, then the other — and a POST
  * that ends takes out only its own entry, so a later cancellation still finds the one left; closing aborts
- * every open POST. Against a server written here on node:http that holds each POST open until told, and
- * says when taskgate's side of one closed.
+ * every POST whose stream is still open, answered or not. Against a server written here on node:http that
+ * holds each POST open until told, and says when taskgate's side of one closed. Each upstream is given
+ * keep-alive connections it shares (as the proxy gives them), so its close destroys no connection: only its
+ * own aborts end a POST.
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { OriginConnections } from '../../src/transport/http-wire.js';
 import { ModernHttpUpstream } from '../../src/transport/modern-http-upstream.js';
 import { Inbox } from '../helpers/inbox.js';
 
@@ -50,9 +53,14 @@ async function holdingServer(): Promise<{ url: string; held: Inbox<Held>; closed
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, held, closed };
 }
 
-/** The upstream, started, with what it hands on. */
+/** The upstream, started, with what it hands on; its connections shared, closed after it as the gateway does. */
 function upstreamAt(url: string): { upstream: ModernHttpUpstream; heard: Inbox<Record<string, unknown>> } {
-  const upstream = new ModernHttpUpstream({ url, maxMessageBytes: 1 << 20 }, pino({ level: 'silent' }));
+  const connections = new OriginConnections();
+  cleanups.push(() => connections.close());
+  const upstream = new ModernHttpUpstream(
+    { url, maxMessageBytes: 1 << 20, connections },
+    pino({ level: 'silent' }),
+  );
   const heard = new Inbox<Record<string, unknown>>();
   upstream.start({
     message: (raw) => heard.push(JSON.parse(raw.toString()) as Record<string, unknown>),
@@ -139,5 +147,22 @@ describe('a 2026-07-28 HTTP upstream: the POSTs it has open, on the correlation 
     await closed.waitFor((name) => name === 'one', 'POST one aborted');
     await closed.waitFor((name) => name === 'two', 'POST two aborted');
     expect(heard.items).toEqual([]);
+  });
+
+  it('aborts, when it closes, the stream of a POST already answered that the server keeps open', async () => {
+    const { url, held, closed } = await holdingServer();
+    const { upstream, heard } = upstreamAt(url);
+    upstream.send(call(1, 'kept'));
+    const post = await held.waitFor((each) => each.name === 'kept', 'the POST');
+    post.response.writeHead(200, { 'content-type': 'text/event-stream' });
+    const answer = { jsonrpc: '2.0', id: 1, result: { content: [], resultType: 'complete' } };
+    post.response.write(`event: message\ndata: ${JSON.stringify(answer)}\n\n`);
+    await heard.waitFor((message) => message.id === 1, 'the answer');
+    // The spec says the server SHOULD close the stream after the answer, not MUST.
+    post.response.write(': keepalive\n\n');
+
+    await upstream.close();
+    await closed.waitFor((name) => name === 'kept', 'the answered POST aborted');
+    expect(heard.items).toEqual([answer]);
   });
 });
