@@ -100,9 +100,9 @@ export class Port implements Channel {
     this.handlers?.message(raw, arrival, parsed);
   }
 
-  /** @internal An answer in the pieces it came in, with its scan (ChannelHandlers.pieces). */
-  receivePieces(line: Pieces, scanned: Scanned): void {
-    if (this.handlers !== undefined) deliverPieces(this.handlers, line, scanned);
+  /** @internal A message in the pieces it came in, with its scan (ChannelHandlers.pieces). */
+  receivePieces(line: Pieces, scanned: Scanned, arrival?: Arrival): void {
+    if (this.handlers !== undefined) deliverPieces(this.handlers, line, scanned, arrival);
   }
 
   /** @internal */

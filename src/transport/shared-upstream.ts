@@ -95,6 +95,9 @@ const NOTIFICATION_READ = new Set([
   'notifications/tasks/status',
 ]);
 
+/** A notification handed to a port, with the port's request whose stream it came on. */
+type Delivery = (port: Port, into?: Arrival) => void;
+
 /** URL-mode elicitations remembered for their completion notification, across all sessions. */
 const MAX_ELICITATIONS = 1_024;
 
@@ -383,7 +386,7 @@ export class SharedUpstream implements PortHost {
     const params: JsonObject = {};
     if (meta !== undefined) params._meta = valueOf(line, meta);
     if (level !== undefined) params.level = valueOf(line, level);
-    this.routed(method, (port) => port.receivePieces(line, scanned), params, arrival);
+    this.routed(method, (port, into) => port.receivePieces(line, scanned, into), params, arrival);
     return true;
   }
 
@@ -522,21 +525,18 @@ export class SharedUpstream implements PortHost {
         if (params !== undefined) this.tasks.status(params)?.receive(raw, undefined, notification);
         return;
       default:
-        return this.routed(notification.method, (port) => port.receive(raw), params, arrival);
+        return this.routed(notification.method, (port, into) => port.receive(raw, into), params, arrival);
     }
   }
 
-  /** A list changed, to every port; a log line or other notification, to its session if it says whose. */
-  private routed(
-    method: string,
-    deliver: (port: Port) => void,
-    params?: JsonObject,
-    arrival?: Arrival,
-  ): void {
+  /** A list changed, to every port; any other, to its session if it says whose, on the stream it came on. */
+  private routed(method: string, deliver: Delivery, params?: JsonObject, arrival?: Arrival): void {
     const owner = method.endsWith('/list_changed') ? undefined : this.belongsTo(params, arrival);
     if (owner === null) return;
+    const onStream = arrival?.onStreamOf === undefined ? undefined : this.inFlight.get(arrival.onStreamOf);
+    const into = owner !== undefined && onStream?.port === owner ? { onStreamOf: onStream.id } : undefined;
     for (const port of owner === undefined ? this.ports : [owner]) {
-      if (method !== 'notifications/message' || this.levels.wants(port, params?.level)) deliver(port);
+      if (method !== 'notifications/message' || this.levels.wants(port, params?.level)) deliver(port, into);
     }
   }
 

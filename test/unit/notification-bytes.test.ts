@@ -209,3 +209,117 @@ describe('issue 33: a big log line of an HTTP upstream, on the stream of the cal
     expect(stream).toContain('"logged"');
   });
 });
+
+/**
+ * A real SDK server whose `wait` tool holds until the test opens its gate, then, with `length`, sends a
+ * CUSTOM notification of that many characters on its own request stream, and answers.
+ */
+async function gatedServer() {
+  const entered = new Inbox<string>();
+  const gates = new Map<string, () => void>();
+  const makeServer = () => {
+    const server = new McpServer({ name: 'gated', version: '1' }, { capabilities: { logging: {} } });
+    server.registerTool(
+      'wait',
+      { inputSchema: { gate: z.string(), length: z.number() } },
+      async ({ gate, length }, extra) => {
+        await new Promise<void>((open) => {
+          gates.set(gate, open);
+          entered.push(gate);
+        });
+        if (length > 0) {
+          await extra.sendNotification({
+            method: CUSTOM as 'notifications/message',
+            params: { level: 'info', data: gate.repeat(length / gate.length) },
+          });
+        }
+        return { content: [{ type: 'text', text: gate }] };
+      },
+    );
+    return server.server;
+  };
+  const http = serveHttp(makeServer, 0, 'gated');
+  if (!http.listening) await once(http, 'listening');
+  cleanups.push(async () => {
+    for (const open of gates.values()) open();
+    http.closeAllConnections();
+    http.close();
+    await once(http, 'close');
+  });
+  const { port } = http.address() as { port: number };
+  const url = `http://127.0.0.1:${port}/mcp`;
+  /** The gate, once its call is at the server, opened. */
+  const open = async (gate: string) => {
+    await entered.waitFor((name) => name === gate, `the call of gate ${gate} at the server`);
+    gates.get(gate)!();
+  };
+  return { url, entered, open };
+}
+
+/** What an answer carried: each event's data of an SSE stream, or a JSON body, parsed. */
+const eventsOf = (body: string): Json[] =>
+  body.startsWith('{')
+    ? [JSON.parse(body) as Json]
+    : [...body.matchAll(/^data: (.*)$/gm)].map((match) => JSON.parse(match[1]!) as Json);
+
+const sizeOf = (data: unknown) =>
+  typeof data === 'string' ? `${data.length} characters: ${data.slice(0, 10)}…` : data;
+
+const wait = (id: number, gate: string, length: number) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name: 'wait', arguments: { gate, length } },
+});
+
+describe('issues 28 and 33: a notification on a call stream of an HTTP upstream keeps its route', () => {
+  // A big one goes as its bytes; a small one (under SCAN_FROM_BYTES), parsed, the same way.
+  for (const [size, length] of [
+    ['big', LENGTH],
+    ['small', 200],
+  ] as const) {
+    for (const sharing of ['session', 'shared'] as const) {
+      it(`upstream.sharing ${sharing}, ${size}: two calls of a session and one of another in flight, on the first's stream only`, async () => {
+        const server = await gatedServer();
+        const config = resolveConfig({
+          http: { listen: '127.0.0.1:0' },
+          upstream: { url: server.url, era: 'legacy', sharing },
+        });
+        const gateway = await memoryGateway(config);
+        cleanups.push(() => gateway.close());
+        const [session, other] = [await openSession(gateway.url), await openSession(gateway.url)];
+        const { value: streams, ...watch } = await watchBytes(LENGTH, async () => {
+          // Each call opens after the one before: an unrouted message would take a newer stream than the first's.
+          const calls = [
+            post(gateway.url, wait(3, 'first', length), inSession(session)),
+            post(gateway.url, wait(4, 'second', 0), inSession(session)),
+            post(gateway.url, wait(5, 'other', 0), inSession(other)),
+          ];
+          for (const gate of ['first', 'second', 'other']) {
+            await server.entered.waitFor((name) => name === gate, `the call of gate ${gate} at the server`);
+          }
+          await server.open('first');
+          const first = await (await calls[0]!).text();
+          await server.open('second');
+          await server.open('other');
+          return { first, second: await (await calls[1]!).text(), other: await (await calls[2]!).text() };
+        });
+        expect(watch.parsedAnywhere).toBe(0);
+        // Each event by what it is, the notification's data by its size and first characters.
+        const seen = (stream: string) =>
+          eventsOf(stream).map((event) =>
+            event.method === undefined
+              ? { id: event.id, result: event.result }
+              : { method: event.method, data: sizeOf((event.params as Json).data) },
+          );
+        const answer = (id: number, text: string) => ({ id, result: { content: [{ type: 'text', text }] } });
+        expect(seen(streams.first)).toEqual([
+          { method: CUSTOM, data: sizeOf('first'.repeat(length / 5)) },
+          answer(3, 'first'),
+        ]);
+        expect(seen(streams.second)).toEqual([answer(4, 'second')]);
+        expect(seen(streams.other)).toEqual([answer(5, 'other')]);
+      });
+    }
+  }
+});
