@@ -133,7 +133,14 @@ export class Correlation<Entry, Origin = never> {
     const originKey = originId === undefined ? undefined : idKey(originId);
     const slot: Slot<Entry, Origin> = { id, entry, origin, originKey, due: Infinity, afterMs: 0 };
     this.byWireId.set(key, slot);
-    if (origin !== undefined && originKey !== undefined) {
+    // A request that went as its own id is found by it (wireKeyOf): only a renumbered one is indexed, which
+    // spares the common case two Maps' set and delete (a delete that empties a Map shrinks it, in V8's runtime).
+    if (
+      origin !== undefined &&
+      originKey !== undefined &&
+      originKey !== key &&
+      !this.isOwnId(originKey, origin)
+    ) {
       let ids = this.byOrigin.get(origin);
       if (ids === undefined) this.byOrigin.set(origin, (ids = new Map()));
       // The first of two requests an origin sent with one id is the one its cancellation finds first.
@@ -185,8 +192,14 @@ export class Correlation<Entry, Origin = never> {
     this.unindex(key, slot);
   }
 
+  /** `origin`'s request `originKey` is in flight as its own id. */
+  private isOwnId(originKey: Key, origin: Origin | typeof SOLE): boolean {
+    const slot = this.byWireId.get(originKey);
+    return slot !== undefined && slot.origin === origin && slot.originKey === originKey;
+  }
+
   private unindex(key: Key, slot: Slot<Entry, Origin>): void {
-    if (slot.origin === undefined || slot.originKey === undefined) return;
+    if (slot.origin === undefined || slot.originKey === undefined || slot.originKey === key) return;
     const ids = this.byOrigin.get(slot.origin);
     if (ids?.get(slot.originKey) !== key) return;
     ids.delete(slot.originKey);
@@ -215,8 +228,10 @@ export class Correlation<Entry, Origin = never> {
   private wireKeyOf(id: RequestId, origin: Origin | undefined): Key | undefined {
     const from = origin === undefined ? SOLE : origin;
     const originKey = idKey(id);
+    // A renumbered one indexed under this id was sent before any that went as the id itself.
     const indexed = this.byOrigin.get(from)?.get(originKey);
     if (indexed !== undefined) return indexed;
+    if (this.isOwnId(originKey, from)) return originKey;
     // A second request sent with one id while the first was in flight is not indexed: found by a scan.
     for (const [key, slot] of this.byWireId) {
       if (slot.origin === from && slot.originKey === originKey) return key;
