@@ -11,7 +11,10 @@
  * - **Origins.** A forwarded request remembers who sent it and the id it had there, so that the origin's
  *   cancellation finds it (`withdraw`) and an origin that goes finds everything it had (`wireIdsOf`).
  * - **Deadlines.** An entry not answered in time is taken out and handed to `expired`: the one place where a
- *   request stops waiting for a peer that does not answer.
+ *   request stops waiting for a peer that does not answer. One timer per table, not one per request, armed
+ *   only while a deadline is in flight: it sleeps until the earliest deadline and a sweep expires all that
+ *   are past. An entry is failed at its deadline, SWEEP_MIN_MS late at most (deadlines are seconds:
+ *   `upstream.requestTimeout`).
  * - **Cancellation both ways.** `cancellation` is the notifications/cancelled a peer is sent; `Inbound`
  *   keeps the peer's own requests carried to an origin, so its cancellation (or the origin's going) reaches
  *   the right one.
@@ -26,7 +29,19 @@ import { idKey, type JsonObject, type Notification, type RequestId } from './mes
 
 type Key = string | number;
 
+/**
+ * The longest the timer sleeps when a request arms it. It is left armed when the table empties, so that
+ * requests one after the other (the common case) arm it about once in this time rather than one each, and
+ * it outlives the last deadline by this much at most. A longer sleep, which a sweep arms for the earliest
+ * deadline left, ends as soon as no deadline is in flight.
+ */
+const SHORT_SLEEP_MS = 1_000;
+/** The shortest sleep after a sweep: deadlines close together expire in one sweep, this late at most. */
+const SWEEP_MIN_MS = 10;
+/** Node's timers fire at once past 2^31 ms: a longer deadline (a task's ttl of weeks) is slept to in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Node's timers count whole milliseconds: one can fire this much before performance.now() is there. */
+const TIMER_SLACK_MS = 1;
 
 /** The origin of a table whose requests all come from one sender (a session's one client). */
 const SOLE: unique symbol = Symbol('the sole origin');
@@ -50,7 +65,10 @@ interface Slot<Entry, Origin> {
   entry: Entry;
   origin: Origin | typeof SOLE | undefined;
   originKey: Key | undefined;
-  timer: NodeJS.Timeout | undefined;
+  /** When it expires (performance.now()); Infinity: never. */
+  due: number;
+  /** Its deadline as it was given, for `expired`. */
+  afterMs: number;
 }
 
 export class Correlation<Entry, Origin = never> {
@@ -59,6 +77,14 @@ export class Correlation<Entry, Origin = never> {
   private readonly byOrigin = new Map<Origin | typeof SOLE, Map<Key, Key>>();
   private readonly mint: (counter: number, own: boolean) => RequestId;
   private counter = 0;
+  private timer: NodeJS.Timeout | undefined;
+  /** When the timer fires (performance.now()); Infinity while it is not armed. */
+  private sweepAt = Infinity;
+  /** The timer sleeps longer than SHORT_SLEEP_MS. */
+  private sleepsLong = false;
+  /** How many entries in flight have a deadline. */
+  private timed = 0;
+  private readonly sweeper = () => this.sweep();
 
   constructor(private readonly options: CorrelationOptions<Entry> = {}) {
     const prefix = `taskgate-${randomBytes(4).toString('hex')}-`;
@@ -105,36 +131,75 @@ export class Correlation<Entry, Origin = never> {
     timeoutMs: number | undefined,
   ): void {
     const originKey = originId === undefined ? undefined : idKey(originId);
-    const slot: Slot<Entry, Origin> = { id, entry, origin, originKey, timer: undefined };
+    const slot: Slot<Entry, Origin> = { id, entry, origin, originKey, due: Infinity, afterMs: 0 };
     this.byWireId.set(key, slot);
-    if (origin !== undefined && originKey !== undefined) {
+    // A request that went as its own id is found by it (wireKeyOf): only a renumbered one is indexed, which
+    // spares the common case two Maps' set and delete (a delete that empties a Map shrinks it, in V8's runtime).
+    if (
+      origin !== undefined &&
+      originKey !== undefined &&
+      originKey !== key &&
+      !this.isOwnId(originKey, origin)
+    ) {
       let ids = this.byOrigin.get(origin);
       if (ids === undefined) this.byOrigin.set(origin, (ids = new Map()));
       // The first of two requests an origin sent with one id is the one its cancellation finds first.
       if (!ids.has(originKey)) ids.set(originKey, key);
     }
-    const deadline = this.options.deadline;
-    const afterMs = timeoutMs ?? deadline?.afterMs;
-    if (deadline === undefined || afterMs === undefined) return;
-    // Node's timers fire at once past 2^31 ms: a longer deadline (a task's ttl of weeks) waits that long.
-    slot.timer = setTimeout(
-      () => {
-        if (this.byWireId.get(key) !== slot) return;
+    const afterMs = timeoutMs ?? this.options.deadline?.afterMs;
+    if (this.options.deadline === undefined || afterMs === undefined) return;
+    const now = performance.now();
+    slot.due = now + afterMs;
+    slot.afterMs = afterMs;
+    this.timed++;
+    if (slot.due < this.sweepAt) this.arm(now, Math.min(afterMs, SHORT_SLEEP_MS));
+  }
+
+  /** The timer, to fire in `delay` ms, in place of any armed. */
+  private arm(now: number, delay: number): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.sweepAt = now + delay;
+    this.sleepsLong = delay > SHORT_SLEEP_MS;
+    this.timer = setTimeout(this.sweeper, delay).unref();
+  }
+
+  private disarm(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.sweepAt = Infinity;
+  }
+
+  /** Takes out what is past its deadline, arms the timer for what is left, then hands each over. */
+  private sweep(): void {
+    this.timer = undefined;
+    this.sweepAt = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    const expired: Slot<Entry, Origin>[] = [];
+    for (const [key, slot] of this.byWireId) {
+      if (slot.due <= now + TIMER_SLACK_MS) {
         this.forget(key, slot);
-        deadline.expired(id, entry, afterMs);
-      },
-      Math.min(afterMs, MAX_TIMER_MS),
-    ).unref();
+        expired.push(slot);
+      } else if (slot.due < next) next = slot.due;
+    }
+    if (next !== Infinity) this.arm(now, Math.min(Math.max(next - now, SWEEP_MIN_MS), MAX_TIMER_MS));
+    for (const slot of expired) this.options.deadline!.expired(slot.id, slot.entry, slot.afterMs);
   }
 
   private forget(key: Key, slot: Slot<Entry, Origin>): void {
     this.byWireId.delete(key);
-    if (slot.timer !== undefined) clearTimeout(slot.timer);
+    if (slot.due !== Infinity && --this.timed === 0 && this.sleepsLong) this.disarm();
     this.unindex(key, slot);
   }
 
+  /** `origin`'s request `originKey` is in flight as its own id. */
+  private isOwnId(originKey: Key, origin: Origin | typeof SOLE): boolean {
+    const slot = this.byWireId.get(originKey);
+    return slot !== undefined && slot.origin === origin && slot.originKey === originKey;
+  }
+
   private unindex(key: Key, slot: Slot<Entry, Origin>): void {
-    if (slot.origin === undefined || slot.originKey === undefined) return;
+    if (slot.origin === undefined || slot.originKey === undefined || slot.originKey === key) return;
     const ids = this.byOrigin.get(slot.origin);
     if (ids?.get(slot.originKey) !== key) return;
     ids.delete(slot.originKey);
@@ -163,8 +228,10 @@ export class Correlation<Entry, Origin = never> {
   private wireKeyOf(id: RequestId, origin: Origin | undefined): Key | undefined {
     const from = origin === undefined ? SOLE : origin;
     const originKey = idKey(id);
+    // A renumbered one indexed under this id was sent before any that went as the id itself.
     const indexed = this.byOrigin.get(from)?.get(originKey);
     if (indexed !== undefined) return indexed;
+    if (this.isOwnId(originKey, from)) return originKey;
     // A second request sent with one id while the first was in flight is not indexed: found by a scan.
     for (const [key, slot] of this.byWireId) {
       if (slot.origin === from && slot.originKey === originKey) return key;
@@ -218,7 +285,8 @@ export class Correlation<Entry, Origin = never> {
   /** The peer is gone: every entry, taken out, each to be settled with what it is owed (`goneError`). */
   drain(): Entry[] {
     const entries = [...this.byWireId.values()].map((slot) => slot.entry);
-    for (const slot of this.byWireId.values()) if (slot.timer !== undefined) clearTimeout(slot.timer);
+    this.disarm();
+    this.timed = 0;
     this.byWireId.clear();
     this.byOrigin.clear();
     return entries;

@@ -137,6 +137,26 @@ describe('Correlation', () => {
     expect(pending.indexed).toBe(0);
   });
 
+  it('indexes no request that went as its own id, and still finds each by the id its origin gave', () => {
+    const pending = new Correlation<Entry>();
+    pending.forward(5, entry('own id'));
+    pending.forward('x', entry('own id too'));
+    expect(pending.indexed).toBe(0);
+    expect(pending.wireIdOf('x')).toBe('x');
+    expect(pending.withdraw(5)).toEqual([5, entry('own id')]);
+  });
+
+  it('withdraw finds a renumbered request before a later one that went as the same id', () => {
+    const pending = new Correlation<Entry>({ mint: (n) => (n === 0 ? 7 : `minted-${n}`) });
+    const own = pending.own(entry('ours'));
+    const renumbered = pending.forward(7, entry('earlier'));
+    pending.take(own);
+    expect(pending.forward(7, entry('later'))).toBe(7);
+    expect(pending.withdraw(7)).toEqual([renumbered, entry('earlier')]);
+    expect(pending.withdraw(7)).toEqual([7, entry('later')]);
+    expect([pending.size, pending.indexed]).toEqual([0, 0]);
+  });
+
   it('takeWhere removes the matching entries and returns them with their wire ids, typed', () => {
     const pending = new Correlation<Entry>();
     pending.forward(7, entry('upstream'));
