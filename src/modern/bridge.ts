@@ -342,7 +342,7 @@ export class ModernBridge implements CallHost {
     exchange.signal.addEventListener('abort', given, ONCE);
     call.waiter = new CallWaiter(exchange, sink, given);
     if (exchange.signal.aborted) return given();
-    if (call.outcome !== undefined) return this.finish(call, call.outcome);
+    if (call.outcome !== undefined) return this.finish(call, call.outcome, call.outcomeRaw);
     if (call.unsent) this.rounds.askForInput(call);
   }
 
@@ -440,11 +440,7 @@ export class ModernBridge implements CallHost {
     raw?: Buffer,
   ): void {
     const waiter = call.waiter;
-    if (waiter === undefined) {
-      // Parked: the client's retry gets it.
-      call.outcome = outcome;
-      return;
-    }
+    if (waiter === undefined) return call.parkOutcome(outcome, raw);
     this.forget(call);
     waiter.stopListening();
     const { exchange } = waiter;
