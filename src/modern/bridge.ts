@@ -495,15 +495,18 @@ export class ModernBridge implements CallHost {
     else this.cancelUpstream(call, 'the 2026-07-28 client cancelled the request');
   }
 
-  /** A call sent as a task, given up before its CreateTaskResult came: the task nobody will see is cancelled. */
+  /** A call sent as a task, given up before its client saw its CreateTaskResult: the task nobody will see is cancelled. */
   private cancelTaskOnceCreated(call: Call): void {
     this.forget(call);
-    this.own.adopt(call.legacyId, (outcome) => {
+    const cancelCreated = (outcome: Outcome): void => {
       const created = 'result' in outcome ? outcome.result.task : undefined;
       if (isObject(created) && typeof created.taskId === 'string') {
         this.own.ask('tasks/cancel', { taskId: created.taskId }, call.caller);
       }
-    });
+    };
+    // Its answer came while it waited for its client's input (a retry given up as it arrived): no other comes.
+    if (call.outcome !== undefined) return cancelCreated(call.outcome);
+    this.own.adopt(call.legacyId, cancelCreated);
   }
 
   private cancelUpstream(call: Call, reason: string): void {

@@ -699,6 +699,20 @@ describe("the modern bridge: a call whose answer came while it waited for its cl
     return { serverTasks, ask, parked, close };
   }
 
+  it('cancels the task when the retry is given up as it arrives: its CreateTaskResult came already', async () => {
+    const { serverTasks, ask, parked, close } = await answeredWhileParked();
+    const withTasks = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+    const { retry, answer } = await parked('asks_first_task', withTasks);
+    expect(answer).toMatchObject({ result: { task: { status: 'working' } } });
+    const { taskId } = ('result' in answer ? answer.result.task : undefined) as { taskId: string };
+    const given = new ClientGiveUp();
+    given.giveUp();
+    expect(await ask('asks_first_task', withTasks, retry, given)).toBeUndefined();
+    // The task nobody will see is cancelled at the server.
+    await vi.waitFor(async () => expect((await serverTasks.getTask(taskId))?.status).toBe('cancelled'));
+    await close();
+  });
+
   it("hands a plain call's parked answer to its retry as the upstream's bytes", async () => {
     const { ask, parked, close } = await answeredWhileParked();
     const { retry } = await parked('asks_first', {});
