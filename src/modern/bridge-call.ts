@@ -86,8 +86,9 @@ export class Call implements RequestContext {
   waiter: Waiter | undefined = undefined;
   /** Input asked since the last answer to the client: sent together, once. */
   unsent = false;
-  /** The outcome that came while the call was parked. */
+  /** The outcome that came while the call was parked, and the bytes it was read from (parkOutcome). */
   outcome: { result: JsonObject } | { error: JsonRpcErrorObject } | undefined = undefined;
+  outcomeRaw: Buffer | undefined = undefined;
   /** The key its requestState names, while parked. */
   parkedAs: string | undefined = undefined;
   /**
@@ -126,6 +127,12 @@ export class Call implements RequestContext {
 
   answer(response: Response, raw?: Buffer): void {
     this.host.callAnswered(this, response, raw);
+  }
+
+  /** Its outcome came while it was parked: the client's retry gets it, made of the bytes it came as. */
+  parkOutcome(outcome: Outcome, raw: Buffer | undefined): void {
+    this.outcome = outcome;
+    this.outcomeRaw = raw;
   }
 
   /** The plan the Session made for it (decide.ts, the server deciding): it goes on as a task, or not. */

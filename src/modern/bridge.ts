@@ -342,7 +342,7 @@ export class ModernBridge implements CallHost {
     exchange.signal.addEventListener('abort', given, ONCE);
     call.waiter = new CallWaiter(exchange, sink, given);
     if (exchange.signal.aborted) return given();
-    if (call.outcome !== undefined) return this.finish(call, call.outcome);
+    if (call.outcome !== undefined) return this.finish(call, call.outcome, call.outcomeRaw);
     if (call.unsent) this.rounds.askForInput(call);
   }
 
@@ -440,11 +440,7 @@ export class ModernBridge implements CallHost {
     raw?: Buffer,
   ): void {
     const waiter = call.waiter;
-    if (waiter === undefined) {
-      // Parked: the client's retry gets it.
-      call.outcome = outcome;
-      return;
-    }
+    if (waiter === undefined) return call.parkOutcome(outcome, raw);
     this.forget(call);
     waiter.stopListening();
     const { exchange } = waiter;
@@ -499,15 +495,18 @@ export class ModernBridge implements CallHost {
     else this.cancelUpstream(call, 'the 2026-07-28 client cancelled the request');
   }
 
-  /** A call sent as a task, given up before its CreateTaskResult came: the task nobody will see is cancelled. */
+  /** A call sent as a task, given up before its client saw its CreateTaskResult: the task nobody will see is cancelled. */
   private cancelTaskOnceCreated(call: Call): void {
     this.forget(call);
-    this.own.adopt(call.legacyId, (outcome) => {
+    const cancelCreated = (outcome: Outcome): void => {
       const created = 'result' in outcome ? outcome.result.task : undefined;
       if (isObject(created) && typeof created.taskId === 'string') {
         this.own.ask('tasks/cancel', { taskId: created.taskId }, call.caller);
       }
-    });
+    };
+    // Its answer came while it waited for its client's input (a retry given up as it arrived): no other comes.
+    if (call.outcome !== undefined) return cancelCreated(call.outcome);
+    this.own.adopt(call.legacyId, cancelCreated);
   }
 
   private cancelUpstream(call: Call, reason: string): void {

@@ -3,10 +3,21 @@
  * stand behind the bridge. What the process-level tests in test/integration/modern-front.test.ts show
  * through the CLI, checked here in milliseconds, with fake timers for the wait for a retry.
  */
-import { ElicitResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { InMemoryTaskMessageQueue, InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  CallToolRequestSchema,
+  ElicitResultSchema,
+  ListToolsRequestSchema,
+  McpError,
+  type ServerNotification,
+  type ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { pino } from 'pino';
 import { ModernBridge } from '../../src/modern/bridge.js';
+import { BytesAnswer } from '../../src/modern/bridge-call.js';
 import { startBridge } from '../../src/modern/shared-bridge.js';
 import { resolveConfig } from '../../src/config/load.js';
 import { Policy } from '../../src/config/policy.js';
@@ -21,7 +32,7 @@ import {
   modernTaskShares,
 } from '../../src/modern/defaults.js';
 import { ClientGiveUp, type ModernAnswer } from '../../src/protocol/modern/exchange.js';
-import type { Request } from '../../src/protocol/messages.js';
+import type { Request, Response } from '../../src/protocol/messages.js';
 import type { RequestContext } from '../../src/session/request-contexts.js';
 import { ALL_VERSIONS } from '../../src/protocol/versions.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
@@ -582,3 +593,148 @@ describe('the modern bridge: a call given up in the turn its CreateTaskResult is
     await server.close();
   });
 });
+
+describe("the modern bridge: a call whose answer came while it waited for its client's input", () => {
+  /**
+   * A server with tasks of its own whose tools ask for input on the call's own stream and answer only
+   * once the test lets them go (`letGo`), without waiting for the input: `asks_first_task` answers with
+   * the task it then makes, `asks_first` plainly. The bridge parks their answer while the call waits.
+   */
+  async function answeredWhileParked() {
+    const letGo: (() => void)[] = [];
+    const serverTasks = new InMemoryTaskStore();
+    const server = new Server(
+      { name: 'asks-first', version: '1' },
+      {
+        capabilities: { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+        taskStore: serverTasks,
+        taskMessageQueue: new InMemoryTaskMessageQueue(),
+      },
+    );
+    server.setRequestHandler(ListToolsRequestSchema, () => ({
+      tools: [
+        { name: 'asks_first_task', inputSchema: { type: 'object' }, execution: { taskSupport: 'optional' } },
+        { name: 'asks_first', inputSchema: { type: 'object' } },
+      ],
+    }));
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      void askName(extra).catch(() => undefined);
+      await new Promise<void>((resolve) => letGo.push(resolve));
+      if (request.params.task === undefined) return textResult('plain');
+      return { task: await extra.taskStore!.createTask({ pollInterval: 100 }) };
+    });
+    const toServer = memoryChannelPair();
+    await server.connect(new ChannelTransport(toServer.b, { streams: true }));
+    const config = resolveConfig({});
+    const options = {
+      id: 'answered-while-parked',
+      config,
+      policy: new Policy(config),
+      store: new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1_000_000 }),
+      logger: pino({ level: 'silent' }),
+    };
+    const client = new ValueClient();
+    const session = new Session(client, toServer.a, options, {
+      upstreamGone: () => undefined,
+      closed: () => undefined,
+    });
+    session.start();
+    const modern = startBridge(client, session, options, toServer.a);
+    // What the Session handed the bridge for a call, once the bridge has taken it.
+    const handedBack: Response[] = [];
+    const take = session.take.bind(session);
+    session.take = (request, context) => {
+      if (request.method === 'tools/call') {
+        const answer = context.answer.bind(context);
+        context.answer = (response, raw) => {
+          answer(response, raw);
+          handedBack.push(response);
+        };
+      }
+      take(request, context);
+    };
+    let id = 1;
+    const ask = (name: string, extensions: object, more: object, signal = new ClientGiveUp()) =>
+      modern.handle({
+        request: {
+          jsonrpc: '2.0',
+          id: id++,
+          method: 'tools/call',
+          params: {
+            name,
+            arguments: {},
+            ...more,
+            _meta: {
+              ...MODERN_META,
+              'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} }, ...extensions },
+            },
+          },
+        },
+        notify: () => undefined,
+        signal,
+      });
+    /** The call's input round, its answer parked: what its retry sends. */
+    const parked = async (name: string, extensions: object) => {
+      const round = await answerOf(ask(name, extensions, {}));
+      expect(round.result).toMatchObject({ resultType: 'input_required' });
+      const { inputRequests, requestState } = round.result as {
+        inputRequests: Record<string, unknown>;
+        requestState: string;
+      };
+      const before = handedBack.length;
+      await settled(() => letGo.length === 1, 'the server waits to be let go');
+      letGo.shift()!();
+      await settled(() => handedBack.length === before + 1, "the call's answer taken by the bridge");
+      const [key] = Object.keys(inputRequests);
+      return {
+        retry: { requestState, inputResponses: { [key!]: { action: 'accept', content: { name: 'Ada' } } } },
+        answer: handedBack[before]!,
+      };
+    };
+    const close = async () => {
+      await session.close();
+      await server.close();
+      serverTasks.cleanup();
+    };
+    return { serverTasks, ask, parked, close };
+  }
+
+  it('cancels the task when the retry is given up as it arrives: its CreateTaskResult came already', async () => {
+    const { serverTasks, ask, parked, close } = await answeredWhileParked();
+    const withTasks = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+    const { retry, answer } = await parked('asks_first_task', withTasks);
+    expect(answer).toMatchObject({ result: { task: { status: 'working' } } });
+    const { taskId } = ('result' in answer ? answer.result.task : undefined) as { taskId: string };
+    const given = new ClientGiveUp();
+    given.giveUp();
+    expect(await ask('asks_first_task', withTasks, retry, given)).toBeUndefined();
+    // The task nobody will see is cancelled at the server.
+    await vi.waitFor(async () => expect((await serverTasks.getTask(taskId))?.status).toBe('cancelled'));
+    await close();
+  });
+
+  it("hands a plain call's parked answer to its retry as the upstream's bytes", async () => {
+    const { ask, parked, close } = await answeredWhileParked();
+    const { retry } = await parked('asks_first', {});
+    const done = await ask('asks_first', {}, retry);
+    expect(done).toBeInstanceOf(BytesAnswer);
+    expect((done as BytesAnswer).response).toMatchObject({
+      result: { resultType: 'complete', content: [{ text: 'plain' }] },
+    });
+    await close();
+  });
+});
+
+function askName(extra: RequestHandlerExtra<ServerRequest, ServerNotification>) {
+  return extra.sendRequest(
+    {
+      method: 'elicitation/create',
+      params: {
+        mode: 'form',
+        message: 'name?',
+        requestedSchema: { type: 'object', properties: { name: { type: 'string' } } },
+      },
+    },
+    ElicitResultSchema,
+  );
+}
