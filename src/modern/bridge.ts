@@ -491,8 +491,7 @@ export class ModernBridge implements CallHost {
   }
 
   private cancelGivenUp(call: Call): void {
-    if (call.asTask !== undefined) this.cancelTaskOnceCreated(call);
-    else this.cancelUpstream(call, 'the 2026-07-28 client cancelled the request');
+    this.cancelUpstream(call, 'the 2026-07-28 client cancelled the request');
   }
 
   /** A call sent as a task, given up before its client saw its CreateTaskResult: the task nobody will see is cancelled. */
@@ -516,6 +515,8 @@ export class ModernBridge implements CallHost {
         this.answerServer(errorResponse(asked.serverRequestId, goneError('client', reason)));
       }
     }
+    // A task call's is its task, whenever it is created (given up, or parked with no retry in time).
+    if (call.asTask !== undefined) return this.cancelTaskOnceCreated(call);
     this.forget(call);
     if (!open || call.outcome !== undefined) return;
     this.toSession(cancellation(call.legacyId, reason));

@@ -696,7 +696,7 @@ describe("the modern bridge: a call whose answer came while it waited for its cl
       await server.close();
       serverTasks.cleanup();
     };
-    return { serverTasks, ask, parked, close };
+    return { serverTasks, ask, parked, letGo, close };
   }
 
   it('cancels the task when the retry is given up as it arrives: its CreateTaskResult came already', async () => {
@@ -710,6 +710,35 @@ describe("the modern bridge: a call whose answer came while it waited for its cl
     expect(await ask('asks_first_task', withTasks, retry, given)).toBeUndefined();
     // The task nobody will see is cancelled at the server.
     await vi.waitFor(async () => expect((await serverTasks.getTask(taskId))?.status).toBe('cancelled'));
+    await close();
+  });
+
+  it('cancels the task when no retry comes within the wait: its CreateTaskResult came already', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const { serverTasks, parked, close } = await answeredWhileParked();
+    const { answer } = await parked('asks_first_task', {
+      extensions: { 'io.modelcontextprotocol/tasks': {} },
+    });
+    const { taskId } = ('result' in answer ? answer.result.task : undefined) as { taskId: string };
+    vi.advanceTimersByTime(MODERN_INPUT_WAIT_MS);
+    await vi.waitFor(async () => expect((await serverTasks.getTask(taskId))?.status).toBe('cancelled'));
+    await close();
+  });
+
+  it('cancels the task once it is created when no retry comes within the wait before it', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const { serverTasks, ask, letGo, close } = await answeredWhileParked();
+    const round = await answerOf(
+      ask('asks_first_task', { extensions: { 'io.modelcontextprotocol/tasks': {} } }, {}),
+    );
+    expect(round.result).toMatchObject({ resultType: 'input_required' });
+    await settled(() => letGo.length === 1, 'the server waits to be let go');
+    vi.advanceTimersByTime(MODERN_INPUT_WAIT_MS);
+    letGo.shift()!();
+    await vi.waitFor(async () => {
+      const tasks = (await serverTasks.listTasks()).tasks;
+      expect(tasks.map((task) => task.status)).toEqual(['cancelled']);
+    });
     await close();
   });
 
