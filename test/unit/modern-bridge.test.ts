@@ -36,6 +36,7 @@ import type { Request, Response } from '../../src/protocol/messages.js';
 import type { RequestContext } from '../../src/session/request-contexts.js';
 import { ALL_VERSIONS } from '../../src/protocol/versions.js';
 import { memoryChannelPair } from '../../src/transport/memory-channel.js';
+import type { Channel } from '../../src/transport/channel.js';
 import { ValueClient, type ValueReceiver } from '../../src/session/value-client.js';
 import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
 import { fakeServer, textResult, type FakeTool } from '../helpers/in-process.js';
@@ -125,6 +126,30 @@ const open = async (): Promise<InProcessBridge> =>
  * Resolves once `check` holds, letting the in-process hops run (a few hundred turns of the real event
  * loop, no time passing on the fake clock); vi.waitFor would move the fake clock on.
  */
+/** A Session in front of `upstream`, started, and a bridge on its client end (a ValueClient). */
+function bridgedSession(
+  upstream: Channel,
+  id: string,
+  config = resolveConfig({}),
+  more: { limits?: Limits } = {},
+  client = new ValueClient(),
+) {
+  const options = {
+    id,
+    config,
+    policy: new Policy(config),
+    store: new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1_000_000 }),
+    logger: pino({ level: 'silent' }),
+    ...more,
+  };
+  const session = new Session(client, upstream, options, {
+    upstreamGone: () => undefined,
+    closed: () => undefined,
+  });
+  session.start();
+  return { session, modern: startBridge(client, session, options, upstream) };
+}
+
 async function settled(check: () => boolean, what: string): Promise<void> {
   for (let turn = 0; turn < 500; turn++) {
     if (check()) return;
@@ -378,20 +403,8 @@ describe('the modern bridge and the Session, a request handed as a value (reques
     const toServer = memoryChannelPair();
     const { server } = fakeServer([echo, hang, ask]);
     await server.connect(new ChannelTransport(toServer.b));
-    const options = {
-      id: 'handed-as-values',
-      config,
-      policy: new Policy(config),
-      store: new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1_000_000 }),
-      logger: pino({ level: 'silent' }),
-    };
     const recorded = recordingClient();
-    const session = new Session(recorded.client, toServer.a, options, {
-      upstreamGone: () => undefined,
-      closed: () => undefined,
-    });
-    session.start();
-    const modern = startBridge(recorded.client, session, options, toServer.a);
+    const { session, modern } = bridgedSession(toServer.a, 'handed-as-values', config, {}, recorded.client);
     const exchange = (id: number, method: string, params: Record<string, unknown>) => ({
       request: { jsonrpc: '2.0' as const, id, method, params: { ...params, _meta: MODERN_META } },
       notify: () => undefined,
@@ -489,21 +502,9 @@ describe('the modern bridge and the Session: a call the Session decides is a tas
     const toServer = memoryChannelPair();
     const { server } = fakeServer([echo]);
     await server.connect(new ChannelTransport(toServer.b));
-    const options = {
-      id: 'decided-tasks-counted',
-      config,
-      policy: new Policy(config),
-      store: new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1_000_000 }),
-      logger: pino({ level: 'silent' }),
+    const { session, modern } = bridgedSession(toServer.a, 'decided-tasks-counted', config, {
       limits: new Limits(config.limits),
-    };
-    const client = new ValueClient();
-    const session = new Session(client, toServer.a, options, {
-      upstreamGone: () => undefined,
-      closed: () => undefined,
     });
-    session.start();
-    const modern = startBridge(client, session, options, toServer.a);
     const withTasks = {
       ...MODERN_META,
       'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
@@ -538,20 +539,7 @@ describe('the modern bridge: a call given up in the turn its CreateTaskResult is
     const toServer = memoryChannelPair();
     const { server } = fakeServer([hang]);
     await server.connect(new ChannelTransport(toServer.b));
-    const options = {
-      id: 'given-up-as-created',
-      config,
-      policy: new Policy(config),
-      store: new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1_000_000 }),
-      logger: pino({ level: 'silent' }),
-    };
-    const client = new ValueClient();
-    const session = new Session(client, toServer.a, options, {
-      upstreamGone: () => undefined,
-      closed: () => undefined,
-    });
-    session.start();
-    const modern = startBridge(client, session, options, toServer.a);
+    const { session, modern } = bridgedSession(toServer.a, 'given-up-as-created', config);
     const signal = new ClientGiveUp();
     // The client gives the call up in the very turn the Session hands its CreateTaskResult back, before
     // the bridge has read it.
@@ -625,21 +613,7 @@ describe("the modern bridge: a call whose answer came while it waited for its cl
     });
     const toServer = memoryChannelPair();
     await server.connect(new ChannelTransport(toServer.b, { streams: true }));
-    const config = resolveConfig({});
-    const options = {
-      id: 'answered-while-parked',
-      config,
-      policy: new Policy(config),
-      store: new MemoryTaskStore({ maxTasks: 10, maxResultBytes: 1_000_000 }),
-      logger: pino({ level: 'silent' }),
-    };
-    const client = new ValueClient();
-    const session = new Session(client, toServer.a, options, {
-      upstreamGone: () => undefined,
-      closed: () => undefined,
-    });
-    session.start();
-    const modern = startBridge(client, session, options, toServer.a);
+    const { session, modern } = bridgedSession(toServer.a, 'answered-while-parked');
     // What the Session handed the bridge for a call, once the bridge has taken it.
     const handedBack: Response[] = [];
     const take = session.take.bind(session);
