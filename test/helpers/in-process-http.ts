@@ -17,8 +17,13 @@ export interface InProcessHttpServer {
   close(): Promise<void>;
 }
 
-export async function serveInProcess(makeServer: () => Server, label: string): Promise<InProcessHttpServer> {
-  const http = serveHttp(makeServer, 0, label);
+/** `faces`: serveHttp's, e.g. an event store for resumable streams. */
+export async function serveInProcess(
+  makeServer: () => Server,
+  label: string,
+  faces: Parameters<typeof serveHttp>[3] = {},
+): Promise<InProcessHttpServer> {
+  const http = serveHttp(makeServer, 0, label, faces);
   if (!http.listening) await once(http, 'listening');
   const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
   return {

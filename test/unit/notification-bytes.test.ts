@@ -6,7 +6,6 @@
  * multiplexer routes it by the scan's `_meta` and `level`), a real SDK server over HTTP in the test's own
  * process.
  */
-import { once } from 'node:events';
 import type { PassThrough } from 'node:stream';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { pino } from 'pino';
@@ -15,7 +14,7 @@ import { z } from 'zod';
 import { resolveConfig } from '../../src/config/load.js';
 import { ProbingUpstream } from '../../src/modern/probing-upstream.js';
 import { MODERN_VERSIONS } from '../../src/protocol/modern/meta.js';
-import { serveHttp } from '../fixtures/http-serve.js';
+import { serveInProcess } from '../helpers/in-process-http.js';
 import { watchBytes } from '../helpers/byte-watch.js';
 import { Inbox } from '../helpers/inbox.js';
 import { memoryGateway } from '../helpers/memory-gateway.js';
@@ -139,15 +138,9 @@ async function loggingServer(): Promise<string> {
     );
     return server.server;
   };
-  const http = serveHttp(makeServer, 0, 'log');
-  if (!http.listening) await once(http, 'listening');
-  cleanups.push(async () => {
-    http.closeAllConnections();
-    http.close();
-    await once(http, 'close');
-  });
-  const { port } = http.address() as { port: number };
-  return `http://127.0.0.1:${port}/mcp`;
+  const served = await serveInProcess(makeServer, 'log');
+  cleanups.push(served.close);
+  return served.url;
 }
 
 describe('issue 33: a big log line of an HTTP upstream, on the stream of the call it came during', () => {
@@ -238,16 +231,11 @@ async function gatedServer() {
     );
     return server.server;
   };
-  const http = serveHttp(makeServer, 0, 'gated');
-  if (!http.listening) await once(http, 'listening');
+  const { url, close } = await serveInProcess(makeServer, 'gated');
   cleanups.push(async () => {
     for (const open of gates.values()) open();
-    http.closeAllConnections();
-    http.close();
-    await once(http, 'close');
+    await close();
   });
-  const { port } = http.address() as { port: number };
-  const url = `http://127.0.0.1:${port}/mcp`;
   /** The gate, once its call is at the server, opened. */
   const open = async (gate: string) => {
     await entered.waitFor((name) => name === gate, `the call of gate ${gate} at the server`);

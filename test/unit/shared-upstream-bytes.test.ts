@@ -4,12 +4,11 @@
  * joined nor JSON.parsed, and scanned once. In the test's own process: startHttpGateway in front of a real
  * SDK server on real sockets, two sessions by hand at the front.
  */
-import { once } from 'node:events';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { resolveConfig } from '../../src/config/load.js';
-import { serveHttp } from '../fixtures/http-serve.js';
+import { serveInProcess } from '../helpers/in-process-http.js';
 import { memoryGateway } from '../helpers/memory-gateway.js';
 import { runCleanups, type Cleanups } from '../helpers/upstream-harness.js';
 import { watchBytes } from '../helpers/byte-watch.js';
@@ -30,15 +29,9 @@ async function sdkServer(): Promise<string> {
     }));
     return server.server;
   };
-  const http = serveHttp(makeServer, 0, 'big');
-  if (!http.listening) await once(http, 'listening');
-  cleanups.push(async () => {
-    http.closeAllConnections();
-    http.close();
-    await once(http, 'close');
-  });
-  const { port } = http.address() as { port: number };
-  return `http://127.0.0.1:${port}/mcp`;
+  const served = await serveInProcess(makeServer, 'big');
+  cleanups.push(served.close);
+  return served.url;
 }
 
 describe('issue 33: a big answer through a shared upstream', () => {

@@ -6,13 +6,13 @@
  * server on real sockets, through a proxy that relays its answers unchanged or laid out as Python writes
  * them (by moving bytes, not by parsing), and Streamable HTTP by hand at the front.
  */
-import { once } from 'node:events';
 import { createServer, request as httpRequest } from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { resolveConfig } from '../../src/config/load.js';
-import { FixtureEventStore, serveHttp } from '../fixtures/http-serve.js';
+import { FixtureEventStore } from '../fixtures/http-serve.js';
+import { serveInProcess } from '../helpers/in-process-http.js';
 import { memoryGateway } from '../helpers/memory-gateway.js';
 import { listen, runCleanups, type Cleanups } from '../helpers/upstream-harness.js';
 import { watchBytes } from '../helpers/byte-watch.js';
@@ -37,15 +37,9 @@ async function sdkServer(): Promise<string> {
     );
     return server.server;
   };
-  const http = serveHttp(makeServer, 0, 'big', { eventStore: () => new FixtureEventStore() });
-  if (!http.listening) await once(http, 'listening');
-  cleanups.push(async () => {
-    http.closeAllConnections();
-    http.close();
-    await once(http, 'close');
-  });
-  const { port } = http.address() as { port: number };
-  return `http://127.0.0.1:${port}/mcp`;
+  const served = await serveInProcess(makeServer, 'big', { eventStore: () => new FixtureEventStore() });
+  cleanups.push(served.close);
+  return served.url;
 }
 
 /** `{"result":R,"jsonrpc":"2.0","id":N}` as Python writes it, `{"jsonrpc":"2.0","id":N,"result":R}`. */
