@@ -18,7 +18,6 @@ const cleanups: Cleanups = [];
 afterEach(() => runCleanups(cleanups));
 
 const LENGTH = 1_000_000;
-/** taskgate's own code, as its frames appear in a stack. */
 
 /** A real SDK server whose `text` tool returns `length` characters, quotes and escapes among them. */
 async function sdkServer(): Promise<string> {

@@ -98,7 +98,6 @@ async function sidecarInFrontOf(url: string): Promise<URL> {
 }
 
 const LENGTH = 1_000_000;
-/** taskgate's own code, as its frames appear in a stack. */
 
 describe('issue 33: a big answer of an HTTP upstream, through the sidecar', () => {
   const layouts = [
