@@ -20,6 +20,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts', 'src/**/*.test.ts'],
+          setupFiles: ['test/helpers/real-timers.ts'],
           // Each file importing the SDK, zod and the core afresh cost more CPU than its tests (import 60 s of
           // 100 s); in-process tests keep their state in what they open, so a worker's files share modules.
           isolate: false,
