@@ -26,8 +26,10 @@ describe('the correlation engine’s one deadline timer (issue 33)', () => {
     vi.useFakeTimers();
   });
   afterEach(() => {
-    vi.useRealTimers();
+    // In this order: a spy set on a fake setTimeout, restored after the real timers were, would put the
+    // fake one back as the worker's setTimeout, and no timer of the files after this one would ever fire.
     vi.restoreAllMocks();
+    vi.useRealTimers();
   });
 
   // Node's timers count whole milliseconds (one fires up to 1 ms before performance.now() says its time is
