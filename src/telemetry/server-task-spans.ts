@@ -5,6 +5,11 @@
  * `notifications/tasks/status`, or its answer to a `tasks/get`), each status an event. Until the client
  * is answered with the task it is `unwrap` (taskgate follows it for a client that asked for no task); once
  * the client gets it, `pass-through` when the client and the server are of one era, else `translated`.
+ *
+ * A short task can end before the client is answered with it (its answer takes the hops of a translation;
+ * the server's status notification does not): such a span ends, at the time its end was heard, once the
+ * client gets the task or once an answer to a request about the task (taskgate's own, when it unwraps)
+ * shows that nobody else will.
  */
 import { SpanKind, SpanStatusCode, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { MODERN_VERSIONS } from '../protocol/modern/meta.js';
@@ -27,7 +32,16 @@ interface Followed {
   status: string;
   /** The upstream's protocol version: with the client's, whether the task is passed through or translated. */
   serverVersion: string | undefined;
+  /** The client was answered with the task: its mode is known. */
+  shown: boolean;
+  /** An answer to a request about the task came: whoever asked knew it, so its mode is known too. */
+  askedAbout: boolean;
+  /** Its terminal state and when it was heard, held while the mode is not known. */
+  ended?: { state: TaskState; at: number };
 }
+
+/** Now, as the epoch milliseconds a span's end takes, to the microsecond. */
+const nowMs = (): number => performance.timeOrigin + performance.now();
 
 const eraOf = (version: string | undefined): string =>
   version !== undefined && MODERN_VERSIONS.includes(version) ? 'modern' : 'legacy';
@@ -48,7 +62,7 @@ export class ServerTaskSpans {
     parent: Context,
     serverVersion: string | undefined,
   ): void {
-    if (this.open.has(state.taskId)) return this.changed(state);
+    if (this.open.has(state.taskId)) return this.changed(state, false);
     const span = this.tracer.startSpan(
       tool === undefined ? 'task' : `task ${tool}`,
       {
@@ -65,24 +79,35 @@ export class ServerTaskSpans {
     );
     span.addEvent('mcp.task.status', eventOf(state));
     this.remember(state.taskId, span);
-    if (isTerminal(state.status as TaskStatus)) return this.finish(span, state);
-    this.open.set(state.taskId, { span, status: state.status, serverVersion });
+    const followed: Followed = { span, status: state.status, serverVersion, shown: false, askedAbout: false };
+    this.open.set(state.taskId, followed);
+    if (isTerminal(state.status as TaskStatus)) followed.ended = { state, at: nowMs() };
     if (this.open.size <= MAX_OPEN) return;
     const [oldest, left] = this.open.entries().next().value as [string, Followed];
     this.open.delete(oldest);
-    left.span.end();
+    this.end(left);
   }
 
-  /** A status the server gave of a task (a notification, an answer to tasks/get). */
-  changed(state: TaskState): void {
+  /** A status the server gave of a task: in a notification, or in an answer to a request about it. */
+  changed(state: TaskState, answered: boolean): void {
     const followed = this.open.get(state.taskId);
-    if (followed === undefined || followed.status === state.status) return;
-    followed.status = state.status;
-    followed.span.addEvent('mcp.task.status', eventOf(state));
-    followed.span.setAttribute(TASK_STATUS, state.status);
-    if (!isTerminal(state.status as TaskStatus)) return;
-    this.open.delete(state.taskId);
-    this.finish(followed.span, state);
+    if (followed === undefined) return;
+    if (followed.status !== state.status) {
+      followed.status = state.status;
+      followed.span.addEvent('mcp.task.status', eventOf(state));
+      followed.span.setAttribute(TASK_STATUS, state.status);
+      if (isTerminal(state.status as TaskStatus)) followed.ended = { state, at: nowMs() };
+    }
+    if (answered) this.answeredAbout(state.taskId);
+    else this.endIfKnown(state.taskId, followed);
+  }
+
+  /** The server answered a request about the task (its result, its status). */
+  answeredAbout(taskId: string): void {
+    const followed = this.open.get(taskId);
+    if (followed === undefined) return;
+    followed.askedAbout = true;
+    this.endIfKnown(taskId, followed);
   }
 
   /** The client was answered with the task, in its era: passed through, or translated to it. */
@@ -91,14 +116,27 @@ export class ServerTaskSpans {
     if (followed === undefined) return;
     const same = eraOf(clientVersion) === eraOf(followed.serverVersion);
     followed.span.setAttribute(TASK_MODE, same ? 'pass-through' : 'translated');
+    followed.shown = true;
+    this.endIfKnown(taskId, followed);
   }
 
   endAll(): void {
-    for (const { span } of this.open.values()) span.end();
+    for (const followed of this.open.values()) this.end(followed);
     this.open.clear();
   }
 
-  private finish(span: Span, state: TaskState): void {
+  private endIfKnown(taskId: string, followed: Followed): void {
+    if (followed.ended === undefined || !(followed.shown || followed.askedAbout)) return;
+    this.open.delete(taskId);
+    this.end(followed);
+  }
+
+  private end({ span, ended }: Followed): void {
+    if (ended === undefined) span.end();
+    else this.finish(span, ended.state, ended.at);
+  }
+
+  private finish(span: Span, state: TaskState, at: number): void {
     if (state.status === 'failed') {
       span.setAttribute('error.type', 'task_failed');
       span.setStatus({
@@ -106,7 +144,7 @@ export class ServerTaskSpans {
         ...(state.statusMessage === undefined ? {} : { message: state.statusMessage }),
       });
     }
-    span.end();
+    span.end(at);
   }
 }
 

@@ -94,3 +94,60 @@ describe('a task span', () => {
     expect(done.attributes).not.toHaveProperty('error.type');
   });
 });
+
+describe('a task an upstream server runs (mcp.task.runner=server)', () => {
+  const working = (taskId: string) => ({ taskId, status: 'working' });
+  const completed = (taskId: string) => ({ taskId, status: 'completed' });
+  const modeOf = (taskId: string) =>
+    ended().find((span) => span.attributes['mcp.task.id'] === taskId)?.attributes['mcp.task.mode'];
+
+  it('ended before the client is answered with it, takes the mode of that answer and ends when the end was heard', async () => {
+    const spans = new TaskSpans(tracer);
+    spans.server.created(working('s1'), 'sleep', context.active(), '2025-11-25');
+    spans.server.changed(completed('s1'), false);
+    expect(ended()).toEqual([]);
+    const heardEnd = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    spans.server.shown('s1', '2026-07-28');
+    const [span] = ended();
+    expect(span!.attributes).toMatchObject({ 'mcp.task.mode': 'translated', 'mcp.task.status': 'completed' });
+    const endMs = span!.endTime[0] * 1_000 + span!.endTime[1] / 1e6;
+    expect(endMs).toBeLessThan(heardEnd + 15);
+  });
+
+  it('created already ended: the same, passed through to a client of its era', () => {
+    const spans = new TaskSpans(tracer);
+    spans.server.created(completed('s2'), 'sleep', context.active(), '2025-11-25');
+    expect(ended()).toEqual([]);
+    spans.server.shown('s2', undefined);
+    expect(modeOf('s2')).toBe('pass-through');
+  });
+
+  it('unwrapped: ended by an answer about it (taskgate asked, so no client will be answered with it)', () => {
+    const spans = new TaskSpans(tracer);
+    spans.server.created(working('s3'), 'sleep', context.active(), '2025-11-25');
+    spans.server.changed(completed('s3'), false);
+    spans.server.answeredAbout('s3');
+    expect(modeOf('s3')).toBe('unwrap');
+    spans.server.created(working('s4'), 'sleep', context.active(), '2025-11-25');
+    spans.server.answeredAbout('s4');
+    expect(ended()).toHaveLength(1);
+    spans.server.changed(completed('s4'), false);
+    expect(modeOf('s4')).toBe('unwrap');
+    spans.server.created(working('s5'), 'sleep', context.active(), '2026-07-28');
+    spans.server.changed(completed('s5'), true);
+    expect(modeOf('s5')).toBe('unwrap');
+  });
+
+  it('shown first, ends at its terminal status; one held at the stop still ends', () => {
+    const spans = new TaskSpans(tracer);
+    spans.server.created(working('s6'), 'sleep', context.active(), '2025-11-25');
+    spans.server.shown('s6', undefined);
+    spans.server.changed(completed('s6'), false);
+    expect(modeOf('s6')).toBe('pass-through');
+    spans.server.created(working('s7'), 'sleep', context.active(), '2025-11-25');
+    spans.server.changed(completed('s7'), false);
+    spans.endAll();
+    expect(modeOf('s7')).toBe('unwrap');
+  });
+});
