@@ -163,17 +163,22 @@ function annotationsIn(node: unknown, isPropertyMap: boolean, depth: number): nu
 
 const PARAM_PREFIX = 'mcp-param-';
 
+type ParamHeaders = ReadonlyMap<string, string | readonly string[]>;
+
+/** What a request without `Mcp-Param-*` headers (nearly every one) gives: one Map for all, not one a call. */
+const NO_PARAM_HEADERS: ParamHeaders = new Map();
+
 /** The `Mcp-Param-*` headers of a request, by lower-case name. */
-export function paramHeadersOf(headers: HeaderMap): Map<string, string | readonly string[]> {
-  const found = new Map<string, string | readonly string[]>();
+export function paramHeadersOf(headers: HeaderMap): ParamHeaders {
+  let found: Map<string, string | readonly string[]> | undefined;
   for (const name of Object.keys(headers)) {
     // Most headers are told apart by their length or first letter, without a lower-cased copy of each.
     if (name.length < PARAM_PREFIX.length || (name[0] !== 'm' && name[0] !== 'M')) continue;
     const lower = name.toLowerCase();
     const value = headers[name];
-    if (value !== undefined && lower.startsWith(PARAM_PREFIX)) found.set(lower, value);
+    if (value !== undefined && lower.startsWith(PARAM_PREFIX)) (found ??= new Map()).set(lower, value);
   }
-  return found;
+  return found ?? NO_PARAM_HEADERS;
 }
 
 /**
@@ -184,7 +189,7 @@ export function paramHeadersOf(headers: HeaderMap): Map<string, string | readonl
 export function checkParamHeaders(
   params: readonly HeaderParam[],
   args: unknown,
-  given: ReadonlyMap<string, string | readonly string[]>,
+  given: ParamHeaders,
 ): Checked<void> {
   for (const param of params) {
     const value = valueAt(args, param.path);
