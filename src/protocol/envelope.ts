@@ -90,7 +90,7 @@ function isJsonRpc2(raw: Bytes, span: ValueSpan | undefined): boolean {
 }
 
 /** The id as withExactId gives it: the alias of an integer JSON.parse rounds, else its value. */
-function idOf(raw: Bytes, span: ValueSpan): unknown {
+export function idOf(raw: Bytes, span: ValueSpan): unknown {
   if (span.first === OPEN_BRACE || span.first === OPEN_BRACKET) return {};
   const value = valueOf(raw, span);
   if (typeof value !== 'number' || !Number.isInteger(value) || Number.isSafeInteger(value)) return value;

@@ -47,9 +47,9 @@ const UPPER_E = 0x45;
 const LOWER_U = 0x75;
 
 /** The bytes that may follow a backslash, other than `u`. */
-const SIMPLE_ESCAPE = new Uint8Array(256);
+export const SIMPLE_ESCAPE = new Uint8Array(256);
 for (const char of '"\\/bfnrt') SIMPLE_ESCAPE[char.charCodeAt(0)] = 1;
-const HEX = new Uint8Array(256);
+export const HEX = new Uint8Array(256);
 for (const char of '0123456789abcdefABCDEF') HEX[char.charCodeAt(0)] = 1;
 const WHITESPACE = new Uint8Array(256);
 for (const byte of [0x20, 0x0a, 0x0d, 0x09]) WHITESPACE[byte] = 1;

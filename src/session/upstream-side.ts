@@ -31,6 +31,7 @@ import { envelopeOf, type Envelope } from '../protocol/envelope.js';
 import { Pieces, type Bytes } from '../protocol/pieces.js';
 import { SCAN_FROM_BYTES, scanJson, valueOf } from '../protocol/scan.js';
 import type { Scanned } from '../protocol/scanned.js';
+import { smallAnswer } from '../protocol/small-answer.js';
 import { sendPieces, type Arrival, type Channel, type Route } from '../transport/channel.js';
 import type { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { badUpstreamAnswer, upstreamFrameRefusal } from './bad-frames.js';
@@ -136,7 +137,10 @@ export class UpstreamSide {
   /** One message from the upstream (ChannelHandlers.message); `known`: its scan, when made already. */
   fromUpstream(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined, known?: Scanned): void {
     // A client in memory (the 2026-07-28 bridge) reads the value handed to it: parsing once here serves it best.
-    if (parsed === undefined && raw.length >= SCAN_FROM_BYTES && !this.parts.client.handsParsed) {
+    if (parsed === undefined && raw.length < SCAN_FROM_BYTES && !this.parts.client.handsParsed) {
+      const answer = smallAnswer(raw);
+      if (typeof answer === 'object' && this.forwardedAsBytes(answer, raw)) return;
+    } else if (parsed === undefined && !this.parts.client.handsParsed) {
       const scanned = known ?? scanJson(raw);
       const envelope = envelopeOf(raw, scanned);
       if (

@@ -291,3 +291,59 @@ describe('issue 33: a client request taskgate renumbers goes upstream as the byt
     expect((JSON.parse(text) as Json).id).not.toBe(7);
   });
 });
+
+describe('issue 33: a small answer (under 1 KiB, read by smallAnswer) goes as its bytes too', () => {
+  const small = (id: string): Buffer => resultLine(id, 200);
+
+  it('renumbered, or an id beyond 2^53: only the id differs, written in place', async () => {
+    const gate = await gateway();
+    gate.clientSends(call('7'));
+    const first = await gate.server.waitFor((m) => m.method === 'tools/call', 'the first call upstream');
+    gate.clientSends(call('7'));
+    const second = await gate.server.waitFor((m) => m.method === 'tools/call' && m !== first, 'the second');
+    gate.clientSends(call(LARGE));
+    const third = await gate.server.waitFor((m) => String(m.id).endsWith(`:${LARGE}`), 'the large id');
+    for (const [asked, expected] of [
+      [second.id, '7'],
+      [third.id, LARGE],
+    ] as const) {
+      const idText = JSON.stringify(asked);
+      const line = small(idText);
+      expect(line.length).toBeLessThan(1024);
+      gate.serverWrites(line);
+      const got = await gate.client.waitFor((l) => l.includes('caf\\u00e9') && !l.includes(idText), expected);
+      const idAt = line.lastIndexOf(idText);
+      expect(got.length).toBe(line.length);
+      expect(got.subarray(0, idAt).equals(line.subarray(0, idAt))).toBe(true);
+      expect(got.toString('latin1', idAt, idAt + idText.length).trimEnd()).toBe(expected);
+      expect(got.subarray(idAt + idText.length).equals(line.subarray(idAt + idText.length))).toBe(true);
+      gate.client.items.splice(gate.client.items.indexOf(got), 1);
+    }
+  });
+
+  it('one with its id twice, not JSON, or too deep goes the usual way', async () => {
+    const gate = await gateway();
+    gate.clientSends(call(LARGE));
+    const asked = await gate.server.waitFor((m) => m.method === 'tools/call', 'the call upstream');
+    const idText = JSON.stringify(asked.id);
+    gate.serverWrites(Buffer.from(`{"id":${idText},${small(idText).toString().slice(1)}`));
+    const twice = (await gate.client.waitFor((l) => l.includes('caf'), 'the answer')).toString();
+    expect(twice.match(/"id"\s*:/g)).toHaveLength(1);
+    expect(twice.startsWith(`{"id":${LARGE},`)).toBe(true);
+    const broken = small('2');
+    broken[100] = 0x01; // a control character inside the text
+    const lines = [broken, Buffer.from(`{"jsonrpc":"2.0","id":3,"result":{"a":${'['.repeat(600)}}}`)];
+    for (const [k, line] of lines.entries()) {
+      gate.clientSends(call(String(k + 2)));
+      await gate.server.waitFor((m) => m.id === k + 2, `call ${k + 2} upstream`);
+      gate.serverWrites(line);
+      const got = await gate.client.waitFor(
+        (l) => (JSON.parse(l.toString()) as Json).id === k + 2,
+        `${k + 2}`,
+      );
+      expect((JSON.parse(got.toString()) as { error?: { message: string } }).error?.message).toBeTypeOf(
+        'string',
+      );
+    }
+  });
+});
