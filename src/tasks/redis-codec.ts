@@ -2,6 +2,7 @@
  * What the Redis scripts return, read back: records as RECORD_FIELDS values, and the one place where the
  * scripts' refusals become the store's typed errors (the same words as the memory store's).
  */
+import { Pieces } from '../protocol/pieces.js';
 import { CallerLimitError, TaskLimitError, TaskNotFoundError } from './errors.js';
 import type { Reply } from './redis-link.js';
 import { RECORD_FIELDS } from './redis-scripts.js';
@@ -91,11 +92,14 @@ export function decode(values: Values): { record: TaskRecord; position: number }
  */
 const KEPT_BYTES = '{"bytes":';
 
-/** The stored text of a change's outcome, or of its result kept as bytes; '' for a change with neither. */
-export function encodeOutcome(change: TransitionChange): string | Buffer {
-  if (change.outcome !== undefined) return JSON.stringify(change.outcome);
+/**
+ * The stored text of a change's outcome, or of its result kept as bytes, in parts for the update script to
+ * join (a result kept in pieces is sent as them, not joined here); [''] for a change with neither.
+ */
+export function encodeOutcome(change: TransitionChange): (string | Buffer)[] {
+  if (change.outcome !== undefined) return [JSON.stringify(change.outcome)];
   const bytes = change.resultBytes;
-  if (bytes === undefined) return '';
-  if (typeof bytes === 'string') return `${KEPT_BYTES}${bytes}}`;
-  return Buffer.concat([Buffer.from(KEPT_BYTES), bytes, Buffer.from('}')]);
+  if (bytes === undefined) return [''];
+  if (typeof bytes === 'string') return [`${KEPT_BYTES}${bytes}}`];
+  return [KEPT_BYTES, ...(bytes instanceof Pieces ? bytes.parts : [bytes]), '}'];
 }

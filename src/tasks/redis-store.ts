@@ -255,7 +255,7 @@ export class RedisTaskStore implements TaskStore {
             outcomeBytes: hasOutcome ? (change.outcomeBytes ?? 0) : undefined,
             by: this.executorId,
           }),
-          encodeOutcome(change),
+          ...encodeOutcome(change),
         ],
       )
       .catch((error: unknown) => {
