@@ -15,8 +15,11 @@ import {
   type TransitionChange,
 } from './state.js';
 
-/** A task as the scripts return it: RECORD_FIELDS in order, then the outcome when it was asked for. */
-export type Values = (string | null)[];
+/**
+ * A task as the scripts return it: RECORD_FIELDS in order, then the outcome when it was asked for (as its
+ * bytes when read for them: withOutcomeBytes).
+ */
+export type Values = (string | Buffer | null)[];
 
 /** What a refusal is about, for its error. */
 export interface RefusalContext {
@@ -58,6 +61,19 @@ function refusal(code: string, rest: unknown[], context: RefusalContext): Error 
   }
 }
 
+/**
+ * A reply of a script that returns one record (RedisLink.runForBytes) as text, but for the record's outcome:
+ * kept as its bytes, so that a result kept as bytes is neither decoded nor copied.
+ */
+export function withOutcomeBytes(reply: unknown[]): Reply {
+  const [code, values] = reply as [Buffer, (Buffer | null)[] | Buffer | undefined];
+  if (!Array.isArray(values)) return [code.toString(), ...reply.slice(1).map(String)];
+  const record = values.map((value, i) =>
+    value === null || i === RECORD_FIELDS.length ? value : value.toString(),
+  );
+  return [code.toString(), record, ...reply.slice(2)];
+}
+
 export function decode(values: Values): { record: TaskRecord; position: number } {
   const field = Object.fromEntries(RECORD_FIELDS.map((name, i) => [name, values[i] ?? null])) as Record<
     (typeof RECORD_FIELDS)[number],
@@ -80,9 +96,13 @@ export function decode(values: Values): { record: TaskRecord; position: number }
   if (field.trace !== null) record.traceparent = field.trace;
   if (field.server !== null) record.server = field.server;
   const outcome = values[RECORD_FIELDS.length];
-  if (typeof outcome === 'string' && outcome.startsWith(KEPT_BYTES)) {
-    record.resultBytes = outcome.slice(KEPT_BYTES.length, -1);
-  } else if (typeof outcome === 'string') record.outcome = JSON.parse(outcome) as TaskOutcome;
+  if (outcome === null || outcome === undefined) return { record, position: Number(field.pos) };
+  if (typeof outcome === 'string') {
+    if (outcome.startsWith(KEPT_BYTES)) record.resultBytes = outcome.slice(KEPT_BYTES.length, -1);
+    else record.outcome = JSON.parse(outcome) as TaskOutcome;
+  } else if (outcome.toString('latin1', 0, KEPT_BYTES.length) === KEPT_BYTES) {
+    record.resultBytes = outcome.subarray(KEPT_BYTES.length, -1);
+  } else record.outcome = JSON.parse(outcome.toString()) as TaskOutcome;
   return { record, position: Number(field.pos) };
 }
 
