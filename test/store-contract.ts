@@ -10,6 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
+import { Pieces } from '../src/protocol/pieces.js';
 import {
   CallerLimitError,
   InvalidCursorError,
@@ -963,8 +964,8 @@ export function describeTaskStoreContract(
     describe('a result kept as bytes (issue 33)', () => {
       /** Text JSON.parse and re-serialising would change: spacing, escapes, a non-ASCII character, digits. */
       const KEPT = '{ "content" : [{"type":"text","text":"caf\u00e9 \\u0041 ☕"}], "n": 1.50 }';
-      const bytesOf = (record: TaskRecord): Buffer | undefined =>
-        record.resultBytes === undefined ? undefined : Buffer.from(record.resultBytes);
+      const bytesOf = ({ resultBytes: bytes }: TaskRecord): Buffer | undefined =>
+        bytes === undefined ? undefined : bytes instanceof Pieces ? bytes.join() : Buffer.from(bytes);
 
       it('reads back as the very bytes it was given, by get, by a waiter, and by another replica', async () => {
         const { store, create, replica } = await setup();
@@ -982,6 +983,26 @@ export function describeTaskStoreContract(
         for (const read of [done, await store.get(task.taskId), await settled(waiting, 'wait')]) {
           expect(bytesOf(read)).toEqual(kept);
           expect(read.outcome).toBeUndefined();
+        }
+        expect(bytesOf(await other.get(task.taskId))).toEqual(kept);
+      });
+
+      it('given in the pieces it was read in, reads back as the same bytes, a character cut between pieces included', async () => {
+        const { store, create, replica } = await setup();
+        const other = await replica();
+        const task = await create();
+        const waiting = other.waitForTerminal(task.taskId);
+        const kept = Buffer.from(KEPT);
+        // Cut inside the three bytes of ☕ and inside the two of é, and one piece of a single byte.
+        const cuts = [0, 3, kept.indexOf('\u00e9') + 1, kept.indexOf('☕') + 2, kept.length - 1, kept.length];
+        const parts = cuts.slice(1).map((end, i) => kept.subarray(cuts[i], end));
+        const done = await store.update(task.taskId, {
+          status: 'completed',
+          resultBytes: new Pieces(parts, kept.length),
+          outcomeBytes: kept.length,
+        });
+        for (const read of [done, await store.get(task.taskId), await settled(waiting, 'wait')]) {
+          expect(bytesOf(read)).toEqual(kept);
         }
         expect(bytesOf(await other.get(task.taskId))).toEqual(kept);
       });

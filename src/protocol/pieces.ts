@@ -11,6 +11,11 @@ export class Pieces {
 
   /** The bytes from `start` to `end`: a view when they lie in one part, a copy when they straddle two. */
   slice(start: number, end: number): Buffer {
+    return this.view(start, end).join();
+  }
+
+  /** The bytes from `start` to `end` as views of the parts they lie in, never copied. */
+  view(start: number, end: number): Pieces {
     const picked: Buffer[] = [];
     let at = 0;
     for (const part of this.parts) {
@@ -20,7 +25,7 @@ export class Pieces {
       if (end <= next) break;
       at = next;
     }
-    return picked.length === 1 ? picked[0]! : Buffer.concat(picked, end - start);
+    return new Pieces(picked, end - start);
   }
 
   /** All of it in one Buffer: what parsing the message the usual way takes. */

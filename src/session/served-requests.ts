@@ -14,6 +14,7 @@ import {
   type JsonObject,
   type RequestId,
 } from '../protocol/messages.js';
+import { Pieces } from '../protocol/pieces.js';
 import type { ResultAnswer } from '../tasks/result-bytes.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 
@@ -29,7 +30,7 @@ export class ServedRequests {
   /** `send`: the answer to the peer's request `id`, on that request's stream; `sendRaw` the same as its bytes. */
   constructor(
     private readonly send: (id: RequestId, message: object) => void,
-    private readonly sendRaw: (id: RequestId, raw: Buffer | string) => void,
+    private readonly sendRaw: (id: RequestId, raw: Pieces | string) => void,
     private readonly logger: Logger,
   ) {}
 
@@ -112,9 +113,10 @@ export class ServedRequests {
   }
 }
 
-/** The success response to `id` around a result's JSON text, which is not parsed. */
-function rawSuccess(id: RequestId, result: Buffer | string): Buffer | string {
+/** The success response to `id` around a result's JSON text, which is neither parsed nor copied. */
+function rawSuccess(id: RequestId, result: Pieces | string): Pieces | string {
   const head = `${serialize({ jsonrpc: '2.0', id }).slice(0, -1)},"result":`;
   if (typeof result === 'string') return `${head}${result}}`;
-  return Buffer.concat([Buffer.from(head), result, CLOSE_BRACE]);
+  const first = Buffer.from(head);
+  return new Pieces([first, ...result.parts, CLOSE_BRACE], first.length + result.length + 1);
 }

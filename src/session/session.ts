@@ -23,12 +23,13 @@ import {
   type RequestId,
   type Response,
 } from '../protocol/messages.js';
+import type { Pieces } from '../protocol/pieces.js';
 import { readHanded } from '../protocol/read-message.js';
 import { digitsOf, handed, serialize, withExactRequestId } from '../protocol/exact-ids.js';
 import type { Augmenter } from '../tasks/augment.js';
 import type { ClientTasks } from '../tasks/client-tasks.js';
 import type { Unwrapper } from '../tasks/unwrap.js';
-import type { Channel } from '../transport/channel.js';
+import { sendBytes, type Channel } from '../transport/channel.js';
 import { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { clientFrameRefusal, unreadClientFrameRefusal, type Refusal } from './bad-frames.js';
 import { ClientPeer } from './client-peer.js';
@@ -248,9 +249,9 @@ export class Session {
   }
 
   /** Sends the answer to a client request as its bytes (a task's result kept as bytes: result-bytes.ts). */
-  private respondRaw(id: RequestId, raw: Buffer | string): void {
+  private respondRaw(id: RequestId, raw: Pieces | string): void {
     this.statusReads.close(id);
-    this.client.sendRaw(raw, { responseTo: id });
+    sendBytes(this.client, raw, { responseTo: id });
     this.answered(id);
   }
 

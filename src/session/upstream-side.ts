@@ -32,7 +32,7 @@ import { Pieces, type Bytes } from '../protocol/pieces.js';
 import { SCAN_FROM_BYTES, scanJson, valueOf } from '../protocol/scan.js';
 import type { Scanned } from '../protocol/scanned.js';
 import { smallAnswer } from '../protocol/small-answer.js';
-import { sendPieces, type Arrival, type Channel, type Route } from '../transport/channel.js';
+import { sendBytes, type Arrival, type Channel, type Route } from '../transport/channel.js';
 import type { ExactIdChannel } from '../transport/exact-id-channel.js';
 import { badUpstreamAnswer, upstreamFrameRefusal } from './bad-frames.js';
 import type { ClientPeer } from './client-peer.js';
@@ -122,13 +122,18 @@ export class UpstreamSide {
 
   /**
    * One message from the upstream that came in pieces, scanned as they came (ChannelHandlers.pieces): an
-   * answer or a notification forwarded as its bytes goes out as those pieces; anything else is joined and
-   * read as usual.
+   * answer or a notification forwarded as its bytes goes out as those pieces, an answer to a task's call is
+   * kept as them; anything else is joined and read as usual.
    */
   fromUpstreamPieces(line: Pieces, scanned: Scanned, arrival: Arrival | undefined): void {
     if (!this.parts.client.handsParsed) {
       const envelope = envelopeOf(line, scanned);
-      if (envelope?.kind === 'response' && this.forwardedAsBytes(envelope, line)) return;
+      if (
+        envelope?.kind === 'response' &&
+        (this.forwardedAsBytes(envelope, line) || this.settledFromScan(envelope, line, scanned))
+      ) {
+        return;
+      }
       if (envelope?.kind === 'notification' && this.notifiedAsBytes(envelope, line, scanned, arrival)) return;
     }
     this.fromUpstream(line.join(), arrival, undefined, scanned);
@@ -256,7 +261,7 @@ export class UpstreamSide {
    * A success answer to one of taskgate's own calls (a task's tool call), settled from its scan: parsed
    * only if the call reads it, not when its task keeps the result as bytes. False when it answers none.
    */
-  private settledFromScan(envelope: Envelope, raw: Buffer, scanned: Scanned): boolean {
+  private settledFromScan(envelope: Envelope, raw: Bytes, scanned: Scanned): boolean {
     const wireId = envelope.id as RequestId;
     const entry = this.parts.upstreamPeer.awaiting(wireId);
     if (entry?.kind !== 'own') return false;
@@ -264,7 +269,7 @@ export class UpstreamSide {
     let response: Response | undefined;
     entry.settle({
       get response(): Response {
-        return (response ??= parsedAnswer(raw, wireId));
+        return (response ??= parsedAnswer(raw instanceof Pieces ? raw.join() : raw, wireId));
       },
       bytes: raw.length,
       raw,
@@ -402,8 +407,7 @@ export class UpstreamSide {
     if (progressToken !== undefined) params.progressToken = valueOf(raw, progressToken);
     if (method === 'notifications/tools/list_changed') this.parts.profile.toolsChanged();
     const route = this.notificationRoute({ method, params }, arrival);
-    if (raw instanceof Pieces) sendPieces(this.parts.client, raw, route);
-    else this.parts.client.sendRaw(raw, route);
+    sendBytes(this.parts.client, raw, route);
     return true;
   }
 
@@ -500,7 +504,7 @@ export class UpstreamSide {
   private servedRequestsOfUpstream(): ServedRequests {
     return new ServedRequests(
       (id, message) => this.parts.upstream.send(message, { responseTo: id }),
-      (id, raw) => this.parts.upstream.sendRaw(raw, { responseTo: id }),
+      (id, raw) => sendBytes(this.parts.upstream, raw, { responseTo: id }),
       this.parts.logger,
     );
   }

@@ -2,6 +2,7 @@
  * What the Redis scripts return, read back: records as RECORD_FIELDS values, and the one place where the
  * scripts' refusals become the store's typed errors (the same words as the memory store's).
  */
+import { Pieces } from '../protocol/pieces.js';
 import { CallerLimitError, TaskLimitError, TaskNotFoundError } from './errors.js';
 import type { Reply } from './redis-link.js';
 import { RECORD_FIELDS } from './redis-scripts.js';
@@ -14,8 +15,11 @@ import {
   type TransitionChange,
 } from './state.js';
 
-/** A task as the scripts return it: RECORD_FIELDS in order, then the outcome when it was asked for. */
-export type Values = (string | null)[];
+/**
+ * A task as the scripts return it: RECORD_FIELDS in order, then the outcome when it was asked for (as its
+ * bytes when read for them: withOutcomeBytes).
+ */
+export type Values = (string | Buffer | null)[];
 
 /** What a refusal is about, for its error. */
 export interface RefusalContext {
@@ -57,6 +61,19 @@ function refusal(code: string, rest: unknown[], context: RefusalContext): Error 
   }
 }
 
+/**
+ * A reply of a script that returns one record (RedisLink.runForBytes) as text, but for the record's outcome:
+ * kept as its bytes, so that a result kept as bytes is neither decoded nor copied.
+ */
+export function withOutcomeBytes(reply: unknown[]): Reply {
+  const [code, values] = reply as [Buffer, (Buffer | null)[] | Buffer | undefined];
+  if (!Array.isArray(values)) return [code.toString(), ...reply.slice(1).map(String)];
+  const record = values.map((value, i) =>
+    value === null || i === RECORD_FIELDS.length ? value : value.toString(),
+  );
+  return [code.toString(), record, ...reply.slice(2)];
+}
+
 export function decode(values: Values): { record: TaskRecord; position: number } {
   const field = Object.fromEntries(RECORD_FIELDS.map((name, i) => [name, values[i] ?? null])) as Record<
     (typeof RECORD_FIELDS)[number],
@@ -79,9 +96,13 @@ export function decode(values: Values): { record: TaskRecord; position: number }
   if (field.trace !== null) record.traceparent = field.trace;
   if (field.server !== null) record.server = field.server;
   const outcome = values[RECORD_FIELDS.length];
-  if (typeof outcome === 'string' && outcome.startsWith(KEPT_BYTES)) {
-    record.resultBytes = outcome.slice(KEPT_BYTES.length, -1);
-  } else if (typeof outcome === 'string') record.outcome = JSON.parse(outcome) as TaskOutcome;
+  if (outcome === null || outcome === undefined) return { record, position: Number(field.pos) };
+  if (typeof outcome === 'string') {
+    if (outcome.startsWith(KEPT_BYTES)) record.resultBytes = outcome.slice(KEPT_BYTES.length, -1);
+    else record.outcome = JSON.parse(outcome) as TaskOutcome;
+  } else if (outcome.toString('latin1', 0, KEPT_BYTES.length) === KEPT_BYTES) {
+    record.resultBytes = outcome.subarray(KEPT_BYTES.length, -1);
+  } else record.outcome = JSON.parse(outcome.toString()) as TaskOutcome;
   return { record, position: Number(field.pos) };
 }
 
@@ -91,11 +112,14 @@ export function decode(values: Values): { record: TaskRecord; position: number }
  */
 const KEPT_BYTES = '{"bytes":';
 
-/** The stored text of a change's outcome, or of its result kept as bytes; '' for a change with neither. */
-export function encodeOutcome(change: TransitionChange): string | Buffer {
-  if (change.outcome !== undefined) return JSON.stringify(change.outcome);
+/**
+ * The stored text of a change's outcome, or of its result kept as bytes, in parts for the update script to
+ * join (a result kept in pieces is sent as them, not joined here); [''] for a change with neither.
+ */
+export function encodeOutcome(change: TransitionChange): (string | Buffer)[] {
+  if (change.outcome !== undefined) return [JSON.stringify(change.outcome)];
   const bytes = change.resultBytes;
-  if (bytes === undefined) return '';
-  if (typeof bytes === 'string') return `${KEPT_BYTES}${bytes}}`;
-  return Buffer.concat([Buffer.from(KEPT_BYTES), bytes, Buffer.from('}')]);
+  if (bytes === undefined) return [''];
+  if (typeof bytes === 'string') return [`${KEPT_BYTES}${bytes}}`];
+  return [KEPT_BYTES, ...(bytes instanceof Pieces ? bytes.parts : [bytes]), '}'];
 }

@@ -145,19 +145,28 @@ export class RedisLink {
     return this.redis(() => this.script(name, keys, args));
   }
 
+  /** Like run, with the reply's strings read as the Buffers they came as (a big outcome is not decoded). */
+  runForBytes(name: ScriptName, keys: string[], args: (string | Buffer)[]): Promise<unknown[]> {
+    return this.redis(() => this.script(name, keys, args, true));
+  }
+
   /**
    * Runs a script even while closing (by its SHA, loading it on NOSCRIPT), with the shared keys and
    * arguments first.
    */
-  async script(name: ScriptName, keys: string[], args: (string | Buffer)[]): Promise<Reply> {
+  async script(name: ScriptName, keys: string[], args: (string | Buffer)[], asBytes = false): Promise<Reply> {
     const now = this.options.now ? String(this.options.now()) : '';
     const all = [...this.sharedKeys, ...keys];
     const argv = [this.options.prefix, now, ...args];
+    const call = (command: string, script: string): Promise<unknown> =>
+      asBytes
+        ? this.cmd.callBuffer(command, script, all.length, ...all, ...argv)
+        : this.cmd.call(command, script, all.length, ...all, ...argv);
     try {
-      return (await this.cmd.evalsha(SHAS[name], all.length, ...all, ...argv)) as Reply;
+      return (await call('evalsha', SHAS[name])) as Reply;
     } catch (error) {
       if (!(error instanceof ReplyError) || !(error as Error).message.startsWith('NOSCRIPT')) throw error;
-      return (await this.cmd.eval(SCRIPTS[name], all.length, ...all, ...argv)) as Reply;
+      return (await call('eval', SCRIPTS[name])) as Reply;
     }
   }
 

@@ -297,7 +297,8 @@ return {'ok', record(id, true)}
 -- KEYS[9] P task:<id>
 -- ARGV[3] JSON of the transition table {status: [allowed next statuses]}; terminal = no next status
 -- ARGV[4] maxResultBytes
--- ARGV[5] JSON {from?, status, message?, hasOutcome, outcomeBytes?, by}; ARGV[6] the outcome JSON (if hasOutcome)
+-- ARGV[5] JSON {from?, status, message?, hasOutcome, outcomeBytes?, by}; ARGV[6] the outcome JSON (if hasOutcome), in
+--   parts from ARGV[6] on when it came in pieces
 -- Returns {'ok', record (with the stored outcome only when the change has none)}
 --       | {'not_found'} | {'stale', status} when "from" is given and the task is not in it
 --       | {'illegal', from} | {'too_large', bytes}: a refusal changes nothing.
@@ -328,7 +329,7 @@ if change.message ~= nil then
 else
   redis.call('HDEL', KEYS[9], 'message')
 end
-if change.hasOutcome then redis.call('HSET', KEYS[9], 'outcome', ARGV[6], 'bytes', int(bytes)) end
+if change.hasOutcome then redis.call('HSET', KEYS[9], 'outcome', table.concat(ARGV, '', 6), 'bytes', int(bytes)) end
 
 local next_allowed = allowed[to]
 if next_allowed and #next_allowed == 0 then

@@ -60,7 +60,14 @@ import { createHmac, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { CursorCodec } from './cursor.js';
 import { TaskNotFoundError, TaskStoreUnavailableError } from './errors.js';
-import { accepted, decode, encodeOutcome, type RefusalContext, type Values } from './redis-codec.js';
+import {
+  accepted,
+  decode,
+  encodeOutcome,
+  withOutcomeBytes,
+  type RefusalContext,
+  type Values,
+} from './redis-codec.js';
 import { ExecutorLease } from './redis-lease.js';
 import { RedisInputBoard } from './redis-inputs.js';
 import { RedisLink, redact } from './redis-link.js';
@@ -255,7 +262,7 @@ export class RedisTaskStore implements TaskStore {
             outcomeBytes: hasOutcome ? (change.outcomeBytes ?? 0) : undefined,
             by: this.executorId,
           }),
-          encodeOutcome(change),
+          ...encodeOutcome(change),
         ],
       )
       .catch((error: unknown) => {
@@ -358,8 +365,8 @@ export class RedisTaskStore implements TaskStore {
   }
 
   private async fetch(taskId: string, touch: boolean): Promise<TaskRecord> {
-    const reply = await this.link.run('get', [this.taskKey(taskId)], [taskId, touch ? '1' : '0']);
-    return decode(accepted(reply, this.refusal(taskId))[0] as Values).record;
+    const reply = await this.link.runForBytes('get', [this.taskKey(taskId)], [taskId, touch ? '1' : '0']);
+    return decode(accepted(withOutcomeBytes(reply), this.refusal(taskId))[0] as Values).record;
   }
 
   private refusal(taskId: string, change?: TransitionChange, maxLive?: number): RefusalContext {

@@ -19,6 +19,8 @@
  * ```
  */
 
+import { Pieces, type Bytes } from '../protocol/pieces.js';
+
 /** A move the state machine does not allow (out of a terminal status, or not in the table). */
 export class IllegalTransitionError extends Error {
   constructor(
@@ -94,10 +96,11 @@ export interface TaskRecord {
   server?: string;
   outcome?: TaskOutcome;
   /**
-   * A success outcome kept, in place of `outcome`, as the bytes of its result as they arrived (issue 33):
-   * tasks/result serves them as they are (result-bytes.ts). Text when a store gives it back as text.
+   * A success outcome kept, in place of `outcome`, as the bytes of its result as they arrived (issue 33),
+   * in the pieces they were read in: tasks/result serves them as they are (result-bytes.ts). Text when a
+   * store gives it back as text.
    */
-  resultBytes?: Buffer | string;
+  resultBytes?: Bytes | string;
   /** Size in bytes of the serialized outcome, for the store's byte budget. */
   outcomeBytes: number;
 }
@@ -109,7 +112,7 @@ export interface TransitionChange {
   statusMessage?: string;
   outcome?: TaskOutcome;
   /** The outcome as its result's bytes (TaskRecord.resultBytes), in place of `outcome`. */
-  resultBytes?: Buffer | string;
+  resultBytes?: Bytes | string;
   outcomeBytes?: number;
 }
 
@@ -145,9 +148,10 @@ export function transition(record: TaskRecord, change: TransitionChange, now: nu
 
 /** The task's outcome as an object, parsing a result kept as bytes: for the few readers that need one. */
 export function outcomeOf(record: TaskRecord): TaskOutcome | undefined {
-  if (record.resultBytes === undefined) return record.outcome;
+  const bytes = record.resultBytes;
+  if (bytes === undefined) return record.outcome;
   const text =
-    typeof record.resultBytes === 'string' ? record.resultBytes : record.resultBytes.toString('utf8');
+    typeof bytes === 'string' ? bytes : (bytes instanceof Pieces ? bytes.join() : bytes).toString('utf8');
   return { result: JSON.parse(text) as Record<string, unknown> };
 }
 

@@ -1,6 +1,6 @@
 import type { ProtocolError } from '../protocol/errors.js';
 import type { RequestId } from '../protocol/messages.js';
-import type { Pieces } from '../protocol/pieces.js';
+import { Pieces } from '../protocol/pieces.js';
 import type { Scanned } from '../protocol/scanned.js';
 
 export interface CloseInfo {
@@ -172,4 +172,10 @@ export function deliverPieces(
 export function sendPieces(channel: Channel, line: Pieces, route?: Route): void {
   if (channel.sendPieces !== undefined) channel.sendPieces(line, route);
   else channel.sendRaw(line.join(), route);
+}
+
+/** Sends a message's bytes: in the pieces they are in (sendPieces), or as they are. */
+export function sendBytes(channel: Channel, raw: Pieces | Buffer | string, route?: Route): void {
+  if (raw instanceof Pieces) sendPieces(channel, raw, route);
+  else channel.sendRaw(raw, route);
 }

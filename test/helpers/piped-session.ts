@@ -4,6 +4,7 @@ import { resolveConfig } from '../../src/config/load.js';
 import { Policy } from '../../src/config/policy.js';
 import { Session } from '../../src/session/session.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
+import type { TaskStore } from '../../src/tasks/store.js';
 import type { Channel } from '../../src/transport/channel.js';
 import { LineChannel } from '../../src/transport/line-channel.js';
 
@@ -18,6 +19,8 @@ export function pipedSession(options: {
   maxResultBytes: number;
   client?: Channel;
   upstream?: (server: Channel) => Channel;
+  /** Its task store, in place of a MemoryTaskStore of `maxResultBytes`; the caller closes it. */
+  store?: TaskStore;
 }) {
   const config = resolveConfig({});
   const [fromClient, toClient, fromServer, toServer] = [0, 1, 2, 3].map(() => new PassThrough()) as [
@@ -26,7 +29,8 @@ export function pipedSession(options: {
     PassThrough,
     PassThrough,
   ];
-  const store = new MemoryTaskStore({ maxTasks: 10, maxResultBytes: options.maxResultBytes });
+  const store =
+    options.store ?? new MemoryTaskStore({ maxTasks: 10, maxResultBytes: options.maxResultBytes });
   const session = new Session(
     options.client ?? new LineChannel(fromClient, toClient, options.limit, 'the client'),
     (options.upstream ?? ((server: Channel) => server))(
@@ -38,7 +42,7 @@ export function pipedSession(options: {
   session.start();
   const close = async (): Promise<void> => {
     await session.close();
-    await store.close();
+    if (options.store === undefined) await store.close();
   };
   return { fromClient, toClient, fromServer, toServer, close };
 }

@@ -218,6 +218,20 @@ describe.skipIf(!redis)('RedisTaskStore', () => {
     });
   });
 
+  describe('a result kept as bytes (issue 33)', () => {
+    it('is read back by another replica, by get and by a waiter, as the bytes Redis holds, never decoded into text', async () => {
+      const [a, b] = await replicas();
+      const task = await a.create(newTask());
+      const kept = Buffer.from('{"content":[{"type":"text","text":"caf\u00e9 ☕ \\u0041"}]}');
+      const waiting = b.waitForTerminal(task.taskId);
+      await a.update(task.taskId, { status: 'completed', resultBytes: kept, outcomeBytes: kept.length });
+      for (const read of [await b.get(task.taskId), await within(waiting, 'the waiter on B')]) {
+        expect(Buffer.isBuffer(read.resultBytes)).toBe(true);
+        expect((read.resultBytes as Buffer).equals(kept)).toBe(true);
+      }
+    });
+  });
+
   describe('waiting across replicas', () => {
     it('a waiter on A wakes when B completes the task, on the pub/sub message (spec: Result Retrieval 3)', async () => {
       // No fallback poll within the test's bound: only the message can wake the waiter in time.

@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ErrorCode, ProtocolError } from '../../src/protocol/errors.js';
 import type { RequestId } from '../../src/protocol/messages.js';
+import { Pieces } from '../../src/protocol/pieces.js';
 import { Correlator } from '../../src/session/correlator.js';
 import { ServedRequests } from '../../src/session/served-requests.js';
 import { UpstreamPeer, type Forwarded, type UpstreamError } from '../../src/session/upstream-peer.js';
@@ -209,8 +210,9 @@ describe('ServedRequests', () => {
     const s = new ServedRequests(
       (id, message) => inbox.push({ id, message }),
       (id, raw) => {
-        raws.push(raw.toString());
-        inbox.push({ id, message: JSON.parse(raw.toString()) as object });
+        const text = typeof raw === 'string' ? raw : raw.join().toString();
+        raws.push(text);
+        inbox.push({ id, message: JSON.parse(text) as object });
       },
       logger,
     );
@@ -220,7 +222,8 @@ describe('ServedRequests', () => {
   it('answers a blocking request with a result kept as bytes as those bytes, with only the envelope around them', async () => {
     const { s, inbox, raws } = served();
     const kept = '{ "content" :[{"type":"text","text":"é\\u0041"}] }';
-    s.answerBlocking(7, () => Promise.resolve({ resultBytes: Buffer.from(kept) }));
+    const pieces = [Buffer.from(kept.slice(0, 9)), Buffer.from(kept.slice(9))];
+    s.answerBlocking(7, () => Promise.resolve({ resultBytes: new Pieces(pieces, Buffer.byteLength(kept)) }));
     s.answerBlocking('eight', () => Promise.resolve({ resultBytes: kept }));
     await inbox.waitFor((answer) => answer.id === 'eight', 'the answer to eight');
     expect(raws).toEqual([

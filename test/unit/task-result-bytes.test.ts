@@ -5,6 +5,8 @@
  * in-memory pipes; the server writes its own lines, the client reads raw lines.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Pieces } from '../../src/protocol/pieces.js';
+import { keptResultBytes } from '../../src/tasks/result-bytes.js';
 import { byteLines } from '../helpers/byte-lines.js';
 import { Inbox } from '../helpers/inbox.js';
 import { pipedSession } from '../helpers/piped-session.js';
@@ -119,5 +121,40 @@ describe('issue 33: a task result taskgate holds is served as the bytes the serv
       id: 2,
       result: { content: [{ type: 'text', text: 'x' }], _meta: { k: 1, [RELATED]: { taskId } } },
     });
+  });
+});
+
+describe('issue 33: what a task keeps of the reads its result came in', () => {
+  const line = (text: string): Buffer =>
+    Buffer.from(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"${text}"}]}}`);
+  const resultOf = (whole: Buffer): Buffer => whole.subarray(whole.indexOf('{"content"'), whole.length - 1);
+  const joined = (kept: Buffer | Pieces | undefined): Buffer =>
+    kept instanceof Pieces ? kept.join() : (kept as Buffer);
+  /** `whole` as reads of `size` bytes, each in memory of its own. */
+  const readsOf = (whole: Buffer, size: number): Pieces => {
+    const parts: Buffer[] = [];
+    for (let at = 0; at < whole.length; at += size) parts.push(Buffer.from(whole.subarray(at, at + size)));
+    return new Pieces(parts, whole.length);
+  };
+
+  it('a big result: views of the reads themselves, none copied', () => {
+    const whole = line('x'.repeat(1_000_000));
+    const reads = readsOf(whole, 64 * 1024);
+    const kept = keptResultBytes(reads);
+    expect(joined(kept).equals(resultOf(whole))).toBe(true);
+    const memory = new Set(reads.parts.map((part) => part.buffer));
+    expect((kept as Pieces).parts.filter((part) => !memory.has(part.buffer))).toEqual([]);
+  });
+
+  it('a small result of a big read: copied out, so that the task does not hold the read', () => {
+    const whole = line('small');
+    const read = Buffer.alloc(256 * 1024, 0x20);
+    whole.copy(read);
+    const cut = 20;
+    const kept = keptResultBytes(
+      new Pieces([read.subarray(0, cut), read.subarray(cut, whole.length)], whole.length),
+    );
+    expect(joined(kept).equals(resultOf(whole))).toBe(true);
+    expect((kept as Pieces).parts.filter((part) => part.buffer === read.buffer)).toEqual([]);
   });
 });
