@@ -5,7 +5,7 @@
  * cli.js — alternated round by round (the order rotates), each target started afresh per round.
  *
  *   npm run build && node bench/bytes.js [--before DIR/dist/cli.js] [--rounds N] [--calls N] [--big-calls N]
- *                                        [--in-flight N]
+ *                                        [--in-flight N] [--held-relay]
  *
  * Per target and size: results per second (median over rounds, and the range), the median of the per-round
  * ratios × direct, and for the proxies the main-thread and other-thread CPU of their process per result
@@ -16,7 +16,9 @@
  * same build's plain 4 MiB call. A build for --before: `npm run bench:ab -- --before COMMIT` leaves one in
  * <tmpdir>/taskgate-ab-<sha>. With --http, the same over Streamable HTTP in place of stdio: the fixture
  * served directly, taskgate HTTP→stdio and the sidecar HTTP→HTTP (each of this build and of --before's),
- * as ratios to the direct HTTP server; no task figure then.
+ * as ratios to the direct HTTP server; no task figure then. With --held-relay (stdio), also the relay that
+ * hands each line on only once its newline has come (bench/relay.js --hold-lines): what holding a line
+ * costs by itself, which a proxy that must not pass on a line that is not JSON cannot avoid.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -33,6 +35,7 @@ const { values } = parseArgs({
     'big-calls': { type: 'string', default: '6' },
     'in-flight': { type: 'string', default: '0' },
     http: { type: 'boolean', default: false },
+    'held-relay': { type: 'boolean', default: false },
   },
 });
 const rounds = Number(values.rounds);
@@ -66,6 +69,14 @@ const targets = values.http
   : [
       { name: 'direct', start: stdio([NODE, FIXTURE]) },
       { name: 'relay', start: stdio([NODE, fromRoot('bench/relay.js'), '--', NODE, FIXTURE]) },
+      ...(values['held-relay']
+        ? [
+            {
+              name: 'relay held',
+              start: stdio([NODE, fromRoot('bench/relay.js'), '--hold-lines', '--', NODE, FIXTURE]),
+            },
+          ]
+        : []),
       ...(values.before
         ? [{ name: 'before', start: stdio([NODE, values.before, ...TASKGATE_FLAGS, '--', NODE, FIXTURE]) }]
         : []),
