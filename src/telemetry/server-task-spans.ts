@@ -6,10 +6,9 @@
  * is answered with the task it is `unwrap` (taskgate follows it for a client that asked for no task); once
  * the client gets it, `pass-through` when the client and the server are of one era, else `translated`.
  *
- * A short task can end before the client is answered with it (its answer takes the hops of a translation;
- * the server's status notification does not): such a span ends, at the time its end was heard, once the
- * client gets the task or once an answer to a request about the task (taskgate's own, when it unwraps)
- * shows that nobody else will.
+ * A short task can end before the client is answered with it (that answer takes the hops of a translation;
+ * the server's status notification does not): its span then waits up to UNSHOWN_GRACE_MS for that answer,
+ * and ends at the time its end was heard, as the answer says, or as `unwrap` when none came.
  */
 import { SpanKind, SpanStatusCode, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { MODERN_VERSIONS } from '../protocol/modern/meta.js';
@@ -26,6 +25,11 @@ import {
 
 /** Server tasks whose span is open; past it the oldest is ended untold. */
 const MAX_OPEN = 10_000;
+/**
+ * How long a task that ended before its client was answered with it waits for that answer: past it, taskgate
+ * unwrapped it (or its client went away), and its span ends as it is.
+ */
+export const UNSHOWN_GRACE_MS = 5_000;
 
 interface Followed {
   span: Span;
@@ -34,14 +38,9 @@ interface Followed {
   serverVersion: string | undefined;
   /** The client was answered with the task: its mode is known. */
   shown: boolean;
-  /** An answer to a request about the task came: whoever asked knew it, so its mode is known too. */
-  askedAbout: boolean;
-  /** Its terminal state and when it was heard, held while the mode is not known. */
-  ended?: { state: TaskState; at: number };
+  /** Its terminal state, when it was heard (performance.now(), which the SDK puts on the span's clock), and the wait for the client's answer. */
+  ended?: { state: TaskState; at: number; grace: NodeJS.Timeout };
 }
-
-/** Now, as the epoch milliseconds a span's end takes, to the microsecond. */
-const nowMs = (): number => performance.timeOrigin + performance.now();
 
 const eraOf = (version: string | undefined): string =>
   version !== undefined && MODERN_VERSIONS.includes(version) ? 'modern' : 'legacy';
@@ -62,7 +61,7 @@ export class ServerTaskSpans {
     parent: Context,
     serverVersion: string | undefined,
   ): void {
-    if (this.open.has(state.taskId)) return this.changed(state, false);
+    if (this.open.has(state.taskId)) return this.changed(state);
     const span = this.tracer.startSpan(
       tool === undefined ? 'task' : `task ${tool}`,
       {
@@ -79,35 +78,23 @@ export class ServerTaskSpans {
     );
     span.addEvent('mcp.task.status', eventOf(state));
     this.remember(state.taskId, span);
-    const followed: Followed = { span, status: state.status, serverVersion, shown: false, askedAbout: false };
+    const followed: Followed = { span, status: state.status, serverVersion, shown: false };
     this.open.set(state.taskId, followed);
-    if (isTerminal(state.status as TaskStatus)) followed.ended = { state, at: nowMs() };
+    if (isTerminal(state.status as TaskStatus)) this.heardEnd(state.taskId, followed, state);
     if (this.open.size <= MAX_OPEN) return;
     const [oldest, left] = this.open.entries().next().value as [string, Followed];
     this.open.delete(oldest);
     this.end(left);
   }
 
-  /** A status the server gave of a task: in a notification, or in an answer to a request about it. */
-  changed(state: TaskState, answered: boolean): void {
+  /** A status the server gave of a task (a notification, an answer to tasks/get). */
+  changed(state: TaskState): void {
     const followed = this.open.get(state.taskId);
-    if (followed === undefined) return;
-    if (followed.status !== state.status) {
-      followed.status = state.status;
-      followed.span.addEvent('mcp.task.status', eventOf(state));
-      followed.span.setAttribute(TASK_STATUS, state.status);
-      if (isTerminal(state.status as TaskStatus)) followed.ended = { state, at: nowMs() };
-    }
-    if (answered) this.answeredAbout(state.taskId);
-    else this.endIfKnown(state.taskId, followed);
-  }
-
-  /** The server answered a request about the task (its result, its status). */
-  answeredAbout(taskId: string): void {
-    const followed = this.open.get(taskId);
-    if (followed === undefined) return;
-    followed.askedAbout = true;
-    this.endIfKnown(taskId, followed);
+    if (followed === undefined || followed.status === state.status) return;
+    followed.status = state.status;
+    followed.span.addEvent('mcp.task.status', eventOf(state));
+    followed.span.setAttribute(TASK_STATUS, state.status);
+    if (isTerminal(state.status as TaskStatus)) this.heardEnd(state.taskId, followed, state);
   }
 
   /** The client was answered with the task, in its era: passed through, or translated to it. */
@@ -117,7 +104,7 @@ export class ServerTaskSpans {
     const same = eraOf(clientVersion) === eraOf(followed.serverVersion);
     followed.span.setAttribute(TASK_MODE, same ? 'pass-through' : 'translated');
     followed.shown = true;
-    this.endIfKnown(taskId, followed);
+    if (followed.ended !== undefined) this.close(taskId);
   }
 
   endAll(): void {
@@ -125,18 +112,29 @@ export class ServerTaskSpans {
     this.open.clear();
   }
 
-  private endIfKnown(taskId: string, followed: Followed): void {
-    if (followed.ended === undefined || !(followed.shown || followed.askedAbout)) return;
+  private heardEnd(taskId: string, followed: Followed, state: TaskState): void {
+    if (followed.shown) {
+      this.open.delete(taskId);
+      return this.finish(followed.span, state);
+    }
+    const grace = setTimeout(() => this.close(taskId), UNSHOWN_GRACE_MS).unref();
+    followed.ended = { state, at: performance.now(), grace };
+  }
+
+  private close(taskId: string): void {
+    const followed = this.open.get(taskId);
+    if (followed === undefined) return;
     this.open.delete(taskId);
     this.end(followed);
   }
 
   private end({ span, ended }: Followed): void {
-    if (ended === undefined) span.end();
-    else this.finish(span, ended.state, ended.at);
+    if (ended === undefined) return span.end();
+    clearTimeout(ended.grace);
+    this.finish(span, ended.state, ended.at);
   }
 
-  private finish(span: Span, state: TaskState, at: number): void {
+  private finish(span: Span, state: TaskState, at?: number): void {
     if (state.status === 'failed') {
       span.setAttribute('error.type', 'task_failed');
       span.setStatus({

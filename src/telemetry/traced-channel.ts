@@ -55,8 +55,6 @@ interface Open {
   method: string;
   /** The tool of a tools/call: the name of the task span if the server answers with a task. */
   tool?: string;
-  /** The task a `tasks/*` request is about. */
-  about?: string;
   /** Where the request was sent from: its answer is handled there. */
   origin: Context;
 }
@@ -162,7 +160,7 @@ export class TracedChannel implements Channel {
       TASK_STATUS_NOTIFICATIONS.has(message.msg.method)
     ) {
       const state = isObject(message.msg.params) ? taskStateOf(message.msg.params) : undefined;
-      if (state !== undefined) this.tasks.server.changed(state, false);
+      if (state !== undefined) this.tasks.server.changed(state);
     }
     if (message.kind !== 'request') return ROOT_CONTEXT;
     const { method, id, params } = message.msg;
@@ -248,13 +246,11 @@ export class TracedChannel implements Channel {
       origin,
     );
     const tool = method === 'tools/call' ? text(params?.name) : undefined;
-    const about = method.startsWith('tasks/') ? text(params?.taskId) : undefined;
     this.hold(this.asked, id, {
       operation: new Operation(span, 'client', attributes, this.metrics, content),
       method,
       origin,
       ...(tool === undefined ? {} : { tool }),
-      ...(about === undefined ? {} : { about }),
     });
     const carrier: Record<string, string> = {};
     propagation.inject(trace.setSpan(origin, span), carrier);
@@ -265,11 +261,8 @@ export class TracedChannel implements Channel {
   /** The server's answer to taskgate's request states a task: one it created (tools/call), or its status. */
   private serverTaskAnswered(open: Open, response: JsonObject): void {
     const state = isObject(response.result) ? taskStateOf(response.result) : undefined;
-    if (state === undefined) {
-      if (open.about !== undefined) this.tasks.server.answeredAbout(open.about);
-      return;
-    }
-    if (open.method !== 'tools/call') return this.tasks.server.changed(state, true);
+    if (state === undefined) return;
+    if (open.method !== 'tools/call') return this.tasks.server.changed(state);
     const parent = trace.setSpan(open.origin, open.operation.span);
     const version = open.operation.attributes['mcp.protocol.version'];
     this.tasks.server.created(state, open.tool, parent, typeof version === 'string' ? version : undefined);

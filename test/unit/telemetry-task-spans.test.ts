@@ -11,9 +11,10 @@ import {
   SimpleSpanProcessor,
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-node';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { TaskRecord } from '../../src/tasks/state.js';
 import { EXECUTOR_LOST, type NewTask } from '../../src/tasks/store.js';
+import { UNSHOWN_GRACE_MS } from '../../src/telemetry/server-task-spans.js';
 import { TaskSpans, withServedVersion } from '../../src/telemetry/task-spans.js';
 
 const exporter = new InMemorySpanExporter();
@@ -104,7 +105,7 @@ describe('a task an upstream server runs (mcp.task.runner=server)', () => {
   it('ended before the client is answered with it, takes the mode of that answer and ends when the end was heard', async () => {
     const spans = new TaskSpans(tracer);
     spans.server.created(working('s1'), 'sleep', context.active(), '2025-11-25');
-    spans.server.changed(completed('s1'), false);
+    spans.server.changed(completed('s1'));
     expect(ended()).toEqual([]);
     const heardEnd = Date.now();
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -123,30 +124,35 @@ describe('a task an upstream server runs (mcp.task.runner=server)', () => {
     expect(modeOf('s2')).toBe('pass-through');
   });
 
-  it('unwrapped: ended by an answer about it (taskgate asked, so no client will be answered with it)', () => {
-    const spans = new TaskSpans(tracer);
-    spans.server.created(working('s3'), 'sleep', context.active(), '2025-11-25');
-    spans.server.changed(completed('s3'), false);
-    spans.server.answeredAbout('s3');
-    expect(modeOf('s3')).toBe('unwrap');
-    spans.server.created(working('s4'), 'sleep', context.active(), '2025-11-25');
-    spans.server.answeredAbout('s4');
-    expect(ended()).toHaveLength(1);
-    spans.server.changed(completed('s4'), false);
-    expect(modeOf('s4')).toBe('unwrap');
-    spans.server.created(working('s5'), 'sleep', context.active(), '2026-07-28');
-    spans.server.changed(completed('s5'), true);
-    expect(modeOf('s5')).toBe('unwrap');
+  it('unwrapped (no client is answered with it): ends once the wait for that answer is over, at the time its end was heard', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const spans = new TaskSpans(tracer);
+      spans.server.created(working('s3'), 'sleep', context.active(), '2025-11-25');
+      const heardEnd = Date.now();
+      spans.server.changed(completed('s3'));
+      vi.advanceTimersByTime(UNSHOWN_GRACE_MS - 1);
+      expect(ended()).toEqual([]);
+      vi.advanceTimersByTime(1);
+      expect(modeOf('s3')).toBe('unwrap');
+      const [span] = ended();
+      expect(span!.endTime[0] * 1_000 + span!.endTime[1] / 1e6).toBeLessThan(heardEnd + 15);
+      // Answered with it after all: too late to change a span already ended, and nothing fails.
+      spans.server.shown('s3', '2026-07-28');
+      expect(modeOf('s3')).toBe('unwrap');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('shown first, ends at its terminal status; one held at the stop still ends', () => {
     const spans = new TaskSpans(tracer);
     spans.server.created(working('s6'), 'sleep', context.active(), '2025-11-25');
     spans.server.shown('s6', undefined);
-    spans.server.changed(completed('s6'), false);
+    spans.server.changed(completed('s6'));
     expect(modeOf('s6')).toBe('pass-through');
     spans.server.created(working('s7'), 'sleep', context.active(), '2025-11-25');
-    spans.server.changed(completed('s7'), false);
+    spans.server.changed(completed('s7'));
     spans.endAll();
     expect(modeOf('s7')).toBe('unwrap');
   });
