@@ -6,6 +6,7 @@ import { Pieces } from '../protocol/pieces.js';
 import { CallerLimitError, TaskLimitError, TaskNotFoundError } from './errors.js';
 import type { Reply } from './redis-link.js';
 import { RECORD_FIELDS } from './redis-scripts.js';
+import { owned } from './result-bytes.js';
 import {
   IllegalTransitionError,
   StaleStatusError,
@@ -101,7 +102,9 @@ export function decode(values: Values): { record: TaskRecord; position: number }
     if (outcome.startsWith(KEPT_BYTES)) record.resultBytes = outcome.slice(KEPT_BYTES.length, -1);
     else record.outcome = JSON.parse(outcome) as TaskOutcome;
   } else if (outcome.toString('latin1', 0, KEPT_BYTES.length) === KEPT_BYTES) {
-    record.resultBytes = outcome.subarray(KEPT_BYTES.length, -1);
+    // A small result lies in the reply parser's read: a view would keep that read alive as long as the
+    // answer made of it (an SSE event log keeps answers) while counting only the result's length.
+    record.resultBytes = owned(outcome.subarray(KEPT_BYTES.length, -1));
   } else record.outcome = JSON.parse(outcome.toString()) as TaskOutcome;
   return { record, position: Number(field.pos) };
 }

@@ -43,7 +43,8 @@ export function keptResultBytes(
   return held <= 2 * kept.length ? kept : new Pieces(kept.parts.map(owned), kept.length);
 }
 
-const owned = (bytes: Buffer): Buffer =>
+/** `bytes`, copied out when as a view it would keep more than twice its length alive. */
+export const owned = (bytes: Buffer): Buffer =>
   bytes.length * 2 < bytes.buffer.byteLength ? Buffer.from(bytes) : bytes;
 
 /**
