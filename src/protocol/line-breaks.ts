@@ -30,10 +30,11 @@ function flattened(part: Buffer): Buffer {
 /**
  * The text on one line, for a text known to be VALID JSON (in an invalid one a line break may sit in a
  * string, and a space would make it valid). Pieces stay pieces: only those with a line break are copied.
- * Offsets are kept, so a scan of the text still holds for the result.
+ * Offsets are kept, so a scan of the text still holds for the result. Without a line break: `raw` itself.
  */
 export function onOneLine(raw: Buffer): Buffer;
 export function onOneLine(raw: Bytes): Bytes;
 export function onOneLine(raw: Bytes): Bytes {
-  return raw instanceof Pieces ? new Pieces(raw.parts.map(flattened), raw.length) : flattened(raw);
+  if (!(raw instanceof Pieces)) return flattened(raw);
+  return raw.parts.some(hasLineBreak) ? new Pieces(raw.parts.map(flattened), raw.length) : raw;
 }

@@ -163,7 +163,7 @@ export async function readScanned(
   }
   const raw = new Pieces(chunks, total);
   const scanned = scanner.end();
-  return { raw: typeof scanned !== 'string' && hasLineBreaks(raw) ? onOneLine(raw) : raw, scanned };
+  return { raw: typeof scanned !== 'string' ? onOneLine(raw) : raw, scanned };
 }
 
 /** The body's chunks, each told to `read` as it comes; undefined past `limit` bytes (the body let go). */

@@ -259,3 +259,53 @@ describe('a pretty-printed request from an HTTP client to a stdio server', () =>
     expect(await response.text()).toContain('2000 characters');
   });
 });
+
+describe('a stdio server’s line with a raw CR between tokens, to an SSE client', () => {
+  it('is one event of one data line (a CR ends an SSE line)', async () => {
+    const answered = new Inbox<Json>();
+    const url = await front(() => {
+      const [toServer, fromServer] = [new PassThrough(), new PassThrough()];
+      const write = (message: Json): void =>
+        void fromServer.write(`${JSON.stringify(message).replace(/,"/g, ',\r"')}\n`);
+      byteLines(toServer, (line) => {
+        const message = JSON.parse(line.toString()) as Json;
+        if (message.method === 'initialize') {
+          const result = {
+            protocolVersion: '2025-11-25',
+            capabilities: { tools: {} },
+            serverInfo: { name: 'cr', version: '1' },
+          };
+          write({ jsonrpc: '2.0', id: message.id, result });
+        } else if (message.method === 'tools/call') {
+          const token = ((message.params as Json)._meta as Json).progressToken;
+          write({
+            jsonrpc: '2.0',
+            method: 'notifications/progress',
+            params: { progressToken: token, progress: 1 },
+          });
+          const answer = {
+            jsonrpc: '2.0',
+            id: message.id,
+            result: { content: [{ type: 'text', text: 'done' }] },
+          };
+          write(answer);
+          answered.push(answer);
+        }
+      });
+      return new LineChannel(fromServer, toServer, LIMIT, 'the upstream server');
+    });
+    const headers = inSession(await openSession(url));
+    const message = {
+      jsonrpc: '2.0',
+      id: 4,
+      method: 'tools/call',
+      params: { name: 'cr', arguments: {}, _meta: { progressToken: 'p' } },
+    };
+    const response = await post(url, message, headers);
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    const events = eventsOf(await response.text()).filter((data) => data.length > 0);
+    expect(events).toHaveLength(2);
+    for (const data of events) expect(data).toHaveLength(1);
+    expect(JSON.parse(events[1]![0]!)).toEqual(await answered.waitFor(() => true, 'the answer'));
+  });
+});
