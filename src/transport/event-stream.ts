@@ -4,6 +4,7 @@
  * in the session's event log for resumption) as soon as anything else must go first.
  */
 import type { ServerResponse } from 'node:http';
+import { onOneLine } from '../protocol/line-breaks.js';
 import { Pieces, type Bytes } from '../protocol/pieces.js';
 
 /** A message for a client: a string, one Buffer, or the pieces it was read in (issue 33). */
@@ -289,7 +290,10 @@ const SSE_HEADERS = {
  */
 const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
 
-/** One SSE event; a JSON-RPC message has no raw newline, so it is one data line, written as it is. */
+/**
+ * One SSE event, one data line: a message read over HTTP has no raw line break left (line-breaks.ts), and
+ * a stdio line no LF, but it may hold a CR between tokens, which would end the data line here.
+ */
 function writeEvent(sink: ServerResponse, id: string, data: Outbound): void {
   if (sink.writableLength > MAX_UNREAD_BYTES) {
     sink.destroy();
@@ -297,8 +301,10 @@ function writeEvent(sink: ServerResponse, id: string, data: Outbound): void {
   }
   sink.cork();
   sink.write(`id: ${id}\ndata: `);
-  if (data instanceof Pieces) for (const part of data.parts) sink.write(part);
-  else sink.write(data);
+  // A string is JSON.stringify's, with no raw line break.
+  const line = typeof data === 'string' ? data : onOneLine(data);
+  if (line instanceof Pieces) for (const part of line.parts) sink.write(part);
+  else sink.write(line);
   sink.write('\n\n');
   sink.uncork();
 }

@@ -15,6 +15,7 @@ import { idOfOversized } from '../protocol/frames.js';
 import { callerKeyOf, postModern, settledWithin } from './modern-answer.js';
 import { telemetry } from '../telemetry/telemetry.js';
 import { isObject, isResponseShaped, salvageId, type Message, type RequestId } from '../protocol/messages.js';
+import { onOneLine } from '../protocol/line-breaks.js';
 import { readMessage } from '../protocol/read-message.js';
 import type { ModernServe } from '../protocol/modern/exchange.js';
 import { MODERN_VERSIONS, isModernRequest } from '../protocol/modern/meta.js';
@@ -256,11 +257,14 @@ export class HttpFront {
     // Awaited only when shut: an await of nothing is a turn of the microtasks on every POST.
     const shut = this.intakeShut(req, caller);
     if (shut !== undefined) await shut;
-    const body = await readBody(req, this.options.maxMessageBytes);
-    if (!Buffer.isBuffer(body)) return this.tooLarge(req, res, body, caller);
-    const read = readMessage(body, 'the client');
-    if (!read.ok && isResponseShaped(read.value)) return this.badAnswer(req, res, body, read.error, caller);
+    const received = await readBody(req, this.options.maxMessageBytes);
+    if (!Buffer.isBuffer(received)) return this.tooLarge(req, res, received, caller);
+    const read = readMessage(received, 'the client');
+    if (!read.ok && isResponseShaped(read.value))
+      return this.badAnswer(req, res, received, read.error, caller);
     if (!read.ok) return reply(res, 400, salvageId(read.value), toJsonRpcError(read.error));
+    // Known valid only now: its bytes go on, and a stdio server takes one message a line.
+    const body = onOneLine(received);
     const { message } = read;
     const sessionId = req.headers['mcp-session-id'];
     const version = req.headers['mcp-protocol-version'];

@@ -5,7 +5,8 @@
 import { STATUS_CODES } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import { Pieces, type Bytes } from '../protocol/pieces.js';
-import { JsonScanner, SCAN_FROM_BYTES } from '../protocol/scan.js';
+import { hasLineBreaks, onOneLine } from '../protocol/line-breaks.js';
+import { JsonScanner, SCAN_FROM_BYTES, scanJson } from '../protocol/scan.js';
 import type { ScanFailure, Scanned } from '../protocol/scanned.js';
 import { UpstreamCredentialError, type UpstreamCredential } from '../security/upstream-credentials.js';
 import type { SseParser } from './sse.js';
@@ -134,7 +135,8 @@ export async function readLimited(body: ReplyBody, limit: number): Promise<Buffe
 
 /**
  * The whole body as the chunks it came in, never joined, scanned as they come once it is SCAN_FROM_BYTES
- * or more (issue 33); undefined when it is larger than `limit` bytes (then it is not read further).
+ * or more (issue 33); undefined when it is larger than `limit` bytes (then it is not read further). A
+ * valid body comes out on one line (line-breaks.ts): it may be forwarded as its bytes to any client.
  */
 export async function readScanned(
   body: ReplyBody,
@@ -152,9 +154,16 @@ export async function readScanned(
   if (read === undefined) return undefined;
   const { chunks, total } = read;
   if (scanner === undefined) {
-    return { raw: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total), scanned: undefined };
+    const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+    // Rare (a pretty-printed body): only then is a small one scanned here, to know it valid.
+    return {
+      raw: hasLineBreaks(raw) && typeof scanJson(raw) !== 'string' ? onOneLine(raw) : raw,
+      scanned: undefined,
+    };
   }
-  return { raw: new Pieces(chunks, total), scanned: scanner.end() };
+  const raw = new Pieces(chunks, total);
+  const scanned = scanner.end();
+  return { raw: typeof scanned !== 'string' ? onOneLine(raw) : raw, scanned };
 }
 
 /** The body's chunks, each told to `read` as it comes; undefined past `limit` bytes (the body let go). */
