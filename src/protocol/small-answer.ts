@@ -14,6 +14,8 @@ import { isId } from './messages.js';
 import { HEX, SIMPLE_ESCAPE, valueOf } from './scan.js';
 import type { ScanFailure, ValueSpan } from './scanned.js';
 
+// The grammar's bytes are declared here, as in scan.ts and nesting.ts, not imported from one module: read
+// as imported bindings in this loop they made a 76-byte answer's read 35 % slower (186 → 254 ns, session 18).
 const SPACE = 0x20;
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
