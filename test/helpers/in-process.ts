@@ -12,9 +12,10 @@ import { setImmediate as realSetImmediate } from 'node:timers';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTaskMessageQueue, InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { RequestHandlerExtra, RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   CallToolRequestSchema,
+  ElicitResultSchema,
   ErrorCode,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
@@ -96,6 +97,22 @@ const TASK_CLIENT: ClientCapabilities = {
 const PLAIN_CLIENT: ClientCapabilities = { elicitation: { form: {} }, sampling: {} };
 
 export const textResult = (text: string): CallToolResult => ({ content: [{ type: 'text', text }] });
+
+/** A tool's request for a name (elicitation/create, form mode), answered by the client. */
+export function askName(extra: ToolExtra, options?: RequestOptions) {
+  return extra.sendRequest(
+    {
+      method: 'elicitation/create',
+      params: {
+        mode: 'form',
+        message: 'name?',
+        requestedSchema: { type: 'object', properties: { name: { type: 'string' } } },
+      },
+    },
+    ElicitResultSchema,
+    options,
+  );
+}
 
 export async function inProcessGateway(options: GatewayOptions = {}): Promise<Gateway> {
   const config = resolveConfig(options.config ?? {});

@@ -5,13 +5,13 @@
  * v2 schemas.
  */
 import { CreateTaskResultV2Schema, GetTaskResultV2Schema } from '@modelcontextprotocol/ext-tasks/core/v2';
-import { ElicitResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ConfigInput } from '../../src/config/schema.js';
 import type { JsonObject } from '../../src/protocol/messages.js';
 import { collectGarbage } from '../helpers/gc.js';
 import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
-import { textResult, type FakeTool } from '../helpers/in-process.js';
+import { askName, textResult, type FakeTool } from '../helpers/in-process.js';
 
 interface Answer {
   id: number;
@@ -46,17 +46,7 @@ const tools: FakeTool[] = [
   {
     name: 'ask',
     run: async (_args, extra) => {
-      const answer = await extra.sendRequest(
-        {
-          method: 'elicitation/create',
-          params: {
-            mode: 'form',
-            message: 'name?',
-            requestedSchema: { type: 'object', properties: { name: { type: 'string' } } },
-          },
-        },
-        ElicitResultSchema,
-      );
+      const answer = await askName(extra);
       return textResult(JSON.stringify(answer.content));
     },
   },

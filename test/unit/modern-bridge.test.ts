@@ -5,15 +5,7 @@
  */
 import { InMemoryTaskMessageQueue, InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import {
-  CallToolRequestSchema,
-  ElicitResultSchema,
-  ListToolsRequestSchema,
-  McpError,
-  type ServerNotification,
-  type ServerRequest,
-} from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { pino } from 'pino';
 import { ModernBridge } from '../../src/modern/bridge.js';
@@ -39,7 +31,7 @@ import { memoryChannelPair } from '../../src/transport/memory-channel.js';
 import type { Channel } from '../../src/transport/channel.js';
 import { ValueClient, type ValueReceiver } from '../../src/session/value-client.js';
 import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
-import { fakeServer, textResult, type FakeTool } from '../helpers/in-process.js';
+import { askName, fakeServer, textResult, type FakeTool } from '../helpers/in-process.js';
 
 interface Answer {
   id: number;
@@ -57,19 +49,8 @@ const ask: FakeTool = {
     const entry = { outcome: undefined as unknown };
     elicited.push(entry);
     try {
-      const answer = await extra.sendRequest(
-        {
-          method: 'elicitation/create',
-          params: {
-            mode: 'form',
-            message: 'name?',
-            requestedSchema: { type: 'object', properties: { name: { type: 'string' } } },
-          },
-        },
-        ElicitResultSchema,
-        // Longer than the bridge's wait: only the bridge gives the elicitation up.
-        { timeout: 10 * MODERN_INPUT_WAIT_MS },
-      );
+      // Longer than the bridge's wait: only the bridge gives the elicitation up.
+      const answer = await askName(extra, { timeout: 10 * MODERN_INPUT_WAIT_MS });
       entry.outcome = answer;
       return textResult(JSON.stringify(answer.content));
     } catch (error) {
@@ -727,17 +708,3 @@ describe("the modern bridge: a call whose answer came while it waited for its cl
     await close();
   });
 });
-
-function askName(extra: RequestHandlerExtra<ServerRequest, ServerNotification>) {
-  return extra.sendRequest(
-    {
-      method: 'elicitation/create',
-      params: {
-        mode: 'form',
-        message: 'name?',
-        requestedSchema: { type: 'object', properties: { name: { type: 'string' } } },
-      },
-    },
-    ElicitResultSchema,
-  );
-}
