@@ -383,8 +383,8 @@ export class ModernBridge implements CallHost {
   /** A waiting plain call's answer made of the upstream's bytes, unread, when that is all it needs (finish). */
   callAnsweredBytes(call: Call, raw: Buffer, answer: SmallAnswer): boolean {
     const waiter = call.waiter;
-    if (waiter === undefined || call.asTask !== undefined || this.calls.get(call.legacyId) !== call)
-      return false;
+    const plain = call.asTask === undefined && this.calls.get(call.legacyId) === call;
+    if (waiter === undefined || !plain) return false;
     const made = unreadAnswerTo(waiter.exchange.request, raw, answer, this.handshake);
     if (made === undefined) return false;
     this.forget(call);
