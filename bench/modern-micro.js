@@ -19,6 +19,8 @@ const { ClientGiveUp } = await import(dist('protocol/modern/exchange.js'));
 const { successResponse } = await import(dist('protocol/messages.js'));
 const { serialize } = await import(dist('protocol/exact-ids.js'));
 const resultBytes = await import(dist('protocol/modern/result-bytes.js')).catch(() => undefined);
+const { readMessage } = await import(dist('protocol/read-message.js'));
+const { smallAnswer } = await import(dist('protocol/small-answer.js'));
 
 const meta = {
   'io.modelcontextprotocol/protocolVersion': '2026-07-28',
@@ -90,6 +92,19 @@ const steps = {
           resultBytes.toolResultBytes(echoRaw, 7, result, added),
         "answer bytes from the upstream's (10 kB result)": () =>
           resultBytes.toolResultBytes(bigRaw, 7, bigResult, added),
+        'the echo answer read, then its bytes made (the bridge before issue 28 session 19)': () =>
+          resultBytes.toolResultBytes(
+            echoRaw,
+            7,
+            readMessage(echoRaw, 'the upstream').message.msg.result,
+            added,
+          ),
+      }),
+  ...(resultBytes?.smallAnswerBytes === undefined
+    ? {}
+    : {
+        'the echo answer read by smallAnswer only, its bytes made of what it found (since)': () =>
+          resultBytes.smallAnswerBytes(echoRaw, smallAnswer(echoRaw), 7, added),
       }),
   'JSON.stringify + JSON.parse of the request (one extra hop through the memory channel)': () =>
     JSON.parse(JSON.stringify(request)),

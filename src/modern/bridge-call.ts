@@ -15,7 +15,7 @@ import {
   type Response,
 } from '../protocol/messages.js';
 import { inputCapabilitiesOf, TASKS_EXTENSION } from '../protocol/modern/capabilities.js';
-import type { AnswerSink, ModernExchange } from '../protocol/modern/exchange.js';
+import type { AnswerSink, ModernAnswer, ModernExchange } from '../protocol/modern/exchange.js';
 import type {
   ClientCapabilities,
   Implementation,
@@ -23,6 +23,9 @@ import type {
   ModernRequestMeta,
 } from '../protocol/modern/meta.js';
 import { toModernError, toModernResult } from '../protocol/modern/results.js';
+import { smallAnswerBytes, toolResultBytes, type AddedMembers } from '../protocol/modern/result-bytes.js';
+import type { SmallAnswer } from '../protocol/small-answer.js';
+import { parsedAnswer } from '../session/bad-frames.js';
 import { taskOf, type ToolCallFacts, type ToolCallPlan } from '../session/decide.js';
 import type { RequestContext } from '../session/request-contexts.js';
 import { progressTokenOf } from './legacy-form.js';
@@ -62,6 +65,8 @@ export class CallWaiter implements Waiter {
 /** Where a call's answer goes: the bridge that carries it (bridge.ts). */
 export interface CallHost {
   callAnswered(call: Call, response: Response, raw: Buffer | undefined): void;
+  /** False when the answer is not taken as its bytes: then it is read, and callAnswered gets it. */
+  callAnsweredBytes(call: Call, raw: Buffer, answer: SmallAnswer): boolean;
 }
 
 /**
@@ -129,6 +134,10 @@ export class Call implements RequestContext {
     this.host.callAnswered(this, response, raw);
   }
 
+  answerBytes(raw: Buffer, answer: SmallAnswer): boolean {
+    return this.host.callAnsweredBytes(this, raw, answer);
+  }
+
   /** Its outcome came while it was parked: the client's retry gets it, made of the bytes it came as. */
   parkOutcome(outcome: Outcome, raw: Buffer | undefined): void {
     this.outcome = outcome;
@@ -172,20 +181,69 @@ export function modernResponse(
     : successResponse(request.id, toModernResult(request.method, outcome.result, resultOptions));
 }
 
+/** What the 2026-07-28 result adds to a 2025 one, as values and as bytes (bridge-handshake.ts). */
+export interface ResultForm {
+  readonly resultOptions: { serverInfo?: Implementation };
+  readonly resultMembers: AddedMembers;
+}
+
+/**
+ * The answer to a carried request: a plain tools/call's result as the upstream's bytes with what the
+ * 2026-07-28 result adds put in (result-bytes.ts) when that is all it needs; the response, made only if
+ * someone reads it, goes beside them.
+ */
+export function answerTo(
+  request: Request,
+  outcome: Outcome,
+  raw: Buffer | undefined,
+  form: ResultForm,
+): ModernAnswer {
+  if (raw !== undefined && 'result' in outcome && request.method === 'tools/call') {
+    const body = toolResultBytes(raw, request.id, outcome.result, form.resultMembers);
+    if (body !== undefined) return new BytesAnswer(body, request, outcome, form.resultOptions);
+  }
+  return { response: modernResponse(request, outcome, form.resultOptions) };
+}
+
+/**
+ * answerTo for a small success response not read yet (smallAnswer read its bytes): the answer to a
+ * tools/call made of the bytes when the result has neither `_meta`, `resultType` nor `task`, else
+ * undefined (the response is to be read).
+ */
+export function unreadAnswerTo(
+  request: Request,
+  raw: Buffer,
+  answer: SmallAnswer,
+  form: ResultForm,
+): BytesAnswer | undefined {
+  if (request.method !== 'tools/call' || answer.task !== undefined) return undefined;
+  const body = smallAnswerBytes(raw, answer, request.id, form.resultMembers);
+  return body === undefined ? undefined : new BytesAnswer(body, request, undefined, form.resultOptions, raw);
+}
+
 /**
  * A plain tools/call's answer as the bytes made from the upstream's (result-bytes.ts); the response, made
- * only if someone reads it (the stdio front does). A class: an object literal with a getter, made per
- * call, was a runtime call each time.
+ * only if someone reads it (the stdio front does), of the outcome or of the upstream's response not read
+ * yet. A class: an object literal with a getter, made per call, was a runtime call each time.
  */
 export class BytesAnswer {
   constructor(
     readonly body: Buffer,
     private readonly request: Request,
-    private readonly outcome: Outcome,
+    private outcome: Outcome | undefined,
     private readonly resultOptions: { serverInfo?: Implementation },
+    /** The upstream's response the outcome is read from when there is none yet. */
+    private readonly raw?: Buffer,
   ) {}
 
   get response(): object {
+    this.outcome ??= outcomeOf(this.raw!, this.request.id);
     return modernResponse(this.request, this.outcome, this.resultOptions);
   }
+}
+
+/** The outcome a success response's bytes, which smallAnswer passed, hold. */
+function outcomeOf(raw: Buffer, id: RequestId): Outcome {
+  const response = parsedAnswer(raw, id);
+  return 'error' in response ? { error: response.error } : { result: response.result };
 }

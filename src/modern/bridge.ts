@@ -16,6 +16,7 @@ import { cancellation, goneError } from '../protocol/correlation.js';
 import type { JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import type { ReadMessage } from '../protocol/read-message.js';
+import type { SmallAnswer } from '../protocol/small-answer.js';
 import {
   errorResponse,
   isObject,
@@ -27,7 +28,6 @@ import {
 import type { LegacyInitializeResult } from '../protocol/modern/discover.js';
 import { checkParamHeaders, type HeaderParam } from '../protocol/modern/headers.js';
 import type { Implementation, ModernRequestMeta } from '../protocol/modern/meta.js';
-import { toolResultBytes } from '../protocol/modern/result-bytes.js';
 import { toModernError } from '../protocol/modern/results.js';
 import type { Arrival } from '../transport/channel.js';
 import {
@@ -46,7 +46,7 @@ import type { Outcome } from './extension-task-record.js';
 import { ExtensionTasks } from './extension-tasks.js';
 import type { ShareLimits } from './caller-shares.js';
 import { InputRounds } from './input-rounds.js';
-import { BytesAnswer, Call, CallWaiter, LATER, modernResponse, type CallHost } from './bridge-call.js';
+import { Call, CallWaiter, LATER, answerTo, unreadAnswerTo, type CallHost } from './bridge-call.js';
 import { atLeast, legacyIdOfToken, legacyParams } from './legacy-form.js';
 import { OwnRequests } from './own-requests.js';
 import { ToolHeaders } from './tool-headers.js';
@@ -130,9 +130,7 @@ export class ModernBridge implements CallHost {
         ask: (method, params, caller) => this.own.ask(method, params, caller),
         drop: (id, reason) => this.own.drop(id, reason),
         answerServer: (response) => this.answerServer(response),
-        respond: (request, outcome) => ({
-          response: modernResponse(request, outcome, this.handshake.resultOptions),
-        }),
+        respond: (request, outcome) => answerTo(request, outcome, undefined, this.handshake),
         refuse: (request, error) => this.refuse(request, error),
         logger: options.logger,
       },
@@ -382,6 +380,19 @@ export class ModernBridge implements CallHost {
     this.finish(call, 'error' in response ? { error: response.error } : { result: response.result }, raw);
   }
 
+  /** A waiting plain call's answer made of the upstream's bytes, unread, when that is all it needs (finish). */
+  callAnsweredBytes(call: Call, raw: Buffer, answer: SmallAnswer): boolean {
+    const waiter = call.waiter;
+    const plain = call.asTask === undefined && this.calls.get(call.legacyId) === call;
+    if (waiter === undefined || !plain) return false;
+    const made = unreadAnswerTo(waiter.exchange.request, raw, answer, this.handshake);
+    if (made === undefined) return false;
+    this.forget(call);
+    waiter.stopListening();
+    waiter.sink.answer(made);
+    return true;
+  }
+
   private initializeAnswered(outcome: { result: JsonObject } | { error: JsonRpcErrorObject }): void {
     this.handshake.answered(outcome);
     if ('result' in outcome) {
@@ -460,21 +471,7 @@ export class ModernBridge implements CallHost {
       );
       return;
     }
-    waiter.sink.answer(this.answerTo(exchange.request, outcome, raw));
-  }
-
-  /**
-   * The answer to a carried request: a plain tools/call's result as the upstream's bytes with what the
-   * 2026-07-28 result adds put in (result-bytes.ts) when that is all it needs; the response, made only if
-   * someone reads it, goes beside them.
-   */
-  private answerTo(request: Request, outcome: Outcome, raw: Buffer | undefined): ModernAnswer {
-    const { resultOptions } = this.handshake;
-    if (raw !== undefined && 'result' in outcome && request.method === 'tools/call') {
-      const body = toolResultBytes(raw, request.id, outcome.result, this.handshake.resultMembers);
-      if (body !== undefined) return new BytesAnswer(body, request, outcome, resultOptions);
-    }
-    return { response: modernResponse(request, outcome, resultOptions) };
+    waiter.sink.answer(answerTo(exchange.request, outcome, raw, this.handshake));
   }
 
   /** The client gave the request up: the upstream is told, and nothing more is sent for it. */

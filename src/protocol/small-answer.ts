@@ -49,6 +49,7 @@ const NOT_AN_ANSWER = 4;
 const META = 1;
 const TASK = 2;
 const IS_ERROR = 3;
+const RESULT_TYPE = 4;
 
 const TRUE = Buffer.from('true');
 const FALSE = Buffer.from('false');
@@ -61,6 +62,7 @@ const KEY_ERROR = Buffer.from('error');
 const KEY_META = Buffer.from('_meta');
 const KEY_TASK = Buffer.from('task');
 const KEY_IS_ERROR = Buffer.from('isError');
+const KEY_RESULT_TYPE = Buffer.from('resultType');
 /** The keys read, for one written with escapes (decoded). */
 const TOP_KEYS = new Map([
   ['jsonrpc', JSONRPC],
@@ -73,20 +75,37 @@ const RESULT_KEYS = new Map([
   ['_meta', META],
   ['task', TASK],
   ['isError', IS_ERROR],
+  ['resultType', RESULT_TYPE],
 ]);
 
 /** The open containers' first bytes, by depth: one for all reads (a read runs to its end synchronously). */
 const containers = new Uint8Array(MAX_NESTING + 1);
 /** The string `endOfString` last passed had an escape. */
 let escaped = false;
+/** Whitespace `afterWhitespace` passed since the read began held a line break. */
+let lineBreak = false;
 
 /**
- * The envelope of a success response (what envelopeOf says of it), 'invalid' or 'too-deep' for a text
- * scanJson refuses so, or undefined for any other: valid or not, it is no success response taskgate can
- * take as it is (test/unit/small-answer.test.ts).
+ * What the read learns of a success response: its envelope, and where its `result` object stands (the
+ * 2026-07-28 bridge makes its answer of those bytes: result-bytes.ts).
  */
-export function smallAnswer(raw: Buffer): Envelope | ScanFailure | undefined {
+export interface SmallAnswer extends Envelope {
+  /** The `result` object, its braces included (the last one, as JSON.parse takes duplicates). */
+  result: ValueSpan;
+  /** `result.resultType`, when there. */
+  resultType?: ValueSpan;
+  /** A line break stands between two of its tokens (inside a string one is always escaped). */
+  lineBreak?: true;
+}
+
+/**
+ * A success response's envelope (what envelopeOf says of it) and where its result stands, 'invalid' or
+ * 'too-deep' for a text scanJson refuses so, or undefined for any other: valid or not, it is no success
+ * response taskgate can take as it is (test/unit/small-answer.test.ts).
+ */
+export function smallAnswer(raw: Buffer): SmallAnswer | ScanFailure | undefined {
   const n = raw.length;
+  lineBreak = false;
   let i = afterWhitespace(raw, 0, n);
   if (i === n || raw[i] !== OPEN_BRACE) return undefined;
   let at = AT_VALUE;
@@ -102,10 +121,11 @@ export function smallAnswer(raw: Buffer): Envelope | ScanFailure | undefined {
   let id: ValueSpan | undefined;
   let idEscaped = false;
   let jsonrpc: ValueSpan | undefined;
-  let resultFirst = 0;
+  let result: ValueSpan | undefined;
   let meta: ValueSpan | undefined;
   let task: ValueSpan | undefined;
   let isError: ValueSpan | undefined;
+  let resultType: ValueSpan | undefined;
   for (;;) {
     if (at === AT_VALUE) {
       if (i === n) return 'invalid';
@@ -115,8 +135,7 @@ export function smallAnswer(raw: Buffer): Envelope | ScanFailure | undefined {
         inResult = topKey === RESULT && byte === OPEN_BRACE;
         if (topKey === RESULT) {
           // A later `result` replaces the earlier one whole, its members too.
-          resultFirst = byte;
-          meta = task = isError = undefined;
+          meta = task = isError = resultType = undefined;
         }
       } else if (depth === 2 && inResult) {
         innerStart = i;
@@ -157,12 +176,15 @@ export function smallAnswer(raw: Buffer): Envelope | ScanFailure | undefined {
           idEscaped = escaped;
         } else if (topKey === JSONRPC) {
           jsonrpc = { first: raw[topStart]!, start: topStart, end: i };
+        } else if (topKey === RESULT) {
+          result = { first: raw[topStart]!, start: topStart, end: i };
         }
       } else if (depth === 2 && inResult && innerKey !== OTHER) {
         const span = { first: raw[innerStart]!, start: innerStart, end: i };
         if (innerKey === META) meta = span;
         else if (innerKey === TASK) task = span;
-        else isError = span;
+        else if (innerKey === IS_ERROR) isError = span;
+        else resultType = span;
       }
       i = afterWhitespace(raw, i, n);
       if (depth === 0) break;
@@ -199,23 +221,29 @@ export function smallAnswer(raw: Buffer): Envelope | ScanFailure | undefined {
     at = AT_VALUE;
   }
   if (i !== n) return 'invalid';
-  if (id === undefined || resultFirst !== OPEN_BRACE || !isJsonRpc2(raw, jsonrpc)) return undefined;
+  if (id === undefined || result?.first !== OPEN_BRACE || !isJsonRpc2(raw, jsonrpc)) return undefined;
   const value =
     id.first === QUOTE && !idEscaped ? raw.toString('utf8', id.start + 1, id.end - 1) : idAt(raw, id);
   if (!isId(value)) return undefined;
-  const envelope: Envelope = { kind: 'response', id: value, idSpan: id };
-  if (ids > 1) envelope.idRepeated = true;
-  if (meta !== undefined) envelope.meta = meta;
-  if (task !== undefined) envelope.task = task;
-  if (isError !== undefined) envelope.isError = isError;
-  return envelope;
+  const answer: SmallAnswer = { kind: 'response', id: value, idSpan: id, result };
+  if (ids > 1) answer.idRepeated = true;
+  if (meta !== undefined) answer.meta = meta;
+  if (task !== undefined) answer.task = task;
+  if (isError !== undefined) answer.isError = isError;
+  if (resultType !== undefined) answer.resultType = resultType;
+  if (lineBreak) answer.lineBreak = true;
+  return answer;
 }
 
 function afterWhitespace(raw: Buffer, i: number, n: number): number {
   // Every byte above the space is no whitespace: most bytes are told with one test, and no table read.
   while (i < n) {
     const byte = raw[i]!;
-    if (byte > SPACE || (byte !== SPACE && byte !== 0x0a && byte !== 0x0d && byte !== 0x09)) break;
+    if (byte > SPACE) break;
+    if (byte !== SPACE) {
+      if (byte === 0x0a || byte === 0x0d) lineBreak = true;
+      else if (byte !== 0x09) break;
+    }
     i++;
   }
   return i;
@@ -312,6 +340,8 @@ function resultKeyAt(raw: Buffer, start: number, end: number): number {
       return holds(raw, at, KEY_META) ? META : OTHER;
     case 7:
       return holds(raw, at, KEY_IS_ERROR) ? IS_ERROR : OTHER;
+    case 10:
+      return holds(raw, at, KEY_RESULT_TYPE) ? RESULT_TYPE : OTHER;
   }
   return OTHER;
 }

@@ -14,7 +14,9 @@ import {
   salvageId,
   type ErrorResponse,
   type RequestId,
+  type Response,
 } from '../protocol/messages.js';
+import { readMessage } from '../protocol/read-message.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { OversizedFrameError } from '../transport/framing.js';
 
@@ -74,6 +76,13 @@ export function upstreamFrameRefusal(error: unknown, value: unknown, raw: Buffer
     return { fails: { id, error: badUpstreamAnswer(what) } };
   }
   return 'id' in value ? { reply: errorResponse(id, toJsonRpcError(error)) } : {};
+}
+
+/** An answer of the upstream a scan passed, read: what the scan passes, the usual read takes (scan.test.ts). */
+export function parsedAnswer(raw: Buffer, id: RequestId): Response {
+  const read = readMessage(raw, 'the upstream server');
+  if (read.ok && read.message.kind === 'response') return read.message.msg;
+  return errorResponse(id, badUpstreamAnswer('an answer its scan and its parse disagree on'));
 }
 
 export function badUpstreamAnswer(what: string): JsonRpcErrorObject {

@@ -10,7 +10,9 @@ import { NO_CALLER, type RequestCaller } from '../protocol/caller.js';
 import { readMessage } from '../protocol/read-message.js';
 import type { RequestId, Response } from '../protocol/messages.js';
 import type { Pieces } from '../protocol/pieces.js';
+import type { SmallAnswer } from '../protocol/small-answer.js';
 import { sendPieces, type Channel, type ChannelHandlers, type Route } from '../transport/channel.js';
+import { parsedAnswer } from './bad-frames.js';
 import type { TaskChoice } from './decide.js';
 import type { SessionOptions } from './session-options.js';
 
@@ -22,6 +24,12 @@ export interface RequestContext extends Partial<TaskChoice> {
   readonly caller: RequestCaller;
   /** `raw`: the bytes the response was read from (the upstream's, or taskgate's own), when there are some. */
   answer(response: Response, raw?: Buffer): void;
+  /**
+   * A small success response of the upstream, unread: its bytes and what one pass over them learned
+   * (smallAnswer). False when the context does not take these bytes as they are: they are read for it,
+   * and `answer` gets the response.
+   */
+  answerBytes?(raw: Buffer, answer: SmallAnswer): boolean;
 }
 
 export class RequestContexts implements Channel {
@@ -83,6 +91,23 @@ export class RequestContexts implements Channel {
       message = read.message.msg;
     }
     queueMicrotask(() => context.answer(message as Response, typeof raw === 'string' ? undefined : raw));
+  }
+
+  /** Whether the answer to `id` goes to a context that may take it as its bytes (sendAnswerBytes). */
+  takesBytes(id: RequestId): boolean {
+    return this.contexts.get(id)?.answerBytes !== undefined;
+  }
+
+  /**
+   * A small success response to a request whose context may take bytes (takesBytes), handed unread, on a
+   * microtask as every answer; read there only if the context does not take them, `route.responseTo` its id.
+   */
+  sendAnswerBytes(raw: Buffer, answer: SmallAnswer, route: { responseTo: RequestId }): void {
+    const context = this.answered(route)!;
+    queueMicrotask(() => {
+      if (context.answerBytes!(raw, answer)) return;
+      context.answer({ ...parsedAnswer(raw, route.responseTo), id: route.responseTo }, raw);
+    });
   }
 
   /** An answer whose context takes a value is joined to be read (sendRaw); any other goes on in pieces. */

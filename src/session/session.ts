@@ -131,6 +131,7 @@ export class Session {
     });
     this.upstreamSide = new UpstreamSide({
       client: this.client,
+      contexts: this.contexts,
       upstream: this.upstream,
       upstreamPeer: this.upstreamPeer,
       clientPeer: this.clientPeer,

@@ -21,7 +21,7 @@ import {
   type RequestId,
   type Response,
 } from '../protocol/messages.js';
-import { readHanded, readMessage } from '../protocol/read-message.js';
+import { readHanded } from '../protocol/read-message.js';
 import { handed, withExactRequestId } from '../protocol/exact-ids.js';
 import type { Augmenter } from '../tasks/augment.js';
 import type { ClientTasks } from '../tasks/client-tasks.js';
@@ -31,12 +31,13 @@ import { envelopeOf, type Envelope } from '../protocol/envelope.js';
 import { Pieces, type Bytes } from '../protocol/pieces.js';
 import { SCAN_FROM_BYTES, scanJson, valueOf } from '../protocol/scan.js';
 import type { Scanned } from '../protocol/scanned.js';
-import { smallAnswer } from '../protocol/small-answer.js';
+import { smallAnswer, type SmallAnswer } from '../protocol/small-answer.js';
 import { sendBytes, type Arrival, type Channel, type Route } from '../transport/channel.js';
 import type { ExactIdChannel } from '../transport/exact-id-channel.js';
-import { badUpstreamAnswer, upstreamFrameRefusal } from './bad-frames.js';
+import { badUpstreamAnswer, parsedAnswer, upstreamFrameRefusal } from './bad-frames.js';
 import type { ClientPeer } from './client-peer.js';
 import type { Correlator } from './correlator.js';
+import type { RequestContexts } from './request-contexts.js';
 import { ServedRequests } from './served-requests.js';
 import type { Forwarded, UpstreamPeer, UpstreamState } from './upstream-peer.js';
 import type { UpstreamOwnTasks } from './upstream-own-tasks.js';
@@ -48,6 +49,8 @@ const READS_RESULT = new Set(['tasks/result', 'tasks/get', 'tasks/cancel']);
 /** The session's parts and state the upstream side works with. */
 export interface UpstreamSideParts {
   client: ExactIdChannel;
+  /** What travels with the client's requests (the client's channel under `client`). */
+  contexts: RequestContexts;
   upstream: Channel;
   upstreamPeer: UpstreamPeer;
   clientPeer: ClientPeer;
@@ -82,13 +85,6 @@ const NOTIFICATION_READ = new Set([
   'notifications/progress',
   'notifications/cancelled',
 ]);
-
-/** An answer the scan passed, read: what the scan passes, the usual read takes (scan.test.ts). */
-function parsedAnswer(raw: Buffer, id: RequestId): Response {
-  const read = readMessage(raw, 'the upstream server');
-  if (read.ok && read.message.kind === 'response') return read.message.msg;
-  return errorResponse(id, badUpstreamAnswer('an answer its scan and its parse disagree on'));
-}
 
 /** The client capability a server-to-client request needs. */
 const CAPABILITY_FOR: Record<string, string | undefined> = {
@@ -141,8 +137,9 @@ export class UpstreamSide {
 
   /** One message from the upstream (ChannelHandlers.message); `known`: its scan, when made already. */
   fromUpstream(raw: Buffer, arrival: Arrival | undefined, parsed: object | undefined, known?: Scanned): void {
-    // A client in memory (the 2026-07-28 bridge) reads the value handed to it: parsing once here serves it best.
-    if (parsed === undefined && raw.length < SCAN_FROM_BYTES && !this.parts.client.handsParsed) {
+    // A client in memory (the 2026-07-28 bridge) reads the value handed to it: parsing once here serves it
+    // best, but for a small answer its request's context takes as bytes (forwardedAsBytes).
+    if (parsed === undefined && raw.length < SCAN_FROM_BYTES) {
       const answer = smallAnswer(raw);
       if (typeof answer === 'object' && this.forwardedAsBytes(answer, raw)) return;
     } else if (parsed === undefined && !this.parts.client.handsParsed) {
@@ -230,12 +227,17 @@ export class UpstreamSide {
    * A success response forwarded as its bytes, when nothing taskgate does with it needs it parsed: what
    * upstreamResponse does for it, short of reading the result. False (nothing done) otherwise.
    */
-  private forwardedAsBytes(envelope: Envelope, raw: Bytes): boolean {
+  private forwardedAsBytes(envelope: Envelope | SmallAnswer, raw: Bytes): boolean {
     // Writing over one id of several would leave the others for a reader that takes the first.
     if (envelope.idRepeated) return false;
     const wireId = envelope.id as RequestId;
     const entry = this.parts.upstreamPeer.awaiting(wireId);
     if (entry?.kind !== 'client' || entry.onResult !== undefined) return false;
+    // A client that takes values takes the bytes of a small answer (one Buffer, its result's place known)
+    // only where its request's context does: the 2026-07-28 bridge's call.
+    const toContext = this.parts.client.handsParsed;
+    const small = 'result' in envelope && raw instanceof Buffer;
+    if (toContext && !(small && this.parts.contexts.takesBytes(entry.clientId))) return false;
     // The upstream's own tasks are followed through what their answers say (upstreamTaskProgress): of a
     // tasks/result, only whether it failed; tasks/get|cancel and a CreateTaskResult are small.
     const followsTasks = this.parts.profile.hasTasks;
@@ -253,7 +255,8 @@ export class UpstreamSide {
     }
     const route = { responseTo: entry.clientId };
     this.parts.answered(entry.clientId);
-    this.parts.client.sendAnswerBytes(raw, envelope.idSpan!, wireId, route);
+    if (toContext) this.parts.contexts.sendAnswerBytes(raw as Buffer, envelope as SmallAnswer, route);
+    else this.parts.client.sendAnswerBytes(raw, envelope.idSpan!, wireId, route);
     return true;
   }
 

@@ -50,11 +50,20 @@ export interface InProcessBridge {
   close(): Promise<void>;
 }
 
-export async function inProcessBridge(tools: FakeTool[], input: ConfigInput = {}): Promise<InProcessBridge> {
+/**
+ * `logging`: the server declares logging, and what it sends about a request goes with that request's
+ * route, as Streamable HTTP carries it (the Session then knows whose log line it is).
+ */
+export async function inProcessBridge(
+  tools: FakeTool[],
+  input: ConfigInput = {},
+  { logging = false }: { logging?: boolean } = {},
+): Promise<InProcessBridge> {
   const config = resolveConfig(input);
   const toServer = memoryChannelPair();
   const { server } = fakeServer(tools);
-  const serverTransport = new CheckedTransport(new ChannelTransport(toServer.b));
+  if (logging) server.registerCapabilities({ logging: {} });
+  const serverTransport = new CheckedTransport(new ChannelTransport(toServer.b, { streams: logging }));
   await server.connect(serverTransport);
   const store = new MemoryTaskStore({ maxTasks: 100, maxResultBytes: 1_000_000 });
   const { bridge, session } = bridgeSession(

@@ -42,14 +42,19 @@ function expectSameAnswer(raw: Buffer): void {
     expect(answer, label).toBeUndefined();
     return;
   }
-  expect(answer, label).toEqual(envelopeOf(raw));
+  const { result: resultSpan, resultType, lineBreak, ...envelope } = answer!;
+  expect(envelope, label).toEqual(envelopeOf(raw));
   expect(answer!.id, label).toEqual((read.message.msg as { id: unknown }).id);
   const value = JSON.parse(raw.toString('utf8')) as JsonObject;
   const result = value.result as JsonObject;
   expect(spanValue(raw, answer!.idSpan), label).toEqual(value.id);
+  expect(spanValue(raw, resultSpan), label).toEqual(result);
   expect(spanValue(raw, answer!.meta), label).toEqual(result._meta);
   expect(spanValue(raw, answer!.task), label).toEqual(result.task);
   expect(spanValue(raw, answer!.isError), label).toEqual(result.isError);
+  expect(spanValue(raw, resultType), label).toEqual(result.resultType);
+  // In valid JSON a line break can only be whitespace: inside a string it is escaped.
+  expect(lineBreak ?? false, label).toBe(raw.includes(0x0a) || raw.includes(0x0d));
 }
 
 /** Ids an answer may carry, and ones it may not: huge, negative zero, fractions, escapes, lone surrogates. */
@@ -59,7 +64,17 @@ const id = fc.oneof(
   fc.constantFrom('"\\ud800"', '"a\\"b"', '"\\u0041"', '"é"', '"\u{1F600}"', '0.5e1', '-0.0', '1E+2'),
   fc.nat().map(String),
 );
-const resultKey = fc.constantFrom('_meta', 'task', 'isError', '\\u0074ask', 'is\\u0045rror', 'content', 'x');
+const resultKey = fc.constantFrom(
+  '_meta',
+  'task',
+  'isError',
+  'resultType',
+  '\\u0074ask',
+  'is\\u0045rror',
+  'result\\u0054ype',
+  'content',
+  'x',
+);
 const member = (keys: fc.Arbitrary<string>, values: fc.Arbitrary<string>): fc.Arbitrary<string> =>
   fc.tuple(keys, values, ws, ws).map(([k, v, a, b]) => `${a}"${k}"${b}:${a}${v}${b}`);
 const resultObject = fc

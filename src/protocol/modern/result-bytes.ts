@@ -8,6 +8,7 @@
 import { digitsOf } from '../exact-ids.js';
 import type { JsonObject, RequestId } from '../messages.js';
 import { endOfString } from '../nesting.js';
+import type { SmallAnswer } from '../small-answer.js';
 import { SERVER_INFO_META, type Implementation } from './meta.js';
 
 const QUOTE = 0x22;
@@ -56,8 +57,26 @@ export function toolResultBytes(
 ): Buffer | undefined {
   if ('resultType' in result || '_meta' in result) return undefined;
   const span = resultObject(raw);
-  if (span === undefined) return undefined;
-  let next = span.open + 1;
+  return span === undefined ? undefined : answerOf(raw, span.open, span.close, id, added);
+}
+
+/**
+ * The same made from what smallAnswer read of the response, without reading it again: undefined when the
+ * result has a `resultType` or a `_meta`, or a line break stands in the bytes (see resultObject).
+ */
+export function smallAnswerBytes(
+  raw: Buffer,
+  answer: SmallAnswer,
+  id: RequestId,
+  added: AddedMembers,
+): Buffer | undefined {
+  if (answer.resultType !== undefined || answer.meta !== undefined || answer.lineBreak) return undefined;
+  return answerOf(raw, answer.result.start, answer.result.end - 1, id, added);
+}
+
+/** The answer of `id` whose result's `{` and `}` stand at `open` and `close` in `raw`. */
+function answerOf(raw: Buffer, open: number, close: number, id: RequestId, added: AddedMembers): Buffer {
+  let next = open + 1;
   while (raw[next] === SPACE || raw[next] === TAB) next++;
   const empty = raw[next] === CLOSE_BRACE;
   const digits = digitsOf(id);
@@ -68,9 +87,9 @@ export function toolResultBytes(
   const idBytes = digits !== undefined || typeof id === 'number' ? idText.length : Buffer.byteLength(idText);
   const headBytes = HEAD_OPEN.length + idBytes + HEAD_RESULT.length + added.bytes + (empty ? 0 : 1);
   // The result's members and its `}` as they came, then the response's `}`.
-  const out = Buffer.allocUnsafe(headBytes + span.close - span.open + 1);
+  const out = Buffer.allocUnsafe(headBytes + close - open + 1);
   out.write(head, 0);
-  raw.copy(out, headBytes, span.open + 1, span.close + 1);
+  raw.copy(out, headBytes, open + 1, close + 1);
   out[out.length - 1] = CLOSE_BRACE;
   return out;
 }
