@@ -12,7 +12,7 @@ import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { toJsonRpcError } from '../tasks/wire-errors.js';
 import { digitsOf } from '../protocol/exact-ids.js';
 import { idOfOversized } from '../protocol/frames.js';
-import { callerKeyOf, postModern, settledWithin } from './modern-answer.js';
+import { OpenAnswers, callerKeyOf, postModern, type ModernFront } from './modern-answer.js';
 import { telemetry } from '../telemetry/telemetry.js';
 import { isObject, isResponseShaped, salvageId, type Message, type RequestId } from '../protocol/messages.js';
 import { onOneLine } from '../protocol/line-breaks.js';
@@ -118,8 +118,8 @@ export class HttpFront {
   private readonly kept: KeptBytes;
   private opening = 0;
   private closing: Promise<void> | undefined;
-  /** 2026-07-28 requests being answered (open streams among them). */
-  private readonly modernAnswers = new Set<Promise<void>>();
+  /** How 2026-07-28 requests are answered: whether taskgate takes them, and those not written yet (open streams among them). */
+  private readonly modernFront: ModernFront;
 
   constructor(
     private readonly options: HttpFrontOptions,
@@ -135,6 +135,14 @@ export class HttpFront {
       },
     );
     this.kept = new KeptBytes(options.eventLogTotalBytes);
+    this.modernFront = {
+      accepting: () => hooks.accepting?.() !== false,
+      get upstreamChallenge() {
+        return hooks.upstreamChallenge;
+      },
+      answers: new OpenAnswers(),
+      failed: (res, error) => this.failed(res, error),
+    };
     // Sessions are ended at most a quarter of their timeout late.
     const shortest = Math.min(options.sessionIdleTimeoutMs, options.abandonedSessionTimeoutMs);
     this.sweeper = setInterval(
@@ -179,7 +187,7 @@ export class HttpFront {
         session.end(ENDED_BECAUSE.shutdown);
       }
       // A 2026-07-28 stream ended on closing (subscriptions/listen's closing result) reaches its client.
-      await settledWithin([...this.modernAnswers], MODERN_FLUSH_MS);
+      await this.modernFront.answers.settled(MODERN_FLUSH_MS);
       this.server.closeAllConnections();
       await new Promise((resolve) => this.server.close(resolve));
     })();
@@ -269,19 +277,7 @@ export class HttpFront {
     const sessionId = req.headers['mcp-session-id'];
     const version = req.headers['mcp-protocol-version'];
     if (sessionId === undefined && this.hooks.modern !== undefined && isModernTraffic(message, version)) {
-      const answering = postModern(req, res, message, caller, this.hooks.modern, this.hooks);
-      if (answering === undefined) return;
-      // Not returned: a long stream (subscriptions/listen) holds its response, not its request, and each
-      // async function that returned it took more turns of the microtasks to settle with it.
-      this.modernAnswers.add(answering);
-      answering.then(
-        () => void this.modernAnswers.delete(answering),
-        (error: unknown) => {
-          this.modernAnswers.delete(answering);
-          this.failed(res, error);
-        },
-      );
-      return;
+      return postModern(req, res, message, caller, this.hooks.modern, this.modernFront);
     }
     if (typeof version === 'string' && !LEGACY_VERSIONS.includes(version)) {
       return reply(res, 400, message.kind === 'request' ? message.msg.id : null, unsupportedVersion(version));

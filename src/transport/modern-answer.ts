@@ -35,10 +35,18 @@ export function callerKeyOf(req: IncomingMessage, caller: Caller | undefined): s
   return granted === undefined ? caller.identity : `${caller.identity} rules:${granted}`;
 }
 
+/** What postModern needs of the front: whether it takes requests, its answers not yet written, its 500. */
+export interface ModernFront {
+  accepting(): boolean;
+  readonly upstreamChallenge: UpstreamChallenge | undefined;
+  readonly answers: OpenAnswers;
+  /** Serving a request failed in a way no answer says: the front reports it on the response. */
+  failed(res: ServerResponse, error: unknown): void;
+}
+
 /**
  * A 2026-07-28 message: no session; the routing headers are checked against the body, the answer is
  * JSON, or an SSE stream once something about the request comes before it; a closed stream cancels.
- * Returns the answering, or undefined when the message was answered at once.
  */
 export function postModern(
   req: IncomingMessage,
@@ -46,12 +54,12 @@ export function postModern(
   message: Message,
   caller: Caller | undefined,
   serve: ModernServe,
-  front: { accepting?(): boolean; upstreamChallenge?: UpstreamChallenge },
-): Promise<void> | undefined {
+  front: ModernFront,
+): void {
   // No client notification is defined for Streamable HTTP in 2026-07-28; one is taken and dropped.
   if (message.kind === 'notification') {
     res.writeHead(202).end();
-    return undefined;
+    return;
   }
   if (message.kind === 'response') {
     reply(res, 400, null, {
@@ -59,15 +67,15 @@ export function postModern(
       message:
         'A 2026-07-28 client sends no responses: it is never asked anything over HTTP (input comes by MRTR)',
     });
-    return undefined;
+    return;
   }
   const request = message.msg;
   const headers = checkModernHeaders(req.headers, request);
   if (!headers.ok) {
     reply(res, 400, request.id, toJsonRpcError(headers.error));
-    return undefined;
+    return;
   }
-  if (front.accepting?.() === false) {
+  if (!front.accepting()) {
     res.setHeader('connection', 'close');
     reply(
       res,
@@ -78,17 +86,10 @@ export function postModern(
         message: 'Service Unavailable: taskgate is shutting down',
       }),
     );
-    return undefined;
+    return;
   }
-  const cancelled = new ClientGiveUp();
-  const stream: AnswerStream = { answered: false, streaming: false };
-  res.on('close', () => {
-    if (!stream.answered) cancelled.giveUp();
-  });
-  return new Promise<void>((answered, failed) => {
-    const sink = new ResponseSink(res, stream, front.upstreamChallenge, answered, failed);
-    serve(exchangeOf(req, request, caller, cancelled, stream, res), sink);
-  });
+  const post = new ModernPost(res, front);
+  serve(exchangeOf(req, request, caller, post), post);
 }
 
 /** The exchange a request is served as: its caller, its headers, its give-up and its stream's messages. */
@@ -96,24 +97,14 @@ function exchangeOf(
   req: IncomingMessage,
   request: Request,
   caller: Caller | undefined,
-  cancelled: ClientGiveUp,
-  stream: AnswerStream,
-  res: ServerResponse,
+  post: ModernPost,
 ): ModernExchange {
-  const notify = (related: object): void => {
-    if (stream.answered || res.destroyed) return;
-    if (!stream.streaming) {
-      stream.streaming = true;
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    }
-    res.write(sseEvent(related));
-  };
   // Made as one object: the spreads of optional members were a share of every call's garbage.
   const exchange: { -readonly [K in keyof ModernExchange]: ModernExchange[K] } = {
     request,
     caller: callerKeyOf(req, caller),
-    signal: cancelled,
-    notify,
+    signal: post,
+    notify: post.notify,
   };
   if (caller !== undefined) {
     exchange.principal = caller.identity;
@@ -126,38 +117,88 @@ function exchangeOf(
   return exchange;
 }
 
-/** Whether the answer was given, and whether messages before it made the response an SSE stream. */
-interface AnswerStream {
-  answered: boolean;
-  streaming: boolean;
+/**
+ * The 2026-07-28 answers a front has not handed to their sockets yet: closing waits for them (a stream
+ * ended on closing, subscriptions/listen's closing result, reaches its client), a bounded time.
+ */
+export class OpenAnswers {
+  private readonly open = new Set<ModernPost>();
+  private drained: (() => void) | undefined;
+
+  add(post: ModernPost): void {
+    this.open.add(post);
+  }
+
+  delete(post: ModernPost): void {
+    if (this.open.delete(post) && this.open.size === 0) this.drained?.();
+  }
+
+  /** Resolves once every answer open now or later is written, or after `ms`, whichever is first. */
+  settled(ms: number): Promise<void> {
+    if (this.open.size === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.drained = undefined;
+        resolve();
+      }, ms);
+      this.drained = () => {
+        clearTimeout(timer);
+        this.drained = undefined;
+        resolve();
+      };
+    });
+  }
 }
 
 /**
- * Writes the answer where the bridge hands it (no promise per layer, no async function, no spread of the
- * headers: each was a share of every modern call in its profile, PROFILING.md); `written` once it is
- * handed to the socket, so that closing may wait for it.
+ * One POST's request being answered: its give-up signal (the response closed before the answer), the sink
+ * the answer is written into, and whether messages before it made the response an SSE stream. One object
+ * with one 'close' listener, counted open until its answer is handed to the socket, with no promise
+ * between the bridge and the socket: a promise per request, its callbacks, a stream object and a second
+ * listener were each a share of every modern call in its profile (PROFILING.md).
  */
-class ResponseSink implements AnswerSink {
+class ModernPost extends ClientGiveUp implements AnswerSink {
+  private answered = false;
+  private streaming = false;
+
   constructor(
     private readonly res: ServerResponse,
-    private readonly stream: AnswerStream,
-    private readonly upstreamChallenge: UpstreamChallenge | undefined,
-    private readonly written: () => void,
-    readonly failed: (error: unknown) => void,
-  ) {}
+    private readonly front: ModernFront,
+  ) {
+    super();
+    front.answers.add(this);
+    // 'close' follows 'finish', or comes alone when the socket goes first.
+    res.on('close', () => (this.answered ? front.answers.delete(this) : this.giveUp()));
+  }
+
+  /** A message that belongs with the request before its answer: it makes the response an SSE stream. */
+  readonly notify = (related: object): void => {
+    const { res } = this;
+    if (this.answered || res.destroyed) return;
+    if (!this.streaming) {
+      this.streaming = true;
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    }
+    res.write(sseEvent(related));
+  };
 
   answer(answer: ModernAnswer): void {
-    const { res, stream } = this;
-    stream.answered = true;
-    if (res.destroyed) return this.written();
-    if (answer === undefined) res.end();
-    else if (stream.streaming)
-      res.end(answer.body === undefined ? sseEvent(answer.response) : sseBytes(answer.body));
-    else writeJson(res, answer, this.upstreamChallenge);
-    // 'close' follows 'finish', or comes alone when the socket goes first. One listener: stream.finished()
-    // added six, and its end-of-stream bookkeeping was a share of every modern call.
-    if (res.writableFinished || res.destroyed) return this.written();
-    res.once('close', this.written);
+    const { res } = this;
+    this.answered = true;
+    if (!res.destroyed) {
+      if (answer === undefined) res.end();
+      else if (this.streaming)
+        res.end(answer.body === undefined ? sseEvent(answer.response) : sseBytes(answer.body));
+      else writeJson(res, answer, this.front.upstreamChallenge);
+    }
+    // Else its 'close' says when it is handed to the socket.
+    if (res.writableFinished || res.destroyed) this.front.answers.delete(this);
+  }
+
+  failed(error: unknown): void {
+    this.answered = true;
+    this.front.answers.delete(this);
+    this.front.failed(this.res, error);
   }
 }
 
@@ -211,15 +252,3 @@ export const sseEvent = (message: object): string => `event: message\ndata: ${se
 /** The same for a message's bytes (they hold no line break: result-bytes.ts). */
 const sseBytes = (body: Buffer): Buffer =>
   Buffer.concat([Buffer.from('event: message\ndata: '), body, Buffer.from('\n\n')]);
-
-/** Resolves once every answer is given, or after `ms`, whichever is first. */
-export function settledWithin(answers: readonly Promise<void>[], ms: number): Promise<void> {
-  if (answers.length === 0) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    void Promise.allSettled(answers).then(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-}
