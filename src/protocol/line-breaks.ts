@@ -33,6 +33,7 @@ function flattened(part: Buffer): Buffer {
  * Offsets are kept, so a scan of the text still holds for the result. Without a line break: `raw` itself.
  */
 export function onOneLine(raw: Buffer): Buffer;
+export function onOneLine(raw: Pieces): Pieces;
 export function onOneLine(raw: Bytes): Bytes;
 export function onOneLine(raw: Bytes): Bytes {
   if (!(raw instanceof Pieces)) return flattened(raw);
