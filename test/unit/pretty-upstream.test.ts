@@ -68,15 +68,15 @@ async function prettyServer() {
     const answer = { jsonrpc: '2.0', id: message.id, result };
     answered.set(JSON.stringify(message.id), answer);
     const headers = { 'mcp-session-id': 'pretty-session' };
-    if (args.invalid) {
-      // A raw line break inside a string: not JSON, whatever a space in its place would make of it.
-      res.writeHead(200, { ...headers, 'content-type': 'application/json' });
-      res.end(pretty(answer, '\r\n').replace(/line\\n/g, 'line\n'));
-      return;
-    }
+    // With `invalid`, a raw line break inside a string (in SSE, the string cut across data lines): not
+    // JSON, whatever a space in its place would make of it.
+    const laidOut = (lineBreak: string): string => {
+      const text = pretty(answer, lineBreak);
+      return args.invalid ? text.replace(/line\\n/g, 'line\n') : text;
+    };
     if (!args.sse) {
       res.writeHead(200, { ...headers, 'content-type': 'application/json' });
-      res.end(pretty(answer, '\r\n'));
+      res.end(laidOut('\r\n'));
       return;
     }
     res.writeHead(200, { ...headers, 'content-type': 'text/event-stream' });
@@ -89,7 +89,7 @@ async function prettyServer() {
       };
       res.write(`event: message\ndata: ${JSON.stringify(progress)}\n\n`);
     }
-    const data = pretty(answer, '\n')
+    const data = laidOut('\n')
       .split('\n')
       .map((line) => `data: ${line}\n`)
       .join('');
@@ -159,15 +159,26 @@ describe('a pretty-printed answer from an HTTP upstream', () => {
     }
   }
 
-  for (const bytes of [100, 300_000]) {
-    it(`${bytes} bytes NOT valid (a raw line break in a string): refused, not made valid by a space`, async () => {
-      const { lines, send } = await stdioClient();
-      send(call('6', { bytes, invalid: true }));
-      const got = await lines.waitFor((line) => (JSON.parse(line.toString()) as Json).id === 6, 'the answer');
-      const answer = JSON.parse(got.toString()) as Json;
-      expect(answer.result).toBeUndefined();
-      expect(answer.error).toBeDefined();
-    });
+  for (const [what, sse] of [
+    ['a JSON body', false],
+    ['an SSE event, a string cut across data lines', true],
+  ] as const) {
+    for (const bytes of [100, 300_000]) {
+      it(`${bytes} bytes NOT valid in ${what} (a raw line break in a string): refused, not made valid by a space`, async () => {
+        const { lines, send } = await stdioClient();
+        send(call('6', { bytes, sse, invalid: true }));
+        const got = await lines.waitFor(
+          (line) => (JSON.parse(line.toString()) as Json).id === 6,
+          'the answer',
+        );
+        const answer = JSON.parse(got.toString()) as Json;
+        expect(answer.result).toBeUndefined();
+        expect(answer.error).toEqual({
+          code: -32603,
+          message: 'The upstream server answered with a line that is not valid JSON',
+        });
+      });
+    }
   }
 });
 
@@ -231,6 +242,31 @@ describe('a pretty-printed answer from an HTTP upstream to an SSE client', () =>
       expect(events).toHaveLength(2);
       for (const data of events) expect(data).toHaveLength(1);
       expect(JSON.parse(events[1]![0]!)).toEqual(server.answered.get('9'));
+    });
+
+    it(`${bytes} bytes NOT valid, a string cut across data lines: an error event, not made valid by a space`, async () => {
+      const server = await prettyServer();
+      const url = await front(() => upstreamAt(server.url));
+      const headers = inSession(await openSession(url));
+      const message = {
+        jsonrpc: '2.0',
+        id: 10,
+        method: 'tools/call',
+        params: {
+          name: 'pretty',
+          arguments: { bytes, sse: true, invalid: true },
+          _meta: { progressToken: 'p' },
+        },
+      };
+      const response = await post(url, message, headers);
+      expect(response.headers.get('content-type')).toBe('text/event-stream');
+      const events = eventsOf(await response.text()).filter((data) => data.length > 0);
+      expect(events).toHaveLength(2);
+      expect(JSON.parse(events[1]!.join('\n'))).toEqual({
+        jsonrpc: '2.0',
+        id: 10,
+        error: { code: -32603, message: 'The upstream server answered with a line that is not valid JSON' },
+      });
     });
   }
 });
