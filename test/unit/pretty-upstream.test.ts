@@ -1,9 +1,11 @@
 /**
  * An HTTP upstream may answer with pretty-printed JSON (raw CR and LF between tokens), in a JSON body or
  * in an SSE event whose data spans several `data:` lines. Forwarded as its bytes, such an answer must still
- * reach a stdio client as one line and an SSE client as one event. taskgate's Session between a stdio (or
- * HTTP front) client and its HttpUpstream, in process; the server is written by hand, as no SDK server
- * pretty-prints. Likewise a pretty-printed POST to the HTTP front reaches a stdio SDK server as one line.
+ * reach a stdio client as one line and an SSE client as one event; one with a raw line break inside a
+ * string (in SSE, the string cut across data lines, which the standard joins with LF) is not JSON, and is
+ * refused. taskgate's Session between a stdio (or HTTP front) client and its HttpUpstream, in process, and
+ * a 2026-07-28 ModernHttpUpstream alone; the server is written by hand, as no SDK server pretty-prints.
+ * Likewise a pretty-printed POST to the HTTP front reaches a stdio SDK server as one line.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
@@ -17,6 +19,7 @@ import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { HttpFront } from '../../src/transport/http-front.js';
 import { HttpUpstream } from '../../src/transport/http-upstream.js';
 import { LineChannel } from '../../src/transport/line-channel.js';
+import { ModernHttpUpstream } from '../../src/transport/modern-http-upstream.js';
 import type { Channel } from '../../src/transport/channel.js';
 import { byteLines } from '../helpers/byte-lines.js';
 import { frontOptions } from '../helpers/front-options.js';
@@ -268,6 +271,62 @@ describe('a pretty-printed answer from an HTTP upstream to an SSE client', () =>
         error: { code: -32603, message: 'The upstream server answered with a line that is not valid JSON' },
       });
     });
+  }
+});
+
+/** A 2026-07-28 upstream before the pretty server: each message it hands on, as its bytes. */
+async function modernUpstream() {
+  const server = await prettyServer();
+  const upstream = new ModernHttpUpstream({ url: server.url, maxMessageBytes: LIMIT }, silent);
+  const heard = new Inbox<Buffer>();
+  upstream.start({
+    message: (raw) => heard.push(raw),
+    malformed: () => undefined,
+    closed: () => undefined,
+  });
+  cleanups.push(() => upstream.close());
+  return { server, upstream, heard };
+}
+
+const modernCall = (id: number, args: Json) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: {
+    name: 'pretty',
+    arguments: args,
+    _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' },
+  },
+});
+
+describe('a pretty-printed answer from a 2026-07-28 HTTP upstream', () => {
+  for (const bytes of [100, 300_000]) {
+    it(`${bytes} bytes in an SSE event of many data lines: handed on as one line, the server's answer`, async () => {
+      const { server, upstream, heard } = await modernUpstream();
+      upstream.send(modernCall(11, { bytes, sse: true }));
+      const raw = await heard.waitFor(() => true, 'the answer');
+      expect(raw.includes(0x0a) || raw.includes(0x0d)).toBe(false);
+      expect(JSON.parse(raw.toString())).toEqual(server.answered.get('11'));
+    });
+
+    for (const [what, sse] of [
+      ['a JSON body', false],
+      ['an SSE event, a string cut across data lines', true],
+    ] as const) {
+      it(`${bytes} bytes NOT valid in ${what}: the request fails saying so`, async () => {
+        const { upstream, heard } = await modernUpstream();
+        upstream.send(modernCall(12, { bytes, sse, invalid: true }));
+        const raw = await heard.waitFor(() => true, 'the answer');
+        expect(JSON.parse(raw.toString())).toEqual({
+          jsonrpc: '2.0',
+          id: 12,
+          error: {
+            code: -32603,
+            message: 'The upstream server answered with a message that is not valid JSON',
+          },
+        });
+      });
+    }
   }
 });
 
