@@ -1,8 +1,8 @@
 /**
- * A JSON text read whole from an HTTP body (an upstream's answer, a client's POST) may be pretty-printed.
- * Forwarded as its bytes, a raw CR or LF would split its line for a stdio peer and its event for an SSE
- * one; in a valid text such a byte can only be whitespace between tokens, so it is replaced by a space,
- * which means the same.
+ * A JSON text read whole from an HTTP body (an upstream's answer, a client's POST), or from an SSE event of
+ * several data lines (joined with LF), may be pretty-printed. Forwarded as its bytes, a raw CR or LF would
+ * split its line for a stdio peer and its event for an SSE one; in a valid text such a byte can only be
+ * whitespace between tokens, so it is replaced by a space, which means the same.
  */
 import { Pieces, type Bytes } from './pieces.js';
 
