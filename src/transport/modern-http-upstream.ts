@@ -305,8 +305,7 @@ export class ModernHttpUpstream implements Channel {
   private unreadable(post: Post, raw: Buffer, error: unknown): boolean {
     const notJson = error instanceof ProtocolError && error.code === ErrorCode.ParseError;
     if (!notJson || idOfBrokenAnswer(raw) !== post.id) return false;
-    const why = 'The upstream server answered with a message that is not valid JSON';
-    this.fail(post, why, ErrorCode.InternalError);
+    this.fail(post, 'The upstream server answered with a message that is not valid JSON');
     return true;
   }
 
@@ -336,8 +335,8 @@ export class ModernHttpUpstream implements Channel {
     return kept.length === tools.length ? undefined : kept;
   }
 
-  private fail(post: Post, message: string, code: number = ErrorCode.UpstreamUnavailable): void {
-    const error: JsonRpcErrorObject = { code, message };
+  private fail(post: Post, message: string): void {
+    const error: JsonRpcErrorObject = { code: ErrorCode.UpstreamUnavailable, message };
     this.settled(post);
     const { id } = post;
     this.handlers?.message(Buffer.from(JSON.stringify(errorResponse(id, error))), { onStreamOf: id });

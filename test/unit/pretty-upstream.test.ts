@@ -321,7 +321,7 @@ describe('a pretty-printed answer from a 2026-07-28 HTTP upstream', () => {
           jsonrpc: '2.0',
           id: 12,
           error: {
-            code: -32603,
+            code: -32000,
             message: 'The upstream server answered with a message that is not valid JSON',
           },
         });
