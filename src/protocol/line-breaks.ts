@@ -1,8 +1,8 @@
 /**
- * A JSON text read whole from an HTTP body (an upstream's answer, a client's POST) may be pretty-printed.
- * Forwarded as its bytes, a raw CR or LF would split its line for a stdio peer and its event for an SSE
- * one; in a valid text such a byte can only be whitespace between tokens, so it is replaced by a space,
- * which means the same.
+ * A JSON text read whole from an HTTP body (an upstream's answer, a client's POST), or from an SSE event of
+ * several data lines (joined with LF), may be pretty-printed. Forwarded as its bytes, a raw CR or LF would
+ * split its line for a stdio peer and its event for an SSE one; in a valid text such a byte can only be
+ * whitespace between tokens, so it is replaced by a space, which means the same.
  */
 import { Pieces, type Bytes } from './pieces.js';
 
@@ -33,6 +33,7 @@ function flattened(part: Buffer): Buffer {
  * Offsets are kept, so a scan of the text still holds for the result. Without a line break: `raw` itself.
  */
 export function onOneLine(raw: Buffer): Buffer;
+export function onOneLine(raw: Pieces): Pieces;
 export function onOneLine(raw: Bytes): Bytes;
 export function onOneLine(raw: Bytes): Bytes {
   if (!(raw instanceof Pieces)) return flattened(raw);

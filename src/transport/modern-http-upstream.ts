@@ -11,9 +11,9 @@
  */
 import type { Logger } from 'pino';
 import { Correlation } from '../protocol/correlation.js';
-import { ErrorCode, type JsonRpcErrorObject } from '../protocol/errors.js';
+import { ErrorCode, ProtocolError, type JsonRpcErrorObject } from '../protocol/errors.js';
 import { withExactId } from '../protocol/exact-ids.js';
-import { idOfOversized, parseFrame } from '../protocol/frames.js';
+import { idOfBrokenAnswer, idOfOversized, parseFrame } from '../protocol/frames.js';
 import {
   classify,
   errorResponse,
@@ -276,8 +276,9 @@ export class ModernHttpUpstream implements Channel {
   /** Hands one message of a request's reply on; says whether it was the request's answer. */
   private deliver(post: Post, raw: Buffer): boolean {
     const { id } = post;
-    const value = parsedJson(raw);
-    if (value === undefined) return false;
+    const read = parsedJson(raw);
+    if ('error' in read) return this.unreadable(post, raw, read.error);
+    const { value } = read;
     const isAnswer = isObject(value) && value.id === id && ('result' in value || 'error' in value);
     if (isAnswer) this.settled(post);
     if (isAnswer && post.listing && isObject(value.result)) {
@@ -294,6 +295,18 @@ export class ModernHttpUpstream implements Channel {
       this.handlers?.message(raw, { onStreamOf: id }, exact ? value : undefined);
     }
     return isAnswer;
+  }
+
+  /**
+   * A message of a request's reply that could not be read. One that is not JSON yet whose edges say it
+   * answers the request is its answer: the request fails now, saying why, rather than as a stream that
+   * ended unanswered (true then).
+   */
+  private unreadable(post: Post, raw: Buffer, error: unknown): boolean {
+    const notJson = error instanceof ProtocolError && error.code === ErrorCode.ParseError;
+    if (!notJson || idOfBrokenAnswer(raw) !== post.id) return false;
+    this.fail(post, 'The upstream server answered with a message that is not valid JSON');
+    return true;
   }
 
   /**
@@ -330,12 +343,12 @@ export class ModernHttpUpstream implements Channel {
   }
 }
 
-/** The message, read as every upstream message is (frames.ts bounds its nesting); undefined if it is none. */
-function parsedJson(raw: Buffer): unknown {
+/** The message, read as every upstream message is (frames.ts bounds its nesting), or why it is none. */
+function parsedJson(raw: Buffer): { value: unknown } | { error: unknown } {
   try {
-    return parseFrame(raw, 'the upstream server');
-  } catch {
-    return undefined;
+    return { value: parseFrame(raw, 'the upstream server') };
+  } catch (error) {
+    return { error };
   }
 }
 

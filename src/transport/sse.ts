@@ -3,14 +3,17 @@
  * of Streamable HTTP reads it: bytes in, one callback per event out, with a size limit on an event's data.
  *
  * Like LineFramer it keeps the pieces of an unfinished line as a list instead of re-concatenating on every
- * chunk, and it does not decode or parse the data: an event's data comes out as the bytes that were sent.
- * The data lines of one event are joined with a space rather than a line feed: for JSON that is the same
- * whitespace (a raw line break can only stand between tokens), and it keeps every message on one line for
- * a stdio peer downstream. For a sink that takes them scanned (issue 33), a big event's data is scanned as
- * its chunks come and handed on as those chunks, never joined.
+ * chunk, and it does not decode the data: an event's data comes out as the bytes that were sent. The data
+ * lines of one event are joined with a line feed, as the standard says: a server that cuts a JSON string
+ * across lines sends a text with a raw LF in a string, which is not JSON, and must be refused as such (a
+ * space in its place would make it valid). An event of several data lines that IS valid JSON is then put on
+ * one line (line-breaks.ts): its bytes go on as they are, to a stdio peer that takes one message a line.
+ * For a sink that takes them scanned (issue 33), a big event's data is scanned as its chunks come and
+ * handed on as those chunks, never joined.
  */
+import { onOneLine } from '../protocol/line-breaks.js';
 import { Pieces } from '../protocol/pieces.js';
-import { JsonScanner, SCAN_FROM_BYTES } from '../protocol/scan.js';
+import { JsonScanner, SCAN_FROM_BYTES, scanJson } from '../protocol/scan.js';
 import type { ScanFailure, Scanned } from '../protocol/scanned.js';
 import { lastBytes } from './framing.js';
 
@@ -24,8 +27,9 @@ const FIELD_SLACK = 64;
 
 export interface SseEvent {
   /**
-   * The event's data (its `data:` lines joined). Empty only for an event that carries nothing but an id (a
-   * server's "priming" event, sent so that the client can resume before any message has gone out).
+   * The event's data (its `data:` lines joined; on one line if it is valid JSON). Empty only for an event
+   * that carries nothing but an id (a server's "priming" event, sent so that the client can resume before
+   * any message has gone out).
    */
   data: Buffer;
   /** The `event:` type; empty when the event named none (the default type, "message"). */
@@ -67,10 +71,12 @@ export class SseParser {
   /** A chunk ended with CR: a LF at the start of the next one belongs to the same line end. */
   private afterCr = false;
 
-  /** The event's data so far: its data lines' values with the spaces that join them. */
+  /** The event's data so far: its data lines' values with the line feeds that join them. */
   private data: Buffer[] = [];
   private dataBytes = 0;
   private hasData = false;
+  /** The event has more than one data line: its data holds line feeds. */
+  private lineBreaks = false;
   /** The line being read is a data line whose value goes to `data` as it comes (`lineGoesOn`). */
   private streaming = false;
   /** The scan of `data`, once it is big enough and the sink takes it scanned. */
@@ -206,9 +212,12 @@ export class SseParser {
     this.moreData(value);
   }
 
-  /** A data line's value begins: after the space that joins it to the line before, if any. */
+  /** A data line's value begins: after the line feed that joins it to the line before, if any. */
   private dataLineStarts(): void {
-    if (this.hasData) this.moreData(SEPARATOR);
+    if (this.hasData) {
+      this.moreData(SEPARATOR);
+      this.lineBreaks = true;
+    }
     this.hasData = true;
   }
 
@@ -263,10 +272,14 @@ export class SseParser {
       const scanned = this.scanner === undefined ? undefined : this.sink.scanned;
       if (scanned !== undefined) {
         const data = new Pieces(this.data, this.dataBytes);
-        scanned({ data, scanned: this.scanner!.end(), type: this.type, id });
+        const verdict = this.scanner!.end();
+        const flat = this.lineBreaks && typeof verdict !== 'string';
+        scanned({ data: flat ? onOneLine(data) : data, scanned: verdict, type: this.type, id });
       } else {
         const data = this.data.length === 1 ? this.data[0]! : Buffer.concat(this.data, this.dataBytes);
-        this.sink.event({ data, type: this.type, id });
+        // Rare (a pretty-printed message): only then is the data scanned here, to know it valid.
+        const flat = this.lineBreaks && typeof scanJson(data) !== 'string';
+        this.sink.event({ data: flat ? onOneLine(data) : data, type: this.type, id });
       }
     }
     this.resetEvent();
@@ -276,6 +289,7 @@ export class SseParser {
     this.data = [];
     this.dataBytes = 0;
     this.hasData = false;
+    this.lineBreaks = false;
     this.scanner = undefined;
     this.dataHead = undefined;
     this.dataTail = EMPTY;
@@ -285,5 +299,5 @@ export class SseParser {
 }
 
 const EMPTY = Buffer.alloc(0);
-const SEPARATOR = Buffer.from(' ');
+const SEPARATOR = Buffer.from('\n');
 const DATA_FIELD = Buffer.from('data:');

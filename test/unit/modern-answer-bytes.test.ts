@@ -319,7 +319,13 @@ describe('issue 33: a 2026-07-28 server big answer over HTTP, to a 2025 client a
       gate.clientCalls(10);
       const got = await gate.client.waitFor((l) => l.includes('"id":10'), 'the answer');
       expect(got.length).toBeLessThan(1000);
-      expect(JSON.parse(got.toString())).toMatchObject({ id: 10, error: { code: -32000 } });
+      expect(JSON.parse(got.toString())).toMatchObject({
+        id: 10,
+        error: {
+          code: -32000,
+          message: 'The upstream server answered with a message that is not valid JSON',
+        },
+      });
     });
   }
 });

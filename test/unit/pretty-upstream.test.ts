@@ -1,9 +1,11 @@
 /**
  * An HTTP upstream may answer with pretty-printed JSON (raw CR and LF between tokens), in a JSON body or
  * in an SSE event whose data spans several `data:` lines. Forwarded as its bytes, such an answer must still
- * reach a stdio client as one line and an SSE client as one event. taskgate's Session between a stdio (or
- * HTTP front) client and its HttpUpstream, in process; the server is written by hand, as no SDK server
- * pretty-prints. Likewise a pretty-printed POST to the HTTP front reaches a stdio SDK server as one line.
+ * reach a stdio client as one line and an SSE client as one event; one with a raw line break inside a
+ * string (in SSE, the string cut across data lines, which the standard joins with LF) is not JSON, and is
+ * refused. taskgate's Session between a stdio (or HTTP front) client and its HttpUpstream, in process, and
+ * a 2026-07-28 ModernHttpUpstream alone; the server is written by hand, as no SDK server pretty-prints.
+ * Likewise a pretty-printed POST to the HTTP front reaches a stdio SDK server as one line.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { PassThrough } from 'node:stream';
@@ -17,6 +19,7 @@ import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
 import { HttpFront } from '../../src/transport/http-front.js';
 import { HttpUpstream } from '../../src/transport/http-upstream.js';
 import { LineChannel } from '../../src/transport/line-channel.js';
+import { ModernHttpUpstream } from '../../src/transport/modern-http-upstream.js';
 import type { Channel } from '../../src/transport/channel.js';
 import { byteLines } from '../helpers/byte-lines.js';
 import { frontOptions } from '../helpers/front-options.js';
@@ -68,15 +71,15 @@ async function prettyServer() {
     const answer = { jsonrpc: '2.0', id: message.id, result };
     answered.set(JSON.stringify(message.id), answer);
     const headers = { 'mcp-session-id': 'pretty-session' };
-    if (args.invalid) {
-      // A raw line break inside a string: not JSON, whatever a space in its place would make of it.
-      res.writeHead(200, { ...headers, 'content-type': 'application/json' });
-      res.end(pretty(answer, '\r\n').replace(/line\\n/g, 'line\n'));
-      return;
-    }
+    // With `invalid`, a raw line break inside a string (in SSE, the string cut across data lines): not
+    // JSON, whatever a space in its place would make of it.
+    const laidOut = (lineBreak: string): string => {
+      const text = pretty(answer, lineBreak);
+      return args.invalid ? text.replace(/line\\n/g, 'line\n') : text;
+    };
     if (!args.sse) {
       res.writeHead(200, { ...headers, 'content-type': 'application/json' });
-      res.end(pretty(answer, '\r\n'));
+      res.end(laidOut('\r\n'));
       return;
     }
     res.writeHead(200, { ...headers, 'content-type': 'text/event-stream' });
@@ -89,7 +92,7 @@ async function prettyServer() {
       };
       res.write(`event: message\ndata: ${JSON.stringify(progress)}\n\n`);
     }
-    const data = pretty(answer, '\n')
+    const data = laidOut('\n')
       .split('\n')
       .map((line) => `data: ${line}\n`)
       .join('');
@@ -159,15 +162,26 @@ describe('a pretty-printed answer from an HTTP upstream', () => {
     }
   }
 
-  for (const bytes of [100, 300_000]) {
-    it(`${bytes} bytes NOT valid (a raw line break in a string): refused, not made valid by a space`, async () => {
-      const { lines, send } = await stdioClient();
-      send(call('6', { bytes, invalid: true }));
-      const got = await lines.waitFor((line) => (JSON.parse(line.toString()) as Json).id === 6, 'the answer');
-      const answer = JSON.parse(got.toString()) as Json;
-      expect(answer.result).toBeUndefined();
-      expect(answer.error).toBeDefined();
-    });
+  for (const [what, sse] of [
+    ['a JSON body', false],
+    ['an SSE event, a string cut across data lines', true],
+  ] as const) {
+    for (const bytes of [100, 300_000]) {
+      it(`${bytes} bytes NOT valid in ${what} (a raw line break in a string): refused, not made valid by a space`, async () => {
+        const { lines, send } = await stdioClient();
+        send(call('6', { bytes, sse, invalid: true }));
+        const got = await lines.waitFor(
+          (line) => (JSON.parse(line.toString()) as Json).id === 6,
+          'the answer',
+        );
+        const answer = JSON.parse(got.toString()) as Json;
+        expect(answer.result).toBeUndefined();
+        expect(answer.error).toEqual({
+          code: -32603,
+          message: 'The upstream server answered with a line that is not valid JSON',
+        });
+      });
+    }
   }
 });
 
@@ -232,6 +246,87 @@ describe('a pretty-printed answer from an HTTP upstream to an SSE client', () =>
       for (const data of events) expect(data).toHaveLength(1);
       expect(JSON.parse(events[1]![0]!)).toEqual(server.answered.get('9'));
     });
+
+    it(`${bytes} bytes NOT valid, a string cut across data lines: an error event, not made valid by a space`, async () => {
+      const server = await prettyServer();
+      const url = await front(() => upstreamAt(server.url));
+      const headers = inSession(await openSession(url));
+      const message = {
+        jsonrpc: '2.0',
+        id: 10,
+        method: 'tools/call',
+        params: {
+          name: 'pretty',
+          arguments: { bytes, sse: true, invalid: true },
+          _meta: { progressToken: 'p' },
+        },
+      };
+      const response = await post(url, message, headers);
+      expect(response.headers.get('content-type')).toBe('text/event-stream');
+      const events = eventsOf(await response.text()).filter((data) => data.length > 0);
+      expect(events).toHaveLength(2);
+      expect(JSON.parse(events[1]!.join('\n'))).toEqual({
+        jsonrpc: '2.0',
+        id: 10,
+        error: { code: -32603, message: 'The upstream server answered with a line that is not valid JSON' },
+      });
+    });
+  }
+});
+
+/** A 2026-07-28 upstream before the pretty server: each message it hands on, as its bytes. */
+async function modernUpstream() {
+  const server = await prettyServer();
+  const upstream = new ModernHttpUpstream({ url: server.url, maxMessageBytes: LIMIT }, silent);
+  const heard = new Inbox<Buffer>();
+  upstream.start({
+    message: (raw) => heard.push(raw),
+    malformed: () => undefined,
+    closed: () => undefined,
+  });
+  cleanups.push(() => upstream.close());
+  return { server, upstream, heard };
+}
+
+const modernCall = (id: number, args: Json) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: {
+    name: 'pretty',
+    arguments: args,
+    _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' },
+  },
+});
+
+describe('a pretty-printed answer from a 2026-07-28 HTTP upstream', () => {
+  for (const bytes of [100, 300_000]) {
+    it(`${bytes} bytes in an SSE event of many data lines: handed on as one line, the server's answer`, async () => {
+      const { server, upstream, heard } = await modernUpstream();
+      upstream.send(modernCall(11, { bytes, sse: true }));
+      const raw = await heard.waitFor(() => true, 'the answer');
+      expect(raw.includes(0x0a) || raw.includes(0x0d)).toBe(false);
+      expect(JSON.parse(raw.toString())).toEqual(server.answered.get('11'));
+    });
+
+    for (const [what, sse] of [
+      ['a JSON body', false],
+      ['an SSE event, a string cut across data lines', true],
+    ] as const) {
+      it(`${bytes} bytes NOT valid in ${what}: the request fails saying so`, async () => {
+        const { upstream, heard } = await modernUpstream();
+        upstream.send(modernCall(12, { bytes, sse, invalid: true }));
+        const raw = await heard.waitFor(() => true, 'the answer');
+        expect(JSON.parse(raw.toString())).toEqual({
+          jsonrpc: '2.0',
+          id: 12,
+          error: {
+            code: -32000,
+            message: 'The upstream server answered with a message that is not valid JSON',
+          },
+        });
+      });
+    }
   }
 });
 

@@ -55,9 +55,56 @@ describe('SseParser', () => {
     expect(events.map((event) => event.data)).toEqual(['a', 'b', 'c', 'd']);
   });
 
-  it('joins data lines with a space, keeping a message on one line', () => {
-    const { events } = parse(['data: {"a":\ndata: 1}\n\n']);
-    expect(events[0]!.data).toBe('{"a": 1}');
+  it('joins data lines with a line feed, whatever ends them: an empty one and one with no space too', () => {
+    const { events } = parse(['data: a\ndata:\r\ndata:b\rdata: c\n\n', 'data:\ndata:\n\n']);
+    expect(events.map((event) => event.data)).toEqual(['a\n\nb\nc', '\n']);
+  });
+
+  it('keeps the line feed of a JSON string cut across data lines: not JSON, unlike with a space there', () => {
+    const { events } = parse(['data: {"text":"one\r\ndata: two"}\r\n\r\n']);
+    expect(events[0]!.data).toBe('{"text":"one\ntwo"}');
+    expect(() => JSON.parse(events[0]!.data) as unknown).toThrow();
+  });
+
+  it('puts a valid JSON text of several data lines on one line, the same JSON', () => {
+    const message = { jsonrpc: '2.0', id: 1, result: { text: 'a\nb', list: [1, 2] } };
+    for (const end of ['\n', '\r\n', '\r']) {
+      const lines = JSON.stringify(message, null, 2).split('\n');
+      const { events } = parse([lines.map((line) => `data:${line}${end}`).join('') + end]);
+      expect(events[0]!.data).not.toMatch(/[\r\n]/);
+      expect(JSON.parse(events[0]!.data)).toEqual(message);
+    }
+  });
+
+  it('does so for a big event too, handed on scanned or not', () => {
+    const message = { jsonrpc: '2.0', id: 2, result: { text: 'x\n'.repeat(20_000) } };
+    const lines = JSON.stringify(message, null, 2).split('\n');
+    const stream = Buffer.from(`${lines.map((line) => `data: ${line}\r\n`).join('')}\r\n`);
+    const chunks = cut(stream, [10, 100, 5_000, 30_000]);
+    const scanned: ScannedEvent[] = [];
+    for (const seen of [parse(chunks, 1 << 20, scanned), parse(chunks, 1 << 20)]) {
+      expect(seen.events).toHaveLength(1);
+      expect(seen.events[0]!.data).not.toMatch(/[\r\n]/);
+      expect(JSON.parse(seen.events[0]!.data)).toEqual(message);
+    }
+    expect(scanned).toHaveLength(1);
+    expect(scanned[0]!.scanned).toEqual(scanJson(scanned[0]!.data.join()));
+  });
+
+  it('refuses a big event whose JSON string is cut across data lines: its scan says invalid', () => {
+    const text = `{"jsonrpc":"2.0","id":3,"result":{"text":"${'y'.repeat(3_000)}`;
+    const stream = Buffer.from(`data: ${text}\ndata: ${'z'.repeat(3_000)}"}}\n\n`);
+    const scanned: ScannedEvent[] = [];
+    const seen = parse(cut(stream, [2_000, 4_000]), 1 << 20, scanned);
+    expect(seen.events[0]!.data).toBe(`${text}\n${'z'.repeat(3_000)}"}}`);
+    expect(scanned[0]!.scanned).toBe('invalid');
+  });
+
+  it("joins an oversized event's data lines with a line feed in the edges it keeps", () => {
+    const seen = parse([`data: {"id":5,\ndata: "text":"${'x'.repeat(2_000)}"}\n\n`], 1024);
+    expect(seen.oversized).toHaveLength(1);
+    expect(seen.oversized[0]!.head.startsWith('{"id":5,\n"text":"x')).toBe(true);
+    expect(seen.oversized[0]!.bytes).toBe(`{"id":5,\n"text":"${'x'.repeat(2_000)}"}`.length);
   });
 
   it('reassembles an event split anywhere, byte by byte', () => {
