@@ -70,6 +70,8 @@ export class SseParser {
   private lineTail: Buffer = Buffer.alloc(0);
   /** A chunk ended with CR: a LF at the start of the next one belongs to the same line end. */
   private afterCr = false;
+  /** How many bytes of a leading byte order mark the stream began with so far; BOM_PASSED once it is past. */
+  private bomBytes = 0;
 
   /** The event's data so far: its data lines' values with the line feeds that join them. */
   private data: Buffer[] = [];
@@ -92,8 +94,8 @@ export class SseParser {
   ) {}
 
   push(chunk: Buffer): void {
-    let start = 0;
-    if (this.afterCr && chunk[0] === LF) start = 1;
+    let start = this.bomBytes === BOM_PASSED ? 0 : this.pastBom(chunk);
+    if (this.afterCr && chunk[start] === LF) start++;
     this.afterCr = false;
     // Line ends found with indexOf (memchr), not a loop over the bytes: a big event's data line is
     // megabytes, and a JavaScript loop over them was the sidecar's largest cost (bench/PROFILING.md).
@@ -116,6 +118,25 @@ export class SseParser {
       this.append(chunk.subarray(start));
       this.lineGoesOn();
     }
+  }
+
+  /**
+   * Where the stream's first chunks go on after one leading U+FEFF, which the standard says is ignored
+   * (the stream is UTF-8, so its three bytes). Bytes that only began like one are the stream's own.
+   */
+  private pastBom(chunk: Buffer): number {
+    let at = 0;
+    while (at < chunk.length && this.bomBytes < BOM.length) {
+      if (chunk[at] !== BOM[this.bomBytes]) {
+        this.append(BOM.subarray(0, this.bomBytes));
+        this.bomBytes = BOM_PASSED;
+        return at;
+      }
+      this.bomBytes++;
+      at++;
+    }
+    if (this.bomBytes === BOM.length) this.bomBytes = BOM_PASSED;
+    return at;
   }
 
   /** The stream ended: an event without its blank line is incomplete, and is discarded (as the standard says). */
@@ -300,4 +321,6 @@ export class SseParser {
 
 const EMPTY = Buffer.alloc(0);
 const SEPARATOR = Buffer.from('\n');
+const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+const BOM_PASSED = -1;
 const DATA_FIELD = Buffer.from('data:');

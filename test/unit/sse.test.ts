@@ -30,6 +30,8 @@ function parse(chunks: (string | Buffer)[], maxEventBytes = 1024, scanned?: Scan
   return seen;
 }
 
+const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
 /** `text` cut at the given offsets (taken modulo its length, sorted). */
 function cut(text: Buffer, at: number[]): Buffer[] {
   const offsets = [...new Set(at.map((offset) => offset % (text.length + 1)))].sort((a, b) => a - b);
@@ -112,6 +114,28 @@ describe('SseParser', () => {
     const bytes = Buffer.from(text);
     const chunks = [...bytes].map((byte) => Buffer.from([byte]));
     expect(parse(chunks).events).toEqual([{ data: '{"text":"héllo"}', type: 'message', id: '7' }]);
+  });
+
+  it('ignores one byte order mark at the start of the stream, wherever the chunks cut it', () => {
+    const stream = Buffer.concat([BOM, Buffer.from('event: message\ndata: {"a":1}\n\n')]);
+    for (let at = 0; at <= 4; at++) {
+      const { events } = parse([stream.subarray(0, at), stream.subarray(at)]);
+      expect(events).toEqual([{ data: '{"a":1}', type: 'message', id: undefined }]);
+    }
+    const byteByByte = parse([...stream].map((byte) => Buffer.from([byte])));
+    expect(byteByByte.events).toEqual([{ data: '{"a":1}', type: 'message', id: undefined }]);
+  });
+
+  it('ignores only the first byte order mark, and keeps bytes that only began like one', () => {
+    const twice = parse([Buffer.concat([BOM, BOM, Buffer.from('data: {"a":1}\n\n')])]);
+    // The second is the start of a field name that is not `data`: that line is ignored.
+    expect(twice.events).toEqual([]);
+    const later = parse([Buffer.from('data: x'), Buffer.concat([BOM, Buffer.from('\n\n')])]);
+    expect(later.events).toEqual([{ data: 'x\ufeff', type: '', id: undefined }]);
+    const notOne = parse([Buffer.from([0xef, 0xbb]), Buffer.from('data: {"a":1}\n\n')]);
+    expect(notOne.events).toEqual([]);
+    const partial = parse([Buffer.from([0xef, 0xbb]), Buffer.from('\ndata: 1\n\n')]);
+    expect(partial.events).toEqual([{ data: '1', type: '', id: undefined }]);
   });
 
   it('ignores comments (keep-alives), unknown fields and a value-less field; reads retry', () => {
