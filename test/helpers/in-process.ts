@@ -98,6 +98,13 @@ const PLAIN_CLIENT: ClientCapabilities = { elicitation: { form: {} }, sampling: 
 
 export const textResult = (text: string): CallToolResult => ({ content: [{ type: 'text', text }] });
 
+/** Progress 1 on the call's progress token, when its client gave one. */
+export async function sendProgress(extra: ToolExtra): Promise<void> {
+  const progressToken = extra._meta?.progressToken;
+  if (progressToken === undefined) return;
+  await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: 1 } });
+}
+
 /** A tool's request for a name (elicitation/create, form mode), answered by the client. */
 export function askName(extra: ToolExtra, options?: RequestOptions) {
   return extra.sendRequest(

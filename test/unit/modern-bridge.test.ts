@@ -31,7 +31,7 @@ import { memoryChannelPair } from '../../src/transport/memory-channel.js';
 import type { Channel } from '../../src/transport/channel.js';
 import { ValueClient, type ValueReceiver } from '../../src/session/value-client.js';
 import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
-import { askName, fakeServer, textResult, type FakeTool } from '../helpers/in-process.js';
+import { askName, fakeServer, sendProgress, textResult, type FakeTool } from '../helpers/in-process.js';
 
 interface Answer {
   id: number;
@@ -62,13 +62,7 @@ const ask: FakeTool = {
 const progress: FakeTool = {
   name: 'progress',
   run: async (_args, extra) => {
-    const progressToken = extra._meta?.progressToken;
-    if (progressToken !== undefined) {
-      await extra.sendNotification({
-        method: 'notifications/progress',
-        params: { progressToken, progress: 1 },
-      });
-    }
+    await sendProgress(extra);
     return textResult('done');
   },
 };

@@ -12,7 +12,7 @@ import { addedMembers, toolResultBytes } from '../../src/protocol/modern/result-
 import { toModernResult } from '../../src/protocol/modern/results.js';
 import { HttpFront } from '../../src/transport/http-front.js';
 import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
-import { textResult, type FakeTool } from '../helpers/in-process.js';
+import { sendProgress, textResult, type FakeTool } from '../helpers/in-process.js';
 import { MODERN_VERSION } from '../helpers/modern-client.js';
 import { post } from '../helpers/raw-http.js';
 import { frontOptions } from '../helpers/front-options.js';
@@ -33,13 +33,7 @@ const tools: FakeTool[] = [
   {
     name: 'progress',
     run: async (_args, extra) => {
-      const progressToken = extra._meta?.progressToken;
-      if (progressToken !== undefined) {
-        await extra.sendNotification({
-          method: 'notifications/progress',
-          params: { progressToken, progress: 1 },
-        });
-      }
+      await sendProgress(extra);
       return textResult('done');
     },
   },

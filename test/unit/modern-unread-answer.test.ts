@@ -25,7 +25,7 @@ import { addedMembers } from '../../src/protocol/modern/result-bytes.js';
 import { smallAnswer, type SmallAnswer } from '../../src/protocol/small-answer.js';
 import { ClientGiveUp } from '../../src/protocol/modern/exchange.js';
 import { MODERN_META, inProcessBridge, type InProcessBridge } from '../helpers/in-process-bridge.js';
-import { textResult, type FakeTool } from '../helpers/in-process.js';
+import { sendProgress, textResult, type FakeTool } from '../helpers/in-process.js';
 
 const serverInfo = { name: 'server é 😀', version: '1' };
 const form: ResultForm = { resultOptions: { serverInfo }, resultMembers: addedMembers(serverInfo) };
@@ -132,13 +132,7 @@ const withMeta: FakeTool = { name: 'with-meta', run: () => ({ ...textResult(MARK
 const chatty: FakeTool = {
   name: 'chatty',
   run: async (_args, extra) => {
-    const progressToken = extra._meta?.progressToken;
-    if (progressToken !== undefined) {
-      await extra.sendNotification({
-        method: 'notifications/progress',
-        params: { progressToken, progress: 1 },
-      });
-    }
+    await sendProgress(extra);
     await extra.sendNotification({
       method: 'notifications/message',
       params: { level: 'info', data: 'working' },
