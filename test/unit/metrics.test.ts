@@ -1,3 +1,4 @@
+import { pino } from 'pino';
 import { register as globalRegistry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -15,7 +16,7 @@ import type { NewTask } from '../../src/tasks/store.js';
 import { sample } from '../helpers/prometheus.js';
 import { taskRecord } from '../helpers/records.js';
 
-const silent = { debug: () => undefined } as never;
+const silent = pino({ level: 'silent' });
 
 const record = taskRecord;
 
