@@ -89,7 +89,12 @@ export function postModern(
     return;
   }
   const post = new ModernPost(res, front);
-  serve(exchangeOf(req, request, caller, post), post);
+  try {
+    serve(exchangeOf(req, request, caller, post), post);
+  } catch (error) {
+    // As a failure the sink is told of: the post is no longer open, and the front reports it.
+    post.failed(error);
+  }
 }
 
 /** The exchange a request is served as: its caller, its headers, its give-up and its stream's messages. */
@@ -124,6 +129,11 @@ function exchangeOf(
 export class OpenAnswers {
   private readonly open = new Set<ModernPost>();
   private drained: (() => void) | undefined;
+
+  /** How many are open. */
+  get size(): number {
+    return this.open.size;
+  }
 
   add(post: ModernPost): void {
     this.open.add(post);

@@ -10,7 +10,13 @@ import { resolveConfig } from '../../src/config/load.js';
 import { startHttpGateway } from '../../src/http-proxy.js';
 import { PrometheusMetrics } from '../../src/observability/metrics.js';
 import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
-import { OpenAnswers } from '../../src/transport/modern-answer.js';
+import { once } from 'node:events';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { AnswerSink, ModernExchange } from '../../src/protocol/modern/exchange.js';
+import { readMessage } from '../../src/protocol/read-message.js';
+import { OpenAnswers, postModern } from '../../src/transport/modern-answer.js';
+import { readBody } from '../../src/transport/http-io.js';
 import { Inbox } from '../helpers/inbox.js';
 import { fakeServer, subscribableServer, textResult } from '../helpers/in-process.js';
 import { serveInProcess } from '../helpers/in-process-http.js';
@@ -119,6 +125,129 @@ describe('a 2026-07-28 POST answered by the HTTP front', () => {
     await closed;
   });
 });
+
+/**
+ * postModern alone on a real HTTP server, with `serve` standing where the bridge is: what the front does
+ * with each way a request's serving can end, and that no answer stays counted open once it is over.
+ */
+async function frontWith(serve: (exchange: ModernExchange, sink: AnswerSink) => void) {
+  const answers = new OpenAnswers();
+  const failures: unknown[] = [];
+  const front = {
+    accepting: () => true,
+    upstreamChallenge: undefined,
+    answers,
+    failed: (res: ServerResponse, error: unknown) => {
+      failures.push(error);
+      res.writeHead(500).end();
+    },
+  };
+  const server = createServer((req, res) => {
+    void readBody(req, 1_000_000).then((body) => {
+      const read = readMessage(body as Buffer, 'the client');
+      if (read.ok) postModern(req, res, read.message, undefined, serve, front);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  closing.push(async () => {
+    server.closeAllConnections();
+    server.close();
+    await once(server, 'close');
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+  const post = (signal?: AbortSignal) =>
+    fetch(url, {
+      method: 'POST',
+      ...(signal && { signal }),
+      headers: {
+        accept: 'application/json, text/event-stream',
+        'content-type': 'application/json',
+        'mcp-protocol-version': MODERN_VERSION,
+        'mcp-method': 'tools/call',
+        'mcp-name': 'echo',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: { name: 'echo', arguments: {}, _meta: PLAIN_META },
+      }),
+    });
+  return { answers, failures, post };
+}
+
+const answerOf = (exchange: ModernExchange) => ({
+  response: { jsonrpc: '2.0', id: exchange.request.id, result: { resultType: 'complete', content: [] } },
+});
+
+describe('postModern and the answers it counts open', () => {
+  it('counts none open once an answer is written, as JSON or at the end of an SSE stream', async () => {
+    let served = 0;
+    const { answers, post } = await frontWith((exchange, sink) => {
+      // Every other request has a message before its answer: its response becomes an SSE stream.
+      if (served++ % 2 === 1) exchange.notify({ jsonrpc: '2.0', method: 'notifications/message' });
+      sink.answer(answerOf(exchange));
+    });
+    const types = [];
+    for (let n = 0; n < 4; n++) {
+      const response = await post();
+      types.push(response.headers.get('content-type'));
+      expect(await response.text()).toContain('"id":7');
+    }
+    expect(types).toEqual(['application/json', 'text/event-stream', 'application/json', 'text/event-stream']);
+    expect(answers.size).toBe(0);
+  });
+
+  it('counts none open once an answer too big to hand the socket at once is written', async () => {
+    const big = 'x'.repeat(8 * 1024 * 1024);
+    const { answers, post } = await frontWith((exchange, sink) =>
+      sink.answer({
+        response: {
+          jsonrpc: '2.0',
+          id: exchange.request.id,
+          result: { resultType: 'complete', content: [{ type: 'text', text: big }] },
+        },
+      }),
+    );
+    const response = await post();
+    expect((await response.text()).length).toBeGreaterThan(big.length);
+    await until(() => answers.size === 0, 'the big answer to be over');
+  });
+
+  it('counts none open once a given-up request is answered with nothing', async () => {
+    const started = new Inbox<AnswerSink>();
+    const { answers, post } = await frontWith((exchange, sink) => {
+      exchange.signal.addEventListener('abort', () => sink.answer(undefined));
+      started.push(sink);
+    });
+    const client = new AbortController();
+    const posting = post(client.signal);
+    await started.waitFor(() => true, 'the request to be served');
+    expect(answers.size).toBe(1);
+    client.abort();
+    await expect(posting).rejects.toThrow(/abort/i);
+    await until(() => answers.size === 0, 'the given-up answer to be over');
+  });
+
+  it('answers 500 when serving throws at once, and counts it open no longer', async () => {
+    const { answers, failures, post } = await frontWith(() => {
+      throw new Error('the bridge broke');
+    });
+    expect((await post()).status).toBe(500);
+    expect(failures).toEqual([new Error('the bridge broke')]);
+    expect(answers.size).toBe(0);
+  });
+});
+
+/** Resolves once `holds` is true, looked at each turn of the event loop; fails after `timeoutMs`. */
+async function until(holds: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!holds()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
 
 describe('OpenAnswers', () => {
   afterEach(() => {
