@@ -118,7 +118,10 @@ export class HttpFront {
   private readonly kept: KeptBytes;
   private opening = 0;
   private closing: Promise<void> | undefined;
-  /** How 2026-07-28 requests are answered: whether taskgate takes them, and those not written yet (open streams among them). */
+  /**
+   * How 2026-07-28 requests are answered: whether taskgate takes them, and those not written yet (open
+   * streams among them).
+   */
   private readonly modernFront: ModernFront;
 
   constructor(
