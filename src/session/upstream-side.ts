@@ -234,9 +234,10 @@ export class UpstreamSide {
     const entry = this.parts.upstreamPeer.awaiting(wireId);
     if (entry?.kind !== 'client' || entry.onResult !== undefined) return false;
     // A client that takes values takes the bytes of a small answer (one Buffer, its result's place known)
-    // only where its request's context does: the 2026-07-28 bridge's call.
+    // only where its request's context does: the 2026-07-28 bridge's call, of a tools/call (any other
+    // answer it reads whole: read here, it is not read again after a detour).
     const toContext = this.parts.client.handsParsed;
-    const small = 'result' in envelope && raw instanceof Buffer;
+    const small = 'result' in envelope && raw instanceof Buffer && entry.method === 'tools/call';
     if (toContext && !(small && this.parts.contexts.takesBytes(entry.clientId))) return false;
     // The upstream's own tasks are followed through what their answers say (upstreamTaskProgress): of a
     // tasks/result, only whether it failed; tasks/get|cancel and a CreateTaskResult are small.
