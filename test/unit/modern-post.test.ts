@@ -20,6 +20,7 @@ import { readBody } from '../../src/transport/http-io.js';
 import { Inbox } from '../helpers/inbox.js';
 import { fakeServer, subscribableServer, textResult } from '../helpers/in-process.js';
 import { serveInProcess } from '../helpers/in-process-http.js';
+import { until } from '../helpers/tool-results.js';
 import { MODERN_VERSION } from '../helpers/modern-client.js';
 import { listen, modernRequest } from '../helpers/modern-raw.js';
 
@@ -212,7 +213,7 @@ describe('postModern and the answers it counts open', () => {
     );
     const response = await post();
     expect((await response.text()).length).toBeGreaterThan(big.length);
-    await until(() => answers.size === 0, 'the big answer to be over');
+    await until(async () => answers.size === 0, 'the big answer to be over');
   });
 
   it('counts none open once a given-up request is answered with nothing', async () => {
@@ -227,7 +228,7 @@ describe('postModern and the answers it counts open', () => {
     expect(answers.size).toBe(1);
     client.abort();
     await expect(posting).rejects.toThrow(/abort/i);
-    await until(() => answers.size === 0, 'the given-up answer to be over');
+    await until(async () => answers.size === 0, 'the given-up answer to be over');
   });
 
   it('answers 500 when serving throws at once, and counts it open no longer', async () => {
@@ -239,15 +240,6 @@ describe('postModern and the answers it counts open', () => {
     expect(answers.size).toBe(0);
   });
 });
-
-/** Resolves once `holds` is true, looked at each turn of the event loop; fails after `timeoutMs`. */
-async function until(holds: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!holds()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
 
 describe('OpenAnswers', () => {
   afterEach(() => {
